@@ -1,0 +1,150 @@
+//! What arrives at the dispatcher: the model's proposal ([`ToolCall`], untrusted) and the
+//! authenticated caller ([`Principal`], trusted, supplied by the host application).
+
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Arguments exactly as the provider delivered them.
+///
+/// OpenAI sends a JSON *string* (possibly invalid, possibly with duplicate keys); Anthropic and
+/// Gemini send an already-parsed object. Both are accepted; the string form is parsed strictly.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RawArguments {
+    /// A JSON document still to be parsed.
+    Json(String),
+    /// An already-parsed JSON value.
+    Value(Value),
+}
+
+impl From<&str> for RawArguments {
+    fn from(s: &str) -> Self {
+        RawArguments::Json(s.to_owned())
+    }
+}
+
+impl From<String> for RawArguments {
+    fn from(s: String) -> Self {
+        RawArguments::Json(s)
+    }
+}
+
+impl From<Value> for RawArguments {
+    fn from(v: Value) -> Self {
+        RawArguments::Value(v)
+    }
+}
+
+/// Where a call came from: provider, API family, adapter revision and response id.
+///
+/// These feed the approval digest, so an approval granted for one provider turn cannot be replayed
+/// through another adaptation path.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderContext {
+    /// Provider name, e.g. `openai`, `anthropic`, `gemini`, `mcp`.
+    pub provider: String,
+    /// API family, e.g. `chat_completions`, `responses`, `messages`.
+    pub api_family: String,
+    /// Revision of the adapter that produced the call.
+    pub adapter_revision: String,
+    /// The provider's response (message) id, when it has one.
+    pub response_id: Option<String>,
+}
+
+/// A tool call proposed by a model. Everything in it is untrusted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's call id (or one the host made up).
+    pub call_id: String,
+    /// The tool name the model asked for.
+    pub tool: String,
+    /// The arguments the model proposed.
+    pub arguments: RawArguments,
+    /// Provider path of the call, when known.
+    pub provider: Option<ProviderContext>,
+    /// An idempotency key supplied by the host (takes precedence over one in the arguments).
+    pub idempotency_key: Option<String>,
+}
+
+impl ToolCall {
+    /// A call with the given id, tool name and arguments.
+    pub fn new(
+        call_id: impl Into<String>,
+        tool: impl Into<String>,
+        arguments: impl Into<RawArguments>,
+    ) -> Self {
+        ToolCall {
+            call_id: call_id.into(),
+            tool: tool.into(),
+            arguments: arguments.into(),
+            provider: None,
+            idempotency_key: None,
+        }
+    }
+
+    /// Sets the provider path of the call.
+    pub fn with_provider(mut self, provider: ProviderContext) -> Self {
+        self.provider = Some(provider);
+        self
+    }
+
+    /// Sets a host-supplied idempotency key.
+    pub fn with_idempotency_key(mut self, key: impl Into<String>) -> Self {
+        self.idempotency_key = Some(key.into());
+        self
+    }
+}
+
+/// The authenticated caller, from the host application's auth layer. Trusted.
+///
+/// Tools never read identity or authority from model arguments; they read it from here through
+/// [`crate::ToolContext`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Principal {
+    /// Tenant the caller belongs to.
+    pub tenant: String,
+    /// The caller (user or service) within the tenant.
+    pub subject: String,
+    /// Roles granted by the auth layer.
+    pub roles: Vec<String>,
+    /// The agent session the call belongs to (scopes per-session limits).
+    pub session_id: String,
+    /// When the caller authenticated; checked for freshness.
+    pub authenticated_at: SystemTime,
+}
+
+impl Principal {
+    /// A principal authenticated now, with no roles.
+    pub fn new(
+        tenant: impl Into<String>,
+        subject: impl Into<String>,
+        session_id: impl Into<String>,
+    ) -> Self {
+        Principal {
+            tenant: tenant.into(),
+            subject: subject.into(),
+            roles: Vec::new(),
+            session_id: session_id.into(),
+            authenticated_at: SystemTime::now(),
+        }
+    }
+
+    /// Adds a role.
+    pub fn with_role(mut self, role: impl Into<String>) -> Self {
+        self.roles.push(role.into());
+        self
+    }
+
+    /// Sets the authentication time.
+    pub fn authenticated_at(mut self, at: SystemTime) -> Self {
+        self.authenticated_at = at;
+        self
+    }
+
+    /// Whether the principal holds `role`.
+    pub fn has_role(&self, role: &str) -> bool {
+        self.roles.iter().any(|r| r == role)
+    }
+}

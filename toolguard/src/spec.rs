@@ -1,0 +1,192 @@
+//! What a tool declares about itself: [`ToolSpec`], its [`Risk`] and the per-field rules
+//! ([`FieldSpec`]). The `#[tool]` macro builds these; hand-written tools may too.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// How much harm a wrong call of the tool can do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Risk {
+    /// Harmless, e.g. reading public data.
+    Low,
+    /// Limited harm, e.g. reading the caller's private data.
+    Medium,
+    /// Real harm, e.g. moving money, sending mail.
+    High,
+    /// Always needs a human, e.g. deleting an account.
+    Critical,
+}
+
+impl Risk {
+    /// The snake_case name (`low`, `medium`, `high`, `critical`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Risk::Low => "low",
+            Risk::Medium => "medium",
+            Risk::High => "high",
+            Risk::Critical => "critical",
+        }
+    }
+}
+
+/// What a string field holds; picks the sanitizer rules applied to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldKind {
+    /// ASCII letters, digits, `_` and `-` only.
+    Identifier,
+    /// Free text for people (memos, subjects, bodies).
+    #[default]
+    Text,
+    /// Names of people or places.
+    Name,
+    /// An e-mail address.
+    Email,
+    /// A URL.
+    Url,
+    /// A file-system path confined below a root.
+    Path,
+    /// An amount of money in integer minor units.
+    Money,
+    /// A value with no string content of its own (numbers, booleans, enums).
+    Opaque,
+}
+
+impl FieldKind {
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FieldKind::Identifier => "identifier",
+            FieldKind::Text => "text",
+            FieldKind::Name => "name",
+            FieldKind::Email => "email",
+            FieldKind::Url => "url",
+            FieldKind::Path => "path",
+            FieldKind::Money => "money",
+            FieldKind::Opaque => "opaque",
+        }
+    }
+}
+
+/// Rules of one argument field.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct FieldSpec {
+    /// Field name as it appears in the arguments object.
+    pub name: String,
+    /// What the field holds.
+    pub kind: FieldKind,
+    /// Description for the model.
+    pub description: Option<String>,
+    /// Redacted in audit entries.
+    pub sensitive: bool,
+    /// The amount field that `approval_over` and session limits measure.
+    pub amount: bool,
+    /// Not required.
+    pub optional: bool,
+    /// Minimum length in characters.
+    pub min_len: Option<u64>,
+    /// Maximum length in characters.
+    pub max_len: Option<u64>,
+    /// Regular expression the value must match.
+    pub pattern: Option<String>,
+    /// Inclusive minimum of a number.
+    pub min: Option<f64>,
+    /// Inclusive maximum of a number.
+    pub max: Option<f64>,
+    /// Confinement root of a path field.
+    pub root: Option<String>,
+}
+
+impl FieldSpec {
+    /// A text field called `name` with no constraints.
+    pub fn new(name: impl Into<String>) -> Self {
+        FieldSpec { name: name.into(), ..FieldSpec::default() }
+    }
+}
+
+/// What happens when an idempotency key is reused with different arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyReuse {
+    /// `idempotency_conflict`, as payment APIs do.
+    #[default]
+    Conflict,
+    /// The first outcome is returned again; the new arguments are ignored.
+    KeyWins,
+}
+
+/// Everything the dispatcher knows about a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Name the model calls the tool by.
+    pub name: String,
+    /// Description for the model.
+    pub description: String,
+    /// JSON Schema (draft 2020-12) of the arguments object.
+    pub input_schema: Value,
+    /// JSON Schema of the result.
+    pub output_schema: Value,
+    /// Risk level.
+    pub risk: Risk,
+    /// Reads only; no side effect.
+    pub read_only: bool,
+    /// State-changing calls carry an idempotency key and execute at most once per key.
+    pub idempotent: bool,
+    /// Reuse of a key with other arguments.
+    pub key_reuse: KeyReuse,
+    /// Amounts strictly above this need approval.
+    pub approval_over: Option<u64>,
+    /// Distinct approvers an approval needs.
+    pub approvals: u8,
+    /// Execution deadline.
+    pub timeout: Duration,
+    /// Revision of the tool's contract (input/output schema and effect); raise it on any change.
+    pub revision: u32,
+    /// Per-field rules, in declaration order.
+    pub fields: Vec<FieldSpec>,
+}
+
+impl ToolSpec {
+    /// Default execution deadline.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// A low-risk spec with the given name, description and schemas.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        output_schema: Value,
+    ) -> Self {
+        ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+            output_schema,
+            risk: Risk::Low,
+            read_only: false,
+            idempotent: false,
+            key_reuse: KeyReuse::Conflict,
+            approval_over: None,
+            approvals: 1,
+            timeout: Self::DEFAULT_TIMEOUT,
+            revision: 1,
+            fields: Vec::new(),
+        }
+    }
+
+    /// The rules of field `name`.
+    pub fn field(&self, name: &str) -> Option<&FieldSpec> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+
+    /// The field measured by `approval_over` and session limits.
+    pub fn amount_field(&self) -> Option<&FieldSpec> {
+        self.fields
+            .iter()
+            .find(|f| f.amount)
+            .or_else(|| self.fields.iter().find(|f| f.name == "amount"))
+    }
+}

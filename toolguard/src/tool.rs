@@ -1,0 +1,165 @@
+//! The [`Tool`] trait that `#[tool]` implements, and the trusted [`ToolContext`] a handler sees.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::call::Principal;
+use crate::error::{NotFoundClass, ToolError};
+use crate::spec::ToolSpec;
+
+/// A boxed, sendable future.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A tool the dispatcher can run. `#[tool]` implements it; it can also be written by hand.
+///
+/// `S` is the application state tools share (a database pool, a ledger, ...).
+pub trait Tool<S: Send + Sync + 'static>: Send + Sync + 'static {
+    /// The typed arguments (generated `<Name>Args` struct).
+    type Args: DeserializeOwned + Serialize + JsonSchema + Send + Sync + 'static;
+    /// The result type.
+    type Output: Serialize + JsonSchema + Send + 'static;
+
+    /// The tool's declaration.
+    fn spec(&self) -> ToolSpec;
+
+    /// Business preflight: invariants that must hold before anything else happens
+    /// (`precondition_failed`). Runs again right before execution.
+    fn preflight<'a>(
+        &'a self,
+        _ctx: &'a ToolContext<S>,
+        _args: &'a Self::Args,
+    ) -> BoxFuture<'a, Result<(), ToolError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Resource authorization: does the principal own what the arguments name? Return
+    /// [`ToolError::NotFound`] for both missing and foreign resources. Runs again right before
+    /// execution.
+    fn authorize<'a>(
+        &'a self,
+        _ctx: &'a ToolContext<S>,
+        _args: &'a Self::Args,
+    ) -> BoxFuture<'a, Result<(), ToolError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Executes the tool.
+    fn call<'a>(
+        &'a self,
+        ctx: &'a ToolContext<S>,
+        args: Self::Args,
+    ) -> BoxFuture<'a, Result<Self::Output, ToolError>>;
+}
+
+/// A resource that belongs to a tenant and, optionally, to one subject in it.
+pub trait Owned {
+    /// Tenant that owns the resource.
+    fn owner_tenant(&self) -> &str;
+    /// Subject that owns the resource, if it is not shared tenant-wide.
+    fn owner_subject(&self) -> Option<&str>;
+}
+
+impl<T: Owned + ?Sized> Owned for &T {
+    fn owner_tenant(&self) -> &str {
+        (**self).owner_tenant()
+    }
+    fn owner_subject(&self) -> Option<&str> {
+        (**self).owner_subject()
+    }
+}
+
+/// The trusted side of a call: who is calling, and the application state.
+///
+/// It is built by the dispatcher from the authenticated [`Principal`]; nothing in it comes from
+/// model arguments.
+pub struct ToolContext<S> {
+    principal: Arc<Principal>,
+    state: Arc<S>,
+    call_id: String,
+    operation_id: Option<String>,
+}
+
+impl<S> ToolContext<S> {
+    /// A context for `principal` over `state`.
+    pub fn new(
+        principal: Arc<Principal>,
+        state: Arc<S>,
+        call_id: impl Into<String>,
+        operation_id: Option<String>,
+    ) -> Self {
+        ToolContext { principal, state, call_id: call_id.into(), operation_id }
+    }
+
+    /// The authenticated caller.
+    pub fn principal(&self) -> &Principal {
+        &self.principal
+    }
+
+    /// The caller's tenant.
+    pub fn tenant(&self) -> &str {
+        &self.principal.tenant
+    }
+
+    /// The caller.
+    pub fn subject(&self) -> &str {
+        &self.principal.subject
+    }
+
+    /// The application state.
+    pub fn state(&self) -> &S {
+        &self.state
+    }
+
+    /// The application state, shared.
+    pub fn state_arc(&self) -> &Arc<S> {
+        &self.state
+    }
+
+    /// The call id being served.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The operation id of a state-changing call.
+    pub fn operation_id(&self) -> Option<&str> {
+        self.operation_id.as_deref()
+    }
+
+    /// Checks that `owner` (tenant, optional subject) is the caller; a foreign resource gives the
+    /// same external `not_found` as a missing one, and the audit entry records which it was.
+    pub fn check_owner(&self, tenant: &str, subject: Option<&str>) -> Result<(), ToolError> {
+        if tenant != self.principal.tenant {
+            return Err(ToolError::NotFound(NotFoundClass::ForeignTenant));
+        }
+        match subject {
+            Some(s) if s != self.principal.subject => {
+                Err(ToolError::NotFound(NotFoundClass::ForeignSubject))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Turns a lookup result into the caller's resource: `None` and a resource owned by someone
+    /// else both give `not_found`.
+    pub fn resource<R: Owned>(&self, found: Option<R>) -> Result<R, ToolError> {
+        let r = found.ok_or(ToolError::NotFound(NotFoundClass::Missing))?;
+        self.check_owner(r.owner_tenant(), r.owner_subject())?;
+        Ok(r)
+    }
+}
+
+impl<S> Clone for ToolContext<S> {
+    fn clone(&self) -> Self {
+        ToolContext {
+            principal: self.principal.clone(),
+            state: self.state.clone(),
+            call_id: self.call_id.clone(),
+            operation_id: self.operation_id.clone(),
+        }
+    }
+}
