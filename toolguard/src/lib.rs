@@ -13,7 +13,9 @@
 pub mod call;
 pub mod clock;
 pub mod error;
+mod erased;
 pub mod outcome;
+pub mod sanitize;
 pub mod spec;
 pub mod tool;
 
@@ -22,7 +24,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{NotFoundClass, ToolError};
 pub use outcome::{ApprovalTicket, ArgumentError, Status, ToolOutcome, UntrustedOutput};
 pub use spec::{FieldKind, FieldSpec, KeyReuse, Risk, ToolSpec};
-pub use tool::{BoxFuture, Owned, Tool, ToolContext};
+pub use tool::{BoxFuture, Owned, Tool, ToolContext, ToolHandle};
 pub use toolguard_macros::tool;
 
 /// Items the generated code uses. Not public API.

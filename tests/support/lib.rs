@@ -1,0 +1,1 @@
+//! Shared fixtures of toolguard's integration tests and examples.

@@ -1,0 +1,79 @@
+//! Type erasure of [`Tool`] so that tools with different argument types live in one registry.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::error::ToolError;
+use crate::spec::ToolSpec;
+use crate::tool::{BoxFuture, Tool, ToolContext};
+
+/// Typed arguments decoded once, ready for the hooks and the handler.
+pub(crate) trait DecodedArgs<S>: Send + Sync {
+    fn preflight<'a>(&'a self, ctx: &'a ToolContext<S>) -> BoxFuture<'a, Result<(), ToolError>>;
+    fn authorize<'a>(&'a self, ctx: &'a ToolContext<S>) -> BoxFuture<'a, Result<(), ToolError>>;
+    fn execute<'a>(
+        self: Box<Self>,
+        ctx: &'a ToolContext<S>,
+    ) -> BoxFuture<'a, Result<Value, ToolError>>;
+}
+
+/// A tool behind dynamic dispatch.
+pub(crate) trait ErasedTool<S>: Send + Sync {
+    fn spec(&self) -> &ToolSpec;
+    fn decode(&self, args: Value) -> Result<Box<dyn DecodedArgs<S>>, serde_json::Error>;
+}
+
+pub(crate) struct Typed<T> {
+    tool: Arc<T>,
+    spec: ToolSpec,
+}
+
+impl<T> Typed<T> {
+    pub(crate) fn new<S>(tool: T) -> Self
+    where
+        S: Send + Sync + 'static,
+        T: Tool<S>,
+    {
+        let spec = tool.spec();
+        Typed { tool: Arc::new(tool), spec }
+    }
+}
+
+struct Bound<T: Tool<S>, S: Send + Sync + 'static> {
+    tool: Arc<T>,
+    args: T::Args,
+}
+
+impl<T: Tool<S>, S: Send + Sync + 'static> DecodedArgs<S> for Bound<T, S> {
+    fn preflight<'a>(&'a self, ctx: &'a ToolContext<S>) -> BoxFuture<'a, Result<(), ToolError>> {
+        self.tool.preflight(ctx, &self.args)
+    }
+
+    fn authorize<'a>(&'a self, ctx: &'a ToolContext<S>) -> BoxFuture<'a, Result<(), ToolError>> {
+        self.tool.authorize(ctx, &self.args)
+    }
+
+    fn execute<'a>(
+        self: Box<Self>,
+        ctx: &'a ToolContext<S>,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        let tool = self.tool;
+        let args = self.args;
+        Box::pin(async move {
+            let out = tool.call(ctx, args).await?;
+            serde_json::to_value(out).map_err(|e| ToolError::Failed(format!("unserializable result: {e}")))
+        })
+    }
+}
+
+impl<S: Send + Sync + 'static, T: Tool<S>> ErasedTool<S> for Typed<T> {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn decode(&self, args: Value) -> Result<Box<dyn DecodedArgs<S>>, serde_json::Error> {
+        let args: T::Args = serde_json::from_value(args)?;
+        Ok(Box::new(Bound { tool: self.tool.clone(), args }))
+    }
+}
