@@ -147,6 +147,9 @@ pub struct ToolSpec {
     pub revision: u32,
     /// Per-field rules, in declaration order.
     pub fields: Vec<FieldSpec>,
+    /// The argument carrying the idempotency key (`idempotency_key` for `#[tool(idempotent)]`);
+    /// `None` when the host supplies the key on the `ToolCall`.
+    pub idempotency_key_field: Option<String>,
 }
 
 impl ToolSpec {
@@ -174,6 +177,7 @@ impl ToolSpec {
             timeout: Self::DEFAULT_TIMEOUT,
             revision: 1,
             fields: Vec::new(),
+            idempotency_key_field: None,
         }
     }
 
