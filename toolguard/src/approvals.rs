@@ -433,14 +433,7 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
                 .record(&request.operation_id, amount, &scopes, d.inner.clock.now())
                 .await;
         }
-        Ok(Answer {
-            status: Status::Ok,
-            reason: None,
-            message: None,
-            output: Some(output),
-            approval: None,
-            replayed: false,
-        })
+        Ok(Answer::executed(output))
     }
 }
 

@@ -17,7 +17,7 @@ use crate::clock::{Clock, SystemClock, unix_millis};
 use crate::digest::request_digest;
 use crate::erased::{DecodedArgs, ErasedTool};
 use crate::metrics;
-use crate::outcome::{ApprovalTicket, Status, ToolOutcome, UntrustedOutput};
+use crate::outcome::{ApprovalTicket, ArgumentError, Status, ToolOutcome, UntrustedOutput};
 use crate::sanitize::{Modification, Sanitizer};
 use crate::spec::{Risk, ToolSpec};
 use crate::stage::authorize::{AllowAuthenticated, Authorizer};
@@ -382,10 +382,11 @@ pub(crate) struct Answer {
     pub(crate) output: Option<UntrustedOutput>,
     pub(crate) approval: Option<ApprovalTicket>,
     pub(crate) replayed: bool,
+    pub(crate) errors: Vec<ArgumentError>,
 }
 
 impl Answer {
-    fn executed(output: UntrustedOutput) -> Self {
+    pub(crate) fn executed(output: UntrustedOutput) -> Self {
         Answer {
             status: Status::Ok,
             reason: None,
@@ -393,6 +394,7 @@ impl Answer {
             output: Some(output),
             approval: None,
             replayed: false,
+            errors: Vec::new(),
         }
     }
 
@@ -407,6 +409,7 @@ impl Answer {
             output: None,
             approval: Some(ticket),
             replayed: false,
+            errors: Vec::new(),
         }
     }
 
@@ -418,6 +421,7 @@ impl Answer {
             output: stored.output.map(UntrustedOutput::new),
             approval: stored.approval,
             replayed: true,
+            errors: Vec::new(),
         }
     }
 
@@ -429,6 +433,7 @@ impl Answer {
             output: None,
             approval: None,
             replayed: false,
+            errors: stop.errors,
         })
     }
 
@@ -667,8 +672,10 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             }
         }
 
+        let output = executed?;
+
         t.stage = Stage::Envelope;
-        stage::envelope::wrap(&tool.output, executed?, spec.read_only)
+        stage::envelope::wrap(&tool.output, output, spec.read_only)
     }
 
     /// Stores the outcome under the call's idempotency key, or releases the key.
@@ -817,6 +824,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         outcome.output = answer.output;
         outcome.approval = answer.approval;
         outcome.replayed = answer.replayed;
+        outcome.errors = answer.errors;
         outcome.operation_id = t.operation_id.clone();
         // The real not-found class stays in the audit trail; outside, every not_found is alike.
         let audit_reason = outcome.reason.clone();

@@ -72,6 +72,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
                 output: None,
                 approval: None,
                 replayed: true,
+                errors: Vec::new(),
             },
             Err((_, stop)) => Answer::from_result(Err(stop.clone())),
         };
