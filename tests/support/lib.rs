@@ -286,6 +286,64 @@ impl Tool<Ledger> for SlowPayout {
     }
 }
 
+/// Credits loyalty points; a reused key returns the first outcome whatever the new arguments.
+#[tool(risk = "medium", idempotent, key_wins)]
+pub async fn credit_points(
+    ctx: &ToolContext<Ledger>,
+    /// Points to credit.
+    #[arg(min = 1, max = 10_000)]
+    points: u32,
+) -> Result<u32, ToolError> {
+    ctx.state().runs.fetch_add(1, Ordering::SeqCst);
+    Ok(points)
+}
+
+/// Fails on its first execution, succeeds afterwards (a transient downstream error).
+#[tool(risk = "medium", idempotent)]
+pub async fn flaky_once(
+    ctx: &ToolContext<Ledger>,
+    /// A label.
+    #[arg(max_len = 20)]
+    label: String,
+) -> Result<String, ToolError> {
+    let n = ctx.state().runs.fetch_add(1, Ordering::SeqCst);
+    if n == 0 {
+        Err(ToolError::failed("transient"))
+    } else {
+        Ok(label)
+    }
+}
+
+/// Closes one of the caller's accounts; always needs a human.
+#[tool(risk = "critical", idempotent)]
+pub async fn close_account(
+    ctx: &ToolContext<Ledger>,
+    /// Account to close.
+    #[arg(kind = "identifier", max_len = 64)]
+    account: String,
+) -> Result<bool, ToolError> {
+    ctx.state().runs.fetch_add(1, Ordering::SeqCst);
+    Ok(ctx
+        .state()
+        .accounts
+        .lock()
+        .unwrap()
+        .remove(&account)
+        .is_some())
+}
+
+/// Wires money out; needs two distinct approvers.
+#[tool(risk = "critical", idempotent, approvals = 2)]
+pub async fn wire_out(
+    ctx: &ToolContext<Ledger>,
+    /// Amount in cents.
+    #[arg(amount, min = 1, max = 100_000_000)]
+    amount: u64,
+) -> Result<u64, ToolError> {
+    ctx.state().transfers.fetch_add(1, Ordering::SeqCst);
+    Ok(amount)
+}
+
 /// acme/alice, authenticated now.
 pub fn alice() -> Principal {
     Principal::new("acme", "alice", "sess-alice")

@@ -549,7 +549,10 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         )
         .await?;
         let held = match admission {
-            Admission::Replay(stored) => return Ok(self.replayed(spec, stored).await),
+            Admission::Replay(stored) => {
+                t.operation_id = stored.operation_id.clone().or(t.operation_id.take());
+                return Ok(self.replayed(spec, stored).await);
+            }
             Admission::Proceed(held) => held,
         };
         t.admitted = !spec.read_only;

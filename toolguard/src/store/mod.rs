@@ -3,9 +3,11 @@
 //! (atomic reserve-if-absent with an owner token and lease; compare-and-set on approvals); the
 //! in-memory [`MemoryStore`] implements all of them.
 
+pub mod fault;
 mod memory;
 mod types;
 
+pub use fault::{FaultyStore, StoreOp};
 pub use memory::MemoryStore;
 pub use types::*;
 
