@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::json;
-use toolguard::{Dispatcher, MemoryAuditSink, Owned, Principal, ToolCall, ToolContext, ToolError, tool};
+use toolguard::{
+    Dispatcher, MemoryAuditSink, Owned, Principal, ToolCall, ToolContext, ToolError, tool,
+};
 
 /// A note in a tiny multi-tenant notebook.
 struct Note {
@@ -51,7 +53,9 @@ async fn read_note(
     let notes = ctx.state().notes.lock().unwrap();
     // Missing and someone else's look the same to the model: `not_found`.
     let note = ctx.resource(notes.get(&note_id))?;
-    Ok(NoteText { text: note.text.clone() })
+    Ok(NoteText {
+        text: note.text.clone(),
+    })
 }
 
 /// Appends a line to one of the caller's notes.
@@ -79,7 +83,11 @@ async fn main() {
     for (id, tenant, owner) in [("n-1", "acme", "alice"), ("n-2", "acme", "bob")] {
         notebook.notes.lock().unwrap().insert(
             id.into(),
-            Note { tenant: tenant.into(), owner: owner.into(), text: format!("{owner}'s note") },
+            Note {
+                tenant: tenant.into(),
+                owner: owner.into(),
+                text: format!("{owner}'s note"),
+            },
         );
     }
     let audit = Arc::new(MemoryAuditSink::new());
@@ -95,15 +103,54 @@ async fn main() {
     let alice = Principal::new("acme", "alice", "session-1");
 
     let calls = [
-        ("a good call", ToolCall::new("c1", "append_line", r#"{"note_id":"n-1","line":"buy milk","idempotency_key":"turn-1-append"}"#)),
-        ("the same call retried", ToolCall::new("c2", "append_line", r#"{"note_id":"n-1","line":"buy milk","idempotency_key":"turn-1-append"}"#)),
-        ("duplicate keys", ToolCall::new("c3", "read_note", r#"{"note_id":"n-1","note_id":"n-2"}"#)),
-        ("a tool that does not exist", ToolCall::new("c4", "delete_everything", "{}")),
-        ("an extra field claiming identity", ToolCall::new("c5", "read_note", json!({"note_id": "n-1", "tenant": "acme"}))),
-        ("an injection in an identifier", ToolCall::new("c6", "read_note", json!({"note_id": "n-1' OR 1=1 --"}))),
-        ("someone else's note", ToolCall::new("c7", "read_note", json!({"note_id": "n-2"}))),
-        ("a note that does not exist", ToolCall::new("c8", "read_note", json!({"note_id": "n-9"}))),
-        ("a good read", ToolCall::new("c9", "read_note", json!({"note_id": "n-1"}))),
+        (
+            "a good call",
+            ToolCall::new(
+                "c1",
+                "append_line",
+                r#"{"note_id":"n-1","line":"buy milk","idempotency_key":"turn-1-append"}"#,
+            ),
+        ),
+        (
+            "the same call retried",
+            ToolCall::new(
+                "c2",
+                "append_line",
+                r#"{"note_id":"n-1","line":"buy milk","idempotency_key":"turn-1-append"}"#,
+            ),
+        ),
+        (
+            "duplicate keys",
+            ToolCall::new("c3", "read_note", r#"{"note_id":"n-1","note_id":"n-2"}"#),
+        ),
+        (
+            "a tool that does not exist",
+            ToolCall::new("c4", "delete_everything", "{}"),
+        ),
+        (
+            "an extra field claiming identity",
+            ToolCall::new(
+                "c5",
+                "read_note",
+                json!({"note_id": "n-1", "tenant": "acme"}),
+            ),
+        ),
+        (
+            "an injection in an identifier",
+            ToolCall::new("c6", "read_note", json!({"note_id": "n-1' OR 1=1 --"})),
+        ),
+        (
+            "someone else's note",
+            ToolCall::new("c7", "read_note", json!({"note_id": "n-2"})),
+        ),
+        (
+            "a note that does not exist",
+            ToolCall::new("c8", "read_note", json!({"note_id": "n-9"})),
+        ),
+        (
+            "a good read",
+            ToolCall::new("c9", "read_note", json!({"note_id": "n-1"})),
+        ),
     ];
     for (what, call) in calls {
         let out = dispatcher.dispatch(call, &alice).await;
@@ -112,7 +159,11 @@ async fn main() {
             (None, Some(m)) => m.clone(),
             _ => String::new(),
         };
-        let replay = if out.replayed { " (replayed, nothing executed)" } else { "" };
+        let replay = if out.replayed {
+            " (replayed, nothing executed)"
+        } else {
+            ""
+        };
         println!("{what:<34} -> {:<18} {detail}{replay}", out.status.as_str());
     }
 

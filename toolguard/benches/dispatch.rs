@@ -52,7 +52,10 @@ async fn move_amount(
 }
 
 fn dispatch(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let state = Arc::new(Counter::default());
     let d = Dispatcher::builder()
         .state_arc(state.clone())
@@ -67,10 +70,12 @@ fn dispatch(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("dispatch");
     g.bench_function("direct", |b| {
-        b.to_async(&rt).iter(|| async { bump(&ctx, "clicks".to_owned(), 1).await.unwrap() })
+        b.to_async(&rt)
+            .iter(|| async { bump(&ctx, "clicks".to_owned(), 1).await.unwrap() })
     });
     g.bench_function("pipeline/low_risk", |b| {
-        b.to_async(&rt).iter(|| async { d.dispatch(ToolCall::new("c", "bump", args), &who).await })
+        b.to_async(&rt)
+            .iter(|| async { d.dispatch(ToolCall::new("c", "bump", args), &who).await })
     });
     let seq = AtomicU64::new(0);
     g.bench_function("pipeline/high_risk", |b| {
@@ -82,7 +87,10 @@ fn dispatch(c: &mut Criterion) {
     });
     let replay = r#"{"from":"acc-1","amount":5,"idempotency_key":"bench-replay-key"}"#;
     g.bench_function("pipeline/replay", |b| {
-        b.to_async(&rt).iter(|| async { d.dispatch(ToolCall::new("c", "move_amount", replay), &who).await })
+        b.to_async(&rt).iter(|| async {
+            d.dispatch(ToolCall::new("c", "move_amount", replay), &who)
+                .await
+        })
     });
     g.finish();
 }

@@ -26,8 +26,16 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     match tokio::time::timeout(deadline, handler).await {
         Ok(Ok(Ok(value))) => Ok(value),
         Ok(Ok(Err(err))) => Err(Stop::from_tool_error(err)),
-        Ok(Err(Panicked)) => Err(interrupted(read_only, "handler_panicked", "the tool crashed")),
-        Err(_elapsed) => Err(interrupted(read_only, "deadline_exceeded", "the tool did not finish in time")),
+        Ok(Err(Panicked)) => Err(interrupted(
+            read_only,
+            "handler_panicked",
+            "the tool crashed",
+        )),
+        Err(_elapsed) => Err(interrupted(
+            read_only,
+            "deadline_exceeded",
+            "the tool did not finish in time",
+        )),
     }
 }
 
