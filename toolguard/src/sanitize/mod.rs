@@ -831,7 +831,7 @@ fn whole_script_confusable(word: &str) -> bool {
     letters > 1
 }
 
-fn check_email(value: &str, domains: Option<&[String]>) -> Result<(), &'static str> {
+pub(crate) fn check_email(value: &str, domains: Option<&[String]>) -> Result<(), &'static str> {
     let options = email_address::Options::default()
         .without_display_text()
         .without_domain_literal()
