@@ -133,6 +133,28 @@ pub fn is_han(c: char) -> bool {
     c.script() == Script::Han
 }
 
+/// A non-Latin word whose every letter has an ASCII Latin skeleton (Cyrillic `Рауре` reads as
+/// "Payne"): a whole-script confusable.
+pub fn whole_script_confusable(word: &str) -> bool {
+    if word.is_ascii() || word.chars().any(|c| c.script() == Script::Latin) {
+        return false;
+    }
+    let mut letters = 0;
+    for c in word.chars().filter(|c| !is_mark(*c)) {
+        letters += 1;
+        let mut buf = [0u8; 4];
+        let mut skel = unicode_security::skeleton(c.encode_utf8(&mut buf)).filter(|s| !is_mark(*s));
+        let ascii = match (skel.next(), skel.next()) {
+            (Some(s), None) => s.is_ascii_alphabetic(),
+            _ => false,
+        };
+        if !ascii {
+            return false;
+        }
+    }
+    letters > 1
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

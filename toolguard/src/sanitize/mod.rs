@@ -54,15 +54,15 @@
 //! | `identifier_charset` | an identifier with a character other than ASCII letters, digits, `_`, `-` |
 //! | `identifier_length` | an identifier that is empty or longer than its limit (default 128) |
 //! | `name_charset` | a name with a character other than letters, marks, spaces, apostrophes, hyphens, periods, or without any letter |
-//! | `mixed_script` | a word of a name (or a label of an IDN host) mixing scripts, or a whole-script confusable (Cyrillic `Рауре`) |
+//! | `mixed_script` | a word of a name, or a label of an e-mail domain, mixing scripts (`Pаypal` with a Cyrillic `а`); a name written wholly in one script is fine (`Вера`) |
 //! | `email_invalid` | not a plain RFC 5322 `local@domain` address (display names, domain literals, no TLD refused) |
 //! | `email_domain_not_allowed` | a recipient domain outside the field's allowlist |
 //! | `url_invalid` | not an absolute URL with a host, or with white space |
 //! | `url_scheme` | a scheme outside the allowlist (default `https`, `http`) |
 //! | `url_userinfo` | user name or password in the URL |
 //! | `url_private_address` | an IP literal (any notation) or resolved address that is loopback, private, link-local, CGNAT, unspecified, broadcast, multicast, unique-local or reserved |
-//! | `url_internal_host` | `localhost`, `*.localhost`, `*.local`, `*.internal`, `*.home.arpa` and similar |
-//! | `url_mixed_script` | an IDN host label mixing scripts |
+//! | `url_internal_host` | `localhost`, `*.localhost`, `*.local`, `*.internal`, `*.home.arpa`, reverse-DNS zones, and single-label (intranet) names |
+//! | `url_mixed_script` | an IDN host label mixing scripts, or wholly made of letters that look Latin (Cyrillic `аррӏе`) |
 //! | `url_host_not_allowed` | a host outside the field's allowlist |
 //! | `url_unresolvable` | the configured resolver could not resolve the host |
 //! | `path_no_root` | a path field with no confinement root configured |
@@ -800,35 +800,8 @@ fn check_name(value: &str) -> Result<(), &'static str> {
         if !word.is_single_script() {
             return Err("mixed_script");
         }
-        if whole_script_confusable(word) {
-            return Err("mixed_script");
-        }
     }
     Ok(())
-}
-
-/// A non-Latin word whose every letter has an ASCII Latin skeleton (Cyrillic `Рауре` reads as
-/// "Payne"): a whole-script confusable.
-fn whole_script_confusable(word: &str) -> bool {
-    use unicode_script::{Script, UnicodeScript};
-    if word.is_ascii() || word.chars().any(|c| c.script() == Script::Latin) {
-        return false;
-    }
-    let mut letters = 0;
-    for c in word.chars().filter(|c| !chars::is_mark(*c)) {
-        letters += 1;
-        let mut buf = [0u8; 4];
-        let mut skel =
-            unicode_security::skeleton(c.encode_utf8(&mut buf)).filter(|s| !chars::is_mark(*s));
-        let ascii = match (skel.next(), skel.next()) {
-            (Some(s), None) => s.is_ascii_alphabetic(),
-            _ => false,
-        };
-        if !ascii {
-            return false;
-        }
-    }
-    letters > 1
 }
 
 pub(crate) fn check_email(value: &str, domains: Option<&[String]>) -> Result<(), &'static str> {

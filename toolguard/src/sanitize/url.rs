@@ -188,7 +188,7 @@ fn is_internal_name(host: &str) -> bool {
         || h.ends_with(".local")
         || h.ends_with(".internal")
         || h.ends_with(".home.arpa")
-        || h == "metadata"
+        || !h.contains('.')
         || h.ends_with(".in-addr.arpa")
         || h.ends_with(".ip6.arpa")
 }
@@ -217,7 +217,9 @@ fn idn_mixed_script(ascii_host: &str) -> bool {
     if res.is_err() {
         return true;
     }
-    unicode.split('.').any(|label| !label.is_single_script())
+    unicode
+        .split('.')
+        .any(|label| !label.is_single_script() || super::chars::whole_script_confusable(label))
 }
 
 /// Checks one URL string; returns the checked form or a reason code.
@@ -417,6 +419,18 @@ mod tests {
             check_url("https://evilexample.com/", &p, &NoResolution).unwrap_err(),
             "url_host_not_allowed"
         );
+    }
+
+    #[test]
+    fn confusable_and_intranet_hosts() {
+        let munich = idna::domain_to_ascii("münchen.de").unwrap();
+        assert!(check(&format!("http://{munich}/")).is_ok());
+        let apple = idna::domain_to_ascii("\u{0430}\u{0440}\u{0440}\u{04CF}\u{0435}.com").unwrap();
+        assert_eq!(
+            check(&format!("https://{apple}/")).unwrap_err(),
+            "url_mixed_script"
+        );
+        assert_eq!(check("http://intranet/").unwrap_err(), "url_internal_host");
     }
 
     struct Fixed(Vec<IpAddr>);
