@@ -814,6 +814,13 @@ pub(crate) fn check_email(value: &str, domains: Option<&[String]>) -> Result<(),
     if addr.as_str() != value {
         return Err("email_invalid");
     }
+    // Fullwidth or other compatibility forms (`ｂｏｂ@`) are look-alikes, not addresses.
+    if !value.is_ascii() && !unicode_normalization::is_nfkc(value) {
+        return Err("email_invalid");
+    }
+    if !addr.local_part().is_single_script() {
+        return Err("mixed_script");
+    }
     let domain = addr.domain().trim_end_matches('.').to_lowercase();
     let ascii = idna::domain_to_ascii(&domain).map_err(|_| "email_invalid")?;
     if !domain.is_ascii() && domain.split('.').any(|l| !l.is_single_script()) {

@@ -330,6 +330,7 @@ fn emails() {
         "bob",
         "bob@localhost",
         "a b@example.com",
+        "\u{FF42}\u{FF4F}\u{FF42}@example.com",
     ] {
         assert_eq!(
             reason(FieldKind::Email, bad),

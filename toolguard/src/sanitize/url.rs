@@ -222,6 +222,15 @@ fn idn_mixed_script(ascii_host: &str) -> bool {
         .any(|label| !label.is_single_script() || super::chars::whole_script_confusable(label))
 }
 
+/// True when the authority of `raw` holds an `@` (even an empty `:@`, which the parser drops).
+fn has_userinfo(raw: &str) -> bool {
+    let Some((_, rest)) = raw.split_once("//") else {
+        return false;
+    };
+    let end = rest.find(['/', '\\', '?', '#']).unwrap_or(rest.len());
+    rest[..end].contains('@')
+}
+
 /// Checks one URL string; returns the checked form or a reason code.
 pub fn check_url(
     raw: &str,
@@ -232,6 +241,9 @@ pub fn check_url(
         return Err("url_invalid");
     }
     let url = url::Url::parse(raw).map_err(|_| "url_invalid")?;
+    if has_userinfo(raw) {
+        return Err("url_userinfo");
+    }
     let scheme = url.scheme();
     let scheme_ok = if policy.schemes.is_empty() {
         scheme == "https" || scheme == "http"
@@ -360,6 +372,7 @@ mod tests {
             check("http://user:pw@example.com/").unwrap_err(),
             "url_userinfo"
         );
+        assert_eq!(check("https://:@example.com/").unwrap_err(), "url_userinfo");
         assert_eq!(
             check("http://example.com@127.0.0.1/").unwrap_err(),
             "url_userinfo"
