@@ -46,19 +46,30 @@ fn decode_once(s: &str) -> Option<String> {
         }
     }
     let cur: &str = out.as_deref().unwrap_or(s);
-    if cur.contains('&') {
-        if let Cow::Owned(d) = html_escape::decode_html_entities(cur) {
-            if d != cur {
-                out = Some(d);
-            }
-        }
+    if cur.contains('&')
+        && let Cow::Owned(d) = html_escape::decode_html_entities(cur)
+        && d != cur
+    {
+        out = Some(d);
     }
     out
 }
 
-/// Decodes percent-encoding and HTML entities until stable. `Err(())` when the string is still
-/// encoded after [`MAX_DECODE_ROUNDS`] rounds.
-pub fn decode_layers(s: &str) -> Result<(Cow<'_, str>, usize), ()> {
+/// A string still encoded after [`MAX_DECODE_ROUNDS`] rounds of decoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExcessiveEncoding;
+
+impl std::fmt::Display for ExcessiveEncoding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("excessive_encoding")
+    }
+}
+
+impl std::error::Error for ExcessiveEncoding {}
+
+/// Decodes percent-encoding and HTML entities until stable; returns the decoded string and how
+/// many rounds changed it.
+pub fn decode_layers(s: &str) -> Result<(Cow<'_, str>, usize), ExcessiveEncoding> {
     let mut cur = Cow::Borrowed(s);
     for round in 0..MAX_DECODE_ROUNDS {
         match decode_once(&cur) {
@@ -68,7 +79,7 @@ pub fn decode_layers(s: &str) -> Result<(Cow<'_, str>, usize), ()> {
     }
     match decode_once(&cur) {
         None => Ok((cur, MAX_DECODE_ROUNDS)),
-        Some(_) => Err(()),
+        Some(_) => Err(ExcessiveEncoding),
     }
 }
 
@@ -106,7 +117,7 @@ fn push_folded(c: char, out: &mut String) {
 /// Brings `s` to its canonical matching form. `Err("excessive_encoding")` when `s` is encoded
 /// more than [`MAX_DECODE_ROUNDS`] times.
 pub fn canonical(s: &str) -> Result<Canonical, &'static str> {
-    let (decoded, decode_rounds) = decode_layers(s).map_err(|()| "excessive_encoding")?;
+    let (decoded, decode_rounds) = decode_layers(s).map_err(|_| "excessive_encoding")?;
     let mut text = String::with_capacity(decoded.len());
     let mut hidden = None;
     let mut pending_space = false;
@@ -129,11 +140,7 @@ pub fn canonical(s: &str) -> Result<Canonical, &'static str> {
             | CharClass::Newline
             | CharClass::CarriageReturn
             | CharClass::LineSeparator => pending_space = true,
-            CharClass::Bidi | CharClass::Tag => {
-                if decode_rounds > 0 {
-                    *hidden = Some(class.code());
-                }
-            }
+            CharClass::Bidi | CharClass::Tag if decode_rounds > 0 => *hidden = Some(class.code()),
             _ => {}
         }
     };

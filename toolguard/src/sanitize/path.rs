@@ -33,7 +33,7 @@ pub fn check_lexical(raw: &str) -> Result<(), &'static str> {
             lexical_inner(&decoded).map_err(|_| "path_traversal")
         }
         Ok(_) => Ok(()),
-        Err(()) => Err("excessive_encoding"),
+        Err(_) => Err("excessive_encoding"),
     }
 }
 
