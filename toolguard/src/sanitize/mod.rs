@@ -754,10 +754,19 @@ fn markers(value: &str, shell: bool) -> Result<(), &'static str> {
     if let Some(hidden) = canon.hidden {
         return Err(hidden);
     }
-    match patterns::find_marker(&canon.text, shell) {
-        Some(reason) => Err(reason),
-        None => Ok(()),
+    if let Some(reason) = patterns::find_marker(&canon.text, shell) {
+        return Err(reason);
     }
+    // Base64-wrapped payloads: decoded once and judged like the text around them.
+    if value.len() >= 16 {
+        for decoded in canon::base64_payloads(value) {
+            let inner = canon::canonical(&decoded)?;
+            if let Some(reason) = patterns::find_marker(&inner.text, shell) {
+                return Err(reason);
+            }
+        }
+    }
+    Ok(())
 }
 
 fn check_identifier(value: &str, max: usize) -> Result<(), &'static str> {
