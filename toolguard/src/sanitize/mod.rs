@@ -35,6 +35,34 @@
 //! More than [`MAX_COMBINING_MARKS`] combining marks on one base block `excessive_combining`
 //! ("Zalgo" text) in `text` and `name`.
 //!
+//! # Decisions
+//! - **Emoji**: ZWJ sequences (`👨‍👩‍👧`), skin tones, keycaps (`1️⃣`), flags and one VS16 after
+//!   an emoji are kept untouched, so legitimate emoji never change; a ZWJ or selector anywhere
+//!   else is stripped and reported. Tag characters are refused except inside the three RGI
+//!   subdivision flags (England, Scotland, Wales).
+//! - **Shell substitution in `text`**: `$(...)` (with any spacing, seed 000's gap),
+//!   `$((...))`, `${...}`, `<(...)` and back-ticked commands block with `command_substitution`:
+//!   a memo has no honest use for them and some handler may pass it to a shell or template.
+//!   Accounting negatives (`$(1,200)`) and back-ticked flags (`` `--verbose` ``) stay clean.
+//! - **SQL in `text`**: apostrophes, semicolons and SQL words are ordinary prose and pass
+//!   ("O'Brien", "drop it off; thanks"); SQL safety belongs to parameterized queries. Identifier
+//!   fields refuse every such character by charset.
+//! - **Scripts in `name`**: a word mixing scripts (`Pаypal` with a Cyrillic `а`) blocks; a word
+//!   written wholly in one script passes even when it looks Latin (`Вера`), because it is a real
+//!   name. IDN host labels are stricter (whole-script look-alikes of Latin block too).
+//! - **Strict kinds** (`identifier`, `email`, `url`, `path`) never strip: an invisible character
+//!   there blocks, so the value passed on is exactly what was checked.
+//! - **Encodings**: the canonical form decodes percent-encoding, HTML references and
+//!   `\uXXXX`/`\xXX` escapes in up to three rounds, and base64 runs of 16+ characters are decoded
+//!   once and judged too. Decoding is for matching only; the value passed on keeps its encoding.
+//! - **Resolution**: URL host names are not resolved unless a [`HostResolver`] is set
+//!   ([`Sanitizer::with_resolver`]); with one, every resolved address is checked and the
+//!   addresses are returned in [`SanitizeReport::resolved`] for the handler to connect to (DNS
+//!   rebinding). Without one, a name like `127.0.0.1.nip.io` is only caught at use, through
+//!   [`crate::kinds::Url::resolve_with`].
+//! - **Paths** fail closed: a path field with no root (neither [`FieldSpec::root`] nor
+//!   [`Sanitizer::path_root`]) blocks with `path_no_root`.
+//!
 //! # Reason codes
 //! Stable snake_case codes of [`SanitizeReport::reason`]; a blocked report never carries the
 //! payload.

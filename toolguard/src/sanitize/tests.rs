@@ -492,3 +492,45 @@ fn never_panics_on_arbitrary_unicode() {
         }
     }
 }
+
+#[test]
+fn sanitizer_is_shareable() {
+    fn assert_send_sync<T: Send + Sync + Clone + 'static>() {}
+    assert_send_sync::<Sanitizer>();
+}
+
+#[test]
+fn never_panics_on_arbitrary_objects() {
+    let s = Sanitizer::new().path_root("transfer", "memo", std::env::temp_dir());
+    let spec = spec();
+    let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+    let names = ["from", "to", "amount", "memo", "notify", "extra"];
+    for _ in 0..500 {
+        let mut obj = serde_json::Map::new();
+        for name in names {
+            if rng.next() % 3 == 0 {
+                continue;
+            }
+            fn text(rng: &mut Rng) -> String {
+                let n = rng.next() % 24;
+                (0..n).map(|_| rng.char()).collect()
+            }
+            let v = match rng.next() % 5 {
+                0 => json!(text(&mut rng)),
+                1 => json!([text(&mut rng), text(&mut rng), {"k": text(&mut rng)}]),
+                2 => json!({ text(&mut rng): text(&mut rng), "n": -3, "f": 1.5 }),
+                3 => json!((rng.next() as i64).wrapping_sub(i64::MAX / 2)),
+                _ => json!(null),
+            };
+            obj.insert(name.to_string(), v);
+        }
+        let mut args = Value::Object(obj);
+        let before = args.clone();
+        let r = s.sanitize(&spec, &mut args);
+        match r.verdict {
+            Verdict::Clean => assert_eq!(args, before),
+            Verdict::Stripped => assert!(!r.modifications.is_empty()),
+            Verdict::Blocked => assert!(r.reason.is_some() && r.field.is_some()),
+        }
+    }
+}
