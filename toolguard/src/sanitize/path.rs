@@ -39,6 +39,9 @@ pub fn check_lexical(raw: &str) -> Result<(), &'static str> {
 
 fn lexical_inner(raw: &str) -> Result<(), &'static str> {
     let b = raw.as_bytes();
+    if b.is_empty() {
+        return Err("path_invalid");
+    }
     if b[0] == b'/' || b[0] == b'\\' || b[0] == b'~' {
         return Err("path_absolute");
     }

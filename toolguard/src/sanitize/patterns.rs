@@ -73,10 +73,23 @@ fn command_substitution_source() -> String {
     .join("|")
 }
 
+/// Rewrites Unicode-aware `\b`, `\w`, `\W` into their ASCII forms. The canonical form is ASCII
+/// wherever a pattern can match, and ASCII word boundaries keep the regex on its DFA engines
+/// for non-ASCII haystacks too (a non-ASCII letter next to a keyword counts as a boundary, which
+/// only widens what is caught).
+fn ascii_words(source: &str) -> String {
+    source
+        .replace(r"\b", r"(?-u:\b)")
+        .replace(r"\W", r"[^a-z0-9_]")
+        .replace(r"\w", r"[a-z0-9_]")
+}
+
 /// The compiled `prompt_injection` family.
 pub fn prompt_injection() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(&prompt_injection_source()).expect("prompt injection regex"))
+    RE.get_or_init(|| {
+        Regex::new(&ascii_words(&prompt_injection_source())).expect("prompt injection regex")
+    })
 }
 
 /// The core override phrases with every separator removed: catches letter-spaced
@@ -96,7 +109,8 @@ pub fn squashed_injection() -> &'static Regex {
 pub fn command_substitution() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
-        Regex::new(&command_substitution_source()).expect("command substitution regex")
+        Regex::new(&ascii_words(&command_substitution_source()))
+            .expect("command substitution regex")
     })
 }
 

@@ -534,3 +534,32 @@ fn never_panics_on_arbitrary_objects() {
         }
     }
 }
+
+#[test]
+fn url_scheme_allowlist_and_system_resolver() {
+    let f = FieldSpec {
+        name: "u".into(),
+        kind: FieldKind::Url,
+        ..FieldSpec::default()
+    };
+    let s = Sanitizer::new().allow_url_schemes("t", "u", ["https"]);
+    assert_eq!(
+        s.sanitize_str("t", &f, "https://example.com/").verdict,
+        Verdict::Clean
+    );
+    assert_eq!(
+        s.sanitize_str("t", &f, "http://example.com/").reason,
+        Some("url_scheme")
+    );
+    let s = Sanitizer::new().allow_url_schemes("t", "u", ["sftp"]);
+    assert_eq!(
+        s.sanitize_str("t", &f, "sftp://files.example.com/x")
+            .verdict,
+        Verdict::Clean
+    );
+    // `localhost` resolves from the hosts file, without any network.
+    match SystemResolver.resolve("localhost", 80) {
+        Resolution::Addresses(addrs) => assert!(addrs.iter().all(|ip| is_forbidden_ip(*ip))),
+        Resolution::Failed | Resolution::NotResolved => {}
+    }
+}
