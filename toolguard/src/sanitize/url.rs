@@ -260,6 +260,16 @@ pub fn check_url(
         return Err("url_userinfo");
     }
     let host = url.host().ok_or("url_invalid")?;
+    // Non-special schemes (`sftp:`, `ssh:`...) keep an opaque host that the parser does not read
+    // as an IP address: judge it as the WHATWG host parser of a special scheme reads it.
+    let reparsed;
+    let host = match host {
+        url::Host::Domain(d) if !url.is_special() => {
+            reparsed = url::Url::parse(&format!("http://{d}/")).map_err(|_| "url_invalid")?;
+            reparsed.host().ok_or("url_invalid")?
+        }
+        other => other,
+    };
     let port = url.port_or_known_default().unwrap_or(0);
     let (host_str, addrs) = match host {
         url::Host::Ipv4(v4) => {
@@ -432,6 +442,24 @@ mod tests {
             check_url("https://evilexample.com/", &p, &NoResolution).unwrap_err(),
             "url_host_not_allowed"
         );
+    }
+
+    #[test]
+    fn opaque_hosts_of_other_schemes_are_read_as_ip() {
+        let p = UrlPolicy {
+            schemes: vec!["sftp".into(), "ssh".into()],
+            hosts: vec![],
+        };
+        for s in [
+            "sftp://127.0.0.1/x",
+            "sftp://0x7f.1/",
+            "ssh://2130706433/",
+            "sftp://[::1]/",
+            "ssh://localhost/",
+        ] {
+            assert!(check_url(s, &p, &NoResolution).is_err(), "{s}");
+        }
+        assert!(check_url("sftp://files.example.com/x", &p, &NoResolution).is_ok());
     }
 
     #[test]
