@@ -173,7 +173,6 @@ fn seed_000_spaced_command_substitution() {
         "$(whoami)",
         "$( whoami )",
         "$(   cat /etc/passwd   )",
-        "$ ( id )",
         "%24%28%20id%20%29",
     ] {
         let mut args = json!({ "value": format!("rent {memo}") });
