@@ -12,9 +12,10 @@
 
 pub mod call;
 pub mod clock;
-pub mod error;
 mod erased;
+pub mod error;
 pub mod outcome;
+pub mod provider;
 pub mod sanitize;
 pub mod spec;
 pub mod tool;
