@@ -36,7 +36,10 @@ impl<T> Typed<T> {
         T: Tool<S>,
     {
         let spec = tool.spec();
-        Typed { tool: Arc::new(tool), spec }
+        Typed {
+            tool: Arc::new(tool),
+            spec,
+        }
     }
 }
 
@@ -62,7 +65,8 @@ impl<T: Tool<S>, S: Send + Sync + 'static> DecodedArgs<S> for Bound<T, S> {
         let args = self.args;
         Box::pin(async move {
             let out = tool.call(ctx, args).await?;
-            serde_json::to_value(out).map_err(|e| ToolError::Failed(format!("unserializable result: {e}")))
+            serde_json::to_value(out)
+                .map_err(|e| ToolError::Failed(format!("unserializable result: {e}")))
         })
     }
 }
@@ -74,6 +78,9 @@ impl<S: Send + Sync + 'static, T: Tool<S>> ErasedTool<S> for Typed<T> {
 
     fn decode(&self, args: Value) -> Result<Box<dyn DecodedArgs<S>>, serde_json::Error> {
         let args: T::Args = serde_json::from_value(args)?;
-        Ok(Box::new(Bound { tool: self.tool.clone(), args }))
+        Ok(Box::new(Bound {
+            tool: self.tool.clone(),
+            args,
+        }))
     }
 }

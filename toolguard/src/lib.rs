@@ -10,21 +10,29 @@
 
 #![warn(missing_docs)]
 
+pub mod audit;
 pub mod call;
 pub mod clock;
+pub mod digest;
+pub mod dispatcher;
 mod erased;
 pub mod error;
+pub mod metrics;
 pub mod outcome;
 pub mod provider;
 pub mod sanitize;
 pub mod spec;
+pub mod stage;
 pub mod tool;
 
+pub use audit::{AuditEntry, AuditSink, MemoryAuditSink};
 pub use call::{Principal, ProviderContext, RawArguments, ToolCall};
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use dispatcher::{BuildError, Dispatcher, DispatcherBuilder};
 pub use error::{NotFoundClass, ToolError};
 pub use outcome::{ApprovalTicket, ArgumentError, Status, ToolOutcome, UntrustedOutput};
 pub use spec::{FieldKind, FieldSpec, KeyReuse, Risk, ToolSpec};
+pub use stage::authorize::{AllowAuthenticated, Authorizer, RoleAuthorizer};
 pub use tool::{BoxFuture, Owned, Tool, ToolContext, ToolHandle};
 pub use toolguard_macros::tool;
 

@@ -103,7 +103,10 @@ pub struct FieldSpec {
 impl FieldSpec {
     /// A text field called `name` with no constraints.
     pub fn new(name: impl Into<String>) -> Self {
-        FieldSpec { name: name.into(), ..FieldSpec::default() }
+        FieldSpec {
+            name: name.into(),
+            ..FieldSpec::default()
+        }
     }
 }
 

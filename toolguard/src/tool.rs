@@ -92,7 +92,12 @@ impl<S> ToolContext<S> {
         call_id: impl Into<String>,
         operation_id: Option<String>,
     ) -> Self {
-        ToolContext { principal, state, call_id: call_id.into(), operation_id }
+        ToolContext {
+            principal,
+            state,
+            call_id: call_id.into(),
+            operation_id,
+        }
     }
 
     /// The authenticated caller.
@@ -174,7 +179,9 @@ pub struct ToolHandle<S: Send + Sync + 'static> {
 impl<S: Send + Sync + 'static> ToolHandle<S> {
     /// Wraps `tool`.
     pub fn new<T: Tool<S>>(tool: T) -> Self {
-        ToolHandle { inner: Arc::new(crate::erased::Typed::new(tool)) }
+        ToolHandle {
+            inner: Arc::new(crate::erased::Typed::new(tool)),
+        }
     }
 
     /// The tool's declaration.
@@ -185,12 +192,16 @@ impl<S: Send + Sync + 'static> ToolHandle<S> {
 
 impl<S: Send + Sync + 'static> Clone for ToolHandle<S> {
     fn clone(&self) -> Self {
-        ToolHandle { inner: self.inner.clone() }
+        ToolHandle {
+            inner: self.inner.clone(),
+        }
     }
 }
 
 impl<S: Send + Sync + 'static> std::fmt::Debug for ToolHandle<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolHandle").field("name", &self.spec().name).finish()
+        f.debug_struct("ToolHandle")
+            .field("name", &self.spec().name)
+            .finish()
     }
 }
