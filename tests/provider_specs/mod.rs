@@ -71,6 +71,9 @@ pub struct SearchArgs {
     /// Most results to return.
     #[schemars(range(min = 1, max = 50))]
     pub limit: Option<u8>,
+    /// Also search archived documents.
+    #[serde(default)]
+    pub include_archived: bool,
 }
 
 /// A shape to draw.
