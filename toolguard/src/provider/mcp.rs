@@ -87,3 +87,8 @@ pub fn title_of(name: &str) -> String {
         None => String::new(),
     }
 }
+
+#[cfg(feature = "mcp")]
+mod server;
+#[cfg(feature = "mcp")]
+pub use server::{McpServeError, McpServer, call_tool_result};
