@@ -10,6 +10,7 @@
 
 #![warn(missing_docs)]
 
+pub mod approvals;
 pub mod audit;
 pub mod call;
 pub mod clock;
@@ -18,23 +19,29 @@ pub mod dispatcher;
 mod erased;
 pub mod error;
 pub mod metrics;
+pub mod operations;
 pub mod outcome;
 pub mod provider;
 pub mod sanitize;
 pub mod spec;
 pub mod stage;
+pub mod store;
 pub mod tool;
 
+pub use approvals::Approvals;
 pub use audit::{AuditEntry, AuditSink, MemoryAuditSink};
 pub use call::{Principal, ProviderContext, RawArguments, ToolCall};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use dispatcher::{BuildError, Dispatcher, DispatcherBuilder};
 pub use error::{NotFoundClass, ToolError};
+pub use operations::{OperationError, OperationReport};
 pub use outcome::{ApprovalTicket, ArgumentError, Status, ToolOutcome, UntrustedOutput};
 pub use spec::{FieldKind, FieldSpec, KeyReuse, Risk, ToolSpec};
 pub use stage::authorize::{AllowAuthenticated, Authorizer, RoleAuthorizer};
-pub use tool::{BoxFuture, Owned, Tool, ToolContext, ToolHandle};
-pub use toolguard_macros::tool;
+pub use stage::policy::{OnExceed, RiskPolicy};
+pub use store::{MemoryStore, OperationState};
+pub use tool::{BoxFuture, Owned, Reconciled, Tool, ToolContext, ToolHandle};
+pub use toolguard_macros::{tool, toolset};
 
 /// Items the generated code uses. Not public API.
 #[doc(hidden)]
@@ -47,5 +54,38 @@ pub mod __private {
     pub fn schema_for<T: schemars::JsonSchema>() -> serde_json::Value {
         let schema = schemars::SchemaGenerator::default().into_root_schema_for::<T>();
         serde_json::to_value(schema).unwrap_or(serde_json::Value::Bool(false))
+    }
+
+    /// What a tool's result type must be; named in the error when it is not.
+    #[diagnostic::on_unimplemented(
+        message = "the tool result type `{Self}` must implement `Serialize` and `JsonSchema`",
+        label = "this is the tool's output type",
+        note = "derive both: `#[derive(serde::Serialize, schemars::JsonSchema)]`; the JSON Schema \
+                of `{Self}` is the tool's output schema"
+    )]
+    pub trait ToolOutput: serde::Serialize + schemars::JsonSchema + Send + 'static {}
+
+    impl<T: serde::Serialize + schemars::JsonSchema + Send + 'static> ToolOutput for T {}
+
+    /// What a tool's error type must be; named in the error when it is not.
+    #[diagnostic::on_unimplemented(
+        message = "the tool error type `{Self}` must convert into `ToolError`",
+        label = "returned as a tool error",
+        note = "implement `From<{Self}> for toolguard::ToolError`, or return `ToolError` itself"
+    )]
+    pub trait IntoToolError {
+        /// The conversion.
+        fn into_tool_error(self) -> crate::ToolError;
+    }
+
+    impl<E: Into<crate::ToolError>> IntoToolError for E {
+        fn into_tool_error(self) -> crate::ToolError {
+            self.into()
+        }
+    }
+
+    /// Converts a handler's error.
+    pub fn into_tool_error<E: IntoToolError>(e: E) -> crate::ToolError {
+        e.into_tool_error()
     }
 }

@@ -140,6 +140,9 @@ pub struct ToolSpec {
     pub idempotent: bool,
     /// Reuse of a key with other arguments.
     pub key_reuse: KeyReuse,
+    /// Argument field that carries the model-supplied idempotency key (`None`: the host supplies
+    /// it on the [`crate::ToolCall`]). The field is not passed to the handler.
+    pub idempotency_key_field: Option<String>,
     /// Amounts strictly above this need approval.
     pub approval_over: Option<u64>,
     /// Distinct approvers an approval needs.
@@ -172,6 +175,7 @@ impl ToolSpec {
             read_only: false,
             idempotent: false,
             key_reuse: KeyReuse::Conflict,
+            idempotency_key_field: None,
             approval_over: None,
             approvals: 1,
             timeout: Self::DEFAULT_TIMEOUT,

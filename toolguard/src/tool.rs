@@ -48,12 +48,33 @@ pub trait Tool<S: Send + Sync + 'static>: Send + Sync + 'static {
         Box::pin(async { Ok(()) })
     }
 
+    /// Finds out what became of an operation whose outcome was unknown (its deadline passed after
+    /// the side effect may have begun). The default cannot tell.
+    fn reconcile<'a>(
+        &'a self,
+        _ctx: &'a ToolContext<S>,
+        _args: &'a Self::Args,
+    ) -> BoxFuture<'a, Result<Reconciled<Self::Output>, ToolError>> {
+        Box::pin(async { Ok(Reconciled::Unknown) })
+    }
+
     /// Executes the tool.
     fn call<'a>(
         &'a self,
         ctx: &'a ToolContext<S>,
         args: Self::Args,
     ) -> BoxFuture<'a, Result<Self::Output, ToolError>>;
+}
+
+/// What reconciliation found out about an operation whose outcome was unknown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reconciled<T> {
+    /// It took effect, with this result.
+    Completed(T),
+    /// It did not take effect; a retry may execute it.
+    NotExecuted,
+    /// Still cannot tell.
+    Unknown,
 }
 
 /// A resource that belongs to a tenant and, optionally, to one subject in it.

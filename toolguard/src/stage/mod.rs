@@ -1,10 +1,13 @@
 //! The pipeline's stages. Each one either passes the call on or stops it with a [`Stop`]; the
 //! order is written once, in [`crate::dispatcher`].
 
+pub mod approval;
 pub mod authorize;
 pub mod envelope;
 pub mod execute;
+pub mod idempotency;
 pub mod parse;
+pub mod policy;
 pub mod principal;
 pub mod sanitize;
 pub mod validate;

@@ -1,0 +1,390 @@
+//! What `#[tool]` and `#[toolset]` generate: the exact input schema, the field rules, the flags,
+//! and direct calls of the generated `Tool` impls.
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use toolguard::{
+    FieldKind, KeyReuse, Principal, Risk, Tool, ToolContext, ToolError, tool, toolset,
+};
+
+/// The application state of these tests.
+pub struct Bank {
+    fee: u64,
+}
+
+/// What a transfer returns.
+#[derive(Debug, PartialEq, Serialize, JsonSchema)]
+pub struct Receipt {
+    /// Debited account.
+    pub from: String,
+    /// Amount moved, in cents.
+    pub amount: u64,
+    /// Who asked for it.
+    pub by: String,
+}
+
+/// How fast the money moves.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Speed {
+    /// Same day.
+    Instant,
+    /// Next business day.
+    Standard,
+}
+
+async fn check_balance(
+    _ctx: &ToolContext<Bank>,
+    args: &TransferFundsArgs,
+) -> Result<(), ToolError> {
+    if args.amount > 1_000_000 {
+        return Err(ToolError::precondition("insufficient funds"));
+    }
+    Ok(())
+}
+
+async fn owns_account(ctx: &ToolContext<Bank>, args: &TransferFundsArgs) -> Result<(), ToolError> {
+    if args.from.starts_with(ctx.tenant()) {
+        Ok(())
+    } else {
+        Err(ToolError::not_found())
+    }
+}
+
+/// Moves money between two of the caller's accounts.
+#[tool(
+    risk = "high",
+    idempotent,
+    key_wins,
+    approval_over = 10_000,
+    approvals = 2,
+    timeout_ms = 5_000,
+    revision = 3,
+    preflight = check_balance,
+    authorize = owns_account
+)]
+pub async fn transfer_funds(
+    ctx: &ToolContext<Bank>,
+    /// Account to debit.
+    #[arg(
+        kind = "identifier",
+        min_len = 4,
+        max_len = 34,
+        pattern = "^[a-z0-9-]+$"
+    )]
+    from: String,
+    /// Account to credit.
+    #[arg(kind = "identifier", max_len = 34)]
+    to: &str,
+    #[arg(description = "Amount in cents.", min = 1, max = 5_000_000)] amount: u64,
+    /// Note shown on both statements.
+    #[arg(max_len = 140, sensitive)]
+    memo: Option<String>,
+    /// Settlement speed.
+    speed: Speed,
+) -> Result<Receipt, ToolError> {
+    let _ = (to, memo, speed);
+    Ok(Receipt {
+        from,
+        amount: amount + ctx.state().fee,
+        by: ctx.subject().to_owned(),
+    })
+}
+
+/// Adds two numbers.
+#[tool(read_only, name = "add")]
+fn add_numbers(
+    /// First term.
+    #[arg(min = -100, max = 100)]
+    a: i64,
+    /// Second term.
+    #[arg(min = -0.5, max = 99.5)]
+    b: f64,
+) -> Result<f64, String> {
+    if b.is_nan() {
+        Err("not a number".to_owned())
+    } else {
+        Ok(a as f64 + b)
+    }
+}
+
+/// Sends a reminder; the host supplies the idempotency key.
+#[tool(risk = "medium", idempotent(key = "host"))]
+async fn send_reminder(
+    /// Address.
+    to: toolguard_kind_stand_ins::Email,
+    /// Files to attach, below the outbox.
+    #[arg(root = "/srv/outbox", max_len = 200)]
+    attachments: Vec<std::path::PathBuf>,
+) -> Result<(), ToolError> {
+    let _ = (to, attachments);
+    Ok(())
+}
+
+/// Stand-ins named like the runtime's kind newtypes, to check kind inference by type name.
+mod toolguard_kind_stand_ins {
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    /// An e-mail address.
+    #[derive(Debug, Serialize, Deserialize, JsonSchema)]
+    pub struct Email(pub String);
+}
+
+#[toolset]
+impl Bank {
+    /// The caller's balance in cents.
+    #[tool(read_only, risk = "medium")]
+    async fn balance(&self, ctx: &ToolContext<Bank>) -> Result<u64, ToolError> {
+        Ok(self.fee * 100 + ctx.tenant().len() as u64)
+    }
+
+    /// Sets the fee of later transfers.
+    #[tool(name = "set_fee", idempotent)]
+    fn set_fee_cents(
+        &self,
+        /** New fee in cents. */
+        fee: u32,
+    ) -> Result<u32, ToolError> {
+        Ok(fee)
+    }
+}
+
+fn ctx() -> ToolContext<Bank> {
+    ToolContext::new(
+        Arc::new(Principal::new("acme", "alice", "s1")),
+        Arc::new(Bank { fee: 7 }),
+        "call-1",
+        None,
+    )
+}
+
+#[test]
+fn input_schema_snapshot() {
+    let spec = <TransferFunds as Tool<Bank>>::spec(&TransferFunds);
+    let expected = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "TransferFundsArgs",
+        "description": "Arguments of the `transfer_funds` tool, as the model proposes them.",
+        "type": "object",
+        "properties": {
+            "from": {
+                "description": "Account to debit.",
+                "type": "string",
+                "minLength": 4,
+                "maxLength": 34,
+                "pattern": "^[a-z0-9-]+$"
+            },
+            "to": {
+                "description": "Account to credit.",
+                "type": "string",
+                "maxLength": 34
+            },
+            "amount": {
+                "description": "Amount in cents.",
+                "type": "integer",
+                "format": "uint64",
+                "minimum": 1,
+                "maximum": 5_000_000
+            },
+            "memo": {
+                "description": "Note shown on both statements.",
+                "type": ["string", "null"],
+                "maxLength": 140
+            },
+            "speed": {
+                "description": "Settlement speed.",
+                "$ref": "#/$defs/Speed"
+            },
+            "idempotency_key": {
+                "description": "Stable key for this operation; reuse it when retrying the same action",
+                "type": "string",
+                "pattern": "^[A-Za-z0-9_-]{8,128}$"
+            }
+        },
+        "required": ["from", "to", "amount", "speed", "idempotency_key"],
+        "additionalProperties": false,
+        "$defs": {
+            "Speed": {
+                "description": "How fast the money moves.",
+                "oneOf": [
+                    { "description": "Same day.", "type": "string", "const": "instant" },
+                    { "description": "Next business day.", "type": "string", "const": "standard" }
+                ]
+            }
+        }
+    });
+    assert_eq!(
+        spec.input_schema,
+        expected,
+        "{}",
+        serde_json::to_string_pretty(&spec.input_schema).unwrap()
+    );
+}
+
+#[test]
+fn spec_flags_and_fields() {
+    let spec = <TransferFunds as Tool<Bank>>::spec(&TransferFunds);
+    assert_eq!(spec.name, "transfer_funds");
+    assert_eq!(
+        spec.description,
+        "Moves money between two of the caller's accounts."
+    );
+    assert_eq!(spec.risk, Risk::High);
+    assert!(!spec.read_only);
+    assert!(spec.idempotent);
+    assert_eq!(spec.key_reuse, KeyReuse::KeyWins);
+    assert_eq!(spec.approval_over, Some(10_000));
+    assert_eq!(spec.approvals, 2);
+    assert_eq!(spec.timeout, std::time::Duration::from_millis(5_000));
+    assert_eq!(spec.revision, 3);
+    assert_eq!(
+        spec.idempotency_key_field.as_deref(),
+        Some("idempotency_key")
+    );
+    assert_eq!(spec.output_schema["title"], "Receipt");
+
+    let names: Vec<&str> = spec.fields.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["from", "to", "amount", "memo", "speed", "idempotency_key"]
+    );
+
+    let from = spec.field("from").unwrap();
+    assert_eq!(from.kind, FieldKind::Identifier);
+    assert_eq!(from.description.as_deref(), Some("Account to debit."));
+    assert_eq!((from.min_len, from.max_len), (Some(4), Some(34)));
+    assert_eq!(from.pattern.as_deref(), Some("^[a-z0-9-]+$"));
+    assert!(!from.optional && !from.sensitive && !from.amount);
+
+    let amount = spec.amount_field().unwrap();
+    assert_eq!(amount.name, "amount");
+    assert!(amount.amount);
+    assert_eq!(amount.kind, FieldKind::Opaque);
+    assert_eq!((amount.min, amount.max), (Some(1.0), Some(5_000_000.0)));
+
+    let memo = spec.field("memo").unwrap();
+    assert!(memo.optional && memo.sensitive);
+    assert_eq!(memo.kind, FieldKind::Text);
+    assert_eq!(memo.max_len, Some(140));
+
+    assert_eq!(spec.field("speed").unwrap().kind, FieldKind::Opaque);
+
+    let key = spec.field("idempotency_key").unwrap();
+    assert_eq!(key.kind, FieldKind::Identifier);
+    assert_eq!(key.pattern.as_deref(), Some("^[A-Za-z0-9_-]{8,128}$"));
+    assert!(!key.optional);
+}
+
+#[test]
+fn defaults_and_inferred_kinds() {
+    let add = <AddNumbers as Tool<()>>::spec(&AddNumbers);
+    assert_eq!(add.name, "add");
+    assert_eq!(add.risk, Risk::Low);
+    assert!(add.read_only && !add.idempotent);
+    assert_eq!(add.key_reuse, KeyReuse::Conflict);
+    assert_eq!(add.approvals, 1);
+    assert_eq!(add.timeout, toolguard::ToolSpec::DEFAULT_TIMEOUT);
+    assert_eq!(add.idempotency_key_field, None);
+    assert_eq!(add.input_schema["properties"]["a"]["minimum"], json!(-100));
+    assert_eq!(add.input_schema["properties"]["b"]["minimum"], json!(-0.5));
+    assert_eq!(add.input_schema["properties"]["b"]["maximum"], json!(99.5));
+    assert_eq!(add.field("b").unwrap().min, Some(-0.5));
+
+    let remind = <SendReminder as Tool<()>>::spec(&SendReminder);
+    assert_eq!(remind.risk, Risk::Medium);
+    assert!(remind.idempotent);
+    assert_eq!(remind.idempotency_key_field, None);
+    assert!(
+        remind.input_schema["properties"]
+            .get("idempotency_key")
+            .is_none()
+    );
+    assert_eq!(remind.field("to").unwrap().kind, FieldKind::Email);
+    let att = remind.field("attachments").unwrap();
+    assert_eq!(att.kind, FieldKind::Path);
+    assert_eq!(att.root.as_deref(), Some("/srv/outbox"));
+    assert_eq!(
+        remind.input_schema["properties"]["attachments"]["items"]["maxLength"],
+        json!(200)
+    );
+}
+
+#[tokio::test]
+async fn call_async_tool_with_context() {
+    let ctx = ctx();
+    let args: TransferFundsArgs = serde_json::from_value(json!({
+        "from": "acme-1", "to": "acme-2", "amount": 500, "speed": "instant",
+        "idempotency_key": "key-0001"
+    }))
+    .unwrap();
+    TransferFunds.preflight(&ctx, &args).await.unwrap();
+    TransferFunds.authorize(&ctx, &args).await.unwrap();
+    let out = TransferFunds.call(&ctx, args).await.unwrap();
+    assert_eq!(
+        out,
+        Receipt {
+            from: "acme-1".into(),
+            amount: 507,
+            by: "alice".into()
+        }
+    );
+
+    let foreign: TransferFundsArgs = serde_json::from_value(json!({
+        "from": "other-1", "to": "acme-2", "amount": 2_000_000, "speed": "standard",
+        "idempotency_key": "key-0002"
+    }))
+    .unwrap();
+    assert_eq!(
+        TransferFunds.preflight(&ctx, &foreign).await,
+        Err(ToolError::precondition("insufficient funds"))
+    );
+    assert_eq!(
+        TransferFunds.authorize(&ctx, &foreign).await,
+        Err(ToolError::not_found())
+    );
+}
+
+#[tokio::test]
+async fn call_sync_tool_and_convert_its_error() {
+    let ctx = ctx();
+    let ok = AddNumbers.call(&ctx, AddNumbersArgs { a: 2, b: 0.5 }).await;
+    assert_eq!(ok, Ok(2.5));
+    let err = AddNumbers
+        .call(&ctx, AddNumbersArgs { a: 2, b: f64::NAN })
+        .await;
+    assert_eq!(err, Err(ToolError::Failed("not a number".into())));
+    // The function stays callable as written.
+    assert_eq!(add_numbers(1, 1.0), Ok(2.0));
+}
+
+#[test]
+fn unknown_fields_are_rejected() {
+    let r: Result<AddNumbersArgs, _> =
+        serde_json::from_value(json!({"a": 1, "b": 2, "tenant": "x"}));
+    assert!(r.is_err());
+}
+
+#[tokio::test]
+async fn toolset_tools() {
+    let tools = Bank::tools();
+    let names: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
+    assert_eq!(names, ["balance", "set_fee"]);
+    let ctx = ctx();
+    assert_eq!(Balance.call(&ctx, BalanceArgs {}).await, Ok(704));
+    let args: SetFeeCentsArgs =
+        serde_json::from_value(json!({"fee": 9, "idempotency_key": "abcdefgh"})).unwrap();
+    assert_eq!(SetFeeCents.call(&ctx, args).await, Ok(9));
+    let spec = SetFeeCents.spec();
+    assert_eq!(
+        spec.field("fee").unwrap().description.as_deref(),
+        Some("New fee in cents.")
+    );
+    assert_eq!(
+        Balance.spec().input_schema["additionalProperties"],
+        json!(false)
+    );
+}

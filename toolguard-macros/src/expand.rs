@@ -1,0 +1,453 @@
+//! Code generation: the `<Name>Args` struct, the unit tool struct and its `Tool` impl, and a
+//! toolset's `tools()` constructor.
+
+use proc_macro2::{Literal, Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Ident, Type};
+
+use crate::model::{ArgDecl, Number, Receiver, ToolDecl};
+use crate::parse::{is_option, is_sequence};
+use crate::paths;
+use crate::validate::{arg_kind, is_amount};
+
+/// Name and pattern of the `idempotency_key` argument `idempotent` adds.
+const KEY_FIELD: &str = "idempotency_key";
+const KEY_PATTERN: &str = "^[A-Za-z0-9_-]{8,128}$";
+const KEY_DESCRIPTION: &str =
+    "Stable key for this operation; reuse it when retrying the same action";
+
+/// `transfer_funds` → `TransferFunds`.
+pub fn camel(name: &str) -> String {
+    let mut out = String::new();
+    let mut upper = true;
+    for c in name.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    if out.is_empty() {
+        "Tool".to_owned()
+    } else {
+        out
+    }
+}
+
+/// The unit struct's identifier.
+pub fn tool_ident(decl: &ToolDecl) -> Ident {
+    Ident::new(
+        &camel(&crate::model::unraw(&decl.fn_ident)),
+        decl.fn_ident.span(),
+    )
+}
+
+fn args_ident(decl: &ToolDecl) -> Ident {
+    format_ident!("{}Args", tool_ident(decl))
+}
+
+/// Everything generated for one tool. `self_ty` is the toolset's type for methods.
+pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
+    let k = paths::krate();
+    let p = paths::private();
+    let vis = &decl.vis;
+    let tool_ident = tool_ident(decl);
+    let args_ident = args_ident(decl);
+    let name = decl.name();
+    let description = decl.description().unwrap_or_default().to_owned();
+    let serde_crate = paths::serde_crate_str();
+    let schemars_crate = paths::schemars_crate_str();
+
+    let fields = decl.args.iter().map(field);
+    let key_field = decl.key_argument().then(|| {
+        let key = format_ident!("{}", KEY_FIELD);
+        quote! {
+            #[doc = #KEY_DESCRIPTION]
+            #[schemars(description = #KEY_DESCRIPTION, extend("pattern" = #KEY_PATTERN))]
+            pub #key: ::std::string::String,
+        }
+    });
+
+    let args_doc = format!("Arguments of the `{name}` tool, as the model proposes them.");
+    let tool_doc = if description.is_empty() {
+        format!("The `{name}` tool.")
+    } else {
+        description.clone()
+    };
+
+    let (impl_generics, state): (TokenStream, TokenStream) = match (self_ty, &decl.ctx_state) {
+        (Some(s), _) => (quote!(), quote!(#s)),
+        (None, Some(s)) => (quote!(), quote!(#s)),
+        (None, None) => (
+            quote!(<__S: ::core::marker::Send + ::core::marker::Sync + 'static>),
+            quote!(__S),
+        ),
+    };
+
+    let ok_ty = match &decl.ok_ty {
+        Some(t) => quote!(#t),
+        None => quote!(()),
+    };
+    let ok_span = decl
+        .ok_ty
+        .as_ref()
+        .map(|t| t.span())
+        .unwrap_or_else(Span::call_site);
+    let output_check = quote_spanned! {ok_span=>
+        const _: fn() = || {
+            fn output_is_serializable<T: #p::ToolOutput>() {}
+            output_is_serializable::<#ok_ty>();
+        };
+    };
+
+    let spec = spec_body(decl, &name, &description, &args_ident, &ok_ty);
+
+    let hook = |hook: &str, path: &Option<syn::Path>| {
+        path.as_ref().map(|path| {
+            let method = Ident::new(hook, Span::call_site());
+            let callee = self_path(path, self_ty);
+            quote! {
+                fn #method<'a>(
+                    &'a self,
+                    ctx: &'a #k::ToolContext<#state>,
+                    args: &'a Self::Args,
+                ) -> #k::BoxFuture<'a, ::core::result::Result<(), #k::ToolError>> {
+                    ::std::boxed::Box::pin(async move { #callee(ctx, args).await })
+                }
+            }
+        })
+    };
+    let preflight = hook("preflight", &decl.attrs.preflight);
+    let authorize = hook("authorize", &decl.attrs.authorize);
+
+    let locals: Vec<Ident> = (0..decl.args.len())
+        .map(|i| Ident::new(&format!("__arg_{i}"), Span::mixed_site()))
+        .collect();
+    let field_idents = decl.args.iter().map(|a| &a.ident);
+    let passes = decl
+        .args
+        .iter()
+        .zip(&locals)
+        .map(|(a, l)| if a.by_ref { quote!(&#l) } else { quote!(#l) });
+    let fn_ident = &decl.fn_ident;
+    let callee = match self_ty {
+        Some(s) => quote!(<#s>::#fn_ident),
+        None => quote!(#fn_ident),
+    };
+    let receiver_arg = (decl.receiver == Some(Receiver::Ref)).then(|| quote!(ctx.state(),));
+    let ctx_arg = decl.ctx_state.is_some().then(|| quote!(ctx,));
+    let awaited = decl.is_async.then(|| quote!(.await));
+    let call = quote! { #callee ( #receiver_arg #ctx_arg #(#passes),* ) #awaited };
+    let err_span = decl
+        .err_ty
+        .as_ref()
+        .map(|t| t.span())
+        .unwrap_or_else(Span::call_site);
+    let convert = quote_spanned!(err_span=> #p::into_tool_error(e));
+    let key_ignore = decl.key_argument().then(|| {
+        let key = format_ident!("{}", KEY_FIELD);
+        quote!(#key: _,)
+    });
+
+    quote! {
+        #[doc = #args_doc]
+        #[derive(#p::serde::Serialize, #p::serde::Deserialize, #p::schemars::JsonSchema)]
+        #[serde(crate = #serde_crate, deny_unknown_fields)]
+        #[schemars(crate = #schemars_crate)]
+        #vis struct #args_ident {
+            #(#fields)*
+            #key_field
+        }
+
+        #[doc = #tool_doc]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::default::Default)]
+        #vis struct #tool_ident;
+
+        #output_check
+
+        impl #impl_generics #k::Tool<#state> for #tool_ident {
+            type Args = #args_ident;
+            type Output = #ok_ty;
+
+            fn spec(&self) -> #k::ToolSpec {
+                #spec
+            }
+
+            #preflight
+            #authorize
+
+            fn call<'a>(
+                &'a self,
+                ctx: &'a #k::ToolContext<#state>,
+                args: Self::Args,
+            ) -> #k::BoxFuture<'a, ::core::result::Result<Self::Output, #k::ToolError>> {
+                ::std::boxed::Box::pin(async move {
+                    let _ = ctx;
+                    let #args_ident { #(#field_idents: #locals,)* #key_ignore } = args;
+                    match #call {
+                        ::core::result::Result::Ok(v) => ::core::result::Result::Ok(v),
+                        ::core::result::Result::Err(e) => ::core::result::Result::Err(#convert),
+                    }
+                })
+            }
+        }
+    }
+}
+
+/// A hook path; a leading `Self::` names the toolset type (the hook is called from outside it).
+fn self_path(path: &syn::Path, self_ty: Option<&Type>) -> TokenStream {
+    match (self_ty, path.segments.first()) {
+        (Some(s), Some(first)) if first.ident == "Self" && path.segments.len() > 1 => {
+            let rest = path.segments.iter().skip(1);
+            quote!(<#s> #(:: #rest)*)
+        }
+        _ => quote!(#path),
+    }
+}
+
+fn field(arg: &ArgDecl) -> TokenStream {
+    let ident = &arg.ident;
+    let ty = &arg.field_ty;
+    let docs = arg.description().map(|d| {
+        quote! {
+            #[doc = #d]
+            #[schemars(description = #d)]
+        }
+    });
+    let a = &arg.attrs;
+    let constraints = if is_sequence(&arg.field_ty) {
+        // Constraints apply to each element of a list.
+        let mut inner = Vec::new();
+        if a.min_len.is_some() || a.max_len.is_some() {
+            let min = a.min_len.as_ref().map(|v| {
+                let l = Literal::u64_unsuffixed(v.value);
+                quote!(min = #l)
+            });
+            let max = a.max_len.as_ref().map(|v| {
+                let l = Literal::u64_unsuffixed(v.value);
+                quote!(max = #l)
+            });
+            let parts = min.into_iter().chain(max);
+            inner.push(quote!(length(#(#parts),*)));
+        }
+        if let Some(pat) = &a.pattern {
+            let pat = &pat.value;
+            inner.push(quote!(regex(pattern = #pat)));
+        }
+        if a.min.is_some() || a.max.is_some() {
+            let min = a.min.as_ref().map(|v| {
+                let l = number(&v.value);
+                quote!(min = #l)
+            });
+            let max = a.max.as_ref().map(|v| {
+                let l = number(&v.value);
+                quote!(max = #l)
+            });
+            let parts = min.into_iter().chain(max);
+            inner.push(quote!(range(#(#parts),*)));
+        }
+        (!inner.is_empty()).then(|| quote!(#[schemars(inner(#(#inner),*))]))
+    } else {
+        let mut ext = Vec::new();
+        if let Some(v) = &a.min_len {
+            let l = Literal::u64_unsuffixed(v.value);
+            ext.push(quote!("minLength" = #l));
+        }
+        if let Some(v) = &a.max_len {
+            let l = Literal::u64_unsuffixed(v.value);
+            ext.push(quote!("maxLength" = #l));
+        }
+        if let Some(v) = &a.pattern {
+            let s = &v.value;
+            ext.push(quote!("pattern" = #s));
+        }
+        if let Some(v) = &a.min {
+            let l = number(&v.value);
+            ext.push(quote!("minimum" = #l));
+        }
+        if let Some(v) = &a.max {
+            let l = number(&v.value);
+            ext.push(quote!("maximum" = #l));
+        }
+        (!ext.is_empty()).then(|| quote!(#[schemars(extend(#(#ext),*))]))
+    };
+    quote! {
+        #docs
+        #constraints
+        pub #ident: #ty,
+    }
+}
+
+/// A JSON number as written: integers stay integers.
+fn number(n: &Number) -> TokenStream {
+    match n.integer {
+        Some(i) if i < 0 => {
+            let l = Literal::u128_unsuffixed(i.unsigned_abs());
+            quote!(-#l)
+        }
+        Some(i) => {
+            let l = Literal::u128_unsuffixed(i.unsigned_abs());
+            quote!(#l)
+        }
+        None if n.value < 0.0 => {
+            let l = Literal::f64_unsuffixed(-n.value);
+            quote!(-#l)
+        }
+        None => {
+            let l = Literal::f64_unsuffixed(n.value);
+            quote!(#l)
+        }
+    }
+}
+
+fn opt_string(s: Option<&str>) -> TokenStream {
+    match s {
+        Some(s) => quote!(::core::option::Option::Some(::std::string::String::from(#s))),
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+fn opt_u64(v: Option<u64>) -> TokenStream {
+    match v {
+        Some(v) => {
+            let l = Literal::u64_suffixed(v);
+            quote!(::core::option::Option::Some(#l))
+        }
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+fn opt_f64(v: Option<f64>) -> TokenStream {
+    match v {
+        Some(v) if v.is_finite() => {
+            let l = Literal::f64_suffixed(v);
+            quote!(::core::option::Option::Some(#l))
+        }
+        _ => quote!(::core::option::Option::None),
+    }
+}
+
+fn field_spec(decl: &ToolDecl, arg: &ArgDecl) -> TokenStream {
+    let k = paths::krate();
+    let name = &arg.name;
+    let kind = Ident::new(arg_kind(arg).variant(), Span::call_site());
+    let description = opt_string(arg.description());
+    let sensitive = arg.attrs.sensitive.is_some();
+    let amount = is_amount(decl, arg);
+    let optional = is_option(&arg.ty);
+    let min_len = opt_u64(arg.attrs.min_len.as_ref().map(|v| v.value));
+    let max_len = opt_u64(arg.attrs.max_len.as_ref().map(|v| v.value));
+    let pattern = opt_string(arg.attrs.pattern.as_ref().map(|v| v.value.as_str()));
+    let min = opt_f64(arg.attrs.min.as_ref().map(|v| v.value.value));
+    let max = opt_f64(arg.attrs.max.as_ref().map(|v| v.value.value));
+    let root = opt_string(arg.attrs.root.as_ref().map(|v| v.value.as_str()));
+    quote! {
+        #k::FieldSpec {
+            name: ::std::string::String::from(#name),
+            kind: #k::FieldKind::#kind,
+            description: #description,
+            sensitive: #sensitive,
+            amount: #amount,
+            optional: #optional,
+            min_len: #min_len,
+            max_len: #max_len,
+            pattern: #pattern,
+            min: #min,
+            max: #max,
+            root: #root,
+            ..::core::default::Default::default()
+        }
+    }
+}
+
+fn spec_body(
+    decl: &ToolDecl,
+    name: &str,
+    description: &str,
+    args_ident: &Ident,
+    ok_ty: &TokenStream,
+) -> TokenStream {
+    let k = paths::krate();
+    let p = paths::private();
+    let a = &decl.attrs;
+    let risk = Ident::new(decl.risk().variant(), Span::call_site());
+    let read_only = a.read_only.is_some();
+    let idempotent = a.idempotent.is_some();
+    let reuse = Ident::new(
+        if a.key_wins.is_some() {
+            "KeyWins"
+        } else {
+            "Conflict"
+        },
+        Span::call_site(),
+    );
+    let approval_over = opt_u64(a.approval_over.as_ref().map(|v| v.value));
+    let approvals = a.approvals.as_ref().map(|v| {
+        let l = Literal::u8_suffixed(u8::try_from(v.value).unwrap_or(u8::MAX));
+        quote!(spec.approvals = #l;)
+    });
+    let timeout = a.timeout_ms.as_ref().map(|v| {
+        let l = Literal::u64_suffixed(v.value);
+        quote!(spec.timeout = ::core::time::Duration::from_millis(#l);)
+    });
+    let revision = a.revision.as_ref().map(|v| {
+        let l = Literal::u32_suffixed(u32::try_from(v.value).unwrap_or(u32::MAX));
+        quote!(spec.revision = #l;)
+    });
+    let key_field = opt_string(decl.key_argument().then_some(KEY_FIELD));
+    let mut fields: Vec<TokenStream> = decl.args.iter().map(|arg| field_spec(decl, arg)).collect();
+    if decl.key_argument() {
+        fields.push(quote! {
+            #k::FieldSpec {
+                name: ::std::string::String::from(#KEY_FIELD),
+                kind: #k::FieldKind::Identifier,
+                description: ::core::option::Option::Some(::std::string::String::from(#KEY_DESCRIPTION)),
+                pattern: ::core::option::Option::Some(::std::string::String::from(#KEY_PATTERN)),
+                ..::core::default::Default::default()
+            }
+        });
+    }
+    quote! {
+        let mut spec = #k::ToolSpec::new(
+            #name,
+            #description,
+            #p::schema_for::<#args_ident>(),
+            #p::schema_for::<#ok_ty>(),
+        );
+        spec.risk = #k::Risk::#risk;
+        spec.read_only = #read_only;
+        spec.idempotent = #idempotent;
+        spec.key_reuse = #k::KeyReuse::#reuse;
+        spec.approval_over = #approval_over;
+        #approvals
+        #timeout
+        #revision
+        spec.idempotency_key_field = #key_field;
+        spec.fields = ::std::vec![#(#fields),*];
+        spec
+    }
+}
+
+/// `impl Type { pub fn tools() -> Vec<ToolHandle<Type>> }` for a toolset.
+pub fn tools_fn(self_ty: &Type, decls: &[ToolDecl]) -> TokenStream {
+    let k = paths::krate();
+    let idents = decls.iter().map(tool_ident);
+    let names: Vec<String> = decls.iter().map(|d| format!("`{}`", d.name())).collect();
+    let doc = if names.is_empty() {
+        "The tools of this toolset (none are declared).".to_owned()
+    } else {
+        format!("The tools of this toolset: {}.", names.join(", "))
+    };
+    quote! {
+        impl #self_ty {
+            #[doc = #doc]
+            pub fn tools() -> ::std::vec::Vec<#k::ToolHandle<#self_ty>> {
+                ::std::vec![#(#k::ToolHandle::new(#idents)),*]
+            }
+        }
+    }
+}

@@ -1,0 +1,369 @@
+//! The parsed declaration of a tool: what `parse` produces, `validate` checks and `expand` emits.
+
+use proc_macro2::Span;
+use syn::{Ident, Path, Type, Visibility};
+
+/// Risk level of a tool, as declared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Risk {
+    /// `low` (default).
+    Low,
+    /// `medium`.
+    Medium,
+    /// `high`.
+    High,
+    /// `critical`.
+    Critical,
+}
+
+impl Risk {
+    /// The valid spellings.
+    pub const NAMES: [&'static str; 4] = ["low", "medium", "high", "critical"];
+
+    /// Parses a spelling.
+    pub fn from_name(s: &str) -> Option<Risk> {
+        match s {
+            "low" => Some(Risk::Low),
+            "medium" => Some(Risk::Medium),
+            "high" => Some(Risk::High),
+            "critical" => Some(Risk::Critical),
+            _ => None,
+        }
+    }
+
+    /// High or critical.
+    pub fn is_high(self) -> bool {
+        matches!(self, Risk::High | Risk::Critical)
+    }
+
+    /// The variant name of the runtime's `Risk`.
+    pub fn variant(self) -> &'static str {
+        match self {
+            Risk::Low => "Low",
+            Risk::Medium => "Medium",
+            Risk::High => "High",
+            Risk::Critical => "Critical",
+        }
+    }
+
+    /// The spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Risk::Low => "low",
+            Risk::Medium => "medium",
+            Risk::High => "high",
+            Risk::Critical => "critical",
+        }
+    }
+}
+
+/// What a field holds (the runtime's `FieldKind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `identifier`.
+    Identifier,
+    /// `text`.
+    Text,
+    /// `name`.
+    Name,
+    /// `email`.
+    Email,
+    /// `url`.
+    Url,
+    /// `path`.
+    Path,
+    /// `money`.
+    Money,
+    /// No string content (numbers, booleans, enums, ...).
+    Opaque,
+}
+
+impl Kind {
+    /// The spellings `kind = "..."` accepts.
+    pub const NAMES: [&'static str; 7] = [
+        "identifier",
+        "text",
+        "name",
+        "email",
+        "url",
+        "path",
+        "money",
+    ];
+
+    /// Parses a spelling.
+    pub fn from_name(s: &str) -> Option<Kind> {
+        match s {
+            "identifier" => Some(Kind::Identifier),
+            "text" => Some(Kind::Text),
+            "name" => Some(Kind::Name),
+            "email" => Some(Kind::Email),
+            "url" => Some(Kind::Url),
+            "path" => Some(Kind::Path),
+            "money" => Some(Kind::Money),
+            _ => None,
+        }
+    }
+
+    /// The variant name of the runtime's `FieldKind`.
+    pub fn variant(self) -> &'static str {
+        match self {
+            Kind::Identifier => "Identifier",
+            Kind::Text => "Text",
+            Kind::Name => "Name",
+            Kind::Email => "Email",
+            Kind::Url => "Url",
+            Kind::Path => "Path",
+            Kind::Money => "Money",
+            Kind::Opaque => "Opaque",
+        }
+    }
+
+    /// Kinds whose values the runtime keeps short by itself, so they need no `max_len`.
+    pub fn is_bounded(self) -> bool {
+        matches!(
+            self,
+            Kind::Identifier | Kind::Email | Kind::Url | Kind::Money | Kind::Opaque
+        )
+    }
+}
+
+/// A value with the span of the tokens it came from.
+#[derive(Debug, Clone)]
+pub struct Spanned<T> {
+    /// The value.
+    pub value: T,
+    /// Where it was written.
+    pub span: Span,
+}
+
+impl<T> Spanned<T> {
+    /// Wraps `value`.
+    pub fn new(value: T, span: Span) -> Self {
+        Spanned { value, span }
+    }
+}
+
+/// A numeric literal of `min`/`max`, kept both as a number and as written.
+#[derive(Debug, Clone)]
+pub struct Number {
+    /// Its value.
+    pub value: f64,
+    /// Written as an integer (emitted as a JSON integer).
+    pub integer: Option<i128>,
+}
+
+/// Where an idempotency key comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeySource {
+    /// An `idempotency_key` argument the model sends (added to the schema).
+    Argument,
+    /// The host puts it on the `ToolCall`; no argument is added.
+    Host,
+}
+
+/// The `#[tool(...)]` options.
+#[derive(Debug, Clone, Default)]
+pub struct ToolAttrs {
+    /// `name = "..."`.
+    pub name: Option<Spanned<String>>,
+    /// `description = "..."`.
+    pub description: Option<Spanned<String>>,
+    /// `risk = "..."`.
+    pub risk: Option<Spanned<Risk>>,
+    /// `read_only`.
+    pub read_only: Option<Span>,
+    /// `idempotent` / `idempotent(key = "host")`.
+    pub idempotent: Option<Spanned<KeySource>>,
+    /// `key_wins`.
+    pub key_wins: Option<Span>,
+    /// `approval_over = N`.
+    pub approval_over: Option<Spanned<u64>>,
+    /// `approvals = N`.
+    pub approvals: Option<Spanned<u64>>,
+    /// `timeout_ms = N`.
+    pub timeout_ms: Option<Spanned<u64>>,
+    /// `revision = N`.
+    pub revision: Option<Spanned<u64>>,
+    /// `preflight = path`.
+    pub preflight: Option<Path>,
+    /// `authorize = path`.
+    pub authorize: Option<Path>,
+}
+
+/// The `#[arg(...)]` options of one parameter.
+#[derive(Debug, Clone, Default)]
+pub struct ArgAttrs {
+    /// `description = "..."`.
+    pub description: Option<Spanned<String>>,
+    /// `min_len = N`.
+    pub min_len: Option<Spanned<u64>>,
+    /// `max_len = N`.
+    pub max_len: Option<Spanned<u64>>,
+    /// `pattern = "..."`.
+    pub pattern: Option<Spanned<String>>,
+    /// `min = N`.
+    pub min: Option<Spanned<Number>>,
+    /// `max = N`.
+    pub max: Option<Spanned<Number>>,
+    /// `sensitive`.
+    pub sensitive: Option<Span>,
+    /// `amount`.
+    pub amount: Option<Span>,
+    /// `kind = "..."`; `None` inside when the spelling was refused.
+    pub kind: Option<Spanned<Option<Kind>>>,
+    /// `root = "..."`.
+    pub root: Option<Spanned<String>>,
+}
+
+/// A parameter that becomes an argument field.
+#[derive(Debug, Clone)]
+pub struct ArgDecl {
+    /// The identifier as written (may be raw).
+    pub ident: Ident,
+    /// The field name in the arguments object (`r#` removed).
+    pub name: String,
+    /// The parameter's type as written.
+    pub ty: Type,
+    /// The field's type: the referent of a `&T` parameter, owned.
+    pub field_ty: Type,
+    /// The parameter is a reference; the handler gets `&field`.
+    pub by_ref: bool,
+    /// Doc comment text.
+    pub doc: Option<String>,
+    /// `#[arg]` options.
+    pub attrs: ArgAttrs,
+    /// Where the parameter was written.
+    pub span: Span,
+}
+
+impl ArgDecl {
+    /// The description: `#[arg(description)]`, else the doc comment.
+    pub fn description(&self) -> Option<&str> {
+        self.attrs
+            .description
+            .as_ref()
+            .map(|d| d.value.as_str())
+            .or(self.doc.as_deref())
+    }
+}
+
+/// The receiver of a toolset method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Receiver {
+    /// No receiver: an associated function.
+    None,
+    /// `&self`.
+    Ref,
+}
+
+/// One tool, from a function or a toolset method.
+#[derive(Debug, Clone)]
+pub struct ToolDecl {
+    /// The function's identifier.
+    pub fn_ident: Ident,
+    /// Visibility of the function (given to the generated items).
+    pub vis: Visibility,
+    /// `async fn`.
+    pub is_async: bool,
+    /// The tool options.
+    pub attrs: ToolAttrs,
+    /// Doc comment text.
+    pub doc: Option<String>,
+    /// The state type of a `ctx: &ToolContext<S>` parameter, if there is one.
+    pub ctx_state: Option<Type>,
+    /// The receiver, for toolset methods (`Some`) or functions (`None`).
+    pub receiver: Option<Receiver>,
+    /// The argument parameters.
+    pub args: Vec<ArgDecl>,
+    /// `T` of the `Result<T, E>` return type.
+    pub ok_ty: Option<Type>,
+    /// `E` of the `Result<T, E>` return type.
+    pub err_ty: Option<Type>,
+}
+
+impl ToolDecl {
+    /// The tool name: `name = ...`, else the function's name.
+    pub fn name(&self) -> String {
+        match &self.attrs.name {
+            Some(n) => n.value.clone(),
+            None => unraw(&self.fn_ident),
+        }
+    }
+
+    /// Where the name was written.
+    pub fn name_span(&self) -> Span {
+        match &self.attrs.name {
+            Some(n) => n.span,
+            None => self.fn_ident.span(),
+        }
+    }
+
+    /// The description: `description = ...`, else the doc comment.
+    pub fn description(&self) -> Option<&str> {
+        self.attrs
+            .description
+            .as_ref()
+            .map(|d| d.value.as_str())
+            .or(self.doc.as_deref())
+    }
+
+    /// The declared risk, `low` by default.
+    pub fn risk(&self) -> Risk {
+        self.attrs
+            .risk
+            .as_ref()
+            .map(|r| r.value)
+            .unwrap_or(Risk::Low)
+    }
+
+    /// The amount field: marked `#[arg(amount)]`, else named `amount`.
+    pub fn amount_field(&self) -> Option<&ArgDecl> {
+        self.args
+            .iter()
+            .find(|a| a.attrs.amount.is_some())
+            .or_else(|| self.args.iter().find(|a| a.name == "amount"))
+    }
+
+    /// The model sends an `idempotency_key` argument.
+    pub fn key_argument(&self) -> bool {
+        matches!(&self.attrs.idempotent, Some(k) if k.value == KeySource::Argument)
+    }
+}
+
+/// An identifier's name without `r#`.
+pub fn unraw(ident: &Ident) -> String {
+    let s = ident.to_string();
+    match s.strip_prefix("r#") {
+        Some(rest) => rest.to_owned(),
+        None => s,
+    }
+}
+
+/// Errors collected while reading a declaration, reported together.
+#[derive(Default)]
+pub struct Errors {
+    inner: Option<syn::Error>,
+}
+
+impl Errors {
+    /// Records an error at `span`.
+    pub fn push(&mut self, span: Span, msg: impl std::fmt::Display) {
+        self.add(syn::Error::new(span, msg));
+    }
+
+    /// Records `err`.
+    pub fn add(&mut self, err: syn::Error) {
+        match &mut self.inner {
+            Some(e) => e.combine(err),
+            None => self.inner = Some(err),
+        }
+    }
+
+    /// `Ok` if nothing was recorded, else every error at once.
+    pub fn finish(self) -> syn::Result<()> {
+        match self.inner {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}

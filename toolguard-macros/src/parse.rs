@@ -1,0 +1,969 @@
+//! Reading `#[tool(...)]`, `#[arg(...)]` and function signatures into the [`model`](crate::model).
+//!
+//! Parsing never stops at the first problem: every error is collected in [`Errors`] and reported
+//! together. Signature-shape rules (receiver, `ctx` position, generics, return type) are checked
+//! here because they decide what the declaration is.
+
+use proc_macro2::{Span, TokenStream};
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{
+    Attribute, Expr, ExprLit, ExprUnary, FnArg, GenericArgument, GenericParam, Lit, Meta, Pat,
+    PathArguments, ReturnType, Signature, Token, Type, UnOp, Visibility,
+};
+
+use crate::model::{
+    ArgAttrs, ArgDecl, Errors, KeySource, Kind, Number, Receiver, Risk, Spanned as Sp, ToolAttrs,
+    ToolDecl, unraw,
+};
+
+/// Keys `#[tool(...)]` accepts.
+pub const TOOL_KEYS: [&str; 12] = [
+    "name",
+    "description",
+    "risk",
+    "read_only",
+    "idempotent",
+    "key_wins",
+    "approval_over",
+    "approvals",
+    "timeout_ms",
+    "revision",
+    "preflight",
+    "authorize",
+];
+
+/// Keys `#[arg(...)]` accepts.
+pub const ARG_KEYS: [&str; 10] = [
+    "description",
+    "min_len",
+    "max_len",
+    "pattern",
+    "min",
+    "max",
+    "sensitive",
+    "amount",
+    "kind",
+    "root",
+];
+
+/// Parses the tokens inside `#[tool(...)]`.
+pub fn tool_attrs(tokens: TokenStream, errors: &mut Errors) -> ToolAttrs {
+    let mut out = ToolAttrs::default();
+    let metas = match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(tokens) {
+        Ok(m) => m,
+        Err(e) => {
+            errors.add(syn::Error::new(
+                e.span(),
+                format!(
+                    "{e}; `#[tool]` takes a comma-separated list such as \
+                     `#[tool(risk = \"high\", idempotent, approval_over = 10_000)]`"
+                ),
+            ));
+            return out;
+        }
+    };
+    for meta in metas {
+        let key = meta_key(&meta);
+        let span = meta.span();
+        match key.as_str() {
+            "name" => set(
+                &mut out.name,
+                string_value(&meta, errors),
+                span,
+                &key,
+                errors,
+            ),
+            "description" => set(
+                &mut out.description,
+                string_value(&meta, errors),
+                span,
+                &key,
+                errors,
+            ),
+            "risk" => {
+                let v = string_value(&meta, errors).and_then(|s| match Risk::from_name(&s.value) {
+                    Some(r) => Some(Sp::new(r, s.span)),
+                    None => {
+                        errors.push(
+                            s.span,
+                            format!(
+                                "unknown risk level `{}`: use one of {}",
+                                s.value,
+                                list(&Risk::NAMES)
+                            ),
+                        );
+                        None
+                    }
+                });
+                set(&mut out.risk, v, span, &key, errors)
+            }
+            "read_only" => set(&mut out.read_only, flag(&meta, errors), span, &key, errors),
+            "key_wins" => set(&mut out.key_wins, flag(&meta, errors), span, &key, errors),
+            "idempotent" => {
+                let v = idempotent_value(&meta, errors);
+                set(&mut out.idempotent, v, span, &key, errors)
+            }
+            "approval_over" | "approvals" | "timeout_ms" | "revision" => {
+                let v = int_value(&meta, errors);
+                let slot = match key.as_str() {
+                    "approval_over" => &mut out.approval_over,
+                    "approvals" => &mut out.approvals,
+                    "timeout_ms" => &mut out.timeout_ms,
+                    _ => &mut out.revision,
+                };
+                set(slot, v, span, &key, errors)
+            }
+            "preflight" | "authorize" => {
+                let v = path_value(&meta, errors);
+                let slot = if key == "preflight" {
+                    &mut out.preflight
+                } else {
+                    &mut out.authorize
+                };
+                set(slot, v, span, &key, errors)
+            }
+            _ => unknown_key(&meta, &key, "tool", &TOOL_KEYS, errors),
+        }
+    }
+    out
+}
+
+/// Parses one `#[arg(...)]` attribute into `out`.
+pub fn arg_attrs(attr: &Attribute, out: &mut ArgAttrs, errors: &mut Errors) {
+    let metas = match &attr.meta {
+        Meta::List(list) => {
+            match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(list.tokens.clone()) {
+                Ok(m) => m,
+                Err(e) => {
+                    errors.add(syn::Error::new(
+                        e.span(),
+                        format!(
+                            "{e}; `#[arg]` takes a comma-separated list such as \
+                             `#[arg(max_len = 140, description = \"...\")]`"
+                        ),
+                    ));
+                    return;
+                }
+            }
+        }
+        _ => {
+            errors.push(
+                attr.span(),
+                "`#[arg]` needs options, e.g. `#[arg(max_len = 140)]`; remove it if there are none",
+            );
+            return;
+        }
+    };
+    for meta in metas {
+        let key = meta_key(&meta);
+        let span = meta.span();
+        match key.as_str() {
+            "description" => set(
+                &mut out.description,
+                string_value(&meta, errors),
+                span,
+                &key,
+                errors,
+            ),
+            "pattern" => {
+                let v = string_value(&meta, errors);
+                set(&mut out.pattern, v, span, &key, errors)
+            }
+            "root" => set(
+                &mut out.root,
+                string_value(&meta, errors),
+                span,
+                &key,
+                errors,
+            ),
+            "min_len" => set(
+                &mut out.min_len,
+                int_value(&meta, errors),
+                span,
+                &key,
+                errors,
+            ),
+            "max_len" => set(
+                &mut out.max_len,
+                int_value(&meta, errors),
+                span,
+                &key,
+                errors,
+            ),
+            "min" => set(
+                &mut out.min,
+                number_value(&meta, errors),
+                span,
+                &key,
+                errors,
+            ),
+            "max" => set(
+                &mut out.max,
+                number_value(&meta, errors),
+                span,
+                &key,
+                errors,
+            ),
+            "sensitive" => set(&mut out.sensitive, flag(&meta, errors), span, &key, errors),
+            "amount" => set(&mut out.amount, flag(&meta, errors), span, &key, errors),
+            "kind" => {
+                let v = string_value(&meta, errors).map(|s| {
+                    let kind = Kind::from_name(&s.value);
+                    match s.value.as_str() {
+                        _ if kind.is_some() => {}
+                        "shell" | "sql" => errors.push(
+                            s.span,
+                            format!(
+                                "`kind = \"{}\"` is refused: a model-written {} string is an \
+                                 injection channel. Take structured arguments (an enum of allowed \
+                                 operations, identifiers, numbers) and build the {} inside the \
+                                 handler",
+                                s.value,
+                                if s.value == "sql" {
+                                    "SQL"
+                                } else {
+                                    "shell command"
+                                },
+                                if s.value == "sql" {
+                                    "query with bound parameters"
+                                } else {
+                                    "command"
+                                },
+                            ),
+                        ),
+                        other => errors.push(
+                            s.span,
+                            format!(
+                                "unknown field kind `{other}`: use one of {}{}",
+                                list(&Kind::NAMES),
+                                suggestion(other, &Kind::NAMES)
+                            ),
+                        ),
+                    }
+                    Sp::new(kind, s.span)
+                });
+                set(&mut out.kind, v, span, &key, errors)
+            }
+            _ => unknown_key(&meta, &key, "arg", &ARG_KEYS, errors),
+        }
+    }
+}
+
+/// Reads a function signature (with its attributes) into a [`ToolDecl`], removing the `#[arg]`
+/// attributes and doc comments of its parameters from `sig`.
+///
+/// `in_toolset` says whether it is a method of a `#[toolset]` block.
+pub fn tool_decl(
+    attrs: ToolAttrs,
+    fn_attrs: &[Attribute],
+    vis: &Visibility,
+    sig: &mut Signature,
+    in_toolset: bool,
+    errors: &mut Errors,
+) -> ToolDecl {
+    for param in &sig.generics.params {
+        match param {
+            GenericParam::Type(t) => errors.push(
+                t.span(),
+                format!(
+                    "tool functions cannot be generic: the argument schema must be one concrete \
+                     type. Replace the type parameter `{}` with a concrete type (an enum if several \
+                     shapes are allowed)",
+                    t.ident
+                ),
+            ),
+            GenericParam::Const(c) => errors.push(
+                c.span(),
+                format!(
+                    "tool functions cannot have const generics: the schema must be fixed. Replace \
+                     `{}` with a constant or an argument",
+                    c.ident
+                ),
+            ),
+            GenericParam::Lifetime(_) => {}
+        }
+    }
+    if let Some(u) = &sig.unsafety {
+        errors.push(
+            u.span(),
+            "a tool function cannot be `unsafe`: the dispatcher calls it with model-proposed \
+             arguments. Make it safe and keep the `unsafe` block inside",
+        );
+    }
+    if let Some(v) = &sig.variadic {
+        errors.push(v.span(), "a tool function cannot be variadic");
+    }
+
+    let mut receiver = if in_toolset {
+        Some(Receiver::None)
+    } else {
+        None
+    };
+    let mut ctx_state = None;
+    let mut args = Vec::new();
+    let mut position = 0usize;
+    for input in sig.inputs.iter_mut() {
+        match input {
+            FnArg::Receiver(r) => {
+                if !in_toolset {
+                    errors.push(
+                        r.span(),
+                        "`self` in a `#[tool]` function: tools on methods go in an `impl` block \
+                         marked `#[toolset]`",
+                    );
+                } else if r.reference.is_none() {
+                    errors.push(
+                        r.span(),
+                        "a toolset method cannot take `self` by value: one state value serves \
+                         every call. Take `&self`",
+                    );
+                } else if r.mutability.is_some() {
+                    errors.push(
+                        r.span(),
+                        "a toolset method cannot take `&mut self`: calls run concurrently on \
+                         shared state. Take `&self` and use interior mutability (a `Mutex`, \
+                         atomics, a pool) for changes",
+                    );
+                } else {
+                    receiver = Some(Receiver::Ref);
+                }
+                strip_param_attrs(&mut r.attrs);
+                continue;
+            }
+            FnArg::Typed(pt) => {
+                let index = position;
+                position += 1;
+                if let Some(state) = context_state(&pt.ty, errors) {
+                    if index != 0 {
+                        errors.push(
+                            pt.span(),
+                            if in_toolset {
+                                "`ctx: &ToolContext<_>` must come first, right after `&self`: \
+                                 move it before the argument parameters"
+                            } else {
+                                "`ctx: &ToolContext<_>` must be the first parameter: move it \
+                                 before the argument parameters"
+                            },
+                        );
+                    } else if ctx_state.is_none() {
+                        ctx_state = state;
+                    }
+                    strip_param_attrs(&mut pt.attrs);
+                    continue;
+                }
+                let mut arg_attrs = ArgAttrs::default();
+                let mut doc_lines = Vec::new();
+                pt.attrs.retain(|a| {
+                    if a.path().is_ident("arg") {
+                        arg_attrs_into(a, &mut arg_attrs, errors);
+                        false
+                    } else if a.path().is_ident("doc") {
+                        doc_line(a, &mut doc_lines);
+                        false
+                    } else {
+                        true
+                    }
+                });
+                let ident = match &*pt.pat {
+                    Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                        pi.ident.clone()
+                    }
+                    other => {
+                        errors.push(
+                            other.span(),
+                            "tool parameters must be plain names (`to: String`): the name \
+                             becomes the argument field's name",
+                        );
+                        continue;
+                    }
+                };
+                let (field_ty, by_ref) = field_type(&pt.ty, errors);
+                args.push(ArgDecl {
+                    name: unraw(&ident),
+                    ident,
+                    ty: (*pt.ty).clone(),
+                    field_ty,
+                    by_ref,
+                    doc: join_doc(&doc_lines),
+                    attrs: arg_attrs,
+                    span: pt.span(),
+                });
+            }
+        }
+    }
+
+    let (ok_ty, err_ty) = result_types(&sig.output, sig.ident.span(), errors);
+
+    let mut doc_lines = Vec::new();
+    for a in fn_attrs {
+        if a.path().is_ident("doc") {
+            doc_line(a, &mut doc_lines);
+        }
+    }
+
+    ToolDecl {
+        fn_ident: sig.ident.clone(),
+        vis: vis.clone(),
+        is_async: sig.asyncness.is_some(),
+        attrs,
+        doc: join_doc(&doc_lines),
+        ctx_state,
+        receiver,
+        args,
+        ok_ty,
+        err_ty,
+    }
+}
+
+fn arg_attrs_into(attr: &Attribute, out: &mut ArgAttrs, errors: &mut Errors) {
+    arg_attrs(attr, out, errors);
+}
+
+fn strip_param_attrs(attrs: &mut Vec<Attribute>) {
+    attrs.retain(|a| !a.path().is_ident("arg") && !a.path().is_ident("doc"));
+}
+
+/// If `ty` is `&ToolContext<S>`, `Some(Some(S))` (or `Some(None)` after reporting a malformed one).
+fn context_state(ty: &Type, errors: &mut Errors) -> Option<Option<Type>> {
+    let (inner, is_ref) = match ty {
+        Type::Reference(r) => (&*r.elem, true),
+        other => (other, false),
+    };
+    let Type::Path(tp) = inner else { return None };
+    let seg = tp.path.segments.last()?;
+    if seg.ident != "ToolContext" {
+        return None;
+    }
+    if !is_ref {
+        errors.push(
+            ty.span(),
+            "take the context by reference: `ctx: &ToolContext<S>`",
+        );
+        return Some(None);
+    }
+    if let Type::Reference(r) = ty
+        && r.mutability.is_some()
+    {
+        errors.push(
+            ty.span(),
+            "take the context by shared reference: `ctx: &ToolContext<S>`",
+        );
+        return Some(None);
+    }
+    let state = match &seg.arguments {
+        PathArguments::AngleBracketed(ab) => ab.args.iter().find_map(|a| match a {
+            GenericArgument::Type(t) => Some(t.clone()),
+            _ => None,
+        }),
+        _ => None,
+    };
+    if state.is_none() {
+        errors.push(
+            seg.span(),
+            "name the state type of the context: `ctx: &ToolContext<MyState>`",
+        );
+    }
+    Some(state)
+}
+
+/// The owned field type of a parameter type, and whether the handler takes a reference to it.
+fn field_type(ty: &Type, errors: &mut Errors) -> (Type, bool) {
+    match ty {
+        Type::Reference(r) => {
+            if r.mutability.is_some() {
+                errors.push(
+                    ty.span(),
+                    "tool arguments cannot be `&mut`: they are decoded from the model's proposal. \
+                     Take the value or a shared reference",
+                );
+            }
+            let owned: Type = match &*r.elem {
+                Type::Path(tp) if tp.qself.is_none() && tp.path.is_ident("str") => {
+                    syn::parse_quote!(::std::string::String)
+                }
+                Type::Path(tp)
+                    if last_ident(&Type::Path(tp.clone())).as_deref() == Some("Path") =>
+                {
+                    syn::parse_quote!(::std::path::PathBuf)
+                }
+                Type::Slice(s) => {
+                    let e = &s.elem;
+                    syn::parse_quote!(::std::vec::Vec<#e>)
+                }
+                other => {
+                    check_plain(other, errors);
+                    other.clone()
+                }
+            };
+            (owned, true)
+        }
+        other => {
+            check_plain(other, errors);
+            (other.clone(), false)
+        }
+    }
+}
+
+fn check_plain(ty: &Type, errors: &mut Errors) {
+    if let Type::ImplTrait(it) = ty {
+        errors.push(
+            it.span(),
+            "tool functions cannot be generic (`impl Trait` is an anonymous type parameter): the \
+             argument schema must be one concrete type. Use a concrete type",
+        );
+    }
+}
+
+/// `T` and `E` of a `Result<T, E>` return type.
+fn result_types(
+    output: &ReturnType,
+    fn_span: Span,
+    errors: &mut Errors,
+) -> (Option<Type>, Option<Type>) {
+    const HOW: &str = "a tool must return `Result<T, E>` (written with both parameters), where `T: \
+                       Serialize + JsonSchema` is the output and `E: Into<ToolError>`";
+    let ty = match output {
+        ReturnType::Default => {
+            errors.push(fn_span, format!("missing return type: {HOW}"));
+            return (None, None);
+        }
+        ReturnType::Type(_, ty) => ty,
+    };
+    if let Type::Path(tp) = &**ty
+        && tp.qself.is_none()
+        && let Some(seg) = tp.path.segments.last()
+        && seg.ident == "Result"
+        && let PathArguments::AngleBracketed(ab) = &seg.arguments
+    {
+        let tys: Vec<&Type> = ab
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                GenericArgument::Type(t) => Some(t),
+                _ => None,
+            })
+            .collect();
+        if let [ok, err] = tys.as_slice() {
+            return (Some((*ok).clone()), Some((*err).clone()));
+        }
+    }
+    errors.push(ty.span(), format!("unsupported return type: {HOW}"));
+    (None, None)
+}
+
+fn doc_line(attr: &Attribute, lines: &mut Vec<String>) {
+    if let Meta::NameValue(nv) = &attr.meta
+        && let Expr::Lit(ExprLit {
+            lit: Lit::Str(s), ..
+        }) = &nv.value
+    {
+        for line in s.value().lines() {
+            lines.push(line.trim().to_owned());
+        }
+    }
+}
+
+/// Joins doc-comment lines: lines of a paragraph with a space, paragraphs with a blank line.
+fn join_doc(lines: &[String]) -> Option<String> {
+    let mut paragraphs: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for line in lines {
+        if line.is_empty() {
+            if !current.is_empty() {
+                paragraphs.push(std::mem::take(&mut current));
+            }
+        } else {
+            if !current.is_empty() {
+                current.push(' ');
+            }
+            current.push_str(line);
+        }
+    }
+    if !current.is_empty() {
+        paragraphs.push(current);
+    }
+    if paragraphs.is_empty() {
+        None
+    } else {
+        Some(paragraphs.join("\n\n"))
+    }
+}
+
+fn meta_key(meta: &Meta) -> String {
+    let path = meta.path();
+    path.segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect::<Vec<_>>()
+        .join("::")
+}
+
+fn set<T>(slot: &mut Option<T>, value: Option<T>, span: Span, key: &str, errors: &mut Errors) {
+    if slot.is_some() {
+        errors.push(span, format!("`{key}` is given twice: keep one"));
+    } else if value.is_some() {
+        *slot = value;
+    }
+}
+
+fn flag(meta: &Meta, errors: &mut Errors) -> Option<Span> {
+    match meta {
+        Meta::Path(p) => Some(p.span()),
+        _ => {
+            let key = meta_key(meta);
+            errors.push(
+                meta.span(),
+                format!("`{key}` is a flag and takes no value: write `{key}`"),
+            );
+            None
+        }
+    }
+}
+
+fn value_expr<'m>(meta: &'m Meta, example: &str, errors: &mut Errors) -> Option<&'m Expr> {
+    match meta {
+        Meta::NameValue(nv) => Some(&nv.value),
+        _ => {
+            let key = meta_key(meta);
+            errors.push(
+                meta.span(),
+                format!("`{key}` needs a value: `{key} = {example}`"),
+            );
+            None
+        }
+    }
+}
+
+fn string_value(meta: &Meta, errors: &mut Errors) -> Option<Sp<String>> {
+    let expr = value_expr(meta, "\"...\"", errors)?;
+    match expr {
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(s), ..
+        }) => Some(Sp::new(s.value(), s.span())),
+        other => {
+            errors.push(
+                other.span(),
+                format!(
+                    "`{}` takes a string literal: `{} = \"...\"`",
+                    meta_key(meta),
+                    meta_key(meta)
+                ),
+            );
+            None
+        }
+    }
+}
+
+fn int_value(meta: &Meta, errors: &mut Errors) -> Option<Sp<u64>> {
+    let expr = value_expr(meta, "10_000", errors)?;
+    let key = meta_key(meta);
+    match expr {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(i), ..
+        }) => match i.base10_parse::<u64>() {
+            Ok(v) => Some(Sp::new(v, i.span())),
+            Err(e) => {
+                errors.push(i.span(), format!("`{key}`: {e}"));
+                None
+            }
+        },
+        other => {
+            errors.push(
+                other.span(),
+                format!(
+                    "`{key}` takes a non-negative integer literal (underscores allowed): \
+                     `{key} = 10_000`"
+                ),
+            );
+            None
+        }
+    }
+}
+
+fn number_value(meta: &Meta, errors: &mut Errors) -> Option<Sp<Number>> {
+    let expr = value_expr(meta, "0", errors)?;
+    let (neg, lit) = match expr {
+        Expr::Lit(ExprLit { lit, .. }) => (false, lit),
+        Expr::Unary(ExprUnary {
+            op: UnOp::Neg(_),
+            expr,
+            ..
+        }) => match &**expr {
+            Expr::Lit(ExprLit { lit, .. }) => (true, lit),
+            other => {
+                errors.push(other.span(), "expected a number literal");
+                return None;
+            }
+        },
+        other => {
+            errors.push(
+                other.span(),
+                format!(
+                    "`{}` takes a number literal, e.g. `{} = 1`",
+                    meta_key(meta),
+                    meta_key(meta)
+                ),
+            );
+            return None;
+        }
+    };
+    let sign = if neg { -1.0 } else { 1.0 };
+    match lit {
+        Lit::Int(i) => match i.base10_parse::<i128>() {
+            Ok(v) => {
+                let v = if neg { -v } else { v };
+                Some(Sp::new(
+                    Number {
+                        value: v as f64,
+                        integer: Some(v),
+                    },
+                    expr.span(),
+                ))
+            }
+            Err(e) => {
+                errors.push(i.span(), e.to_string());
+                None
+            }
+        },
+        Lit::Float(f) => match f.base10_parse::<f64>() {
+            Ok(v) if v.is_finite() => Some(Sp::new(
+                Number {
+                    value: sign * v,
+                    integer: None,
+                },
+                expr.span(),
+            )),
+            Ok(_) => {
+                errors.push(f.span(), "the bound must be finite");
+                None
+            }
+            Err(e) => {
+                errors.push(f.span(), e.to_string());
+                None
+            }
+        },
+        other => {
+            errors.push(other.span(), "expected a number literal");
+            None
+        }
+    }
+}
+
+fn path_value(meta: &Meta, errors: &mut Errors) -> Option<syn::Path> {
+    let expr = value_expr(meta, "path::to::function", errors)?;
+    match expr {
+        Expr::Path(p) if p.qself.is_none() => Some(p.path.clone()),
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(s), ..
+        }) => match s.parse::<syn::Path>() {
+            Ok(p) => Some(p),
+            Err(_) => {
+                errors.push(
+                    s.span(),
+                    "expected the path of a function, e.g. `check_balance`",
+                );
+                None
+            }
+        },
+        other => {
+            errors.push(
+                other.span(),
+                format!(
+                    "`{}` takes the path of an `async fn(&ToolContext<S>, &Args) -> Result<(), \
+                     ToolError>`, e.g. `{} = check_balance`",
+                    meta_key(meta),
+                    meta_key(meta)
+                ),
+            );
+            None
+        }
+    }
+}
+
+fn idempotent_value(meta: &Meta, errors: &mut Errors) -> Option<Sp<KeySource>> {
+    match meta {
+        Meta::Path(p) => Some(Sp::new(KeySource::Argument, p.span())),
+        Meta::List(list) => {
+            let inner =
+                match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(list.tokens.clone()) {
+                    Ok(m) => m,
+                    Err(e) => {
+                        errors.add(e);
+                        return None;
+                    }
+                };
+            let mut source = KeySource::Argument;
+            for m in inner {
+                let key = meta_key(&m);
+                if key != "key" {
+                    errors.push(
+                        m.span(),
+                        format!(
+                            "unknown `idempotent` option `{key}`: the only option is \
+                             `key = \"host\"` or `key = \"argument\"`"
+                        ),
+                    );
+                    continue;
+                }
+                if let Some(s) = string_value(&m, errors) {
+                    match s.value.as_str() {
+                        "host" => source = KeySource::Host,
+                        "argument" => source = KeySource::Argument,
+                        other => errors.push(
+                            s.span,
+                            format!(
+                                "unknown key source `{other}`: use `\"host\"` (the host sets \
+                                 `ToolCall::idempotency_key`) or `\"argument\"` (the model sends an \
+                                 `idempotency_key` argument)"
+                            ),
+                        ),
+                    }
+                }
+            }
+            Some(Sp::new(source, list.span()))
+        }
+        Meta::NameValue(nv) => {
+            errors.push(
+                nv.span(),
+                "write `idempotent` (key in the arguments) or `idempotent(key = \"host\")`",
+            );
+            None
+        }
+    }
+}
+
+fn unknown_key(meta: &Meta, key: &str, attr: &str, known: &[&str], errors: &mut Errors) {
+    errors.push(
+        meta.path().span(),
+        format!(
+            "unknown `#[{attr}]` option `{key}`{}; the options are {}",
+            suggestion(key, known),
+            list(known)
+        ),
+    );
+}
+
+/// `: did you mean `x`?` for the closest of `known`, when it is close enough.
+pub fn suggestion(word: &str, known: &[&str]) -> String {
+    let best = known
+        .iter()
+        .map(|k| (edit_distance(word, k), *k))
+        .min_by_key(|(d, _)| *d);
+    match best {
+        Some((d, k)) if d <= (k.len().max(word.len()) / 3).max(1) => {
+            format!(": did you mean `{k}`?")
+        }
+        _ => String::new(),
+    }
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.iter().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+fn list(items: &[&str]) -> String {
+    items
+        .iter()
+        .map(|i| format!("`{i}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The last path segment's identifier of `ty` (through references and parentheses).
+pub fn last_ident(ty: &Type) -> Option<String> {
+    match ty {
+        Type::Path(tp) => tp.path.segments.last().map(|s| s.ident.to_string()),
+        Type::Reference(r) => last_ident(&r.elem),
+        Type::Paren(p) => last_ident(&p.elem),
+        Type::Group(g) => last_ident(&g.elem),
+        _ => None,
+    }
+}
+
+/// The first generic type argument of `ty`'s last segment.
+pub fn first_type_arg(ty: &Type) -> Option<&Type> {
+    match ty {
+        Type::Path(tp) => match &tp.path.segments.last()?.arguments {
+            PathArguments::AngleBracketed(ab) => ab.args.iter().find_map(|a| match a {
+                GenericArgument::Type(t) => Some(t),
+                _ => None,
+            }),
+            _ => None,
+        },
+        Type::Reference(r) => first_type_arg(&r.elem),
+        Type::Paren(p) => first_type_arg(&p.elem),
+        Type::Group(g) => first_type_arg(&g.elem),
+        _ => None,
+    }
+}
+
+/// `ty` is `Option<..>`.
+pub fn is_option(ty: &Type) -> bool {
+    last_ident(ty).as_deref() == Some("Option")
+}
+
+/// `ty` is a `Vec<..>` or slice, after looking through `Option<..>`.
+pub fn is_sequence(ty: &Type) -> bool {
+    let ty = through_option(ty);
+    matches!(ty, Type::Slice(_) | Type::Array(_)) || last_ident(ty).as_deref() == Some("Vec")
+}
+
+/// `Option<T>` → `T`, anything else unchanged.
+pub fn through_option(ty: &Type) -> &Type {
+    if is_option(ty) {
+        first_type_arg(ty).unwrap_or(ty)
+    } else {
+        ty
+    }
+}
+
+/// `ty` with every `Option<..>`, `Vec<..>`, `Box<..>`, slice, array and reference removed.
+pub fn innermost(ty: &Type) -> &Type {
+    match ty {
+        Type::Reference(r) => innermost(&r.elem),
+        Type::Paren(p) => innermost(&p.elem),
+        Type::Group(g) => innermost(&g.elem),
+        Type::Slice(s) => innermost(&s.elem),
+        Type::Array(a) => innermost(&a.elem),
+        _ => match last_ident(ty).as_deref() {
+            Some("Option" | "Vec" | "Box") => match first_type_arg(ty) {
+                Some(inner) => innermost(inner),
+                None => ty,
+            },
+            _ => ty,
+        },
+    }
+}
+
+/// `f32`/`f64`, also inside `Option`, `Vec`, `Box` or a reference.
+pub fn is_float(ty: &Type) -> bool {
+    matches!(last_ident(innermost(ty)).as_deref(), Some("f32" | "f64"))
+}
+
+/// The kind inferred from the type's name, when `kind = ...` is not given.
+pub fn infer_kind(ty: &Type) -> Kind {
+    match last_ident(innermost(ty)).as_deref() {
+        Some("Identifier") => Kind::Identifier,
+        Some("Email") => Kind::Email,
+        Some("Url") => Kind::Url,
+        Some("SafePath" | "PathBuf" | "Path") => Kind::Path,
+        Some("Money" | "Cents") => Kind::Money,
+        Some("String" | "str" | "Cow") => Kind::Text,
+        _ => Kind::Opaque,
+    }
+}

@@ -1,0 +1,29 @@
+//! Paths to the runtime crate that generated code names. Change them here, in one place.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+/// The runtime crate as a path prefix, e.g. `::toolguard`.
+pub fn krate() -> TokenStream {
+    quote!(::toolguard)
+}
+
+/// The runtime crate's private re-exports used by generated code.
+pub fn private() -> TokenStream {
+    let k = krate();
+    quote!(#k::__private)
+}
+
+/// The `serde` re-export, as the string that `#[serde(crate = "...")]` takes.
+pub fn serde_crate_str() -> String {
+    format!("{}::__private::serde", krate_str())
+}
+
+/// The `schemars` re-export, as the string that `#[schemars(crate = "...")]` takes.
+pub fn schemars_crate_str() -> String {
+    format!("{}::__private::schemars", krate_str())
+}
+
+fn krate_str() -> String {
+    krate().to_string().replace(' ', "")
+}

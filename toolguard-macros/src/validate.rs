@@ -1,0 +1,399 @@
+//! The compile-time safety rules. Each violation is a `syn::Error` spanned on the offending
+//! attribute, parameter or type, saying what is wrong and how to fix it. See `RULES.md`.
+
+use std::collections::HashMap;
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+
+use crate::model::{ArgDecl, Errors, Kind, ToolDecl};
+use crate::parse::{infer_kind, innermost, is_float, last_ident};
+
+/// Parameter names that would let the model claim identity or authority, compared after removing
+/// `_` and case.
+const TRUSTED_NAMES: [&str; 12] = [
+    "tenant",
+    "tenantid",
+    "subject",
+    "userid",
+    "ownerid",
+    "roles",
+    "role",
+    "isadmin",
+    "admin",
+    "approver",
+    "approverid",
+    "approved",
+];
+
+/// The kind a field has: `kind = ...`, else inferred from its type.
+pub fn arg_kind(arg: &ArgDecl) -> Kind {
+    match &arg.attrs.kind {
+        Some(k) => k.value.unwrap_or(Kind::Opaque),
+        None => infer_kind(&arg.ty),
+    }
+}
+
+/// Whether `arg` is the tool's amount field.
+pub fn is_amount(decl: &ToolDecl, arg: &ArgDecl) -> bool {
+    decl.amount_field().is_some_and(|a| a.name == arg.name)
+}
+
+/// Checks one tool against every rule that concerns a single declaration.
+pub fn tool(decl: &ToolDecl, errors: &mut Errors) {
+    let name = decl.name();
+    let a = &decl.attrs;
+
+    // Rule 8: a description.
+    if decl.description().is_none_or(|d| d.trim().is_empty()) {
+        errors.push(
+            decl.fn_ident.span(),
+            format!(
+                "tool `{name}` has no description: the model chooses tools by their description. \
+                 Add a doc comment (`/// What it does, for whom, with which effect.`) or \
+                 `#[tool(description = \"...\")]`"
+            ),
+        );
+    }
+
+    // Rule 9: a portable name.
+    if !valid_name(&name) {
+        errors.push(
+            decl.name_span(),
+            format!(
+                "invalid tool name `{name}`: providers accept `^[a-zA-Z][a-zA-Z0-9_]{{0,63}}$` \
+                 (a letter, then up to 63 letters, digits or `_`). Rename it, e.g. \
+                 `#[tool(name = \"{}\")]`",
+                suggest_name(&name)
+            ),
+        );
+    }
+
+    // Rule 1: a state-changing high-risk tool must be idempotent.
+    if let Some(r) = &a.risk
+        && r.value.is_high()
+        && a.read_only.is_none()
+        && a.idempotent.is_none()
+    {
+        errors.push(
+            r.span,
+            format!(
+                "`risk = \"{}\"` on a tool that changes state needs `idempotent`: a retried or \
+                 replayed call must not execute twice. Add `idempotent` (the model sends an \
+                 `idempotency_key`) or `idempotent(key = \"host\")`, or mark the tool `read_only` \
+                 if it has no side effect",
+                r.value.name()
+            ),
+        );
+    }
+
+    // Rule 11: contradictions.
+    if a.read_only.is_some() {
+        if let Some(ao) = &a.approval_over {
+            errors.push(
+                ao.span,
+                "`approval_over` on a `read_only` tool: approvals guard side effects, and a \
+                 read-only tool has none. Remove `approval_over`, or remove `read_only` if the tool \
+                 does change state",
+            );
+        }
+        if let Some(i) = &a.idempotent {
+            errors.push(
+                i.span,
+                "`idempotent` on a `read_only` tool: idempotency keys deduplicate side effects, \
+                 and a read-only tool has none. Remove `idempotent`, or remove `read_only` if the \
+                 tool does change state",
+            );
+        }
+    }
+    if let Some(ao) = &a.approval_over
+        && ao.value == 0
+    {
+        errors.push(
+            ao.span,
+            "`approval_over = 0` asks for approval of every amount above zero; say so plainly: \
+             give the smallest amount that needs approval minus one, or use a policy that \
+             approves every call",
+        );
+    }
+    if let Some(n) = &a.approvals {
+        if n.value == 0 {
+            errors.push(
+                n.span,
+                "`approvals = 0` is a contradiction: an approval needs at least one approver. Use \
+                 `approvals = 1` (the default) or more, or remove `approval_over`",
+            );
+        } else if n.value > u64::from(u8::MAX) {
+            errors.push(n.span, "`approvals` must be at most 255");
+        }
+    }
+    if let Some(kw) = a.key_wins
+        && a.idempotent.is_none()
+    {
+        errors.push(
+            kw,
+            "`key_wins` decides what a reused idempotency key does, but the tool is not \
+             `idempotent`: add `idempotent` or remove `key_wins`",
+        );
+    }
+    if let Some(t) = &a.timeout_ms
+        && t.value == 0
+    {
+        errors.push(
+            t.span,
+            "`timeout_ms = 0` would fail every call: give a deadline above zero",
+        );
+    }
+    if let Some(r) = &a.revision
+        && r.value > u64::from(u32::MAX)
+    {
+        errors.push(r.span, "`revision` must fit in a `u32`");
+    }
+
+    // Rule 2: approval_over measures an integer amount field.
+    if let Some(ao) = &a.approval_over {
+        match decl.amount_field() {
+            None => errors.push(
+                ao.span,
+                format!(
+                    "`approval_over` needs an amount field to compare with, and tool `{name}` has \
+                     none: name the parameter `amount` or mark it `#[arg(amount)]` (an integer \
+                     in minor units, e.g. `amount: u64`)"
+                ),
+            ),
+            Some(f) if is_float(&f.ty) => errors.push(
+                ao.span,
+                format!(
+                    "`approval_over` compares against `{}`, which is a float: floats round, so \
+                     the threshold could be crossed unnoticed. Make `{}` an integer in minor \
+                     units (`u64` cents)",
+                    f.name, f.name
+                ),
+            ),
+            Some(_) => {}
+        }
+    }
+
+    let marked: Vec<&ArgDecl> = decl
+        .args
+        .iter()
+        .filter(|x| x.attrs.amount.is_some())
+        .collect();
+    if let [_, rest @ ..] = marked.as_slice() {
+        for extra in rest {
+            if let Some(s) = extra.attrs.amount {
+                errors.push(
+                    s,
+                    "only one field can be the amount (`#[arg(amount)]`): approvals and session \
+                     limits measure one number. Remove the extra `amount` marks",
+                );
+            }
+        }
+    }
+
+    for arg in &decl.args {
+        arg_rules(decl, arg, errors);
+    }
+}
+
+fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
+    let high = decl.risk().is_high();
+    let kind = arg_kind(arg);
+    let amount = is_amount(decl, arg);
+    let base = last_ident(innermost(&arg.ty));
+    let at = &arg.attrs;
+
+    // Rule 4: no identity or authority from the model.
+    let normalized: String = arg
+        .name
+        .chars()
+        .filter(|c| *c != '_')
+        .flat_map(char::to_lowercase)
+        .collect();
+    if TRUSTED_NAMES.contains(&normalized.as_str()) {
+        errors.push(
+            arg.ident.span(),
+            format!(
+                "parameter `{}` looks like identity or authority, which the model must never \
+                 supply: it comes from the authenticated principal. Remove it and take \
+                 `ctx: &ToolContext<S>` as the first parameter, then use `ctx.tenant()`, \
+                 `ctx.subject()` or `ctx.principal().roles`",
+                arg.name
+            ),
+        );
+    }
+
+    // Rule 3: money is never a float.
+    if (amount || kind == Kind::Money) && is_float(&arg.ty) {
+        errors.push(
+            arg.ty.span(),
+            format!(
+                "`{}` is {} but has a float type: floats cannot represent most decimal amounts \
+                 exactly and make limits drift. Use an integer in minor units (`u64` cents) or \
+                 the `Money`/`Cents` type",
+                arg.name,
+                if amount { "an amount" } else { "money" }
+            ),
+        );
+    }
+
+    // Rule 15: an amount is shown to approvers, so it cannot be redacted.
+    if amount && let Some(s) = at.sensitive {
+        errors.push(
+            s,
+            format!(
+                "`{}` is the amount field and cannot be `sensitive`: approvers must see the amount \
+                 in the preview, while `sensitive` redacts it. Remove `sensitive`",
+                arg.name
+            ),
+        );
+    }
+
+    // Rule 7: no shell commands.
+    if base.as_deref() == Some("Command") {
+        errors.push(
+            arg.ty.span(),
+            format!(
+                "parameter `{}` is a `Command`: a model must never choose what runs. Take \
+                 structured arguments (an enum of allowed operations) and build the command in the \
+                 handler",
+                arg.name
+            ),
+        );
+    }
+
+    let stringy = matches!(base.as_deref(), Some("String" | "str" | "Cow"));
+
+    // Rule 5: bounded strings on high-risk tools.
+    if high && stringy && at.max_len.is_none() && !kind.is_bounded() {
+        errors.push(
+            arg.ty.span(),
+            format!(
+                "unbounded string `{}` on a {}-risk tool: a model can send any amount of text \
+                 here, including injected instructions. Add `#[arg(max_len = N)]`, or use a \
+                 bounded kind (`#[arg(kind = \"identifier\")]`, `Identifier`, `Email`, `Url`)",
+                arg.name,
+                decl.risk().name()
+            ),
+        );
+    }
+
+    // Rule 6: paths are confined below a root.
+    let pathish = matches!(base.as_deref(), Some("PathBuf" | "Path")) || stringy;
+    if kind == Kind::Path && pathish && at.root.is_none() {
+        errors.push(
+            arg.ty.span(),
+            format!(
+                "path `{}` has no root: a model-chosen path could reach any file (`../../etc`). \
+                 Confine it with `#[arg(root = \"/srv/data\")]` (or use `SafePath`)",
+                arg.name
+            ),
+        );
+    }
+    if let Some(r) = &at.root
+        && kind != Kind::Path
+    {
+        errors.push(
+            r.span,
+            format!(
+                "`root` confines paths, but `{}` is not a path field: use a `PathBuf` type or \
+                 `kind = \"path\"`, or remove `root`",
+                arg.name
+            ),
+        );
+    }
+
+    // Rule 8: every parameter of a high-risk tool is described.
+    if high && arg.description().is_none_or(|d| d.trim().is_empty()) {
+        errors.push(
+            arg.span,
+            format!(
+                "parameter `{}` of a {}-risk tool has no description: the model must know exactly \
+                 what it sets. Add a doc comment (`/// ...`) above it or \
+                 `#[arg(description = \"...\")]`",
+                arg.name,
+                decl.risk().name()
+            ),
+        );
+    }
+
+    if let (Some(lo), Some(hi)) = (&at.min_len, &at.max_len)
+        && lo.value > hi.value
+    {
+        errors.push(
+            lo.span,
+            "`min_len` is greater than `max_len`: no value could pass",
+        );
+    }
+    if let (Some(lo), Some(hi)) = (&at.min, &at.max)
+        && lo.value.value > hi.value.value
+    {
+        errors.push(lo.span, "`min` is greater than `max`: no value could pass");
+    }
+    if decl.key_argument() && arg.name == "idempotency_key" {
+        errors.push(
+            arg.ident.span(),
+            "`idempotent` adds the `idempotency_key` argument itself and keeps it from the \
+             handler: remove this parameter (or use `idempotent(key = \"host\")`)",
+        );
+    }
+}
+
+/// Rule 12: tool names are unique within a toolset.
+pub fn toolset(decls: &[ToolDecl], errors: &mut Errors) {
+    let mut seen: HashMap<String, Span> = HashMap::new();
+    for d in decls {
+        let name = d.name();
+        if seen.contains_key(&name) {
+            errors.push(
+                d.name_span(),
+                format!(
+                    "two tools in this toolset are named `{name}`: the model could not tell them \
+                     apart. Give one another name with `#[tool(name = \"...\")]`"
+                ),
+            );
+        } else {
+            seen.insert(name, d.name_span());
+        }
+    }
+}
+
+/// `^[a-zA-Z][a-zA-Z0-9_]{0,63}$`.
+fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    match chars.next() {
+        Some(c) if c.is_ascii_alphabetic() => {}
+        _ => return false,
+    }
+    name.len() <= 64 && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn suggest_name(name: &str) -> String {
+    let mut s: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    while s.starts_with(|c: char| !c.is_ascii_alphabetic()) && !s.is_empty() {
+        s.remove(0);
+    }
+    if s.is_empty() {
+        s.push_str("my_tool");
+    }
+    s.truncate(64);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::valid_name;
+
+    #[test]
+    fn names() {
+        assert!(valid_name("transfer_funds"));
+        assert!(valid_name(&"a".repeat(64)));
+        assert!(!valid_name(&"a".repeat(65)));
+        assert!(!valid_name("1x"));
+        assert!(!valid_name("send-mail"));
+        assert!(!valid_name(""));
+    }
+}
