@@ -390,7 +390,8 @@ fn mutated_fixtures_never_panic() {
         json!([{}]),
         json!(-1),
     ];
-    let parsers: [(&str, fn(&Value) -> Result<Vec<ToolCall>, AdapterError>); 4] = [
+    type Parse = fn(&Value) -> Result<Vec<ToolCall>, AdapterError>;
+    let parsers: [(&str, Parse); 4] = [
         ("openai_chat_parallel.json", openai::parse_chat_completion),
         ("openai_responses.json", openai::parse_response),
         ("anthropic_message.json", anthropic::parse_message),

@@ -418,10 +418,11 @@ fn relaxed(canonical: &Value, lowered: &Lowered) -> Value {
         };
         if step.what.ends_with("moved to description") || step.what.ends_with("dropped") {
             map.remove(&token);
-        } else if step.what == "oneOf lowered to anyOf" && !map.contains_key("anyOf") {
-            if let Some(branches) = map.remove("oneOf") {
-                map.insert("anyOf".to_owned(), branches);
-            }
+        } else if step.what == "oneOf lowered to anyOf"
+            && !map.contains_key("anyOf")
+            && let Some(branches) = map.remove("oneOf")
+        {
+            map.insert("anyOf".to_owned(), branches);
         }
     }
     relaxed

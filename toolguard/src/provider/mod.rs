@@ -1,5 +1,5 @@
 //! Provider dialects: export [`ToolSpec`]s to each provider's tool format, turn a provider's
-//! response into [`ToolCall`]s, and turn a [`ToolOutcome`](crate::ToolOutcome) into the provider's
+//! response into [`ToolCall`](crate::ToolCall)s, and turn a [`ToolOutcome`](crate::ToolOutcome) into the provider's
 //! tool-result message.
 //!
 //! One canonical JSON Schema (draft 2020-12) per tool is lowered per dialect; every lossy step is
@@ -184,13 +184,13 @@ pub(crate) fn plain_schema(spec: &ToolSpec, limits: Limits) -> Result<Lowered, E
     schema::require_object_root(&spec.input_schema).map_err(|e| schema_error(spec, e))?;
     let mut schema = spec.input_schema.clone();
     let mut lossy = Vec::new();
-    if let Some(map) = schema.as_object_mut() {
-        if map.remove("$schema").is_some() {
-            lossy.push(LossyStep {
-                pointer: "/$schema".to_owned(),
-                what: "$schema dropped".into(),
-            });
-        }
+    if let Some(map) = schema.as_object_mut()
+        && map.remove("$schema").is_some()
+    {
+        lossy.push(LossyStep {
+            pointer: "/$schema".to_owned(),
+            what: "$schema dropped".into(),
+        });
     }
     Ok(Lowered { schema, lossy })
 }

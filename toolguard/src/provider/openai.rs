@@ -329,10 +329,10 @@ impl ChatStream {
             });
         }
         let partial = self.calls.entry(index).or_default();
-        if let Some(id) = id {
-            if partial.id.is_empty() {
-                partial.id = id.to_owned();
-            }
+        if let Some(id) = id
+            && partial.id.is_empty()
+        {
+            partial.id = id.to_owned();
         }
         if let Some(name) = name {
             if partial.name.is_empty() {

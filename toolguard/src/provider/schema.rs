@@ -338,27 +338,27 @@ pub(crate) fn accepts_null(root: &Value, schema: &Value, depth: usize) -> bool {
             return false;
         }
     }
-    if let Some(values) = map.get("enum").and_then(Value::as_array) {
-        if !values.iter().any(Value::is_null) {
-            return false;
-        }
+    if let Some(values) = map.get("enum").and_then(Value::as_array)
+        && !values.iter().any(Value::is_null)
+    {
+        return false;
     }
-    if let Some(c) = map.get("const") {
-        if !c.is_null() {
-            return false;
-        }
+    if let Some(c) = map.get("const")
+        && !c.is_null()
+    {
+        return false;
     }
     for key in ["anyOf", "oneOf"] {
-        if let Some(branches) = map.get(key).and_then(Value::as_array) {
-            if !branches.iter().any(|b| accepts_null(root, b, depth + 1)) {
-                return false;
-            }
-        }
-    }
-    if let Some(branches) = map.get("allOf").and_then(Value::as_array) {
-        if !branches.iter().all(|b| accepts_null(root, b, depth + 1)) {
+        if let Some(branches) = map.get(key).and_then(Value::as_array)
+            && !branches.iter().any(|b| accepts_null(root, b, depth + 1))
+        {
             return false;
         }
+    }
+    if let Some(branches) = map.get("allOf").and_then(Value::as_array)
+        && !branches.iter().all(|b| accepts_null(root, b, depth + 1))
+    {
+        return false;
     }
     !map.contains_key("not")
 }

@@ -330,12 +330,11 @@ impl Strict<'_> {
                 .and_then(|p| p.get(name))
                 .unwrap_or(&empty);
             let nullable = accepts_null(self.root, original, 0);
-            if !nullable {
-                if let Some(Value::Object(props)) = out.get_mut("properties") {
-                    if let Some(prop) = props.get_mut(name) {
-                        make_nullable(prop);
-                    }
-                }
+            if !nullable
+                && let Some(Value::Object(props)) = out.get_mut("properties")
+                && let Some(prop) = props.get_mut(name)
+            {
+                make_nullable(prop);
             }
             self.record(
                 &at.child2("properties", name),
@@ -386,20 +385,20 @@ fn make_nullable(schema: &mut Value) {
             if !ts.iter().any(|t| t == "null") {
                 ts.push(json!("null"));
             }
-            if let Some(Value::Array(values)) = map.get_mut("enum") {
-                if !values.iter().any(Value::is_null) {
-                    values.push(Value::Null);
-                }
+            if let Some(Value::Array(values)) = map.get_mut("enum")
+                && !values.iter().any(Value::is_null)
+            {
+                values.push(Value::Null);
             }
             return;
         }
         _ => {}
     }
-    if !map.contains_key("$ref") {
-        if let Some(Value::Array(branches)) = map.get_mut("anyOf") {
-            branches.push(json!({"type": "null"}));
-            return;
-        }
+    if !map.contains_key("$ref")
+        && let Some(Value::Array(branches)) = map.get_mut("anyOf")
+    {
+        branches.push(json!({"type": "null"}));
+        return;
     }
     // Wrap: keep the description on the outside.
     let description = map.remove("description");

@@ -123,10 +123,10 @@ pub fn call_tool_result(outcome: &ToolOutcome) -> CallToolResult {
         "content": [{"type": "text", "text": model_text(outcome)}],
         "isError": outcome.status != Status::Ok,
     });
-    if outcome.status == Status::Ok {
-        if let Some(data) = outcome.data().filter(|d| d.is_object()) {
-            result["structuredContent"] = data.clone();
-        }
+    if outcome.status == Status::Ok
+        && let Some(data) = outcome.data().filter(|d| d.is_object())
+    {
+        result["structuredContent"] = data.clone();
     }
     serde_json::from_value(result).unwrap_or_else(|_| CallToolResult::error(Vec::new()))
 }
