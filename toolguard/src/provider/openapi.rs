@@ -272,12 +272,58 @@ impl<'a> OpenApi<'a> {
             }
         }
         describe(&mut out, &moved);
+        if merge_string_constants(&mut out) {
+            self.record(at, "anyOf of string constants merged into one enum");
+        }
         simplify_any_of(&mut out);
         if nullable {
             out.insert("nullable".to_owned(), Value::Bool(true));
         }
         Ok(Value::Object(out))
     }
+}
+
+/// An `anyOf` whose branches are each one string constant (how schemars writes a documented
+/// unit enum) becomes one string `enum`; the branch descriptions join the parent's as
+/// `value: description` lines. Returns whether it merged.
+fn merge_string_constants(out: &mut Map<String, Value>) -> bool {
+    let Some(Value::Array(branches)) = out.get("anyOf") else {
+        return false;
+    };
+    if branches.len() < 2 || out.contains_key("enum") {
+        return false;
+    }
+    if out.get("type").is_some_and(|t| t != "string") {
+        return false;
+    }
+    let mut values = Vec::new();
+    let mut notes = Vec::new();
+    for branch in branches {
+        let Some(map) = branch.as_object() else {
+            return false;
+        };
+        let allowed = ["type", "enum", "description", "title"];
+        if !map.keys().all(|k| allowed.contains(&k.as_str())) {
+            return false;
+        }
+        if map.get("type").is_some_and(|t| t != "string") {
+            return false;
+        }
+        let Some([Value::String(value)]) =
+            map.get("enum").and_then(Value::as_array).map(Vec::as_slice)
+        else {
+            return false;
+        };
+        if let Some(Value::String(d)) = map.get("description") {
+            notes.push((value.clone(), Value::String(d.clone())));
+        }
+        values.push(Value::String(value.clone()));
+    }
+    out.remove("anyOf");
+    out.insert("type".to_owned(), json!("string"));
+    out.insert("enum".to_owned(), Value::Array(values));
+    describe(out, &notes);
+    true
 }
 
 /// An `anyOf` left with one branch is merged into its parent (the parent's keys win).

@@ -26,6 +26,21 @@ pub(crate) struct StrictProfile {
     pub formats: &'static [&'static str],
     /// `$ref` cycles are allowed.
     pub recursion: bool,
+    /// Size limits of the dialect, checked on the lowered schema.
+    pub size: Option<SizeLimits>,
+}
+
+/// Documented size limits of a strict dialect.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SizeLimits {
+    /// Object properties in the whole schema.
+    pub properties: usize,
+    /// Levels of object nesting (written nesting; `$ref`s are not followed).
+    pub nesting: usize,
+    /// `enum` values in the whole schema.
+    pub enum_values: usize,
+    /// Characters of all property names, definition names, enum and const values.
+    pub text: usize,
 }
 
 /// OpenAI Structured Outputs / strict function calling.
@@ -53,6 +68,12 @@ pub(crate) const OPENAI: StrictProfile = StrictProfile {
         "uuid",
     ],
     recursion: true,
+    size: Some(SizeLimits {
+        properties: 5000,
+        nesting: 10,
+        enum_values: 1000,
+        text: 120_000,
+    }),
 };
 
 /// Anthropic strict tool use (structured outputs).
@@ -72,6 +93,7 @@ pub(crate) const ANTHROPIC: StrictProfile = StrictProfile {
         "uuid",
     ],
     recursion: false,
+    size: None,
 };
 
 /// Keywords every strict dialect understands structurally.
@@ -135,10 +157,74 @@ pub(crate) fn lower_strict(
         lossy: Vec::new(),
     };
     let schema = walk.node(canonical, &Pointer::root(), 1)?;
+    if let Some(size) = profile.size {
+        check_size(&schema, size)?;
+    }
     Ok(Lowered {
         schema,
         lossy: walk.lossy,
     })
+}
+
+/// Refuses a lowered schema over the dialect's documented size limits.
+fn check_size(schema: &Value, size: SizeLimits) -> Result<(), LowerError> {
+    let too_big = |what: String| LowerError::NotStrict {
+        pointer: String::new(),
+        reason: format!("more than {what}"),
+    };
+    let (mut properties, mut enum_values, mut text) = (0usize, 0usize, 0usize);
+    // (value, object nesting level of the value)
+    let mut stack = vec![(schema, 1usize)];
+    while let Some((value, level)) = stack.pop() {
+        match value {
+            Value::Object(map) => {
+                for (key, child) in map {
+                    match (key.as_str(), child) {
+                        ("properties", Value::Object(props)) => {
+                            if level > size.nesting {
+                                return Err(too_big(format!("{} levels of nesting", size.nesting)));
+                            }
+                            properties += props.len();
+                            text += props.keys().map(|k| k.chars().count()).sum::<usize>();
+                            stack.extend(props.values().map(|v| (v, level + 1)));
+                        }
+                        ("$defs" | "definitions", Value::Object(defs)) => {
+                            text += defs.keys().map(|k| k.chars().count()).sum::<usize>();
+                            stack.extend(defs.values().map(|v| (v, 1)));
+                        }
+                        ("enum", Value::Array(values)) => {
+                            enum_values += values.len();
+                            text += values.iter().map(text_len).sum::<usize>();
+                        }
+                        ("const", c) => text += text_len(c),
+                        (_, child) => stack.push((child, level)),
+                    }
+                }
+            }
+            Value::Array(items) => stack.extend(items.iter().map(|v| (v, level))),
+            _ => {}
+        }
+    }
+    if properties > size.properties {
+        return Err(too_big(format!("{} object properties", size.properties)));
+    }
+    if enum_values > size.enum_values {
+        return Err(too_big(format!("{} enum values", size.enum_values)));
+    }
+    if text > size.text {
+        return Err(too_big(format!(
+            "{} characters of names and values",
+            size.text
+        )));
+    }
+    Ok(())
+}
+
+fn text_len(value: &Value) -> usize {
+    match value {
+        Value::String(s) => s.chars().count(),
+        other => other.to_string().len(),
+    }
 }
 
 struct Strict<'p> {
@@ -448,13 +534,32 @@ mod tests {
     }
 
     #[test]
+    fn size_limits() {
+        let values: Vec<Value> = (0..1001).map(|i| json!(format!("v{i}"))).collect();
+        let canonical = json!({"type": "object", "properties": {
+            "e": {"type": "string", "enum": values}}, "required": ["e"]});
+        let result = lower_openai_strict(&canonical).map(|l| l.schema["properties"]["e"].clone());
+        assert!(
+            matches!(result, Err(LowerError::NotStrict { .. })),
+            "{result:?}"
+        );
+        let mut deep = json!({"type": "string"});
+        for _ in 0..11 {
+            deep = json!({"type": "object", "properties": {"a": deep}, "required": ["a"]});
+        }
+        let err = lower_openai_strict(&deep).unwrap_err();
+        assert!(err.to_string().contains("10 levels"), "{err}");
+    }
+
+    #[test]
     fn maps_are_not_strict() {
         let canonical = json!({"type": "object", "properties": {
             "m": {"type": "object", "additionalProperties": {"type": "string"}}}});
-        assert!(matches!(
-            lower_openai_strict(&canonical),
-            Err(LowerError::NotStrict { .. })
-        ));
+        let result = lower_openai_strict(&canonical).map(|l| l.schema["properties"]["e"].clone());
+        assert!(
+            matches!(result, Err(LowerError::NotStrict { .. })),
+            "{result:?}"
+        );
     }
 
     #[test]
