@@ -238,6 +238,46 @@ fn openai_stream_accumulates_fragments() {
 }
 
 #[test]
+fn openai_responses_stream_yields_calls_at_item_done() {
+    let mut stream = openai::ResponsesStream::new();
+    let mut yielded_at = Vec::new();
+    let mut calls = Vec::new();
+    let events = fixture("openai_responses_stream.json");
+    for (i, event) in events.as_array().unwrap().iter().enumerate() {
+        let done = stream.push(event).unwrap();
+        if !done.is_empty() {
+            yielded_at.push(i);
+        }
+        calls.extend(done);
+    }
+    assert!(stream.is_finished());
+    stream.finish().unwrap();
+    assert_eq!(yielded_at, vec![6, 9]);
+    assert_eq!(
+        summary(&calls),
+        vec![
+            (
+                "call_r1".into(),
+                "get_balance".into(),
+                json_args(r#"{"account":"ACC001"}"#)
+            ),
+            ("call_r2".into(), "get_balance".into(), json_args("")),
+        ]
+    );
+    let ctx = calls[0].provider.as_ref().unwrap();
+    assert_eq!(
+        (ctx.api_family.as_str(), ctx.response_id.as_deref()),
+        ("responses", Some("resp_stream_68a1"))
+    );
+
+    let mut cut = openai::ResponsesStream::new();
+    for event in &events.as_array().unwrap()[..4] {
+        cut.push(event).unwrap();
+    }
+    assert_eq!(cut.finish(), Err(AdapterError::Incomplete));
+}
+
+#[test]
 fn openai_stream_cut_short_is_incomplete() {
     let chunks = fixture("openai_chat_stream.json");
     let mut stream = openai::ChatStream::new();
@@ -413,8 +453,9 @@ fn mutated_fixtures_never_panic() {
         }
     }
     for (name, chunks) in [
-        ("openai_chat_stream.json", true),
-        ("anthropic_stream.json", false),
+        ("openai_chat_stream.json", 0),
+        ("anthropic_stream.json", 1),
+        ("openai_responses_stream.json", 2),
     ] {
         let original = fixture(name);
         for position in 0..400 {
@@ -427,18 +468,28 @@ fn mutated_fixtures_never_panic() {
                 let Some(events) = mutated.as_array() else {
                     continue;
                 };
-                if chunks {
-                    let mut s = openai::ChatStream::new();
-                    for e in events {
-                        let _ = s.push(e);
+                match chunks {
+                    0 => {
+                        let mut s = openai::ChatStream::new();
+                        for e in events {
+                            let _ = s.push(e);
+                        }
+                        let _ = s.finish();
                     }
-                    let _ = s.finish();
-                } else {
-                    let mut s = anthropic::MessageStream::new();
-                    for e in events {
-                        let _ = s.push(e);
+                    1 => {
+                        let mut s = anthropic::MessageStream::new();
+                        for e in events {
+                            let _ = s.push(e);
+                        }
+                        let _ = s.finish();
                     }
-                    let _ = s.finish();
+                    _ => {
+                        let mut s = openai::ResponsesStream::new();
+                        for e in events {
+                            let _ = s.push(e);
+                        }
+                        let _ = s.finish();
+                    }
                 }
                 runs += 1;
             }

@@ -375,3 +375,172 @@ impl ChatStream {
         Ok(calls)
     }
 }
+
+#[derive(Debug, Default)]
+struct PartialItem {
+    call_id: String,
+    name: String,
+    arguments: String,
+    /// The authoritative full text from `response.function_call_arguments.done`.
+    done_arguments: Option<String>,
+}
+
+/// Accumulates the events of a streamed Responses API response into complete calls.
+///
+/// [`push`](Self::push) each parsed event (the JSON of one `data:` line): a `function_call`
+/// output item is yielded by the `response.output_item.done` event that closes it.
+#[derive(Debug, Default)]
+pub struct ResponsesStream {
+    response_id: Option<String>,
+    items: BTreeMap<u64, PartialItem>,
+    started: usize,
+    bytes: usize,
+    completed: bool,
+}
+
+impl ResponsesStream {
+    /// An empty accumulator.
+    pub fn new() -> Self {
+        ResponsesStream::default()
+    }
+
+    /// Whether `response.completed` has arrived.
+    pub fn is_finished(&self) -> bool {
+        self.completed
+    }
+
+    /// Adds one event; returns the call it completes, if any.
+    pub fn push(&mut self, event: &Value) -> Result<Vec<ToolCall>, AdapterError> {
+        let root = object(event, "")?;
+        let kind = string(root, "type", "")?;
+        match kind {
+            "error" => {
+                let code = opt_string(root, "code", "")?.unwrap_or("error");
+                return Err(AdapterError::Provider {
+                    kind: code.chars().take(64).collect(),
+                });
+            }
+            "response.failed" => {
+                return Err(AdapterError::Provider {
+                    kind: "response.failed".to_owned(),
+                });
+            }
+            "response.created" | "response.in_progress" => self.note_response(root)?,
+            "response.completed" | "response.incomplete" => {
+                self.note_response(root)?;
+                self.completed = true;
+                if !self.items.is_empty() {
+                    return Err(AdapterError::Incomplete);
+                }
+            }
+            "response.output_item.added" => {
+                let index = output_index(root)?;
+                let item = object(root.get("item").unwrap_or(&Value::Null), "/item")?;
+                let item_kind = string(item, "type", "/item")?;
+                if UNHANDLED_CALLS.contains(&item_kind) {
+                    return Err(AdapterError::UnsupportedCall {
+                        pointer: "/item".to_owned(),
+                        kind: item_kind.to_owned(),
+                    });
+                }
+                if item_kind == "function_call" {
+                    self.started += 1;
+                    if self.started > MAX_STREAM_CALLS {
+                        return Err(AdapterError::TooLarge {
+                            what: "the number of tool calls",
+                        });
+                    }
+                    let partial = PartialItem {
+                        call_id: string(item, "call_id", "/item")?.to_owned(),
+                        name: string(item, "name", "/item")?.to_owned(),
+                        arguments: opt_string(item, "arguments", "/item")?
+                            .unwrap_or_default()
+                            .to_owned(),
+                        done_arguments: None,
+                    };
+                    self.count(partial.arguments.len())?;
+                    self.items.insert(index, partial);
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                let index = output_index(root)?;
+                let delta = string(root, "delta", "")?;
+                self.count(delta.len())?;
+                match self.items.get_mut(&index) {
+                    Some(partial) => partial.arguments.push_str(delta),
+                    None => {
+                        return Err(shape("/output_index", "the index of an open function_call"));
+                    }
+                }
+            }
+            "response.function_call_arguments.done" => {
+                let index = output_index(root)?;
+                let arguments = string(root, "arguments", "")?;
+                self.count(arguments.len())?;
+                match self.items.get_mut(&index) {
+                    Some(partial) => partial.done_arguments = Some(arguments.to_owned()),
+                    None => {
+                        return Err(shape("/output_index", "the index of an open function_call"));
+                    }
+                }
+            }
+            "response.output_item.done" => {
+                let index = output_index(root)?;
+                let Some(partial) = self.items.remove(&index) else {
+                    return Ok(Vec::new());
+                };
+                let item = root.get("item").and_then(Value::as_object);
+                let final_arguments = match item {
+                    Some(item) => opt_string(item, "arguments", "/item")?.map(str::to_owned),
+                    None => None,
+                };
+                let arguments = final_arguments
+                    .or(partial.done_arguments)
+                    .unwrap_or(partial.arguments);
+                let ctx = context(PROVIDER, RESPONSES, self.response_id.as_deref());
+                return Ok(vec![
+                    ToolCall::new(partial.call_id, partial.name, RawArguments::Json(arguments))
+                        .with_provider(ctx),
+                ]);
+            }
+            // Text deltas, reasoning summaries and event types added later carry no calls.
+            _ => {}
+        }
+        Ok(Vec::new())
+    }
+
+    /// Ends the stream: [`AdapterError::Incomplete`] when a function call was never closed.
+    pub fn finish(self) -> Result<(), AdapterError> {
+        if self.items.is_empty() {
+            Ok(())
+        } else {
+            Err(AdapterError::Incomplete)
+        }
+    }
+
+    fn note_response(&mut self, root: &serde_json::Map<String, Value>) -> Result<(), AdapterError> {
+        if let Some(response) = root.get("response").filter(|r| !r.is_null()) {
+            let response = object(response, "/response")?;
+            if let Some(id) = opt_string(response, "id", "/response")? {
+                self.response_id = Some(id.to_owned());
+            }
+        }
+        Ok(())
+    }
+
+    fn count(&mut self, added: usize) -> Result<(), AdapterError> {
+        self.bytes += added;
+        if self.bytes > MAX_STREAM_ARGUMENT_BYTES {
+            return Err(AdapterError::TooLarge {
+                what: "the argument size bound",
+            });
+        }
+        Ok(())
+    }
+}
+
+fn output_index(root: &serde_json::Map<String, Value>) -> Result<u64, AdapterError> {
+    root.get("output_index")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| shape("/output_index", "an integer"))
+}
