@@ -5,7 +5,8 @@
 //! * Property (seeded generator): a value valid under a strict lowered schema, mapped back
 //!   (`null` → absent), is either valid under the canonical schema or rejected by canonical
 //!   validation only for a keyword the lowering recorded as lossy — never silently accepted, and
-//!   never rejected for a reason the lowering did not announce.
+//!   never rejected for a reason the lowering did not announce. The same holds for Gemini's
+//!   OpenAPI subset (read as JSON Schema, `nullable` as a union with `null`).
 
 mod provider_specs;
 
@@ -497,5 +498,96 @@ fn strict_lowered_values_map_back_or_are_rejected_for_recorded_reasons() {
     assert!(tally.values > 5_000, "{tally:?}");
     assert!(tally.accepted > tally.values / 2, "{tally:?}");
     assert!(tally.rejected_for_lossy > 0, "{tally:?}");
+    eprintln!("{tally:?}");
+}
+
+/// Gemini's OpenAPI subset read as JSON Schema: `nullable: true` becomes a union with `null`.
+fn openapi_as_json_schema(schema: &Value) -> Value {
+    let Some(map) = schema.as_object() else {
+        return schema.clone();
+    };
+    let mut out = Map::new();
+    for (key, value) in map {
+        let converted = match key.as_str() {
+            "properties" => Value::Object(
+                value
+                    .as_object()
+                    .map(|p| {
+                        p.iter()
+                            .map(|(k, v)| (k.clone(), openapi_as_json_schema(v)))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            ),
+            "items" => openapi_as_json_schema(value),
+            "anyOf" => Value::Array(
+                value
+                    .as_array()
+                    .map(|b| b.iter().map(openapi_as_json_schema).collect())
+                    .unwrap_or_default(),
+            ),
+            "nullable" => continue,
+            _ => value.clone(),
+        };
+        out.insert(key.clone(), converted);
+    }
+    if map.get("nullable") == Some(&Value::Bool(true)) {
+        if let Some(Value::String(t)) = out.get("type").cloned() {
+            out.insert("type".to_owned(), json!([t, "null"]));
+        }
+        if let Some(Value::Array(values)) = out.get_mut("enum") {
+            values.push(Value::Null);
+        }
+        if !out.contains_key("type") {
+            if let Some(Value::Array(branches)) = out.get_mut("anyOf") {
+                branches.push(json!({"type": "null"}));
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+#[test]
+fn gemini_openapi_values_are_valid_or_rejected_for_recorded_reasons() {
+    let mut rng = Rng(0x5eed_9e41_0000_0002);
+    let mut tally = Tally::default();
+    let check = |canonical: &Value, rng: &mut Rng, tally: &mut Tally| {
+        let Ok(lowered) = lower_gemini_openapi(canonical) else {
+            return;
+        };
+        let as_json = openapi_as_json_schema(&lowered.schema);
+        let low = jsonschema::validator_for(&as_json).expect("lowered schema compiles");
+        let canon = jsonschema::validator_for(canonical).expect("canonical compiles");
+        let relaxed = jsonschema::validator_for(&relaxed(canonical, &lowered)).expect("compiles");
+        tally.schemas += 1;
+        for _ in 0..40 {
+            let value = gen_value(rng, &as_json, &as_json, 0);
+            if !low.is_valid(&value) {
+                continue;
+            }
+            tally.values += 1;
+            if canon.is_valid(&value) {
+                tally.accepted += 1;
+                continue;
+            }
+            tally.rejected_for_lossy += 1;
+            assert!(
+                relaxed.is_valid(&value),
+                "canonical rejects {value} for a reason the lowering did not record\n\
+                 canonical: {canonical}\nlowered: {}\nlossy: {:?}",
+                lowered.schema,
+                lowered.lossy
+            );
+        }
+    };
+    for spec in provider_specs::specs() {
+        check(&spec.input_schema, &mut rng, &mut tally);
+    }
+    for _ in 0..400 {
+        let canonical = gen_canonical(&mut rng);
+        check(&canonical, &mut rng, &mut tally);
+    }
+    assert!(tally.schemas > 300, "{tally:?}");
+    assert!(tally.accepted > tally.values / 2, "{tally:?}");
     eprintln!("{tally:?}");
 }

@@ -57,10 +57,14 @@ pub(crate) fn lower_openapi(canonical: &Value, limits: Limits) -> Result<Lowered
         active: vec![],
     };
     let schema = walk.node(canonical, &Pointer::root(), 1)?;
-    Ok(Lowered {
-        schema,
-        lossy: walk.lossy,
-    })
+    // A definition inlined at several places is recorded once.
+    let mut lossy: Vec<LossyStep> = Vec::with_capacity(walk.lossy.len());
+    for step in walk.lossy {
+        if !lossy.contains(&step) {
+            lossy.push(step);
+        }
+    }
+    Ok(Lowered { schema, lossy })
 }
 
 /// Whether `name` is a property key Gemini accepts.
@@ -121,7 +125,9 @@ impl<'a> OpenApi<'a> {
                 reference: reference.to_owned(),
             })?;
             self.active.push(reference.to_owned());
-            let inlined = self.node(target, at, depth + 1);
+            // Lossy steps inside the target are recorded at the target's own location.
+            let target_at = Pointer::from_fragment(reference);
+            let inlined = self.node(target, &target_at, depth + 1);
             self.active.pop();
             if let Value::Object(inner) = inlined? {
                 out = inner;

@@ -167,6 +167,22 @@ impl Pointer {
         Pointer(next)
     }
 
+    /// The pointer of a local reference (`#/$defs/A` → `/$defs/A`), tokens decoded.
+    pub(crate) fn from_fragment(reference: &str) -> Self {
+        let fragment = reference.strip_prefix('#').unwrap_or(reference);
+        let tokens = fragment
+            .split('/')
+            .skip(1)
+            .map(|t| {
+                percent_decode(t)
+                    .unwrap_or_else(|| t.to_owned())
+                    .replace("~1", "/")
+                    .replace("~0", "~")
+            })
+            .collect();
+        Pointer(tokens)
+    }
+
     pub(crate) fn child2(&self, a: &str, b: &str) -> Self {
         self.child(a).child(b)
     }
