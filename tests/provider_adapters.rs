@@ -208,6 +208,19 @@ fn gemini_function_calls_get_stable_ids() {
 }
 
 #[test]
+fn gemini_stream_ids_count_across_chunks() {
+    let chunk = |name: &str| {
+        json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": name, "args": {}}}]}, "index": 0}],
+            "responseId": "r-1"})
+    };
+    let mut stream = gemini::GenerateContentStream::new();
+    let first = stream.push(&chunk("get_balance")).unwrap();
+    let second = stream.push(&chunk("search_documents")).unwrap();
+    assert_eq!(first[0].call_id, "gemini-0");
+    assert_eq!(second[0].call_id, "gemini-1");
+}
+
+#[test]
 fn openai_stream_accumulates_fragments() {
     let mut stream = openai::ChatStream::new();
     let mut calls = Vec::new();

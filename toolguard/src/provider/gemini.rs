@@ -71,6 +71,11 @@ pub fn function_declarations(
 /// `gemini-<n>`, `n` counting the candidate's function calls from 0 (stable for one response);
 /// absent `args` read as `{}`.
 pub fn parse_generate_content(response: &Value) -> Result<Vec<ToolCall>, AdapterError> {
+    parse_from(response, 0)
+}
+
+/// [`parse_generate_content`], numbering synthesized ids from `first`.
+fn parse_from(response: &Value, first: usize) -> Result<Vec<ToolCall>, AdapterError> {
     let root = object(response, "")?;
     if let Some(error) = provider_error(root) {
         return Err(error);
@@ -102,7 +107,7 @@ pub fn parse_generate_content(response: &Value) -> Result<Vec<ToolCall>, Adapter
         let name = string(call, "name", &at)?;
         let id = match opt_string(call, "id", &at)? {
             Some(id) if !id.is_empty() => id.to_owned(),
-            _ => format!("{SYNTHETIC_ID_PREFIX}{}", calls.len()),
+            _ => format!("{SYNTHETIC_ID_PREFIX}{}", first + calls.len()),
         };
         let args = match call.get("args") {
             None | Some(Value::Null) => json!({}),
@@ -111,6 +116,28 @@ pub fn parse_generate_content(response: &Value) -> Result<Vec<ToolCall>, Adapter
         calls.push(ToolCall::new(id, name, RawArguments::Value(args)).with_provider(ctx.clone()));
     }
     Ok(calls)
+}
+
+/// Reads the chunks of `streamGenerateContent` (each a `generateContent` response whose parts
+/// carry complete function calls): synthesized ids keep counting across chunks, so they stay
+/// unique and stable for the whole streamed response.
+#[derive(Debug, Default)]
+pub struct GenerateContentStream {
+    calls: usize,
+}
+
+impl GenerateContentStream {
+    /// An empty reader.
+    pub fn new() -> Self {
+        GenerateContentStream::default()
+    }
+
+    /// The calls of one chunk.
+    pub fn push(&mut self, chunk: &Value) -> Result<Vec<ToolCall>, AdapterError> {
+        let calls = parse_from(chunk, self.calls)?;
+        self.calls += calls.len();
+        Ok(calls)
+    }
 }
 
 /// Whether `id` is one [`parse_generate_content`] made up (`gemini-` and digits).

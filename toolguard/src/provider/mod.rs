@@ -12,7 +12,7 @@
 //! | OpenAI Chat Completions | [`openai::chat_tool`] | [`openai::parse_chat_completion`] | [`openai::ChatStream`] | [`openai::chat_result`] |
 //! | OpenAI Responses | [`openai::responses_tool`] | [`openai::parse_response`] | [`openai::ResponsesStream`] | [`openai::responses_result`] |
 //! | Anthropic Messages | [`anthropic::tool`] | [`anthropic::parse_message`] | [`anthropic::MessageStream`] | [`anthropic::tool_result`] |
-//! | Gemini | [`gemini::function_declaration`] | [`gemini::parse_generate_content`] | | [`gemini::function_response`] |
+//! | Gemini | [`gemini::function_declaration`] | [`gemini::parse_generate_content`] | [`gemini::GenerateContentStream`] | [`gemini::function_response`] |
 //! | MCP | [`mcp::tool`] | | | |
 
 use serde::Serialize;
