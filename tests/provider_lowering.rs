@@ -538,10 +538,10 @@ fn openapi_as_json_schema(schema: &Value) -> Value {
         if let Some(Value::Array(values)) = out.get_mut("enum") {
             values.push(Value::Null);
         }
-        if !out.contains_key("type") {
-            if let Some(Value::Array(branches)) = out.get_mut("anyOf") {
-                branches.push(json!({"type": "null"}));
-            }
+        if !out.contains_key("type")
+            && let Some(Value::Array(branches)) = out.get_mut("anyOf")
+        {
+            branches.push(json!({"type": "null"}));
         }
     }
     Value::Object(out)
