@@ -22,6 +22,7 @@ pub mod kinds;
 pub mod metrics;
 pub mod operations;
 pub mod outcome;
+pub mod provider;
 pub mod sanitize;
 pub mod spec;
 pub mod stage;

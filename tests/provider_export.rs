@@ -1,0 +1,215 @@
+//! Golden tests of every dialect's tool export. Files under `tests/golden/` are compared exactly;
+//! run with `TOOLGUARD_BLESS=1` to rewrite them.
+
+mod provider_specs;
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+use toolguard::ToolSpec;
+use toolguard::provider::{
+    ExportError, ExportOptions, Exported, LowerError, anthropic, gemini, mcp, openai,
+};
+
+fn golden(name: &str, actual: &Value) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    let mut text = serde_json::to_string_pretty(actual).expect("serializable");
+    text.push('\n');
+    if std::env::var_os("TOOLGUARD_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, &text).expect("write golden file");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run with TOOLGUARD_BLESS=1)", path.display()));
+    assert!(
+        expected == text,
+        "{} differs from the export (run with TOOLGUARD_BLESS=1 to accept):\n{text}",
+        path.display()
+    );
+}
+
+/// Every spec through `export`, as one JSON document: the tool and its report, or the error.
+fn export_each(export: impl Fn(&ToolSpec) -> Result<Exported, ExportError>) -> Value {
+    let rows: Vec<Value> = provider_specs::specs()
+        .iter()
+        .map(|spec| match export(spec) {
+            Ok(e) => json!({"tool": e.tool, "report": e.report}),
+            Err(error) => json!({"name": spec.name, "error": error.to_string()}),
+        })
+        .collect();
+    Value::Array(rows)
+}
+
+fn options() -> ExportOptions {
+    ExportOptions::default()
+}
+
+#[test]
+fn openai_chat() {
+    let opts = ExportOptions {
+        allow_non_strict: true,
+        ..options()
+    };
+    golden(
+        "openai_chat.json",
+        &export_each(|s| openai::chat_tool(s, &opts)),
+    );
+}
+
+#[test]
+fn openai_responses() {
+    golden(
+        "openai_responses.json",
+        &export_each(|s| openai::responses_tool(s, &options())),
+    );
+}
+
+#[test]
+fn anthropic_messages() {
+    golden(
+        "anthropic.json",
+        &export_each(|s| anthropic::tool(s, &options())),
+    );
+}
+
+#[test]
+fn anthropic_strict() {
+    let opts = ExportOptions {
+        anthropic_strict: true,
+        allow_non_strict: true,
+        ..options()
+    };
+    golden(
+        "anthropic_strict.json",
+        &export_each(|s| anthropic::tool(s, &opts)),
+    );
+}
+
+#[test]
+fn gemini_json_schema() {
+    golden(
+        "gemini_json_schema.json",
+        &export_each(|s| gemini::function_declaration(s, &options())),
+    );
+}
+
+#[test]
+fn gemini_openapi() {
+    let opts = ExportOptions {
+        gemini_openapi: true,
+        ..options()
+    };
+    golden(
+        "gemini_openapi.json",
+        &export_each(|s| gemini::function_declaration(s, &opts)),
+    );
+}
+
+#[test]
+fn mcp_tools() {
+    golden("mcp.json", &export_each(|s| mcp::tool(s, &options())));
+}
+
+#[test]
+fn strict_is_always_explicit() {
+    let opts = ExportOptions {
+        allow_non_strict: true,
+        ..options()
+    };
+    let set = openai::chat_tools(&provider_specs::specs(), &opts).unwrap();
+    for tool in set.tools.as_array().unwrap() {
+        assert!(tool["function"]["strict"].is_boolean(), "{tool}");
+    }
+    let set = openai::responses_tools(&provider_specs::specs(), &opts).unwrap();
+    for tool in set.tools.as_array().unwrap() {
+        assert!(tool["strict"].is_boolean(), "{tool}");
+    }
+}
+
+#[test]
+fn non_strict_needs_consent() {
+    let labels = provider_specs::spec("set_labels");
+    let err = openai::chat_tool(&labels, &options()).unwrap_err();
+    assert!(
+        matches!(&err, ExportError::Schema { error: LowerError::NotStrict { pointer, .. }, .. }
+            if pointer == "/properties/labels/additionalProperties"),
+        "{err}"
+    );
+    let set = openai::chat_tools(&provider_specs::specs(), &options());
+    assert!(
+        set.is_err(),
+        "a set with one non-strict tool fails without consent"
+    );
+
+    let opts = ExportOptions {
+        allow_non_strict: true,
+        ..options()
+    };
+    let exported = openai::chat_tool(&labels, &opts).unwrap();
+    assert_eq!(exported.tool["function"]["strict"], false);
+    assert!(exported.report.not_strict_reason.is_some());
+}
+
+#[test]
+fn gemini_refuses_recursion_and_bad_keys() {
+    let opts = ExportOptions {
+        gemini_openapi: true,
+        ..options()
+    };
+    let tree = provider_specs::spec("create_tree");
+    let err = gemini::function_declaration(&tree, &opts).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ExportError::Schema {
+                error: LowerError::Recursive { .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
+
+    let schema = json!({"type": "object", "properties": {"bad-key": {"type": "string"}}});
+    let spec = ToolSpec::new("t", "d", schema, json!({}));
+    let err = gemini::function_declaration(&spec, &opts).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ExportError::Schema {
+                error: LowerError::Unsupported { .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn invalid_tool_names_are_refused() {
+    let mut spec = provider_specs::spec("get_balance");
+    spec.name = "get balance".into();
+    assert!(matches!(
+        openai::chat_tool(&spec, &options()),
+        Err(ExportError::InvalidName { .. })
+    ));
+    assert!(matches!(
+        mcp::tool(&spec, &options()),
+        Err(ExportError::InvalidName { .. })
+    ));
+}
+
+#[test]
+fn mcp_annotations_never_claim_more_than_declared() {
+    for spec in provider_specs::specs() {
+        let hints = mcp::annotations(&spec);
+        assert_eq!(hints["readOnlyHint"], spec.read_only);
+        assert_eq!(hints["destructiveHint"], !spec.read_only);
+        assert_eq!(
+            hints.get("idempotentHint").is_some(),
+            spec.idempotent || spec.read_only
+        );
+        assert!(hints.get("openWorldHint").is_none());
+    }
+}

@@ -1,0 +1,577 @@
+//! Strict-mode lowering: the schema subset OpenAI's strict function calling (and Anthropic's
+//! strict tool use) guarantee the model's output conforms to.
+//!
+//! Every object gets `additionalProperties: false`; for OpenAI every property becomes required and
+//! an optional one is made a union with `null` (map the `null` back with
+//! [`restore_optional_nulls`](super::restore_optional_nulls) before validation); keywords the
+//! dialect does not enforce move into the description as `key: value`; `oneOf` becomes `anyOf`;
+//! `default` and metadata are dropped. Each such step is recorded. The canonical schema stays the
+//! one the dispatcher validates against: nothing dropped here is dropped from validation.
+
+use serde_json::{Map, Value, json};
+
+use super::schema::{
+    Budget, Limits, LossyStep, LowerError, Lowered, Pointer, accepts_null, check_bounds, describe,
+    is_recursive, require_object_root, resolve_chain,
+};
+
+/// What a strict dialect supports.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StrictProfile {
+    /// Every property must be listed in `required` (optional ones become nullable).
+    pub require_all: bool,
+    /// Validation keywords the dialect enforces (kept as they are).
+    pub keep: &'static [&'static str],
+    /// `format` values the dialect knows.
+    pub formats: &'static [&'static str],
+    /// `$ref` cycles are allowed.
+    pub recursion: bool,
+    /// Size limits of the dialect, checked on the lowered schema.
+    pub size: Option<SizeLimits>,
+}
+
+/// Documented size limits of a strict dialect.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SizeLimits {
+    /// Object properties in the whole schema.
+    pub properties: usize,
+    /// Levels of object nesting (written nesting; `$ref`s are not followed).
+    pub nesting: usize,
+    /// `enum` values in the whole schema.
+    pub enum_values: usize,
+    /// Characters of all property names, definition names, enum and const values.
+    pub text: usize,
+}
+
+/// OpenAI Structured Outputs / strict function calling.
+pub(crate) const OPENAI: StrictProfile = StrictProfile {
+    require_all: true,
+    keep: &[
+        "pattern",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minItems",
+        "maxItems",
+    ],
+    formats: &[
+        "date-time",
+        "time",
+        "date",
+        "duration",
+        "email",
+        "hostname",
+        "ipv4",
+        "ipv6",
+        "uuid",
+    ],
+    recursion: true,
+    size: Some(SizeLimits {
+        properties: 5000,
+        nesting: 10,
+        enum_values: 1000,
+        text: 120_000,
+    }),
+};
+
+/// Anthropic strict tool use (structured outputs).
+pub(crate) const ANTHROPIC: StrictProfile = StrictProfile {
+    require_all: false,
+    keep: &["pattern"],
+    formats: &[
+        "date-time",
+        "time",
+        "date",
+        "duration",
+        "email",
+        "hostname",
+        "uri",
+        "ipv4",
+        "ipv6",
+        "uuid",
+    ],
+    recursion: false,
+    size: None,
+};
+
+/// Keywords every strict dialect understands structurally.
+const STRUCTURAL: &[&str] = &[
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "anyOf",
+    "oneOf",
+    "enum",
+    "const",
+    "$ref",
+    "$defs",
+    "definitions",
+    "description",
+    "title",
+    "format",
+];
+
+/// Annotations dropped without moving them into the description.
+const DROPPED: &[&str] = &[
+    "$schema",
+    "$id",
+    "$comment",
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+];
+
+/// Lowers `canonical` for OpenAI strict mode.
+pub fn lower_openai_strict(canonical: &Value) -> Result<Lowered, LowerError> {
+    lower_strict(canonical, &OPENAI, Limits::DEFAULT)
+}
+
+/// Lowers `canonical` for Anthropic strict tool use.
+pub fn lower_anthropic_strict(canonical: &Value) -> Result<Lowered, LowerError> {
+    lower_strict(canonical, &ANTHROPIC, Limits::DEFAULT)
+}
+
+pub(crate) fn lower_strict(
+    canonical: &Value,
+    profile: &StrictProfile,
+    limits: Limits,
+) -> Result<Lowered, LowerError> {
+    check_bounds(canonical, limits)?;
+    require_object_root(canonical)?;
+    if !profile.recursion && is_recursive(canonical, limits)? {
+        return Err(LowerError::NotStrict {
+            pointer: String::new(),
+            reason: "recursive schemas are not supported".to_owned(),
+        });
+    }
+    let mut walk = Strict {
+        root: canonical,
+        profile,
+        budget: Budget::new(limits),
+        lossy: Vec::new(),
+    };
+    let schema = walk.node(canonical, &Pointer::root(), 1)?;
+    if let Some(size) = profile.size {
+        check_size(&schema, size)?;
+    }
+    Ok(Lowered {
+        schema,
+        lossy: walk.lossy,
+    })
+}
+
+/// Refuses a lowered schema over the dialect's documented size limits.
+fn check_size(schema: &Value, size: SizeLimits) -> Result<(), LowerError> {
+    let too_big = |what: String| LowerError::NotStrict {
+        pointer: String::new(),
+        reason: format!("more than {what}"),
+    };
+    let (mut properties, mut enum_values, mut text) = (0usize, 0usize, 0usize);
+    // (value, object nesting level of the value)
+    let mut stack = vec![(schema, 1usize)];
+    while let Some((value, level)) = stack.pop() {
+        match value {
+            Value::Object(map) => {
+                for (key, child) in map {
+                    match (key.as_str(), child) {
+                        ("properties", Value::Object(props)) => {
+                            if level > size.nesting {
+                                return Err(too_big(format!("{} levels of nesting", size.nesting)));
+                            }
+                            properties += props.len();
+                            text += props.keys().map(|k| k.chars().count()).sum::<usize>();
+                            stack.extend(props.values().map(|v| (v, level + 1)));
+                        }
+                        ("$defs" | "definitions", Value::Object(defs)) => {
+                            text += defs.keys().map(|k| k.chars().count()).sum::<usize>();
+                            stack.extend(defs.values().map(|v| (v, 1)));
+                        }
+                        ("enum", Value::Array(values)) => {
+                            enum_values += values.len();
+                            text += values.iter().map(text_len).sum::<usize>();
+                        }
+                        ("const", c) => text += text_len(c),
+                        (_, child) => stack.push((child, level)),
+                    }
+                }
+            }
+            Value::Array(items) => stack.extend(items.iter().map(|v| (v, level))),
+            _ => {}
+        }
+    }
+    if properties > size.properties {
+        return Err(too_big(format!("{} object properties", size.properties)));
+    }
+    if enum_values > size.enum_values {
+        return Err(too_big(format!("{} enum values", size.enum_values)));
+    }
+    if text > size.text {
+        return Err(too_big(format!(
+            "{} characters of names and values",
+            size.text
+        )));
+    }
+    Ok(())
+}
+
+fn text_len(value: &Value) -> usize {
+    match value {
+        Value::String(s) => s.chars().count(),
+        other => other.to_string().len(),
+    }
+}
+
+struct Strict<'p> {
+    root: &'p Value,
+    profile: &'p StrictProfile,
+    budget: Budget,
+    lossy: Vec<LossyStep>,
+}
+
+impl Strict<'_> {
+    fn record(&mut self, at: &Pointer, what: impl Into<String>) {
+        self.lossy.push(LossyStep {
+            pointer: at.to_string(),
+            what: what.into(),
+        });
+    }
+
+    fn node(&mut self, schema: &Value, at: &Pointer, depth: usize) -> Result<Value, LowerError> {
+        self.budget.visit(depth)?;
+        let map = match schema {
+            Value::Object(map) => map,
+            Value::Bool(b) => {
+                return Err(LowerError::NotStrict {
+                    pointer: at.to_string(),
+                    reason: format!("boolean schema `{b}` (an unconstrained or empty value)"),
+                });
+            }
+            _ => {
+                return Err(LowerError::Unsupported {
+                    pointer: at.to_string(),
+                    reason: "a schema must be an object or a boolean".to_owned(),
+                });
+            }
+        };
+        if map.is_empty() {
+            return Err(LowerError::NotStrict {
+                pointer: at.to_string(),
+                reason: "empty schema (any value)".to_owned(),
+            });
+        }
+        let mut out = Map::new();
+        let mut moved: Vec<(String, Value)> = Vec::new();
+        for (key, value) in map {
+            let here = at.child(key);
+            match key.as_str() {
+                "properties" => {
+                    let props = value
+                        .as_object()
+                        .ok_or_else(|| unsupported(&here, "not a map"))?;
+                    let mut lowered = Map::new();
+                    for (name, sub) in props {
+                        lowered.insert(name.clone(), self.node(sub, &here.child(name), depth + 2)?);
+                    }
+                    out.insert(key.clone(), Value::Object(lowered));
+                }
+                "$defs" | "definitions" => {
+                    let defs = value
+                        .as_object()
+                        .ok_or_else(|| unsupported(&here, "not a map"))?;
+                    let mut lowered = Map::new();
+                    for (name, sub) in defs {
+                        lowered.insert(name.clone(), self.node(sub, &here.child(name), depth + 2)?);
+                    }
+                    out.insert(key.clone(), Value::Object(lowered));
+                }
+                "items" => {
+                    if value.is_array() {
+                        return Err(LowerError::NotStrict {
+                            pointer: here.to_string(),
+                            reason: "tuple `items`".to_owned(),
+                        });
+                    }
+                    out.insert(key.clone(), self.node(value, &here, depth + 1)?);
+                }
+                "anyOf" | "oneOf" => {
+                    let branches = value
+                        .as_array()
+                        .ok_or_else(|| unsupported(&here, "not an array"))?;
+                    let mut lowered = Vec::with_capacity(branches.len());
+                    for (i, sub) in branches.iter().enumerate() {
+                        lowered.push(self.node(sub, &here.child(&i.to_string()), depth + 2)?);
+                    }
+                    if key == "oneOf" {
+                        self.record(&here, "oneOf lowered to anyOf");
+                    }
+                    if let Some(Value::Array(existing)) = out.get_mut("anyOf") {
+                        existing.extend(lowered);
+                    } else {
+                        out.insert("anyOf".to_owned(), Value::Array(lowered));
+                    }
+                }
+                "additionalProperties" => match value {
+                    Value::Bool(false) => {}
+                    Value::Bool(true) => self.record(&here, "additionalProperties: true closed"),
+                    _ => {
+                        return Err(LowerError::NotStrict {
+                            pointer: here.to_string(),
+                            reason: "a map (additionalProperties with a schema) has no strict form"
+                                .to_owned(),
+                        });
+                    }
+                },
+                "format" => {
+                    let known = value
+                        .as_str()
+                        .is_some_and(|f| self.profile.formats.contains(&f));
+                    if known {
+                        out.insert(key.clone(), value.clone());
+                    } else {
+                        self.record(&here, "format moved to description");
+                        moved.push((key.clone(), value.clone()));
+                    }
+                }
+                "required" => {}
+                "$ref" => {
+                    let reference = value.as_str().unwrap_or_default();
+                    resolve_chain(self.root, reference, &here)?;
+                    out.insert(key.clone(), value.clone());
+                }
+                k if STRUCTURAL.contains(&k) || self.profile.keep.contains(&k) => {
+                    out.insert(key.clone(), value.clone());
+                }
+                k if DROPPED.contains(&k) => self.record(&here, format!("{k} dropped")),
+                k => {
+                    self.record(&here, format!("{k} moved to description"));
+                    moved.push((key.clone(), value.clone()));
+                }
+            }
+        }
+        describe(&mut out, &moved);
+
+        if is_object_schema(map) {
+            self.close_object(map, &mut out, at)?;
+        }
+        if let Some(reference) = out.get("$ref").cloned() {
+            // A `$ref` must stand alone: wrap it when anything else is left beside it.
+            if out.len() > 1 {
+                if out.contains_key("anyOf") {
+                    return Err(LowerError::NotStrict {
+                        pointer: at.to_string(),
+                        reason: "$ref combined with anyOf/oneOf".to_owned(),
+                    });
+                }
+                out.remove("$ref");
+                out.insert("anyOf".to_owned(), json!([{ "$ref": reference }]));
+            }
+        }
+        Ok(Value::Object(out))
+    }
+
+    /// `additionalProperties: false`, and (for OpenAI) every property required, optional ones
+    /// nullable.
+    fn close_object(
+        &mut self,
+        canonical: &Map<String, Value>,
+        out: &mut Map<String, Value>,
+        at: &Pointer,
+    ) -> Result<(), LowerError> {
+        out.insert("additionalProperties".to_owned(), Value::Bool(false));
+        if !out.contains_key("properties") {
+            out.insert("properties".to_owned(), Value::Object(Map::new()));
+        }
+        let required: Vec<&str> = canonical
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let names: Vec<String> = out
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default();
+        if !self.profile.require_all {
+            let kept: Vec<Value> = names
+                .iter()
+                .filter(|n| required.contains(&n.as_str()))
+                .map(|n| Value::String(n.clone()))
+                .collect();
+            out.insert("required".to_owned(), Value::Array(kept));
+            return Ok(());
+        }
+        let empty = Value::Null;
+        for name in &names {
+            if required.contains(&name.as_str()) {
+                continue;
+            }
+            let original = canonical
+                .get("properties")
+                .and_then(|p| p.get(name))
+                .unwrap_or(&empty);
+            let nullable = accepts_null(self.root, original, 0);
+            if !nullable
+                && let Some(Value::Object(props)) = out.get_mut("properties")
+                && let Some(prop) = props.get_mut(name)
+            {
+                make_nullable(prop);
+            }
+            self.record(
+                &at.child2("properties", name),
+                "optional property made required and nullable (null means absent)",
+            );
+        }
+        out.insert(
+            "required".to_owned(),
+            Value::Array(names.into_iter().map(Value::String).collect()),
+        );
+        Ok(())
+    }
+}
+
+fn unsupported(at: &Pointer, what: &str) -> LowerError {
+    LowerError::Unsupported {
+        pointer: at.to_string(),
+        reason: what.to_owned(),
+    }
+}
+
+/// Whether a canonical schema describes objects.
+pub(crate) fn is_object_schema(map: &Map<String, Value>) -> bool {
+    match map.get("type") {
+        Some(Value::String(t)) => t == "object",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "object"),
+        _ => map.contains_key("properties"),
+    }
+}
+
+/// Makes a lowered schema also accept `null`.
+fn make_nullable(schema: &mut Value) {
+    let Some(map) = schema.as_object_mut() else {
+        return;
+    };
+    let simple =
+        !map.contains_key("$ref") && !map.contains_key("anyOf") && !map.contains_key("const");
+    match map.get_mut("type") {
+        Some(Value::String(t)) if simple => {
+            let t = std::mem::take(t);
+            map.insert("type".to_owned(), json!([t, "null"]));
+            if let Some(Value::Array(values)) = map.get_mut("enum") {
+                values.push(Value::Null);
+            }
+            return;
+        }
+        Some(Value::Array(ts)) if simple => {
+            if !ts.iter().any(|t| t == "null") {
+                ts.push(json!("null"));
+            }
+            if let Some(Value::Array(values)) = map.get_mut("enum")
+                && !values.iter().any(Value::is_null)
+            {
+                values.push(Value::Null);
+            }
+            return;
+        }
+        _ => {}
+    }
+    if !map.contains_key("$ref")
+        && let Some(Value::Array(branches)) = map.get_mut("anyOf")
+    {
+        branches.push(json!({"type": "null"}));
+        return;
+    }
+    // Wrap: keep the description on the outside.
+    let description = map.remove("description");
+    let inner = Value::Object(std::mem::take(map));
+    map.insert("anyOf".to_owned(), json!([inner, {"type": "null"}]));
+    if let Some(d) = description {
+        map.insert("description".to_owned(), d);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn optional_becomes_nullable_and_required() {
+        let canonical = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {
+                "a": {"type": "string", "minLength": 1},
+                "b": {"type": "integer", "format": "int32", "default": 3},
+                "c": {"type": ["string", "null"]}
+            },
+            "required": ["a"]
+        });
+        let lowered = lower_openai_strict(&canonical).unwrap();
+        assert_eq!(
+            lowered.schema,
+            json!({
+                "type": "object",
+                "properties": {
+                    "a": {"type": "string", "description": "minLength: 1"},
+                    "b": {"type": ["integer", "null"], "description": "format: int32"},
+                    "c": {"type": ["string", "null"]}
+                },
+                "required": ["a", "b", "c"],
+                "additionalProperties": false
+            })
+        );
+        assert!(
+            lowered
+                .lossy
+                .iter()
+                .any(|s| s.pointer == "/properties/b/default")
+        );
+    }
+
+    #[test]
+    fn size_limits() {
+        let values: Vec<Value> = (0..1001).map(|i| json!(format!("v{i}"))).collect();
+        let canonical = json!({"type": "object", "properties": {
+            "e": {"type": "string", "enum": values}}, "required": ["e"]});
+        let result = lower_openai_strict(&canonical).map(|l| l.schema["properties"]["e"].clone());
+        assert!(
+            matches!(result, Err(LowerError::NotStrict { .. })),
+            "{result:?}"
+        );
+        let mut deep = json!({"type": "string"});
+        for _ in 0..11 {
+            deep = json!({"type": "object", "properties": {"a": deep}, "required": ["a"]});
+        }
+        let err = lower_openai_strict(&deep).unwrap_err();
+        assert!(err.to_string().contains("10 levels"), "{err}");
+    }
+
+    #[test]
+    fn maps_are_not_strict() {
+        let canonical = json!({"type": "object", "properties": {
+            "m": {"type": "object", "additionalProperties": {"type": "string"}}}});
+        let result = lower_openai_strict(&canonical).map(|l| l.schema["properties"]["e"].clone());
+        assert!(
+            matches!(result, Err(LowerError::NotStrict { .. })),
+            "{result:?}"
+        );
+    }
+
+    #[test]
+    fn ref_with_siblings_is_wrapped() {
+        let canonical = json!({"type": "object", "properties": {
+            "n": {"$ref": "#/$defs/N", "description": "inner"}},
+            "required": ["n"],
+            "$defs": {"N": {"type": "object", "properties": {}}}});
+        let lowered = lower_openai_strict(&canonical).unwrap();
+        assert_eq!(
+            lowered.schema["properties"]["n"],
+            json!({"anyOf": [{"$ref": "#/$defs/N"}], "description": "inner"})
+        );
+    }
+}
