@@ -508,7 +508,7 @@ fn never_panics_on_arbitrary_objects() {
     for _ in 0..500 {
         let mut obj = serde_json::Map::new();
         for name in names {
-            if rng.next() % 3 == 0 {
+            if rng.next().is_multiple_of(3) {
                 continue;
             }
             fn text(rng: &mut Rng) -> String {
