@@ -333,3 +333,43 @@ async fn host_supplied_keys_take_precedence_and_are_checked() {
     );
     assert_eq!(h.ledger.transfers(), 1);
 }
+
+#[tokio::test]
+async fn a_retry_replays_even_when_the_first_call_changed_the_state_its_checks_read() {
+    let h = harness();
+    let bob = Principal::new("acme", "bob", "s-bob");
+    let all_of_it = json!({
+        "from_account": "acc-bob-1", "to_account": "acc-alice-2", "amount": 500_000,
+        "currency": "USD", "idempotency_key": "drain-key-01",
+    });
+    let first =
+        h.d.dispatch(
+            ToolCall::new("c", "transfer_funds", all_of_it.clone()),
+            &bob,
+        )
+        .await;
+    assert_eq!(first.status, Status::Ok);
+    // The account is empty now, so the preflight alone would say precondition_failed.
+    let retry =
+        h.d.dispatch(
+            ToolCall::new("c", "transfer_funds", all_of_it.clone()),
+            &bob,
+        )
+        .await;
+    assert_eq!(retry.status, Status::Ok);
+    assert!(retry.replayed);
+    assert_eq!(retry.output, first.output);
+    // A new request on the empty account is still refused.
+    let mut fresh = all_of_it.clone();
+    fresh["idempotency_key"] = json!("drain-key-02");
+    assert_eq!(
+        h.d.dispatch(ToolCall::new("c", "transfer_funds", fresh), &bob)
+            .await
+            .status,
+        Status::PreconditionFailed
+    );
+    // Someone else using the same key sees nothing of bob's outcome.
+    let out = h.call("transfer_funds", all_of_it).await;
+    assert_eq!(out.status, Status::NotFound);
+    assert_eq!(h.ledger.transfers(), 1);
+}

@@ -16,6 +16,7 @@ use crate::call::{Principal, ToolCall};
 use crate::clock::{Clock, SystemClock, unix_millis};
 use crate::digest::request_digest;
 use crate::erased::{DecodedArgs, ErasedTool};
+use crate::error::ToolError;
 use crate::metrics;
 use crate::outcome::{ApprovalTicket, ArgumentError, Status, ToolOutcome, UntrustedOutput};
 use crate::sanitize::{Modification, Sanitizer};
@@ -511,21 +512,46 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             .map_err(stage::validate::decode_error)?;
         let ctx = self.context(principal, &call.call_id, t.operation_id.clone());
 
+        // A business check that fails because the call already took effect (the order is now
+        // refunded, the account closed) must not hide that call's stored outcome from its retry:
+        // such failures are held until the principal and tool checks have passed, and a stored
+        // outcome of the same request under the caller's own key is replayed instead.
         t.stage = Stage::Preflight;
-        decoded
-            .preflight(&ctx)
-            .await
-            .map_err(Stop::from_tool_error)?;
+        let mut held = deferrable(decoded.preflight(&ctx).await, Stage::Preflight)?;
 
         t.stage = Stage::Principal;
         stage::principal::check(principal, inner.clock.now(), inner.principal_max_age)?;
 
         t.stage = Stage::Authorize;
         self.authorize_tool(principal, spec)?;
-        decoded
-            .authorize(&ctx)
+        // Resource authorization runs even when the preflight failed, and wins: a foreign
+        // resource answers not_found, never a business error that reveals its state.
+        if let Some(denied) = deferrable(decoded.authorize(&ctx).await, Stage::Authorize)? {
+            held = Some(denied);
+        }
+        if let Some((stage, stop)) = held {
+            let digest = t.request_digest.clone().unwrap_or_default();
+            return match idem::stored_replay(
+                &*inner.idempotency,
+                spec,
+                principal,
+                key.as_deref(),
+                &digest,
+                inner.clock.now(),
+            )
             .await
-            .map_err(Stop::from_tool_error)?;
+            {
+                Some(stored) => {
+                    t.stage = Stage::Idempotency;
+                    t.operation_id = stored.operation_id.clone().or(t.operation_id.take());
+                    Ok(self.replayed(spec, stored).await)
+                }
+                None => {
+                    t.stage = stage;
+                    Err(stop)
+                }
+            };
+        }
 
         t.stage = Stage::Policy;
         let now = inner.clock.now();
@@ -925,6 +951,18 @@ pub fn redact(spec: &ToolSpec, args: &Value) -> Value {
         }
     }
     out
+}
+
+/// A hook's result: `Ok(Some(..))` holds a business failure (`precondition_failed`, `not_found`)
+/// that a stored replay may override; any other error stops the call at once.
+fn deferrable(result: Result<(), ToolError>, stage: Stage) -> Result<Option<(Stage, Stop)>, Stop> {
+    match result {
+        Ok(()) => Ok(None),
+        Err(err @ (ToolError::Precondition(_) | ToolError::NotFound(_))) => {
+            Ok(Some((stage, Stop::from_tool_error(err))))
+        }
+        Err(err) => Err(Stop::from_tool_error(err)),
+    }
 }
 
 /// The model's tool name is not echoed back.

@@ -195,3 +195,28 @@ pub fn action_arguments(spec: &ToolSpec, args: &Value) -> Value {
     }
     out
 }
+
+/// The stored outcome of this very request under the caller's key, if there is one (read only).
+/// A different request under the key gives `None`, unless the tool lets the key win.
+pub async fn stored_replay(
+    store: &dyn IdempotencyStore,
+    spec: &ToolSpec,
+    principal: &Principal,
+    key: Option<&str>,
+    request_digest: &str,
+    now: SystemTime,
+) -> Option<StoredOutcome> {
+    let key = key?;
+    let scoped = ScopedKey {
+        tenant: principal.tenant.clone(),
+        subject: principal.subject.clone(),
+        tool: spec.name.clone(),
+        key: key.to_owned(),
+    };
+    let record = store.get(&scoped, now).await.ok()??;
+    let same = record.request_digest == request_digest || spec.key_reuse == KeyReuse::KeyWins;
+    match record.state {
+        RecordState::Done { outcome } if same => Some(outcome),
+        _ => None,
+    }
+}

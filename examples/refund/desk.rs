@@ -1,0 +1,327 @@
+//! The refund desk: orders in two tenants, one `refund_order` tool, and the checks that keep a
+//! model from refunding what is not the caller's, what was refunded already, or what changed while
+//! a human was looking.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::json;
+use toolguard::store::{ApprovalStore, MemoryStore};
+use toolguard::{
+    Dispatcher, MemoryAuditSink, Owned, Principal, Status, ToolCall, ToolContext, ToolError, tool,
+};
+
+use crate::claims::Claims;
+
+/// Where an order stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrderState {
+    /// Paid; refundable.
+    Paid,
+    /// Refunded already.
+    Refunded,
+    /// A chargeback is open; no refund through the desk.
+    Disputed,
+}
+
+/// An order.
+#[derive(Debug, Clone)]
+pub struct Order {
+    /// Tenant (shop).
+    pub tenant: String,
+    /// Customer.
+    pub customer: String,
+    /// Amount in cents.
+    pub cents: u64,
+    /// State.
+    pub state: OrderState,
+}
+
+impl Owned for Order {
+    fn owner_tenant(&self) -> &str {
+        &self.tenant
+    }
+    fn owner_subject(&self) -> Option<&str> {
+        Some(&self.customer)
+    }
+}
+
+/// The shop's order book.
+#[derive(Debug, Default)]
+pub struct Shop {
+    /// Orders by reference.
+    pub orders: Mutex<HashMap<String, Order>>,
+    /// Refunds paid out: (order, cents).
+    pub refunds: Mutex<Vec<(String, u64)>>,
+}
+
+impl Shop {
+    fn state_of(&self, order: &str) -> OrderState {
+        self.orders.lock().unwrap()[order].state
+    }
+}
+
+/// What a refund returns.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Refund {
+    /// The refunded order.
+    pub order_ref: String,
+    /// Cents paid back.
+    pub cents: u64,
+}
+
+/// The order must be the caller's and still paid. Runs before approval and again right before
+/// execution, so a change while a human looks is caught.
+async fn refundable(ctx: &ToolContext<Shop>, args: &RefundOrderArgs) -> Result<(), ToolError> {
+    let orders = ctx.state().orders.lock().unwrap();
+    let order = ctx.resource(orders.get(&args.order_ref))?;
+    match order.state {
+        OrderState::Paid => Ok(()),
+        OrderState::Refunded => Err(ToolError::precondition("the order was refunded already")),
+        OrderState::Disputed => Err(ToolError::precondition("the order is under dispute")),
+    }
+}
+
+/// Refunds one of the caller's orders in full. A human approves every refund.
+#[tool(risk = "critical", idempotent, authorize = refundable)]
+pub async fn refund_order(
+    ctx: &ToolContext<Shop>,
+    /// Order reference, like `ORDER-7`.
+    #[arg(kind = "identifier", max_len = 32)]
+    order_ref: String,
+    /// Why the customer wants the money back.
+    #[arg(min_len = 3, max_len = 200)]
+    reason: String,
+) -> Result<Refund, ToolError> {
+    let _ = reason;
+    let shop = ctx.state();
+    let mut orders = shop.orders.lock().unwrap();
+    let order = orders
+        .get_mut(&order_ref)
+        .ok_or_else(ToolError::not_found)?;
+    order.state = OrderState::Refunded;
+    let cents = order.cents;
+    shop.refunds
+        .lock()
+        .unwrap()
+        .push((order_ref.clone(), cents));
+    Ok(Refund { order_ref, cents })
+}
+
+fn seeded_shop() -> Shop {
+    let shop = Shop::default();
+    for (id, tenant, customer, cents, state) in [
+        ("ORDER-5", "acme", "alice", 2_500, OrderState::Paid),
+        ("ORDER-6", "acme", "alice", 1_000, OrderState::Refunded),
+        ("ORDER-7", "acme", "alice", 4_200, OrderState::Paid),
+        ("ORDER-8", "acme", "bob", 9_900, OrderState::Paid),
+        ("ORDER-9", "globex", "carol", 7_700, OrderState::Paid),
+        ("ORDER-10", "acme", "alice", 3_000, OrderState::Paid),
+    ] {
+        shop.orders.lock().unwrap().insert(
+            id.into(),
+            Order {
+                tenant: tenant.into(),
+                customer: customer.into(),
+                cents,
+                state,
+            },
+        );
+    }
+    shop
+}
+
+/// Runs the desk and checks every claim.
+pub async fn run() -> Claims {
+    let shop = Arc::new(seeded_shop());
+    let audit = Arc::new(MemoryAuditSink::new());
+    let store = Arc::new(MemoryStore::new());
+    let desk = Dispatcher::builder()
+        .state_arc(shop.clone())
+        .tool(RefundOrder)
+        .audit(audit.clone())
+        .store(store.clone())
+        .build()
+        .expect("the desk's registry is valid");
+    let alice = Principal::new("acme", "alice", "chat-1");
+    let supervisor = Principal::new("acme", "sam", "console").with_role("approver");
+    let refund = |order: &str, reason: &str, key: &str| {
+        ToolCall::new(
+            format!("call-{key}"),
+            "refund_order",
+            json!({"order_ref": order, "reason": reason, "idempotency_key": key}),
+        )
+    };
+    let mut c = Claims::default();
+
+    c.step("1. Another customer's order and another shop's order look like no order at all");
+    let bobs = desk
+        .dispatch(refund("ORDER-8", "never arrived", "rk-order-8"), &alice)
+        .await;
+    let foreign = desk
+        .dispatch(refund("ORDER-9", "never arrived", "rk-order-9"), &alice)
+        .await;
+    let missing = desk
+        .dispatch(refund("ORDER-404", "never arrived", "rk-order-404"), &alice)
+        .await;
+    c.check(
+        "ORDER-8 (bob's, same shop) answers not_found",
+        bobs.status == Status::NotFound,
+    );
+    c.check(
+        "ORDER-9 (another shop's) answers not_found",
+        foreign.status == Status::NotFound,
+    );
+    c.check(
+        "outside, both are indistinguishable from a missing order",
+        [&bobs, &foreign]
+            .iter()
+            .all(|o| o.message == missing.message && o.reason == missing.reason),
+    );
+    let class = |seq: Option<u64>| audit.get(seq.unwrap_or(0)).and_then(|e| e.record.reason);
+    c.check(
+        "the audit records ORDER-8 as foreign_subject",
+        class(bobs.audit_seq).as_deref() == Some("foreign_subject"),
+    );
+    c.check(
+        "the audit records ORDER-9 as foreign_tenant",
+        class(foreign.audit_seq).as_deref() == Some("foreign_tenant"),
+    );
+
+    c.step("2. An order refunded already");
+    let twice = desk
+        .dispatch(refund("ORDER-6", "refund again", "rk-order-6"), &alice)
+        .await;
+    c.check(
+        "ORDER-6 answers precondition_failed",
+        twice.status == Status::PreconditionFailed,
+    );
+
+    c.step("3. A refund waits for a human, who sees exactly what will run");
+    let pending = desk
+        .dispatch(refund("ORDER-7", "arrived broken", "rk-order-7"), &alice)
+        .await;
+    c.check(
+        "ORDER-7 answers pending_approval",
+        pending.status == Status::PendingApproval,
+    );
+    let ticket = pending.approval.clone();
+    let preview = ticket
+        .as_ref()
+        .map(|t| t.preview.clone())
+        .unwrap_or_default();
+    println!(
+        "     preview: {}",
+        preview.replace('\n', "\n              ")
+    );
+    c.check(
+        "the preview names the order and the reason",
+        preview.contains("\"ORDER-7\"") && preview.contains("\"arrived broken\""),
+    );
+    c.check(
+        "nothing is refunded while pending",
+        shop.refunds.lock().unwrap().is_empty(),
+    );
+
+    c.step("4. The order changes while the refund waits (TOCTOU)");
+    shop.orders
+        .lock()
+        .unwrap()
+        .get_mut("ORDER-7")
+        .unwrap()
+        .state = OrderState::Disputed;
+    let id7 = ticket.map(|t| t.approval_id).unwrap_or_default();
+    let late = desk.approvals().approve(&id7, &supervisor).await;
+    c.check(
+        "approving it rechecks the order and refuses: precondition_failed",
+        late.status == Status::PreconditionFailed,
+    );
+    c.check(
+        "no money moved",
+        shop.refunds.lock().unwrap().is_empty() && shop.state_of("ORDER-7") == OrderState::Disputed,
+    );
+
+    c.step("5. The approval is bound to the exact action");
+    let first = desk
+        .dispatch(refund("ORDER-5", "wrong size", "rk-order-5"), &alice)
+        .await;
+    let id5 = first
+        .approval
+        .as_ref()
+        .map(|t| t.approval_id.clone())
+        .unwrap_or_default();
+    let changed_same_key = desk
+        .dispatch(
+            refund("ORDER-5", "changed my mind, send cash", "rk-order-5"),
+            &alice,
+        )
+        .await;
+    c.check(
+        "a changed reason under the same key is an idempotency_conflict",
+        changed_same_key.status == Status::IdempotencyConflict,
+    );
+    let changed_new_key = desk
+        .dispatch(
+            refund("ORDER-5", "changed my mind, send cash", "rk-order-5b"),
+            &alice,
+        )
+        .await;
+    c.check(
+        "a changed reason under a new key is a new intent with its own approval",
+        changed_new_key.status == Status::PendingApproval
+            && changed_new_key.approval.as_ref().map(|t| &t.approval_id) != Some(&id5),
+    );
+    // Someone with write access to the approval store swaps the order under the approved request.
+    let id10 = {
+        let out = desk
+            .dispatch(refund("ORDER-10", "late delivery", "rk-order-10"), &alice)
+            .await;
+        out.approval.map(|t| t.approval_id).unwrap_or_default()
+    };
+    if let Ok(Some(mut stored)) = ApprovalStore::get(&*store, &id10).await {
+        stored.arguments["order_ref"] = json!("ORDER-8");
+        let v = stored.version;
+        let _ = store.update(&stored, v).await;
+    }
+    let tampered = desk.approvals().approve(&id10, &supervisor).await;
+    c.check(
+        "a request altered in the store fails its digest check: approval_rejected",
+        tampered.status == Status::ApprovalRejected
+            && tampered.reason.as_deref() == Some("binding_mismatch"),
+    );
+    c.check(
+        "bob's ORDER-8 was not refunded",
+        shop.state_of("ORDER-8") == OrderState::Paid,
+    );
+
+    c.step("6. An approved refund runs once");
+    let self_approval = desk
+        .approvals()
+        .approve(&id5, &alice.clone().with_role("approver"))
+        .await;
+    c.check(
+        "the customer cannot approve their own refund",
+        self_approval.status == Status::Forbidden,
+    );
+    let approved = desk.approvals().approve(&id5, &supervisor).await;
+    c.check(
+        "the supervisor's approval executes it: ok",
+        approved.status == Status::Ok,
+    );
+    let retry = desk
+        .dispatch(refund("ORDER-5", "wrong size", "rk-order-5"), &alice)
+        .await;
+    c.check(
+        "the model's retry replays the outcome",
+        retry.status == Status::Ok && retry.replayed,
+    );
+    let refunds = shop.refunds.lock().unwrap().clone();
+    c.check(
+        "exactly one refund of 2,500 cents was paid",
+        refunds == vec![("ORDER-5".to_owned(), 2_500)],
+    );
+    c.check("the audit chain verifies", audit.verify().is_ok());
+    c
+}
