@@ -859,7 +859,11 @@ pub(crate) fn check_email(value: &str, domains: Option<&[String]>) -> Result<(),
         return Err("mixed_script");
     }
     let domain = addr.domain().trim_end_matches('.').to_lowercase();
-    let ascii = idna::domain_to_ascii(&domain).map_err(|_| "email_invalid")?;
+    let ascii = if domain.is_ascii() {
+        domain.clone()
+    } else {
+        idna::domain_to_ascii(&domain).map_err(|_| "email_invalid")?
+    };
     if !domain.is_ascii() && domain.split('.').any(|l| !l.is_single_script()) {
         return Err("mixed_script");
     }

@@ -563,3 +563,29 @@ fn url_scheme_allowlist_and_system_resolver() {
         Resolution::Failed | Resolution::NotResolved => {}
     }
 }
+
+#[test]
+fn internationalized_email_domains() {
+    let to = FieldSpec {
+        name: "to".into(),
+        kind: FieldKind::Email,
+        ..FieldSpec::default()
+    };
+    let s = Sanitizer::new().allow_email_domains("m", "to", ["xn--mnchen-3ya.de"]);
+    assert_eq!(
+        s.sanitize_str("m", &to, "anna@münchen.de").verdict,
+        Verdict::Clean
+    );
+    assert_eq!(
+        s.sanitize_str("m", &to, "anna@xn--mnchen-3ya.de").verdict,
+        Verdict::Clean
+    );
+    assert_eq!(
+        s.sanitize_str("m", &to, "anna@munchen.de").reason,
+        Some("email_domain_not_allowed")
+    );
+    assert_eq!(
+        reason(FieldKind::Email, "anna@p\u{0430}ypal.com"),
+        Some("mixed_script")
+    );
+}
