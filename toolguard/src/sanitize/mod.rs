@@ -53,8 +53,8 @@
 //! - **Scripts in `name`**: a word mixing scripts (`Pаypal` with a Cyrillic `а`) blocks; a word
 //!   written wholly in one script passes even when it looks Latin (`Вера`), because it is a real
 //!   name. IDN host labels are stricter (whole-script look-alikes of Latin block too).
-//! - **Strict kinds** (`identifier`, `email`, `url`, `path`, `money`) never strip: an invisible character
-//!   there blocks, so the value passed on is exactly what was checked.
+//! - **Strict kinds** (`identifier`, `email`, `url`, `path`, `money`) never strip: an invisible
+//!   character there blocks, so the value passed on is exactly what was checked.
 //! - **Encodings**: the canonical form decodes percent-encoding, HTML references and
 //!   `\uXXXX`/`\xXX` escapes in up to three rounds, and base64 runs of 16+ characters are decoded
 //!   once and judged too. Decoding is for matching only; the value passed on keeps its encoding.
