@@ -17,7 +17,8 @@ const KEY_PATTERN: &str = "^[A-Za-z0-9_-]{8,128}$";
 const KEY_DESCRIPTION: &str =
     "Stable key for this operation; reuse it when retrying the same action";
 
-/// `transfer_funds` → `TransferFunds`.
+/// `transfer_funds` → `TransferFunds`; a name that would not start with a letter gets a `Tool`
+/// prefix, so the result is always an identifier.
 pub fn camel(name: &str) -> String {
     let mut out = String::new();
     let mut upper = true;
@@ -31,10 +32,10 @@ pub fn camel(name: &str) -> String {
             out.push(c);
         }
     }
-    if out.is_empty() {
-        "Tool".to_owned()
-    } else {
+    if out.starts_with(|c: char| c.is_alphabetic()) {
         out
+    } else {
+        format!("Tool{out}")
     }
 }
 
@@ -169,7 +170,12 @@ pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
 
         #output_check
 
-        impl #impl_generics #k::Tool<#state> for #tool_ident {
+        // The output bound is stated higher-ranked so that it is checked where the tool is
+        // used, not here: an unfit output type is then reported once, by `output_check`.
+        impl #impl_generics #k::Tool<#state> for #tool_ident
+        where
+            for<'__tg> #ok_ty: #p::ToolOutput,
+        {
             type Args = #args_ident;
             type Output = #ok_ty;
 
@@ -449,5 +455,19 @@ pub fn tools_fn(self_ty: &Type, decls: &[ToolDecl]) -> TokenStream {
                 ::std::vec![#(#k::ToolHandle::new(#idents)),*]
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::camel;
+
+    #[test]
+    fn camel_case() {
+        assert_eq!(camel("transfer_funds"), "TransferFunds");
+        assert_eq!(camel("add"), "Add");
+        assert_eq!(camel("_1"), "Tool1");
+        assert_eq!(camel("_"), "Tool");
+        assert_eq!(camel("a__b_"), "AB");
     }
 }

@@ -55,8 +55,8 @@ fn tool_impl(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
     let mut func: ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
         Err(_) => {
-            let err = syn::Error::new(
-                item.span(),
+            let err = syn::Error::new_spanned(
+                &item,
                 "`#[tool]` goes on a function (`fn` or `async fn`); for methods, mark the `impl` \
                  block `#[toolset]` and its methods `#[tool]`",
             );
@@ -98,8 +98,8 @@ fn toolset_impl(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
     let mut block: ItemImpl = match syn::parse2::<Item>(item.clone()) {
         Ok(Item::Impl(i)) => i,
         _ => {
-            let err = syn::Error::new(
-                item.span(),
+            let err = syn::Error::new_spanned(
+                &item,
                 "`#[toolset]` goes on an inherent `impl` block (`impl Bank { ... }`) whose methods \
                  are marked `#[tool(...)]`",
             )

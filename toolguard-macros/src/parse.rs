@@ -89,9 +89,9 @@ pub fn tool_attrs(tokens: TokenStream, errors: &mut Errors) -> ToolAttrs {
                         errors.push(
                             s.span,
                             format!(
-                                "unknown risk level `{}`: use one of {}",
+                                "unknown risk level `{}`{}",
                                 s.value,
-                                list(&Risk::NAMES)
+                                suggestion_and_list(&s.value, &Risk::NAMES, "risk levels")
                             ),
                         );
                         None
@@ -236,9 +236,8 @@ pub fn arg_attrs(attr: &Attribute, out: &mut ArgAttrs, errors: &mut Errors) {
                         other => errors.push(
                             s.span,
                             format!(
-                                "unknown field kind `{other}`: use one of {}{}",
-                                list(&Kind::NAMES),
-                                suggestion(other, &Kind::NAMES)
+                                "unknown field kind `{other}`{}",
+                                suggestion_and_list(other, &Kind::NAMES, "kinds")
                             ),
                         ),
                     }
@@ -265,8 +264,8 @@ pub fn tool_decl(
 ) -> ToolDecl {
     for param in &sig.generics.params {
         match param {
-            GenericParam::Type(t) => errors.push(
-                t.span(),
+            GenericParam::Type(t) => errors.spanned(
+                t,
                 format!(
                     "tool functions cannot be generic: the argument schema must be one concrete \
                      type. Replace the type parameter `{}` with a concrete type (an enum if several \
@@ -274,8 +273,8 @@ pub fn tool_decl(
                     t.ident
                 ),
             ),
-            GenericParam::Const(c) => errors.push(
-                c.span(),
+            GenericParam::Const(c) => errors.spanned(
+                c,
                 format!(
                     "tool functions cannot have const generics: the schema must be fixed. Replace \
                      `{}` with a constant or an argument",
@@ -286,8 +285,8 @@ pub fn tool_decl(
         }
     }
     if let Some(u) = &sig.unsafety {
-        errors.push(
-            u.span(),
+        errors.spanned(
+            u,
             "a tool function cannot be `unsafe`: the dispatcher calls it with model-proposed \
              arguments. Make it safe and keep the `unsafe` block inside",
         );
@@ -308,20 +307,20 @@ pub fn tool_decl(
         match input {
             FnArg::Receiver(r) => {
                 if !in_toolset {
-                    errors.push(
-                        r.span(),
+                    errors.spanned(
+                        r,
                         "`self` in a `#[tool]` function: tools on methods go in an `impl` block \
                          marked `#[toolset]`",
                     );
                 } else if r.reference.is_none() {
-                    errors.push(
-                        r.span(),
+                    errors.spanned(
+                        r,
                         "a toolset method cannot take `self` by value: one state value serves \
                          every call. Take `&self`",
                     );
                 } else if r.mutability.is_some() {
-                    errors.push(
-                        r.span(),
+                    errors.spanned(
+                        r,
                         "a toolset method cannot take `&mut self`: calls run concurrently on \
                          shared state. Take `&self` and use interior mutability (a `Mutex`, \
                          atomics, a pool) for changes",
@@ -337,8 +336,8 @@ pub fn tool_decl(
                 position += 1;
                 if let Some(state) = context_state(&pt.ty, errors) {
                     if index != 0 {
-                        errors.push(
-                            pt.span(),
+                        errors.spanned(
+                            pt,
                             if in_toolset {
                                 "`ctx: &ToolContext<_>` must come first, right after `&self`: \
                                  move it before the argument parameters"
@@ -371,8 +370,8 @@ pub fn tool_decl(
                         pi.ident.clone()
                     }
                     other => {
-                        errors.push(
-                            other.span(),
+                        errors.spanned(
+                            other,
                             "tool parameters must be plain names (`to: String`): the name \
                              becomes the argument field's name",
                         );
@@ -388,7 +387,7 @@ pub fn tool_decl(
                     by_ref,
                     doc: join_doc(&doc_lines),
                     attrs: arg_attrs,
-                    span: pt.span(),
+                    tokens: quote::quote!(#pt),
                 });
             }
         }
@@ -473,8 +472,8 @@ fn field_type(ty: &Type, errors: &mut Errors) -> (Type, bool) {
     match ty {
         Type::Reference(r) => {
             if r.mutability.is_some() {
-                errors.push(
-                    ty.span(),
+                errors.spanned(
+                    ty,
                     "tool arguments cannot be `&mut`: they are decoded from the model's proposal. \
                      Take the value or a shared reference",
                 );
@@ -508,8 +507,8 @@ fn field_type(ty: &Type, errors: &mut Errors) -> (Type, bool) {
 
 fn check_plain(ty: &Type, errors: &mut Errors) {
     if let Type::ImplTrait(it) = ty {
-        errors.push(
-            it.span(),
+        errors.spanned(
+            it,
             "tool functions cannot be generic (`impl Trait` is an anonymous type parameter): the \
              argument schema must be one concrete type. Use a concrete type",
         );
@@ -549,7 +548,7 @@ fn result_types(
             return (Some((*ok).clone()), Some((*err).clone()));
         }
     }
-    errors.push(ty.span(), format!("unsupported return type: {HOW}"));
+    errors.spanned(ty, format!("unsupported return type: {HOW}"));
     (None, None)
 }
 
@@ -838,24 +837,24 @@ fn unknown_key(meta: &Meta, key: &str, attr: &str, known: &[&str], errors: &mut 
     errors.push(
         meta.path().span(),
         format!(
-            "unknown `#[{attr}]` option `{key}`{}; the options are {}",
-            suggestion(key, known),
-            list(known)
+            "unknown `#[{attr}]` option `{key}`{}",
+            suggestion_and_list(key, known, "options")
         ),
     );
 }
 
-/// `: did you mean `x`?` for the closest of `known`, when it is close enough.
-pub fn suggestion(word: &str, known: &[&str]) -> String {
+/// After an "unknown ..." sentence: a suggestion of the closest of `known` when it is close
+/// enough, then the list of what is valid.
+pub fn suggestion_and_list(word: &str, known: &[&str], what: &str) -> String {
     let best = known
         .iter()
         .map(|k| (edit_distance(word, k), *k))
         .min_by_key(|(d, _)| *d);
     match best {
         Some((d, k)) if d <= (k.len().max(word.len()) / 3).max(1) => {
-            format!(": did you mean `{k}`?")
+            format!(": did you mean `{k}`? The {what} are {}", list(known))
         }
-        _ => String::new(),
+        _ => format!(". The {what} are {}", list(known)),
     }
 }
 

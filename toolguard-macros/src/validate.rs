@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 
 use proc_macro2::Span;
-use syn::spanned::Spanned;
 
 use crate::model::{ArgDecl, Errors, Kind, ToolDecl};
 use crate::parse::{infer_kind, innermost, is_float, last_ident};
@@ -111,9 +110,10 @@ pub fn tool(decl: &ToolDecl, errors: &mut Errors) {
     {
         errors.push(
             ao.span,
-            "`approval_over = 0` asks for approval of every amount above zero; say so plainly: \
-             give the smallest amount that needs approval minus one, or use a policy that \
-             approves every call",
+            "`approval_over = 0` makes the threshold meaningless: every amount would need \
+             approval. Give the largest amount that may run without approval (e.g. \
+             `approval_over = 10_000` for $100.00 in cents), or remove `approval_over` if no \
+             amount needs one",
         );
     }
     if let Some(n) = &a.approvals {
@@ -225,8 +225,8 @@ fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
 
     // Rule 3: money is never a float.
     if (amount || kind == Kind::Money) && is_float(&arg.ty) {
-        errors.push(
-            arg.ty.span(),
+        errors.spanned(
+            &arg.ty,
             format!(
                 "`{}` is {} but has a float type: floats cannot represent most decimal amounts \
                  exactly and make limits drift. Use an integer in minor units (`u64` cents) or \
@@ -251,8 +251,8 @@ fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
 
     // Rule 7: no shell commands.
     if base.as_deref() == Some("Command") {
-        errors.push(
-            arg.ty.span(),
+        errors.spanned(
+            &arg.ty,
             format!(
                 "parameter `{}` is a `Command`: a model must never choose what runs. Take \
                  structured arguments (an enum of allowed operations) and build the command in the \
@@ -266,8 +266,8 @@ fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
 
     // Rule 5: bounded strings on high-risk tools.
     if high && stringy && at.max_len.is_none() && !kind.is_bounded() {
-        errors.push(
-            arg.ty.span(),
+        errors.spanned(
+            &arg.ty,
             format!(
                 "unbounded string `{}` on a {}-risk tool: a model can send any amount of text \
                  here, including injected instructions. Add `#[arg(max_len = N)]`, or use a \
@@ -281,8 +281,8 @@ fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
     // Rule 6: paths are confined below a root.
     let pathish = matches!(base.as_deref(), Some("PathBuf" | "Path")) || stringy;
     if kind == Kind::Path && pathish && at.root.is_none() {
-        errors.push(
-            arg.ty.span(),
+        errors.spanned(
+            &arg.ty,
             format!(
                 "path `{}` has no root: a model-chosen path could reach any file (`../../etc`). \
                  Confine it with `#[arg(root = \"/srv/data\")]` (or use `SafePath`)",
@@ -305,8 +305,8 @@ fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
 
     // Rule 8: every parameter of a high-risk tool is described.
     if high && arg.description().is_none_or(|d| d.trim().is_empty()) {
-        errors.push(
-            arg.span,
+        errors.spanned(
+            &arg.tokens,
             format!(
                 "parameter `{}` of a {}-risk tool has no description: the model must know exactly \
                  what it sets. Add a doc comment (`/// ...`) above it or \

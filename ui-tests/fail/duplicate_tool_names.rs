@@ -1,0 +1,21 @@
+use toolguard::{toolset, ToolError};
+
+/// Application state.
+pub struct Shop;
+
+#[toolset]
+impl Shop {
+    /// Lists the orders.
+    #[tool(read_only)]
+    fn orders(&self) -> Result<Vec<String>, ToolError> {
+        Ok(vec![])
+    }
+
+    /// Lists the orders, again.
+    #[tool(read_only, name = "orders")]
+    fn orders_again(&self) -> Result<Vec<String>, ToolError> {
+        Ok(vec![])
+    }
+}
+
+fn main() {}
