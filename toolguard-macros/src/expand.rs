@@ -352,20 +352,20 @@ fn field_spec(decl: &ToolDecl, arg: &ArgDecl) -> TokenStream {
     let max = opt_f64(arg.attrs.max.as_ref().map(|v| v.value.value));
     let root = opt_string(arg.attrs.root.as_ref().map(|v| v.value.as_str()));
     quote! {
-        #k::FieldSpec {
-            name: ::std::string::String::from(#name),
-            kind: #k::FieldKind::#kind,
-            description: #description,
-            sensitive: #sensitive,
-            amount: #amount,
-            optional: #optional,
-            min_len: #min_len,
-            max_len: #max_len,
-            pattern: #pattern,
-            min: #min,
-            max: #max,
-            root: #root,
-            ..::core::default::Default::default()
+        {
+            let mut field = #k::FieldSpec::new(#name);
+            field.kind = #k::FieldKind::#kind;
+            field.description = #description;
+            field.sensitive = #sensitive;
+            field.amount = #amount;
+            field.optional = #optional;
+            field.min_len = #min_len;
+            field.max_len = #max_len;
+            field.pattern = #pattern;
+            field.min = #min;
+            field.max = #max;
+            field.root = #root;
+            field
         }
     }
 }
@@ -408,12 +408,16 @@ fn spec_body(
     let mut fields: Vec<TokenStream> = decl.args.iter().map(|arg| field_spec(decl, arg)).collect();
     if decl.key_argument() {
         fields.push(quote! {
-            #k::FieldSpec {
-                name: ::std::string::String::from(#KEY_FIELD),
-                kind: #k::FieldKind::Identifier,
-                description: ::core::option::Option::Some(::std::string::String::from(#KEY_DESCRIPTION)),
-                pattern: ::core::option::Option::Some(::std::string::String::from(#KEY_PATTERN)),
-                ..::core::default::Default::default()
+            {
+                let mut field = #k::FieldSpec::new(#KEY_FIELD);
+                field.kind = #k::FieldKind::Identifier;
+                field.description = ::core::option::Option::Some(
+                    ::std::string::String::from(#KEY_DESCRIPTION),
+                );
+                field.pattern = ::core::option::Option::Some(
+                    ::std::string::String::from(#KEY_PATTERN),
+                );
+                field
             }
         });
     }

@@ -149,8 +149,8 @@ pub fn arg_attrs(attr: &Attribute, out: &mut ArgAttrs, errors: &mut Errors) {
             }
         }
         _ => {
-            errors.push(
-                attr.span(),
+            errors.spanned(
+                attr,
                 "`#[arg]` needs options, e.g. `#[arg(max_len = 140)]`; remove it if there are none",
             );
             return;
@@ -348,6 +348,13 @@ pub fn tool_decl(
                         );
                     } else if ctx_state.is_none() {
                         ctx_state = state;
+                    }
+                    for a in pt.attrs.iter().filter(|a| a.path().is_ident("arg")) {
+                        errors.spanned(
+                            a,
+                            "`#[arg]` on the context: `ctx` is the trusted side of the call, not \
+                             an argument the model sends. Remove the attribute",
+                        );
                     }
                     strip_param_attrs(&mut pt.attrs);
                     continue;
@@ -683,6 +690,7 @@ fn int_value(meta: &Meta, errors: &mut Errors) -> Option<Sp<u64>> {
 
 fn number_value(meta: &Meta, errors: &mut Errors) -> Option<Sp<Number>> {
     let expr = value_expr(meta, "0", errors)?;
+    let key = meta_key(meta);
     let (neg, lit) = match expr {
         Expr::Lit(ExprLit { lit, .. }) => (false, lit),
         Expr::Unary(ExprUnary {
@@ -692,7 +700,10 @@ fn number_value(meta: &Meta, errors: &mut Errors) -> Option<Sp<Number>> {
         }) => match &**expr {
             Expr::Lit(ExprLit { lit, .. }) => (true, lit),
             other => {
-                errors.push(other.span(), "expected a number literal");
+                errors.push(
+                    other.span(),
+                    format!("`{key}` takes a number literal, e.g. `{key} = 1`"),
+                );
                 return None;
             }
         },
@@ -735,7 +746,7 @@ fn number_value(meta: &Meta, errors: &mut Errors) -> Option<Sp<Number>> {
                 expr.span(),
             )),
             Ok(_) => {
-                errors.push(f.span(), "the bound must be finite");
+                errors.push(f.span(), format!("`{key}` must be a finite number"));
                 None
             }
             Err(e) => {
@@ -744,7 +755,10 @@ fn number_value(meta: &Meta, errors: &mut Errors) -> Option<Sp<Number>> {
             }
         },
         other => {
-            errors.push(other.span(), "expected a number literal");
+            errors.push(
+                other.span(),
+                format!("`{key}` takes a number literal, e.g. `{key} = 1`"),
+            );
             None
         }
     }

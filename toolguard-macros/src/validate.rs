@@ -1,9 +1,7 @@
 //! The compile-time safety rules. Each violation is a `syn::Error` spanned on the offending
 //! attribute, parameter or type, saying what is wrong and how to fix it. See `RULES.md`.
 
-use std::collections::HashMap;
-
-use proc_macro2::Span;
+use std::collections::HashSet;
 
 use crate::model::{ArgDecl, Errors, Kind, ToolDecl};
 use crate::parse::{infer_kind, innermost, is_float, last_ident};
@@ -317,6 +315,63 @@ fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
         );
     }
 
+    // Constraints must mean something for the field's JSON type, or they would silently check
+    // nothing.
+    let numeric = matches!(
+        base.as_deref(),
+        Some(
+            "u8" | "u16"
+                | "u32"
+                | "u64"
+                | "u128"
+                | "usize"
+                | "i8"
+                | "i16"
+                | "i32"
+                | "i64"
+                | "i128"
+                | "isize"
+                | "f32"
+                | "f64"
+                | "bool"
+        )
+    );
+    if numeric {
+        for (key, span) in [
+            ("min_len", at.min_len.as_ref().map(|v| v.span)),
+            ("max_len", at.max_len.as_ref().map(|v| v.span)),
+            ("pattern", at.pattern.as_ref().map(|v| v.span)),
+        ] {
+            if let Some(span) = span {
+                errors.push(
+                    span,
+                    format!(
+                        "`{key}` constrains strings, but `{}` is a number or boolean, so it would \
+                         check nothing. Use `min`/`max` for numbers, or remove it",
+                        arg.name
+                    ),
+                );
+            }
+        }
+    }
+    if stringy {
+        for (key, span) in [
+            ("min", at.min.as_ref().map(|v| v.span)),
+            ("max", at.max.as_ref().map(|v| v.span)),
+        ] {
+            if let Some(span) = span {
+                errors.push(
+                    span,
+                    format!(
+                        "`{key}` bounds numbers, but `{}` is a string, so it would check nothing. \
+                         Use `{key}_len` to bound its length, or remove it",
+                        arg.name
+                    ),
+                );
+            }
+        }
+    }
+
     if let (Some(lo), Some(hi)) = (&at.min_len, &at.max_len)
         && lo.value > hi.value
     {
@@ -341,10 +396,10 @@ fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
 
 /// Rule 12: tool names are unique within a toolset.
 pub fn toolset(decls: &[ToolDecl], errors: &mut Errors) {
-    let mut seen: HashMap<String, Span> = HashMap::new();
+    let mut seen: HashSet<String> = HashSet::new();
     for d in decls {
         let name = d.name();
-        if seen.contains_key(&name) {
+        if !seen.insert(name.clone()) {
             errors.push(
                 d.name_span(),
                 format!(
@@ -352,8 +407,6 @@ pub fn toolset(decls: &[ToolDecl], errors: &mut Errors) {
                      apart. Give one another name with `#[tool(name = \"...\")]`"
                 ),
             );
-        } else {
-            seen.insert(name, d.name_span());
         }
     }
 }
