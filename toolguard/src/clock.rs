@@ -28,7 +28,9 @@ pub struct ManualClock {
 impl ManualClock {
     /// A clock standing at `start`.
     pub fn new(start: SystemTime) -> Self {
-        ManualClock { now: Mutex::new(start) }
+        ManualClock {
+            now: Mutex::new(start),
+        }
     }
 
     /// Moves the clock forward by `by`.

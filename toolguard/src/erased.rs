@@ -6,12 +6,16 @@ use serde_json::Value;
 
 use crate::error::ToolError;
 use crate::spec::ToolSpec;
-use crate::tool::{BoxFuture, Tool, ToolContext};
+use crate::tool::{BoxFuture, Reconciled, Tool, ToolContext};
 
 /// Typed arguments decoded once, ready for the hooks and the handler.
 pub(crate) trait DecodedArgs<S>: Send + Sync {
     fn preflight<'a>(&'a self, ctx: &'a ToolContext<S>) -> BoxFuture<'a, Result<(), ToolError>>;
     fn authorize<'a>(&'a self, ctx: &'a ToolContext<S>) -> BoxFuture<'a, Result<(), ToolError>>;
+    fn reconcile<'a>(
+        &'a self,
+        ctx: &'a ToolContext<S>,
+    ) -> BoxFuture<'a, Result<Reconciled<Value>, ToolError>>;
     fn execute<'a>(
         self: Box<Self>,
         ctx: &'a ToolContext<S>,
@@ -36,7 +40,10 @@ impl<T> Typed<T> {
         T: Tool<S>,
     {
         let spec = tool.spec();
-        Typed { tool: Arc::new(tool), spec }
+        Typed {
+            tool: Arc::new(tool),
+            spec,
+        }
     }
 }
 
@@ -54,16 +61,26 @@ impl<T: Tool<S>, S: Send + Sync + 'static> DecodedArgs<S> for Bound<T, S> {
         self.tool.authorize(ctx, &self.args)
     }
 
+    fn reconcile<'a>(
+        &'a self,
+        ctx: &'a ToolContext<S>,
+    ) -> BoxFuture<'a, Result<Reconciled<Value>, ToolError>> {
+        Box::pin(async move {
+            Ok(match self.tool.reconcile(ctx, &self.args).await? {
+                Reconciled::Completed(out) => Reconciled::Completed(to_json(out)?),
+                Reconciled::NotExecuted => Reconciled::NotExecuted,
+                Reconciled::Unknown => Reconciled::Unknown,
+            })
+        })
+    }
+
     fn execute<'a>(
         self: Box<Self>,
         ctx: &'a ToolContext<S>,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         let tool = self.tool;
         let args = self.args;
-        Box::pin(async move {
-            let out = tool.call(ctx, args).await?;
-            serde_json::to_value(out).map_err(|e| ToolError::Failed(format!("unserializable result: {e}")))
-        })
+        Box::pin(async move { to_json(tool.call(ctx, args).await?) })
     }
 }
 
@@ -74,6 +91,13 @@ impl<S: Send + Sync + 'static, T: Tool<S>> ErasedTool<S> for Typed<T> {
 
     fn decode(&self, args: Value) -> Result<Box<dyn DecodedArgs<S>>, serde_json::Error> {
         let args: T::Args = serde_json::from_value(args)?;
-        Ok(Box::new(Bound { tool: self.tool.clone(), args }))
+        Ok(Box::new(Bound {
+            tool: self.tool.clone(),
+            args,
+        }))
     }
+}
+
+fn to_json<T: serde::Serialize>(out: T) -> Result<Value, ToolError> {
+    serde_json::to_value(out).map_err(|e| ToolError::Failed(format!("unserializable result: {e}")))
 }

@@ -10,21 +10,36 @@
 
 #![warn(missing_docs)]
 
+pub mod approvals;
+pub mod audit;
 pub mod call;
 pub mod clock;
-pub mod error;
+pub mod digest;
+pub mod dispatcher;
 mod erased;
+pub mod error;
+pub mod metrics;
+pub mod operations;
 pub mod outcome;
 pub mod sanitize;
 pub mod spec;
+pub mod stage;
+pub mod store;
 pub mod tool;
 
+pub use approvals::Approvals;
+pub use audit::{AuditEntry, AuditSink, MemoryAuditSink};
 pub use call::{Principal, ProviderContext, RawArguments, ToolCall};
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use dispatcher::{BuildError, Dispatcher, DispatcherBuilder};
 pub use error::{NotFoundClass, ToolError};
+pub use operations::{OperationError, OperationReport};
 pub use outcome::{ApprovalTicket, ArgumentError, Status, ToolOutcome, UntrustedOutput};
 pub use spec::{FieldKind, FieldSpec, KeyReuse, Risk, ToolSpec};
-pub use tool::{BoxFuture, Owned, Tool, ToolContext, ToolHandle};
+pub use stage::authorize::{AllowAuthenticated, Authorizer, RoleAuthorizer};
+pub use stage::policy::{OnExceed, RiskPolicy};
+pub use store::{MemoryStore, OperationState};
+pub use tool::{BoxFuture, Owned, Reconciled, Tool, ToolContext, ToolHandle};
 pub use toolguard_macros::{tool, toolset};
 
 /// Items the generated code uses. Not public API.

@@ -124,7 +124,10 @@ pub struct UntrustedOutput {
 impl UntrustedOutput {
     /// Wraps a validated result.
     pub fn new(data: Value) -> Self {
-        UntrustedOutput { trust: "untrusted".to_owned(), data }
+        UntrustedOutput {
+            trust: "untrusted".to_owned(),
+            data,
+        }
     }
 }
 

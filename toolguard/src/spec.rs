@@ -103,7 +103,10 @@ pub struct FieldSpec {
 impl FieldSpec {
     /// A text field called `name` with no constraints.
     pub fn new(name: impl Into<String>) -> Self {
-        FieldSpec { name: name.into(), ..FieldSpec::default() }
+        FieldSpec {
+            name: name.into(),
+            ..FieldSpec::default()
+        }
     }
 }
 
@@ -137,6 +140,9 @@ pub struct ToolSpec {
     pub idempotent: bool,
     /// Reuse of a key with other arguments.
     pub key_reuse: KeyReuse,
+    /// Argument field that carries the model-supplied idempotency key (`None`: the host supplies
+    /// it on the [`crate::ToolCall`]). The field is not passed to the handler.
+    pub idempotency_key_field: Option<String>,
     /// Amounts strictly above this need approval.
     pub approval_over: Option<u64>,
     /// Distinct approvers an approval needs.
@@ -147,9 +153,6 @@ pub struct ToolSpec {
     pub revision: u32,
     /// Per-field rules, in declaration order.
     pub fields: Vec<FieldSpec>,
-    /// The argument carrying the idempotency key (`idempotency_key` for `#[tool(idempotent)]`);
-    /// `None` when the host supplies the key on the `ToolCall`.
-    pub idempotency_key_field: Option<String>,
 }
 
 impl ToolSpec {
@@ -172,12 +175,12 @@ impl ToolSpec {
             read_only: false,
             idempotent: false,
             key_reuse: KeyReuse::Conflict,
+            idempotency_key_field: None,
             approval_over: None,
             approvals: 1,
             timeout: Self::DEFAULT_TIMEOUT,
             revision: 1,
             fields: Vec::new(),
-            idempotency_key_field: None,
         }
     }
 

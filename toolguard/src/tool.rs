@@ -48,12 +48,33 @@ pub trait Tool<S: Send + Sync + 'static>: Send + Sync + 'static {
         Box::pin(async { Ok(()) })
     }
 
+    /// Finds out what became of an operation whose outcome was unknown (its deadline passed after
+    /// the side effect may have begun). The default cannot tell.
+    fn reconcile<'a>(
+        &'a self,
+        _ctx: &'a ToolContext<S>,
+        _args: &'a Self::Args,
+    ) -> BoxFuture<'a, Result<Reconciled<Self::Output>, ToolError>> {
+        Box::pin(async { Ok(Reconciled::Unknown) })
+    }
+
     /// Executes the tool.
     fn call<'a>(
         &'a self,
         ctx: &'a ToolContext<S>,
         args: Self::Args,
     ) -> BoxFuture<'a, Result<Self::Output, ToolError>>;
+}
+
+/// What reconciliation found out about an operation whose outcome was unknown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reconciled<T> {
+    /// It took effect, with this result.
+    Completed(T),
+    /// It did not take effect; a retry may execute it.
+    NotExecuted,
+    /// Still cannot tell.
+    Unknown,
 }
 
 /// A resource that belongs to a tenant and, optionally, to one subject in it.
@@ -92,7 +113,12 @@ impl<S> ToolContext<S> {
         call_id: impl Into<String>,
         operation_id: Option<String>,
     ) -> Self {
-        ToolContext { principal, state, call_id: call_id.into(), operation_id }
+        ToolContext {
+            principal,
+            state,
+            call_id: call_id.into(),
+            operation_id,
+        }
     }
 
     /// The authenticated caller.
@@ -174,7 +200,9 @@ pub struct ToolHandle<S: Send + Sync + 'static> {
 impl<S: Send + Sync + 'static> ToolHandle<S> {
     /// Wraps `tool`.
     pub fn new<T: Tool<S>>(tool: T) -> Self {
-        ToolHandle { inner: Arc::new(crate::erased::Typed::new(tool)) }
+        ToolHandle {
+            inner: Arc::new(crate::erased::Typed::new(tool)),
+        }
     }
 
     /// The tool's declaration.
@@ -185,12 +213,16 @@ impl<S: Send + Sync + 'static> ToolHandle<S> {
 
 impl<S: Send + Sync + 'static> Clone for ToolHandle<S> {
     fn clone(&self) -> Self {
-        ToolHandle { inner: self.inner.clone() }
+        ToolHandle {
+            inner: self.inner.clone(),
+        }
     }
 }
 
 impl<S: Send + Sync + 'static> std::fmt::Debug for ToolHandle<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolHandle").field("name", &self.spec().name).finish()
+        f.debug_struct("ToolHandle")
+            .field("name", &self.spec().name)
+            .finish()
     }
 }

@@ -1,0 +1,378 @@
+//! Every status the pipeline can produce before idempotency and approval come into play: each
+//! test asserts the status, whether the handler ran, and the terminal audit entry.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use serde_json::json;
+use toolguard::audit::AuditEntry;
+use toolguard::stage::Stage;
+use toolguard::{
+    Dispatcher, MemoryAuditSink, Principal, RoleAuthorizer, Status, ToolCall, ToolOutcome,
+};
+use toolguard_suite::*;
+
+struct Harness {
+    dispatcher: Dispatcher<Ledger>,
+    ledger: Arc<Ledger>,
+    audit: Arc<MemoryAuditSink>,
+}
+
+fn harness() -> Harness {
+    let ledger = Arc::new(Ledger::seeded());
+    let audit = Arc::new(MemoryAuditSink::new());
+    let dispatcher = Dispatcher::builder()
+        .state_arc(ledger.clone())
+        .tool(TransferFunds)
+        .tool(GetBalance)
+        .tool(EchoNote)
+        .tool(Flaky)
+        .tool(SlowReport)
+        .tool(SlowPayout)
+        .audit(audit.clone())
+        .authorizer(RoleAuthorizer::new().require("flaky", ["operator", "tester"]))
+        .build()
+        .expect("dispatcher builds");
+    Harness {
+        dispatcher,
+        ledger,
+        audit,
+    }
+}
+
+impl Harness {
+    async fn call(&self, tool: &str, args: impl Into<toolguard::RawArguments>) -> ToolOutcome {
+        self.call_as(tool, args, &alice().with_role("tester")).await
+    }
+
+    async fn call_as(
+        &self,
+        tool: &str,
+        args: impl Into<toolguard::RawArguments>,
+        who: &Principal,
+    ) -> ToolOutcome {
+        self.dispatcher
+            .dispatch(ToolCall::new("call-1", tool, args), who)
+            .await
+    }
+
+    /// The terminal entry of `outcome`, checked to be the last one written.
+    fn entry(&self, outcome: &ToolOutcome) -> AuditEntry {
+        let seq = outcome.audit_seq.expect("every outcome has an audit entry");
+        let entries = self.audit.entries();
+        assert_eq!(
+            entries.last().map(|e| e.seq),
+            Some(seq),
+            "exactly one entry per call"
+        );
+        self.audit.get(seq).unwrap()
+    }
+}
+
+fn transfer(amount: u64, key: &str) -> serde_json::Value {
+    json!({
+        "from_account": "acc-alice-1",
+        "to_account": "acc-alice-2",
+        "amount": amount,
+        "currency": "USD",
+        "idempotency_key": key,
+    })
+}
+
+#[tokio::test]
+async fn ok_executes_and_audits_the_sanitized_arguments() {
+    let h = harness();
+    let out = h
+        .call("transfer_funds", transfer(2_500, "key-ok-0001"))
+        .await;
+    assert_eq!(out.status, Status::Ok, "{out:?}");
+    assert_eq!(out.data().unwrap()["balance"], 100_000_000 - 2_500);
+    assert_eq!(out.output.as_ref().unwrap().trust, "untrusted");
+    assert!(out.operation_id.as_deref().unwrap().starts_with("op_"));
+    assert_eq!(h.ledger.transfers(), 1);
+    assert_eq!(h.ledger.balance("acc-alice-2"), 2_500);
+    let e = h.entry(&out);
+    assert_eq!(e.record.status, Some(Status::Ok));
+    assert_eq!(e.record.stage, Stage::Envelope);
+    assert_eq!(
+        (e.record.tenant.as_str(), e.record.subject.as_str()),
+        ("acme", "alice")
+    );
+    assert_eq!(e.record.session, "sess-alice");
+    assert_eq!(e.record.tool, "transfer_funds");
+    assert_eq!(e.record.call_id, "call-1");
+    assert_eq!(e.record.idempotency_key.as_deref(), Some("key-ok-0001"));
+    assert_eq!(e.record.operation_id, out.operation_id);
+    assert_eq!(e.record.request_digest.as_ref().map(String::len), Some(64));
+    assert_eq!(e.record.arguments.as_ref().unwrap()["amount"], 2_500);
+}
+
+#[tokio::test]
+async fn sync_low_risk_tool_runs() {
+    let h = harness();
+    let out = h
+        .call("echo_note", r#"{"note": "O'Brien; hi", "times": 2}"#)
+        .await;
+    assert_eq!(out.status, Status::Ok);
+    assert_eq!(out.data().unwrap(), "O'Brien; hiO'Brien; hi");
+    assert_eq!(h.ledger.runs(), 1);
+    assert!(
+        out.operation_id.is_some(),
+        "a tool that is not read-only gets an operation id"
+    );
+}
+
+async fn assert_malformed(h: &Harness, args: impl Into<toolguard::RawArguments>, reason: &str) {
+    let out = h.call("echo_note", args).await;
+    assert_eq!(out.status, Status::Malformed);
+    assert_eq!(out.reason.as_deref(), Some(reason));
+    let e = h.entry(&out);
+    assert_eq!(e.record.stage, Stage::Parse);
+    assert_eq!(e.record.status, Some(Status::Malformed));
+    assert!(e.record.arguments.is_none(), "no raw payload in the audit");
+}
+
+#[tokio::test]
+async fn malformed_arguments_never_reach_the_handler() {
+    let h = harness();
+    assert_malformed(&h, r#"{"note": "a", "note": "b"}"#, "duplicate_key").await;
+    assert_malformed(&h, r#"["note"]"#, "not_an_object").await;
+    assert_malformed(&h, json!("note"), "not_an_object").await;
+    assert_malformed(&h, r#"{"note": "a""#, "invalid_json").await;
+    assert_malformed(&h, "", "empty").await;
+    assert_malformed(&h, r#"{"note": "a"} {"note": "b"}"#, "trailing_data").await;
+    assert_eq!(h.ledger.runs(), 0);
+}
+
+#[tokio::test]
+async fn unknown_tool_is_refused_without_echoing_the_name() {
+    let h = harness();
+    let out = h.call("transfer_funds_now<script>", "{}").await;
+    assert_eq!(out.status, Status::UnknownTool);
+    assert!(!out.message.as_deref().unwrap().contains("script"));
+    let e = h.entry(&out);
+    assert_eq!(e.record.stage, Stage::Registry);
+    assert_eq!(e.record.status, Some(Status::UnknownTool));
+}
+
+async fn assert_invalid(h: &Harness, args: serde_json::Value, pointer: &str) {
+    let out = h.call("transfer_funds", args).await;
+    assert_eq!(out.status, Status::InvalidArguments, "{out:?}");
+    assert!(
+        out.errors.iter().any(|e| e.pointer == pointer),
+        "expected an error at {pointer:?}, got {:?}",
+        out.errors
+    );
+    let e = h.entry(&out);
+    assert_eq!(e.record.stage, Stage::Validate);
+    assert_eq!(e.record.status, Some(Status::InvalidArguments));
+}
+
+#[tokio::test]
+async fn invalid_arguments_are_reported_with_pointers() {
+    let h = harness();
+    let mut missing = transfer(100, "key-inv-0001");
+    missing.as_object_mut().unwrap().remove("to_account");
+    assert_invalid(&h, missing, "").await;
+
+    let mut wrong_type = transfer(100, "key-inv-0002");
+    wrong_type["amount"] = json!("100");
+    assert_invalid(&h, wrong_type, "/amount").await;
+
+    let mut unknown = transfer(100, "key-inv-0003");
+    unknown["tenant"] = json!("globex");
+    assert_invalid(&h, unknown, "").await;
+
+    assert_invalid(&h, transfer(0, "key-inv-0004"), "/amount").await;
+    assert_invalid(&h, transfer(100_000_001, "key-inv-0005"), "/amount").await;
+
+    let mut bad_enum = transfer(100, "key-inv-0006");
+    bad_enum["currency"] = json!("BTC");
+    assert_invalid(&h, bad_enum, "/currency").await;
+
+    assert_invalid(&h, transfer(100, "short"), "/idempotency_key").await;
+
+    let mut too_long = transfer(100, "key-inv-0007");
+    too_long["memo"] = json!("x".repeat(141));
+    assert_invalid(&h, too_long, "/memo").await;
+
+    let out = h.call("echo_note", json!({"note": "hi", "times": 4})).await;
+    assert_eq!(out.status, Status::InvalidArguments);
+    assert_eq!(out.errors[0].pointer, "/times");
+
+    assert_eq!(h.ledger.transfers(), 0);
+    assert_eq!(h.ledger.runs(), 0);
+}
+
+#[tokio::test]
+async fn pattern_mismatch_is_invalid() {
+    let h = harness();
+    // The key's pattern is ^[A-Za-z0-9_-]{8,128}$.
+    assert_invalid(&h, transfer(100, "key with spaces"), "/idempotency_key").await;
+    assert_eq!(h.ledger.transfers(), 0);
+}
+
+#[tokio::test]
+async fn precondition_failed_stops_before_execution() {
+    let h = harness();
+    let mut args = transfer(100, "key-pre-0001");
+    args["from_account"] = json!("acc-alice-2"); // balance 0
+    let out = h.call("transfer_funds", args).await;
+    assert_eq!(out.status, Status::PreconditionFailed);
+    assert_eq!(h.ledger.transfers(), 0);
+    let e = h.entry(&out);
+    assert_eq!(e.record.stage, Stage::Preflight);
+}
+
+#[tokio::test]
+async fn forbidden_when_the_principal_lacks_the_role_or_is_stale() {
+    let h = harness();
+    let out = h.call_as("flaky", "{}", &alice()).await;
+    assert_eq!(out.status, Status::Forbidden);
+    assert_eq!(h.ledger.runs(), 0);
+    let e = h.entry(&out);
+    assert_eq!(e.record.stage, Stage::Authorize);
+    assert_eq!(e.record.reason.as_deref(), Some("missing_role"));
+
+    let stale = alice().authenticated_at(SystemTime::now() - Duration::from_secs(13 * 3600));
+    let out = h
+        .call_as("get_balance", json!({"account": "acc-alice-1"}), &stale)
+        .await;
+    assert_eq!(out.status, Status::Forbidden);
+    assert_eq!(
+        h.entry(&out).record.reason.as_deref(),
+        Some("stale_principal")
+    );
+    assert_eq!(h.ledger.runs(), 0);
+}
+
+#[tokio::test]
+async fn missing_and_foreign_resources_look_the_same_outside() {
+    let h = harness();
+    let missing = h
+        .call("get_balance", json!({"account": "acc-nobody"}))
+        .await;
+    let same_tenant = h.call("get_balance", json!({"account": "acc-bob-1"})).await;
+    let other_tenant = h
+        .call("get_balance", json!({"account": "acc-carol-1"}))
+        .await;
+    for out in [&missing, &same_tenant, &other_tenant] {
+        assert_eq!(out.status, Status::NotFound);
+        assert_eq!(out.reason, None);
+        assert_eq!(out.message, missing.message);
+    }
+    assert_eq!(
+        h.audit
+            .get(missing.audit_seq.unwrap())
+            .unwrap()
+            .record
+            .reason
+            .as_deref(),
+        Some("missing")
+    );
+    assert_eq!(
+        h.audit
+            .get(same_tenant.audit_seq.unwrap())
+            .unwrap()
+            .record
+            .reason
+            .as_deref(),
+        Some("foreign_subject")
+    );
+    assert_eq!(
+        h.audit
+            .get(other_tenant.audit_seq.unwrap())
+            .unwrap()
+            .record
+            .reason
+            .as_deref(),
+        Some("foreign_tenant")
+    );
+
+    // The transfer tool checks ownership in its authorize hook: nothing moves.
+    let mut args = transfer(100, "key-nf-00001");
+    args["from_account"] = json!("acc-carol-1");
+    let out = h.call("transfer_funds", args).await;
+    assert_eq!(out.status, Status::NotFound);
+    assert_eq!(h.entry(&out).record.stage, Stage::Authorize);
+    assert_eq!(
+        h.entry(&out).record.reason.as_deref(),
+        Some("foreign_tenant")
+    );
+    assert_eq!(h.ledger.balance("acc-carol-1"), 500_000);
+    assert_eq!(h.ledger.transfers(), 0);
+}
+
+#[tokio::test]
+async fn handler_error_is_failed() {
+    let h = harness();
+    let out = h.call("flaky", "{}").await;
+    assert_eq!(out.status, Status::Failed);
+    assert_eq!(out.message.as_deref(), Some("downstream said no"));
+    assert_eq!(h.ledger.runs(), 1);
+    let e = h.entry(&out);
+    assert_eq!(e.record.stage, Stage::Execute);
+    assert_eq!(e.record.reason.as_deref(), Some("handler_error"));
+}
+
+#[tokio::test]
+async fn deadline_is_failed_for_read_only_and_outcome_unknown_otherwise() {
+    let h = harness();
+    let out = h.call("slow_report", "{}").await;
+    assert_eq!(out.status, Status::Failed);
+    assert_eq!(out.reason.as_deref(), Some("deadline_exceeded"));
+    assert_eq!(h.ledger.runs(), 1);
+
+    let out = h
+        .call(
+            "slow_payout",
+            json!({"cents": 5, "delay_ms": 2_000, "idempotency_key": "key-slow-0001"}),
+        )
+        .await;
+    assert_eq!(out.status, Status::OutcomeUnknown);
+    assert!(out.operation_id.is_some(), "a status reference to query");
+    assert_eq!(h.ledger.runs(), 2);
+    let e = h.entry(&out);
+    assert_eq!(e.record.stage, Stage::Execute);
+    assert_eq!(e.record.status, Some(Status::OutcomeUnknown));
+}
+
+#[tokio::test]
+async fn tampering_with_one_entry_is_detected_at_that_entry() {
+    let h = harness();
+    for i in 0..6 {
+        h.call("echo_note", json!({"note": format!("n{i}")})).await;
+    }
+    h.audit.verify().expect("untouched chain verifies");
+    h.audit.with_storage(|entries| {
+        entries[3].record.arguments = Some(json!({"note": "forged"}));
+    });
+    let seq = h.audit.entries()[3].seq;
+    let broken = h.audit.verify().unwrap_err();
+    assert_eq!(broken.seq(), seq);
+
+    // Removing an entry breaks the link at its successor.
+    let h = harness();
+    for i in 0..4 {
+        h.call("echo_note", json!({"note": format!("n{i}")})).await;
+    }
+    h.audit.with_storage(|entries| {
+        entries.remove(1);
+    });
+    assert_eq!(h.audit.verify().unwrap_err().seq(), 3);
+}
+
+#[tokio::test]
+async fn registry_refuses_duplicates_and_unsafe_declarations() {
+    let err = Dispatcher::builder()
+        .state(Ledger::seeded())
+        .tool(EchoNote)
+        .tool(EchoNote)
+        .build()
+        .err()
+        .unwrap();
+    assert_eq!(
+        err,
+        toolguard::BuildError::DuplicateTool("echo_note".into())
+    );
+}

@@ -1,0 +1,80 @@
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::outcome::Status;
+use crate::sanitize::Modification;
+use crate::stage::Stage;
+
+/// What an entry records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditEvent {
+    /// The terminal entry of a dispatched call.
+    #[default]
+    Call,
+    /// A human decision on an approval request (approve, reject) and what followed.
+    Decision,
+    /// A query or reconciliation of an operation's status.
+    OperationStatus,
+}
+
+/// The placeholder written instead of a `sensitive` field's value.
+pub const REDACTED: &str = "[redacted]";
+
+/// An audit entry before the sink sealed it (no sequence number, no hashes yet).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct AuditRecord {
+    /// What the entry records.
+    pub event: AuditEvent,
+    /// Milliseconds since the Unix epoch.
+    pub time_ms: u64,
+    /// Caller's tenant.
+    pub tenant: String,
+    /// Caller.
+    pub subject: String,
+    /// Caller's session.
+    pub session: String,
+    /// Tool name (as requested, for unknown tools).
+    pub tool: String,
+    /// Provider call id.
+    pub call_id: String,
+    /// Operation id of a state-changing call.
+    pub operation_id: Option<String>,
+    /// Idempotency key.
+    pub idempotency_key: Option<String>,
+    /// The last pipeline stage the call reached.
+    pub stage: Stage,
+    /// Terminal status.
+    pub status: Option<Status>,
+    /// Reason code (for `not_found`, the real class: `missing`, `foreign_tenant`, ...).
+    pub reason: Option<String>,
+    /// Request digest (once the arguments were sanitized).
+    pub request_digest: Option<String>,
+    /// Sanitized arguments with `sensitive` fields redacted; absent before sanitization passed,
+    /// so that no raw payload of a refused call is ever stored.
+    pub arguments: Option<Value>,
+    /// What the sanitizer removed.
+    pub modifications: Vec<Modification>,
+    /// Approval request id.
+    pub approval_id: Option<String>,
+    /// Who decided on the approval.
+    pub approver: Option<String>,
+    /// The outcome was replayed from the idempotency store.
+    pub replayed: bool,
+    /// Time spent in the dispatcher, in microseconds.
+    pub duration_us: u64,
+}
+
+/// A sealed audit entry: the record plus its place in the hash chain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    /// Position in the chain, from 1.
+    pub seq: u64,
+    /// The recorded facts.
+    #[serde(flatten)]
+    pub record: AuditRecord,
+    /// Hash of the previous entry ([`super::GENESIS_HASH`] for the first).
+    pub prev_hash: String,
+    /// SHA-256 over `prev_hash` and the canonical encoding of `seq` and `record`.
+    pub hash: String,
+}

@@ -1,0 +1,35 @@
+//! Metrics through the `metrics` facade, labelled by tool. Names follow seed practice:
+//! `tool_call_count`, `tool_validation_failures`, `tool_injection_blocks`, `tool_idempotency_hits`,
+//! `tool_approval_pending` (gauge), `tool_execution_duration` (histogram, seconds).
+
+use crate::outcome::Status;
+
+/// Label used for tool names that are not registered (model-chosen names never become labels).
+pub const UNKNOWN_TOOL_LABEL: &str = "unknown";
+
+/// Records one finished call.
+pub fn call_finished(tool: &str, status: Status, seconds: f64) {
+    let status_label = status.as_str();
+    metrics::counter!("tool_call_count", "tool" => tool.to_owned(), "status" => status_label)
+        .increment(1);
+    match status {
+        Status::Malformed | Status::InvalidArguments => {
+            metrics::counter!("tool_validation_failures", "tool" => tool.to_owned()).increment(1)
+        }
+        Status::Blocked => {
+            metrics::counter!("tool_injection_blocks", "tool" => tool.to_owned()).increment(1)
+        }
+        _ => {}
+    }
+    metrics::histogram!("tool_execution_duration", "tool" => tool.to_owned()).record(seconds);
+}
+
+/// Records a stored outcome returned again.
+pub fn idempotency_hit(tool: &str) {
+    metrics::counter!("tool_idempotency_hits", "tool" => tool.to_owned()).increment(1);
+}
+
+/// Moves the pending-approval gauge of `tool` by `delta`.
+pub fn approval_pending(tool: &str, delta: f64) {
+    metrics::gauge!("tool_approval_pending", "tool" => tool.to_owned()).increment(delta);
+}

@@ -1,0 +1,51 @@
+//! Schema validation: the arguments against the tool's input schema (jsonschema, compiled once).
+
+use jsonschema::Validator;
+use serde_json::Value;
+
+use super::Stop;
+use crate::outcome::{ArgumentError, Status};
+
+/// Most errors reported for one call.
+pub const MAX_REPORTED_ERRORS: usize = 32;
+
+/// Compiles a tool schema.
+pub fn compile(schema: &Value) -> Result<Validator, String> {
+    jsonschema::validator_for(schema).map_err(|e| e.to_string())
+}
+
+/// Validates `args`, reporting each error with its JSON pointer.
+pub fn arguments(validator: &Validator, args: &Value) -> Result<(), Stop> {
+    let errors: Vec<ArgumentError> = validator
+        .iter_errors(args)
+        .take(MAX_REPORTED_ERRORS)
+        .map(|e| ArgumentError {
+            pointer: e.instance_path().to_string(),
+            message: e.to_string(),
+        })
+        .collect();
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let mut stop = Stop::new(
+        Status::InvalidArguments,
+        "schema",
+        format!("{} argument error(s)", errors.len()),
+    );
+    stop.errors = errors;
+    Err(stop)
+}
+
+/// Reports a typed-decoding failure (the schema accepted what the Rust type does not).
+pub fn decode_error(err: serde_json::Error) -> Stop {
+    let mut stop = Stop::new(
+        Status::InvalidArguments,
+        "decode",
+        "arguments do not fit the tool",
+    );
+    stop.errors = vec![ArgumentError {
+        pointer: String::new(),
+        message: err.to_string(),
+    }];
+    stop
+}

@@ -1,0 +1,403 @@
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+use super::types::*;
+use super::{ApprovalStore, IdempotencyStore, OperationStore, SessionLedger, StoreResult};
+use crate::clock::unix_millis;
+use crate::tool::BoxFuture;
+
+const SHARDS: usize = 16;
+
+/// In-memory implementation of every store; for tests, demos and single-process use. Nothing
+/// survives a restart.
+///
+/// Idempotency records are sharded by key scope, each shard behind its own lock, so unrelated
+/// keys do not contend.
+#[derive(Debug)]
+pub struct MemoryStore {
+    idempotency: Vec<Mutex<HashMap<String, IdempotencyRecord>>>,
+    approvals: Mutex<HashMap<String, ApprovalRequest>>,
+    ledger: Mutex<HashMap<String, VecDeque<LedgerEntry>>>,
+    operations: Mutex<HashMap<String, OperationRecord>>,
+}
+
+#[derive(Debug, Clone)]
+struct LedgerEntry {
+    id: String,
+    amount: u64,
+    at_ms: u64,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore {
+            idempotency: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            approvals: Mutex::new(HashMap::new()),
+            ledger: Mutex::new(HashMap::new()),
+            operations: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn ready<'a, T: Send + 'a>(v: T) -> BoxFuture<'a, T> {
+    Box::pin(std::future::ready(v))
+}
+
+fn millis(d: Duration) -> u64 {
+    d.as_millis().min(u64::MAX as u128) as u64
+}
+
+fn new_token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn shard(&self, key: &str) -> MutexGuard<'_, HashMap<String, IdempotencyRecord>> {
+        let mut h = DefaultHasher::new();
+        key.hash(&mut h);
+        lock(&self.idempotency[(h.finish() as usize) % SHARDS])
+    }
+
+    fn live<'m>(
+        map: &'m mut HashMap<String, IdempotencyRecord>,
+        key: &str,
+        now_ms: u64,
+    ) -> Option<&'m mut IdempotencyRecord> {
+        if map.get(key).is_some_and(|r| r.expires_at_ms <= now_ms) {
+            map.remove(key);
+        }
+        map.get_mut(key)
+    }
+
+    fn window_total(entries: &mut VecDeque<LedgerEntry>, window: Duration, now_ms: u64) -> u64 {
+        let from = now_ms.saturating_sub(millis(window));
+        entries
+            .iter()
+            .filter(|e| e.at_ms > from && e.at_ms <= now_ms)
+            .map(|e| e.amount)
+            .sum()
+    }
+}
+
+impl IdempotencyStore for MemoryStore {
+    fn reserve<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        request_digest: &'a str,
+        operation_id: Option<&'a str>,
+        lease: Duration,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<Reservation>> {
+        let now_ms = unix_millis(now);
+        let k = key.storage_key();
+        let mut map = self.shard(&k);
+        if let Some(existing) = Self::live(&mut map, &k, now_ms) {
+            return ready(Ok(Reservation::Existing(existing.clone())));
+        }
+        let owner = new_token();
+        map.insert(
+            k,
+            IdempotencyRecord {
+                request_digest: request_digest.to_owned(),
+                operation_id: operation_id.map(str::to_owned),
+                state: RecordState::InFlight {
+                    owner: owner.clone(),
+                    lease_until_ms: now_ms + millis(lease),
+                },
+                expires_at_ms: now_ms + millis(ttl),
+            },
+        );
+        ready(Ok(Reservation::Reserved { owner }))
+    }
+
+    fn complete<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let now_ms = unix_millis(now);
+        let k = key.storage_key();
+        let mut map = self.shard(&k);
+        let ok = match map.get_mut(&k) {
+            Some(rec) if matches!(&rec.state, RecordState::InFlight { owner: o, .. } if o == owner) =>
+            {
+                rec.state = RecordState::Done { outcome };
+                rec.expires_at_ms = now_ms + millis(ttl);
+                true
+            }
+            _ => false,
+        };
+        ready(Ok(ok))
+    }
+
+    fn release<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let k = key.storage_key();
+        let mut map = self.shard(&k);
+        let owned = matches!(map.get(&k), Some(r) if matches!(&r.state, RecordState::InFlight { owner: o, .. } if o == owner));
+        if owned {
+            map.remove(&k);
+        }
+        ready(Ok(owned))
+    }
+
+    fn renew<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+        lease: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let k = key.storage_key();
+        let mut map = self.shard(&k);
+        let ok = match map.get_mut(&k) {
+            Some(IdempotencyRecord {
+                state:
+                    RecordState::InFlight {
+                        owner: o,
+                        lease_until_ms,
+                    },
+                ..
+            }) if o == owner => {
+                *lease_until_ms = unix_millis(now) + millis(lease);
+                true
+            }
+            _ => false,
+        };
+        ready(Ok(ok))
+    }
+
+    fn take_over<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        lease: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<Option<String>>> {
+        let now_ms = unix_millis(now);
+        let k = key.storage_key();
+        let mut map = self.shard(&k);
+        let token = match Self::live(&mut map, &k, now_ms) {
+            Some(IdempotencyRecord {
+                state:
+                    RecordState::InFlight {
+                        owner,
+                        lease_until_ms,
+                    },
+                ..
+            }) if *lease_until_ms <= now_ms => {
+                let t = new_token();
+                *owner = t.clone();
+                *lease_until_ms = now_ms + millis(lease);
+                Some(t)
+            }
+            _ => None,
+        };
+        ready(Ok(token))
+    }
+
+    fn replace<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        let now_ms = unix_millis(now);
+        let k = key.storage_key();
+        let mut map = self.shard(&k);
+        if let Some(rec) = map.get_mut(&k) {
+            rec.state = RecordState::Done { outcome };
+            rec.expires_at_ms = now_ms + millis(ttl);
+        }
+        ready(Ok(()))
+    }
+
+    fn remove<'a>(&'a self, key: &'a ScopedKey) -> BoxFuture<'a, StoreResult<()>> {
+        let k = key.storage_key();
+        self.shard(&k).remove(&k);
+        ready(Ok(()))
+    }
+
+    fn get<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<Option<IdempotencyRecord>>> {
+        let k = key.storage_key();
+        let mut map = self.shard(&k);
+        ready(Ok(Self::live(&mut map, &k, unix_millis(now)).cloned()))
+    }
+}
+
+impl ApprovalStore for MemoryStore {
+    fn create<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, StoreResult<()>> {
+        lock(&self.approvals).insert(request.id.clone(), request.clone());
+        ready(Ok(()))
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<ApprovalRequest>>> {
+        ready(Ok(lock(&self.approvals).get(id).cloned()))
+    }
+
+    fn pending<'a>(&'a self, tenant: &'a str) -> BoxFuture<'a, StoreResult<Vec<ApprovalRequest>>> {
+        let mut out: Vec<ApprovalRequest> = lock(&self.approvals)
+            .values()
+            .filter(|r| r.requester.tenant == tenant && r.state == ApprovalState::Pending)
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| a.created_at_ms.cmp(&b.created_at_ms).then(a.id.cmp(&b.id)));
+        ready(Ok(out))
+    }
+
+    fn update<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+        expected_version: u64,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let mut map = lock(&self.approvals);
+        let ok = match map.get_mut(&request.id) {
+            Some(stored) if stored.version == expected_version => {
+                let mut next = request.clone();
+                next.version = expected_version + 1;
+                *stored = next;
+                true
+            }
+            _ => false,
+        };
+        ready(Ok(ok))
+    }
+}
+
+impl SessionLedger for MemoryStore {
+    fn admit<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        limits: &'a [ScopeLimit],
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let now_ms = unix_millis(now);
+        let mut ledger = lock(&self.ledger);
+        for l in limits {
+            let entries = ledger.entry(l.scope.clone()).or_default();
+            let total = Self::window_total(entries, l.window, now_ms);
+            if total.saturating_add(amount) > l.limit {
+                return ready(Ok(false));
+            }
+        }
+        for l in limits {
+            ledger
+                .entry(l.scope.clone())
+                .or_default()
+                .push_back(LedgerEntry {
+                    id: entry.to_owned(),
+                    amount,
+                    at_ms: now_ms,
+                });
+        }
+        ready(Ok(true))
+    }
+
+    fn record<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        scopes: &'a [String],
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        let at_ms = unix_millis(now);
+        let mut ledger = lock(&self.ledger);
+        for s in scopes {
+            ledger.entry(s.clone()).or_default().push_back(LedgerEntry {
+                id: entry.to_owned(),
+                amount,
+                at_ms,
+            });
+        }
+        ready(Ok(()))
+    }
+
+    fn retract<'a>(
+        &'a self,
+        entry: &'a str,
+        scopes: &'a [String],
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        let mut ledger = lock(&self.ledger);
+        for s in scopes {
+            if let Some(entries) = ledger.get_mut(s) {
+                entries.retain(|e| e.id != entry);
+            }
+        }
+        ready(Ok(()))
+    }
+
+    fn total<'a>(
+        &'a self,
+        scope: &'a str,
+        window: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<u64>> {
+        let mut ledger = lock(&self.ledger);
+        let total = match ledger.get_mut(scope) {
+            Some(entries) => Self::window_total(entries, window, unix_millis(now)),
+            None => 0,
+        };
+        ready(Ok(total))
+    }
+
+    fn hit<'a>(
+        &'a self,
+        scope: &'a str,
+        max: u32,
+        window: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let now_ms = unix_millis(now);
+        let from = now_ms.saturating_sub(millis(window));
+        let mut ledger = lock(&self.ledger);
+        let entries = ledger.entry(format!("rate|{scope}")).or_default();
+        while entries.front().is_some_and(|e| e.at_ms <= from) {
+            entries.pop_front();
+        }
+        let counted = entries.iter().filter(|e| e.at_ms > from).count();
+        if counted >= max as usize {
+            return ready(Ok(false));
+        }
+        entries.push_back(LedgerEntry {
+            id: String::new(),
+            amount: 1,
+            at_ms: now_ms,
+        });
+        ready(Ok(true))
+    }
+}
+
+impl OperationStore for MemoryStore {
+    fn put<'a>(&'a self, record: &'a OperationRecord) -> BoxFuture<'a, StoreResult<()>> {
+        lock(&self.operations).insert(record.id.clone(), record.clone());
+        ready(Ok(()))
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<OperationRecord>>> {
+        ready(Ok(lock(&self.operations).get(id).cloned()))
+    }
+}

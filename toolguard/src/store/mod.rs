@@ -1,0 +1,167 @@
+//! Stores the dispatcher keeps state in: idempotency records, approval requests, session ledgers
+//! for the risk policy, and operation records. The traits are async and shaped for real backends
+//! (atomic reserve-if-absent with an owner token and lease; compare-and-set on approvals); the
+//! in-memory [`MemoryStore`] implements all of them.
+
+pub mod fault;
+mod memory;
+mod types;
+
+pub use fault::{FaultyStore, StoreOp};
+pub use memory::MemoryStore;
+pub use types::*;
+
+use std::time::{Duration, SystemTime};
+
+use crate::tool::BoxFuture;
+
+/// A store could not answer. Tools that are not read-only fail closed (`unavailable`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("store unavailable: {0}")]
+pub struct StoreError(pub String);
+
+/// Result of a store operation.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Idempotency records, namespaced by (tenant, subject, tool, key).
+pub trait IdempotencyStore: Send + Sync + 'static {
+    /// Atomically records an in-flight marker owned by a fresh token if no live record exists
+    /// for `key`; otherwise returns the existing record. Expired records count as absent.
+    fn reserve<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        request_digest: &'a str,
+        operation_id: Option<&'a str>,
+        lease: Duration,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<Reservation>>;
+
+    /// Replaces the in-flight marker owned by `owner` with the final outcome. Returns `false` if
+    /// `owner` no longer holds the record (its lease was taken over).
+    fn complete<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>>;
+
+    /// Removes the in-flight marker owned by `owner` (the call did not execute, or failed in a way
+    /// that a retry may safely execute again).
+    fn release<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>>;
+
+    /// Extends the lease held by `owner`. Returns `false` if it no longer holds it.
+    fn renew<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+        lease: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>>;
+
+    /// Takes over an in-flight record whose lease expired, for a new owner token.
+    fn take_over<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        lease: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<Option<String>>>;
+
+    /// Overwrites the stored outcome of a record, whatever its state (approval decisions and
+    /// reconciliation). No-op if the record is gone.
+    fn replace<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<()>>;
+
+    /// Deletes a record.
+    fn remove<'a>(&'a self, key: &'a ScopedKey) -> BoxFuture<'a, StoreResult<()>>;
+
+    /// The live record of `key`.
+    fn get<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<Option<IdempotencyRecord>>>;
+}
+
+/// Approval requests and their decisions.
+pub trait ApprovalStore: Send + Sync + 'static {
+    /// Stores a new request.
+    fn create<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, StoreResult<()>>;
+    /// The request with id `id`.
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<ApprovalRequest>>>;
+    /// Pending requests of `tenant`, oldest first.
+    fn pending<'a>(&'a self, tenant: &'a str) -> BoxFuture<'a, StoreResult<Vec<ApprovalRequest>>>;
+    /// Writes `request` if the stored version is `expected_version` (compare-and-set); the
+    /// written request carries `expected_version + 1`. Returns `false` on a lost race.
+    fn update<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+        expected_version: u64,
+    ) -> BoxFuture<'a, StoreResult<bool>>;
+}
+
+/// Amounts and call counts per scope over sliding windows, for the risk policy.
+pub trait SessionLedger: Send + Sync + 'static {
+    /// Atomically adds `amount` as entry `entry` to every scope of `limits` if, for each, the
+    /// total within its window plus `amount` stays within its limit; otherwise adds nothing.
+    fn admit<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        limits: &'a [ScopeLimit],
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>>;
+
+    /// Adds `amount` to every scope without a limit check (approved actions).
+    fn record<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        scopes: &'a [String],
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<()>>;
+
+    /// Removes entry `entry` from every scope (the action did not execute).
+    fn retract<'a>(
+        &'a self,
+        entry: &'a str,
+        scopes: &'a [String],
+    ) -> BoxFuture<'a, StoreResult<()>>;
+
+    /// Total amount of `scope` within `window` before `now`.
+    fn total<'a>(
+        &'a self,
+        scope: &'a str,
+        window: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<u64>>;
+
+    /// Counts one call in `scope` if fewer than `max` were counted within `window`; returns
+    /// whether it was counted.
+    fn hit<'a>(
+        &'a self,
+        scope: &'a str,
+        max: u32,
+        window: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>>;
+}
+
+/// Records of state-changing operations, for the operation-status query.
+pub trait OperationStore: Send + Sync + 'static {
+    /// Inserts or replaces the record.
+    fn put<'a>(&'a self, record: &'a OperationRecord) -> BoxFuture<'a, StoreResult<()>>;
+    /// The record with id `id`.
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<OperationRecord>>>;
+}
