@@ -41,10 +41,12 @@ pub fn camel(name: &str) -> String {
 
 /// The unit struct's identifier.
 pub fn tool_ident(decl: &ToolDecl) -> Ident {
-    Ident::new(
-        &camel(&crate::model::unraw(&decl.fn_ident)),
-        decl.fn_ident.span(),
-    )
+    let name = camel(&crate::model::unraw(&decl.fn_ident));
+    // `Ident::new` would panic on a string that is not an identifier; parse instead.
+    let mut ident =
+        syn::parse_str::<Ident>(&name).unwrap_or_else(|_| format_ident!("GeneratedTool"));
+    ident.set_span(decl.fn_ident.span());
+    ident
 }
 
 fn args_ident(decl: &ToolDecl) -> Ident {
