@@ -57,7 +57,8 @@ pub mod __private {
 
     /// What a tool's result type must be; named in the error when it is not.
     #[diagnostic::on_unimplemented(
-        message = "the tool result type `{Self}` must implement `Serialize` and `JsonSchema` (and be `Send + 'static`)",
+        message = "the tool result type `{Self}` must implement `Serialize` and `JsonSchema` \
+                   (and be `Send + 'static`)",
         label = "this is the tool's output type",
         note = "derive both: `#[derive(serde::Serialize, schemars::JsonSchema)]`; the JSON Schema \
                 of `{Self}` is the tool's output schema"
