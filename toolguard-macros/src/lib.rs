@@ -1,9 +1,9 @@
 //! Procedural macros of toolguard: `#[tool]` on functions and `#[toolset]` on `impl` blocks.
 //!
 //! Use them through the `toolguard` crate, which re-exports them. Each declaration is parsed into
-//! a model ([`model`]), checked against the compile-time safety rules ([`validate`], listed in
+//! a model (`model`), checked against the compile-time safety rules (`validate`, listed in
 //! `RULES.md`) and expanded into an arguments struct, a unit tool struct and its `Tool` impl
-//! ([`expand`]). Every problem is a compile error at the offending tokens; the macros never panic.
+//! (`expand`). Every problem is a compile error at the offending tokens; the macros never panic.
 
 #![warn(missing_docs)]
 
@@ -39,6 +39,18 @@ use model::Errors;
 ///
 /// generates `TransferFundsArgs` (the arguments the model proposes), `TransferFunds` (a unit
 /// struct implementing `toolguard::Tool<Bank>`), and keeps `transfer_funds` callable as written.
+///
+/// Tool options: `name`, `description` (default: the doc comment), `risk = "low" | "medium" |
+/// "high" | "critical"`, `read_only`, `idempotent` / `idempotent(key = "host")`, `key_wins`,
+/// `approval_over = N`, `approvals = N`, `timeout_ms = N`, `revision = N`,
+/// `preflight = path`, `authorize = path` (each an
+/// `async fn(&ToolContext<S>, &XArgs) -> Result<(), ToolError>`).
+///
+/// Argument options (`#[arg(...)]`): `description` (default: the doc comment), `min_len`,
+/// `max_len`, `pattern`, `min`, `max`, `sensitive`, `amount`,
+/// `kind = "identifier" | "text" | "name" | "email" | "url" | "path" | "money"`, `root`.
+///
+/// The compile-time safety rules are listed in `RULES.md`.
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     tool_impl(attr.into(), item.into()).into()
