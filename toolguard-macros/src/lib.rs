@@ -173,7 +173,7 @@ fn toolset_impl(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
         validate::tool(&decl, &mut errors);
         decls.push(decl);
     }
-    validate::toolset(&decls, &mut errors);
+    validate::toolset(&self_ty, &decls, &mut errors);
     match errors.finish() {
         Ok(()) => {
             let tools = decls.iter().map(|d| expand::tool(d, Some(&self_ty)));

@@ -394,8 +394,26 @@ fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
     }
 }
 
-/// Rule 12: tool names are unique within a toolset.
-pub fn toolset(decls: &[ToolDecl], errors: &mut Errors) {
+/// Rule 12: tool names are unique within a toolset; and no generated struct takes the name of
+/// the toolset's own type.
+pub fn toolset(self_ty: &syn::Type, decls: &[ToolDecl], errors: &mut Errors) {
+    if let Some(own) = last_ident(self_ty) {
+        for d in decls {
+            let generated = crate::expand::tool_ident(d);
+            if generated == own {
+                errors.push(
+                    d.fn_ident.span(),
+                    format!(
+                        "the tool struct of method `{}` would be named `{own}`, like the toolset's \
+                         own type: rename the method (keep the tool's name with \
+                         `#[tool(name = \"{}\")]`)",
+                        d.fn_ident,
+                        d.name()
+                    ),
+                );
+            }
+        }
+    }
     let mut seen: HashSet<String> = HashSet::new();
     for d in decls {
         let name = d.name();

@@ -16,6 +16,12 @@ impl Shop {
     fn orders_again(&self) -> Result<Vec<String>, ToolError> {
         Ok(vec![])
     }
+
+    /// Describes the shop; its struct would be `Shop`.
+    #[tool(read_only)]
+    fn shop(&self) -> Result<String, ToolError> {
+        Ok(String::new())
+    }
 }
 
 fn main() {}
