@@ -344,6 +344,31 @@ pub async fn wire_out(
     Ok(amount)
 }
 
+/// Panics inside the handler (a bug in a tool must not take the dispatcher down).
+#[tool(risk = "medium", idempotent)]
+pub async fn buggy_export(
+    ctx: &ToolContext<Ledger>,
+    /// Rows to export.
+    #[arg(min = 0, max = 10)]
+    rows: u8,
+) -> Result<u8, ToolError> {
+    ctx.state().runs.fetch_add(1, Ordering::SeqCst);
+    let rows_left: Vec<u8> = Vec::new();
+    Ok(rows_left[rows as usize])
+}
+
+/// Sends a payment whose idempotency key the host supplies.
+#[tool(risk = "high", idempotent(key = "host"))]
+pub async fn host_keyed_payment(
+    ctx: &ToolContext<Ledger>,
+    /// Amount in cents.
+    #[arg(amount, min = 1, max = 1_000)]
+    amount: u64,
+) -> Result<u64, ToolError> {
+    ctx.state().transfers.fetch_add(1, Ordering::SeqCst);
+    Ok(amount)
+}
+
 /// acme/alice, authenticated now.
 pub fn alice() -> Principal {
     Principal::new("acme", "alice", "sess-alice")

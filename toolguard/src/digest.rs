@@ -3,7 +3,9 @@
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use unicode_normalization::UnicodeNormalization;
+use std::borrow::Cow;
+
+use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
 
 /// Encodes `value` canonically: object keys sorted by code point, no insignificant whitespace,
 /// strings in Unicode NFC. Two values that mean the same encode to the same bytes.
@@ -48,13 +50,24 @@ fn write_canonical(value: &Value, out: &mut String) {
 }
 
 fn write_string(s: &str, out: &mut String) {
-    let nfc: String = s.nfc().collect();
-    write_json_string(&nfc, out);
+    write_json_string(&nfc(s), out);
+}
+
+/// `s` in NFC, borrowed when it already is.
+fn nfc(s: &str) -> Cow<'_, str> {
+    if is_nfc_quick(s.chars()) == IsNormalized::Yes {
+        Cow::Borrowed(s)
+    } else {
+        Cow::Owned(s.nfc().collect())
+    }
 }
 
 fn write_json_string(s: &str, out: &mut String) {
     // serde_json's string escaping is deterministic; reuse it.
-    out.push_str(&Value::String(s.to_owned()).to_string());
+    let mut buf = Vec::with_capacity(s.len() + 2);
+    if serde_json::to_writer(&mut buf, s).is_ok() {
+        out.push_str(&String::from_utf8_lossy(&buf));
+    }
 }
 
 /// Lower-case hex SHA-256 of `bytes`.

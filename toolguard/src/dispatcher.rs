@@ -859,7 +859,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             duration_us: elapsed.as_micros() as u64,
         };
         match self.inner.audit.append(record).await {
-            Ok(entry) => outcome.audit_seq = Some(entry.seq),
+            Ok(seq) => outcome.audit_seq = Some(seq),
             Err(err) => tracing::error!(error = %err, "audit entry could not be written"),
         }
         metrics::call_finished(&tool_label, outcome.status, elapsed.as_secs_f64());

@@ -1,7 +1,5 @@
-use serde_json::json;
-
 use super::entry::{AuditEntry, AuditRecord};
-use crate::digest::{canonical_json, sha256_hex};
+use crate::digest::sha256_hex;
 
 /// The `prev_hash` of the first entry.
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -32,13 +30,18 @@ impl ChainBreak {
     }
 }
 
+/// SHA-256 over `prev_hash`, a newline, and the JSON encoding of `(seq, record)`. The encoding is
+/// deterministic: struct fields in declaration order, JSON objects inside in key order, so an
+/// entry read back from any store hashes the same.
 fn entry_hash(seq: u64, record: &AuditRecord, prev_hash: &str) -> String {
-    let body = json!({ "seq": seq, "record": record });
-    let mut material = String::with_capacity(prev_hash.len() + 256);
-    material.push_str(prev_hash);
-    material.push('\n');
-    material.push_str(&canonical_json(&body));
-    sha256_hex(material.as_bytes())
+    let mut material = Vec::with_capacity(prev_hash.len() + 512);
+    material.extend_from_slice(prev_hash.as_bytes());
+    material.push(b'\n');
+    if serde_json::to_writer(&mut material, &(seq, record)).is_err() {
+        // A record always serializes; should it not, no valid hash can match it.
+        return String::new();
+    }
+    sha256_hex(&material)
 }
 
 /// Seals `record` as entry `seq` after the entry whose hash is `prev_hash`.

@@ -19,12 +19,12 @@ pub struct AuditError(pub String);
 /// Where audit entries go. The sink assigns the sequence number and seals the entry into the
 /// hash chain (see [`seal`]), so that the chain is consistent with what it stores.
 pub trait AuditSink: Send + Sync + 'static {
-    /// Appends `record` and returns the sealed entry.
-    fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<AuditEntry, AuditError>>;
+    /// Appends `record`, sealed into the chain, and returns its sequence number.
+    fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<u64, AuditError>>;
 }
 
 impl<T: AuditSink> AuditSink for std::sync::Arc<T> {
-    fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<AuditEntry, AuditError>> {
+    fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<u64, AuditError>> {
         (**self).append(record)
     }
 }

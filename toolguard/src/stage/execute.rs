@@ -1,6 +1,10 @@
 //! Execution under the tool's deadline. A handler that overruns is cancelled; whether that is
 //! `failed` or `outcome_unknown` depends on whether a side effect may have begun.
 
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -10,30 +14,48 @@ use crate::erased::DecodedArgs;
 use crate::outcome::Status;
 use crate::tool::ToolContext;
 
-/// Runs the handler on its own task (so a panic is contained) under `deadline`.
+/// Runs the handler under `deadline`, containing a panic. An overrunning handler is dropped
+/// (cancelled at its next await point).
 pub(crate) async fn run<S: Send + Sync + 'static>(
     args: Box<dyn DecodedArgs<S>>,
     ctx: ToolContext<S>,
     deadline: Duration,
     read_only: bool,
 ) -> Result<Value, Stop> {
-    let task = tokio::spawn(async move { args.execute(&ctx).await });
-    let abort = task.abort_handle();
-    match tokio::time::timeout(deadline, task).await {
+    let handler = CatchUnwind(args.execute(&ctx));
+    match tokio::time::timeout(deadline, handler).await {
         Ok(Ok(Ok(value))) => Ok(value),
         Ok(Ok(Err(err))) => Err(Stop::from_tool_error(err)),
-        Ok(Err(_join)) => Err(interrupted(
+        Ok(Err(Panicked)) => Err(interrupted(
             read_only,
             "handler_panicked",
             "the tool crashed",
         )),
-        Err(_elapsed) => {
-            abort.abort();
-            Err(interrupted(
-                read_only,
-                "deadline_exceeded",
-                "the tool did not finish in time",
-            ))
+        Err(_elapsed) => Err(interrupted(
+            read_only,
+            "deadline_exceeded",
+            "the tool did not finish in time",
+        )),
+    }
+}
+
+struct Panicked;
+
+/// Polls a boxed future, turning a panic inside it into `Err(Panicked)`.
+struct CatchUnwind<F>(F);
+
+impl<F> Future for CatchUnwind<F>
+where
+    F: Future + Unpin,
+{
+    type Output = Result<F::Output, Panicked>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = &mut self.0;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(inner).poll(cx))) {
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(_) => Poll::Ready(Err(Panicked)),
         }
     }
 }
