@@ -137,6 +137,13 @@ fn toolset_impl(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
     let mut decls = Vec::new();
     for item in block.items.iter_mut() {
         let ImplItem::Fn(method) = item else { continue };
+        if method.sig.ident == "tools" {
+            errors.push(
+                method.sig.ident.span(),
+                "`#[toolset]` generates `tools()` on this type: rename this method (its tool name \
+                 can stay `tools` with `#[tool(name = \"tools\")]`)",
+            );
+        }
         let mut tool_attr = None;
         let mut rest = Vec::new();
         for a in std::mem::take(&mut method.attrs) {

@@ -17,6 +17,12 @@ impl Shop {
         Ok(vec![])
     }
 
+    /// Lists the tools; `tools()` is generated.
+    #[tool(read_only)]
+    fn tools(&self) -> Result<Vec<String>, ToolError> {
+        Ok(vec![])
+    }
+
     /// Describes the shop; its struct would be `Shop`.
     #[tool(read_only)]
     fn shop(&self) -> Result<String, ToolError> {
