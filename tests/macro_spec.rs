@@ -441,3 +441,45 @@ async fn dispatcher_enforces_the_generated_constraints() {
         .await;
     assert_eq!(with_key.status, Status::Ok, "{with_key:?}");
 }
+
+async fn did_it_land(
+    ctx: &ToolContext<Bank>,
+    args: &PayOutArgs,
+) -> Result<toolguard::Reconciled<u64>, ToolError> {
+    Ok(if ctx.operation_id() == Some("op-landed") {
+        toolguard::Reconciled::Completed(args.cents + ctx.state().fee)
+    } else {
+        toolguard::Reconciled::Unknown
+    })
+}
+
+/// Pays out through a slow downstream.
+#[tool(risk = "medium", idempotent, reconcile = did_it_land)]
+async fn pay_out(
+    ctx: &ToolContext<Bank>,
+    /// Cents.
+    #[arg(max = 1_000)]
+    cents: u64,
+) -> Result<u64, ToolError> {
+    Ok(cents + ctx.state().fee)
+}
+
+#[tokio::test]
+async fn reconcile_hook_is_generated() {
+    let args: PayOutArgs =
+        serde_json::from_value(json!({"cents": 5, "idempotency_key": "abcdefgh"})).unwrap();
+    let landed = ToolContext::new(
+        Arc::new(Principal::new("acme", "alice", "s1")),
+        Arc::new(Bank { fee: 7 }),
+        "call-1",
+        Some("op-landed".to_owned()),
+    );
+    assert_eq!(
+        PayOut.reconcile(&landed, &args).await.unwrap(),
+        toolguard::Reconciled::Completed(12)
+    );
+    assert_eq!(
+        PayOut.reconcile(&ctx(), &args).await.unwrap(),
+        toolguard::Reconciled::Unknown
+    );
+}

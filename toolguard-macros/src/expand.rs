@@ -126,6 +126,18 @@ pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
     };
     let preflight = hook("preflight", &decl.attrs.preflight);
     let authorize = hook("authorize", &decl.attrs.authorize);
+    let reconcile = decl.attrs.reconcile.as_ref().map(|path| {
+        let callee = self_path(path, self_ty);
+        quote! {
+            fn reconcile<'a>(
+                &'a self,
+                ctx: &'a #k::ToolContext<#state>,
+                args: &'a Self::Args,
+            ) -> #k::BoxFuture<'a, ::core::result::Result<#k::Reconciled<Self::Output>, #k::ToolError>> {
+                ::std::boxed::Box::pin(async move { #callee(ctx, args).await })
+            }
+        }
+    });
 
     let locals: Vec<Ident> = (0..decl.args.len())
         .map(|i| Ident::new(&format!("__arg_{i}"), Span::mixed_site()))
@@ -187,6 +199,7 @@ pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
 
             #preflight
             #authorize
+            #reconcile
 
             fn call<'a>(
                 &'a self,

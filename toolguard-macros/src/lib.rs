@@ -44,7 +44,9 @@ use model::Errors;
 /// "high" | "critical"`, `read_only`, `idempotent` / `idempotent(key = "host")`, `key_wins`,
 /// `approval_over = N`, `approvals = N`, `timeout_ms = N`, `revision = N`,
 /// `preflight = path`, `authorize = path` (each an
-/// `async fn(&ToolContext<S>, &XArgs) -> Result<(), ToolError>`).
+/// `async fn(&ToolContext<S>, &XArgs) -> Result<(), ToolError>`), `reconcile = path` (an
+/// `async fn(&ToolContext<S>, &XArgs) -> Result<Reconciled<T>, ToolError>` that finds out what
+/// became of an operation whose outcome was unknown).
 ///
 /// Argument options (`#[arg(...)]`): `description` (default: the doc comment), `min_len`,
 /// `max_len`, `pattern`, `min`, `max`, `sensitive`, `amount`,

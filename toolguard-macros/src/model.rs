@@ -188,6 +188,8 @@ pub struct ToolAttrs {
     pub preflight: Option<Path>,
     /// `authorize = path`.
     pub authorize: Option<Path>,
+    /// `reconcile = path`.
+    pub reconcile: Option<Path>,
 }
 
 /// The `#[arg(...)]` options of one parameter.

@@ -19,7 +19,7 @@ use crate::model::{
 };
 
 /// Keys `#[tool(...)]` accepts.
-pub const TOOL_KEYS: [&str; 12] = [
+pub const TOOL_KEYS: [&str; 13] = [
     "name",
     "description",
     "risk",
@@ -32,6 +32,7 @@ pub const TOOL_KEYS: [&str; 12] = [
     "revision",
     "preflight",
     "authorize",
+    "reconcile",
 ];
 
 /// Keys `#[arg(...)]` accepts.
@@ -115,12 +116,12 @@ pub fn tool_attrs(tokens: TokenStream, errors: &mut Errors) -> ToolAttrs {
                 };
                 set(slot, v, span, &key, errors)
             }
-            "preflight" | "authorize" => {
+            "preflight" | "authorize" | "reconcile" => {
                 let v = path_value(&meta, errors);
-                let slot = if key == "preflight" {
-                    &mut out.preflight
-                } else {
-                    &mut out.authorize
+                let slot = match key.as_str() {
+                    "preflight" => &mut out.preflight,
+                    "authorize" => &mut out.authorize,
+                    _ => &mut out.reconcile,
                 };
                 set(slot, v, span, &key, errors)
             }
