@@ -510,7 +510,9 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             .tool
             .decode(args.clone())
             .map_err(stage::validate::decode_error)?;
-        let ctx = self.context(principal, &call.call_id, t.operation_id.clone());
+        let ctx = self
+            .context(principal, &call.call_id, t.operation_id.clone())
+            .with_resolved_urls(report.resolved.clone());
 
         // A business check that fails because the call already took effect (the order is now
         // refunded, the account closed) must not hide that call's stored outcome from its retry:

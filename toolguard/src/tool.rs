@@ -103,6 +103,7 @@ pub struct ToolContext<S> {
     state: Arc<S>,
     call_id: String,
     operation_id: Option<String>,
+    resolved: Arc<Vec<crate::sanitize::ResolvedUrl>>,
 }
 
 impl<S> ToolContext<S> {
@@ -118,7 +119,21 @@ impl<S> ToolContext<S> {
             state,
             call_id: call_id.into(),
             operation_id,
+            resolved: Arc::new(Vec::new()),
         }
+    }
+
+    /// Attaches the sanitizer's checked URLs (with their pinned addresses).
+    pub fn with_resolved_urls(mut self, resolved: Vec<crate::sanitize::ResolvedUrl>) -> Self {
+        self.resolved = Arc::new(resolved);
+        self
+    }
+
+    /// The checked URL of the `url` field at JSON pointer `field` (e.g. `/callback`): connect to
+    /// its `addrs`, which the sanitizer verified, rather than resolving the host again (DNS
+    /// rebinding).
+    pub fn resolved_url(&self, field: &str) -> Option<&crate::sanitize::ResolvedUrl> {
+        self.resolved.iter().find(|r| r.field == field)
     }
 
     /// The authenticated caller.
@@ -186,6 +201,7 @@ impl<S> Clone for ToolContext<S> {
             state: self.state.clone(),
             call_id: self.call_id.clone(),
             operation_id: self.operation_id.clone(),
+            resolved: self.resolved.clone(),
         }
     }
 }
