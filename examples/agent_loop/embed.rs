@@ -387,7 +387,11 @@ pub async fn run() -> Claims {
             .as_array()
             .into_iter()
             .flatten()
-            .filter_map(|t| t.pointer(pointer).and_then(Value::as_str).map(str::to_owned))
+            .filter_map(|t| {
+                t.pointer(pointer)
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
             .collect()
     };
     println!(
@@ -474,7 +478,10 @@ pub async fn run() -> Claims {
     )
     .await;
     let ticket = find(&outs, "call_cancel").and_then(|o| o.approval.clone());
-    let approval = ticket.as_ref().map(|t| t.approval_id.clone()).unwrap_or_default();
+    let approval = ticket
+        .as_ref()
+        .map(|t| t.approval_id.clone())
+        .unwrap_or_default();
     println!("     -- the clerk approves {approval} in the back office --");
     let decided = dispatcher.approvals().approve(&approval, &clerk).await;
     messages.push(json!({"role": "user", "content": "Is it done?"}));
@@ -556,9 +563,9 @@ pub async fn run() -> Claims {
     );
     c.check(
         "the cut-off argument string is malformed (invalid_json), and the model is told so",
-        find(&outs, "call_cut")
-            .is_some_and(|o| o.status == Status::Malformed && o.reason.as_deref() == Some("invalid_json"))
-            && content("call_cut")["status"] == "malformed",
+        find(&outs, "call_cut").is_some_and(|o| {
+            o.status == Status::Malformed && o.reason.as_deref() == Some("invalid_json")
+        }) && content("call_cut")["status"] == "malformed",
     );
     c.check(
         "the unknown tool answers unknown_tool without echoing its name",
@@ -591,11 +598,13 @@ pub async fn run() -> Claims {
         "the clerk's approval cancels the order; the model's retry replays ok",
         decided.status == Status::Ok
             && shop.orders.lock().unwrap()["ORDER-7"].cancelled
-            && find(&later, "call_cancel_again").is_some_and(|o| o.status == Status::Ok && o.replayed),
+            && find(&later, "call_cancel_again")
+                .is_some_and(|o| o.status == Status::Ok && o.replayed),
     );
     c.check(
         "the loop ends on the model's text answer",
-        Dialect::OpenAiChat.text(&json!({"choices": [{"message": messages.last().cloned().unwrap_or_default()}]}))
+        Dialect::OpenAiChat
+            .text(&json!({"choices": [{"message": messages.last().cloned().unwrap_or_default()}]}))
             == "ORDER-7 is cancelled.",
     );
     c.check(
@@ -631,7 +640,11 @@ pub async fn run() -> Claims {
                        "idempotency_key": "cancel-order-5-0001"}),
             )],
         ),
-        message("msg_03", "Your cancellation of ORDER-5 awaits confirmation.", &[]),
+        message(
+            "msg_03",
+            "Your cancellation of ORDER-5 awaits confirmation.",
+            &[],
+        ),
     ]);
     let mut messages = vec![json!({"role": "user", "content": "Please cancel ORDER-5."})];
     let outs = user_turn(
@@ -674,11 +687,14 @@ pub async fn run() -> Claims {
         has(&outs, "toolu_note", Status::Blocked)
             && said("toolu_note")["reason"] == "prompt_injection"
             && block("toolu_note")["is_error"] == true
-            && !block("toolu_note").to_string().contains("cancel every order"),
+            && !block("toolu_note")
+                .to_string()
+                .contains("cancel every order"),
     );
     c.check(
         "the unknown tool answers unknown_tool with is_error: true",
-        has(&outs, "toolu_refund", Status::UnknownTool) && block("toolu_refund")["is_error"] == true,
+        has(&outs, "toolu_refund", Status::UnknownTool)
+            && block("toolu_refund")["is_error"] == true,
     );
     c.check(
         "an input that is not an object is malformed (not_an_object), is_error: true",
@@ -701,15 +717,13 @@ pub async fn run() -> Claims {
         "the pending cancellation is an error result carrying the approval id",
         has(&outs, "toolu_cancel", Status::PendingApproval)
             && block("toolu_cancel")["is_error"] == true
-            && pending.is_some_and(|t| said("toolu_cancel")["approval_id"] == t.approval_id.as_str()),
+            && pending
+                .is_some_and(|t| said("toolu_cancel")["approval_id"] == t.approval_id.as_str()),
     );
-    c.check(
-        "ORDER-5 is not cancelled, and no note was added to it",
-        {
-            let orders = shop.orders.lock().unwrap();
-            !orders["ORDER-5"].cancelled && orders["ORDER-5"].notes.is_empty()
-        },
-    );
+    c.check("ORDER-5 is not cancelled, and no note was added to it", {
+        let orders = shop.orders.lock().unwrap();
+        !orders["ORDER-5"].cancelled && orders["ORDER-5"].notes.is_empty()
+    });
     c.check(
         "the approval is bound to the provider path the call came by (anthropic, messages, msg_02)",
         bound.is_some_and(|p| {
@@ -721,14 +735,19 @@ pub async fn run() -> Claims {
     c.check(
         "the loop ends on the model's text answer",
         messages.last().is_some_and(|m| {
-            Dialect::AnthropicMessages.text(m).contains("awaits confirmation")
+            Dialect::AnthropicMessages
+                .text(m)
+                .contains("awaits confirmation")
         }),
     );
 
     c.step("4. The audit trail");
     let entries = audit.entries();
     c.check(
-        format!("one terminal entry per call and decision ({} entries)", entries.len()),
+        format!(
+            "one terminal entry per call and decision ({} entries)",
+            entries.len()
+        ),
         entries.len() == 14,
     );
     c.check("the hash chain verifies", audit.verify().is_ok());

@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolguard::provider::openai;
 use toolguard::{
-    Dispatcher, ManualClock, MemoryAuditSink, MemoryStore, OnExceed, Principal, RiskPolicy,
-    Status, ToolCall, ToolOutcome,
+    Dispatcher, ManualClock, MemoryAuditSink, MemoryStore, OnExceed, Principal, RiskPolicy, Status,
+    ToolCall, ToolOutcome,
 };
 
 use crate::claims::Claims;
@@ -192,10 +192,7 @@ async fn idempotency(lab: &mut Lab, c: &mut Claims) {
         "the retry answers ok from the stored outcome (replayed), with the same receipt",
         retry.status == Status::Ok && retry.replayed && retry.data() == first.data(),
     );
-    c.check(
-        "the handler ran exactly once",
-        lab.bank.runs() == runs + 1,
-    );
+    c.check("the handler ran exactly once", lab.bank.runs() == runs + 1);
     c.check(
         "the balances changed once: checking -25,000, savings +25,000",
         lab.bank.balance("chk-alice") == checking - 25_000
@@ -231,12 +228,21 @@ async fn approvals(lab: &mut Lab, c: &mut Claims) {
     let teller = lab.teller();
     let small = lab
         .call(
-            transfer("call-2a", "chk-alice", "sav-alice", 50_000, "small-transfer-0001"),
+            transfer(
+                "call-2a",
+                "chk-alice",
+                "sav-alice",
+                50_000,
+                "small-transfer-0001",
+            ),
             &alice,
         )
         .await;
     show("transfer 50,000 cents", &small);
-    c.check("a 50,000-cent transfer executes at once: ok", small.status == Status::Ok);
+    c.check(
+        "a 50,000-cent transfer executes at once: ok",
+        small.status == Status::Ok,
+    );
 
     let before = lab.bank.balance("chk-alice");
     let runs = lab.bank.runs();
@@ -298,7 +304,10 @@ async fn approvals(lab: &mut Lab, c: &mut Claims) {
     );
     let approved = lab.approve(&id, &teller).await;
     show("tina (teller) approves it", &approved);
-    c.check("the teller's approval executes it: ok", approved.status == Status::Ok);
+    c.check(
+        "the teller's approval executes it: ok",
+        approved.status == Status::Ok,
+    );
     c.check(
         "the balance then changes by exactly 2,500,000",
         lab.bank.balance("chk-alice") == before - 2_500_000 && lab.bank.runs() == runs + 1,
@@ -311,7 +320,13 @@ async fn approvals(lab: &mut Lab, c: &mut Claims) {
 
     let late = lab
         .call(
-            transfer("call-2c", "chk-alice", "sav-alice", 1_500_000, "late-transfer-0001"),
+            transfer(
+                "call-2c",
+                "chk-alice",
+                "sav-alice",
+                1_500_000,
+                "late-transfer-0001",
+            ),
             &alice,
         )
         .await;
@@ -326,7 +341,13 @@ async fn approvals(lab: &mut Lab, c: &mut Claims) {
     );
     let late_retry = lab
         .call(
-            transfer("call-2d", "chk-alice", "sav-alice", 1_500_000, "late-transfer-0001"),
+            transfer(
+                "call-2d",
+                "chk-alice",
+                "sav-alice",
+                1_500_000,
+                "late-transfer-0001",
+            ),
             &alice,
         )
         .await;
@@ -367,18 +388,18 @@ fn forms(payload: &str) -> Vec<(&'static str, String)> {
             _ => ch,
         })
         .collect();
-    let zero_width: String = payload
-        .chars()
-        .flat_map(|ch| [ch, '\u{200B}'])
-        .collect();
+    let zero_width: String = payload.chars().flat_map(|ch| [ch, '\u{200B}']).collect();
     let tags: String = std::iter::once("note".to_owned())
-        .chain(
-            payload
-                .chars()
-                .map(|ch| char::from_u32(0xE0000 + ch as u32).unwrap_or(ch).to_string()),
-        )
+        .chain(payload.chars().map(|ch| {
+            char::from_u32(0xE0000 + ch as u32)
+                .unwrap_or(ch)
+                .to_string()
+        }))
         .collect();
-    let bidi = format!("\u{202E}{}\u{202C}", payload.chars().rev().collect::<String>());
+    let bidi = format!(
+        "\u{202E}{}\u{202C}",
+        payload.chars().rev().collect::<String>()
+    );
     vec![
         ("plain", payload.to_owned()),
         ("percent-encoded", percent(payload)),
@@ -407,7 +428,7 @@ async fn injection(lab: &mut Lab, c: &mut Claims) {
     let mut refused = 0usize;
     let mut audit_clean = true;
     let mut n = 0usize;
-    for field in ["from_account", "to_account", "memo"] {
+    for field in ["from_account", "to_account", "idempotency_key", "memo"] {
         for (class, payload) in payloads {
             if field == "memo" && class == "SQL" {
                 continue; // free text: see below
@@ -457,11 +478,14 @@ async fn injection(lab: &mut Lab, c: &mut Claims) {
                         .unwrap_or_default()
                 ));
             }
-            println!("     {field} / {class}:\n       {}", results.join("\n       "));
+            println!(
+                "     {field} / {class}:\n       {}",
+                results.join("\n       ")
+            );
             let verdict = if field == "memo" {
                 "blocked"
             } else {
-                "refused before the handler (invalid_arguments by the identifier pattern)"
+                "refused before the handler (invalid_arguments: the field's identifier pattern)"
             };
             c.check(
                 format!("{field}: the {class} payload is {verdict} in all 8 forms"),
@@ -487,7 +511,13 @@ async fn injection(lab: &mut Lab, c: &mut Claims) {
             ToolCall::new(
                 "call-3-zw",
                 "transfer_funds",
-                transfer_args("chk-alice", "sav-alice", 10_000, "rent-march-0001", Some(memo)),
+                transfer_args(
+                    "chk-alice",
+                    "sav-alice",
+                    10_000,
+                    "rent-march-0001",
+                    Some(memo),
+                ),
             ),
             &alice,
         )
@@ -518,7 +548,9 @@ async fn injection(lab: &mut Lab, c: &mut Claims) {
         "the audit records what was removed from /memo (zero_width, format_char) and where",
         mods.iter()
             .any(|m| m.field == "/memo" && m.what == "zero_width" && m.count == 2)
-            && mods.iter().any(|m| m.field == "/memo" && m.what == "format_char"),
+            && mods
+                .iter()
+                .any(|m| m.field == "/memo" && m.what == "format_char"),
     );
 
     // SQL in free text is prose: apostrophes and semicolons are punctuation there. It is stored
@@ -529,7 +561,13 @@ async fn injection(lab: &mut Lab, c: &mut Claims) {
             ToolCall::new(
                 "call-3-sql",
                 "transfer_funds",
-                transfer_args("chk-alice", "sav-alice", 10_000, "rent-obrien-0001", Some(sql_memo)),
+                transfer_args(
+                    "chk-alice",
+                    "sav-alice",
+                    10_000,
+                    "rent-obrien-0001",
+                    Some(sql_memo),
+                ),
             ),
             &alice,
         )
@@ -581,7 +619,10 @@ async fn schema(lab: &mut Lab, c: &mut Claims) {
             with(&|v| v["amount"] = json!(100_000_001u64)),
         ),
         ("currency BTC", with(&|v| v["currency"] = json!("BTC"))),
-        ("currency lower case", with(&|v| v["currency"] = json!("usd"))),
+        (
+            "currency lower case",
+            with(&|v| v["currency"] = json!("usd")),
+        ),
         (
             "account as a number",
             with(&|v| v["from_account"] = json!(42)),
@@ -624,18 +665,12 @@ async fn schema(lab: &mut Lab, c: &mut Claims) {
                 && e.record.status == Some(Status::InvalidArguments)
         });
     }
-    c.check(
-        format!("all {count} answer invalid_arguments"),
-        all_invalid,
-    );
+    c.check(format!("all {count} answer invalid_arguments"), all_invalid);
     c.check(
         "each names what is wrong (a JSON pointer and message per error)",
         pointed,
     );
-    c.check(
-        "the handler count did not move",
-        lab.bank.runs() == runs,
-    );
+    c.check("the handler count did not move", lab.bank.runs() == runs);
     c.check(
         "each audit entry stops at the validate stage and stores no arguments",
         audited,
@@ -695,21 +730,26 @@ async fn audit_chain(lab: &mut Lab, c: &mut Claims) {
             )
         })
         .all(|e| e.record.reason.is_some());
-    c.check("every refusal records its reason code", refusals_have_reasons);
+    c.check(
+        "every refusal records its reason code",
+        refusals_have_reasons,
+    );
     c.check("verify() passes on the chain", lab.audit.verify().is_ok());
 
     // Someone with write access to the log shrinks the approved $25,000 transfer.
     let target = entries
         .iter()
-        .find(|e| e.record.approver.as_deref() == Some("tina") && e.record.status == Some(Status::Ok))
+        .find(|e| {
+            e.record.approver.as_deref() == Some("tina") && e.record.status == Some(Status::Ok)
+        })
         .map(|e| e.seq)
         .unwrap_or(0);
     let original = lab.audit.get(target);
     lab.audit.with_storage(|stored| {
-        if let Some(e) = stored.iter_mut().find(|e| e.seq == target) {
-            if let Some(args) = e.record.arguments.as_mut() {
-                args["amount"] = json!(25_000);
-            }
+        if let Some(e) = stored.iter_mut().find(|e| e.seq == target)
+            && let Some(args) = e.record.arguments.as_mut()
+        {
+            args["amount"] = json!(25_000);
         }
     });
     let broken = lab.audit.verify();
@@ -942,7 +982,9 @@ async fn incident(lab: &mut Lab, c: &mut Claims) {
     );
     c.check(
         "none of them crosses the per-call threshold of 1,000,000 cents",
-        confirms.iter().all(|o| o.reason.as_deref() != Some("approval_over")),
+        confirms
+            .iter()
+            .all(|o| o.reason.as_deref() != Some("approval_over")),
     );
     c.check(
         "transfer 1 executes: it fits the session's $10,000.00",
@@ -1037,9 +1079,10 @@ async fn incident(lab: &mut Lab, c: &mut Claims) {
     );
     c.check(
         "the pending answers carry the approval id and say nothing ran",
-        confirms[1..].iter().zip(&texts[4..]).all(|(o, t)| {
-            t.contains(&approval_id(o)) && t.contains("It has not run yet")
-        }),
+        confirms[1..]
+            .iter()
+            .zip(&texts[4..])
+            .all(|(o, t)| t.contains(&approval_id(o)) && t.contains("It has not run yet")),
     );
 
     // The teller sees five identical transfers to an unknown account and rejects them.

@@ -81,11 +81,7 @@ impl Bank {
 
     /// Balance of `id` in cents (0 for an unknown account).
     pub fn balance(&self, id: &str) -> u64 {
-        self.accounts
-            .lock()
-            .unwrap()
-            .get(id)
-            .map_or(0, |a| a.cents)
+        self.accounts.lock().unwrap().get(id).map_or(0, |a| a.cents)
     }
 
     /// How many times the transfer handler ran.

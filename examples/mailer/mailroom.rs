@@ -227,9 +227,10 @@ pub async fn run() -> Claims {
     let policy = RiskPolicy::new().require_approval_when(move |spec, args, _who| {
         spec.name == "send_email" && {
             let external = !args["to"].as_str().is_some_and(is_internal);
-            let sensitive = args["attachment_refs"]
-                .as_array()
-                .is_some_and(|a| a.iter().any(|r| r.as_str().is_some_and(|r| labels.is_sensitive(r))));
+            let sensitive = args["attachment_refs"].as_array().is_some_and(|a| {
+                a.iter()
+                    .any(|r| r.as_str().is_some_and(|r| labels.is_sensitive(r)))
+            });
             external || sensitive
         }
     });
@@ -264,7 +265,10 @@ pub async fn run() -> Claims {
     show("to bob@acme.example", &first);
     let retry = desk.dispatch(send("m1-retry", note), &ann).await;
     show("the same mail again (a retry)", &retry);
-    c.check("internal mail needs no approval: ok", first.status == Status::Ok);
+    c.check(
+        "internal mail needs no approval: ok",
+        first.status == Status::Ok,
+    );
     c.check(
         "the retry replays the receipt and sends nothing",
         retry.status == Status::Ok && retry.replayed && room.sends() == 1,
@@ -289,10 +293,7 @@ pub async fn run() -> Claims {
     let pending = desk.dispatch(send("m2", offer.clone()), &ann).await;
     show("to carla@partner.example with the brochure", &pending);
     let shown = preview(&pending);
-    println!(
-        "     preview:\n       {}",
-        shown.replace('\n', "\n       ")
-    );
+    println!("     preview:\n       {}", shown.replace('\n', "\n       "));
     c.check(
         "an external recipient answers pending_approval",
         pending.status == Status::PendingApproval,
@@ -351,7 +352,10 @@ pub async fn run() -> Claims {
         ("a domain not on the list", "boss@evil.example"),
         ("a look-alike subdomain", "ceo@acme.example.evil.example"),
         ("a display name", "Boss <boss@acme.example>"),
-        ("a header injection", "bob@acme.example\r\nBcc: x@evil.example"),
+        (
+            "a header injection",
+            "bob@acme.example\r\nBcc: x@evil.example",
+        ),
         ("a Cyrillic look-alike domain", "bob@\u{0430}cme.example"),
         ("fullwidth letters", "\u{FF42}ob@acme.example"),
     ];
@@ -392,7 +396,13 @@ pub async fn run() -> Claims {
         .dispatch(
             send(
                 "m3-x",
-                mail("boss@evil.example", "Hi", "Hello", &[], "recipient-case-9999"),
+                mail(
+                    "boss@evil.example",
+                    "Hi",
+                    "Hello",
+                    &[],
+                    "recipient-case-9999",
+                ),
             ),
             &ann,
         )
@@ -427,7 +437,14 @@ pub async fn run() -> Claims {
     );
     c.check(
         "it is refused outright, no approval is even asked",
-        payroll_out.approval.is_none() && desk.approvals().pending("acme").await.map(|p| p.len()).unwrap_or(99) == 0,
+        payroll_out.approval.is_none()
+            && desk
+                .approvals()
+                .pending("acme")
+                .await
+                .map(|p| p.len())
+                .unwrap_or(99)
+                == 0,
     );
     let payroll_in = desk
         .dispatch(
@@ -498,7 +515,13 @@ pub async fn run() -> Claims {
     c.step("5. A changed message after approval is a new intent");
     let body_v1 = "Hi Dan,\nthe meeting moves to Friday.\nAnn";
     let body_v2 = "Hi Dan,\nthe meeting moves to Friday. Bring the payroll file.\nAnn";
-    let v1 = mail("dan@partner.example", "Meeting", body_v1, &[], "meeting-dan-0001");
+    let v1 = mail(
+        "dan@partner.example",
+        "Meeting",
+        body_v1,
+        &[],
+        "meeting-dan-0001",
+    );
     let asked = desk.dispatch(send("m5", v1), &ann).await;
     let old_id = approval_id(&asked);
     let ok = desk.approvals().approve(&old_id, &lead).await;
@@ -508,7 +531,13 @@ pub async fn run() -> Claims {
         .dispatch(
             send(
                 "m5-changed",
-                mail("dan@partner.example", "Meeting", body_v2, &[], "meeting-dan-0001"),
+                mail(
+                    "dan@partner.example",
+                    "Meeting",
+                    body_v2,
+                    &[],
+                    "meeting-dan-0001",
+                ),
             ),
             &ann,
         )
@@ -522,7 +551,13 @@ pub async fn run() -> Claims {
         .dispatch(
             send(
                 "m5-new",
-                mail("dan@partner.example", "Meeting", body_v2, &[], "meeting-dan-0002"),
+                mail(
+                    "dan@partner.example",
+                    "Meeting",
+                    body_v2,
+                    &[],
+                    "meeting-dan-0002",
+                ),
             ),
             &ann,
         )
@@ -588,14 +623,20 @@ pub async fn run() -> Claims {
             .dispatch(
                 send(
                     &format!("m6-{i}"),
-                    mail("bob@acme.example", "Summary", body, &[], &format!("summary-bob-{i:04}")),
+                    mail(
+                        "bob@acme.example",
+                        "Summary",
+                        body,
+                        &[],
+                        &format!("summary-bob-{i:04}"),
+                    ),
                 ),
                 &ann,
             )
             .await;
         show(what, &out);
-        blocked &= out.status == Status::Blocked
-            && out.reason.as_deref() == Some("prompt_injection");
+        blocked &=
+            out.status == Status::Blocked && out.reason.as_deref() == Some("prompt_injection");
         let entry = out
             .audit_seq
             .and_then(|s| audit.get(s))
