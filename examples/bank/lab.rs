@@ -336,7 +336,7 @@ async fn approvals(lab: &mut Lab, c: &mut Claims) {
     let expired = lab.approve(&approval_id(&late), &teller).await;
     show("tina approves it now", &expired);
     c.check(
-        "an approval after 15 minutes fails: approval_expired",
+        "an approval at the 15-minute mark fails: approval_expired (the boundary fails closed)",
         late.status == Status::PendingApproval && expired.status == Status::ApprovalExpired,
     );
     let late_retry = lab
@@ -1103,6 +1103,55 @@ async fn incident(lab: &mut Lab, c: &mut Claims) {
     c.check(
         "the audit chain still verifies after the incident",
         lab.audit.verify().is_ok(),
+    );
+
+    // The same six as parallel tool calls of one response, dispatched concurrently.
+    let burst = Lab::new(true);
+    let alice_burst = burst.customer("alice", "chat-burst");
+    let six: Vec<(String, Value)> = (1..=6)
+        .map(|i| {
+            (
+                format!("call_burst_{i}"),
+                pay(&format!("burst-transfer-{i:04}"), Some("Invoice 4471")),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &str, Value)> = six
+        .iter()
+        .map(|(id, args)| (id.as_str(), "transfer_funds", args.clone()))
+        .collect();
+    let calls =
+        openai::parse_chat_completion(&completion("chatcmpl-burst", &refs)).unwrap_or_default();
+    let before = burst.bank.balance("chk-alice");
+    let mut tasks = Vec::new();
+    for call in calls {
+        let d = burst.desk.clone();
+        let p = alice_burst.clone();
+        tasks.push(tokio::spawn(async move { d.dispatch(call, &p).await }));
+    }
+    let mut statuses = Vec::new();
+    for task in tasks {
+        if let Ok(out) = task.await {
+            statuses.push(out.status);
+        }
+    }
+    let burst_moved = before - burst.bank.balance("chk-alice");
+    let oks = statuses.iter().filter(|s| **s == Status::Ok).count();
+    println!(
+        "     six parallel calls dispatched concurrently: {:?}; {burst_moved} cents moved",
+        statuses.iter().map(|s| s.as_str()).collect::<Vec<_>>()
+    );
+    c.check(
+        "six parallel calls dispatched at once: one runs, five wait or are refused; 800,000 moved",
+        statuses.len() == 6
+            && oks == 1
+            && statuses.iter().all(|s| {
+                matches!(
+                    s,
+                    Status::Ok | Status::PendingApproval | Status::PolicyDenied
+                )
+            })
+            && burst_moved == 800_000,
     );
 
     // The same six calls against the bank's original setup: a per-call threshold only.
