@@ -478,10 +478,18 @@ async fn injection(lab: &mut Lab, c: &mut Claims) {
                         .unwrap_or_default()
                 ));
             }
-            println!(
-                "     {field} / {class}:\n       {}",
-                results.join("\n       ")
-            );
+            let verdicts: Vec<&str> = results
+                .iter()
+                .filter_map(|r| r.split_once(": ").map(|(_, v)| v))
+                .collect();
+            if verdicts.iter().all(|v| *v == verdicts[0]) {
+                println!("     {field} / {class}: {} in all 8 forms", verdicts[0]);
+            } else {
+                println!(
+                    "     {field} / {class}:\n       {}",
+                    results.join("\n       ")
+                );
+            }
             let verdict = if field == "memo" {
                 "blocked"
             } else {
@@ -493,6 +501,26 @@ async fn injection(lab: &mut Lab, c: &mut Claims) {
             );
         }
     }
+    // Behind the schema, the sanitizer's identifier rules refuse the same values by themselves.
+    let sanitizer = toolguard::sanitize::Sanitizer::new();
+    let second_layer = lab.desk.spec("transfer_funds").is_some_and(|spec| {
+        ["from_account", "to_account"].iter().all(|f| {
+            spec.field(f).is_some_and(|field| {
+                payloads.iter().all(|(_, p)| {
+                    forms(p).iter().all(|(_, dressed)| {
+                        sanitizer
+                            .sanitize_str("transfer_funds", field, dressed)
+                            .verdict
+                            == toolguard::sanitize::Verdict::Blocked
+                    })
+                })
+            })
+        })
+    });
+    c.check(
+        "behind the schema, Sanitizer::sanitize_str blocks every one of those account values too",
+        second_layer,
+    );
     c.check(
         format!("none of the {n} calls reached the handler; no money moved"),
         lab.bank.runs() == runs && lab.bank.balance("chk-alice") == balance && refused == n,
