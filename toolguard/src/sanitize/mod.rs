@@ -1,10 +1,138 @@
 //! Field-aware argument sanitization: each string is judged on a canonical form, per field kind,
 //! and the [`SanitizeReport`] records what was done.
+//!
+//! The dispatcher calls [`Sanitizer::sanitize`] after schema validation and before typed
+//! deserialization. Every string of a top-level field, including strings nested in its arrays and
+//! objects, is judged by that field's [`FieldKind`]; fields without a [`FieldSpec`] are `text`.
+//!
+//! # How a string is judged
+//! 1. **Character scan** of the original value ([`chars`]). Depending on the kind each class is
+//!    kept, stripped (removed from the value passed on, and reported as a [`Modification`]) or
+//!    blocks the call.
+//! 2. **Kind rules** on the value minus what was stripped (identifier charset, name charset and
+//!    scripts, e-mail parser and domain allowlist, URL host checks, path confinement, money).
+//! 3. **Markers** on the [canonical form](canon) (decoded, NFKC, case-folded, confusables folded,
+//!    invisible characters removed): prompt-injection and shell-substitution patterns
+//!    ([`patterns`]).
+//!
+//! The value passed on is always the original minus what was stripped; it is never "corrected"
+//! (no decoding, no normalization, no case change).
+//!
+//! # Character policy
+//! | class | `text` | `name` | `identifier`, `email`, `url`, `path` |
+//! | --- | --- | --- | --- |
+//! | zero-width U+200B–U+200D, U+2060 | stripped; ZWJ kept inside an emoji ZWJ sequence, ZWJ/ZWNJ kept between letters of joining scripts (Arabic, Indic...) | as `text` | blocks `invisible_char` |
+//! | other format `Cf` (U+00AD, U+FEFF, U+180E, U+200E/F, U+2061–U+2064, fillers) | stripped | stripped | blocks `invisible_char` |
+//! | variation selectors | one U+FE0E/U+FE0F kept right after an emoji base, one U+E0100–U+E01EF kept after a Han ideograph; others stripped | as `text` | blocks `invisible_char` |
+//! | bidi controls U+202A–U+202E, U+2066–U+2069 | blocks `bidi_control` | blocks | blocks |
+//! | tag characters U+E0000–U+E007F | blocks `tag_character`, except the three RGI subdivision flags (🏴 + `gbeng`/`gbsct`/`gbwls` + cancel tag) | as `text` | blocks |
+//! | tab, line feed | kept | blocks `control_char` | blocks `control_char` |
+//! | carriage return, U+2028, U+2029 | stripped | stripped | blocks `control_char` |
+//! | other C0/C1 controls | blocks `control_char` | blocks | blocks |
+//! | private use | stripped | stripped | blocks `private_use` |
+//! | unassigned, noncharacters | stripped | stripped | blocks `unassigned` |
+//!
+//! More than [`MAX_COMBINING_MARKS`] combining marks on one base block `excessive_combining`
+//! ("Zalgo" text) in `text` and `name`.
+//!
+//! # Decisions
+//! - **Emoji**: ZWJ sequences (`👨‍👩‍👧`), skin tones, keycaps (`1️⃣`), flags and one VS16 after
+//!   an emoji are kept untouched, so legitimate emoji never change; a ZWJ or selector anywhere
+//!   else is stripped and reported. Tag characters are refused except inside the three RGI
+//!   subdivision flags (England, Scotland, Wales).
+//! - **Shell substitution in `text`**: `$(...)` (with any spacing, seed 000's gap),
+//!   `$((...))`, `${...}`, `<(...)` and back-ticked commands block with `command_substitution`:
+//!   a memo has no honest use for them and some handler may pass it to a shell or template.
+//!   Accounting negatives (`$(1,200)`) and back-ticked flags (`` `--verbose` ``) stay clean.
+//! - **SQL in `text`**: apostrophes, semicolons and SQL words are ordinary prose and pass
+//!   ("O'Brien", "drop it off; thanks"); SQL safety belongs to parameterized queries. Identifier
+//!   fields refuse every such character by charset.
+//! - **Scripts in `name`**: a word mixing scripts (`Pаypal` with a Cyrillic `а`) blocks; a word
+//!   written wholly in one script passes even when it looks Latin (`Вера`), because it is a real
+//!   name. IDN host labels are stricter (whole-script look-alikes of Latin block too).
+//! - **Strict kinds** (`identifier`, `email`, `url`, `path`) never strip: an invisible character
+//!   there blocks, so the value passed on is exactly what was checked.
+//! - **Encodings**: the canonical form decodes percent-encoding, HTML references and
+//!   `\uXXXX`/`\xXX` escapes in up to three rounds, and base64 runs of 16+ characters are decoded
+//!   once and judged too. Decoding is for matching only; the value passed on keeps its encoding.
+//! - **Resolution**: URL host names are not resolved unless a [`HostResolver`] is set
+//!   ([`Sanitizer::with_resolver`]); with one, every resolved address is checked and the
+//!   addresses are returned in [`SanitizeReport::resolved`] for the handler to connect to (DNS
+//!   rebinding). Without one, a name like `127.0.0.1.nip.io` is only caught at use, through
+//!   [`crate::kinds::Url::resolve_with`].
+//! - **Paths** fail closed: a path field with no root (neither [`FieldSpec::root`] nor
+//!   [`Sanitizer::path_root`]) blocks with `path_no_root`.
+//!
+//! # Reason codes
+//! Stable snake_case codes of [`SanitizeReport::reason`]; a blocked report never carries the
+//! payload.
+//!
+//! | code | meaning |
+//! | --- | --- |
+//! | `bidi_control` | a bidi embedding/override/isolate control (also when revealed by decoding) |
+//! | `tag_character` | a tag character outside an RGI flag sequence (also when revealed by decoding) |
+//! | `control_char` | a C0/C1 control the kind does not allow |
+//! | `invisible_char` | a zero-width, format or variation-selector character in a strict kind |
+//! | `private_use` | a private-use code point in a strict kind |
+//! | `unassigned` | an unassigned code point or noncharacter in a strict kind |
+//! | `excessive_combining` | more than [`MAX_COMBINING_MARKS`] combining marks on one character |
+//! | `excessive_encoding` | still percent/entity-encoded after [`canon::MAX_DECODE_ROUNDS`] rounds |
+//! | `prompt_injection` | a role tag, special token or instruction-override phrase |
+//! | `command_substitution` | shell `$(...)` (any spacing), `${...}`, `<(...)` or back-ticked command |
+//! | `identifier_charset` | an identifier with a character other than ASCII letters, digits, `_`, `-` |
+//! | `identifier_length` | an identifier that is empty or longer than its limit (default 128) |
+//! | `name_charset` | a name with a character other than letters, marks, spaces, apostrophes, hyphens, periods, or without any letter |
+//! | `mixed_script` | a word of a name, or a label of an e-mail domain, mixing scripts (`Pаypal` with a Cyrillic `а`); a name written wholly in one script is fine (`Вера`) |
+//! | `email_invalid` | not a plain RFC 5322 `local@domain` address (display names, domain literals, no TLD refused) |
+//! | `email_domain_not_allowed` | a recipient domain outside the field's allowlist |
+//! | `url_invalid` | not an absolute URL with a host, or with white space |
+//! | `url_scheme` | a scheme outside the allowlist (default `https`, `http`) |
+//! | `url_userinfo` | user name or password in the URL |
+//! | `url_private_address` | an IP literal (any notation) or resolved address that is loopback, private, link-local, CGNAT, unspecified, broadcast, multicast, unique-local or reserved |
+//! | `url_internal_host` | `localhost`, `*.localhost`, `*.local`, `*.internal`, `*.home.arpa`, reverse-DNS zones, and single-label (intranet) names |
+//! | `url_mixed_script` | an IDN host label mixing scripts, or wholly made of letters that look Latin (Cyrillic `аррӏе`) |
+//! | `url_host_not_allowed` | a host outside the field's allowlist |
+//! | `url_unresolvable` | the configured resolver could not resolve the host |
+//! | `path_no_root` | a path field with no confinement root configured |
+//! | `path_root_missing` | the configured root does not exist |
+//! | `path_invalid` | an empty path or one the file system cannot walk |
+//! | `path_nul` | a NUL byte in a path |
+//! | `path_absolute` | an absolute path, drive prefix or `~` |
+//! | `path_traversal` | a `..` component (also percent- or entity-encoded) |
+//! | `path_escape` | a symlink leading out of the root (or dangling) |
+//! | `money_invalid` | a negative or fractional amount, or a currency that is not three upper-case letters |
+//! | `invalid_key` | a nested object key that is not clean text |
+//!
+//! Modification codes ([`Modification::what`]): `zero_width`, `format_char`,
+//! `variation_selector`, `control_char`, `line_separator`, `private_use`, `unassigned`.
+
+pub mod canon;
+pub mod chars;
+pub mod path;
+pub mod patterns;
+pub mod url;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use unicode_security::MixedScript;
 
-use crate::spec::ToolSpec;
+use crate::spec::{FieldKind, FieldSpec, ToolSpec};
+
+pub use self::url::{
+    HostResolver, NoResolution, Resolution, ResolvedUrl, SystemResolver, UrlPolicy, is_forbidden_ip,
+};
+use chars::CharClass;
+
+/// Default maximum length of an identifier, in characters.
+pub const DEFAULT_IDENTIFIER_MAX_LEN: usize = 128;
+
+/// Most combining marks accepted on one base character in `text` and `name`.
+pub const MAX_COMBINING_MARKS: usize = 8;
 
 /// The sanitizer's decision for a whole arguments object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -17,6 +145,17 @@ pub enum Verdict {
     Stripped,
     /// The call is refused.
     Blocked,
+}
+
+impl Verdict {
+    /// The snake_case name (`clean`, `stripped`, `blocked`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Clean => "clean",
+            Verdict::Stripped => "stripped",
+            Verdict::Blocked => "blocked",
+        }
+    }
 }
 
 /// One change the sanitizer made to a field.
@@ -43,15 +182,706 @@ pub struct SanitizeReport {
     pub field: Option<String>,
     /// Changes made, for `stripped`.
     pub modifications: Vec<Modification>,
+    /// The checked URLs of `url` fields, with the addresses to pin (see [`ResolvedUrl`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resolved: Vec<ResolvedUrl>,
+}
+
+impl SanitizeReport {
+    /// True when the call must not go on.
+    pub fn is_blocked(&self) -> bool {
+        self.verdict == Verdict::Blocked
+    }
+
+    /// The checked URL of the field at JSON pointer `field`.
+    pub fn resolved_url(&self, field: &str) -> Option<&ResolvedUrl> {
+        self.resolved.iter().find(|r| r.field == field)
+    }
+}
+
+/// The judgement of one string (see [`Sanitizer::sanitize_str`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StrOutcome {
+    /// `clean`, `stripped` or `blocked`.
+    pub verdict: Verdict,
+    /// Reason code when blocked.
+    pub reason: Option<&'static str>,
+    /// The value to pass on: the original when clean, the original minus what was stripped when
+    /// stripped, `None` when blocked.
+    pub value: Option<String>,
+    /// What was stripped (with an empty `field`; [`Sanitizer::sanitize`] fills in pointers).
+    pub modifications: Vec<Modification>,
+    /// The checked URL of a `url` value.
+    pub resolved: Option<ResolvedUrl>,
+}
+
+impl StrOutcome {
+    fn blocked(reason: &'static str) -> Self {
+        StrOutcome {
+            verdict: Verdict::Blocked,
+            reason: Some(reason),
+            value: None,
+            modifications: Vec::new(),
+            resolved: None,
+        }
+    }
+}
+
+/// Per-(tool, field) configuration.
+#[derive(Debug, Clone, Default)]
+struct FieldPolicy {
+    email_domains: Option<Vec<String>>,
+    url: UrlPolicy,
+    root: Option<PathBuf>,
 }
 
 /// Per-field sanitization rules of a dispatcher.
-#[derive(Debug, Clone, Default)]
-pub struct Sanitizer {}
+///
+/// ```
+/// use toolguard::sanitize::Sanitizer;
+/// let s = Sanitizer::new()
+///     .allow_email_domains("send_email", "to", ["example.com"])
+///     .allow_url_hosts("fetch", "url", ["*.example.org"])
+///     .path_root("read_file", "path", "/srv/files");
+/// # let _ = s;
+/// ```
+#[derive(Clone)]
+pub struct Sanitizer {
+    fields: HashMap<(String, String), FieldPolicy>,
+    resolver: Arc<dyn HostResolver>,
+    identifier_max_len: usize,
+}
 
-impl Sanitizer {
-    /// Sanitizes `args` (an object valid under `spec.input_schema`) in place.
-    pub fn sanitize(&self, _spec: &ToolSpec, _args: &mut Value) -> SanitizeReport {
-        SanitizeReport::default()
+impl Default for Sanitizer {
+    fn default() -> Self {
+        Sanitizer {
+            fields: HashMap::new(),
+            resolver: Arc::new(NoResolution),
+            identifier_max_len: DEFAULT_IDENTIFIER_MAX_LEN,
+        }
     }
 }
+
+impl fmt::Debug for Sanitizer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sanitizer")
+            .field("fields", &self.fields)
+            .field("identifier_max_len", &self.identifier_max_len)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lower_all<I, S>(items: I) -> Vec<String>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    items
+        .into_iter()
+        .map(|s| s.into().trim().to_ascii_lowercase())
+        .collect()
+}
+
+impl Sanitizer {
+    /// A sanitizer with default rules: no e-mail domain allowlist, URL schemes `https` and `http`,
+    /// any public host, no resolution, no path roots beyond [`FieldSpec::root`].
+    pub fn new() -> Self {
+        Sanitizer::default()
+    }
+
+    fn policy_mut(&mut self, tool: &str, field: &str) -> &mut FieldPolicy {
+        self.fields
+            .entry((tool.to_string(), field.to_string()))
+            .or_default()
+    }
+
+    fn policy(&self, tool: &str, field: &str) -> Option<&FieldPolicy> {
+        self.fields.get(&(tool.to_string(), field.to_string()))
+    }
+
+    /// Allows only these recipient domains (exact, case-insensitive; `*.example.com` for
+    /// sub-domains) in e-mail field `field` of tool `tool`. Calls add up.
+    pub fn allow_email_domains<I, S>(mut self, tool: &str, field: &str, domains: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let p = self.policy_mut(tool, field);
+        p.email_domains
+            .get_or_insert_with(Vec::new)
+            .extend(lower_all(domains));
+        self
+    }
+
+    /// Allows only these URL schemes in field `field` of tool `tool` (replacing the default
+    /// `https`, `http`). Calls add up.
+    pub fn allow_url_schemes<I, S>(mut self, tool: &str, field: &str, schemes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.policy_mut(tool, field)
+            .url
+            .schemes
+            .extend(lower_all(schemes));
+        self
+    }
+
+    /// Allows only these hosts (exact, or `*.example.com` for sub-domains) in URL field `field`
+    /// of tool `tool`. Calls add up.
+    pub fn allow_url_hosts<I, S>(mut self, tool: &str, field: &str, hosts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.policy_mut(tool, field)
+            .url
+            .hosts
+            .extend(lower_all(hosts));
+        self
+    }
+
+    /// Confines path field `field` of tool `tool` below `root` (takes precedence over
+    /// [`FieldSpec::root`]).
+    pub fn path_root(mut self, tool: &str, field: &str, root: impl Into<PathBuf>) -> Self {
+        self.policy_mut(tool, field).root = Some(root.into());
+        self
+    }
+
+    /// Resolves URL host names through `resolver`, so their addresses are checked and returned
+    /// for pinning in [`SanitizeReport::resolved`].
+    pub fn with_resolver(mut self, resolver: impl HostResolver + 'static) -> Self {
+        self.resolver = Arc::new(resolver);
+        self
+    }
+
+    /// Maximum identifier length when the field sets no `max_len` (default 128).
+    pub fn identifier_max_len(mut self, max: usize) -> Self {
+        self.identifier_max_len = max;
+        self
+    }
+
+    /// Sanitizes `args` (an object valid under `spec.input_schema`) in place.
+    ///
+    /// On `stripped`, `args` holds the cleaned values. On `blocked`, `args` may be partly cleaned
+    /// and must not be used; the report names the reason and field only.
+    pub fn sanitize(&self, spec: &ToolSpec, args: &mut Value) -> SanitizeReport {
+        let mut report = SanitizeReport::default();
+        let default_field = FieldSpec::default();
+        let mut pointer = String::new();
+        let result = match args {
+            Value::Object(map) => {
+                let mut r = Ok(());
+                for (key, value) in map.iter_mut() {
+                    let field = spec.field(key).unwrap_or(&default_field);
+                    pointer.clear();
+                    push_pointer(&mut pointer, key);
+                    r = self.walk(&spec.name, field, value, &mut pointer, &mut report);
+                    if r.is_err() {
+                        break;
+                    }
+                }
+                r
+            }
+            other => self.walk(&spec.name, &default_field, other, &mut pointer, &mut report),
+        };
+        match result {
+            Ok(()) => {
+                if !report.modifications.is_empty() {
+                    report.verdict = Verdict::Stripped;
+                }
+            }
+            Err(reason) => {
+                report.verdict = Verdict::Blocked;
+                report.reason = Some(reason.to_string());
+                report.field = Some(pointer);
+                report.modifications.clear();
+                report.resolved.clear();
+            }
+        }
+        report
+    }
+
+    fn walk(
+        &self,
+        tool: &str,
+        field: &FieldSpec,
+        value: &mut Value,
+        pointer: &mut String,
+        report: &mut SanitizeReport,
+    ) -> Result<(), &'static str> {
+        match (field.kind, value) {
+            (FieldKind::Opaque, _) => Ok(()),
+            (_, Value::String(s)) => {
+                let out = self.sanitize_str(tool, field, s);
+                match out.verdict {
+                    Verdict::Blocked => Err(out.reason.unwrap_or("blocked")),
+                    Verdict::Clean | Verdict::Stripped => {
+                        if out.verdict == Verdict::Stripped {
+                            if let Some(v) = out.value {
+                                *s = v;
+                            }
+                            for mut m in out.modifications {
+                                m.field = pointer.clone();
+                                report.modifications.push(m);
+                            }
+                        }
+                        if let Some(mut r) = out.resolved {
+                            r.field = pointer.clone();
+                            report.resolved.push(r);
+                        }
+                        Ok(())
+                    }
+                }
+            }
+            (FieldKind::Money, Value::Number(n)) => {
+                if n.as_u64().is_some() {
+                    Ok(())
+                } else {
+                    Err("money_invalid")
+                }
+            }
+            (_, Value::Array(items)) => {
+                let len = pointer.len();
+                for (i, item) in items.iter_mut().enumerate() {
+                    pointer.truncate(len);
+                    pointer.push('/');
+                    pointer.push_str(&i.to_string());
+                    self.walk(tool, field, item, pointer, report)?;
+                }
+                pointer.truncate(len);
+                Ok(())
+            }
+            (_, Value::Object(map)) => {
+                let len = pointer.len();
+                for (key, item) in map.iter_mut() {
+                    pointer.truncate(len);
+                    push_pointer(pointer, key);
+                    let key_field = FieldSpec {
+                        kind: FieldKind::Text,
+                        ..FieldSpec::default()
+                    };
+                    if self.sanitize_str(tool, &key_field, key).verdict != Verdict::Clean {
+                        return Err("invalid_key");
+                    }
+                    self.walk(tool, field, item, pointer, report)?;
+                }
+                pointer.truncate(len);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Judges one string as a value of `field` of tool `tool` (the per-string step of
+    /// [`Sanitizer::sanitize`]).
+    pub fn sanitize_str(&self, tool: &str, field: &FieldSpec, value: &str) -> StrOutcome {
+        let kind = field.kind;
+        if kind == FieldKind::Opaque {
+            return StrOutcome {
+                verdict: Verdict::Clean,
+                reason: None,
+                value: Some(value.to_string()),
+                modifications: Vec::new(),
+                resolved: None,
+            };
+        }
+        let (cleaned, modifications) = match scan(value, kind) {
+            Ok(x) => x,
+            Err(reason) => return StrOutcome::blocked(reason),
+        };
+        let current: &str = cleaned.as_deref().unwrap_or(value);
+        let policy = self.policy(tool, &field.name);
+        let mut resolved = None;
+        let kind_result = match kind {
+            FieldKind::Identifier => {
+                let max = field
+                    .max_len
+                    .map(|m| m as usize)
+                    .unwrap_or(self.identifier_max_len);
+                check_identifier(current, max)
+            }
+            FieldKind::Text => markers(current, true),
+            FieldKind::Name => check_name(current).and_then(|()| markers(current, true)),
+            FieldKind::Email => {
+                check_email(current, policy.and_then(|p| p.email_domains.as_deref()))
+            }
+            FieldKind::Url => {
+                let default = UrlPolicy::default();
+                let up = policy.map(|p| &p.url).unwrap_or(&default);
+                match url::check_url(current, up, self.resolver.as_ref()) {
+                    Ok(r) => {
+                        resolved = Some(r);
+                        markers(current, true)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            FieldKind::Path => {
+                let root = policy
+                    .and_then(|p| p.root.clone())
+                    .or_else(|| field.root.as_ref().map(PathBuf::from));
+                match root {
+                    None => Err("path_no_root"),
+                    Some(root) => {
+                        path::confine(current, &root).and_then(|_| markers(current, true))
+                    }
+                }
+            }
+            FieldKind::Money => check_currency(current),
+            FieldKind::Opaque => Ok(()),
+        };
+        if let Err(reason) = kind_result {
+            return StrOutcome::blocked(reason);
+        }
+        match cleaned {
+            None => StrOutcome {
+                verdict: Verdict::Clean,
+                reason: None,
+                value: Some(value.to_string()),
+                modifications,
+                resolved,
+            },
+            Some(v) => StrOutcome {
+                verdict: Verdict::Stripped,
+                reason: None,
+                value: Some(v),
+                modifications,
+                resolved,
+            },
+        }
+    }
+}
+
+/// Appends `/key` with JSON-pointer escaping.
+fn push_pointer(pointer: &mut String, key: &str) {
+    pointer.push('/');
+    for c in key.chars() {
+        match c {
+            '~' => pointer.push_str("~0"),
+            '/' => pointer.push_str("~1"),
+            c => pointer.push(c),
+        }
+    }
+}
+
+/// What the scan does with one character.
+enum Action {
+    Keep,
+    Strip,
+    Block(&'static str),
+}
+
+fn is_lenient(kind: FieldKind) -> bool {
+    matches!(kind, FieldKind::Text | FieldKind::Name)
+}
+
+/// Length of a valid RGI subdivision-flag tag run starting at `chars[i]` (the first tag after
+/// U+1F3F4), including the cancel tag; 0 if none.
+fn flag_tag_run(chars: &[char], i: usize) -> usize {
+    const FLAGS: [&str; 3] = ["gbeng", "gbsct", "gbwls"];
+    let mut letters = String::new();
+    let mut j = i;
+    while j < chars.len() && j - i < 8 {
+        let c = chars[j] as u32;
+        if c == 0xE007F {
+            return if FLAGS.contains(&letters.as_str()) {
+                j - i + 1
+            } else {
+                0
+            };
+        }
+        if (0xE0061..=0xE007A).contains(&c) || (0xE0030..=0xE0039).contains(&c) {
+            letters.push(char::from_u32(c - 0xE0000).unwrap_or('?'));
+            j += 1;
+        } else {
+            return 0;
+        }
+    }
+    0
+}
+
+/// The character scan. Returns the cleaned value (`None` when nothing was stripped) and the
+/// modifications, or a reason code.
+fn scan(value: &str, kind: FieldKind) -> Result<(Option<String>, Vec<Modification>), &'static str> {
+    // Fast path: printable ASCII (plus tab/newline in text) has nothing to strip or block here.
+    if value.bytes().all(|b| {
+        (0x20..0x7f).contains(&b) || (kind == FieldKind::Text && (b == b'\t' || b == b'\n'))
+    }) {
+        return Ok((None, Vec::new()));
+    }
+    let chars: Vec<char> = value.chars().collect();
+    let lenient = is_lenient(kind);
+    let mut keep = vec![true; chars.len()];
+    let mut stripped: Vec<(CharClass, usize)> = Vec::new();
+    let mut marks_run = 0usize;
+    let mut flag_tags_left = 0usize;
+    for (i, &c) in chars.iter().enumerate() {
+        let class = chars::classify(c);
+        let action = if flag_tags_left > 0 {
+            flag_tags_left -= 1;
+            Action::Keep
+        } else {
+            match class {
+                CharClass::Normal => {
+                    if c == '\u{1F3F4}' && lenient {
+                        flag_tags_left = flag_tag_run(&chars, i + 1);
+                    }
+                    Action::Keep
+                }
+                CharClass::Tab | CharClass::Newline => {
+                    if kind == FieldKind::Text {
+                        Action::Keep
+                    } else {
+                        Action::Block("control_char")
+                    }
+                }
+                CharClass::CarriageReturn | CharClass::LineSeparator => {
+                    if lenient {
+                        Action::Strip
+                    } else {
+                        Action::Block("control_char")
+                    }
+                }
+                CharClass::Control => Action::Block("control_char"),
+                CharClass::Bidi => Action::Block("bidi_control"),
+                CharClass::Tag => Action::Block("tag_character"),
+                CharClass::ZeroWidth if lenient => {
+                    if keep_joiner(&chars, &keep, i) {
+                        Action::Keep
+                    } else {
+                        Action::Strip
+                    }
+                }
+                CharClass::VariationSelector if lenient => {
+                    if keep_selector(&chars, &keep, i) {
+                        Action::Keep
+                    } else {
+                        Action::Strip
+                    }
+                }
+                CharClass::Format | CharClass::PrivateUse | CharClass::Unassigned if lenient => {
+                    Action::Strip
+                }
+                CharClass::ZeroWidth | CharClass::Format | CharClass::VariationSelector => {
+                    Action::Block("invisible_char")
+                }
+                CharClass::PrivateUse => Action::Block("private_use"),
+                CharClass::Unassigned => Action::Block("unassigned"),
+            }
+        };
+        match action {
+            Action::Keep => {
+                if chars::is_mark(c) {
+                    marks_run += 1;
+                    if lenient && marks_run > MAX_COMBINING_MARKS {
+                        return Err("excessive_combining");
+                    }
+                } else if class == CharClass::Normal {
+                    marks_run = 0;
+                }
+            }
+            Action::Strip => {
+                keep[i] = false;
+                stripped.push((class, i));
+            }
+            Action::Block(reason) => return Err(reason),
+        }
+    }
+    if stripped.is_empty() {
+        return Ok((None, Vec::new()));
+    }
+    let cleaned: String = chars
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(c, _)| *c)
+        .collect();
+    let mut mods: Vec<Modification> = Vec::new();
+    for (class, pos) in stripped {
+        let what = match class {
+            CharClass::CarriageReturn => "control_char",
+            other => other.code(),
+        };
+        match mods.iter_mut().find(|m| m.what == what) {
+            Some(m) => {
+                m.count += 1;
+                m.positions.push(pos);
+            }
+            None => mods.push(Modification {
+                field: String::new(),
+                what: what.to_string(),
+                count: 1,
+                positions: vec![pos],
+            }),
+        }
+    }
+    Ok((Some(cleaned), mods))
+}
+
+/// The previous kept character before `i`, skipping variation selectors and emoji components.
+fn prev_base(chars: &[char], keep: &[bool], i: usize) -> Option<char> {
+    chars[..i]
+        .iter()
+        .zip(&keep[..i])
+        .rev()
+        .filter(|(_, k)| **k)
+        .map(|(c, _)| *c)
+        .find(|c| {
+            chars::classify(*c) != CharClass::VariationSelector && !chars::is_emoji_component(*c)
+        })
+}
+
+/// ZWJ inside an emoji ZWJ sequence, or ZWJ/ZWNJ between letters of a joining script.
+fn keep_joiner(chars: &[char], keep: &[bool], i: usize) -> bool {
+    let c = chars[i];
+    if c != '\u{200D}' && c != '\u{200C}' {
+        return false;
+    }
+    let Some(prev) = prev_base(chars, keep, i) else {
+        return false;
+    };
+    let Some(&next) = chars.get(i + 1) else {
+        return false;
+    };
+    if c == '\u{200D}'
+        && !prev.is_ascii()
+        && chars::is_emoji_base(prev)
+        && !next.is_ascii()
+        && chars::is_emoji_base(next)
+    {
+        return true;
+    }
+    let prev_letter = chars[..i]
+        .iter()
+        .rev()
+        .find(|c| !chars::is_mark(**c))
+        .copied();
+    matches!(prev_letter, Some(p) if chars::joins_in_script(p)) && chars::joins_in_script(next)
+}
+
+/// One emoji presentation selector after an emoji base, one ideographic variation selector after
+/// a Han ideograph.
+fn keep_selector(chars: &[char], keep: &[bool], i: usize) -> bool {
+    if i == 0 || !keep[i - 1] {
+        return false;
+    }
+    let prev = chars[i - 1];
+    match chars[i] {
+        '\u{FE0E}' | '\u{FE0F}' => {
+            chars::is_emoji_base(prev) && chars::classify(prev) == CharClass::Normal
+        }
+        '\u{E0100}'..='\u{E01EF}' => chars::is_han(prev),
+        _ => false,
+    }
+}
+
+/// Marker patterns on the canonical form.
+fn markers(value: &str, shell: bool) -> Result<(), &'static str> {
+    let canon = canon::canonical(value)?;
+    if let Some(hidden) = canon.hidden {
+        return Err(hidden);
+    }
+    if let Some(reason) = patterns::find_marker(&canon.text, shell) {
+        return Err(reason);
+    }
+    // Base64-wrapped payloads: decoded once and judged like the text around them.
+    if value.len() >= 16 {
+        for decoded in canon::base64_payloads(value) {
+            let inner = canon::canonical(&decoded)?;
+            if let Some(reason) = patterns::find_marker(&inner.text, shell) {
+                return Err(reason);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_identifier(value: &str, max: usize) -> Result<(), &'static str> {
+    if !value
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return Err("identifier_charset");
+    }
+    if value.is_empty() || value.len() > max {
+        return Err("identifier_length");
+    }
+    Ok(())
+}
+
+fn is_name_char(c: char) -> bool {
+    matches!(
+        c,
+        ' ' | '\''
+            | '\u{2019}'
+            | '\u{02BC}'
+            | '-'
+            | '\u{2010}'
+            | '\u{2011}'
+            | '.'
+            | '\u{200C}'
+            | '\u{200D}'
+    ) || chars::is_letter_or_mark(c)
+        || chars::classify(c) == CharClass::VariationSelector
+}
+
+fn check_name(value: &str) -> Result<(), &'static str> {
+    if !value.chars().all(is_name_char) || !value.chars().any(char::is_alphabetic) {
+        return Err("name_charset");
+    }
+    for word in value
+        .split(|c: char| !chars::is_letter_or_mark(c))
+        .filter(|w| !w.is_empty())
+    {
+        if !word.is_single_script() {
+            return Err("mixed_script");
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn check_email(value: &str, domains: Option<&[String]>) -> Result<(), &'static str> {
+    let options = email_address::Options::default()
+        .without_display_text()
+        .without_domain_literal()
+        .with_required_tld();
+    let addr = email_address::EmailAddress::parse_with_options(value, options)
+        .map_err(|_| "email_invalid")?;
+    if addr.as_str() != value {
+        return Err("email_invalid");
+    }
+    // Fullwidth or other compatibility forms (`ｂｏｂ@`) are look-alikes, not addresses.
+    if !value.is_ascii() && !unicode_normalization::is_nfkc(value) {
+        return Err("email_invalid");
+    }
+    if !addr.local_part().is_single_script() {
+        return Err("mixed_script");
+    }
+    let domain = addr.domain().trim_end_matches('.').to_lowercase();
+    let ascii = idna::domain_to_ascii(&domain).map_err(|_| "email_invalid")?;
+    if !domain.is_ascii() && domain.split('.').any(|l| !l.is_single_script()) {
+        return Err("mixed_script");
+    }
+    if let Some(allowed) = domains {
+        let ok = allowed.iter().any(|a| match a.strip_prefix("*.") {
+            Some(suffix) => ascii.ends_with(&format!(".{suffix}")),
+            None => ascii == *a || domain == *a,
+        });
+        if !ok {
+            return Err("email_domain_not_allowed");
+        }
+    }
+    Ok(())
+}
+
+fn check_currency(value: &str) -> Result<(), &'static str> {
+    if value.len() == 3 && value.bytes().all(|b| b.is_ascii_uppercase()) {
+        Ok(())
+    } else {
+        Err("money_invalid")
+    }
+}
+
+#[cfg(test)]
+mod tests;

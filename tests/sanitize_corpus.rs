@@ -1,0 +1,201 @@
+//! Corpus test of the sanitizer: every value of `tests/corpus/benign/<kind>.txt` must come out
+//! `clean`, every value of `tests/corpus/attack/<kind>.txt` must be `stripped` or `blocked`.
+//!
+//! Files hold one JSON string per line (the format of `toolguard sanitize`). Values go through
+//! [`Sanitizer::sanitize`] as the only field of a one-field tool, the way the dispatcher calls it.
+//! Path values are confined below a temporary root holding `docs/`, a symlink `link_inside ->
+//! docs`, a symlink `escape` to a directory outside the root and a dangling symlink `dangling`.
+//! E-mail values are checked against the allowlist in [`EMAIL_DOMAINS`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use toolguard::sanitize::{Sanitizer, Verdict};
+use toolguard::spec::{FieldKind, FieldSpec, ToolSpec};
+
+const KINDS: [(&str, FieldKind); 7] = [
+    ("identifier", FieldKind::Identifier),
+    ("text", FieldKind::Text),
+    ("name", FieldKind::Name),
+    ("email", FieldKind::Email),
+    ("url", FieldKind::Url),
+    ("path", FieldKind::Path),
+    ("money", FieldKind::Money),
+];
+
+/// Recipient domains allowed for the e-mail corpus.
+const EMAIL_DOMAINS: [&str; 4] = [
+    "example.com",
+    "example.org",
+    "example.net",
+    "mail.example.co.uk",
+];
+
+fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
+}
+
+fn read_values(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| {
+            serde_json::from_str::<String>(line)
+                .unwrap_or_else(|e| panic!("{}:{}: not a JSON string: {e}", path.display(), i + 1))
+        })
+        .collect()
+}
+
+/// A temporary root with the layout described in the module docs.
+struct Root {
+    base: PathBuf,
+    root: PathBuf,
+}
+
+impl Root {
+    fn new() -> Root {
+        let base = std::env::temp_dir().join(format!("toolguard-corpus-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let root = base.join("root");
+        std::fs::create_dir_all(root.join("docs")).unwrap();
+        std::fs::create_dir_all(base.join("outside")).unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(base.join("outside"), root.join("escape")).unwrap();
+            std::os::unix::fs::symlink(root.join("docs"), root.join("link_inside")).unwrap();
+            std::os::unix::fs::symlink(root.join("nowhere"), root.join("dangling")).unwrap();
+        }
+        Root { base, root }
+    }
+}
+
+impl Drop for Root {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.base);
+    }
+}
+
+fn tool(kind: FieldKind) -> ToolSpec {
+    let mut spec = ToolSpec::new("corpus", "corpus check", json!({}), json!({}));
+    spec.fields = vec![FieldSpec {
+        name: "value".into(),
+        kind,
+        ..FieldSpec::default()
+    }];
+    spec
+}
+
+#[test]
+fn corpus_rates() {
+    let root = Root::new();
+    let sanitizer = Sanitizer::new()
+        .allow_email_domains("corpus", "value", EMAIL_DOMAINS)
+        .path_root("corpus", "value", &root.root);
+    let mut failures = Vec::new();
+    let (mut benign_total, mut benign_clean, mut attack_total, mut attack_caught) = (0, 0, 0, 0);
+    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    for (name, kind) in KINDS {
+        let spec = tool(kind);
+        let benign = read_values(&corpus_dir().join(format!("benign/{name}.txt")));
+        let (mut b_ok, b_n) = (0, benign.len());
+        for v in &benign {
+            let mut args = json!({ "value": v });
+            let report = sanitizer.sanitize(&spec, &mut args);
+            if report.verdict == Verdict::Clean && args["value"] == *v {
+                b_ok += 1;
+            } else {
+                failures.push(format!(
+                    "benign {name} {v:?}: {:?} {:?}",
+                    report.verdict, report.reason
+                ));
+            }
+        }
+        let attacks = read_values(&corpus_dir().join(format!("attack/{name}.txt")));
+        let (mut a_ok, a_n) = (0, attacks.len());
+        for v in &attacks {
+            let mut args = json!({ "value": v });
+            let report = sanitizer.sanitize(&spec, &mut args);
+            match report.verdict {
+                Verdict::Clean => failures.push(format!("attack {name} {v:?}: passed clean")),
+                Verdict::Stripped => {
+                    a_ok += 1;
+                    *reasons.entry("(stripped)".into()).or_default() += 1;
+                }
+                Verdict::Blocked => {
+                    a_ok += 1;
+                    let reason = report.reason.clone().unwrap_or_default();
+                    let text = serde_json::to_string(&report).unwrap();
+                    if v.len() > 8 && text.contains(v.as_str()) {
+                        failures.push(format!("attack {name}: report carries the payload"));
+                    }
+                    *reasons.entry(reason).or_default() += 1;
+                }
+            }
+        }
+        println!("{name:>10}: benign clean {b_ok}/{b_n}, attacks caught {a_ok}/{a_n}");
+        benign_total += b_n;
+        benign_clean += b_ok;
+        attack_total += a_n;
+        attack_caught += a_ok;
+    }
+    let rate = |a: usize, b: usize| 100.0 * a as f64 / b as f64;
+    println!(
+        "benign clean rate: {benign_clean}/{benign_total} = {:.1}%",
+        rate(benign_clean, benign_total)
+    );
+    println!(
+        "attack catch rate: {attack_caught}/{attack_total} = {:.1}%",
+        rate(attack_caught, attack_total)
+    );
+    println!("attack outcomes: {reasons:?}");
+    assert!(
+        benign_total >= 300,
+        "benign corpus too small: {benign_total}"
+    );
+    assert!(
+        attack_total >= 300,
+        "attack corpus too small: {attack_total}"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} corpus failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn seed_000_spaced_command_substitution() {
+    let sanitizer = Sanitizer::new();
+    let spec = tool(FieldKind::Text);
+    for memo in [
+        "$(whoami)",
+        "$( whoami )",
+        "$(   cat /etc/passwd   )",
+        "%24%28%20id%20%29",
+    ] {
+        let mut args = json!({ "value": format!("rent {memo}") });
+        let report = sanitizer.sanitize(&spec, &mut args);
+        assert_eq!(
+            report.reason.as_deref(),
+            Some("command_substitution"),
+            "{memo}"
+        );
+    }
+}
+
+#[test]
+fn seed_000_false_positive_fixed() {
+    let sanitizer = Sanitizer::new();
+    let mut args = json!({ "value": "O'Brien" });
+    let report = sanitizer.sanitize(&tool(FieldKind::Name), &mut args);
+    assert_eq!(report.verdict, Verdict::Clean);
+    let mut args = json!({ "value": "Refund for O'Brien; thanks" });
+    assert_eq!(
+        sanitizer
+            .sanitize(&tool(FieldKind::Text), &mut args)
+            .verdict,
+        Verdict::Clean
+    );
+}

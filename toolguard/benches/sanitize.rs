@@ -1,0 +1,72 @@
+//! Sanitizing a typical five-field argument object (identifier, identifier, money, text memo,
+//! e-mail), clean and with a stripped memo.
+//!
+//! `cargo bench -p toolguard --bench sanitize -- --warm-up-time 1 --measurement-time 3`
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::{Value, json};
+use toolguard::sanitize::Sanitizer;
+use toolguard::spec::{FieldKind, FieldSpec, ToolSpec};
+
+fn spec() -> ToolSpec {
+    let mut spec = ToolSpec::new(
+        "transfer",
+        "Move money between accounts",
+        json!({}),
+        json!({}),
+    );
+    let field = |name: &str, kind| FieldSpec {
+        name: name.into(),
+        kind,
+        ..FieldSpec::default()
+    };
+    spec.fields = vec![
+        field("from_account", FieldKind::Identifier),
+        field("to_account", FieldKind::Identifier),
+        FieldSpec {
+            amount: true,
+            ..field("amount", FieldKind::Money)
+        },
+        field("memo", FieldKind::Text),
+        field("notify", FieldKind::Email),
+    ];
+    spec
+}
+
+fn args(memo: &str) -> Value {
+    json!({
+        "from_account": "acct_1029384756",
+        "to_account": "acct-5647382910",
+        "amount": {"amount": 800000, "currency": "USD"},
+        "memo": memo,
+        "notify": "ann.obrien@example.com",
+    })
+}
+
+fn bench(c: &mut Criterion) {
+    let spec = spec();
+    let sanitizer = Sanitizer::new().allow_email_domains("transfer", "notify", ["example.com"]);
+    let clean = args("Rent for March, split with O'Brien; thanks!");
+    let unicode = args("Loyer de mars pour Zoë 🏠 — merci beaucoup, à bientôt");
+    let stripped = args("Rent for Ma\u{200B}rch, split with O'Brien; thanks!");
+    let mut group = c.benchmark_group("sanitize_transfer");
+    for (name, value) in [
+        ("ascii_clean", &clean),
+        ("unicode_clean", &unicode),
+        ("stripped", &stripped),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter_batched_ref(
+                || value.clone(),
+                |args| black_box(sanitizer.sanitize(&spec, args)),
+                criterion::BatchSize::SmallInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,185 @@
+use serde::{Deserialize, Serialize};
+
+use schemars::JsonSchema;
+
+/// An amount in integer minor units of its currency (cents, pence, yen): never a float.
+///
+/// ```
+/// use toolguard::kinds::Cents;
+/// let c: Cents = serde_json::from_str("1250").unwrap();
+/// assert_eq!(c.get(), 1250);
+/// assert!(serde_json::from_str::<Cents>("12.5").is_err());
+/// assert!(serde_json::from_str::<Cents>("-1").is_err());
+/// ```
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Default,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+)]
+#[serde(transparent)]
+pub struct Cents(pub u64);
+
+impl Cents {
+    /// Zero.
+    pub const ZERO: Cents = Cents(0);
+
+    /// The amount in minor units.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+
+    /// `self + other`, `None` on overflow.
+    pub fn checked_add(self, other: Cents) -> Option<Cents> {
+        self.0.checked_add(other.0).map(Cents)
+    }
+
+    /// `self - other`, `None` when negative.
+    pub fn checked_sub(self, other: Cents) -> Option<Cents> {
+        self.0.checked_sub(other.0).map(Cents)
+    }
+}
+
+/// ISO 4217 currency codes accepted in [`Money`].
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+pub enum Currency {
+    /// United States dollar.
+    USD,
+    /// Euro.
+    EUR,
+    /// Pound sterling.
+    GBP,
+    /// Japanese yen (no minor unit).
+    JPY,
+    /// Swiss franc.
+    CHF,
+    /// Canadian dollar.
+    CAD,
+    /// Australian dollar.
+    AUD,
+    /// New Zealand dollar.
+    NZD,
+    /// Chinese yuan.
+    CNY,
+    /// Hong Kong dollar.
+    HKD,
+    /// Singapore dollar.
+    SGD,
+    /// Swedish krona.
+    SEK,
+    /// Norwegian krone.
+    NOK,
+    /// Danish krone.
+    DKK,
+    /// Polish złoty.
+    PLN,
+    /// Czech koruna.
+    CZK,
+    /// Indian rupee.
+    INR,
+    /// Brazilian real.
+    BRL,
+    /// Mexican peso.
+    MXN,
+    /// South African rand.
+    ZAR,
+    /// South Korean won (no minor unit).
+    KRW,
+}
+
+impl Currency {
+    /// The ISO 4217 code.
+    pub fn code(self) -> &'static str {
+        match self {
+            Currency::USD => "USD",
+            Currency::EUR => "EUR",
+            Currency::GBP => "GBP",
+            Currency::JPY => "JPY",
+            Currency::CHF => "CHF",
+            Currency::CAD => "CAD",
+            Currency::AUD => "AUD",
+            Currency::NZD => "NZD",
+            Currency::CNY => "CNY",
+            Currency::HKD => "HKD",
+            Currency::SGD => "SGD",
+            Currency::SEK => "SEK",
+            Currency::NOK => "NOK",
+            Currency::DKK => "DKK",
+            Currency::PLN => "PLN",
+            Currency::CZK => "CZK",
+            Currency::INR => "INR",
+            Currency::BRL => "BRL",
+            Currency::MXN => "MXN",
+            Currency::ZAR => "ZAR",
+            Currency::KRW => "KRW",
+        }
+    }
+
+    /// Digits of the minor unit (2 for cents, 0 for yen and won).
+    pub fn minor_digits(self) -> u32 {
+        match self {
+            Currency::JPY | Currency::KRW => 0,
+            _ => 2,
+        }
+    }
+}
+
+/// An amount of money: integer minor units and a currency.
+///
+/// ```
+/// use toolguard::kinds::{Cents, Currency, Money};
+/// let m: Money = serde_json::from_str(r#"{"amount": 800000, "currency": "USD"}"#).unwrap();
+/// assert_eq!(m, Money { amount: Cents(800000), currency: Currency::USD });
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Money {
+    /// Amount in minor units.
+    pub amount: Cents,
+    /// Currency.
+    pub currency: Currency,
+}
+
+impl Money {
+    /// `amount` minor units of `currency`.
+    pub fn new(amount: u64, currency: Currency) -> Self {
+        Money {
+            amount: Cents(amount),
+            currency,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_and_serde() {
+        let schema = crate::__private::schema_for::<Money>();
+        let amount = &schema["properties"]["amount"];
+        assert!(
+            amount["minimum"] == 0 || amount["$ref"].is_string(),
+            "{schema}"
+        );
+        let cents = crate::__private::schema_for::<Cents>();
+        assert_eq!(cents["minimum"], 0, "{cents}");
+        assert!(serde_json::from_str::<Money>(r#"{"amount": 1.5, "currency": "USD"}"#).is_err());
+        assert!(serde_json::from_str::<Money>(r#"{"amount": 1, "currency": "XXX"}"#).is_err());
+        assert_eq!(Currency::JPY.minor_digits(), 0);
+        assert_eq!(
+            serde_json::to_string(&Money::new(5, Currency::EUR)).unwrap(),
+            r#"{"amount":5,"currency":"EUR"}"#
+        );
+    }
+}

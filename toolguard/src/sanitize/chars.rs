@@ -1,0 +1,197 @@
+//! Character classes the sanitizer cares about, taken from the Unicode properties of the
+//! `unicode-properties` and `unicode-script` crates (no hand-kept tables).
+
+use unicode_properties::{GeneralCategory, UnicodeEmoji, UnicodeGeneralCategory};
+use unicode_script::{Script, UnicodeScript};
+
+/// What a single code point is, for sanitization purposes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CharClass {
+    /// An ordinary visible character (or space).
+    Normal,
+    /// `U+0009` tab.
+    Tab,
+    /// `U+000A` line feed.
+    Newline,
+    /// `U+000D` carriage return.
+    CarriageReturn,
+    /// Any other C0/C1 control (`Cc`).
+    Control,
+    /// Zero-width space/joiners: U+200B–U+200D, U+2060.
+    ZeroWidth,
+    /// Other format characters (`Cf`) and default-ignorable fillers: soft hyphen, U+FEFF,
+    /// U+180E, U+2061–U+2064, U+200E/U+200F, Hangul fillers, combining grapheme joiner.
+    Format,
+    /// Bidirectional embedding/override/isolate controls: U+202A–U+202E, U+2066–U+2069.
+    Bidi,
+    /// Tag characters U+E0000–U+E007F.
+    Tag,
+    /// Variation selectors U+FE00–U+FE0F, U+E0100–U+E01EF and Mongolian free variation selectors.
+    VariationSelector,
+    /// U+2028 line separator, U+2029 paragraph separator.
+    LineSeparator,
+    /// Private-use code points (`Co`).
+    PrivateUse,
+    /// Unassigned code points and noncharacters (`Cn`).
+    Unassigned,
+}
+
+impl CharClass {
+    /// The stable code used in [`Modification::what`](super::Modification::what) and reasons.
+    pub fn code(self) -> &'static str {
+        match self {
+            CharClass::Normal => "normal",
+            CharClass::Tab
+            | CharClass::Newline
+            | CharClass::CarriageReturn
+            | CharClass::Control => "control_char",
+            CharClass::ZeroWidth => "zero_width",
+            CharClass::Format => "format_char",
+            CharClass::Bidi => "bidi_control",
+            CharClass::Tag => "tag_character",
+            CharClass::VariationSelector => "variation_selector",
+            CharClass::LineSeparator => "line_separator",
+            CharClass::PrivateUse => "private_use",
+            CharClass::Unassigned => "unassigned",
+        }
+    }
+}
+
+/// Classifies one code point.
+pub fn classify(c: char) -> CharClass {
+    if c.is_ascii() {
+        return match c {
+            '\t' => CharClass::Tab,
+            '\n' => CharClass::Newline,
+            '\r' => CharClass::CarriageReturn,
+            '\0'..='\x1f' | '\x7f' => CharClass::Control,
+            _ => CharClass::Normal,
+        };
+    }
+    match c {
+        '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' => return CharClass::Bidi,
+        '\u{E0000}'..='\u{E007F}' => return CharClass::Tag,
+        '\u{FE00}'..='\u{FE0F}'
+        | '\u{E0100}'..='\u{E01EF}'
+        | '\u{180B}'..='\u{180D}'
+        | '\u{180F}' => return CharClass::VariationSelector,
+        '\u{200B}'..='\u{200D}' | '\u{2060}' => return CharClass::ZeroWidth,
+        // Default-ignorable code points that are not `Cf`: combining grapheme joiner, Hangul
+        // fillers, Khmer inherent vowels. They render as nothing and split keywords.
+        '\u{034F}' | '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' | '\u{17B4}'
+        | '\u{17B5}' => return CharClass::Format,
+        '\u{2028}' | '\u{2029}' => return CharClass::LineSeparator,
+        _ => {}
+    }
+    match c.general_category() {
+        GeneralCategory::Control => CharClass::Control,
+        GeneralCategory::Format => CharClass::Format,
+        GeneralCategory::PrivateUse => CharClass::PrivateUse,
+        GeneralCategory::Unassigned | GeneralCategory::Surrogate => CharClass::Unassigned,
+        _ => CharClass::Normal,
+    }
+}
+
+/// True for a character that can start or continue an emoji sequence as a visible base
+/// (`Emoji=Yes`, including digits, `#` and `*` of keycap sequences).
+pub fn is_emoji_base(c: char) -> bool {
+    c.is_emoji_char()
+}
+
+/// True for skin-tone modifiers and other emoji components that may sit between a base and a
+/// joiner (U+1F3FB–U+1F3FF, U+20E3 combining keycap).
+pub fn is_emoji_component(c: char) -> bool {
+    !c.is_ascii() && c.is_emoji_component()
+}
+
+/// True for a letter or mark (`L*`, `M*`).
+pub fn is_letter_or_mark(c: char) -> bool {
+    use unicode_properties::GeneralCategoryGroup as G;
+    matches!(c.general_category_group(), G::Letter | G::Mark)
+}
+
+/// True for a combining mark (`Mn`, `Mc`, `Me`).
+pub fn is_mark(c: char) -> bool {
+    use unicode_properties::GeneralCategoryGroup as G;
+    c.general_category_group() == G::Mark
+}
+
+/// True for a letter or mark of a script that uses ZWJ/ZWNJ in ordinary spelling (anything but
+/// Latin, Greek, Cyrillic, Common and Inherited): Arabic, Persian, Indic scripts and so on.
+pub fn joins_in_script(c: char) -> bool {
+    if c.is_ascii() || !is_letter_or_mark(c) {
+        return false;
+    }
+    !matches!(
+        c.script(),
+        Script::Latin | Script::Greek | Script::Cyrillic | Script::Common | Script::Inherited
+    )
+}
+
+/// True for a Han ideograph (base of an ideographic variation sequence).
+pub fn is_han(c: char) -> bool {
+    c.script() == Script::Han
+}
+
+/// A non-Latin word whose every letter has an ASCII Latin skeleton (Cyrillic `Рауре` reads as
+/// "Payne"): a whole-script confusable.
+pub fn whole_script_confusable(word: &str) -> bool {
+    if word.is_ascii() || word.chars().any(|c| c.script() == Script::Latin) {
+        return false;
+    }
+    let mut letters = 0;
+    for c in word.chars().filter(|c| !is_mark(*c)) {
+        letters += 1;
+        let mut buf = [0u8; 4];
+        let mut skel = unicode_security::skeleton(c.encode_utf8(&mut buf)).filter(|s| !is_mark(*s));
+        let ascii = match (skel.next(), skel.next()) {
+            (Some(s), None) => s.is_ascii_alphabetic(),
+            _ => false,
+        };
+        if !ascii {
+            return false;
+        }
+    }
+    letters > 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_of_the_brief() {
+        for c in ['\u{200B}', '\u{200C}', '\u{200D}', '\u{2060}'] {
+            assert_eq!(classify(c), CharClass::ZeroWidth, "{:X}", c as u32);
+        }
+        for c in [
+            '\u{200E}', '\u{200F}', '\u{2061}', '\u{2062}', '\u{2063}', '\u{2064}', '\u{FEFF}',
+            '\u{00AD}', '\u{180E}', '\u{3164}',
+        ] {
+            assert_eq!(classify(c), CharClass::Format, "{:X}", c as u32);
+        }
+        for c in [
+            '\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}', '\u{2066}', '\u{2069}',
+        ] {
+            assert_eq!(classify(c), CharClass::Bidi);
+        }
+        for c in ['\u{E0000}', '\u{E0001}', '\u{E0041}', '\u{E007F}'] {
+            assert_eq!(classify(c), CharClass::Tag);
+        }
+        for c in ['\u{FE00}', '\u{FE0F}', '\u{E0100}', '\u{E01EF}'] {
+            assert_eq!(classify(c), CharClass::VariationSelector);
+        }
+        assert_eq!(classify('\u{0000}'), CharClass::Control);
+        assert_eq!(classify('\u{0085}'), CharClass::Control);
+        assert_eq!(classify('\u{009B}'), CharClass::Control);
+        assert_eq!(classify('\t'), CharClass::Tab);
+        assert_eq!(classify('\n'), CharClass::Newline);
+        assert_eq!(classify('\u{E000}'), CharClass::PrivateUse);
+        assert_eq!(classify('\u{F0000}'), CharClass::PrivateUse);
+        assert_eq!(classify('\u{FFFF}'), CharClass::Unassigned);
+        assert_eq!(classify('\u{2028}'), CharClass::LineSeparator);
+        for c in ['a', 'é', '李', 'Д', '😀', ' ', '\u{00A0}', '\''] {
+            assert_eq!(classify(c), CharClass::Normal, "{c}");
+        }
+    }
+}
