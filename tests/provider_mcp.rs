@@ -17,18 +17,15 @@ fn server_binary() -> PathBuf {
         .parent()
         .and_then(|deps| deps.parent())
         .expect("target profile dir");
-    let status = std::process::Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--quiet",
-            "--workspace",
-            "--all-features",
-            "--example",
-            "mcp_server",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .expect("cargo runs");
+    let mut build = std::process::Command::new(env!("CARGO"));
+    build
+        .args(["build", "--quiet", "--workspace", "--all-features"])
+        .args(["--example", "mcp_server"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if !cfg!(debug_assertions) {
+        build.arg("--release");
+    }
+    let status = build.status().expect("cargo runs");
     assert!(status.success(), "building the example failed");
     profile_dir
         .join("examples")
