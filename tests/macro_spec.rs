@@ -388,3 +388,56 @@ async fn toolset_tools() {
         json!(false)
     );
 }
+
+#[tokio::test]
+async fn dispatcher_enforces_the_generated_constraints() {
+    use toolguard::{Dispatcher, Status, ToolCall};
+
+    let dispatcher = Dispatcher::builder()
+        .state(Bank { fee: 7 })
+        .tools(Bank::tools())
+        .tool(AddNumbers)
+        .build()
+        .expect("dispatcher builds");
+    let who = Principal::new("acme", "alice", "s1");
+
+    let ok = dispatcher
+        .dispatch(ToolCall::new("c1", "add", json!({"a": 2, "b": 0.5})), &who)
+        .await;
+    assert_eq!(ok.status, Status::Ok, "{ok:?}");
+
+    // `a` is declared with `max = 100`; the schema carries it and validation refuses 500.
+    let too_big = dispatcher
+        .dispatch(
+            ToolCall::new("c2", "add", json!({"a": 500, "b": 0.5})),
+            &who,
+        )
+        .await;
+    assert_eq!(too_big.status, Status::InvalidArguments, "{too_big:?}");
+
+    // A field the schema does not declare (`additionalProperties: false`).
+    let extra = dispatcher
+        .dispatch(
+            ToolCall::new("c3", "add", json!({"a": 1, "b": 1, "tenant": "x"})),
+            &who,
+        )
+        .await;
+    assert_eq!(extra.status, Status::InvalidArguments, "{extra:?}");
+
+    // `set_fee` is idempotent: without its `idempotency_key` argument the call is refused.
+    let no_key = dispatcher
+        .dispatch(ToolCall::new("c4", "set_fee", json!({"fee": 3})), &who)
+        .await;
+    assert_ne!(no_key.status, Status::Ok, "{no_key:?}");
+    let with_key = dispatcher
+        .dispatch(
+            ToolCall::new(
+                "c5",
+                "set_fee",
+                json!({"fee": 3, "idempotency_key": "fee-key-1"}),
+            ),
+            &who,
+        )
+        .await;
+    assert_eq!(with_key.status, Status::Ok, "{with_key:?}");
+}

@@ -17,7 +17,8 @@ const KEY_PATTERN: &str = "^[A-Za-z0-9_-]{8,128}$";
 const KEY_DESCRIPTION: &str =
     "Stable key for this operation; reuse it when retrying the same action";
 
-/// `transfer_funds` → `TransferFunds`.
+/// `transfer_funds` → `TransferFunds`; a name that would not start with a letter gets a `Tool`
+/// prefix, so the result is always an identifier.
 pub fn camel(name: &str) -> String {
     let mut out = String::new();
     let mut upper = true;
@@ -31,19 +32,21 @@ pub fn camel(name: &str) -> String {
             out.push(c);
         }
     }
-    if out.is_empty() {
-        "Tool".to_owned()
-    } else {
+    if out.starts_with(|c: char| c.is_alphabetic()) {
         out
+    } else {
+        format!("Tool{out}")
     }
 }
 
 /// The unit struct's identifier.
 pub fn tool_ident(decl: &ToolDecl) -> Ident {
-    Ident::new(
-        &camel(&crate::model::unraw(&decl.fn_ident)),
-        decl.fn_ident.span(),
-    )
+    let name = camel(&crate::model::unraw(&decl.fn_ident));
+    // `Ident::new` would panic on a string that is not an identifier; parse instead.
+    let mut ident =
+        syn::parse_str::<Ident>(&name).unwrap_or_else(|_| format_ident!("GeneratedTool"));
+    ident.set_span(decl.fn_ident.span());
+    ident
 }
 
 fn args_ident(decl: &ToolDecl) -> Ident {
@@ -169,7 +172,12 @@ pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
 
         #output_check
 
-        impl #impl_generics #k::Tool<#state> for #tool_ident {
+        // The output bound is stated higher-ranked so that it is checked where the tool is
+        // used, not here: an unfit output type is then reported once, by `output_check`.
+        impl #impl_generics #k::Tool<#state> for #tool_ident
+        where
+            for<'__tg> #ok_ty: #p::ToolOutput,
+        {
             type Args = #args_ident;
             type Output = #ok_ty;
 
@@ -346,20 +354,20 @@ fn field_spec(decl: &ToolDecl, arg: &ArgDecl) -> TokenStream {
     let max = opt_f64(arg.attrs.max.as_ref().map(|v| v.value.value));
     let root = opt_string(arg.attrs.root.as_ref().map(|v| v.value.as_str()));
     quote! {
-        #k::FieldSpec {
-            name: ::std::string::String::from(#name),
-            kind: #k::FieldKind::#kind,
-            description: #description,
-            sensitive: #sensitive,
-            amount: #amount,
-            optional: #optional,
-            min_len: #min_len,
-            max_len: #max_len,
-            pattern: #pattern,
-            min: #min,
-            max: #max,
-            root: #root,
-            ..::core::default::Default::default()
+        {
+            let mut field = #k::FieldSpec::new(#name);
+            field.kind = #k::FieldKind::#kind;
+            field.description = #description;
+            field.sensitive = #sensitive;
+            field.amount = #amount;
+            field.optional = #optional;
+            field.min_len = #min_len;
+            field.max_len = #max_len;
+            field.pattern = #pattern;
+            field.min = #min;
+            field.max = #max;
+            field.root = #root;
+            field
         }
     }
 }
@@ -402,12 +410,16 @@ fn spec_body(
     let mut fields: Vec<TokenStream> = decl.args.iter().map(|arg| field_spec(decl, arg)).collect();
     if decl.key_argument() {
         fields.push(quote! {
-            #k::FieldSpec {
-                name: ::std::string::String::from(#KEY_FIELD),
-                kind: #k::FieldKind::Identifier,
-                description: ::core::option::Option::Some(::std::string::String::from(#KEY_DESCRIPTION)),
-                pattern: ::core::option::Option::Some(::std::string::String::from(#KEY_PATTERN)),
-                ..::core::default::Default::default()
+            {
+                let mut field = #k::FieldSpec::new(#KEY_FIELD);
+                field.kind = #k::FieldKind::Identifier;
+                field.description = ::core::option::Option::Some(
+                    ::std::string::String::from(#KEY_DESCRIPTION),
+                );
+                field.pattern = ::core::option::Option::Some(
+                    ::std::string::String::from(#KEY_PATTERN),
+                );
+                field
             }
         });
     }
@@ -449,5 +461,19 @@ pub fn tools_fn(self_ty: &Type, decls: &[ToolDecl]) -> TokenStream {
                 ::std::vec![#(#k::ToolHandle::new(#idents)),*]
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::camel;
+
+    #[test]
+    fn camel_case() {
+        assert_eq!(camel("transfer_funds"), "TransferFunds");
+        assert_eq!(camel("add"), "Add");
+        assert_eq!(camel("_1"), "Tool1");
+        assert_eq!(camel("_"), "Tool");
+        assert_eq!(camel("a__b_"), "AB");
     }
 }

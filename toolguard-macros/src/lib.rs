@@ -1,9 +1,9 @@
 //! Procedural macros of toolguard: `#[tool]` on functions and `#[toolset]` on `impl` blocks.
 //!
 //! Use them through the `toolguard` crate, which re-exports them. Each declaration is parsed into
-//! a model ([`model`]), checked against the compile-time safety rules ([`validate`], listed in
+//! a model (`model`), checked against the compile-time safety rules (`validate`, listed in
 //! `RULES.md`) and expanded into an arguments struct, a unit tool struct and its `Tool` impl
-//! ([`expand`]). Every problem is a compile error at the offending tokens; the macros never panic.
+//! (`expand`). Every problem is a compile error at the offending tokens; the macros never panic.
 
 #![warn(missing_docs)]
 
@@ -39,6 +39,18 @@ use model::Errors;
 ///
 /// generates `TransferFundsArgs` (the arguments the model proposes), `TransferFunds` (a unit
 /// struct implementing `toolguard::Tool<Bank>`), and keeps `transfer_funds` callable as written.
+///
+/// Tool options: `name`, `description` (default: the doc comment), `risk = "low" | "medium" |
+/// "high" | "critical"`, `read_only`, `idempotent` / `idempotent(key = "host")`, `key_wins`,
+/// `approval_over = N`, `approvals = N`, `timeout_ms = N`, `revision = N`,
+/// `preflight = path`, `authorize = path` (each an
+/// `async fn(&ToolContext<S>, &XArgs) -> Result<(), ToolError>`).
+///
+/// Argument options (`#[arg(...)]`): `description` (default: the doc comment), `min_len`,
+/// `max_len`, `pattern`, `min`, `max`, `sensitive`, `amount`,
+/// `kind = "identifier" | "text" | "name" | "email" | "url" | "path" | "money"`, `root`.
+///
+/// The compile-time safety rules are listed in `RULES.md`.
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     tool_impl(attr.into(), item.into()).into()
@@ -55,8 +67,8 @@ fn tool_impl(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
     let mut func: ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
         Err(_) => {
-            let err = syn::Error::new(
-                item.span(),
+            let err = syn::Error::new_spanned(
+                &item,
                 "`#[tool]` goes on a function (`fn` or `async fn`); for methods, mark the `impl` \
                  block `#[toolset]` and its methods `#[tool]`",
             );
@@ -98,8 +110,8 @@ fn toolset_impl(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
     let mut block: ItemImpl = match syn::parse2::<Item>(item.clone()) {
         Ok(Item::Impl(i)) => i,
         _ => {
-            let err = syn::Error::new(
-                item.span(),
+            let err = syn::Error::new_spanned(
+                &item,
                 "`#[toolset]` goes on an inherent `impl` block (`impl Bank { ... }`) whose methods \
                  are marked `#[tool(...)]`",
             )
@@ -125,6 +137,13 @@ fn toolset_impl(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
     let mut decls = Vec::new();
     for item in block.items.iter_mut() {
         let ImplItem::Fn(method) = item else { continue };
+        if method.sig.ident == "tools" {
+            errors.push(
+                method.sig.ident.span(),
+                "`#[toolset]` generates `tools()` on this type: rename this method (its tool name \
+                 can stay `tools` with `#[tool(name = \"tools\")]`)",
+            );
+        }
         let mut tool_attr = None;
         let mut rest = Vec::new();
         for a in std::mem::take(&mut method.attrs) {
@@ -161,7 +180,7 @@ fn toolset_impl(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
         validate::tool(&decl, &mut errors);
         decls.push(decl);
     }
-    validate::toolset(&decls, &mut errors);
+    validate::toolset(&self_ty, &decls, &mut errors);
     match errors.finish() {
         Ok(()) => {
             let tools = decls.iter().map(|d| expand::tool(d, Some(&self_ty)));

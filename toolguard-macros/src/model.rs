@@ -232,8 +232,8 @@ pub struct ArgDecl {
     pub doc: Option<String>,
     /// `#[arg]` options.
     pub attrs: ArgAttrs,
-    /// Where the parameter was written.
-    pub span: Span,
+    /// The parameter as written (`name: Type`, attributes removed), for error spans.
+    pub tokens: proc_macro2::TokenStream,
 }
 
 impl ArgDecl {
@@ -349,6 +349,11 @@ impl Errors {
     /// Records an error at `span`.
     pub fn push(&mut self, span: Span, msg: impl std::fmt::Display) {
         self.add(syn::Error::new(span, msg));
+    }
+
+    /// Records an error spanning all of `tokens`.
+    pub fn spanned(&mut self, tokens: &dyn quote::ToTokens, msg: impl std::fmt::Display) {
+        self.add(syn::Error::new_spanned(tokens, msg));
     }
 
     /// Records `err`.

@@ -89,9 +89,9 @@ pub fn tool_attrs(tokens: TokenStream, errors: &mut Errors) -> ToolAttrs {
                         errors.push(
                             s.span,
                             format!(
-                                "unknown risk level `{}`: use one of {}",
+                                "unknown risk level `{}`{}",
                                 s.value,
-                                list(&Risk::NAMES)
+                                suggestion_and_list(&s.value, &Risk::NAMES, "risk levels")
                             ),
                         );
                         None
@@ -149,8 +149,8 @@ pub fn arg_attrs(attr: &Attribute, out: &mut ArgAttrs, errors: &mut Errors) {
             }
         }
         _ => {
-            errors.push(
-                attr.span(),
+            errors.spanned(
+                attr,
                 "`#[arg]` needs options, e.g. `#[arg(max_len = 140)]`; remove it if there are none",
             );
             return;
@@ -236,9 +236,8 @@ pub fn arg_attrs(attr: &Attribute, out: &mut ArgAttrs, errors: &mut Errors) {
                         other => errors.push(
                             s.span,
                             format!(
-                                "unknown field kind `{other}`: use one of {}{}",
-                                list(&Kind::NAMES),
-                                suggestion(other, &Kind::NAMES)
+                                "unknown field kind `{other}`{}",
+                                suggestion_and_list(other, &Kind::NAMES, "kinds")
                             ),
                         ),
                     }
@@ -265,8 +264,8 @@ pub fn tool_decl(
 ) -> ToolDecl {
     for param in &sig.generics.params {
         match param {
-            GenericParam::Type(t) => errors.push(
-                t.span(),
+            GenericParam::Type(t) => errors.spanned(
+                t,
                 format!(
                     "tool functions cannot be generic: the argument schema must be one concrete \
                      type. Replace the type parameter `{}` with a concrete type (an enum if several \
@@ -274,8 +273,8 @@ pub fn tool_decl(
                     t.ident
                 ),
             ),
-            GenericParam::Const(c) => errors.push(
-                c.span(),
+            GenericParam::Const(c) => errors.spanned(
+                c,
                 format!(
                     "tool functions cannot have const generics: the schema must be fixed. Replace \
                      `{}` with a constant or an argument",
@@ -286,8 +285,8 @@ pub fn tool_decl(
         }
     }
     if let Some(u) = &sig.unsafety {
-        errors.push(
-            u.span(),
+        errors.spanned(
+            u,
             "a tool function cannot be `unsafe`: the dispatcher calls it with model-proposed \
              arguments. Make it safe and keep the `unsafe` block inside",
         );
@@ -308,20 +307,20 @@ pub fn tool_decl(
         match input {
             FnArg::Receiver(r) => {
                 if !in_toolset {
-                    errors.push(
-                        r.span(),
+                    errors.spanned(
+                        r,
                         "`self` in a `#[tool]` function: tools on methods go in an `impl` block \
                          marked `#[toolset]`",
                     );
                 } else if r.reference.is_none() {
-                    errors.push(
-                        r.span(),
+                    errors.spanned(
+                        r,
                         "a toolset method cannot take `self` by value: one state value serves \
                          every call. Take `&self`",
                     );
                 } else if r.mutability.is_some() {
-                    errors.push(
-                        r.span(),
+                    errors.spanned(
+                        r,
                         "a toolset method cannot take `&mut self`: calls run concurrently on \
                          shared state. Take `&self` and use interior mutability (a `Mutex`, \
                          atomics, a pool) for changes",
@@ -337,8 +336,8 @@ pub fn tool_decl(
                 position += 1;
                 if let Some(state) = context_state(&pt.ty, errors) {
                     if index != 0 {
-                        errors.push(
-                            pt.span(),
+                        errors.spanned(
+                            pt,
                             if in_toolset {
                                 "`ctx: &ToolContext<_>` must come first, right after `&self`: \
                                  move it before the argument parameters"
@@ -349,6 +348,13 @@ pub fn tool_decl(
                         );
                     } else if ctx_state.is_none() {
                         ctx_state = state;
+                    }
+                    for a in pt.attrs.iter().filter(|a| a.path().is_ident("arg")) {
+                        errors.spanned(
+                            a,
+                            "`#[arg]` on the context: `ctx` is the trusted side of the call, not \
+                             an argument the model sends. Remove the attribute",
+                        );
                     }
                     strip_param_attrs(&mut pt.attrs);
                     continue;
@@ -371,8 +377,8 @@ pub fn tool_decl(
                         pi.ident.clone()
                     }
                     other => {
-                        errors.push(
-                            other.span(),
+                        errors.spanned(
+                            other,
                             "tool parameters must be plain names (`to: String`): the name \
                              becomes the argument field's name",
                         );
@@ -388,7 +394,7 @@ pub fn tool_decl(
                     by_ref,
                     doc: join_doc(&doc_lines),
                     attrs: arg_attrs,
-                    span: pt.span(),
+                    tokens: quote::quote!(#pt),
                 });
             }
         }
@@ -473,8 +479,8 @@ fn field_type(ty: &Type, errors: &mut Errors) -> (Type, bool) {
     match ty {
         Type::Reference(r) => {
             if r.mutability.is_some() {
-                errors.push(
-                    ty.span(),
+                errors.spanned(
+                    ty,
                     "tool arguments cannot be `&mut`: they are decoded from the model's proposal. \
                      Take the value or a shared reference",
                 );
@@ -508,8 +514,8 @@ fn field_type(ty: &Type, errors: &mut Errors) -> (Type, bool) {
 
 fn check_plain(ty: &Type, errors: &mut Errors) {
     if let Type::ImplTrait(it) = ty {
-        errors.push(
-            it.span(),
+        errors.spanned(
+            it,
             "tool functions cannot be generic (`impl Trait` is an anonymous type parameter): the \
              argument schema must be one concrete type. Use a concrete type",
         );
@@ -549,7 +555,7 @@ fn result_types(
             return (Some((*ok).clone()), Some((*err).clone()));
         }
     }
-    errors.push(ty.span(), format!("unsupported return type: {HOW}"));
+    errors.spanned(ty, format!("unsupported return type: {HOW}"));
     (None, None)
 }
 
@@ -684,6 +690,7 @@ fn int_value(meta: &Meta, errors: &mut Errors) -> Option<Sp<u64>> {
 
 fn number_value(meta: &Meta, errors: &mut Errors) -> Option<Sp<Number>> {
     let expr = value_expr(meta, "0", errors)?;
+    let key = meta_key(meta);
     let (neg, lit) = match expr {
         Expr::Lit(ExprLit { lit, .. }) => (false, lit),
         Expr::Unary(ExprUnary {
@@ -693,7 +700,10 @@ fn number_value(meta: &Meta, errors: &mut Errors) -> Option<Sp<Number>> {
         }) => match &**expr {
             Expr::Lit(ExprLit { lit, .. }) => (true, lit),
             other => {
-                errors.push(other.span(), "expected a number literal");
+                errors.push(
+                    other.span(),
+                    format!("`{key}` takes a number literal, e.g. `{key} = 1`"),
+                );
                 return None;
             }
         },
@@ -736,7 +746,7 @@ fn number_value(meta: &Meta, errors: &mut Errors) -> Option<Sp<Number>> {
                 expr.span(),
             )),
             Ok(_) => {
-                errors.push(f.span(), "the bound must be finite");
+                errors.push(f.span(), format!("`{key}` must be a finite number"));
                 None
             }
             Err(e) => {
@@ -745,7 +755,10 @@ fn number_value(meta: &Meta, errors: &mut Errors) -> Option<Sp<Number>> {
             }
         },
         other => {
-            errors.push(other.span(), "expected a number literal");
+            errors.push(
+                other.span(),
+                format!("`{key}` takes a number literal, e.g. `{key} = 1`"),
+            );
             None
         }
     }
@@ -838,24 +851,24 @@ fn unknown_key(meta: &Meta, key: &str, attr: &str, known: &[&str], errors: &mut 
     errors.push(
         meta.path().span(),
         format!(
-            "unknown `#[{attr}]` option `{key}`{}; the options are {}",
-            suggestion(key, known),
-            list(known)
+            "unknown `#[{attr}]` option `{key}`{}",
+            suggestion_and_list(key, known, "options")
         ),
     );
 }
 
-/// `: did you mean `x`?` for the closest of `known`, when it is close enough.
-pub fn suggestion(word: &str, known: &[&str]) -> String {
+/// After an "unknown ..." sentence: a suggestion of the closest of `known` when it is close
+/// enough, then the list of what is valid.
+pub fn suggestion_and_list(word: &str, known: &[&str], what: &str) -> String {
     let best = known
         .iter()
         .map(|k| (edit_distance(word, k), *k))
         .min_by_key(|(d, _)| *d);
     match best {
         Some((d, k)) if d <= (k.len().max(word.len()) / 3).max(1) => {
-            format!(": did you mean `{k}`?")
+            format!(": did you mean `{k}`? The {what} are {}", list(known))
         }
-        _ => String::new(),
+        _ => format!(". The {what} are {}", list(known)),
     }
 }
 

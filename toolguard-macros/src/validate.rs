@@ -1,10 +1,7 @@
 //! The compile-time safety rules. Each violation is a `syn::Error` spanned on the offending
 //! attribute, parameter or type, saying what is wrong and how to fix it. See `RULES.md`.
 
-use std::collections::HashMap;
-
-use proc_macro2::Span;
-use syn::spanned::Spanned;
+use std::collections::HashSet;
 
 use crate::model::{ArgDecl, Errors, Kind, ToolDecl};
 use crate::parse::{infer_kind, innermost, is_float, last_ident};
@@ -111,9 +108,10 @@ pub fn tool(decl: &ToolDecl, errors: &mut Errors) {
     {
         errors.push(
             ao.span,
-            "`approval_over = 0` asks for approval of every amount above zero; say so plainly: \
-             give the smallest amount that needs approval minus one, or use a policy that \
-             approves every call",
+            "`approval_over = 0` makes the threshold meaningless: every amount would need \
+             approval. Give the largest amount that may run without approval (e.g. \
+             `approval_over = 10_000` for $100.00 in cents), or remove `approval_over` if no \
+             amount needs one",
         );
     }
     if let Some(n) = &a.approvals {
@@ -225,8 +223,8 @@ fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
 
     // Rule 3: money is never a float.
     if (amount || kind == Kind::Money) && is_float(&arg.ty) {
-        errors.push(
-            arg.ty.span(),
+        errors.spanned(
+            &arg.ty,
             format!(
                 "`{}` is {} but has a float type: floats cannot represent most decimal amounts \
                  exactly and make limits drift. Use an integer in minor units (`u64` cents) or \
@@ -251,8 +249,8 @@ fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
 
     // Rule 7: no shell commands.
     if base.as_deref() == Some("Command") {
-        errors.push(
-            arg.ty.span(),
+        errors.spanned(
+            &arg.ty,
             format!(
                 "parameter `{}` is a `Command`: a model must never choose what runs. Take \
                  structured arguments (an enum of allowed operations) and build the command in the \
@@ -266,8 +264,8 @@ fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
 
     // Rule 5: bounded strings on high-risk tools.
     if high && stringy && at.max_len.is_none() && !kind.is_bounded() {
-        errors.push(
-            arg.ty.span(),
+        errors.spanned(
+            &arg.ty,
             format!(
                 "unbounded string `{}` on a {}-risk tool: a model can send any amount of text \
                  here, including injected instructions. Add `#[arg(max_len = N)]`, or use a \
@@ -281,8 +279,8 @@ fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
     // Rule 6: paths are confined below a root.
     let pathish = matches!(base.as_deref(), Some("PathBuf" | "Path")) || stringy;
     if kind == Kind::Path && pathish && at.root.is_none() {
-        errors.push(
-            arg.ty.span(),
+        errors.spanned(
+            &arg.ty,
             format!(
                 "path `{}` has no root: a model-chosen path could reach any file (`../../etc`). \
                  Confine it with `#[arg(root = \"/srv/data\")]` (or use `SafePath`)",
@@ -305,8 +303,8 @@ fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
 
     // Rule 8: every parameter of a high-risk tool is described.
     if high && arg.description().is_none_or(|d| d.trim().is_empty()) {
-        errors.push(
-            arg.span,
+        errors.spanned(
+            &arg.tokens,
             format!(
                 "parameter `{}` of a {}-risk tool has no description: the model must know exactly \
                  what it sets. Add a doc comment (`/// ...`) above it or \
@@ -315,6 +313,63 @@ fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
                 decl.risk().name()
             ),
         );
+    }
+
+    // Constraints must mean something for the field's JSON type, or they would silently check
+    // nothing.
+    let numeric = matches!(
+        base.as_deref(),
+        Some(
+            "u8" | "u16"
+                | "u32"
+                | "u64"
+                | "u128"
+                | "usize"
+                | "i8"
+                | "i16"
+                | "i32"
+                | "i64"
+                | "i128"
+                | "isize"
+                | "f32"
+                | "f64"
+                | "bool"
+        )
+    );
+    if numeric {
+        for (key, span) in [
+            ("min_len", at.min_len.as_ref().map(|v| v.span)),
+            ("max_len", at.max_len.as_ref().map(|v| v.span)),
+            ("pattern", at.pattern.as_ref().map(|v| v.span)),
+        ] {
+            if let Some(span) = span {
+                errors.push(
+                    span,
+                    format!(
+                        "`{key}` constrains strings, but `{}` is a number or boolean, so it would \
+                         check nothing. Use `min`/`max` for numbers, or remove it",
+                        arg.name
+                    ),
+                );
+            }
+        }
+    }
+    if stringy {
+        for (key, span) in [
+            ("min", at.min.as_ref().map(|v| v.span)),
+            ("max", at.max.as_ref().map(|v| v.span)),
+        ] {
+            if let Some(span) = span {
+                errors.push(
+                    span,
+                    format!(
+                        "`{key}` bounds numbers, but `{}` is a string, so it would check nothing. \
+                         Use `{key}_len` to bound its length, or remove it",
+                        arg.name
+                    ),
+                );
+            }
+        }
     }
 
     if let (Some(lo), Some(hi)) = (&at.min_len, &at.max_len)
@@ -339,12 +394,30 @@ fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
     }
 }
 
-/// Rule 12: tool names are unique within a toolset.
-pub fn toolset(decls: &[ToolDecl], errors: &mut Errors) {
-    let mut seen: HashMap<String, Span> = HashMap::new();
+/// Rule 12: tool names are unique within a toolset; and no generated struct takes the name of
+/// the toolset's own type.
+pub fn toolset(self_ty: &syn::Type, decls: &[ToolDecl], errors: &mut Errors) {
+    if let Some(own) = last_ident(self_ty) {
+        for d in decls {
+            let generated = crate::expand::tool_ident(d);
+            if generated == own {
+                errors.push(
+                    d.fn_ident.span(),
+                    format!(
+                        "the tool struct of method `{}` would be named `{own}`, like the toolset's \
+                         own type: rename the method (keep the tool's name with \
+                         `#[tool(name = \"{}\")]`)",
+                        d.fn_ident,
+                        d.name()
+                    ),
+                );
+            }
+        }
+    }
+    let mut seen: HashSet<String> = HashSet::new();
     for d in decls {
         let name = d.name();
-        if seen.contains_key(&name) {
+        if !seen.insert(name.clone()) {
             errors.push(
                 d.name_span(),
                 format!(
@@ -352,8 +425,6 @@ pub fn toolset(decls: &[ToolDecl], errors: &mut Errors) {
                      apart. Give one another name with `#[tool(name = \"...\")]`"
                 ),
             );
-        } else {
-            seen.insert(name, d.name_span());
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Sanitizing a typical five-field argument object (identifier, identifier, money, text memo,
-//! e-mail), clean and with a stripped memo.
+//! e-mail), clean and with a stripped memo; and single strings of each kind.
 //!
 //! `cargo bench -p toolguard --bench sanitize -- --warm-up-time 1 --measurement-time 3`
 
@@ -63,6 +63,39 @@ fn bench(c: &mut Criterion) {
                 |args| black_box(sanitizer.sanitize(&spec, args)),
                 criterion::BatchSize::SmallInput,
             )
+        });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("sanitize_str");
+    let field = |kind| FieldSpec {
+        name: "f".into(),
+        kind,
+        ..FieldSpec::default()
+    };
+    for (name, kind, value) in [
+        ("identifier", FieldKind::Identifier, "acct_1029384756"),
+        (
+            "text_ascii",
+            FieldKind::Text,
+            "Rent for March, split with O'Brien; thanks!",
+        ),
+        (
+            "text_unicode",
+            FieldKind::Text,
+            "Loyer de mars pour Zoë 🏠 — merci beaucoup, à bientôt",
+        ),
+        ("name", FieldKind::Name, "Siobhán Ní Bhriain"),
+        ("email", FieldKind::Email, "ann.obrien@example.com"),
+        (
+            "url",
+            FieldKind::Url,
+            "https://example.com/search?q=O%27Brien&page=2",
+        ),
+    ] {
+        let f = field(kind);
+        group.bench_function(name, |b| {
+            b.iter(|| black_box(sanitizer.sanitize_str("t", &f, black_box(value))))
         });
     }
     group.finish();

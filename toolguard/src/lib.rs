@@ -60,7 +60,8 @@ pub mod __private {
 
     /// What a tool's result type must be; named in the error when it is not.
     #[diagnostic::on_unimplemented(
-        message = "the tool result type `{Self}` must implement `Serialize` and `JsonSchema`",
+        message = "the tool result type `{Self}` must implement `Serialize` and `JsonSchema` \
+                   (and be `Send + 'static`)",
         label = "this is the tool's output type",
         note = "derive both: `#[derive(serde::Serialize, schemars::JsonSchema)]`; the JSON Schema \
                 of `{Self}` is the tool's output schema"
@@ -69,25 +70,8 @@ pub mod __private {
 
     impl<T: serde::Serialize + schemars::JsonSchema + Send + 'static> ToolOutput for T {}
 
-    /// What a tool's error type must be; named in the error when it is not.
-    #[diagnostic::on_unimplemented(
-        message = "the tool error type `{Self}` must convert into `ToolError`",
-        label = "returned as a tool error",
-        note = "implement `From<{Self}> for toolguard::ToolError`, or return `ToolError` itself"
-    )]
-    pub trait IntoToolError {
-        /// The conversion.
-        fn into_tool_error(self) -> crate::ToolError;
-    }
-
-    impl<E: Into<crate::ToolError>> IntoToolError for E {
-        fn into_tool_error(self) -> crate::ToolError {
-            self.into()
-        }
-    }
-
     /// Converts a handler's error.
-    pub fn into_tool_error<E: IntoToolError>(e: E) -> crate::ToolError {
-        e.into_tool_error()
+    pub fn into_tool_error<E: Into<crate::ToolError>>(e: E) -> crate::ToolError {
+        e.into()
     }
 }

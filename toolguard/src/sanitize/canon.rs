@@ -178,23 +178,41 @@ fn push_folded(c: char, out: &mut String) {
             continue;
         }
         if lc.is_alphabetic() {
-            // The UTS #39 skeleton, without combining marks, when that is plain ASCII.
-            let mut ascii = String::new();
-            let mut ok = true;
-            for sc in unicode_security::skeleton(lc.encode_utf8(&mut [0u8; 4])) {
-                if is_mark(sc) {
+            // Accented Latin letters: the canonical decomposition is an ASCII letter plus marks.
+            let mut base = None;
+            let mut plain = true;
+            unicode_normalization::char::decompose_canonical(lc, |d| {
+                if is_mark(d) {
+                } else if base.is_none() && d.is_ascii_alphanumeric() {
+                    base = Some(d);
+                } else {
+                    plain = false;
+                }
+            });
+            if plain && let Some(b) = base {
+                out.push(b.to_ascii_lowercase());
+                continue;
+            }
+            // Letters of other scripts that pass for Latin: the UTS #39 skeleton, without
+            // combining marks, when that is plain ASCII.
+            if unicode_security::is_potential_mixed_script_confusable_char(lc) {
+                let mut ascii = String::new();
+                let mut ok = true;
+                for sc in unicode_security::skeleton(lc.encode_utf8(&mut [0u8; 4])) {
+                    if is_mark(sc) {
+                        continue;
+                    }
+                    if sc.is_ascii_alphanumeric() {
+                        ascii.push(sc.to_ascii_lowercase());
+                    } else {
+                        ok = false;
+                        break;
+                    }
+                }
+                if ok && !ascii.is_empty() {
+                    out.push_str(&ascii);
                     continue;
                 }
-                if sc.is_ascii_alphanumeric() {
-                    ascii.push(sc.to_ascii_lowercase());
-                } else {
-                    ok = false;
-                    break;
-                }
-            }
-            if ok && !ascii.is_empty() {
-                out.push_str(&ascii);
-                continue;
             }
         }
         out.push(lc);
@@ -231,7 +249,11 @@ pub fn canonical(s: &str) -> Result<Canonical, &'static str> {
             _ => {}
         }
     };
-    if decoded.is_ascii() {
+    // Most text is already in NFKC; the quick check skips the normalizer for it.
+    let normalized = decoded.is_ascii()
+        || unicode_normalization::is_nfkc_quick(decoded.chars())
+            == unicode_normalization::IsNormalized::Yes;
+    if normalized {
         for c in decoded.chars() {
             push(c, &mut text, &mut hidden);
         }

@@ -12,14 +12,17 @@
 //! 2. **Kind rules** on the value minus what was stripped (identifier charset, name charset and
 //!    scripts, e-mail parser and domain allowlist, URL host checks, path confinement, money).
 //! 3. **Markers** on the [canonical form](canon) (decoded, NFKC, case-folded, confusables folded,
-//!    invisible characters removed): prompt-injection and shell-substitution patterns
-//!    ([`patterns`]).
+//!    invisible characters removed) of `text`, `name`, `url` and `path` values: prompt-injection
+//!    and shell-substitution patterns ([`patterns`]).
+//!
+//! `opaque` fields are not looked at; `money` fields accept non-negative integers and
+//! three-letter upper-case currency codes only.
 //!
 //! The value passed on is always the original minus what was stripped; it is never "corrected"
 //! (no decoding, no normalization, no case change).
 //!
 //! # Character policy
-//! | class | `text` | `name` | `identifier`, `email`, `url`, `path` |
+//! | class | `text` | `name` | `identifier`, `email`, `url`, `path`, `money` |
 //! | --- | --- | --- | --- |
 //! | zero-width U+200B–U+200D, U+2060 | stripped; ZWJ kept inside an emoji ZWJ sequence, ZWJ/ZWNJ kept between letters of joining scripts (Arabic, Indic...) | as `text` | blocks `invisible_char` |
 //! | other format `Cf` (U+00AD, U+FEFF, U+180E, U+200E/F, U+2061–U+2064, fillers) | stripped | stripped | blocks `invisible_char` |
@@ -50,8 +53,8 @@
 //! - **Scripts in `name`**: a word mixing scripts (`Pаypal` with a Cyrillic `а`) blocks; a word
 //!   written wholly in one script passes even when it looks Latin (`Вера`), because it is a real
 //!   name. IDN host labels are stricter (whole-script look-alikes of Latin block too).
-//! - **Strict kinds** (`identifier`, `email`, `url`, `path`) never strip: an invisible character
-//!   there blocks, so the value passed on is exactly what was checked.
+//! - **Strict kinds** (`identifier`, `email`, `url`, `path`, `money`) never strip: an invisible
+//!   character there blocks, so the value passed on is exactly what was checked.
 //! - **Encodings**: the canonical form decodes percent-encoding, HTML references and
 //!   `\uXXXX`/`\xXX` escapes in up to three rounds, and base64 runs of 16+ characters are decoded
 //!   once and judged too. Decoding is for matching only; the value passed on keeps its encoding.
@@ -859,7 +862,11 @@ pub(crate) fn check_email(value: &str, domains: Option<&[String]>) -> Result<(),
         return Err("mixed_script");
     }
     let domain = addr.domain().trim_end_matches('.').to_lowercase();
-    let ascii = idna::domain_to_ascii(&domain).map_err(|_| "email_invalid")?;
+    let ascii = if domain.is_ascii() {
+        domain.clone()
+    } else {
+        idna::domain_to_ascii(&domain).map_err(|_| "email_invalid")?
+    };
     if !domain.is_ascii() && domain.split('.').any(|l| !l.is_single_script()) {
         return Err("mixed_script");
     }

@@ -508,7 +508,7 @@ fn never_panics_on_arbitrary_objects() {
     for _ in 0..500 {
         let mut obj = serde_json::Map::new();
         for name in names {
-            if rng.next() % 3 == 0 {
+            if rng.next().is_multiple_of(3) {
                 continue;
             }
             fn text(rng: &mut Rng) -> String {
@@ -562,4 +562,30 @@ fn url_scheme_allowlist_and_system_resolver() {
         Resolution::Addresses(addrs) => assert!(addrs.iter().all(|ip| is_forbidden_ip(*ip))),
         Resolution::Failed | Resolution::NotResolved => {}
     }
+}
+
+#[test]
+fn internationalized_email_domains() {
+    let to = FieldSpec {
+        name: "to".into(),
+        kind: FieldKind::Email,
+        ..FieldSpec::default()
+    };
+    let s = Sanitizer::new().allow_email_domains("m", "to", ["xn--mnchen-3ya.de"]);
+    assert_eq!(
+        s.sanitize_str("m", &to, "anna@münchen.de").verdict,
+        Verdict::Clean
+    );
+    assert_eq!(
+        s.sanitize_str("m", &to, "anna@xn--mnchen-3ya.de").verdict,
+        Verdict::Clean
+    );
+    assert_eq!(
+        s.sanitize_str("m", &to, "anna@munchen.de").reason,
+        Some("email_domain_not_allowed")
+    );
+    assert_eq!(
+        reason(FieldKind::Email, "anna@p\u{0430}ypal.com"),
+        Some("mixed_script")
+    );
 }

@@ -1,0 +1,33 @@
+use toolguard::{toolset, ToolError};
+
+/// Application state.
+pub struct Shop;
+
+#[toolset]
+impl Shop {
+    /// Lists the orders.
+    #[tool(read_only)]
+    fn orders(&self) -> Result<Vec<String>, ToolError> {
+        Ok(vec![])
+    }
+
+    /// Lists the orders, again.
+    #[tool(read_only, name = "orders")]
+    fn orders_again(&self) -> Result<Vec<String>, ToolError> {
+        Ok(vec![])
+    }
+
+    /// Lists the tools; `tools()` is generated.
+    #[tool(read_only)]
+    fn tools(&self) -> Result<Vec<String>, ToolError> {
+        Ok(vec![])
+    }
+
+    /// Describes the shop; its struct would be `Shop`.
+    #[tool(read_only)]
+    fn shop(&self) -> Result<String, ToolError> {
+        Ok(String::new())
+    }
+}
+
+fn main() {}
