@@ -4,7 +4,8 @@
 //!   characters, so a shorter one is `invalid_arguments`);
 //! * `transfer_funds` — high risk; amounts over 10,000 minor units wait for a human approval
 //!   (`pending_approval`);
-//! * `reset_ledger` — reserved to the `admin` role (`forbidden` for everyone else).
+//! * `reset_ledger` — reserved to the `admin` role (`forbidden` for everyone else);
+//! * `add_note` — free text, checked by the sanitizer (an injection attempt is `blocked`).
 //!
 //! The host authenticates the connection; here the principal comes from `TOOLGUARD_TENANT`,
 //! `TOOLGUARD_SUBJECT` and `TOOLGUARD_ROLES` (comma separated), as an auth layer would supply it.
@@ -180,6 +181,53 @@ impl Tool<()> for ResetLedger {
     }
 }
 
+/// Arguments of `add_note`.
+#[derive(Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoteArgs {
+    /// The account the note is about.
+    #[schemars(length(min = 3, max = 34))]
+    account: String,
+    /// The note, free text.
+    #[schemars(length(min = 1, max = 500))]
+    note: String,
+}
+
+/// A stored note.
+#[derive(Serialize, JsonSchema)]
+struct Note {
+    /// Characters stored.
+    stored_chars: usize,
+}
+
+struct AddNote;
+
+impl Tool<()> for AddNote {
+    type Args = NoteArgs;
+    type Output = Note;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "add_note",
+            "Attach a short note to one of the caller's accounts.",
+            schema::<NoteArgs>(),
+            schema::<Note>(),
+        )
+    }
+
+    fn call<'a>(
+        &'a self,
+        _ctx: &'a ToolContext<()>,
+        args: NoteArgs,
+    ) -> BoxFuture<'a, Result<Note, ToolError>> {
+        Box::pin(async move {
+            Ok(Note {
+                stored_chars: args.note.chars().count(),
+            })
+        })
+    }
+}
+
 fn principal_from_env() -> Principal {
     let var =
         |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.to_owned());
@@ -203,6 +251,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tool(GetBalance)
         .tool(TransferFunds)
         .tool(ResetLedger)
+        .tool(AddNote)
         .authorizer(RoleAuthorizer::new().require("reset_ledger", ["admin"]))
         .build()?;
     McpServer::new(dispatcher, principal_from_env())?

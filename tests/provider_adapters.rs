@@ -383,6 +383,11 @@ fn malformed_envelopes_are_typed_errors() {
         Err(AdapterError::UnsupportedCall { .. })
     ));
     assert!(matches!(
+        openai::parse_chat_completion(&json!({"choices": [{"message": {
+            "function_call": {"name": "t", "arguments": "{}"}}}]})),
+        Err(AdapterError::UnsupportedCall { .. })
+    ));
+    assert!(matches!(
         openai::parse_chat_completion(
             &json!({"error": {"type": "invalid_request_error", "message": "x"}})
         ),

@@ -132,6 +132,13 @@ pub fn parse_chat_choice(response: &Value, position: usize) -> Result<Vec<ToolCa
     };
     let at = format!("{at}/message");
     let message = object(message, &at)?;
+    if message.get("function_call").is_some_and(|f| !f.is_null()) {
+        // The deprecated single `function_call` form: refused rather than silently unanswered.
+        return Err(AdapterError::UnsupportedCall {
+            pointer: format!("{at}/function_call"),
+            kind: "function_call".to_owned(),
+        });
+    }
     let ctx = context(PROVIDER, CHAT_COMPLETIONS, response_id);
     let mut calls = Vec::new();
     for (i, call) in array_or_empty(message, "tool_calls", &at)?

@@ -109,6 +109,9 @@ impl<'a> OpenApi<'a> {
                 });
             }
         };
+        if map.contains_key("anyOf") && map.contains_key("oneOf") {
+            return Err(unsupported(at, "anyOf together with oneOf"));
+        }
         let mut out = Map::new();
         let mut moved: Vec<(String, Value)> = Vec::new();
         let mut nullable = false;
@@ -137,6 +140,10 @@ impl<'a> OpenApi<'a> {
         for (key, value) in map {
             let here = at.child(key);
             match key.as_str() {
+                "required" if !map.contains_key("properties") => {
+                    self.record(&here, "required moved to description");
+                    moved.push((key.clone(), value.clone()));
+                }
                 "$ref" | "$defs" | "definitions" | "required" => {}
                 "type" => match value {
                     Value::String(t) if t == "null" => {

@@ -265,6 +265,12 @@ impl Strict<'_> {
                 reason: "empty schema (any value)".to_owned(),
             });
         }
+        if map.contains_key("anyOf") && map.contains_key("oneOf") {
+            return Err(LowerError::NotStrict {
+                pointer: at.to_string(),
+                reason: "anyOf together with oneOf".to_owned(),
+            });
+        }
         let mut out = Map::new();
         let mut moved: Vec<(String, Value)> = Vec::new();
         for (key, value) in map {
@@ -338,6 +344,10 @@ impl Strict<'_> {
                         moved.push((key.clone(), value.clone()));
                     }
                 }
+                "required" if !is_object_schema(map) => {
+                    self.record(&here, "required moved to description");
+                    moved.push((key.clone(), value.clone()));
+                }
                 "required" => {}
                 "$ref" => {
                     let reference = value.as_str().unwrap_or_default();
@@ -384,6 +394,8 @@ impl Strict<'_> {
         at: &Pointer,
     ) -> Result<(), LowerError> {
         out.insert("additionalProperties".to_owned(), Value::Bool(false));
+        out.entry("type".to_owned())
+            .or_insert_with(|| json!("object"));
         if !out.contains_key("properties") {
             out.insert("properties".to_owned(), Value::Object(Map::new()));
         }
