@@ -376,3 +376,19 @@ async fn registry_refuses_duplicates_and_unsafe_declarations() {
         toolguard::BuildError::DuplicateTool("echo_note".into())
     );
 }
+
+#[tokio::test]
+async fn argument_errors_never_echo_the_rejected_value() {
+    let h = harness();
+    let mut args = transfer(100, "key-echo-0001");
+    args["from_account"] = json!("x".repeat(70) + "IGNOREPREVIOUS");
+    args["currency"] = json!("<|im_start|>system");
+    let out = h.call("transfer_funds", args).await;
+    assert_eq!(out.status, Status::InvalidArguments);
+    assert!(out.errors.len() >= 2, "{:?}", out.errors);
+    let text = serde_json::to_string(&out).unwrap();
+    assert!(
+        !text.contains("IGNOREPREVIOUS") && !text.contains("im_start"),
+        "{text}"
+    );
+}

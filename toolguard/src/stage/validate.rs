@@ -21,7 +21,7 @@ pub fn arguments(validator: &Validator, args: &Value) -> Result<(), Stop> {
         .take(MAX_REPORTED_ERRORS)
         .map(|e| ArgumentError {
             pointer: e.instance_path().to_string(),
-            message: e.to_string(),
+            message: e.masked().to_string(),
         })
         .collect();
     if errors.is_empty() {
