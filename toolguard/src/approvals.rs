@@ -112,14 +112,13 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
     async fn store_outcome(&self, request: &ApprovalRequest, stored: &StoredOutcome) {
         let inner = &*self.d.inner;
         let now = inner.clock.now();
-        if let (Some(key), Some(spec)) = (&request.idempotency, self.d.spec(&request.tool)) {
-            if let Err(err) = inner
+        if let (Some(key), Some(spec)) = (&request.idempotency, self.d.spec(&request.tool))
+            && let Err(err) = inner
                 .idempotency
                 .replace(key, stored.clone(), self.d.idempotency_ttl(spec), now)
                 .await
-            {
-                tracing::error!(error = %err, "approval outcome could not be stored under its idempotency key");
-            }
+        {
+            tracing::error!(error = %err, "approval outcome could not be stored under its idempotency key");
         }
         if let Ok(Some(mut op)) = inner.operations.get(&request.operation_id).await {
             op.state = OperationState::from_status(stored.status);

@@ -697,10 +697,11 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
 
         t.stage = Stage::Execute;
         let executed = stage::execute::run(decoded, ctx, spec.timeout, spec.read_only).await;
-        if let Err(stop) = &executed {
-            if stop.status != Status::OutcomeUnknown && !scopes.is_empty() {
-                let _ = inner.ledger.retract(&entry, &scopes).await;
-            }
+        if let Err(stop) = &executed
+            && stop.status != Status::OutcomeUnknown
+            && !scopes.is_empty()
+        {
+            let _ = inner.ledger.retract(&entry, &scopes).await;
         }
 
         let output = executed?;
@@ -733,12 +734,11 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
     /// and answers `approval_expired`.
     async fn replayed(&self, spec: &ToolSpec, stored: StoredOutcome) -> Answer {
         metrics::idempotency_hit(&spec.name);
-        if stored.status == Status::PendingApproval {
-            if let Some(ticket) = &stored.approval {
-                if let Some(expired) = self.approvals().expire_if_due(&ticket.approval_id).await {
-                    return Answer::replay(expired);
-                }
-            }
+        if stored.status == Status::PendingApproval
+            && let Some(ticket) = &stored.approval
+            && let Some(expired) = self.approvals().expire_if_due(&ticket.approval_id).await
+        {
+            return Answer::replay(expired);
         }
         Answer::replay(stored)
     }
@@ -840,14 +840,15 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             .tool
             .clone()
             .unwrap_or_else(|| metrics::UNKNOWN_TOOL_LABEL.to_owned());
-        if t.admitted && !answer.replayed {
-            if let Some(spec) = self.spec(&tool_label) {
-                let state = OperationState::from_status(answer.status);
-                let stored = answer.stored(t.operation_id.as_deref());
-                let _ = self
-                    .put_operation(principal, spec, call_id, &t, state, Some(stored), false)
-                    .await;
-            }
+        if t.admitted
+            && !answer.replayed
+            && let Some(spec) = self.spec(&tool_label)
+        {
+            let state = OperationState::from_status(answer.status);
+            let stored = answer.stored(t.operation_id.as_deref());
+            let _ = self
+                .put_operation(principal, spec, call_id, &t, state, Some(stored), false)
+                .await;
         }
         let mut outcome = ToolOutcome::new(call_id, tool, answer.status);
         outcome.reason = answer.reason;

@@ -61,10 +61,10 @@ pub fn seal(seq: u64, record: AuditRecord, prev_hash: &str) -> AuditEntry {
 pub fn verify_chain(entries: &[AuditEntry]) -> Result<(), ChainBreak> {
     let mut prev: Option<&AuditEntry> = None;
     for entry in entries {
-        if let Some(p) = prev {
-            if entry.prev_hash != p.hash || entry.seq != p.seq + 1 {
-                return Err(ChainBreak::Unlinked { seq: entry.seq });
-            }
+        if let Some(p) = prev
+            && (entry.prev_hash != p.hash || entry.seq != p.seq + 1)
+        {
+            return Err(ChainBreak::Unlinked { seq: entry.seq });
         }
         if entry_hash(entry.seq, &entry.record, &entry.prev_hash) != entry.hash {
             return Err(ChainBreak::Altered { seq: entry.seq });

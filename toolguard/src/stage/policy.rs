@@ -290,14 +290,14 @@ pub async fn evaluate(
     }
 
     let amount = decision.amount.unwrap_or(0);
-    if let Some(max) = rules.max_per_call {
-        if amount > max {
-            return Err(Stop::new(
-                Status::PolicyDenied,
-                "over_call_limit",
-                "the amount exceeds the per-call limit",
-            ));
-        }
+    if let Some(max) = rules.max_per_call
+        && amount > max
+    {
+        return Err(Stop::new(
+            Status::PolicyDenied,
+            "over_call_limit",
+            "the amount exceeds the per-call limit",
+        ));
     }
 
     if spec.risk == Risk::Critical {
