@@ -6,8 +6,7 @@
 //! whose canonical schema does not itself accept `null`. Everything else is left for the
 //! dispatcher's validation against the canonical schema, which runs whatever this did.
 
-use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::schema::{LowerError, accepts_null, resolve_ref};
 use crate::{RawArguments, ToolCall};
@@ -138,78 +137,7 @@ fn expand<'a>(root: &'a Value, schema: &'a Value, out: &mut Vec<&'a Value>, dept
 
 /// Parses one JSON document, refusing duplicate object keys. `None` when it is not valid.
 pub(crate) fn parse_strict(text: &str) -> Option<Value> {
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    let value = StrictValue.deserialize(&mut deserializer).ok()?;
-    deserializer.end().ok()?;
-    Some(value)
-}
-
-struct StrictValue;
-
-impl<'de> DeserializeSeed<'de> for StrictValue {
-    type Value = Value;
-
-    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for StrictValue {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON value without duplicate keys")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(serde_json::Number::from_f64(v)
-            .map(Value::Number)
-            .unwrap_or(Value::Null))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element_seed(StrictValue)? {
-            items.push(item);
-        }
-        Ok(Value::Array(items))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
-        let mut map = Map::new();
-        while let Some(key) = access.next_key::<String>()? {
-            if map.contains_key(&key) {
-                return Err(de::Error::custom("duplicate key"));
-            }
-            let value = access.next_value_seed(StrictValue)?;
-            map.insert(key, value);
-        }
-        Ok(Value::Object(map))
-    }
+    crate::stage::parse::strict_value(text)
 }
 
 #[cfg(test)]

@@ -49,6 +49,15 @@ pub fn arguments(raw: &RawArguments) -> Result<Value, Stop> {
     Ok(value)
 }
 
+/// Parses one JSON document strictly (no duplicate keys at any depth, nothing after it), without
+/// the size and object checks of [`arguments`]. `None` when it does not parse.
+pub fn strict_value(text: &str) -> Option<Value> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = de.deserialize_any(StrictValue).ok()?;
+    de.end().ok()?;
+    Some(value)
+}
+
 fn malformed(reason: &str, message: impl Into<String>) -> Stop {
     Stop::new(Status::Malformed, reason, message)
 }
