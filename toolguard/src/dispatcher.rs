@@ -246,6 +246,18 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
         self
     }
 
+    /// Keeps every store and the audit trail in the SQLite file at `path`, created if missing
+    /// (feature `sqlite`; see [`crate::store::SqliteStore`]).
+    #[cfg(feature = "sqlite")]
+    pub fn sqlite(
+        self,
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<Self, crate::store::StoreError> {
+        let store = Arc::new(crate::store::SqliteStore::open(path.as_ref())?);
+        let audit = crate::audit::SqliteAuditSink::open(path)?;
+        Ok(self.store(store).audit(audit))
+    }
+
     /// Sets the idempotency store alone.
     pub fn idempotency_store(mut self, store: Arc<dyn IdempotencyStore>) -> Self {
         self.idempotency = Some(store);
