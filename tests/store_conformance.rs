@@ -13,8 +13,8 @@ use serde_json::json;
 use store_support::{Backend, SharedAudit, TamperKind};
 use toolguard::audit::{AuditEvent, AuditRecord, ChainBreak, VerifyError};
 use toolguard::store::{
-    ApprovalRequest, ApprovalState, FaultyStore, IdempotencyStore, OperationRecord,
-    OperationState, RecordState, Reservation, ScopeLimit, ScopedKey, StoreOp, StoredOutcome,
+    ApprovalRequest, ApprovalState, FaultyStore, IdempotencyStore, OperationRecord, OperationState,
+    RecordState, Reservation, ScopeLimit, ScopedKey, StoreOp, StoredOutcome,
 };
 use toolguard::{
     Dispatcher, ManualClock, MemoryAuditSink, Principal, RiskPolicy, Status, ToolCall,
@@ -50,11 +50,7 @@ struct H {
     audit: Arc<dyn store_support::AuditBackend>,
 }
 
-fn harness_with(
-    b: &Backend,
-    idem: Arc<dyn IdempotencyStore>,
-    fail_open: bool,
-) -> H {
+fn harness_with(b: &Backend, idem: Arc<dyn IdempotencyStore>, fail_open: bool) -> H {
     let ledger = Arc::new(Ledger::seeded());
     let clock = Arc::new(ManualClock::new(SystemTime::now()));
     let audit: Arc<dyn store_support::AuditBackend> = match &b.audit {
@@ -107,11 +103,19 @@ async fn reserve_complete_replay(b: Arc<Backend>) {
     let s = &b.idem;
     let now = SystemTime::now();
     let k = key("raw-1");
-    let owner = match s.reserve(&k, "d1", Some("op-1"), LEASE, TTL, now).await.unwrap() {
+    let owner = match s
+        .reserve(&k, "d1", Some("op-1"), LEASE, TTL, now)
+        .await
+        .unwrap()
+    {
         Reservation::Reserved { owner } => owner,
         other => panic!("{}: expected a reservation, got {other:?}", b.name),
     };
-    match s.reserve(&k, "d1", Some("op-2"), LEASE, TTL, now).await.unwrap() {
+    match s
+        .reserve(&k, "d1", Some("op-2"), LEASE, TTL, now)
+        .await
+        .unwrap()
+    {
         Reservation::Existing(r) => {
             assert_eq!(r.request_digest, "d1");
             assert_eq!(r.operation_id.as_deref(), Some("op-1"));
@@ -122,17 +126,29 @@ async fn reserve_complete_replay(b: Arc<Backend>) {
     let mut out = StoredOutcome::new(Status::Ok);
     out.output = Some(json!({"paid": 5}));
     out.operation_id = Some("op-1".into());
-    assert!(!s.complete(&k, "not-the-owner", out.clone(), TTL, now).await.unwrap());
+    assert!(
+        !s.complete(&k, "not-the-owner", out.clone(), TTL, now)
+            .await
+            .unwrap()
+    );
     assert!(s.complete(&k, &owner, out.clone(), TTL, now).await.unwrap());
     assert!(
         !s.complete(&k, &owner, out.clone(), TTL, now).await.unwrap(),
         "a done record is not completed twice"
     );
     let rec = s.get(&k, now).await.unwrap().expect("record");
-    assert_eq!(rec.state, RecordState::Done { outcome: out.clone() });
+    assert_eq!(
+        rec.state,
+        RecordState::Done {
+            outcome: out.clone()
+        }
+    );
     match s.reserve(&k, "d2", None, LEASE, TTL, now).await.unwrap() {
         Reservation::Existing(r) => {
-            assert_eq!(r.request_digest, "d1", "the conflict is visible to the caller");
+            assert_eq!(
+                r.request_digest, "d1",
+                "the conflict is visible to the caller"
+            );
             assert_eq!(r.state, RecordState::Done { outcome: out });
         }
         other => panic!("{}: {other:?}", b.name),
@@ -148,7 +164,11 @@ async fn release_renew_replace_remove(b: Arc<Backend>) {
         panic!("reserve")
     };
     assert!(!s.renew(&k, "other", LEASE, now).await.unwrap());
-    assert!(s.renew(&k, &owner, Duration::from_secs(60), now).await.unwrap());
+    assert!(
+        s.renew(&k, &owner, Duration::from_secs(60), now)
+            .await
+            .unwrap()
+    );
     match s.get(&k, now).await.unwrap().unwrap().state {
         RecordState::InFlight { lease_until_ms, .. } => {
             assert!(lease_until_ms >= toolguard::clock::unix_millis(now) + 59_000)
@@ -172,9 +192,14 @@ async fn release_renew_replace_remove(b: Arc<Backend>) {
     s.remove(&k).await.unwrap();
     assert!(s.get(&k, now).await.unwrap().is_none());
     // Replacing a missing record is a no-op.
-    s.replace(&key("raw-missing"), StoredOutcome::new(Status::Ok), TTL, now)
-        .await
-        .unwrap();
+    s.replace(
+        &key("raw-missing"),
+        StoredOutcome::new(Status::Ok),
+        TTL,
+        now,
+    )
+    .await
+    .unwrap();
     assert!(s.get(&key("raw-missing"), now).await.unwrap().is_none());
 }
 
@@ -182,16 +207,30 @@ async fn lease_expiry_and_take_over(b: Arc<Backend>) {
     let s = &b.idem;
     let t0 = SystemTime::now();
     let k = key("raw-3");
-    let Reservation::Reserved { owner: first } =
-        s.reserve(&k, "d", Some("op"), Duration::from_secs(1), TTL, t0).await.unwrap()
+    let Reservation::Reserved { owner: first } = s
+        .reserve(&k, "d", Some("op"), Duration::from_secs(1), TTL, t0)
+        .await
+        .unwrap()
     else {
         panic!("reserve")
     };
-    assert_eq!(s.take_over(&k, LEASE, t0).await.unwrap(), None, "lease still live");
+    assert_eq!(
+        s.take_over(&k, LEASE, t0).await.unwrap(),
+        None,
+        "lease still live"
+    );
     let t1 = t0 + Duration::from_secs(2);
-    let second = s.take_over(&k, LEASE, t1).await.unwrap().expect("taken over");
+    let second = s
+        .take_over(&k, LEASE, t1)
+        .await
+        .unwrap()
+        .expect("taken over");
     assert_ne!(second, first);
-    assert_eq!(s.take_over(&k, LEASE, t1).await.unwrap(), None, "the new lease is live");
+    assert_eq!(
+        s.take_over(&k, LEASE, t1).await.unwrap(),
+        None,
+        "the new lease is live"
+    );
     // The replica whose lease expired can neither complete, renew nor release.
     let out = StoredOutcome::new(Status::Ok);
     assert!(!s.complete(&k, &first, out.clone(), TTL, t1).await.unwrap());
@@ -202,7 +241,11 @@ async fn lease_expiry_and_take_over(b: Arc<Backend>) {
         s.get(&k, t1).await.unwrap().unwrap().state,
         RecordState::Done { outcome: out }
     );
-    assert_eq!(s.take_over(&k, LEASE, t1 + LEASE * 2).await.unwrap(), None, "done records stay");
+    assert_eq!(
+        s.take_over(&k, LEASE, t1 + LEASE * 2).await.unwrap(),
+        None,
+        "done records stay"
+    );
 }
 
 async fn ttl_expiry(b: Arc<Backend>) {
@@ -214,14 +257,28 @@ async fn ttl_expiry(b: Arc<Backend>) {
     else {
         panic!("reserve")
     };
-    assert!(s.complete(&k, &owner, StoredOutcome::new(Status::Ok), ttl, t0).await.unwrap());
-    assert!(s.get(&k, t0 + Duration::from_secs(9)).await.unwrap().is_some());
+    assert!(
+        s.complete(&k, &owner, StoredOutcome::new(Status::Ok), ttl, t0)
+            .await
+            .unwrap()
+    );
+    assert!(
+        s.get(&k, t0 + Duration::from_secs(9))
+            .await
+            .unwrap()
+            .is_some()
+    );
     let later = t0 + Duration::from_secs(11);
     assert!(s.get(&k, later).await.unwrap().is_none(), "expired");
-    assert!(matches!(
-        s.reserve(&k, "other", None, LEASE, ttl, later).await.unwrap(),
-        Reservation::Reserved { .. }
-    ), "an expired record counts as absent");
+    assert!(
+        matches!(
+            s.reserve(&k, "other", None, LEASE, ttl, later)
+                .await
+                .unwrap(),
+            Reservation::Reserved { .. }
+        ),
+        "an expired record counts as absent"
+    );
 }
 
 async fn concurrent_reserve_one_winner(b: Arc<Backend>) {
@@ -231,7 +288,9 @@ async fn concurrent_reserve_one_winner(b: Arc<Backend>) {
         let s = b.idem.clone();
         tasks.push(tokio::spawn(async move {
             matches!(
-                s.reserve(&key("raw-storm"), "d", None, LEASE, TTL, now).await.unwrap(),
+                s.reserve(&key("raw-storm"), "d", None, LEASE, TTL, now)
+                    .await
+                    .unwrap(),
                 Reservation::Reserved { .. }
             )
         }));
@@ -247,13 +306,17 @@ async fn concurrent_reserve_one_winner(b: Arc<Backend>) {
 
 async fn dispatch_replay_and_conflict(b: Arc<Backend>) {
     let h = harness(&b);
-    let first = h.call("transfer_funds", transfer(1_000, "d-key-1")).await;
-    let second = h.call("transfer_funds", transfer(1_000, "d-key-1")).await;
-    assert_eq!((first.status, second.status), (Status::Ok, Status::Ok), "{first:?}");
+    let first = h.call("transfer_funds", transfer(1_000, "dkey-0001")).await;
+    let second = h.call("transfer_funds", transfer(1_000, "dkey-0001")).await;
+    assert_eq!(
+        (first.status, second.status),
+        (Status::Ok, Status::Ok),
+        "{first:?}"
+    );
     assert!(!first.replayed && second.replayed);
     assert_eq!(first.output, second.output);
     assert_eq!(first.operation_id, second.operation_id);
-    let conflict = h.call("transfer_funds", transfer(2_000, "d-key-1")).await;
+    let conflict = h.call("transfer_funds", transfer(2_000, "dkey-0001")).await;
     assert_eq!(conflict.status, Status::IdempotencyConflict);
     assert_eq!(h.ledger.transfers(), 1);
     assert_eq!(h.ledger.balance("acc-alice-2"), 1_000);
@@ -265,7 +328,9 @@ async fn dispatch_concurrent_one_key(b: Arc<Backend>) {
     for _ in 0..100 {
         let h = h.clone();
         tasks.push(tokio::spawn(async move {
-            h.call("transfer_funds", transfer(10, "d-storm")).await.status
+            h.call("transfer_funds", transfer(10, "dstorm-0001"))
+                .await
+                .status
         }));
     }
     for t in tasks {
@@ -310,7 +375,10 @@ async fn crash_after_reservation(b: Arc<Backend>) {
     h.clock.advance(Duration::from_secs(36));
     let retry = h.call("hanging_payout", args.clone()).await;
     assert_eq!(retry.status, Status::OutcomeUnknown, "{retry:?}");
-    assert!(retry.operation_id.is_some(), "names the operation to reconcile");
+    assert!(
+        retry.operation_id.is_some(),
+        "names the operation to reconcile"
+    );
     let again = h.call("hanging_payout", args).await;
     assert_eq!(again.status, Status::OutcomeUnknown);
     assert_eq!(h.ledger.transfers(), 1, "never executed twice");
@@ -350,8 +418,9 @@ async fn approval_lifecycle_and_cas(b: Arc<Backend>) {
         eprintln!("{}: no approval store (not applicable)", b.name);
         return;
     };
+    let first = request("ap-1", 1_000);
     s.create(&request("ap-2", 2_000)).await.unwrap();
-    s.create(&request("ap-1", 1_000)).await.unwrap();
+    s.create(&first).await.unwrap();
     let mut foreign = request("ap-3", 500);
     foreign.requester = Principal::new("globex", "carol", "s");
     s.create(&foreign).await.unwrap();
@@ -362,15 +431,16 @@ async fn approval_lifecycle_and_cas(b: Arc<Backend>) {
         "oldest first, own tenant only"
     );
     let stored = s.get("ap-1").await.unwrap().unwrap();
-    assert_eq!(stored, request("ap-1", 1_000));
+    assert_eq!(stored, first);
     assert!(s.get("ap-missing").await.unwrap().is_none());
 
     // Concurrent decisions: exactly one compare-and-set wins.
+    let seen = s.get("ap-1").await.unwrap().unwrap();
     let mut tasks = Vec::new();
     for i in 0..16 {
         let s = s.clone();
+        let mut next = seen.clone();
         tasks.push(tokio::spawn(async move {
-            let mut next = s.get("ap-1").await.unwrap().unwrap();
             let expected = next.version;
             next.state = ApprovalState::Executing;
             next.decisions.push(toolguard::store::ApprovalDecision {
@@ -398,7 +468,12 @@ async fn approval_lifecycle_and_cas(b: Arc<Backend>) {
     assert!(s.update(&done, 1).await.unwrap());
     assert_eq!(s.get("ap-1").await.unwrap().unwrap().version, 2);
     assert_eq!(
-        s.pending("acme").await.unwrap().iter().map(|r| r.id.clone()).collect::<Vec<_>>(),
+        s.pending("acme")
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.id.clone())
+            .collect::<Vec<_>>(),
         ["ap-2"]
     );
 }
@@ -409,10 +484,14 @@ async fn approval_via_dispatcher(b: Arc<Backend>) {
         return;
     }
     let h = harness(&b);
-    let out = h.call("transfer_funds", transfer(1_500_000, "big-key-1")).await;
+    let out = h
+        .call("transfer_funds", transfer(1_500_000, "big-key-1"))
+        .await;
     assert_eq!(out.status, Status::PendingApproval, "{out:?}");
     let id = out.approval.unwrap().approval_id;
-    let retry = h.call("transfer_funds", transfer(1_500_000, "big-key-1")).await;
+    let retry = h
+        .call("transfer_funds", transfer(1_500_000, "big-key-1"))
+        .await;
     assert!(retry.replayed);
     assert_eq!(retry.status, Status::PendingApproval);
     let approved = h.d.approvals().approve(&id, &bob_approver()).await;
@@ -420,7 +499,9 @@ async fn approval_via_dispatcher(b: Arc<Backend>) {
     let twice = h.d.approvals().approve(&id, &dave_approver()).await;
     assert_ne!(twice.status, Status::Ok);
     assert_eq!(h.ledger.transfers(), 1);
-    let replay = h.call("transfer_funds", transfer(1_500_000, "big-key-1")).await;
+    let replay = h
+        .call("transfer_funds", transfer(1_500_000, "big-key-1"))
+        .await;
     assert_eq!(replay.status, Status::Ok);
     assert!(replay.replayed);
     assert_eq!(h.ledger.transfers(), 1);
@@ -432,24 +513,62 @@ async fn ledger_admit_atomic(b: Arc<Backend>) {
     let l = &b.ledger;
     let now = SystemTime::now();
     let hour = Duration::from_secs(3600);
-    let wide = ScopeLimit { scope: "l:wide".into(), limit: 100, window: hour };
-    let narrow = ScopeLimit { scope: "l:narrow".into(), limit: 30, window: hour };
-    assert!(!l.admit("e0", 50, &[wide.clone(), narrow.clone()], now).await.unwrap());
-    assert_eq!(l.total("l:wide", hour, now).await.unwrap(), 0, "nothing added on refusal");
-    assert!(l.admit("e1", 20, &[wide.clone(), narrow.clone()], now).await.unwrap());
+    let wide = ScopeLimit {
+        scope: "l:wide".into(),
+        limit: 100,
+        window: hour,
+    };
+    let narrow = ScopeLimit {
+        scope: "l:narrow".into(),
+        limit: 30,
+        window: hour,
+    };
+    assert!(
+        !l.admit("e0", 50, &[wide.clone(), narrow.clone()], now)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        l.total("l:wide", hour, now).await.unwrap(),
+        0,
+        "nothing added on refusal"
+    );
+    assert!(
+        l.admit("e1", 20, &[wide.clone(), narrow.clone()], now)
+            .await
+            .unwrap()
+    );
     assert_eq!(l.total("l:wide", hour, now).await.unwrap(), 20);
     assert_eq!(l.total("l:narrow", hour, now).await.unwrap(), 20);
-    l.retract("e1", &["l:wide".into(), "l:narrow".into()]).await.unwrap();
+    l.retract("e1", &["l:wide".into(), "l:narrow".into()])
+        .await
+        .unwrap();
     assert_eq!(l.total("l:narrow", hour, now).await.unwrap(), 0);
     l.record("e2", 500, &["l:wide".into()], now).await.unwrap();
-    assert_eq!(l.total("l:wide", hour, now).await.unwrap(), 500, "record skips the limit");
+    assert_eq!(
+        l.total("l:wide", hour, now).await.unwrap(),
+        500,
+        "record skips the limit"
+    );
     let later = now + hour + Duration::from_secs(1);
-    assert_eq!(l.total("l:wide", hour, later).await.unwrap(), 0, "outside the window");
+    assert_eq!(
+        l.total("l:wide", hour, later).await.unwrap(),
+        0,
+        "outside the window"
+    );
 
     // Concurrent admissions never exceed the limit of any scope.
     let limits = vec![
-        ScopeLimit { scope: "c:a".into(), limit: 100, window: hour },
-        ScopeLimit { scope: "c:b".into(), limit: 1_000, window: hour },
+        ScopeLimit {
+            scope: "c:a".into(),
+            limit: 100,
+            window: hour,
+        },
+        ScopeLimit {
+            scope: "c:b".into(),
+            limit: 1_000,
+            window: hour,
+        },
     ];
     let admitted = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
@@ -476,7 +595,16 @@ async fn ledger_admit_atomic(b: Arc<Backend>) {
         assert!(l.hit("r:alice", 3, minute, now).await.unwrap());
     }
     assert!(!l.hit("r:alice", 3, minute, now).await.unwrap());
-    assert!(l.hit("r:alice", 3, minute, now + minute + Duration::from_millis(1)).await.unwrap());
+    assert!(
+        l.hit(
+            "r:alice",
+            3,
+            minute,
+            now + minute + Duration::from_millis(1)
+        )
+        .await
+        .unwrap()
+    );
 }
 
 // ---------------------------------------------------------------- operations
@@ -540,7 +668,9 @@ async fn audit_append_and_query(b: Arc<Backend>) {
     let mut tasks = Vec::new();
     for i in 30..130 {
         let a = a.clone();
-        tasks.push(tokio::spawn(async move { a.append(record(i)).await.unwrap() }));
+        tasks.push(tokio::spawn(
+            async move { a.append(record(i)).await.unwrap() },
+        ));
     }
     let mut more = Vec::new();
     for t in tasks {
@@ -551,14 +681,24 @@ async fn audit_append_and_query(b: Arc<Backend>) {
 
     let actor = a.by_actor("acme", "user-2", 5).await.unwrap();
     assert_eq!(actor.len(), 5);
-    assert!(actor.iter().all(|e| e.record.tenant == "acme" && e.record.subject == "user-2"));
-    assert!(actor.windows(2).all(|w| w[0].seq > w[1].seq), "newest first");
+    assert!(
+        actor
+            .iter()
+            .all(|e| e.record.tenant == "acme" && e.record.subject == "user-2")
+    );
+    assert!(
+        actor.windows(2).all(|w| w[0].seq > w[1].seq),
+        "newest first"
+    );
     let tool = a.by_tool("tool-1", 1_000).await.unwrap();
     assert_eq!(tool.len(), 130 / 3 + usize::from(130 % 3 > 1));
     assert!(tool.iter().all(|e| e.record.tool == "tool-1"));
     let window = a.by_time(1_000_100, 1_000_200, 100).await.unwrap();
     assert_eq!(
-        window.iter().map(|e| e.record.call_id.clone()).collect::<Vec<_>>(),
+        window
+            .iter()
+            .map(|e| e.record.call_id.clone())
+            .collect::<Vec<_>>(),
         (10..20).map(|i| format!("call-{i}")).collect::<Vec<_>>()
     );
     assert_eq!(a.by_time(0, u64::MAX, 7).await.unwrap().len(), 7);
@@ -620,7 +760,7 @@ async fn faults_fail_closed(b: Arc<Backend>) {
     let faulty = Arc::new(FaultyStore::new(Arc::new(SharedIdem(b.idem.clone()))));
     let h = harness_with(&b, faulty.clone(), false);
     faulty.fail(StoreOp::Reserve);
-    let out = h.call("transfer_funds", transfer(1_000, "f-key-1")).await;
+    let out = h.call("transfer_funds", transfer(1_000, "fkey-0001")).await;
     assert_eq!(out.status, Status::Unavailable);
     assert_eq!(h.ledger.transfers(), 0, "no execution");
     let entry = h.audit.by_actor("acme", "alice", 1).await.unwrap();
@@ -631,14 +771,23 @@ async fn faults_fail_closed(b: Arc<Backend>) {
     // A read-only tool fails closed too unless fail-open is configured.
     let read = ToolCall::new("c", "get_balance", json!({"account": "acc-alice-1"}))
         .with_idempotency_key("read-key-1");
-    assert_eq!(h.d.dispatch(read.clone(), &alice()).await.status, Status::Unavailable);
+    assert_eq!(
+        h.d.dispatch(read.clone(), &alice()).await.status,
+        Status::Unavailable
+    );
     let open = harness_with(&b, faulty.clone(), true);
     assert_eq!(open.d.dispatch(read, &alice()).await.status, Status::Ok);
-    let state_changing = open.call("transfer_funds", transfer(1_000, "f-key-2")).await;
-    assert_eq!(state_changing.status, Status::Unavailable, "fail-open is for read-only tools");
+    let state_changing = open
+        .call("transfer_funds", transfer(1_000, "fkey-0002"))
+        .await;
+    assert_eq!(
+        state_changing.status,
+        Status::Unavailable,
+        "fail-open is for read-only tools"
+    );
 
     faulty.heal_all();
-    let healed = h.call("transfer_funds", transfer(1_000, "f-key-1")).await;
+    let healed = h.call("transfer_funds", transfer(1_000, "fkey-0001")).await;
     assert_eq!(healed.status, Status::Ok);
     assert_eq!(h.ledger.transfers(), 1);
 }
@@ -711,8 +860,10 @@ impl IdempotencyStore for SharedIdem {
         &'a self,
         key: &'a ScopedKey,
         now: SystemTime,
-    ) -> toolguard::BoxFuture<'a, toolguard::store::StoreResult<Option<toolguard::store::IdempotencyRecord>>>
-    {
+    ) -> toolguard::BoxFuture<
+        'a,
+        toolguard::store::StoreResult<Option<toolguard::store::IdempotencyRecord>>,
+    > {
         self.0.get(key, now)
     }
 }

@@ -8,11 +8,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use toolguard::BoxFuture;
 use toolguard::audit::{AuditError, AuditQuery, AuditRecord, AuditSink, MemoryAuditSink};
 use toolguard::store::{
     ApprovalStore, IdempotencyStore, MemoryStore, OperationStore, SessionLedger,
 };
-use toolguard::BoxFuture;
 
 /// An audit sink that can be queried and verified.
 pub trait AuditBackend: AuditSink + AuditQuery {}
@@ -29,7 +29,8 @@ impl AuditSink for SharedAudit {
 }
 
 type Cleanup = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
-type Tamper = Arc<dyn Fn(TamperKind, u64) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+type Tamper =
+    Arc<dyn Fn(TamperKind, u64) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
 
 /// How a test tampers with a stored audit entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +58,11 @@ pub struct Backend {
 impl Backend {
     /// Removes what the test stored (schema, keys, files).
     pub async fn cleanup(&self) {
-        let c = self.cleanup.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let c = self
+            .cleanup
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
         if let Some(c) = c {
             c().await;
         }
@@ -69,7 +74,13 @@ pub fn unique(test: &str) -> String {
     let id = uuid::Uuid::new_v4().simple().to_string();
     let mut t: String = test
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
         .collect();
     t.truncate(30);
     format!("tg_{t}_{}", &id[..10])
@@ -191,7 +202,9 @@ pub async fn postgres(test: &str) -> Option<Backend> {
                 TamperKind::Alter => {
                     "UPDATE toolguard_audit SET record = replace(record, '\"call_id\":\"', '\"call_id\":\"x') WHERE seq = $1"
                 }
-                TamperKind::Column => "UPDATE toolguard_audit SET tenant = 'mallory' WHERE seq = $1",
+                TamperKind::Column => {
+                    "UPDATE toolguard_audit SET tenant = 'mallory' WHERE seq = $1"
+                }
                 TamperKind::Delete => "DELETE FROM toolguard_audit WHERE seq = $1",
             };
             let n = c.execute(sql, &[&(seq as i64)]).await.expect("tamper");
