@@ -22,8 +22,6 @@ pub const MAX_BATCH: usize = 4096;
 
 const QUEUE: usize = 65_536;
 const VERIFY_CHUNK: i64 = 10_000;
-/// Advisory lock key of the chain head.
-const HEAD_LOCK: i64 = 0x746f_6f6c_6175_6474;
 
 type Reply = oneshot::Sender<Result<u64, AuditError>>;
 
@@ -57,9 +55,13 @@ async fn write_batch(pool: &Pool, batch: Vec<(AuditRecord, Reply)>) {
     let result = async {
         let mut client = pool.get().await.map_err(aerr)?;
         let tx = client.transaction().await.map_err(aerr)?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&HEAD_LOCK])
-            .await
-            .map_err(aerr)?;
+        // One lock per schema: trails in other schemas do not wait for this one.
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended('toolguard_audit:' || current_schema(), 0))",
+            &[],
+        )
+        .await
+        .map_err(aerr)?;
         let head = tx
             .query_opt(
                 "SELECT seq, hash FROM toolguard_audit ORDER BY seq DESC LIMIT 1",

@@ -61,16 +61,17 @@ fn last_entry(conn: &Connection) -> rusqlite::Result<(u64, String)> {
     })
 }
 
-fn write_batch(conn: &mut Connection, last: &mut (u64, String), batch: Vec<(AuditRecord, Reply)>) {
-    let mut sealed = Vec::with_capacity(batch.len());
+fn write_batch(conn: &mut Connection, batch: Vec<(AuditRecord, Reply)>) {
+    let (records, replies): (Vec<AuditRecord>, Vec<Reply>) = batch.into_iter().unzip();
+    let mut assigned = Vec::with_capacity(records.len());
     let result = (|| -> Result<(), String> {
         // IMMEDIATE takes the write lock first, so that another process appending to the same
         // file cannot interleave: the chain head is read inside the transaction.
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(|e| e.to_string())?;
-        *last = last_entry(&tx).map_err(|e| e.to_string())?;
         {
+            let (mut seq, mut prev) = last_entry(&tx).map_err(|e| e.to_string())?;
             let mut stmt = tx
                 .prepare_cached(
                     "INSERT INTO toolguard_audit
@@ -78,8 +79,7 @@ fn write_batch(conn: &mut Connection, last: &mut (u64, String), batch: Vec<(Audi
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                 )
                 .map_err(|e| e.to_string())?;
-            let (mut seq, mut prev) = last.clone();
-            for (record, reply) in batch {
+            for record in records {
                 seq += 1;
                 let entry = seal(seq, record, &prev);
                 let body = serde_json::to_string(&entry.record).map_err(|e| e.to_string())?;
@@ -96,24 +96,20 @@ fn write_batch(conn: &mut Connection, last: &mut (u64, String), batch: Vec<(Audi
                 ])
                 .map_err(|e| e.to_string())?;
                 prev = entry.hash;
-                sealed.push((seq, reply));
+                assigned.push(seq);
             }
-            *last = (seq, prev);
         }
         tx.commit().map_err(|e| e.to_string())
     })();
     match result {
         Ok(()) => {
-            for (seq, reply) in sealed {
+            for (reply, seq) in replies.into_iter().zip(assigned) {
                 let _ = reply.send(Ok(seq));
             }
         }
+        // Nothing of the batch is stored.
         Err(e) => {
-            // Nothing of the batch is stored; start again from what the file holds.
-            if let Ok(l) = last_entry(conn) {
-                *last = l;
-            }
-            for (_, reply) in sealed {
+            for reply in replies {
                 let _ = reply.send(Err(aerr(&e)));
             }
         }
@@ -121,15 +117,6 @@ fn write_batch(conn: &mut Connection, last: &mut (u64, String), batch: Vec<(Audi
 }
 
 fn writer(mut conn: Connection, mut rx: mpsc::Receiver<(AuditRecord, Reply)>) {
-    let mut last = match last_entry(&conn) {
-        Ok(l) => l,
-        Err(e) => {
-            while let Some((_, reply)) = rx.blocking_recv() {
-                let _ = reply.send(Err(aerr(&e)));
-            }
-            return;
-        }
-    };
     while let Some(first) = rx.blocking_recv() {
         let mut batch = Vec::with_capacity(64);
         batch.push(first);
@@ -139,7 +126,7 @@ fn writer(mut conn: Connection, mut rx: mpsc::Receiver<(AuditRecord, Reply)>) {
                 Err(_) => break,
             }
         }
-        write_batch(&mut conn, &mut last, batch);
+        write_batch(&mut conn, batch);
     }
 }
 
