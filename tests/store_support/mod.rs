@@ -69,6 +69,16 @@ impl Backend {
     }
 }
 
+/// Says on the real stderr (not captured by the test harness, so it shows in every run) that a
+/// service test did not run.
+pub fn skipped(var: &str, backend: &str, test: &str) {
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED: {var} not set ({backend}::{test})"
+    );
+}
+
 /// A unique name for this test's schema, key prefix or file.
 pub fn unique(test: &str) -> String {
     let id = uuid::Uuid::new_v4().simple().to_string();
@@ -174,11 +184,11 @@ pub async fn sqlite(test: &str) -> Option<Backend> {
 }
 
 #[cfg(feature = "postgres")]
-pub fn pg_url() -> Option<String> {
+pub fn pg_url(test: &str) -> Option<String> {
     match std::env::var("TOOLGUARD_PG_URL") {
         Ok(u) if !u.is_empty() => Some(u),
         _ => {
-            eprintln!("SKIPPED: TOOLGUARD_PG_URL not set");
+            skipped("TOOLGUARD_PG_URL", "postgres", test);
             None
         }
     }
@@ -189,7 +199,7 @@ pub async fn postgres(test: &str) -> Option<Backend> {
     use toolguard::audit::PgAuditSink;
     use toolguard::store::{PgConfig, PgStore};
 
-    let url = pg_url()?;
+    let url = pg_url(test)?;
     let config = PgConfig::new(url).schema(unique(test)).pool_size(8);
     let store = Arc::new(PgStore::connect(&config).await.expect("connect postgres"));
     let audit = Arc::new(PgAuditSink::connect(&config).await.expect("connect audit"));
@@ -229,11 +239,11 @@ pub async fn postgres(test: &str) -> Option<Backend> {
 }
 
 #[cfg(feature = "redis")]
-pub fn redis_url() -> Option<String> {
+pub fn redis_url(test: &str) -> Option<String> {
     match std::env::var("TOOLGUARD_REDIS_URL") {
         Ok(u) if !u.is_empty() => Some(u),
         _ => {
-            eprintln!("SKIPPED: TOOLGUARD_REDIS_URL not set");
+            skipped("TOOLGUARD_REDIS_URL", "redis", test);
             None
         }
     }
@@ -243,7 +253,7 @@ pub fn redis_url() -> Option<String> {
 pub async fn redis(test: &str) -> Option<Backend> {
     use toolguard::store::RedisStore;
 
-    let url = redis_url()?;
+    let url = redis_url(test)?;
     let store = Arc::new(
         RedisStore::connect(&url, unique(test))
             .await
