@@ -912,3 +912,66 @@ macro_rules! suite {
 }
 
 suite!(memory, sqlite if "sqlite", postgres if "postgres", redis if "redis");
+
+// ---------------------------------------------------------------- corrupt stored data
+
+/// A record that no longer parses is a store error (the dispatcher fails closed), never a panic
+/// and never silently replaced.
+#[cfg(feature = "redis")]
+#[tokio::test]
+async fn redis_corrupt_record_is_an_error() {
+    use toolguard::store::RedisStore;
+    let Some(url) = store_support::redis_url("redis_corrupt_record_is_an_error") else {
+        return;
+    };
+    let s = RedisStore::connect(&url, store_support::unique("corrupt"))
+        .await
+        .unwrap();
+    let now = SystemTime::now();
+    let k = key("corrupt-1");
+    let raw = format!("{}:idem:{}", s.prefix(), k.storage_key());
+    for garbage in [
+        "garbage",
+        "F\tx\t1\t99999999999999\t{\t\t",
+        "D\t\t0\t99999999999999\t\"d\"\tnull\t{",
+    ] {
+        s.raw_set(&raw, garbage).await.unwrap();
+        assert!(
+            s.reserve(&k, "d", None, LEASE, TTL, now).await.is_err(),
+            "{garbage}"
+        );
+        assert!(s.get(&k, now).await.is_err(), "{garbage}");
+        assert!(
+            !s.complete(&k, "x", StoredOutcome::new(Status::Ok), TTL, now)
+                .await
+                .unwrap()
+        );
+    }
+    s.clear().await.unwrap();
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn sqlite_corrupt_record_is_an_error() {
+    use toolguard::store::SqliteStore;
+    let path = store_support::sqlite_path("corrupt");
+    let s = SqliteStore::open(&path).unwrap();
+    let now = SystemTime::now();
+    let k = key("corrupt-2");
+    let Reservation::Reserved { owner } = s.reserve(&k, "d", None, LEASE, TTL, now).await.unwrap()
+    else {
+        panic!("reserve")
+    };
+    assert!(
+        s.complete(&k, &owner, StoredOutcome::new(Status::Ok), TTL, now)
+            .await
+            .unwrap()
+    );
+    s.with_connection(|c| c.execute("UPDATE toolguard_idempotency SET outcome = '{'", []))
+        .await
+        .unwrap();
+    assert!(s.get(&k, now).await.is_err());
+    assert!(s.reserve(&k, "d", None, LEASE, TTL, now).await.is_err());
+    drop(s);
+    store_support::remove_sqlite(&path);
+}

@@ -46,7 +46,8 @@ const RESERVE_EXPIRED: &str = r#"
 local v = redis.call('GET', KEYS[1])
 if v then
   local st, ow, lease, exp = parse(v)
-  if exp and tonumber(exp) > tonumber(ARGV[1]) then return {0, v} end
+  -- A value that does not parse is returned as is (the caller fails closed), never replaced.
+  if not exp or tonumber(exp) > tonumber(ARGV[1]) then return {0, v} end
 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return {1, ''}
