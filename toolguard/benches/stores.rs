@@ -22,7 +22,7 @@ use serde_json::json;
 use toolguard::audit::{
     AuditEvent, AuditQuery, AuditRecord, AuditSink, MemoryAuditSink, PgAuditSink, SqliteAuditSink,
 };
-use toolguard::store::{MemoryStore, PgConfig, PgStore, RedisStore, SqliteStore};
+use toolguard::store::{MemoryStore, PgConfig, PgStore, RedisStore};
 use toolguard::{Dispatcher, Principal, Status, ToolCall, ToolContext, ToolError, tool};
 
 /// Shared state of the bench tool.
