@@ -281,26 +281,35 @@ fn audit(c: &mut Criterion) {
         g.finish();
     }
 
-    // Bring each trail to 100,000 entries, then query.
-    let have = rt.block_on(sqlite.len()).expect("len");
-    if have < QUERY_ENTRIES {
-        let next = Arc::new(AtomicU64::new(have));
-        rt.block_on(append_storm(&sqlite, &next, QUERY_ENTRIES - have));
-    }
-    if let Some((_, sink)) = &pg {
-        let have = rt.block_on(sink.len()).expect("len");
-        if have < QUERY_ENTRIES {
-            let next = Arc::new(AtomicU64::new(have));
-            rt.block_on(append_storm(sink, &next, QUERY_ENTRIES - have));
-        }
-    }
+    // Fresh trails of exactly 100,000 entries for the queries.
+    let qpath = temp_db("query");
+    let sqlite_q = Arc::new(SqliteAuditSink::open(&qpath).expect("sqlite audit"));
+    rt.block_on(append_storm(
+        &sqlite_q,
+        &Arc::new(AtomicU64::new(0)),
+        QUERY_ENTRIES,
+    ));
+    let pg_q = pg_url().map(|url| {
+        let config = PgConfig::new(url).schema(unique("query")).pool_size(4);
+        let store = rt.block_on(PgStore::connect(&config)).expect("pg");
+        let sink = Arc::new(
+            rt.block_on(PgAuditSink::connect(&config))
+                .expect("pg audit"),
+        );
+        rt.block_on(append_storm(
+            &sink,
+            &Arc::new(AtomicU64::new(0)),
+            QUERY_ENTRIES,
+        ));
+        (store, sink)
+    });
 
     let mut g = c.benchmark_group("audit_query");
     g.sample_size(20)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(2));
-    let mut sinks: Vec<(&str, Arc<dyn AuditQueryDyn>)> = vec![("sqlite", sqlite.clone())];
-    if let Some((_, sink)) = &pg {
+    let mut sinks: Vec<(&str, Arc<dyn AuditQueryDyn>)> = vec![("sqlite", sqlite_q.clone())];
+    if let Some((_, sink)) = &pg_q {
         sinks.push(("postgres", sink.clone()));
     }
     for (name, sink) in &sinks {
@@ -337,9 +346,10 @@ fn audit(c: &mut Criterion) {
     g.finish();
 
     drop(sinks);
-    drop(sqlite);
+    drop((sqlite, sqlite_q));
     remove_db(&path);
-    if let Some((store, _)) = pg {
+    remove_db(&qpath);
+    for (store, _) in pg.into_iter().chain(pg_q) {
         let _ = rt.block_on(store.drop_schema());
     }
 }
