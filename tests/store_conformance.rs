@@ -942,9 +942,15 @@ async fn redis_corrupt_record_is_an_error() {
         );
         assert!(s.get(&k, now).await.is_err(), "{garbage}");
         assert!(
-            !s.complete(&k, "x", StoredOutcome::new(Status::Ok), TTL, now)
-                .await
-                .unwrap()
+            !s.complete(
+                &k,
+                "not-the-owner",
+                StoredOutcome::new(Status::Ok),
+                TTL,
+                now
+            )
+            .await
+            .unwrap()
         );
     }
     s.clear().await.unwrap();
