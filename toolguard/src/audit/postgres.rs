@@ -230,6 +230,11 @@ impl PgAuditSink {
         Ok(u64::try_from(row.try_get::<_, i64>(0).map_err(aerr)?).unwrap_or(0))
     }
 
+    /// Whether the trail holds no entry.
+    pub async fn is_empty(&self) -> Result<bool, AuditError> {
+        Ok(self.len().await? == 0)
+    }
+
     /// The entry with sequence number `seq`.
     pub async fn get(&self, seq: u64) -> Result<Option<AuditEntry>, AuditError> {
         let sql = format!("SELECT {COLUMNS} FROM toolguard_audit WHERE seq = $1");

@@ -230,6 +230,11 @@ impl SqliteAuditSink {
             .map_err(serr)
     }
 
+    /// Whether the trail holds no entry.
+    pub async fn is_empty(&self) -> Result<bool, AuditError> {
+        Ok(self.len().await? == 0)
+    }
+
     /// The entry with sequence number `seq`.
     pub async fn get(&self, seq: u64) -> Result<Option<AuditEntry>, AuditError> {
         let sql = format!("SELECT {COLUMNS} FROM toolguard_audit WHERE seq = ?1");
