@@ -792,6 +792,36 @@ async fn faults_fail_closed(b: Arc<Backend>) {
     assert_eq!(h.ledger.transfers(), 1);
 }
 
+/// The store goes away after the handler ran and before the outcome was stored: a retry must not
+/// execute again; it waits (`in_progress`) while the lease lives, then answers `outcome_unknown`.
+async fn store_lost_before_completion(b: Arc<Backend>) {
+    let faulty = Arc::new(FaultyStore::new(Arc::new(SharedIdem(b.idem.clone()))));
+    let h = harness_with(&b, faulty.clone(), false);
+    faulty.fail(StoreOp::Complete);
+    let first = h
+        .call("transfer_funds", transfer(1_000, "lost-key-01"))
+        .await;
+    assert_eq!(first.status, Status::Ok, "the effect happened");
+    assert_eq!(h.ledger.transfers(), 1);
+    faulty.heal_all();
+    let retry = h
+        .call("transfer_funds", transfer(1_000, "lost-key-01"))
+        .await;
+    assert_eq!(retry.status, Status::InProgress, "{}", b.name);
+    h.clock.advance(Duration::from_secs(3_600));
+    let later = h
+        .call("transfer_funds", transfer(1_000, "lost-key-01"))
+        .await;
+    assert_eq!(
+        later.status,
+        Status::OutcomeUnknown,
+        "{}: {later:?}",
+        b.name
+    );
+    assert_eq!(later.operation_id, first.operation_id);
+    assert_eq!(h.ledger.transfers(), 1, "never executed twice");
+}
+
 /// An `Arc<dyn IdempotencyStore>` as a sized store, so that `FaultyStore` can wrap any backend.
 struct SharedIdem(Arc<dyn IdempotencyStore>);
 
@@ -906,6 +936,7 @@ macro_rules! suite {
                 audit_tamper_detection,
                 audit_column_and_delete_detection,
                 faults_fail_closed,
+                store_lost_before_completion,
             );
         )*
     };
