@@ -212,7 +212,7 @@ impl SqliteAuditSink {
             .name("toolguard-sqlite-audit".to_owned())
             .spawn(move || writer(wconn, rx))
             .map_err(crate::store::sqlite::err)?;
-        let reader = Worker::start(rconn, "toolguard-sqlite-audit-read")
+        let reader = Worker::start(rconn, "toolguard-sqlite-audit-read", false)
             .map_err(crate::store::sqlite::err)?;
         Ok(SqliteAuditSink { queue, reader })
     }

@@ -128,22 +128,73 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     tx.commit()
 }
 
-type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+/// What a job leaves to do once its batch committed (or failed to).
+type Reply = Box<dyn FnOnce(Result<(), String>) + Send>;
+type Job = Box<dyn FnOnce(&mut Connection) -> Reply + Send>;
+
+/// Most jobs committed in one transaction.
+const MAX_JOBS: usize = 256;
 
 /// One connection on its own thread, running the jobs sent to it in order.
+///
+/// A batched worker takes every job queued (up to [`MAX_JOBS`]), runs them in order inside one
+/// `BEGIN IMMEDIATE` transaction and answers each only after the `COMMIT`, so that nothing is
+/// reported done before it is stored, and one commit serves many concurrent calls. A job that
+/// fails leaves nothing behind (single statements, or a savepoint for several) and does not
+/// affect the others.
 #[derive(Debug)]
 pub(crate) struct Worker {
     tx: mpsc::Sender<Job>,
 }
 
+fn run_batch(conn: &mut Connection, jobs: Vec<Job>) {
+    if conn.execute_batch("BEGIN IMMEDIATE").is_err() {
+        // Could not take the write lock in time: run each job on its own.
+        for job in jobs {
+            job(conn)(Ok(()));
+        }
+        return;
+    }
+    let mut replies = Vec::with_capacity(jobs.len());
+    let mut lost = false;
+    for job in jobs {
+        replies.push(job(conn));
+        // SQLite rolled the whole transaction back (I/O error, disk full): what follows would
+        // run outside it, so report the batch as failed.
+        lost |= conn.is_autocommit();
+    }
+    let committed = if lost {
+        Err("the transaction was rolled back".to_owned())
+    } else {
+        conn.execute_batch("COMMIT").map_err(|e| e.to_string())
+    };
+    if committed.is_err() && !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    for reply in replies {
+        reply(committed.clone());
+    }
+}
+
 impl Worker {
-    pub(crate) fn start(mut conn: Connection, name: &str) -> std::io::Result<Self> {
+    pub(crate) fn start(mut conn: Connection, name: &str, batched: bool) -> std::io::Result<Self> {
         let (tx, rx) = mpsc::channel::<Job>();
         std::thread::Builder::new()
             .name(name.to_owned())
             .spawn(move || {
-                while let Ok(job) = rx.recv() {
-                    job(&mut conn);
+                while let Ok(first) = rx.recv() {
+                    if !batched {
+                        first(&mut conn)(Ok(()));
+                        continue;
+                    }
+                    let mut jobs = vec![first];
+                    while jobs.len() < MAX_JOBS {
+                        match rx.try_recv() {
+                            Ok(job) => jobs.push(job),
+                            Err(_) => break,
+                        }
+                    }
+                    run_batch(&mut conn, jobs);
                 }
             })?;
         Ok(Worker { tx })
@@ -157,13 +208,20 @@ impl Worker {
     {
         let (done, result) = oneshot::channel();
         let job: Job = Box::new(move |conn| {
-            let _ = done.send(f(conn));
+            let out = f(conn);
+            Box::new(move |committed: Result<(), String>| {
+                let out = match committed {
+                    Ok(()) => out.map_err(err),
+                    Err(e) => Err(StoreError(format!("sqlite: commit failed: {e}"))),
+                };
+                let _ = done.send(out);
+            })
         });
         self.tx
             .send(job)
             .map_err(|_| StoreError("sqlite: the connection thread stopped".to_owned()))?;
         match result.await {
-            Ok(r) => r.map_err(err),
+            Ok(r) => r,
             Err(_) => Err(StoreError(
                 "sqlite: the connection thread dropped the statement".to_owned(),
             )),
@@ -238,7 +296,7 @@ impl SqliteStore {
     pub fn open_with(path: impl AsRef<Path>, durability: Durability) -> StoreResult<Self> {
         let path = path.as_ref().to_path_buf();
         let conn = open_connection(&path, durability).map_err(err)?;
-        let worker = Worker::start(conn, "toolguard-sqlite").map_err(err)?;
+        let worker = Worker::start(conn, "toolguard-sqlite", true).map_err(err)?;
         Ok(SqliteStore { worker, path })
     }
 
@@ -248,6 +306,8 @@ impl SqliteStore {
     }
 
     /// Runs `f` on the store's connection (for maintenance and tests), off the async runtime.
+    /// It runs inside the worker's batch transaction: use a savepoint, not `BEGIN`, to group
+    /// statements.
     pub async fn with_connection<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
@@ -584,7 +644,7 @@ impl SessionLedger for SqliteStore {
         let limits = limits.to_vec();
         let now_ms = unix_millis(now);
         Box::pin(self.worker.run(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = c.savepoint()?;
             for l in &limits {
                 let from = i64_of(now_ms.saturating_sub(millis(l.window)));
                 let total = window_total(&tx, &l.scope, from, i64_of(now_ms))?;
@@ -611,7 +671,7 @@ impl SessionLedger for SqliteStore {
         let scopes = scopes.to_vec();
         let at = i64_of(unix_millis(now));
         Box::pin(self.worker.run(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = c.savepoint()?;
             for s in &scopes {
                 insert_entry(&tx, s, &entry, amount, at)?;
             }
@@ -627,7 +687,7 @@ impl SessionLedger for SqliteStore {
         let entry = entry.to_owned();
         let scopes = scopes.to_vec();
         Box::pin(self.worker.run(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = c.savepoint()?;
             for s in &scopes {
                 tx.execute(
                     "DELETE FROM toolguard_ledger WHERE scope = ?1 AND entry = ?2",
@@ -665,7 +725,7 @@ impl SessionLedger for SqliteStore {
         let from = i64_of(now_ms.saturating_sub(millis(window)));
         let now_ms = i64_of(now_ms);
         Box::pin(self.worker.run(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = c.savepoint()?;
             tx.execute(
                 "DELETE FROM toolguard_ledger WHERE scope = ?1 AND at_ms <= ?2",
                 params![scope, from],
