@@ -45,9 +45,12 @@ async fn two_writers<S: AuditSink + AuditQuery>(a: Arc<S>, b: Arc<S>) {
 async fn two_sqlite_sinks_on_one_file_keep_one_chain() {
     use toolguard::audit::SqliteAuditSink;
     let path = store_support::sqlite_path("two_writers");
+    // One sink with its own writer, one writing through a store's connection.
+    let store = toolguard::store::SqliteStore::open(&path).unwrap();
     let a = Arc::new(SqliteAuditSink::open(&path).unwrap());
-    let b = Arc::new(SqliteAuditSink::open(&path).unwrap());
+    let b = Arc::new(store.audit_sink().unwrap());
     two_writers(a, b).await;
+    drop(store);
     store_support::remove_sqlite(&path);
 }
 

@@ -247,14 +247,18 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
     }
 
     /// Keeps every store and the audit trail in the SQLite file at `path`, created if missing
-    /// (feature `sqlite`; see [`crate::store::SqliteStore`]).
+    /// (feature `sqlite`; see [`crate::store::SqliteStore`]). Store statements and audit entries
+    /// share one connection and its group commits, fully synced ([`crate::store::Durability::Full`]).
     #[cfg(feature = "sqlite")]
     pub fn sqlite(
         self,
         path: impl AsRef<std::path::Path>,
     ) -> Result<Self, crate::store::StoreError> {
-        let store = Arc::new(crate::store::SqliteStore::open(path.as_ref())?);
-        let audit = crate::audit::SqliteAuditSink::open(path)?;
+        let store = Arc::new(crate::store::SqliteStore::open_with(
+            path,
+            crate::store::Durability::Full,
+        )?);
+        let audit = store.audit_sink()?;
         Ok(self.store(store).audit(audit))
     }
 

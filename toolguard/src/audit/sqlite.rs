@@ -7,6 +7,7 @@
 //! separate read connection (WAL lets it read while the writer commits).
 
 use std::path::Path;
+use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::{mpsc, oneshot};
@@ -31,9 +32,43 @@ type Reply = oneshot::Sender<Result<u64, AuditError>>;
 /// [`crate::store::SqliteStore`]).
 #[derive(Debug)]
 pub struct SqliteAuditSink {
-    queue: mpsc::Sender<(AuditRecord, Reply)>,
+    writer: Writer,
     reader: Worker,
 }
+
+/// Who writes the entries.
+#[derive(Debug)]
+enum Writer {
+    /// The sink's own writer thread and connection, with its own group commits.
+    Own(mpsc::Sender<(AuditRecord, Reply)>),
+    /// The connection of a [`crate::store::SqliteStore`], in its group commits.
+    Shared(Arc<Worker>),
+}
+
+/// Seals `record` after the last stored entry and inserts it (inside the caller's transaction).
+fn append_one(conn: &Connection, record: AuditRecord) -> rusqlite::Result<u64> {
+    let (seq, prev) = last_entry(conn)?;
+    let entry = seal(seq + 1, record, &prev);
+    let body = serde_json::to_string(&entry.record)
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    let mut stmt = conn.prepare_cached(INSERT)?;
+    stmt.execute(params![
+        i64_of(entry.seq),
+        i64_of(entry.record.time_ms),
+        entry.record.tenant,
+        entry.record.subject,
+        entry.record.tool,
+        entry.record.status.map(|s| s.as_str()),
+        body,
+        entry.prev_hash,
+        entry.hash,
+    ])?;
+    Ok(entry.seq)
+}
+
+const INSERT: &str = "INSERT INTO toolguard_audit
+    (seq, time_ms, tenant, subject, tool, status, record, prev_hash, hash)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
 
 fn aerr(e: impl std::fmt::Display) -> AuditError {
     AuditError(format!("sqlite: {e}"))
@@ -72,13 +107,7 @@ fn write_batch(conn: &mut Connection, batch: Vec<(AuditRecord, Reply)>) {
             .map_err(|e| e.to_string())?;
         {
             let (mut seq, mut prev) = last_entry(&tx).map_err(|e| e.to_string())?;
-            let mut stmt = tx
-                .prepare_cached(
-                    "INSERT INTO toolguard_audit
-                        (seq, time_ms, tenant, subject, tool, status, record, prev_hash, hash)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                )
-                .map_err(|e| e.to_string())?;
+            let mut stmt = tx.prepare_cached(INSERT).map_err(|e| e.to_string())?;
             for record in records {
                 seq += 1;
                 let entry = seal(seq, record, &prev);
@@ -214,7 +243,25 @@ impl SqliteAuditSink {
             .map_err(crate::store::sqlite::err)?;
         let reader = Worker::start(rconn, "toolguard-sqlite-audit-read", false)
             .map_err(crate::store::sqlite::err)?;
-        Ok(SqliteAuditSink { queue, reader })
+        Ok(SqliteAuditSink {
+            writer: Writer::Own(queue),
+            reader,
+        })
+    }
+
+    /// A sink writing through a store's connection worker.
+    pub(crate) fn shared(
+        path: &Path,
+        durability: Durability,
+        worker: Arc<Worker>,
+    ) -> Result<Self, StoreError> {
+        let rconn = open_connection(path, durability).map_err(crate::store::sqlite::err)?;
+        let reader = Worker::start(rconn, "toolguard-sqlite-audit-read", false)
+            .map_err(crate::store::sqlite::err)?;
+        Ok(SqliteAuditSink {
+            writer: Writer::Shared(worker),
+            reader,
+        })
     }
 
     /// Number of stored entries.
@@ -248,8 +295,17 @@ impl SqliteAuditSink {
 impl AuditSink for SqliteAuditSink {
     fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<u64, AuditError>> {
         Box::pin(async move {
+            let queue = match &self.writer {
+                Writer::Own(queue) => queue,
+                Writer::Shared(worker) => {
+                    return worker
+                        .run(move |c| append_one(c, record))
+                        .await
+                        .map_err(serr);
+                }
+            };
             let (reply, done) = oneshot::channel();
-            self.queue
+            queue
                 .send((record, reply))
                 .await
                 .map_err(|_| AuditError("sqlite: the audit writer stopped".to_owned()))?;

@@ -282,8 +282,9 @@ fn state_code(s: ApprovalState) -> &'static str {
 /// ```
 #[derive(Debug)]
 pub struct SqliteStore {
-    worker: Worker,
+    worker: std::sync::Arc<Worker>,
     path: PathBuf,
+    durability: Durability,
 }
 
 impl SqliteStore {
@@ -297,7 +298,20 @@ impl SqliteStore {
         let path = path.as_ref().to_path_buf();
         let conn = open_connection(&path, durability).map_err(err)?;
         let worker = Worker::start(conn, "toolguard-sqlite", true).map_err(err)?;
-        Ok(SqliteStore { worker, path })
+        Ok(SqliteStore {
+            worker: std::sync::Arc::new(worker),
+            path,
+            durability,
+        })
+    }
+
+    /// An audit sink on the same file that writes through this store's connection: its entries
+    /// are committed in the same group commits as the store's statements, so that the store and
+    /// the trail never wait for each other's write lock. Entries are as durable as the store's
+    /// [`Durability`] (open the store with [`Durability::Full`] for a trail that survives power
+    /// loss; [`crate::DispatcherBuilder::sqlite`] does).
+    pub fn audit_sink(&self) -> StoreResult<crate::audit::SqliteAuditSink> {
+        crate::audit::SqliteAuditSink::shared(&self.path, self.durability, self.worker.clone())
     }
 
     /// The database file.
