@@ -388,3 +388,50 @@ pub fn dave_approver() -> Principal {
 pub fn carol_foreign_approver() -> Principal {
     Principal::new("globex", "carol", "sess-carol").with_role("approver")
 }
+
+/// Arguments of the hand-written `hanging_payout` tool.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HangingPayoutArgs {
+    /// Amount in cents.
+    pub cents: u32,
+    /// Idempotency key.
+    pub idempotency_key: String,
+}
+
+/// A payout whose downstream never answers within the test (30 s deadline): it counts its
+/// execution in `Ledger::transfers` and then hangs, so that a test can kill the executing task
+/// after the reservation and before completion.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HangingPayout;
+
+impl Tool<Ledger> for HangingPayout {
+    type Args = HangingPayoutArgs;
+    type Output = String;
+
+    fn spec(&self) -> ToolSpec {
+        let mut spec = ToolSpec::new(
+            "hanging_payout",
+            "Pays out through a downstream that hangs.",
+            toolguard::__private::schema_for::<HangingPayoutArgs>(),
+            toolguard::__private::schema_for::<String>(),
+        );
+        spec.risk = Risk::Medium;
+        spec.idempotent = true;
+        spec.idempotency_key_field = Some("idempotency_key".to_owned());
+        spec.timeout = Duration::from_secs(30);
+        spec
+    }
+
+    fn call<'a>(
+        &'a self,
+        ctx: &'a ToolContext<Ledger>,
+        args: HangingPayoutArgs,
+    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move {
+            ctx.state().transfers.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            Ok(format!("paid {}", args.cents))
+        })
+    }
+}

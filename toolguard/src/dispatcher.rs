@@ -247,6 +247,22 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
         self
     }
 
+    /// Keeps every store and the audit trail in the SQLite file at `path`, created if missing
+    /// (feature `sqlite`; see [`crate::store::SqliteStore`]). Store statements and audit entries
+    /// share one connection and its group commits, fully synced ([`crate::store::Durability::Full`]).
+    #[cfg(feature = "sqlite")]
+    pub fn sqlite(
+        self,
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<Self, crate::store::StoreError> {
+        let store = Arc::new(crate::store::SqliteStore::open_with(
+            path,
+            crate::store::Durability::Full,
+        )?);
+        let audit = store.audit_sink()?;
+        Ok(self.store(store).audit(audit))
+    }
+
     /// Sets the idempotency store alone.
     pub fn idempotency_store(mut self, store: Arc<dyn IdempotencyStore>) -> Self {
         self.idempotency = Some(store);

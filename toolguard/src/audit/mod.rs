@@ -4,10 +4,20 @@
 mod chain;
 mod entry;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
+mod query;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 
 pub use chain::{ChainBreak, GENESIS_HASH, seal, verify_chain};
 pub use entry::{AuditEntry, AuditEvent, AuditRecord, REDACTED};
 pub use memory::MemoryAuditSink;
+#[cfg(feature = "postgres")]
+pub use postgres::PgAuditSink;
+pub use query::{AuditQuery, ChainVerifier, VerifyError};
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteAuditSink;
 
 use crate::tool::BoxFuture;
 

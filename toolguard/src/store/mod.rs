@@ -5,10 +5,22 @@
 
 pub mod fault;
 mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
+#[cfg(feature = "redis")]
+pub mod redis;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 mod types;
 
 pub use fault::{FaultyStore, StoreOp};
 pub use memory::MemoryStore;
+#[cfg(feature = "postgres")]
+pub use postgres::{PgConfig, PgStore};
+#[cfg(feature = "redis")]
+pub use redis::RedisStore;
+#[cfg(feature = "sqlite")]
+pub use sqlite::{Durability, SqliteStore};
 pub use types::*;
 
 use std::time::{Duration, SystemTime};

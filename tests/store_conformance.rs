@@ -1,0 +1,1014 @@
+//! One conformance suite for every store backend: the same test functions run against memory,
+//! SQLite (feature `sqlite`), PostgreSQL (feature `postgres`, `TOOLGUARD_PG_URL`) and Redis
+//! (feature `redis`, `TOOLGUARD_REDIS_URL`). Redis provides idempotency and ledgers only; the
+//! approval, operation and audit tests skip it.
+
+mod store_support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime};
+
+use serde_json::json;
+use store_support::{Backend, SharedAudit, TamperKind};
+use toolguard::audit::{AuditEvent, AuditRecord, ChainBreak, VerifyError};
+use toolguard::store::{
+    ApprovalRequest, ApprovalState, FaultyStore, IdempotencyStore, OperationRecord, OperationState,
+    RecordState, Reservation, ScopeLimit, ScopedKey, StoreOp, StoredOutcome,
+};
+use toolguard::{
+    Dispatcher, ManualClock, MemoryAuditSink, Principal, RiskPolicy, Status, ToolCall,
+};
+use toolguard_suite::*;
+
+const LEASE: Duration = Duration::from_secs(10);
+const TTL: Duration = Duration::from_secs(3600);
+
+fn key(k: &str) -> ScopedKey {
+    ScopedKey {
+        tenant: "acme".into(),
+        subject: "alice".into(),
+        tool: "transfer_funds".into(),
+        key: k.into(),
+    }
+}
+
+fn transfer(amount: u64, key: &str) -> serde_json::Value {
+    json!({
+        "from_account": "acc-alice-1",
+        "to_account": "acc-alice-2",
+        "amount": amount,
+        "currency": "USD",
+        "idempotency_key": key,
+    })
+}
+
+struct H {
+    d: Dispatcher<Ledger>,
+    ledger: Arc<Ledger>,
+    clock: Arc<ManualClock>,
+    audit: Arc<dyn store_support::AuditBackend>,
+}
+
+fn harness_with(b: &Backend, idem: Arc<dyn IdempotencyStore>, fail_open: bool) -> H {
+    let ledger = Arc::new(Ledger::seeded());
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    let audit: Arc<dyn store_support::AuditBackend> = match &b.audit {
+        Some(a) => a.clone(),
+        None => Arc::new(MemoryAuditSink::new()),
+    };
+    let mut builder = Dispatcher::builder()
+        .state_arc(ledger.clone())
+        .tool(TransferFunds)
+        .tool(GetBalance)
+        .tool(CreditPoints)
+        .tool(SlowPayout)
+        .tool(HangingPayout)
+        .audit(SharedAudit(audit.clone()))
+        .clock(clock.clone())
+        .idempotency_store(idem)
+        .session_ledger(b.ledger.clone())
+        .policy(RiskPolicy::new().approver_roles(["approver"]))
+        .idempotency_ttl("credit_points", Duration::from_secs(60))
+        .fail_open_read_only(fail_open);
+    if let Some(a) = &b.approvals {
+        builder = builder.approval_store(a.clone());
+    }
+    if let Some(o) = &b.operations {
+        builder = builder.operation_store(o.clone());
+    }
+    H {
+        d: builder.build().expect("dispatcher"),
+        ledger,
+        clock,
+        audit,
+    }
+}
+
+fn harness(b: &Backend) -> H {
+    harness_with(b, b.idem.clone(), false)
+}
+
+impl H {
+    async fn call(&self, tool: &str, args: serde_json::Value) -> toolguard::ToolOutcome {
+        self.d
+            .dispatch(ToolCall::new("c", tool, args), &alice())
+            .await
+    }
+}
+
+// ---------------------------------------------------------------- idempotency, raw trait
+
+async fn reserve_complete_replay(b: Arc<Backend>) {
+    let s = &b.idem;
+    let now = SystemTime::now();
+    let k = key("raw-1");
+    let owner = match s
+        .reserve(&k, "d1", Some("op-1"), LEASE, TTL, now)
+        .await
+        .unwrap()
+    {
+        Reservation::Reserved { owner } => owner,
+        other => panic!("{}: expected a reservation, got {other:?}", b.name),
+    };
+    match s
+        .reserve(&k, "d1", Some("op-2"), LEASE, TTL, now)
+        .await
+        .unwrap()
+    {
+        Reservation::Existing(r) => {
+            assert_eq!(r.request_digest, "d1");
+            assert_eq!(r.operation_id.as_deref(), Some("op-1"));
+            assert!(matches!(r.state, RecordState::InFlight { owner: ref o, .. } if *o == owner));
+        }
+        other => panic!("{}: {other:?}", b.name),
+    }
+    let mut out = StoredOutcome::new(Status::Ok);
+    out.output = Some(json!({"paid": 5}));
+    out.operation_id = Some("op-1".into());
+    assert!(
+        !s.complete(&k, "not-the-owner", out.clone(), TTL, now)
+            .await
+            .unwrap()
+    );
+    assert!(s.complete(&k, &owner, out.clone(), TTL, now).await.unwrap());
+    assert!(
+        !s.complete(&k, &owner, out.clone(), TTL, now).await.unwrap(),
+        "a done record is not completed twice"
+    );
+    let rec = s.get(&k, now).await.unwrap().expect("record");
+    assert_eq!(
+        rec.state,
+        RecordState::Done {
+            outcome: out.clone()
+        }
+    );
+    match s.reserve(&k, "d2", None, LEASE, TTL, now).await.unwrap() {
+        Reservation::Existing(r) => {
+            assert_eq!(
+                r.request_digest, "d1",
+                "the conflict is visible to the caller"
+            );
+            assert_eq!(r.state, RecordState::Done { outcome: out });
+        }
+        other => panic!("{}: {other:?}", b.name),
+    }
+}
+
+async fn release_renew_replace_remove(b: Arc<Backend>) {
+    let s = &b.idem;
+    let now = SystemTime::now();
+    let k = key("raw-2");
+    let Reservation::Reserved { owner } = s.reserve(&k, "d", None, LEASE, TTL, now).await.unwrap()
+    else {
+        panic!("reserve")
+    };
+    assert!(!s.renew(&k, "other", LEASE, now).await.unwrap());
+    assert!(
+        s.renew(&k, &owner, Duration::from_secs(60), now)
+            .await
+            .unwrap()
+    );
+    match s.get(&k, now).await.unwrap().unwrap().state {
+        RecordState::InFlight { lease_until_ms, .. } => {
+            assert!(lease_until_ms >= toolguard::clock::unix_millis(now) + 59_000)
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!s.release(&k, "other").await.unwrap());
+    assert!(s.release(&k, &owner).await.unwrap());
+    assert!(s.get(&k, now).await.unwrap().is_none());
+    assert!(matches!(
+        s.reserve(&k, "d", None, LEASE, TTL, now).await.unwrap(),
+        Reservation::Reserved { .. }
+    ));
+    let mut out = StoredOutcome::new(Status::ApprovalRejected);
+    out.reason = Some("rejected".into());
+    s.replace(&k, out.clone(), TTL, now).await.unwrap();
+    assert_eq!(
+        s.get(&k, now).await.unwrap().unwrap().state,
+        RecordState::Done { outcome: out }
+    );
+    s.remove(&k).await.unwrap();
+    assert!(s.get(&k, now).await.unwrap().is_none());
+    // Replacing a missing record is a no-op.
+    s.replace(
+        &key("raw-missing"),
+        StoredOutcome::new(Status::Ok),
+        TTL,
+        now,
+    )
+    .await
+    .unwrap();
+    assert!(s.get(&key("raw-missing"), now).await.unwrap().is_none());
+}
+
+async fn lease_expiry_and_take_over(b: Arc<Backend>) {
+    let s = &b.idem;
+    let t0 = SystemTime::now();
+    let k = key("raw-3");
+    let Reservation::Reserved { owner: first } = s
+        .reserve(&k, "d", Some("op"), Duration::from_secs(1), TTL, t0)
+        .await
+        .unwrap()
+    else {
+        panic!("reserve")
+    };
+    assert_eq!(
+        s.take_over(&k, LEASE, t0).await.unwrap(),
+        None,
+        "lease still live"
+    );
+    let t1 = t0 + Duration::from_secs(2);
+    let second = s
+        .take_over(&k, LEASE, t1)
+        .await
+        .unwrap()
+        .expect("taken over");
+    assert_ne!(second, first);
+    assert_eq!(
+        s.take_over(&k, LEASE, t1).await.unwrap(),
+        None,
+        "the new lease is live"
+    );
+    // The replica whose lease expired can neither complete, renew nor release.
+    let out = StoredOutcome::new(Status::Ok);
+    assert!(!s.complete(&k, &first, out.clone(), TTL, t1).await.unwrap());
+    assert!(!s.renew(&k, &first, LEASE, t1).await.unwrap());
+    assert!(!s.release(&k, &first).await.unwrap());
+    assert!(s.complete(&k, &second, out.clone(), TTL, t1).await.unwrap());
+    assert_eq!(
+        s.get(&k, t1).await.unwrap().unwrap().state,
+        RecordState::Done { outcome: out }
+    );
+    assert_eq!(
+        s.take_over(&k, LEASE, t1 + LEASE * 2).await.unwrap(),
+        None,
+        "done records stay"
+    );
+}
+
+async fn ttl_expiry(b: Arc<Backend>) {
+    let s = &b.idem;
+    let t0 = SystemTime::now();
+    let k = key("raw-4");
+    let ttl = Duration::from_secs(10);
+    let Reservation::Reserved { owner } = s.reserve(&k, "d", None, LEASE, ttl, t0).await.unwrap()
+    else {
+        panic!("reserve")
+    };
+    assert!(
+        s.complete(&k, &owner, StoredOutcome::new(Status::Ok), ttl, t0)
+            .await
+            .unwrap()
+    );
+    assert!(
+        s.get(&k, t0 + Duration::from_secs(9))
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let later = t0 + Duration::from_secs(11);
+    assert!(s.get(&k, later).await.unwrap().is_none(), "expired");
+    assert!(
+        matches!(
+            s.reserve(&k, "other", None, LEASE, ttl, later)
+                .await
+                .unwrap(),
+            Reservation::Reserved { .. }
+        ),
+        "an expired record counts as absent"
+    );
+}
+
+async fn concurrent_reserve_one_winner(b: Arc<Backend>) {
+    let now = SystemTime::now();
+    let mut tasks = Vec::new();
+    for _ in 0..64 {
+        let s = b.idem.clone();
+        tasks.push(tokio::spawn(async move {
+            matches!(
+                s.reserve(&key("raw-storm"), "d", None, LEASE, TTL, now)
+                    .await
+                    .unwrap(),
+                Reservation::Reserved { .. }
+            )
+        }));
+    }
+    let mut winners = 0;
+    for t in tasks {
+        winners += t.await.unwrap() as usize;
+    }
+    assert_eq!(winners, 1, "{}: exactly one winner", b.name);
+}
+
+// ---------------------------------------------------------------- idempotency, dispatcher
+
+async fn dispatch_replay_and_conflict(b: Arc<Backend>) {
+    let h = harness(&b);
+    let first = h.call("transfer_funds", transfer(1_000, "dkey-0001")).await;
+    let second = h.call("transfer_funds", transfer(1_000, "dkey-0001")).await;
+    assert_eq!(
+        (first.status, second.status),
+        (Status::Ok, Status::Ok),
+        "{first:?}"
+    );
+    assert!(!first.replayed && second.replayed);
+    assert_eq!(first.output, second.output);
+    assert_eq!(first.operation_id, second.operation_id);
+    let conflict = h.call("transfer_funds", transfer(2_000, "dkey-0001")).await;
+    assert_eq!(conflict.status, Status::IdempotencyConflict);
+    assert_eq!(h.ledger.transfers(), 1);
+    assert_eq!(h.ledger.balance("acc-alice-2"), 1_000);
+}
+
+async fn dispatch_concurrent_one_key(b: Arc<Backend>) {
+    let h = Arc::new(harness(&b));
+    let mut tasks = Vec::new();
+    for _ in 0..100 {
+        let h = h.clone();
+        tasks.push(tokio::spawn(async move {
+            h.call("transfer_funds", transfer(10, "dstorm-0001"))
+                .await
+                .status
+        }));
+    }
+    for t in tasks {
+        let s = t.await.unwrap();
+        assert!(matches!(s, Status::Ok | Status::InProgress), "{s}");
+    }
+    assert_eq!(h.ledger.transfers(), 1, "{}", b.name);
+}
+
+async fn dispatch_ttl(b: Arc<Backend>) {
+    let h = harness(&b);
+    let args = json!({"points": 5, "idempotency_key": "ttl-key-01"});
+    assert!(!h.call("credit_points", args.clone()).await.replayed);
+    h.clock.advance(Duration::from_secs(59));
+    assert!(h.call("credit_points", args.clone()).await.replayed);
+    h.clock.advance(Duration::from_secs(2));
+    let after = h.call("credit_points", args).await;
+    assert_eq!(after.status, Status::Ok);
+    assert!(!after.replayed);
+    assert_eq!(h.ledger.runs(), 2);
+}
+
+/// The executing task dies after the reservation and before completion; a retry after the
+/// lease must not execute again: it answers `outcome_unknown` until reconciled.
+async fn crash_after_reservation(b: Arc<Backend>) {
+    let h = Arc::new(harness(&b));
+    let args = json!({"cents": 7, "idempotency_key": "crash-key-1"});
+    let h2 = h.clone();
+    let a2 = args.clone();
+    let task = tokio::spawn(async move { h2.call("hanging_payout", a2).await });
+    for _ in 0..500 {
+        if h.ledger.transfers() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(h.ledger.transfers(), 1, "the handler started");
+    task.abort();
+    assert!(task.await.unwrap_err().is_cancelled());
+    let during = h.call("hanging_payout", args.clone()).await;
+    assert_eq!(during.status, Status::InProgress, "lease still live");
+    h.clock.advance(Duration::from_secs(36));
+    let retry = h.call("hanging_payout", args.clone()).await;
+    assert_eq!(retry.status, Status::OutcomeUnknown, "{retry:?}");
+    assert!(
+        retry.operation_id.is_some(),
+        "names the operation to reconcile"
+    );
+    let again = h.call("hanging_payout", args).await;
+    assert_eq!(again.status, Status::OutcomeUnknown);
+    assert_eq!(h.ledger.transfers(), 1, "never executed twice");
+}
+
+// ---------------------------------------------------------------- approvals
+
+fn request(id: &str, created: u64) -> ApprovalRequest {
+    ApprovalRequest {
+        id: id.into(),
+        version: 0,
+        state: ApprovalState::Pending,
+        requester: alice(),
+        tool: "transfer_funds".into(),
+        call_id: "call-1".into(),
+        operation_id: format!("op-{id}"),
+        idempotency: Some(key(id)),
+        provider: None,
+        request_digest: "digest".into(),
+        binding_digest: "binding".into(),
+        arguments: json!({"amount": 5}),
+        preview: "transfer 5".into(),
+        eligible_roles: vec!["approver".into()],
+        approvals_required: 1,
+        decisions: Vec::new(),
+        tool_revision: 1,
+        policy_revision: 1,
+        amount: Some(5),
+        cause: "approval_over".into(),
+        created_at_ms: created,
+        expires_at_ms: created + 60_000,
+    }
+}
+
+async fn approval_lifecycle_and_cas(b: Arc<Backend>) {
+    let Some(s) = b.approvals.clone() else {
+        eprintln!("{}: no approval store (not applicable)", b.name);
+        return;
+    };
+    let first = request("ap-1", 1_000);
+    s.create(&request("ap-2", 2_000)).await.unwrap();
+    s.create(&first).await.unwrap();
+    let mut foreign = request("ap-3", 500);
+    foreign.requester = Principal::new("globex", "carol", "s");
+    s.create(&foreign).await.unwrap();
+    let pending = s.pending("acme").await.unwrap();
+    assert_eq!(
+        pending.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        ["ap-1", "ap-2"],
+        "oldest first, own tenant only"
+    );
+    let stored = s.get("ap-1").await.unwrap().unwrap();
+    assert_eq!(stored, first);
+    assert!(s.get("ap-missing").await.unwrap().is_none());
+
+    // Concurrent decisions: exactly one compare-and-set wins.
+    let seen = s.get("ap-1").await.unwrap().unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let s = s.clone();
+        let mut next = seen.clone();
+        tasks.push(tokio::spawn(async move {
+            let expected = next.version;
+            next.state = ApprovalState::Executing;
+            next.decisions.push(toolguard::store::ApprovalDecision {
+                approver: format!("approver-{i}"),
+                approve: true,
+                at_ms: 1_500,
+                digest: "d".into(),
+                reason: None,
+            });
+            s.update(&next, expected).await.unwrap()
+        }));
+    }
+    let mut wins = 0;
+    for t in tasks {
+        wins += t.await.unwrap() as usize;
+    }
+    assert_eq!(wins, 1, "{}: one CAS winner", b.name);
+    let after = s.get("ap-1").await.unwrap().unwrap();
+    assert_eq!(after.version, 1);
+    assert_eq!(after.state, ApprovalState::Executing);
+    assert_eq!(after.decisions.len(), 1);
+    assert!(!s.update(&after, 0).await.unwrap(), "stale version loses");
+    let mut done = after.clone();
+    done.state = ApprovalState::Executed;
+    assert!(s.update(&done, 1).await.unwrap());
+    assert_eq!(s.get("ap-1").await.unwrap().unwrap().version, 2);
+    assert_eq!(
+        s.pending("acme")
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.id.clone())
+            .collect::<Vec<_>>(),
+        ["ap-2"]
+    );
+}
+
+async fn approval_via_dispatcher(b: Arc<Backend>) {
+    if b.approvals.is_none() {
+        eprintln!("{}: no approval store (not applicable)", b.name);
+        return;
+    }
+    let h = harness(&b);
+    let out = h
+        .call("transfer_funds", transfer(1_500_000, "big-key-1"))
+        .await;
+    assert_eq!(out.status, Status::PendingApproval, "{out:?}");
+    let id = out.approval.unwrap().approval_id;
+    let retry = h
+        .call("transfer_funds", transfer(1_500_000, "big-key-1"))
+        .await;
+    assert!(retry.replayed);
+    assert_eq!(retry.status, Status::PendingApproval);
+    let approved = h.d.approvals().approve(&id, &bob_approver()).await;
+    assert_eq!(approved.status, Status::Ok, "{approved:?}");
+    let twice = h.d.approvals().approve(&id, &dave_approver()).await;
+    assert_ne!(twice.status, Status::Ok);
+    assert_eq!(h.ledger.transfers(), 1);
+    let replay = h
+        .call("transfer_funds", transfer(1_500_000, "big-key-1"))
+        .await;
+    assert_eq!(replay.status, Status::Ok);
+    assert!(replay.replayed);
+    assert_eq!(h.ledger.transfers(), 1);
+}
+
+// ---------------------------------------------------------------- session ledger
+
+async fn ledger_admit_atomic(b: Arc<Backend>) {
+    let l = &b.ledger;
+    let now = SystemTime::now();
+    let hour = Duration::from_secs(3600);
+    let wide = ScopeLimit {
+        scope: "l:wide".into(),
+        limit: 100,
+        window: hour,
+    };
+    let narrow = ScopeLimit {
+        scope: "l:narrow".into(),
+        limit: 30,
+        window: hour,
+    };
+    assert!(
+        !l.admit("e0", 50, &[wide.clone(), narrow.clone()], now)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        l.total("l:wide", hour, now).await.unwrap(),
+        0,
+        "nothing added on refusal"
+    );
+    assert!(
+        l.admit("e1", 20, &[wide.clone(), narrow.clone()], now)
+            .await
+            .unwrap()
+    );
+    assert_eq!(l.total("l:wide", hour, now).await.unwrap(), 20);
+    assert_eq!(l.total("l:narrow", hour, now).await.unwrap(), 20);
+    l.retract("e1", &["l:wide".into(), "l:narrow".into()])
+        .await
+        .unwrap();
+    assert_eq!(l.total("l:narrow", hour, now).await.unwrap(), 0);
+    l.record("e2", 500, &["l:wide".into()], now).await.unwrap();
+    assert_eq!(
+        l.total("l:wide", hour, now).await.unwrap(),
+        500,
+        "record skips the limit"
+    );
+    let later = now + hour + Duration::from_secs(1);
+    assert_eq!(
+        l.total("l:wide", hour, later).await.unwrap(),
+        0,
+        "outside the window"
+    );
+
+    // Concurrent admissions never exceed the limit of any scope.
+    let limits = vec![
+        ScopeLimit {
+            scope: "c:a".into(),
+            limit: 100,
+            window: hour,
+        },
+        ScopeLimit {
+            scope: "c:b".into(),
+            limit: 1_000,
+            window: hour,
+        },
+    ];
+    let admitted = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for i in 0..40 {
+        let l = b.ledger.clone();
+        let limits = limits.clone();
+        let admitted = admitted.clone();
+        tasks.push(tokio::spawn(async move {
+            if l.admit(&format!("c{i}"), 10, &limits, now).await.unwrap() {
+                admitted.fetch_add(1, Ordering::SeqCst);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(admitted.load(Ordering::SeqCst), 10, "{}", b.name);
+    assert_eq!(l.total("c:a", hour, now).await.unwrap(), 100);
+    assert_eq!(l.total("c:b", hour, now).await.unwrap(), 100);
+
+    // Rate counting.
+    let minute = Duration::from_secs(60);
+    for _ in 0..3 {
+        assert!(l.hit("r:alice", 3, minute, now).await.unwrap());
+    }
+    assert!(!l.hit("r:alice", 3, minute, now).await.unwrap());
+    assert!(
+        l.hit(
+            "r:alice",
+            3,
+            minute,
+            now + minute + Duration::from_millis(1)
+        )
+        .await
+        .unwrap()
+    );
+}
+
+// ---------------------------------------------------------------- operations
+
+async fn operation_records(b: Arc<Backend>) {
+    let Some(s) = b.operations.clone() else {
+        eprintln!("{}: no operation store (not applicable)", b.name);
+        return;
+    };
+    let mut rec = OperationRecord {
+        id: "op-9".into(),
+        tenant: "acme".into(),
+        subject: "alice".into(),
+        tool: "transfer_funds".into(),
+        call_id: "c".into(),
+        state: OperationState::Executing,
+        outcome: None,
+        arguments: json!({"amount": 1}),
+        idempotency: Some(key("k")),
+        approval_id: None,
+        updated_at_ms: 1,
+    };
+    s.put(&rec).await.unwrap();
+    assert_eq!(s.get("op-9").await.unwrap().as_ref(), Some(&rec));
+    rec.state = OperationState::OutcomeUnknown;
+    rec.outcome = Some(StoredOutcome::new(Status::OutcomeUnknown));
+    rec.updated_at_ms = 2;
+    s.put(&rec).await.unwrap();
+    assert_eq!(s.get("op-9").await.unwrap(), Some(rec));
+    assert!(s.get("op-missing").await.unwrap().is_none());
+}
+
+// ---------------------------------------------------------------- audit
+
+fn record(i: u64) -> AuditRecord {
+    AuditRecord {
+        event: AuditEvent::Call,
+        time_ms: 1_000_000 + i * 10,
+        tenant: if i % 2 == 0 { "acme" } else { "globex" }.into(),
+        subject: format!("user-{}", i % 4),
+        session: "s".into(),
+        tool: format!("tool-{}", i % 3),
+        call_id: format!("call-{i}"),
+        status: Some(Status::Ok),
+        arguments: Some(json!({"n": i, "note": "é"})),
+        ..AuditRecord::default()
+    }
+}
+
+async fn audit_append_and_query(b: Arc<Backend>) {
+    let Some(a) = b.audit.clone() else {
+        eprintln!("{}: no audit sink (not applicable)", b.name);
+        return;
+    };
+    let mut seqs = Vec::new();
+    for i in 0..30 {
+        seqs.push(a.append(record(i)).await.unwrap());
+    }
+    assert_eq!(seqs, (1..=30).collect::<Vec<_>>());
+    // Concurrent appends get distinct, gap-free numbers.
+    let mut tasks = Vec::new();
+    for i in 30..130 {
+        let a = a.clone();
+        tasks.push(tokio::spawn(
+            async move { a.append(record(i)).await.unwrap() },
+        ));
+    }
+    let mut more = Vec::new();
+    for t in tasks {
+        more.push(t.await.unwrap());
+    }
+    more.sort_unstable();
+    assert_eq!(more, (31..=130).collect::<Vec<_>>());
+
+    let actor = a.by_actor("acme", "user-2", 5).await.unwrap();
+    assert_eq!(actor.len(), 5);
+    assert!(
+        actor
+            .iter()
+            .all(|e| e.record.tenant == "acme" && e.record.subject == "user-2")
+    );
+    assert!(
+        actor.windows(2).all(|w| w[0].seq > w[1].seq),
+        "newest first"
+    );
+    let tool = a.by_tool("tool-1", 1_000).await.unwrap();
+    assert_eq!(tool.len(), 130 / 3 + usize::from(130 % 3 > 1));
+    assert!(tool.iter().all(|e| e.record.tool == "tool-1"));
+    let window = a.by_time(1_000_100, 1_000_200, 100).await.unwrap();
+    assert_eq!(
+        window
+            .iter()
+            .map(|e| e.record.call_id.clone())
+            .collect::<Vec<_>>(),
+        (10..20).map(|i| format!("call-{i}")).collect::<Vec<_>>()
+    );
+    assert_eq!(a.by_time(0, u64::MAX, 7).await.unwrap().len(), 7);
+    assert_eq!(window[0].record, record(10), "records read back unchanged");
+    a.verify().await.expect("an intact chain verifies");
+}
+
+async fn audit_tamper_detection(b: Arc<Backend>) {
+    let (Some(a), Some(tamper)) = (b.audit.clone(), b.tamper.clone()) else {
+        eprintln!("{}: no audit sink (not applicable)", b.name);
+        return;
+    };
+    for i in 0..12 {
+        a.append(record(i)).await.unwrap();
+    }
+    a.verify().await.unwrap();
+    tamper(TamperKind::Alter, 4).await;
+    assert_eq!(
+        a.verify().await,
+        Err(VerifyError::Broken(ChainBreak::Altered { seq: 4 })),
+        "{}",
+        b.name
+    );
+}
+
+async fn audit_column_and_delete_detection(b: Arc<Backend>) {
+    let (Some(a), Some(tamper)) = (b.audit.clone(), b.tamper.clone()) else {
+        eprintln!("{}: no audit sink (not applicable)", b.name);
+        return;
+    };
+    for i in 0..12 {
+        a.append(record(i)).await.unwrap();
+    }
+    tamper(TamperKind::Column, 6).await;
+    assert_eq!(
+        a.verify().await,
+        Err(VerifyError::Broken(ChainBreak::Altered { seq: 6 })),
+        "{}",
+        b.name
+    );
+    tamper(TamperKind::Delete, 3).await;
+    assert_eq!(
+        a.verify().await,
+        Err(VerifyError::Broken(ChainBreak::Unlinked { seq: 4 })),
+        "{}",
+        b.name
+    );
+    tamper(TamperKind::Delete, 1).await;
+    assert_eq!(
+        a.verify().await,
+        Err(VerifyError::Broken(ChainBreak::Unlinked { seq: 2 })),
+        "the first entry's removal is seen too"
+    );
+}
+
+// ---------------------------------------------------------------- faults over the backend
+
+async fn faults_fail_closed(b: Arc<Backend>) {
+    let faulty = Arc::new(FaultyStore::new(Arc::new(SharedIdem(b.idem.clone()))));
+    let h = harness_with(&b, faulty.clone(), false);
+    faulty.fail(StoreOp::Reserve);
+    let out = h.call("transfer_funds", transfer(1_000, "fkey-0001")).await;
+    assert_eq!(out.status, Status::Unavailable);
+    assert_eq!(h.ledger.transfers(), 0, "no execution");
+    let entry = h.audit.by_actor("acme", "alice", 1).await.unwrap();
+    assert_eq!(entry.len(), 1, "{}: an audit entry", b.name);
+    assert_eq!(entry[0].record.status, Some(Status::Unavailable));
+    assert_eq!(Some(entry[0].seq), out.audit_seq);
+
+    // A read-only tool fails closed too unless fail-open is configured.
+    let read = ToolCall::new("c", "get_balance", json!({"account": "acc-alice-1"}))
+        .with_idempotency_key("read-key-1");
+    assert_eq!(
+        h.d.dispatch(read.clone(), &alice()).await.status,
+        Status::Unavailable
+    );
+    let open = harness_with(&b, faulty.clone(), true);
+    assert_eq!(open.d.dispatch(read, &alice()).await.status, Status::Ok);
+    let state_changing = open
+        .call("transfer_funds", transfer(1_000, "fkey-0002"))
+        .await;
+    assert_eq!(
+        state_changing.status,
+        Status::Unavailable,
+        "fail-open is for read-only tools"
+    );
+
+    faulty.heal_all();
+    let healed = h.call("transfer_funds", transfer(1_000, "fkey-0001")).await;
+    assert_eq!(healed.status, Status::Ok);
+    assert_eq!(h.ledger.transfers(), 1);
+}
+
+/// The store goes away after the handler ran and before the outcome was stored: a retry must not
+/// execute again; it waits (`in_progress`) while the lease lives, then answers `outcome_unknown`.
+async fn store_lost_before_completion(b: Arc<Backend>) {
+    let faulty = Arc::new(FaultyStore::new(Arc::new(SharedIdem(b.idem.clone()))));
+    let h = harness_with(&b, faulty.clone(), false);
+    faulty.fail(StoreOp::Complete);
+    let first = h
+        .call("transfer_funds", transfer(1_000, "lost-key-01"))
+        .await;
+    assert_eq!(first.status, Status::Ok, "the effect happened");
+    assert_eq!(h.ledger.transfers(), 1);
+    faulty.heal_all();
+    let retry = h
+        .call("transfer_funds", transfer(1_000, "lost-key-01"))
+        .await;
+    assert_eq!(retry.status, Status::InProgress, "{}", b.name);
+    h.clock.advance(Duration::from_secs(3_600));
+    let later = h
+        .call("transfer_funds", transfer(1_000, "lost-key-01"))
+        .await;
+    assert_eq!(
+        later.status,
+        Status::OutcomeUnknown,
+        "{}: {later:?}",
+        b.name
+    );
+    assert_eq!(later.operation_id, first.operation_id);
+    assert_eq!(h.ledger.transfers(), 1, "never executed twice");
+}
+
+/// An `Arc<dyn IdempotencyStore>` as a sized store, so that `FaultyStore` can wrap any backend.
+struct SharedIdem(Arc<dyn IdempotencyStore>);
+
+impl IdempotencyStore for SharedIdem {
+    fn reserve<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        d: &'a str,
+        op: Option<&'a str>,
+        lease: Duration,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> toolguard::BoxFuture<'a, toolguard::store::StoreResult<Reservation>> {
+        self.0.reserve(key, d, op, lease, ttl, now)
+    }
+    fn complete<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> toolguard::BoxFuture<'a, toolguard::store::StoreResult<bool>> {
+        self.0.complete(key, owner, outcome, ttl, now)
+    }
+    fn release<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+    ) -> toolguard::BoxFuture<'a, toolguard::store::StoreResult<bool>> {
+        self.0.release(key, owner)
+    }
+    fn renew<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+        lease: Duration,
+        now: SystemTime,
+    ) -> toolguard::BoxFuture<'a, toolguard::store::StoreResult<bool>> {
+        self.0.renew(key, owner, lease, now)
+    }
+    fn take_over<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        lease: Duration,
+        now: SystemTime,
+    ) -> toolguard::BoxFuture<'a, toolguard::store::StoreResult<Option<String>>> {
+        self.0.take_over(key, lease, now)
+    }
+    fn replace<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> toolguard::BoxFuture<'a, toolguard::store::StoreResult<()>> {
+        self.0.replace(key, outcome, ttl, now)
+    }
+    fn remove<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+    ) -> toolguard::BoxFuture<'a, toolguard::store::StoreResult<()>> {
+        self.0.remove(key)
+    }
+    fn get<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        now: SystemTime,
+    ) -> toolguard::BoxFuture<
+        'a,
+        toolguard::store::StoreResult<Option<toolguard::store::IdempotencyRecord>>,
+    > {
+        self.0.get(key, now)
+    }
+}
+
+// ---------------------------------------------------------------- the matrix
+
+macro_rules! conformance {
+    ($backend:ident: $($name:ident),* $(,)?) => {
+        mod $backend {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let backend = crate::store_support::$backend(stringify!($name)).await;
+                    crate::store_support::run(backend, super::$name).await;
+                }
+            )*
+        }
+    };
+}
+
+macro_rules! suite {
+    ($($backend:ident $(if $feature:literal)?),*) => {
+        $(
+            $(#[cfg(feature = $feature)])?
+            conformance!($backend:
+                reserve_complete_replay,
+                release_renew_replace_remove,
+                lease_expiry_and_take_over,
+                ttl_expiry,
+                concurrent_reserve_one_winner,
+                dispatch_replay_and_conflict,
+                dispatch_concurrent_one_key,
+                dispatch_ttl,
+                crash_after_reservation,
+                approval_lifecycle_and_cas,
+                approval_via_dispatcher,
+                ledger_admit_atomic,
+                operation_records,
+                audit_append_and_query,
+                audit_tamper_detection,
+                audit_column_and_delete_detection,
+                faults_fail_closed,
+                store_lost_before_completion,
+            );
+        )*
+    };
+}
+
+suite!(memory, sqlite if "sqlite", postgres if "postgres", redis if "redis");
+
+// ---------------------------------------------------------------- corrupt stored data
+
+/// A record that no longer parses is a store error (the dispatcher fails closed), never a panic
+/// and never silently replaced.
+#[cfg(feature = "redis")]
+#[tokio::test]
+async fn redis_corrupt_record_is_an_error() {
+    use toolguard::store::RedisStore;
+    let Some(url) = store_support::redis_url("redis_corrupt_record_is_an_error") else {
+        return;
+    };
+    let s = RedisStore::connect(&url, store_support::unique("corrupt"))
+        .await
+        .unwrap();
+    let now = SystemTime::now();
+    let k = key("corrupt-1");
+    let raw = format!("{}:idem:{}", s.prefix(), k.storage_key());
+    for garbage in [
+        "garbage",
+        "F\tx\t1\t99999999999999\t{\t\t",
+        "D\t\t0\t99999999999999\t\"d\"\tnull\t{",
+    ] {
+        s.raw_set(&raw, garbage).await.unwrap();
+        assert!(
+            s.reserve(&k, "d", None, LEASE, TTL, now).await.is_err(),
+            "{garbage}"
+        );
+        assert!(s.get(&k, now).await.is_err(), "{garbage}");
+        assert!(
+            !s.complete(
+                &k,
+                "not-the-owner",
+                StoredOutcome::new(Status::Ok),
+                TTL,
+                now
+            )
+            .await
+            .unwrap()
+        );
+    }
+    s.clear().await.unwrap();
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn sqlite_corrupt_record_is_an_error() {
+    use toolguard::store::SqliteStore;
+    let path = store_support::sqlite_path("corrupt");
+    let s = SqliteStore::open(&path).unwrap();
+    let now = SystemTime::now();
+    let k = key("corrupt-2");
+    let Reservation::Reserved { owner } = s.reserve(&k, "d", None, LEASE, TTL, now).await.unwrap()
+    else {
+        panic!("reserve")
+    };
+    assert!(
+        s.complete(&k, &owner, StoredOutcome::new(Status::Ok), TTL, now)
+            .await
+            .unwrap()
+    );
+    s.with_connection(|c| c.execute("UPDATE toolguard_idempotency SET outcome = '{'", []))
+        .await
+        .unwrap();
+    assert!(s.get(&k, now).await.is_err());
+    assert!(s.reserve(&k, "d", None, LEASE, TTL, now).await.is_err());
+    drop(s);
+    store_support::remove_sqlite(&path);
+}

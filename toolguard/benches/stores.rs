@@ -1,0 +1,382 @@
+//! Throughput of the store backends (needs features `sqlite`, `redis` and `postgres`; the service
+//! backends are measured when `TOOLGUARD_PG_URL` / `TOOLGUARD_REDIS_URL` are set, and skipped
+//! otherwise).
+//!
+//! - `dispatch_high_risk/<backend>`: an idempotent high-risk tool with a fresh key per call,
+//!   64 concurrent tasks, every store (and, for SQLite and PostgreSQL, the audit trail) on the
+//!   backend. Throughput in calls/s.
+//! - `audit_append/<backend>`: appends from 256 concurrent tasks through group commit; each
+//!   append resolves once its batch committed. Throughput in entries/s.
+//! - `audit_query/<backend>/{actor,tool,time}`: the three queries (limit 50) over a trail of
+//!   100,000 entries.
+//!
+//! Run: `TOOLGUARD_PG_URL=postgres://postgres@127.0.0.1:5432/test
+//! TOOLGUARD_REDIS_URL=redis://127.0.0.1:6379 cargo bench -p toolguard --all-features --bench stores`
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use serde_json::json;
+use toolguard::audit::{
+    AuditEvent, AuditQuery, AuditRecord, AuditSink, MemoryAuditSink, PgAuditSink, SqliteAuditSink,
+};
+use toolguard::store::{MemoryStore, PgConfig, PgStore, RedisStore};
+use toolguard::{Dispatcher, Principal, Status, ToolCall, ToolContext, ToolError, tool};
+
+/// Shared state of the bench tool.
+#[derive(Default)]
+struct Counter {
+    n: AtomicU64,
+}
+
+/// Moves an amount; high risk, idempotent.
+#[tool(risk = "high", idempotent)]
+async fn move_amount(
+    ctx: &ToolContext<Counter>,
+    /// Source account.
+    #[arg(kind = "identifier", max_len = 32)]
+    from: String,
+    /// Amount in cents.
+    #[arg(amount, min = 1, max = 1_000_000)]
+    amount: u64,
+) -> Result<u64, ToolError> {
+    let _ = from;
+    Ok(ctx.state().n.fetch_add(amount, Ordering::Relaxed) + amount)
+}
+
+const TASKS: u64 = 64;
+const QUERY_ENTRIES: u64 = 100_000;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn unique(what: &str) -> String {
+    format!(
+        "tg_bench_{what}_{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    )
+}
+
+fn temp_db(what: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("{}.db", unique(what)))
+}
+
+fn remove_db(path: &std::path::Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+fn pg_url() -> Option<String> {
+    let url = std::env::var("TOOLGUARD_PG_URL")
+        .ok()
+        .filter(|u| !u.is_empty());
+    if url.is_none() {
+        eprintln!("SKIPPED: TOOLGUARD_PG_URL not set");
+    }
+    url
+}
+
+fn redis_url() -> Option<String> {
+    let url = std::env::var("TOOLGUARD_REDIS_URL")
+        .ok()
+        .filter(|u| !u.is_empty());
+    if url.is_none() {
+        eprintln!("SKIPPED: TOOLGUARD_REDIS_URL not set");
+    }
+    url
+}
+
+/// Runs `total` high-risk calls from 64 tasks and returns the elapsed time.
+async fn storm(d: &Dispatcher<Counter>, seq: &Arc<AtomicU64>, total: u64) -> Duration {
+    let who = Principal::new("acme", "alice", "bench");
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..TASKS {
+        let d = d.clone();
+        let seq = seq.clone();
+        let who = who.clone();
+        let per_task = total.div_ceil(TASKS);
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..per_task {
+                let n = seq.fetch_add(1, Ordering::Relaxed);
+                let args = json!({"from": "acc-1", "amount": 5, "idempotency_key": format!("bench-key-{n:012}")});
+                let out = d.dispatch(ToolCall::new("c", "move_amount", args), &who).await;
+                assert_eq!(out.status, Status::Ok, "{out:?}");
+            }
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    started.elapsed()
+}
+
+fn dispatch_high_risk(c: &mut Criterion) {
+    let rt = runtime();
+    let mut g = c.benchmark_group("dispatch_high_risk");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4))
+        .throughput(Throughput::Elements(TASKS * 8));
+    let seq = Arc::new(AtomicU64::new(0));
+    let base = || {
+        Dispatcher::builder()
+            .state(Counter::default())
+            .tool(MoveAmount)
+    };
+
+    let memory = base()
+        .store(Arc::new(MemoryStore::new()))
+        .audit(MemoryAuditSink::new())
+        .build()
+        .expect("dispatcher");
+    g.bench_function("memory", |b| {
+        b.to_async(&rt)
+            .iter_custom(|iters| storm(&memory, &seq, iters * TASKS * 8))
+    });
+
+    let path = temp_db("dispatch");
+    let sqlite = base()
+        .sqlite(&path)
+        .expect("sqlite")
+        .build()
+        .expect("dispatcher");
+    g.bench_function("sqlite", |b| {
+        b.to_async(&rt)
+            .iter_custom(|iters| storm(&sqlite, &seq, iters * TASKS * 8))
+    });
+    drop(sqlite);
+    remove_db(&path);
+
+    if let Some(url) = pg_url() {
+        let config = PgConfig::new(url).schema(unique("dispatch")).pool_size(16);
+        let (store, audit) = rt.block_on(async {
+            (
+                PgStore::connect(&config).await.expect("pg store"),
+                PgAuditSink::connect(&config).await.expect("pg audit"),
+            )
+        });
+        let store = Arc::new(store);
+        let pg = base()
+            .store(store.clone())
+            .audit(audit)
+            .build()
+            .expect("dispatcher");
+        g.bench_function("postgres", |b| {
+            b.to_async(&rt)
+                .iter_custom(|iters| storm(&pg, &seq, iters * TASKS * 8))
+        });
+        drop(pg);
+        let _ = rt.block_on(store.drop_schema());
+    }
+
+    if let Some(url) = redis_url() {
+        let redis = Arc::new(
+            rt.block_on(RedisStore::connect(&url, unique("dispatch")))
+                .expect("redis"),
+        );
+        let memory = Arc::new(MemoryStore::new());
+        let d = base()
+            .store(memory)
+            .idempotency_store(redis.clone())
+            .session_ledger(redis.clone())
+            .audit(MemoryAuditSink::new())
+            .build()
+            .expect("dispatcher");
+        g.bench_function("redis", |b| {
+            b.to_async(&rt)
+                .iter_custom(|iters| storm(&d, &seq, iters * TASKS * 8))
+        });
+        let _ = rt.block_on(redis.clear());
+    }
+    g.finish();
+}
+
+fn record(i: u64) -> AuditRecord {
+    AuditRecord {
+        event: AuditEvent::Call,
+        time_ms: 1_700_000_000_000 + i,
+        tenant: format!("tenant-{}", i % 10),
+        subject: format!("user-{}", i % 1_000),
+        session: "bench".into(),
+        tool: format!("tool-{}", i % 20),
+        call_id: format!("call-{i}"),
+        operation_id: Some(format!("op-{i}")),
+        idempotency_key: Some(format!("key-{i:012}")),
+        status: Some(Status::Ok),
+        request_digest: Some("9f".repeat(32)),
+        arguments: Some(json!({"from": "acc-1", "amount": i % 1_000, "currency": "USD"})),
+        duration_us: 120,
+        ..AuditRecord::default()
+    }
+}
+
+/// Appends `total` records from 256 tasks; returns the elapsed time.
+async fn append_storm<S: AuditSink + Clone + Send + Sync + 'static>(
+    sink: &S,
+    next: &Arc<AtomicU64>,
+    total: u64,
+) -> Duration {
+    const WRITERS: u64 = 256;
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..WRITERS {
+        let sink = sink.clone();
+        let next = next.clone();
+        let per = total.div_ceil(WRITERS);
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..per {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                sink.append(record(i)).await.expect("append");
+            }
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    started.elapsed()
+}
+
+fn audit(c: &mut Criterion) {
+    let rt = runtime();
+    let path = temp_db("audit");
+    let sqlite = Arc::new(SqliteAuditSink::open(&path).expect("sqlite audit"));
+    let pg = pg_url().map(|url| {
+        let config = PgConfig::new(url).schema(unique("audit")).pool_size(4);
+        let store = rt.block_on(PgStore::connect(&config)).expect("pg");
+        let sink = rt
+            .block_on(PgAuditSink::connect(&config))
+            .expect("pg audit");
+        (store, Arc::new(sink))
+    });
+
+    {
+        let mut g = c.benchmark_group("audit_append");
+        g.sample_size(10)
+            .warm_up_time(Duration::from_secs(1))
+            .measurement_time(Duration::from_secs(5))
+            .throughput(Throughput::Elements(4_096));
+        let next = Arc::new(AtomicU64::new(0));
+        g.bench_function("sqlite", |b| {
+            b.to_async(&rt)
+                .iter_custom(|iters| append_storm(&sqlite, &next, iters * 4_096))
+        });
+        if let Some((_, sink)) = &pg {
+            let next = Arc::new(AtomicU64::new(0));
+            g.bench_function("postgres", |b| {
+                b.to_async(&rt)
+                    .iter_custom(|iters| append_storm(sink, &next, iters * 4_096))
+            });
+        }
+        g.finish();
+    }
+
+    // Fresh trails of exactly 100,000 entries for the queries.
+    let qpath = temp_db("query");
+    let sqlite_q = Arc::new(SqliteAuditSink::open(&qpath).expect("sqlite audit"));
+    rt.block_on(append_storm(
+        &sqlite_q,
+        &Arc::new(AtomicU64::new(0)),
+        QUERY_ENTRIES,
+    ));
+    let pg_q = pg_url().map(|url| {
+        let config = PgConfig::new(url).schema(unique("query")).pool_size(4);
+        let store = rt.block_on(PgStore::connect(&config)).expect("pg");
+        let sink = Arc::new(
+            rt.block_on(PgAuditSink::connect(&config))
+                .expect("pg audit"),
+        );
+        rt.block_on(append_storm(
+            &sink,
+            &Arc::new(AtomicU64::new(0)),
+            QUERY_ENTRIES,
+        ));
+        (store, sink)
+    });
+
+    let mut g = c.benchmark_group("audit_query");
+    g.sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(2));
+    let mut sinks: Vec<(&str, Arc<dyn AuditQueryDyn>)> = vec![("sqlite", sqlite_q.clone())];
+    if let Some((_, sink)) = &pg_q {
+        sinks.push(("postgres", sink.clone()));
+    }
+    for (name, sink) in &sinks {
+        let n = rt.block_on(sink.count()).expect("count");
+        eprintln!("{name}: {n} audit entries");
+        g.bench_function(format!("{name}/actor"), |b| {
+            b.to_async(&rt).iter(|| async {
+                let v = sink
+                    .q()
+                    .by_actor("tenant-7", "user-417", 50)
+                    .await
+                    .expect("actor");
+                assert!(!v.is_empty());
+            })
+        });
+        g.bench_function(format!("{name}/tool"), |b| {
+            b.to_async(&rt).iter(|| async {
+                let v = sink.q().by_tool("tool-13", 50).await.expect("tool");
+                assert_eq!(v.len(), 50);
+            })
+        });
+        g.bench_function(format!("{name}/time"), |b| {
+            b.to_async(&rt).iter(|| async {
+                let from = 1_700_000_000_000 + 40_000;
+                let v = sink
+                    .q()
+                    .by_time(from, from + 5_000, 50)
+                    .await
+                    .expect("time");
+                assert_eq!(v.len(), 50);
+            })
+        });
+    }
+    g.finish();
+
+    drop(sinks);
+    drop((sqlite, sqlite_q));
+    remove_db(&path);
+    remove_db(&qpath);
+    for (store, _) in pg.into_iter().chain(pg_q) {
+        let _ = rt.block_on(store.drop_schema());
+    }
+}
+
+/// A queryable sink that can also count its entries.
+trait AuditQueryDyn: Send + Sync {
+    fn q(&self) -> &dyn AuditQuery;
+    fn count(&self) -> toolguard::BoxFuture<'_, Result<u64, toolguard::audit::AuditError>>;
+}
+
+impl AuditQueryDyn for SqliteAuditSink {
+    fn q(&self) -> &dyn AuditQuery {
+        self
+    }
+    fn count(&self) -> toolguard::BoxFuture<'_, Result<u64, toolguard::audit::AuditError>> {
+        Box::pin(self.len())
+    }
+}
+
+impl AuditQueryDyn for PgAuditSink {
+    fn q(&self) -> &dyn AuditQuery {
+        self
+    }
+    fn count(&self) -> toolguard::BoxFuture<'_, Result<u64, toolguard::audit::AuditError>> {
+        Box::pin(self.len())
+    }
+}
+
+criterion_group!(benches, dispatch_high_risk, audit);
+criterion_main!(benches);

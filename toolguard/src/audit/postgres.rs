@@ -1,0 +1,340 @@
+//! PostgreSQL audit sink (feature `postgres`) with group commit.
+//!
+//! Appends go into a queue; one writer task takes everything queued (up to [`MAX_BATCH`]),
+//! locks the chain head (a transaction-level advisory lock, so several replicas may append to
+//! one trail), reads the last stored entry, seals the batch after it and inserts it with one
+//! `INSERT ... SELECT FROM unnest(...)` in one transaction; each `append` resolves once its batch
+//! committed.
+
+use deadpool_postgres::Pool;
+use tokio::sync::{mpsc, oneshot};
+
+use super::chain::{ChainBreak, GENESIS_HASH, seal};
+use super::entry::{AuditEntry, AuditRecord};
+use super::query::{AuditQuery, ChainVerifier, VerifyError};
+use super::{AuditError, AuditSink};
+use crate::store::StoreError;
+use crate::store::postgres::{PgConfig, connect_pool};
+use crate::tool::BoxFuture;
+
+/// Most entries committed in one transaction.
+pub const MAX_BATCH: usize = 4096;
+
+const QUEUE: usize = 65_536;
+const VERIFY_CHUNK: i64 = 10_000;
+
+type Reply = oneshot::Sender<Result<u64, AuditError>>;
+
+/// An audit trail in PostgreSQL (the table `toolguard_audit` of the configured schema).
+pub struct PgAuditSink {
+    queue: mpsc::Sender<(AuditRecord, Reply)>,
+    pool: Pool,
+}
+
+impl std::fmt::Debug for PgAuditSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgAuditSink").finish_non_exhaustive()
+    }
+}
+
+fn aerr(e: impl std::fmt::Display) -> AuditError {
+    AuditError(format!("postgres: {e}"))
+}
+
+fn i64_of(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+async fn write_batch(pool: &Pool, batch: Vec<(AuditRecord, Reply)>) {
+    let mut replies = Vec::with_capacity(batch.len());
+    let mut records = Vec::with_capacity(batch.len());
+    for (record, reply) in batch {
+        records.push(record);
+        replies.push(reply);
+    }
+    let result = async {
+        let mut client = pool.get().await.map_err(aerr)?;
+        let tx = client.transaction().await.map_err(aerr)?;
+        // One lock per schema: trails in other schemas do not wait for this one.
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended('toolguard_audit:' || current_schema(), 0))",
+            &[],
+        )
+        .await
+        .map_err(aerr)?;
+        let head = tx
+            .query_opt(
+                "SELECT seq, hash FROM toolguard_audit ORDER BY seq DESC LIMIT 1",
+                &[],
+            )
+            .await
+            .map_err(aerr)?;
+        let (mut seq, mut prev) = match head {
+            Some(r) => (
+                u64::try_from(r.try_get::<_, i64>(0).map_err(aerr)?).unwrap_or(0),
+                r.try_get::<_, String>(1).map_err(aerr)?,
+            ),
+            None => (0, GENESIS_HASH.to_owned()),
+        };
+        let n = records.len();
+        let (mut seqs, mut times, mut tenants, mut subjects, mut tools) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        let (mut statuses, mut bodies, mut prevs, mut hashes) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        let mut assigned = Vec::with_capacity(n);
+        for record in records {
+            seq += 1;
+            let entry = seal(seq, record, &prev);
+            bodies.push(serde_json::to_string(&entry.record).map_err(aerr)?);
+            seqs.push(i64_of(seq));
+            times.push(i64_of(entry.record.time_ms));
+            statuses.push(entry.record.status.map(|s| s.as_str().to_owned()));
+            tenants.push(entry.record.tenant);
+            subjects.push(entry.record.subject);
+            tools.push(entry.record.tool);
+            prevs.push(entry.prev_hash);
+            prev = entry.hash.clone();
+            hashes.push(entry.hash);
+            assigned.push(seq);
+        }
+        tx.execute(
+            "INSERT INTO toolguard_audit
+                (seq, time_ms, tenant, subject, tool, status, record, prev_hash, hash)
+             SELECT * FROM unnest($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::TEXT[],
+                                  $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::TEXT[])",
+            &[
+                &seqs, &times, &tenants, &subjects, &tools, &statuses, &bodies, &prevs, &hashes,
+            ],
+        )
+        .await
+        .map_err(aerr)?;
+        tx.commit().await.map_err(aerr)?;
+        Ok::<_, AuditError>(assigned)
+    }
+    .await;
+    match result {
+        Ok(seqs) => {
+            for (reply, seq) in replies.into_iter().zip(seqs) {
+                let _ = reply.send(Ok(seq));
+            }
+        }
+        Err(e) => {
+            for reply in replies {
+                let _ = reply.send(Err(e.clone()));
+            }
+        }
+    }
+}
+
+async fn writer(pool: Pool, mut rx: mpsc::Receiver<(AuditRecord, Reply)>) {
+    while let Some(first) = rx.recv().await {
+        let mut batch = Vec::with_capacity(64);
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(item) => batch.push(item),
+                Err(_) => break,
+            }
+        }
+        write_batch(&pool, batch).await;
+    }
+}
+
+/// The indexed copies of record fields, which must agree with the sealed record.
+struct Columns {
+    time_ms: i64,
+    tenant: String,
+    subject: String,
+    tool: String,
+    status: Option<String>,
+}
+
+impl Columns {
+    fn agree(&self, e: &AuditEntry) -> bool {
+        self.time_ms == i64_of(e.record.time_ms)
+            && self.tenant == e.record.tenant
+            && self.subject == e.record.subject
+            && self.tool == e.record.tool
+            && self.status.as_deref() == e.record.status.map(|s| s.as_str())
+    }
+}
+
+const COLUMNS: &str = "seq, record, prev_hash, hash, time_ms, tenant, subject, tool, status";
+
+fn read_entry(row: &tokio_postgres::Row) -> Result<(AuditEntry, Columns), AuditError> {
+    let seq: i64 = row.try_get(0).map_err(aerr)?;
+    let body: String = row.try_get(1).map_err(aerr)?;
+    // A record that no longer parses was altered; keep it so that `verify` names it.
+    let record = serde_json::from_str(&body).unwrap_or_else(|_| AuditRecord {
+        reason: Some("unreadable record".to_owned()),
+        ..AuditRecord::default()
+    });
+    Ok((
+        AuditEntry {
+            seq: u64::try_from(seq).unwrap_or(0),
+            record,
+            prev_hash: row.try_get(2).map_err(aerr)?,
+            hash: row.try_get(3).map_err(aerr)?,
+        },
+        Columns {
+            time_ms: row.try_get(4).map_err(aerr)?,
+            tenant: row.try_get(5).map_err(aerr)?,
+            subject: row.try_get(6).map_err(aerr)?,
+            tool: row.try_get(7).map_err(aerr)?,
+            status: row.try_get(8).map_err(aerr)?,
+        },
+    ))
+}
+
+fn limit_of(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+impl PgAuditSink {
+    /// Connects (creating the schema and applying migrations if needed) and starts the writer
+    /// task on the current Tokio runtime.
+    pub async fn connect(config: &PgConfig) -> Result<Self, StoreError> {
+        let pool = connect_pool(config).await?;
+        let (queue, rx) = mpsc::channel(QUEUE);
+        tokio::spawn(writer(pool.clone(), rx));
+        Ok(PgAuditSink { queue, pool })
+    }
+
+    async fn select(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<(AuditEntry, Columns)>, AuditError> {
+        let client = self.pool.get().await.map_err(aerr)?;
+        let stmt = client.prepare_cached(sql).await.map_err(aerr)?;
+        let rows = client.query(&stmt, params).await.map_err(aerr)?;
+        rows.iter().map(read_entry).collect()
+    }
+
+    /// Number of stored entries.
+    pub async fn len(&self) -> Result<u64, AuditError> {
+        let client = self.pool.get().await.map_err(aerr)?;
+        let row = client
+            .query_one("SELECT COUNT(*) FROM toolguard_audit", &[])
+            .await
+            .map_err(aerr)?;
+        Ok(u64::try_from(row.try_get::<_, i64>(0).map_err(aerr)?).unwrap_or(0))
+    }
+
+    /// Whether the trail holds no entry.
+    pub async fn is_empty(&self) -> Result<bool, AuditError> {
+        Ok(self.len().await? == 0)
+    }
+
+    /// The entry with sequence number `seq`.
+    pub async fn get(&self, seq: u64) -> Result<Option<AuditEntry>, AuditError> {
+        let sql = format!("SELECT {COLUMNS} FROM toolguard_audit WHERE seq = $1");
+        let rows = self.select(&sql, &[&i64_of(seq)]).await?;
+        Ok(rows.into_iter().next().map(|(e, _)| e))
+    }
+}
+
+fn entries(rows: Vec<(AuditEntry, Columns)>) -> Vec<AuditEntry> {
+    rows.into_iter().map(|(e, _)| e).collect()
+}
+
+impl AuditSink for PgAuditSink {
+    fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<u64, AuditError>> {
+        Box::pin(async move {
+            let (reply, done) = oneshot::channel();
+            self.queue
+                .send((record, reply))
+                .await
+                .map_err(|_| AuditError("postgres: the audit writer stopped".to_owned()))?;
+            done.await
+                .map_err(|_| AuditError("postgres: the audit writer stopped".to_owned()))?
+        })
+    }
+}
+
+impl AuditQuery for PgAuditSink {
+    fn by_actor<'a>(
+        &'a self,
+        tenant: &'a str,
+        subject: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<AuditEntry>, AuditError>> {
+        Box::pin(async move {
+            let sql = format!(
+                "SELECT {COLUMNS} FROM toolguard_audit WHERE tenant = $1 AND subject = $2
+                 ORDER BY seq DESC LIMIT $3"
+            );
+            self.select(&sql, &[&tenant, &subject, &limit_of(limit)])
+                .await
+                .map(entries)
+        })
+    }
+
+    fn by_tool<'a>(
+        &'a self,
+        tool: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<AuditEntry>, AuditError>> {
+        Box::pin(async move {
+            let sql = format!(
+                "SELECT {COLUMNS} FROM toolguard_audit WHERE tool = $1 ORDER BY seq DESC LIMIT $2"
+            );
+            self.select(&sql, &[&tool, &limit_of(limit)])
+                .await
+                .map(entries)
+        })
+    }
+
+    fn by_time(
+        &self,
+        from_ms: u64,
+        to_ms: u64,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<Vec<AuditEntry>, AuditError>> {
+        Box::pin(async move {
+            let sql = format!(
+                "SELECT {COLUMNS} FROM toolguard_audit WHERE time_ms >= $1 AND time_ms < $2
+                 ORDER BY time_ms, seq LIMIT $3"
+            );
+            self.select(&sql, &[&i64_of(from_ms), &i64_of(to_ms), &limit_of(limit)])
+                .await
+                .map(entries)
+        })
+    }
+
+    fn verify(&self) -> BoxFuture<'_, Result<(), VerifyError>> {
+        Box::pin(async move {
+            let sql = format!(
+                "SELECT {COLUMNS} FROM toolguard_audit WHERE seq > $1 ORDER BY seq LIMIT {VERIFY_CHUNK}"
+            );
+            let mut verifier = ChainVerifier::new();
+            loop {
+                let after = verifier.last().map(|e| i64_of(e.seq)).unwrap_or(0);
+                let rows = self.select(&sql, &[&after]).await?;
+                if rows.is_empty() {
+                    return Ok(());
+                }
+                let disagree = rows.iter().position(|(e, c)| !c.agree(e));
+                let altered = disagree.map(|i| rows[i].0.seq);
+                let chunk: Vec<AuditEntry> = rows
+                    .into_iter()
+                    .take(disagree.unwrap_or(usize::MAX))
+                    .map(|(e, _)| e)
+                    .collect();
+                verifier.feed(&chunk)?;
+                if let Some(seq) = altered {
+                    return Err(VerifyError::Broken(ChainBreak::Altered { seq }));
+                }
+            }
+        })
+    }
+}

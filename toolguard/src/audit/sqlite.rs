@@ -1,0 +1,414 @@
+//! SQLite audit sink (feature `sqlite`) with group commit.
+//!
+//! Appends go into a queue; one writer thread takes everything queued (up to
+//! [`MAX_BATCH`]), seals each record after the last stored entry, inserts the batch in one
+//! transaction and commits it; each `append` resolves once its batch is committed. The writer
+//! recovers the last sequence number and hash from the file when it opens. Queries run on a
+//! separate read connection (WAL lets it read while the writer commits).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use tokio::sync::{mpsc, oneshot};
+
+use super::chain::{GENESIS_HASH, seal};
+use super::entry::{AuditEntry, AuditRecord};
+use super::query::{AuditQuery, ChainVerifier, VerifyError};
+use super::{AuditError, AuditSink};
+use crate::store::StoreError;
+use crate::store::sqlite::{Durability, Worker, open_connection};
+use crate::tool::BoxFuture;
+
+/// Most entries committed in one transaction.
+pub const MAX_BATCH: usize = 4096;
+
+const QUEUE: usize = 65_536;
+const VERIFY_CHUNK: i64 = 10_000;
+
+type Reply = oneshot::Sender<Result<u64, AuditError>>;
+
+/// An audit trail in a SQLite file (the table `toolguard_audit`, beside the tables of
+/// [`crate::store::SqliteStore`]).
+#[derive(Debug)]
+pub struct SqliteAuditSink {
+    writer: Writer,
+    reader: Worker,
+}
+
+/// Who writes the entries.
+#[derive(Debug)]
+enum Writer {
+    /// The sink's own writer thread and connection, with its own group commits.
+    Own(mpsc::Sender<(AuditRecord, Reply)>),
+    /// The connection of a [`crate::store::SqliteStore`], in its group commits.
+    Shared(Arc<Worker>),
+}
+
+/// Seals `record` after the last stored entry and inserts it (inside the caller's transaction).
+fn append_one(conn: &Connection, record: AuditRecord) -> rusqlite::Result<u64> {
+    let (seq, prev) = last_entry(conn)?;
+    let entry = seal(seq + 1, record, &prev);
+    let body = serde_json::to_string(&entry.record)
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    let mut stmt = conn.prepare_cached(INSERT)?;
+    stmt.execute(params![
+        i64_of(entry.seq),
+        i64_of(entry.record.time_ms),
+        entry.record.tenant,
+        entry.record.subject,
+        entry.record.tool,
+        entry.record.status.map(|s| s.as_str()),
+        body,
+        entry.prev_hash,
+        entry.hash,
+    ])?;
+    Ok(entry.seq)
+}
+
+const INSERT: &str = "INSERT INTO toolguard_audit
+    (seq, time_ms, tenant, subject, tool, status, record, prev_hash, hash)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+
+fn aerr(e: impl std::fmt::Display) -> AuditError {
+    AuditError(format!("sqlite: {e}"))
+}
+
+fn serr(e: StoreError) -> AuditError {
+    AuditError(e.0)
+}
+
+fn i64_of(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn last_entry(conn: &Connection) -> rusqlite::Result<(u64, String)> {
+    let last: Option<(i64, String)> = conn
+        .query_row(
+            "SELECT seq, hash FROM toolguard_audit ORDER BY seq DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    Ok(match last {
+        Some((seq, hash)) => (u64::try_from(seq).unwrap_or(0), hash),
+        None => (0, GENESIS_HASH.to_owned()),
+    })
+}
+
+fn write_batch(conn: &mut Connection, batch: Vec<(AuditRecord, Reply)>) {
+    let (records, replies): (Vec<AuditRecord>, Vec<Reply>) = batch.into_iter().unzip();
+    let mut assigned = Vec::with_capacity(records.len());
+    let result = (|| -> Result<(), String> {
+        // IMMEDIATE takes the write lock first, so that another process appending to the same
+        // file cannot interleave: the chain head is read inside the transaction.
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| e.to_string())?;
+        {
+            let (mut seq, mut prev) = last_entry(&tx).map_err(|e| e.to_string())?;
+            let mut stmt = tx.prepare_cached(INSERT).map_err(|e| e.to_string())?;
+            for record in records {
+                seq += 1;
+                let entry = seal(seq, record, &prev);
+                let body = serde_json::to_string(&entry.record).map_err(|e| e.to_string())?;
+                stmt.execute(params![
+                    i64_of(entry.seq),
+                    i64_of(entry.record.time_ms),
+                    entry.record.tenant,
+                    entry.record.subject,
+                    entry.record.tool,
+                    entry.record.status.map(|s| s.as_str()),
+                    body,
+                    entry.prev_hash,
+                    entry.hash,
+                ])
+                .map_err(|e| e.to_string())?;
+                prev = entry.hash;
+                assigned.push(seq);
+            }
+        }
+        tx.commit().map_err(|e| e.to_string())
+    })();
+    match result {
+        Ok(()) => {
+            for (reply, seq) in replies.into_iter().zip(assigned) {
+                let _ = reply.send(Ok(seq));
+            }
+        }
+        // Nothing of the batch is stored.
+        Err(e) => {
+            for reply in replies {
+                let _ = reply.send(Err(aerr(&e)));
+            }
+        }
+    }
+}
+
+fn writer(mut conn: Connection, mut rx: mpsc::Receiver<(AuditRecord, Reply)>) {
+    while let Some(first) = rx.blocking_recv() {
+        let mut batch = Vec::with_capacity(64);
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(item) => batch.push(item),
+                Err(_) => break,
+            }
+        }
+        write_batch(&mut conn, batch);
+    }
+}
+
+fn read_entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<(AuditEntry, Columns)> {
+    let seq: i64 = row.get(0)?;
+    let body: String = row.get(1)?;
+    let prev_hash: String = row.get(2)?;
+    let hash: String = row.get(3)?;
+    let columns = Columns {
+        time_ms: row.get(4)?,
+        tenant: row.get(5)?,
+        subject: row.get(6)?,
+        tool: row.get(7)?,
+        status: row.get(8)?,
+    };
+    let seq = u64::try_from(seq).unwrap_or(0);
+    // A record that no longer parses was altered; keep it so that `verify` names it.
+    let record = serde_json::from_str(&body).unwrap_or_else(|_| AuditRecord {
+        reason: Some("unreadable record".to_owned()),
+        ..AuditRecord::default()
+    });
+    Ok((
+        AuditEntry {
+            seq,
+            record,
+            prev_hash,
+            hash,
+        },
+        columns,
+    ))
+}
+
+/// The indexed copies of record fields, which must agree with the sealed record.
+#[derive(Debug)]
+struct Columns {
+    time_ms: i64,
+    tenant: String,
+    subject: String,
+    tool: String,
+    status: Option<String>,
+}
+
+impl Columns {
+    fn agree(&self, e: &AuditEntry) -> bool {
+        self.time_ms == i64_of(e.record.time_ms)
+            && self.tenant == e.record.tenant
+            && self.subject == e.record.subject
+            && self.tool == e.record.tool
+            && self.status.as_deref() == e.record.status.map(|s| s.as_str())
+    }
+}
+
+const COLUMNS: &str = "seq, record, prev_hash, hash, time_ms, tenant, subject, tool, status";
+
+fn query(
+    c: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> rusqlite::Result<Vec<AuditEntry>> {
+    let mut stmt = c.prepare_cached(sql)?;
+    let rows = stmt.query_map(params, read_entry)?;
+    rows.map(|r| r.map(|(e, _)| e)).collect()
+}
+
+fn limit_of(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+impl SqliteAuditSink {
+    /// Opens (or creates) the audit trail in the database at `path`; commits are fully synced
+    /// ([`Durability::Full`]).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_with(path, Durability::Full)
+    }
+
+    /// Opens the audit trail with the given durability.
+    pub fn open_with(path: impl AsRef<Path>, durability: Durability) -> Result<Self, StoreError> {
+        let path = path.as_ref();
+        let wconn = open_connection(path, durability).map_err(crate::store::sqlite::err)?;
+        let rconn = open_connection(path, durability).map_err(crate::store::sqlite::err)?;
+        let (queue, rx) = mpsc::channel(QUEUE);
+        std::thread::Builder::new()
+            .name("toolguard-sqlite-audit".to_owned())
+            .spawn(move || writer(wconn, rx))
+            .map_err(crate::store::sqlite::err)?;
+        let reader = Worker::start(rconn, "toolguard-sqlite-audit-read", false)
+            .map_err(crate::store::sqlite::err)?;
+        Ok(SqliteAuditSink {
+            writer: Writer::Own(queue),
+            reader,
+        })
+    }
+
+    /// A sink writing through a store's connection worker.
+    pub(crate) fn shared(
+        path: &Path,
+        durability: Durability,
+        worker: Arc<Worker>,
+    ) -> Result<Self, StoreError> {
+        let rconn = open_connection(path, durability).map_err(crate::store::sqlite::err)?;
+        let reader = Worker::start(rconn, "toolguard-sqlite-audit-read", false)
+            .map_err(crate::store::sqlite::err)?;
+        Ok(SqliteAuditSink {
+            writer: Writer::Shared(worker),
+            reader,
+        })
+    }
+
+    /// Number of stored entries.
+    pub async fn len(&self) -> Result<u64, AuditError> {
+        self.reader
+            .run(|c| {
+                c.query_row("SELECT COUNT(*) FROM toolguard_audit", [], |r| {
+                    r.get::<_, i64>(0)
+                })
+            })
+            .await
+            .map(|n| u64::try_from(n).unwrap_or(0))
+            .map_err(serr)
+    }
+
+    /// Whether the trail holds no entry.
+    pub async fn is_empty(&self) -> Result<bool, AuditError> {
+        Ok(self.len().await? == 0)
+    }
+
+    /// The entry with sequence number `seq`.
+    pub async fn get(&self, seq: u64) -> Result<Option<AuditEntry>, AuditError> {
+        let sql = format!("SELECT {COLUMNS} FROM toolguard_audit WHERE seq = ?1");
+        self.reader
+            .run(move |c| query(c, &sql, [i64_of(seq)]).map(|v| v.into_iter().next()))
+            .await
+            .map_err(serr)
+    }
+}
+
+impl AuditSink for SqliteAuditSink {
+    fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<u64, AuditError>> {
+        Box::pin(async move {
+            let queue = match &self.writer {
+                Writer::Own(queue) => queue,
+                Writer::Shared(worker) => {
+                    return worker
+                        .run(move |c| append_one(c, record))
+                        .await
+                        .map_err(serr);
+                }
+            };
+            let (reply, done) = oneshot::channel();
+            queue
+                .send((record, reply))
+                .await
+                .map_err(|_| AuditError("sqlite: the audit writer stopped".to_owned()))?;
+            done.await
+                .map_err(|_| AuditError("sqlite: the audit writer stopped".to_owned()))?
+        })
+    }
+}
+
+impl AuditQuery for SqliteAuditSink {
+    fn by_actor<'a>(
+        &'a self,
+        tenant: &'a str,
+        subject: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<AuditEntry>, AuditError>> {
+        let (tenant, subject) = (tenant.to_owned(), subject.to_owned());
+        let sql = format!(
+            "SELECT {COLUMNS} FROM toolguard_audit WHERE tenant = ?1 AND subject = ?2
+             ORDER BY seq DESC LIMIT ?3"
+        );
+        Box::pin(async move {
+            self.reader
+                .run(move |c| query(c, &sql, params![tenant, subject, limit_of(limit)]))
+                .await
+                .map_err(serr)
+        })
+    }
+
+    fn by_tool<'a>(
+        &'a self,
+        tool: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<AuditEntry>, AuditError>> {
+        let tool = tool.to_owned();
+        let sql = format!(
+            "SELECT {COLUMNS} FROM toolguard_audit WHERE tool = ?1 ORDER BY seq DESC LIMIT ?2"
+        );
+        Box::pin(async move {
+            self.reader
+                .run(move |c| query(c, &sql, params![tool, limit_of(limit)]))
+                .await
+                .map_err(serr)
+        })
+    }
+
+    fn by_time(
+        &self,
+        from_ms: u64,
+        to_ms: u64,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<Vec<AuditEntry>, AuditError>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM toolguard_audit WHERE time_ms >= ?1 AND time_ms < ?2
+             ORDER BY time_ms, seq LIMIT ?3"
+        );
+        Box::pin(async move {
+            self.reader
+                .run(move |c| {
+                    query(
+                        c,
+                        &sql,
+                        params![i64_of(from_ms), i64_of(to_ms), limit_of(limit)],
+                    )
+                })
+                .await
+                .map_err(serr)
+        })
+    }
+
+    fn verify(&self) -> BoxFuture<'_, Result<(), VerifyError>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM toolguard_audit WHERE seq > ?1 ORDER BY seq LIMIT {VERIFY_CHUNK}"
+        );
+        Box::pin(async move {
+            let mut verifier = ChainVerifier::new();
+            loop {
+                let after = verifier.last().map(|e| i64_of(e.seq)).unwrap_or(0);
+                let sql = sql.clone();
+                let rows = self
+                    .reader
+                    .run(move |c| {
+                        let mut stmt = c.prepare_cached(&sql)?;
+                        let rows = stmt.query_map([after], read_entry)?;
+                        rows.collect::<rusqlite::Result<Vec<_>>>()
+                    })
+                    .await
+                    .map_err(|e| VerifyError::Unavailable(serr(e)))?;
+                if rows.is_empty() {
+                    return Ok(());
+                }
+                let disagree = rows.iter().position(|(e, c)| !c.agree(e));
+                let altered = disagree.map(|i| rows[i].0.seq);
+                let entries: Vec<AuditEntry> = rows
+                    .into_iter()
+                    .take(disagree.unwrap_or(usize::MAX))
+                    .map(|(e, _)| e)
+                    .collect();
+                verifier.feed(&entries)?;
+                if let Some(seq) = altered {
+                    return Err(VerifyError::Broken(super::ChainBreak::Altered { seq }));
+                }
+            }
+        })
+    }
+}

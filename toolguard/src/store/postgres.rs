@@ -1,0 +1,835 @@
+//! PostgreSQL backend (feature `postgres`): idempotency records, approval requests, session
+//! ledgers and operation records, so that a whole dispatcher (with
+//! [`crate::audit::PgAuditSink`]) runs on one database shared by many replicas.
+//!
+//! Tables live in one schema ([`PgConfig::schema`], `public` by default); the embedded
+//! migrations are applied on connect under an advisory lock and recorded in
+//! `toolguard_schema_version`. Idempotency uses `INSERT ... ON CONFLICT` with an owner-token
+//! column, approvals compare-and-set on `version`, and the ledger serializes admissions per scope
+//! with transaction-level advisory locks.
+
+use std::time::{Duration, SystemTime};
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+pub use tokio_postgres;
+use tokio_postgres::NoTls;
+
+use super::types::*;
+use super::{
+    ApprovalStore, IdempotencyStore, OperationStore, SessionLedger, StoreError, StoreResult,
+};
+use crate::clock::unix_millis;
+use crate::tool::BoxFuture;
+
+/// Current version of the PostgreSQL schema.
+pub const PG_SCHEMA_VERSION: i32 = 1;
+
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE IF NOT EXISTS toolguard_idempotency (
+    key TEXT PRIMARY KEY,
+    request_digest TEXT NOT NULL,
+    operation_id TEXT,
+    owner TEXT,
+    lease_until_ms BIGINT NOT NULL,
+    outcome TEXT,
+    expires_at_ms BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS toolguard_approvals (
+    id TEXT PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    state TEXT NOT NULL,
+    created_at_ms BIGINT NOT NULL,
+    version BIGINT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS toolguard_approvals_pending
+    ON toolguard_approvals (tenant, state, created_at_ms, id);
+CREATE TABLE IF NOT EXISTS toolguard_ledger (
+    id BIGSERIAL PRIMARY KEY,
+    scope TEXT NOT NULL,
+    entry TEXT NOT NULL,
+    amount BIGINT NOT NULL,
+    at_ms BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS toolguard_ledger_scope ON toolguard_ledger (scope, at_ms);
+CREATE INDEX IF NOT EXISTS toolguard_ledger_entry ON toolguard_ledger (entry);
+CREATE TABLE IF NOT EXISTS toolguard_operations (
+    id TEXT PRIMARY KEY,
+    updated_at_ms BIGINT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS toolguard_audit (
+    seq BIGINT PRIMARY KEY,
+    time_ms BIGINT NOT NULL,
+    tenant TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    status TEXT,
+    record TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS toolguard_audit_actor ON toolguard_audit (tenant, subject, seq);
+CREATE INDEX IF NOT EXISTS toolguard_audit_tool ON toolguard_audit (tool, seq);
+CREATE INDEX IF NOT EXISTS toolguard_audit_time ON toolguard_audit (time_ms, seq);
+"#];
+
+/// Advisory lock key serializing migrations.
+const MIGRATION_LOCK: i64 = 0x746f_6f6c_6775_6172;
+
+/// Where and how to connect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PgConfig {
+    /// A `postgres://` URL or key-value connection string.
+    pub url: String,
+    /// Schema holding the tables (letters, digits and `_` only).
+    pub schema: String,
+    /// Most connections in the pool.
+    pub pool_size: usize,
+}
+
+impl PgConfig {
+    /// Connects to `url`, schema `public`, 16 pooled connections.
+    pub fn new(url: impl Into<String>) -> Self {
+        PgConfig {
+            url: url.into(),
+            schema: "public".to_owned(),
+            pool_size: 16,
+        }
+    }
+
+    /// Uses tables in `schema` (created if missing).
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = schema.into();
+        self
+    }
+
+    /// Sets the pool size.
+    pub fn pool_size(mut self, n: usize) -> Self {
+        self.pool_size = n.max(1);
+        self
+    }
+}
+
+pub(crate) fn err(e: impl std::fmt::Display) -> StoreError {
+    StoreError(format!("postgres: {e}"))
+}
+
+fn valid_schema(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && !s.as_bytes()[0].is_ascii_digit()
+}
+
+/// Builds the pool and applies the migrations.
+pub(crate) async fn connect_pool(config: &PgConfig) -> StoreResult<Pool> {
+    if !valid_schema(&config.schema) {
+        return Err(StoreError(format!(
+            "postgres: schema name `{}` must be lowercase letters, digits and `_`",
+            config.schema
+        )));
+    }
+    let mut pg: tokio_postgres::Config = config.url.parse().map_err(err)?;
+    pg.options(format!("-c search_path={}", config.schema));
+    pg.connect_timeout(Duration::from_secs(10));
+    let manager = Manager::from_config(
+        pg,
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    let pool = Pool::builder(manager)
+        .max_size(config.pool_size)
+        .wait_timeout(Some(Duration::from_secs(10)))
+        .create_timeout(Some(Duration::from_secs(10)))
+        .runtime(deadpool_postgres::Runtime::Tokio1)
+        .build()
+        .map_err(err)?;
+    let mut client = pool.get().await.map_err(err)?;
+    let tx = client.transaction().await.map_err(err)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await
+        .map_err(err)?;
+    tx.batch_execute(&format!(
+        "CREATE SCHEMA IF NOT EXISTS {s}; SET LOCAL search_path TO {s};
+         CREATE TABLE IF NOT EXISTS toolguard_schema_version (version INTEGER NOT NULL);",
+        s = config.schema
+    ))
+    .await
+    .map_err(err)?;
+    let current: i32 = tx
+        .query_one(
+            "SELECT COALESCE(MAX(version), 0) FROM toolguard_schema_version",
+            &[],
+        )
+        .await
+        .map_err(err)?
+        .get(0);
+    for (i, sql) in MIGRATIONS.iter().enumerate() {
+        let version = i as i32 + 1;
+        if version > current {
+            tx.batch_execute(sql).await.map_err(err)?;
+            tx.execute(
+                "INSERT INTO toolguard_schema_version (version) VALUES ($1)",
+                &[&version],
+            )
+            .await
+            .map_err(err)?;
+        }
+    }
+    tx.commit().await.map_err(err)?;
+    Ok(pool)
+}
+
+fn i64_of(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn u64_of(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+fn millis(d: Duration) -> u64 {
+    d.as_millis().min(u64::MAX as u128) as u64
+}
+
+fn new_token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> StoreResult<String> {
+    serde_json::to_string(v).map_err(err)
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(s: &str) -> StoreResult<T> {
+    serde_json::from_str(s).map_err(err)
+}
+
+fn state_code(s: ApprovalState) -> &'static str {
+    match s {
+        ApprovalState::Pending => "pending",
+        ApprovalState::Executing => "executing",
+        ApprovalState::Executed => "executed",
+        ApprovalState::Rejected => "rejected",
+        ApprovalState::Expired => "expired",
+    }
+}
+
+/// Every store of the dispatcher in PostgreSQL.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), toolguard::store::StoreError> {
+/// use std::sync::Arc;
+/// use toolguard::audit::PgAuditSink;
+/// use toolguard::store::{PgConfig, PgStore};
+///
+/// let config = PgConfig::new("postgres://postgres@127.0.0.1:5432/app").schema("toolguard");
+/// let store = Arc::new(PgStore::connect(&config).await?);
+/// let audit = PgAuditSink::connect(&config).await?;
+/// let builder = toolguard::Dispatcher::builder().store(store).audit(audit);
+/// # let _ = builder; Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct PgStore {
+    pool: Pool,
+    schema: String,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("schema", &self.schema)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgStore {
+    /// Connects, creating the schema and applying migrations if needed.
+    pub async fn connect(config: &PgConfig) -> StoreResult<Self> {
+        Ok(PgStore {
+            pool: connect_pool(config).await?,
+            schema: config.schema.clone(),
+        })
+    }
+
+    /// The connection pool (for maintenance and tests).
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// Drops the schema with every table in it (for tests that used a schema of their own).
+    pub async fn drop_schema(&self) -> StoreResult<()> {
+        let client = self.pool.get().await.map_err(err)?;
+        client
+            .batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema))
+            .await
+            .map_err(err)
+    }
+
+    /// Deletes expired idempotency records and ledger entries older than `keep`.
+    pub async fn purge(&self, now: SystemTime, keep: Duration) -> StoreResult<u64> {
+        let client = self.pool.get().await.map_err(err)?;
+        let now_ms = i64_of(unix_millis(now));
+        let before = i64_of(unix_millis(now).saturating_sub(millis(keep)));
+        let a = client
+            .execute(
+                "DELETE FROM toolguard_idempotency WHERE expires_at_ms <= $1",
+                &[&now_ms],
+            )
+            .await
+            .map_err(err)?;
+        let b = client
+            .execute("DELETE FROM toolguard_ledger WHERE at_ms <= $1", &[&before])
+            .await
+            .map_err(err)?;
+        Ok(a + b)
+    }
+}
+
+fn read_record(row: &tokio_postgres::Row) -> StoreResult<IdempotencyRecord> {
+    let outcome: Option<String> = row.try_get(4).map_err(err)?;
+    let owner: Option<String> = row.try_get(2).map_err(err)?;
+    let lease: i64 = row.try_get(3).map_err(err)?;
+    let state = match outcome {
+        Some(o) => RecordState::Done {
+            outcome: from_json(&o)?,
+        },
+        None => RecordState::InFlight {
+            owner: owner.unwrap_or_default(),
+            lease_until_ms: u64_of(lease),
+        },
+    };
+    Ok(IdempotencyRecord {
+        request_digest: row.try_get(0).map_err(err)?,
+        operation_id: row.try_get(1).map_err(err)?,
+        state,
+        expires_at_ms: u64_of(row.try_get(5).map_err(err)?),
+    })
+}
+
+const SELECT_RECORD: &str = "SELECT request_digest, operation_id, owner, lease_until_ms, outcome, \
+     expires_at_ms FROM toolguard_idempotency WHERE key = $1 AND expires_at_ms > $2";
+
+impl IdempotencyStore for PgStore {
+    fn reserve<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        request_digest: &'a str,
+        operation_id: Option<&'a str>,
+        lease: Duration,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<Reservation>> {
+        Box::pin(async move {
+            let k = key.storage_key();
+            let now_ms = unix_millis(now);
+            let lease_until = i64_of(now_ms.saturating_add(millis(lease)));
+            let expires = i64_of(now_ms.saturating_add(millis(ttl)));
+            let now_ms = i64_of(now_ms);
+            let client = self.pool.get().await.map_err(err)?;
+            let insert = client
+                .prepare_cached(
+                    "INSERT INTO toolguard_idempotency AS t
+                        (key, request_digest, operation_id, owner, lease_until_ms, outcome, expires_at_ms)
+                     VALUES ($1, $2, $3, $4, $5, NULL, $6)
+                     ON CONFLICT (key) DO UPDATE SET
+                        request_digest = excluded.request_digest,
+                        operation_id = excluded.operation_id,
+                        owner = excluded.owner,
+                        lease_until_ms = excluded.lease_until_ms,
+                        outcome = NULL,
+                        expires_at_ms = excluded.expires_at_ms
+                     WHERE t.expires_at_ms <= $7
+                     RETURNING owner",
+                )
+                .await
+                .map_err(err)?;
+            let select = client.prepare_cached(SELECT_RECORD).await.map_err(err)?;
+            // A record seen by the insert may vanish before the select; try again then.
+            for _ in 0..5 {
+                let owner = new_token();
+                let won = client
+                    .query_opt(
+                        &insert,
+                        &[
+                            &k,
+                            &request_digest,
+                            &operation_id,
+                            &owner,
+                            &lease_until,
+                            &expires,
+                            &now_ms,
+                        ],
+                    )
+                    .await
+                    .map_err(err)?;
+                if won.is_some() {
+                    return Ok(Reservation::Reserved { owner });
+                }
+                if let Some(row) = client
+                    .query_opt(&select, &[&k, &now_ms])
+                    .await
+                    .map_err(err)?
+                {
+                    return Ok(Reservation::Existing(read_record(&row)?));
+                }
+            }
+            Err(StoreError(
+                "postgres: the idempotency record kept changing".to_owned(),
+            ))
+        })
+    }
+
+    fn complete<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let body = to_json(&outcome)?;
+            let expires = i64_of(unix_millis(now).saturating_add(millis(ttl)));
+            let client = self.pool.get().await.map_err(err)?;
+            let stmt = client
+                .prepare_cached(
+                    "UPDATE toolguard_idempotency SET outcome = $1, owner = NULL, expires_at_ms = $2
+                     WHERE key = $3 AND owner = $4 AND outcome IS NULL",
+                )
+                .await
+                .map_err(err)?;
+            let n = client
+                .execute(&stmt, &[&body, &expires, &key.storage_key(), &owner])
+                .await
+                .map_err(err)?;
+            Ok(n == 1)
+        })
+    }
+
+    fn release<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let client = self.pool.get().await.map_err(err)?;
+            let n = client
+                .execute(
+                    "DELETE FROM toolguard_idempotency WHERE key = $1 AND owner = $2 AND outcome IS NULL",
+                    &[&key.storage_key(), &owner],
+                )
+                .await
+                .map_err(err)?;
+            Ok(n == 1)
+        })
+    }
+
+    fn renew<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+        lease: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let until = i64_of(unix_millis(now).saturating_add(millis(lease)));
+            let client = self.pool.get().await.map_err(err)?;
+            let n = client
+                .execute(
+                    "UPDATE toolguard_idempotency SET lease_until_ms = $1
+                     WHERE key = $2 AND owner = $3 AND outcome IS NULL",
+                    &[&until, &key.storage_key(), &owner],
+                )
+                .await
+                .map_err(err)?;
+            Ok(n == 1)
+        })
+    }
+
+    fn take_over<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        lease: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<Option<String>>> {
+        Box::pin(async move {
+            let now_ms = unix_millis(now);
+            let until = i64_of(now_ms.saturating_add(millis(lease)));
+            let now_ms = i64_of(now_ms);
+            let token = new_token();
+            let client = self.pool.get().await.map_err(err)?;
+            let row = client
+                .query_opt(
+                    "UPDATE toolguard_idempotency SET owner = $1, lease_until_ms = $2
+                     WHERE key = $3 AND outcome IS NULL AND lease_until_ms <= $4
+                       AND expires_at_ms > $4
+                     RETURNING owner",
+                    &[&token, &until, &key.storage_key(), &now_ms],
+                )
+                .await
+                .map_err(err)?;
+            Ok(row.map(|_| token))
+        })
+    }
+
+    fn replace<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let body = to_json(&outcome)?;
+            let expires = i64_of(unix_millis(now).saturating_add(millis(ttl)));
+            let client = self.pool.get().await.map_err(err)?;
+            client
+                .execute(
+                    "UPDATE toolguard_idempotency SET outcome = $1, owner = NULL, expires_at_ms = $2
+                     WHERE key = $3",
+                    &[&body, &expires, &key.storage_key()],
+                )
+                .await
+                .map_err(err)?;
+            Ok(())
+        })
+    }
+
+    fn remove<'a>(&'a self, key: &'a ScopedKey) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let client = self.pool.get().await.map_err(err)?;
+            client
+                .execute(
+                    "DELETE FROM toolguard_idempotency WHERE key = $1",
+                    &[&key.storage_key()],
+                )
+                .await
+                .map_err(err)?;
+            Ok(())
+        })
+    }
+
+    fn get<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<Option<IdempotencyRecord>>> {
+        Box::pin(async move {
+            let client = self.pool.get().await.map_err(err)?;
+            let row = client
+                .query_opt(
+                    SELECT_RECORD,
+                    &[&key.storage_key(), &i64_of(unix_millis(now))],
+                )
+                .await
+                .map_err(err)?;
+            row.map(|r| read_record(&r)).transpose()
+        })
+    }
+}
+
+impl ApprovalStore for PgStore {
+    fn create<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let body = to_json(request)?;
+            let client = self.pool.get().await.map_err(err)?;
+            client
+                .execute(
+                    "INSERT INTO toolguard_approvals (id, tenant, state, created_at_ms, version, body)
+                     VALUES ($1, $2, $3, $4, $5, $6)
+                     ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant,
+                        state = excluded.state, created_at_ms = excluded.created_at_ms,
+                        version = excluded.version, body = excluded.body",
+                    &[
+                        &request.id,
+                        &request.requester.tenant,
+                        &state_code(request.state),
+                        &i64_of(request.created_at_ms),
+                        &i64_of(request.version),
+                        &body,
+                    ],
+                )
+                .await
+                .map_err(err)?;
+            Ok(())
+        })
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<ApprovalRequest>>> {
+        Box::pin(async move {
+            let client = self.pool.get().await.map_err(err)?;
+            let row = client
+                .query_opt("SELECT body FROM toolguard_approvals WHERE id = $1", &[&id])
+                .await
+                .map_err(err)?;
+            match row {
+                Some(r) => Ok(Some(from_json(&r.try_get::<_, String>(0).map_err(err)?)?)),
+                None => Ok(None),
+            }
+        })
+    }
+
+    fn pending<'a>(&'a self, tenant: &'a str) -> BoxFuture<'a, StoreResult<Vec<ApprovalRequest>>> {
+        Box::pin(async move {
+            let client = self.pool.get().await.map_err(err)?;
+            let rows = client
+                .query(
+                    "SELECT body FROM toolguard_approvals WHERE tenant = $1 AND state = 'pending'
+                     ORDER BY created_at_ms, id",
+                    &[&tenant],
+                )
+                .await
+                .map_err(err)?;
+            rows.iter()
+                .map(|r| from_json(&r.try_get::<_, String>(0).map_err(err)?))
+                .collect()
+        })
+    }
+
+    fn update<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+        expected_version: u64,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let mut next = request.clone();
+            next.version = expected_version.saturating_add(1);
+            let body = to_json(&next)?;
+            let client = self.pool.get().await.map_err(err)?;
+            let n = client
+                .execute(
+                    "UPDATE toolguard_approvals SET state = $1, version = $2, body = $3
+                     WHERE id = $4 AND version = $5",
+                    &[
+                        &state_code(next.state),
+                        &i64_of(next.version),
+                        &body,
+                        &next.id,
+                        &i64_of(expected_version),
+                    ],
+                )
+                .await
+                .map_err(err)?;
+            Ok(n == 1)
+        })
+    }
+}
+
+async fn lock_scopes(
+    tx: &deadpool_postgres::Transaction<'_>,
+    scopes: &mut Vec<&str>,
+) -> StoreResult<()> {
+    // A fixed order, so that two admissions over overlapping scopes cannot deadlock.
+    scopes.sort_unstable();
+    scopes.dedup();
+    for s in scopes.iter() {
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+            &[s],
+        )
+        .await
+        .map_err(err)?;
+    }
+    Ok(())
+}
+
+async fn window_total(
+    tx: &deadpool_postgres::Transaction<'_>,
+    scope: &str,
+    from: i64,
+    to: i64,
+) -> StoreResult<u64> {
+    let row = tx
+        .query_one(
+            "SELECT COALESCE(SUM(amount), 0)::BIGINT FROM toolguard_ledger
+             WHERE scope = $1 AND at_ms > $2 AND at_ms <= $3",
+            &[&scope, &from, &to],
+        )
+        .await
+        .map_err(err)?;
+    Ok(u64_of(row.try_get(0).map_err(err)?))
+}
+
+async fn insert_entries(
+    tx: &deadpool_postgres::Transaction<'_>,
+    scopes: &[&str],
+    entry: &str,
+    amount: u64,
+    at: i64,
+) -> StoreResult<()> {
+    let scopes: Vec<&str> = scopes.to_vec();
+    tx.execute(
+        "INSERT INTO toolguard_ledger (scope, entry, amount, at_ms)
+         SELECT s, $2, $3, $4 FROM unnest($1::TEXT[]) AS s",
+        &[&scopes, &entry, &i64_of(amount), &at],
+    )
+    .await
+    .map_err(err)?;
+    Ok(())
+}
+
+impl SessionLedger for PgStore {
+    fn admit<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        limits: &'a [ScopeLimit],
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let now_ms = unix_millis(now);
+            let mut client = self.pool.get().await.map_err(err)?;
+            let tx = client.transaction().await.map_err(err)?;
+            let mut scopes: Vec<&str> = limits.iter().map(|l| l.scope.as_str()).collect();
+            lock_scopes(&tx, &mut scopes).await?;
+            for l in limits {
+                let from = i64_of(now_ms.saturating_sub(millis(l.window)));
+                let total = window_total(&tx, &l.scope, from, i64_of(now_ms)).await?;
+                if total.saturating_add(amount) > l.limit {
+                    return Ok(false);
+                }
+            }
+            let all: Vec<&str> = limits.iter().map(|l| l.scope.as_str()).collect();
+            insert_entries(&tx, &all, entry, amount, i64_of(now_ms)).await?;
+            tx.commit().await.map_err(err)?;
+            Ok(true)
+        })
+    }
+
+    fn record<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        scopes: &'a [String],
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let mut client = self.pool.get().await.map_err(err)?;
+            let tx = client.transaction().await.map_err(err)?;
+            let all: Vec<&str> = scopes.iter().map(String::as_str).collect();
+            insert_entries(&tx, &all, entry, amount, i64_of(unix_millis(now))).await?;
+            tx.commit().await.map_err(err)
+        })
+    }
+
+    fn retract<'a>(
+        &'a self,
+        entry: &'a str,
+        scopes: &'a [String],
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let client = self.pool.get().await.map_err(err)?;
+            let all: Vec<&str> = scopes.iter().map(String::as_str).collect();
+            client
+                .execute(
+                    "DELETE FROM toolguard_ledger WHERE entry = $1 AND scope = ANY($2::TEXT[])",
+                    &[&entry, &all],
+                )
+                .await
+                .map_err(err)?;
+            Ok(())
+        })
+    }
+
+    fn total<'a>(
+        &'a self,
+        scope: &'a str,
+        window: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<u64>> {
+        Box::pin(async move {
+            let now_ms = unix_millis(now);
+            let from = i64_of(now_ms.saturating_sub(millis(window)));
+            let client = self.pool.get().await.map_err(err)?;
+            let row = client
+                .query_one(
+                    "SELECT COALESCE(SUM(amount), 0)::BIGINT FROM toolguard_ledger
+                     WHERE scope = $1 AND at_ms > $2 AND at_ms <= $3",
+                    &[&scope, &from, &i64_of(now_ms)],
+                )
+                .await
+                .map_err(err)?;
+            Ok(u64_of(row.try_get(0).map_err(err)?))
+        })
+    }
+
+    fn hit<'a>(
+        &'a self,
+        scope: &'a str,
+        max: u32,
+        window: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let scope = format!("rate|{scope}");
+            let now_ms = unix_millis(now);
+            let from = i64_of(now_ms.saturating_sub(millis(window)));
+            let now_ms = i64_of(now_ms);
+            let mut client = self.pool.get().await.map_err(err)?;
+            let tx = client.transaction().await.map_err(err)?;
+            let mut scopes = vec![scope.as_str()];
+            lock_scopes(&tx, &mut scopes).await?;
+            tx.execute(
+                "DELETE FROM toolguard_ledger WHERE scope = $1 AND at_ms <= $2",
+                &[&scope, &from],
+            )
+            .await
+            .map_err(err)?;
+            let counted: i64 = tx
+                .query_one(
+                    "SELECT COUNT(*) FROM toolguard_ledger WHERE scope = $1 AND at_ms > $2 AND at_ms <= $3",
+                    &[&scope, &from, &now_ms],
+                )
+                .await
+                .map_err(err)?
+                .try_get(0)
+                .map_err(err)?;
+            if u64_of(counted) >= u64::from(max) {
+                return Ok(false);
+            }
+            insert_entries(&tx, &[scope.as_str()], "", 1, now_ms).await?;
+            tx.commit().await.map_err(err)?;
+            Ok(true)
+        })
+    }
+}
+
+impl OperationStore for PgStore {
+    fn put<'a>(&'a self, record: &'a OperationRecord) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let body = to_json(record)?;
+            let client = self.pool.get().await.map_err(err)?;
+            client
+                .execute(
+                    "INSERT INTO toolguard_operations (id, updated_at_ms, body) VALUES ($1, $2, $3)
+                     ON CONFLICT (id) DO UPDATE SET updated_at_ms = excluded.updated_at_ms,
+                        body = excluded.body",
+                    &[&record.id, &i64_of(record.updated_at_ms), &body],
+                )
+                .await
+                .map_err(err)?;
+            Ok(())
+        })
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<OperationRecord>>> {
+        Box::pin(async move {
+            let client = self.pool.get().await.map_err(err)?;
+            let row = client
+                .query_opt(
+                    "SELECT body FROM toolguard_operations WHERE id = $1",
+                    &[&id],
+                )
+                .await
+                .map_err(err)?;
+            match row {
+                Some(r) => Ok(Some(from_json(&r.try_get::<_, String>(0).map_err(err)?)?)),
+                None => Ok(None),
+            }
+        })
+    }
+}

@@ -1,0 +1,682 @@
+//! Redis backend (feature `redis`): idempotency records and session ledgers shared by many agent
+//! replicas.
+//!
+//! A reservation is one `SET key value NX PX ttl`; completing, releasing, renewing and taking
+//! over run as Lua scripts that first compare the owner token, so a replica whose lease expired
+//! cannot overwrite the record of the owner that took over. Expiry is checked against the
+//! caller's clock (`now`) as well as left to Redis (`PX`), so a record is never used past its
+//! time. Session ledgers are sorted sets (score = time in ms) and admission over all scopes is one
+//! Lua script. Every key starts with the configured prefix.
+//!
+//! Record value layout (tab-separated, so that scripts can read it without JSON):
+//! `state owner lease_until_ms expires_at_ms digest_json operation_id_json outcome_json`, with
+//! state `F` (in flight) or `D` (done). The JSON parts never contain a raw tab.
+
+use std::time::{Duration, SystemTime};
+
+pub use redis as client;
+use redis::Script;
+use redis::aio::ConnectionManager;
+
+use super::types::*;
+use super::{IdempotencyStore, SessionLedger, StoreError, StoreResult};
+use crate::clock::unix_millis;
+use crate::tool::BoxFuture;
+
+fn err(e: impl std::fmt::Display) -> StoreError {
+    StoreError(format!("redis: {e}"))
+}
+
+fn millis(d: Duration) -> u64 {
+    d.as_millis().min(u64::MAX as u128) as u64
+}
+
+fn new_token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// Lua helper that splits a record value.
+const PARSE: &str = r#"
+local function parse(v)
+  return string.match(v, '^(%a)\t([^\t]*)\t(%d+)\t(%d+)\t([^\t]*)\t([^\t]*)\t(.*)$')
+end
+"#;
+
+const RESERVE_EXPIRED: &str = r#"
+local v = redis.call('GET', KEYS[1])
+if v then
+  local st, ow, lease, exp = parse(v)
+  -- A value that does not parse is returned as is (the caller fails closed), never replaced.
+  if not exp or tonumber(exp) > tonumber(ARGV[1]) then return {0, v} end
+end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return {1, ''}
+"#;
+
+const COMPLETE: &str = r#"
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local st, ow, lease, exp, dg, op = parse(v)
+if st ~= 'F' or ow ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], 'D\t\t0\t' .. ARGV[3] .. '\t' .. dg .. '\t' .. op .. '\t' .. ARGV[2], 'PX', ARGV[4])
+return 1
+"#;
+
+const RELEASE: &str = r#"
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local st, ow = parse(v)
+if st ~= 'F' or ow ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+return 1
+"#;
+
+const RENEW: &str = r#"
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local st, ow, lease, exp, dg, op, out = parse(v)
+if st ~= 'F' or ow ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], 'F\t' .. ow .. '\t' .. ARGV[2] .. '\t' .. exp .. '\t' .. dg .. '\t' .. op .. '\t' .. out, 'KEEPTTL')
+return 1
+"#;
+
+const TAKE_OVER: &str = r#"
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local st, ow, lease, exp, dg, op, out = parse(v)
+local now = tonumber(ARGV[1])
+if st ~= 'F' or tonumber(lease) > now or tonumber(exp) <= now then return 0 end
+redis.call('SET', KEYS[1], 'F\t' .. ARGV[2] .. '\t' .. ARGV[3] .. '\t' .. exp .. '\t' .. dg .. '\t' .. op .. '\t' .. out, 'KEEPTTL')
+return 1
+"#;
+
+const REPLACE: &str = r#"
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local st, ow, lease, exp, dg, op = parse(v)
+if not st then return 0 end
+redis.call('SET', KEYS[1], 'D\t\t0\t' .. ARGV[2] .. '\t' .. dg .. '\t' .. op .. '\t' .. ARGV[1], 'PX', ARGV[3])
+return 1
+"#;
+
+/// KEYS: scope keys; ARGV: now, amount, member, then (limit, from) per key.
+const ADMIT: &str = r#"
+local now = tonumber(ARGV[1])
+local amount = tonumber(ARGV[2])
+for i, k in ipairs(KEYS) do
+  local limit = tonumber(ARGV[2 + 2 * i])
+  local from = ARGV[3 + 2 * i]
+  local total = 0
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', k, '(' .. from, ARGV[1])) do
+    total = total + (tonumber(string.match(m, '^(%d+):')) or 0)
+  end
+  if total + amount > limit then return 0 end
+end
+for _, k in ipairs(KEYS) do
+  redis.call('ZADD', k, ARGV[1], ARGV[3])
+end
+return 1
+"#;
+
+/// KEYS: scope keys; ARGV: at, member.
+const RECORD: &str = r#"
+for _, k in ipairs(KEYS) do
+  redis.call('ZADD', k, ARGV[1], ARGV[2])
+end
+return 1
+"#;
+
+/// KEYS: scope keys; ARGV: entry.
+const RETRACT: &str = r#"
+for _, k in ipairs(KEYS) do
+  for _, m in ipairs(redis.call('ZRANGE', k, 0, -1)) do
+    if string.match(m, '^%d+:[^:]*:(.*)$') == ARGV[1] then
+      redis.call('ZREM', k, m)
+    end
+  end
+end
+return 1
+"#;
+
+/// KEYS: rate key; ARGV: now, from, max, member, window_ms.
+const HIT: &str = r#"
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
+local n = redis.call('ZCOUNT', KEYS[1], '(' .. ARGV[2], ARGV[1])
+if n >= tonumber(ARGV[3]) then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[1], ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1
+"#;
+
+struct Scripts {
+    reserve_expired: Script,
+    complete: Script,
+    release: Script,
+    renew: Script,
+    take_over: Script,
+    replace: Script,
+    admit: Script,
+    record: Script,
+    retract: Script,
+    hit: Script,
+}
+
+impl Scripts {
+    fn new() -> Self {
+        let with_parse = |body: &str| Script::new(&format!("{PARSE}{body}"));
+        Scripts {
+            reserve_expired: with_parse(RESERVE_EXPIRED),
+            complete: with_parse(COMPLETE),
+            release: with_parse(RELEASE),
+            renew: with_parse(RENEW),
+            take_over: with_parse(TAKE_OVER),
+            replace: with_parse(REPLACE),
+            admit: Script::new(ADMIT),
+            record: Script::new(RECORD),
+            retract: Script::new(RETRACT),
+            hit: Script::new(HIT),
+        }
+    }
+}
+
+/// Idempotency records and session ledgers in Redis.
+///
+/// Use it with [`crate::DispatcherBuilder::idempotency_store`] and
+/// [`crate::DispatcherBuilder::session_ledger`]; approvals and operation records need a durable
+/// store (SQLite or PostgreSQL).
+///
+/// ```no_run
+/// # async fn run() -> Result<(), toolguard::store::StoreError> {
+/// use std::sync::Arc;
+/// use toolguard::store::RedisStore;
+///
+/// let redis = Arc::new(RedisStore::connect("redis://127.0.0.1:6379", "myapp:toolguard").await?);
+/// let builder = toolguard::Dispatcher::builder()
+///     .idempotency_store(redis.clone())
+///     .session_ledger(redis);
+/// # let _ = builder; Ok(()) }
+/// ```
+pub struct RedisStore {
+    conn: ConnectionManager,
+    prefix: String,
+    scripts: Scripts,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Parsed {
+    done: bool,
+    owner: String,
+    lease_until_ms: u64,
+    expires_at_ms: u64,
+    digest: String,
+    operation_id: Option<String>,
+    outcome: Option<StoredOutcome>,
+}
+
+fn encode(
+    owner: &str,
+    lease_until_ms: u64,
+    expires_at_ms: u64,
+    digest: &str,
+    op: Option<&str>,
+) -> StoreResult<String> {
+    let digest = serde_json::to_string(digest).map_err(err)?;
+    let op = serde_json::to_string(&op).map_err(err)?;
+    Ok(format!(
+        "F\t{owner}\t{lease_until_ms}\t{expires_at_ms}\t{digest}\t{op}\t"
+    ))
+}
+
+fn parse(v: &str) -> StoreResult<Parsed> {
+    let mut parts = v.splitn(7, '\t');
+    let mut next = || {
+        parts
+            .next()
+            .ok_or_else(|| StoreError("redis: malformed idempotency record".to_owned()))
+    };
+    let state = next()?;
+    let owner = next()?.to_owned();
+    let lease_until_ms = next()?.parse().map_err(err)?;
+    let expires_at_ms = next()?.parse().map_err(err)?;
+    let digest: String = serde_json::from_str(next()?).map_err(err)?;
+    let operation_id: Option<String> = serde_json::from_str(next()?).map_err(err)?;
+    let outcome_text = next()?;
+    let done = state == "D";
+    let outcome = if done {
+        Some(serde_json::from_str(outcome_text).map_err(err)?)
+    } else {
+        None
+    };
+    Ok(Parsed {
+        done,
+        owner,
+        lease_until_ms,
+        expires_at_ms,
+        digest,
+        operation_id,
+        outcome,
+    })
+}
+
+fn record_of(p: Parsed) -> IdempotencyRecord {
+    let state = match p.outcome {
+        Some(outcome) if p.done => RecordState::Done { outcome },
+        _ => RecordState::InFlight {
+            owner: p.owner,
+            lease_until_ms: p.lease_until_ms,
+        },
+    };
+    IdempotencyRecord {
+        request_digest: p.digest,
+        operation_id: p.operation_id,
+        state,
+        expires_at_ms: p.expires_at_ms,
+    }
+}
+
+/// A member of a ledger sorted set: `amount:nonce:entry`.
+fn member(amount: u64, entry: &str) -> String {
+    format!("{amount}:{}:{entry}", new_token())
+}
+
+fn member_amount(m: &str) -> u64 {
+    m.split(':')
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(0)
+}
+
+impl RedisStore {
+    /// Connects to `url`; every key starts with `prefix` and a colon.
+    pub async fn connect(url: &str, prefix: impl Into<String>) -> StoreResult<Self> {
+        let client = redis::Client::open(url).map_err(err)?;
+        let conn = ConnectionManager::new(client).await.map_err(err)?;
+        Ok(RedisStore {
+            conn,
+            prefix: prefix.into(),
+            scripts: Scripts::new(),
+        })
+    }
+
+    /// The key prefix.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    fn idem_key(&self, key: &ScopedKey) -> String {
+        format!("{}:idem:{}", self.prefix, key.storage_key())
+    }
+
+    fn scope_key(&self, scope: &str) -> String {
+        format!("{}:ledger:{scope}", self.prefix)
+    }
+
+    /// Deletes every key under the prefix (for tests and teardown). Returns how many.
+    pub async fn clear(&self) -> StoreResult<u64> {
+        let mut conn = self.conn.clone();
+        let pattern = format!("{}:*", self.prefix);
+        let mut cursor: u64 = 0;
+        let mut removed = 0;
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(500)
+                .query_async(&mut conn)
+                .await
+                .map_err(err)?;
+            if !keys.is_empty() {
+                let n: u64 = redis::cmd("DEL")
+                    .arg(&keys)
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(err)?;
+                removed += n;
+            }
+            if next == 0 {
+                return Ok(removed);
+            }
+            cursor = next;
+        }
+    }
+
+    /// Writes `value` under `key` without any check (for tests that simulate tampering or a
+    /// foreign writer).
+    pub async fn raw_set(&self, key: &str, value: &str) -> StoreResult<()> {
+        let mut conn = self.conn.clone();
+        redis::cmd("SET")
+            .arg(key)
+            .arg(value)
+            .query_async::<()>(&mut conn)
+            .await
+            .map_err(err)
+    }
+}
+
+impl IdempotencyStore for RedisStore {
+    fn reserve<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        request_digest: &'a str,
+        operation_id: Option<&'a str>,
+        lease: Duration,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<Reservation>> {
+        Box::pin(async move {
+            let k = self.idem_key(key);
+            let now_ms = unix_millis(now);
+            let owner = new_token();
+            let px = millis(ttl).max(1);
+            let value = encode(
+                &owner,
+                now_ms.saturating_add(millis(lease)),
+                now_ms.saturating_add(millis(ttl)),
+                request_digest,
+                operation_id,
+            )?;
+            let mut conn = self.conn.clone();
+            let set: Option<String> = redis::cmd("SET")
+                .arg(&k)
+                .arg(&value)
+                .arg("NX")
+                .arg("PX")
+                .arg(px)
+                .query_async(&mut conn)
+                .await
+                .map_err(err)?;
+            if set.is_some() {
+                return Ok(Reservation::Reserved { owner });
+            }
+            // Taken: the record may still be logically expired for this clock.
+            let (won, existing): (i64, String) = self
+                .scripts
+                .reserve_expired
+                .key(&k)
+                .arg(now_ms)
+                .arg(&value)
+                .arg(px)
+                .invoke_async(&mut conn)
+                .await
+                .map_err(err)?;
+            if won == 1 {
+                return Ok(Reservation::Reserved { owner });
+            }
+            Ok(Reservation::Existing(record_of(parse(&existing)?)))
+        })
+    }
+
+    fn complete<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let body = serde_json::to_string(&outcome).map_err(err)?;
+            let expires = unix_millis(now).saturating_add(millis(ttl));
+            let mut conn = self.conn.clone();
+            let n: i64 = self
+                .scripts
+                .complete
+                .key(self.idem_key(key))
+                .arg(owner)
+                .arg(body)
+                .arg(expires)
+                .arg(millis(ttl).max(1))
+                .invoke_async(&mut conn)
+                .await
+                .map_err(err)?;
+            Ok(n == 1)
+        })
+    }
+
+    fn release<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let mut conn = self.conn.clone();
+            let n: i64 = self
+                .scripts
+                .release
+                .key(self.idem_key(key))
+                .arg(owner)
+                .invoke_async(&mut conn)
+                .await
+                .map_err(err)?;
+            Ok(n == 1)
+        })
+    }
+
+    fn renew<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+        lease: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let mut conn = self.conn.clone();
+            let n: i64 = self
+                .scripts
+                .renew
+                .key(self.idem_key(key))
+                .arg(owner)
+                .arg(unix_millis(now).saturating_add(millis(lease)))
+                .invoke_async(&mut conn)
+                .await
+                .map_err(err)?;
+            Ok(n == 1)
+        })
+    }
+
+    fn take_over<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        lease: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<Option<String>>> {
+        Box::pin(async move {
+            let now_ms = unix_millis(now);
+            let token = new_token();
+            let mut conn = self.conn.clone();
+            let n: i64 = self
+                .scripts
+                .take_over
+                .key(self.idem_key(key))
+                .arg(now_ms)
+                .arg(&token)
+                .arg(now_ms.saturating_add(millis(lease)))
+                .invoke_async(&mut conn)
+                .await
+                .map_err(err)?;
+            Ok((n == 1).then_some(token))
+        })
+    }
+
+    fn replace<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let body = serde_json::to_string(&outcome).map_err(err)?;
+            let mut conn = self.conn.clone();
+            let _: i64 = self
+                .scripts
+                .replace
+                .key(self.idem_key(key))
+                .arg(body)
+                .arg(unix_millis(now).saturating_add(millis(ttl)))
+                .arg(millis(ttl).max(1))
+                .invoke_async(&mut conn)
+                .await
+                .map_err(err)?;
+            Ok(())
+        })
+    }
+
+    fn remove<'a>(&'a self, key: &'a ScopedKey) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let mut conn = self.conn.clone();
+            redis::cmd("DEL")
+                .arg(self.idem_key(key))
+                .query_async::<()>(&mut conn)
+                .await
+                .map_err(err)
+        })
+    }
+
+    fn get<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<Option<IdempotencyRecord>>> {
+        Box::pin(async move {
+            let mut conn = self.conn.clone();
+            let v: Option<String> = redis::cmd("GET")
+                .arg(self.idem_key(key))
+                .query_async(&mut conn)
+                .await
+                .map_err(err)?;
+            let Some(v) = v else { return Ok(None) };
+            let p = parse(&v)?;
+            if p.expires_at_ms <= unix_millis(now) {
+                return Ok(None);
+            }
+            Ok(Some(record_of(p)))
+        })
+    }
+}
+
+impl SessionLedger for RedisStore {
+    fn admit<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        limits: &'a [ScopeLimit],
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let now_ms = unix_millis(now);
+            let mut inv = self.scripts.admit.prepare_invoke();
+            inv.arg(now_ms).arg(amount).arg(member(amount, entry));
+            for l in limits {
+                inv.key(self.scope_key(&l.scope));
+                inv.arg(l.limit)
+                    .arg(now_ms.saturating_sub(millis(l.window)));
+            }
+            let mut conn = self.conn.clone();
+            let n: i64 = inv.invoke_async(&mut conn).await.map_err(err)?;
+            Ok(n == 1)
+        })
+    }
+
+    fn record<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        scopes: &'a [String],
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            if scopes.is_empty() {
+                return Ok(());
+            }
+            let mut inv = self.scripts.record.prepare_invoke();
+            inv.arg(unix_millis(now)).arg(member(amount, entry));
+            for s in scopes {
+                inv.key(self.scope_key(s));
+            }
+            let mut conn = self.conn.clone();
+            let _: i64 = inv.invoke_async(&mut conn).await.map_err(err)?;
+            Ok(())
+        })
+    }
+
+    fn retract<'a>(
+        &'a self,
+        entry: &'a str,
+        scopes: &'a [String],
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            if scopes.is_empty() {
+                return Ok(());
+            }
+            let mut inv = self.scripts.retract.prepare_invoke();
+            inv.arg(entry);
+            for s in scopes {
+                inv.key(self.scope_key(s));
+            }
+            let mut conn = self.conn.clone();
+            let _: i64 = inv.invoke_async(&mut conn).await.map_err(err)?;
+            Ok(())
+        })
+    }
+
+    fn total<'a>(
+        &'a self,
+        scope: &'a str,
+        window: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<u64>> {
+        Box::pin(async move {
+            let now_ms = unix_millis(now);
+            let from = now_ms.saturating_sub(millis(window));
+            let mut conn = self.conn.clone();
+            let members: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+                .arg(self.scope_key(scope))
+                .arg(format!("({from}"))
+                .arg(now_ms)
+                .query_async(&mut conn)
+                .await
+                .map_err(err)?;
+            Ok(members
+                .iter()
+                .map(|m| member_amount(m))
+                .fold(0u64, u64::saturating_add))
+        })
+    }
+
+    fn hit<'a>(
+        &'a self,
+        scope: &'a str,
+        max: u32,
+        window: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let now_ms = unix_millis(now);
+            let from = now_ms.saturating_sub(millis(window));
+            let mut conn = self.conn.clone();
+            let n: i64 = self
+                .scripts
+                .hit
+                .key(format!("{}:rate:{scope}", self.prefix))
+                .arg(now_ms)
+                .arg(from)
+                .arg(max)
+                .arg(member(1, ""))
+                .arg(millis(window).max(1))
+                .invoke_async(&mut conn)
+                .await
+                .map_err(err)?;
+            Ok(n == 1)
+        })
+    }
+}

@@ -1,0 +1,790 @@
+//! SQLite backend (feature `sqlite`): every store in one database file, in WAL mode.
+//!
+//! SQLite is synchronous, so each [`SqliteStore`] owns one connection on a dedicated thread and
+//! sends it statements through a queue; the async trait methods only wait for the answer and never
+//! block the runtime. Atomicity comes from single statements (`INSERT ... ON CONFLICT ... WHERE`,
+//! `UPDATE ... WHERE owner = ?`) and, for the session ledger, `BEGIN IMMEDIATE` transactions.
+//! The audit trail of the same file is written by [`crate::audit::SqliteAuditSink`].
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, SystemTime};
+
+pub use rusqlite;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use tokio::sync::oneshot;
+
+use super::types::*;
+use super::{
+    ApprovalStore, IdempotencyStore, OperationStore, SessionLedger, StoreError, StoreResult,
+};
+use crate::clock::unix_millis;
+use crate::tool::BoxFuture;
+
+/// Current version of the SQLite schema.
+pub const SQLITE_SCHEMA_VERSION: i64 = 1;
+
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE IF NOT EXISTS toolguard_idempotency (
+    key TEXT PRIMARY KEY,
+    request_digest TEXT NOT NULL,
+    operation_id TEXT,
+    owner TEXT,
+    lease_until_ms INTEGER NOT NULL,
+    outcome TEXT,
+    expires_at_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS toolguard_approvals (
+    id TEXT PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    state TEXT NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS toolguard_approvals_pending
+    ON toolguard_approvals (tenant, state, created_at_ms, id);
+CREATE TABLE IF NOT EXISTS toolguard_ledger (
+    id INTEGER PRIMARY KEY,
+    scope TEXT NOT NULL,
+    entry TEXT NOT NULL,
+    amount INTEGER NOT NULL,
+    at_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS toolguard_ledger_scope ON toolguard_ledger (scope, at_ms);
+CREATE INDEX IF NOT EXISTS toolguard_ledger_entry ON toolguard_ledger (entry);
+CREATE TABLE IF NOT EXISTS toolguard_operations (
+    id TEXT PRIMARY KEY,
+    updated_at_ms INTEGER NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS toolguard_audit (
+    seq INTEGER PRIMARY KEY,
+    time_ms INTEGER NOT NULL,
+    tenant TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    status TEXT,
+    record TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS toolguard_audit_actor ON toolguard_audit (tenant, subject, seq);
+CREATE INDEX IF NOT EXISTS toolguard_audit_tool ON toolguard_audit (tool, seq);
+CREATE INDEX IF NOT EXISTS toolguard_audit_time ON toolguard_audit (time_ms, seq);
+"#];
+
+/// How a SQLite connection syncs to disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// `synchronous = NORMAL` (WAL): a committed transaction survives a crash of the process; a
+    /// power loss may roll back the last commits. The store's default.
+    Process,
+    /// `synchronous = FULL`: every commit is on disk before it returns. The audit sink's default.
+    Full,
+}
+
+pub(crate) fn err(e: impl std::fmt::Display) -> StoreError {
+    StoreError(format!("sqlite: {e}"))
+}
+
+/// Opens `path`, sets WAL mode and the pragmas, and applies pending migrations.
+pub(crate) fn open_connection(path: &Path, durability: Durability) -> rusqlite::Result<Connection> {
+    let mut conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    let sync = match durability {
+        Durability::Process => "NORMAL",
+        Durability::Full => "FULL",
+    };
+    conn.pragma_update(None, "synchronous", sync)?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    migrate(&mut conn)?;
+    Ok(conn)
+}
+
+fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS toolguard_schema_version (version INTEGER NOT NULL)",
+    )?;
+    let current: i64 = tx
+        .query_row(
+            "SELECT COALESCE(MAX(version), 0) FROM toolguard_schema_version",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap_or(0);
+    for (i, sql) in MIGRATIONS.iter().enumerate() {
+        let version = i as i64 + 1;
+        if version > current {
+            tx.execute_batch(sql)?;
+            tx.execute(
+                "INSERT INTO toolguard_schema_version (version) VALUES (?1)",
+                [version],
+            )?;
+        }
+    }
+    tx.commit()
+}
+
+/// What a job leaves to do once its batch committed (or failed to).
+type Reply = Box<dyn FnOnce(Result<(), String>) + Send>;
+type Job = Box<dyn FnOnce(&mut Connection) -> Reply + Send>;
+
+/// Most jobs committed in one transaction.
+const MAX_JOBS: usize = 256;
+
+/// One connection on its own thread, running the jobs sent to it in order.
+///
+/// A batched worker takes every job queued (up to [`MAX_JOBS`]), runs them in order inside one
+/// `BEGIN IMMEDIATE` transaction and answers each only after the `COMMIT`, so that nothing is
+/// reported done before it is stored, and one commit serves many concurrent calls. A job that
+/// fails leaves nothing behind (single statements, or a savepoint for several) and does not
+/// affect the others.
+#[derive(Debug)]
+pub(crate) struct Worker {
+    tx: mpsc::Sender<Job>,
+}
+
+fn run_batch(conn: &mut Connection, jobs: Vec<Job>) {
+    if conn.execute_batch("BEGIN IMMEDIATE").is_err() {
+        // Could not take the write lock in time: run each job on its own.
+        for job in jobs {
+            job(conn)(Ok(()));
+        }
+        return;
+    }
+    let mut replies = Vec::with_capacity(jobs.len());
+    let mut lost = false;
+    for job in jobs {
+        replies.push(job(conn));
+        // SQLite rolled the whole transaction back (I/O error, disk full): what follows would
+        // run outside it, so report the batch as failed.
+        lost |= conn.is_autocommit();
+    }
+    let committed = if lost {
+        Err("the transaction was rolled back".to_owned())
+    } else {
+        conn.execute_batch("COMMIT").map_err(|e| e.to_string())
+    };
+    if committed.is_err() && !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    for reply in replies {
+        reply(committed.clone());
+    }
+}
+
+impl Worker {
+    pub(crate) fn start(mut conn: Connection, name: &str, batched: bool) -> std::io::Result<Self> {
+        let (tx, rx) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn(move || {
+                while let Ok(first) = rx.recv() {
+                    if !batched {
+                        first(&mut conn)(Ok(()));
+                        continue;
+                    }
+                    let mut jobs = vec![first];
+                    while jobs.len() < MAX_JOBS {
+                        match rx.try_recv() {
+                            Ok(job) => jobs.push(job),
+                            Err(_) => break,
+                        }
+                    }
+                    run_batch(&mut conn, jobs);
+                }
+            })?;
+        Ok(Worker { tx })
+    }
+
+    /// Runs `f` on the connection's thread and waits for its result without blocking.
+    pub(crate) async fn run<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let (done, result) = oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let out = f(conn);
+            Box::new(move |committed: Result<(), String>| {
+                let out = match committed {
+                    Ok(()) => out.map_err(err),
+                    Err(e) => Err(StoreError(format!("sqlite: commit failed: {e}"))),
+                };
+                let _ = done.send(out);
+            })
+        });
+        self.tx
+            .send(job)
+            .map_err(|_| StoreError("sqlite: the connection thread stopped".to_owned()))?;
+        match result.await {
+            Ok(r) => r,
+            Err(_) => Err(StoreError(
+                "sqlite: the connection thread dropped the statement".to_owned(),
+            )),
+        }
+    }
+}
+
+fn i64_of(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn u64_of(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+fn millis(d: Duration) -> u64 {
+    d.as_millis().min(u64::MAX as u128) as u64
+}
+
+fn new_token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> rusqlite::Result<String> {
+    serde_json::to_string(v).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(s: &str) -> rusqlite::Result<T> {
+    serde_json::from_str(s).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+fn state_code(s: ApprovalState) -> &'static str {
+    match s {
+        ApprovalState::Pending => "pending",
+        ApprovalState::Executing => "executing",
+        ApprovalState::Executed => "executed",
+        ApprovalState::Rejected => "rejected",
+        ApprovalState::Expired => "expired",
+    }
+}
+
+/// Every store of the dispatcher in one SQLite file: idempotency records, approval requests,
+/// session ledgers and operation records (the audit trail lives in the same file, written by
+/// [`crate::audit::SqliteAuditSink`]).
+///
+/// ```no_run
+/// # fn main() -> Result<(), toolguard::store::StoreError> {
+/// use std::sync::Arc;
+/// use toolguard::audit::SqliteAuditSink;
+/// use toolguard::store::SqliteStore;
+///
+/// let store = Arc::new(SqliteStore::open("toolguard.db")?);
+/// let audit = SqliteAuditSink::open("toolguard.db")?;
+/// let dispatcher = toolguard::Dispatcher::builder().store(store).audit(audit);
+/// # let _ = dispatcher; Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct SqliteStore {
+    worker: std::sync::Arc<Worker>,
+    path: PathBuf,
+    durability: Durability,
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the database at `path` with [`Durability::Process`].
+    pub fn open(path: impl AsRef<Path>) -> StoreResult<Self> {
+        Self::open_with(path, Durability::Process)
+    }
+
+    /// Opens (or creates) the database at `path` with the given durability.
+    pub fn open_with(path: impl AsRef<Path>, durability: Durability) -> StoreResult<Self> {
+        let path = path.as_ref().to_path_buf();
+        let conn = open_connection(&path, durability).map_err(err)?;
+        let worker = Worker::start(conn, "toolguard-sqlite", true).map_err(err)?;
+        Ok(SqliteStore {
+            worker: std::sync::Arc::new(worker),
+            path,
+            durability,
+        })
+    }
+
+    /// An audit sink on the same file that writes through this store's connection: its entries
+    /// are committed in the same group commits as the store's statements, so that the store and
+    /// the trail never wait for each other's write lock. Entries are as durable as the store's
+    /// [`Durability`] (open the store with [`Durability::Full`] for a trail that survives power
+    /// loss; [`crate::DispatcherBuilder::sqlite`] does).
+    pub fn audit_sink(&self) -> StoreResult<crate::audit::SqliteAuditSink> {
+        crate::audit::SqliteAuditSink::shared(&self.path, self.durability, self.worker.clone())
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` on the store's connection (for maintenance and tests), off the async runtime.
+    /// It runs inside the worker's batch transaction: use a savepoint, not `BEGIN`, to group
+    /// statements.
+    pub async fn with_connection<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        self.worker.run(f).await
+    }
+
+    /// Deletes idempotency records and ledger entries that expired before `now` (ledger entries
+    /// older than `keep`). Returns how many rows were removed.
+    pub async fn purge(&self, now: SystemTime, keep: Duration) -> StoreResult<usize> {
+        let now_ms = i64_of(unix_millis(now));
+        let before = i64_of(unix_millis(now).saturating_sub(millis(keep)));
+        self.worker
+            .run(move |c| {
+                let a = c.execute(
+                    "DELETE FROM toolguard_idempotency WHERE expires_at_ms <= ?1",
+                    [now_ms],
+                )?;
+                let b = c.execute("DELETE FROM toolguard_ledger WHERE at_ms <= ?1", [before])?;
+                Ok(a + b)
+            })
+            .await
+    }
+}
+
+fn read_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<IdempotencyRecord> {
+    let request_digest: String = row.get(0)?;
+    let operation_id: Option<String> = row.get(1)?;
+    let owner: Option<String> = row.get(2)?;
+    let lease_until_ms: i64 = row.get(3)?;
+    let outcome: Option<String> = row.get(4)?;
+    let expires_at_ms: i64 = row.get(5)?;
+    let state = match (outcome, owner) {
+        (Some(o), _) => RecordState::Done {
+            outcome: from_json(&o)?,
+        },
+        (None, owner) => RecordState::InFlight {
+            owner: owner.unwrap_or_default(),
+            lease_until_ms: u64_of(lease_until_ms),
+        },
+    };
+    Ok(IdempotencyRecord {
+        request_digest,
+        operation_id,
+        state,
+        expires_at_ms: u64_of(expires_at_ms),
+    })
+}
+
+const SELECT_RECORD: &str = "SELECT request_digest, operation_id, owner, lease_until_ms, outcome, \
+     expires_at_ms FROM toolguard_idempotency WHERE key = ?1 AND expires_at_ms > ?2";
+
+impl IdempotencyStore for SqliteStore {
+    fn reserve<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        request_digest: &'a str,
+        operation_id: Option<&'a str>,
+        lease: Duration,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<Reservation>> {
+        let k = key.storage_key();
+        let digest = request_digest.to_owned();
+        let op = operation_id.map(str::to_owned);
+        let now_ms = unix_millis(now);
+        let lease_until = i64_of(now_ms.saturating_add(millis(lease)));
+        let expires = i64_of(now_ms.saturating_add(millis(ttl)));
+        let now_ms = i64_of(now_ms);
+        Box::pin(self.worker.run(move |c| {
+            let owner = new_token();
+            // One statement: insert, or take the row over if it expired.
+            let won: Option<String> = c
+                .query_row(
+                    "INSERT INTO toolguard_idempotency
+                        (key, request_digest, operation_id, owner, lease_until_ms, outcome, expires_at_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6)
+                     ON CONFLICT (key) DO UPDATE SET
+                        request_digest = excluded.request_digest,
+                        operation_id = excluded.operation_id,
+                        owner = excluded.owner,
+                        lease_until_ms = excluded.lease_until_ms,
+                        outcome = NULL,
+                        expires_at_ms = excluded.expires_at_ms
+                     WHERE toolguard_idempotency.expires_at_ms <= ?7
+                     RETURNING owner",
+                    params![k, digest, op, owner, lease_until, expires, now_ms],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            if let Some(owner) = won {
+                return Ok(Reservation::Reserved { owner });
+            }
+            let existing = c.query_row(SELECT_RECORD, params![k, now_ms], read_record)?;
+            Ok(Reservation::Existing(existing))
+        }))
+    }
+
+    fn complete<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let k = key.storage_key();
+        let owner = owner.to_owned();
+        let expires = i64_of(unix_millis(now).saturating_add(millis(ttl)));
+        Box::pin(self.worker.run(move |c| {
+            let body = to_json(&outcome)?;
+            let n = c.execute(
+                "UPDATE toolguard_idempotency SET outcome = ?1, owner = NULL, expires_at_ms = ?2
+                 WHERE key = ?3 AND owner = ?4 AND outcome IS NULL",
+                params![body, expires, k, owner],
+            )?;
+            Ok(n == 1)
+        }))
+    }
+
+    fn release<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let k = key.storage_key();
+        let owner = owner.to_owned();
+        Box::pin(self.worker.run(move |c| {
+            let n = c.execute(
+                "DELETE FROM toolguard_idempotency WHERE key = ?1 AND owner = ?2 AND outcome IS NULL",
+                params![k, owner],
+            )?;
+            Ok(n == 1)
+        }))
+    }
+
+    fn renew<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+        lease: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let k = key.storage_key();
+        let owner = owner.to_owned();
+        let until = i64_of(unix_millis(now).saturating_add(millis(lease)));
+        Box::pin(self.worker.run(move |c| {
+            let n = c.execute(
+                "UPDATE toolguard_idempotency SET lease_until_ms = ?1
+                 WHERE key = ?2 AND owner = ?3 AND outcome IS NULL",
+                params![until, k, owner],
+            )?;
+            Ok(n == 1)
+        }))
+    }
+
+    fn take_over<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        lease: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<Option<String>>> {
+        let k = key.storage_key();
+        let now_ms = unix_millis(now);
+        let until = i64_of(now_ms.saturating_add(millis(lease)));
+        let now_ms = i64_of(now_ms);
+        Box::pin(self.worker.run(move |c| {
+            let token = new_token();
+            c.query_row(
+                "UPDATE toolguard_idempotency SET owner = ?1, lease_until_ms = ?2
+                 WHERE key = ?3 AND outcome IS NULL AND lease_until_ms <= ?4 AND expires_at_ms > ?4
+                 RETURNING owner",
+                params![token, until, k, now_ms],
+                |r| r.get(0),
+            )
+            .optional()
+        }))
+    }
+
+    fn replace<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        let k = key.storage_key();
+        let expires = i64_of(unix_millis(now).saturating_add(millis(ttl)));
+        Box::pin(self.worker.run(move |c| {
+            let body = to_json(&outcome)?;
+            c.execute(
+                "UPDATE toolguard_idempotency SET outcome = ?1, owner = NULL, expires_at_ms = ?2
+                 WHERE key = ?3",
+                params![body, expires, k],
+            )?;
+            Ok(())
+        }))
+    }
+
+    fn remove<'a>(&'a self, key: &'a ScopedKey) -> BoxFuture<'a, StoreResult<()>> {
+        let k = key.storage_key();
+        Box::pin(self.worker.run(move |c| {
+            c.execute("DELETE FROM toolguard_idempotency WHERE key = ?1", [k])?;
+            Ok(())
+        }))
+    }
+
+    fn get<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<Option<IdempotencyRecord>>> {
+        let k = key.storage_key();
+        let now_ms = i64_of(unix_millis(now));
+        Box::pin(self.worker.run(move |c| {
+            c.query_row(SELECT_RECORD, params![k, now_ms], read_record)
+                .optional()
+        }))
+    }
+}
+
+impl ApprovalStore for SqliteStore {
+    fn create<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, StoreResult<()>> {
+        let r = request.clone();
+        Box::pin(self.worker.run(move |c| {
+            let body = to_json(&r)?;
+            c.execute(
+                "INSERT INTO toolguard_approvals (id, tenant, state, created_at_ms, version, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, state = excluded.state,
+                    created_at_ms = excluded.created_at_ms, version = excluded.version,
+                    body = excluded.body",
+                params![
+                    r.id,
+                    r.requester.tenant,
+                    state_code(r.state),
+                    i64_of(r.created_at_ms),
+                    i64_of(r.version),
+                    body
+                ],
+            )?;
+            Ok(())
+        }))
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<ApprovalRequest>>> {
+        let id = id.to_owned();
+        Box::pin(self.worker.run(move |c| {
+            let body: Option<String> = c
+                .query_row(
+                    "SELECT body FROM toolguard_approvals WHERE id = ?1",
+                    [id],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            body.map(|b| from_json(&b)).transpose()
+        }))
+    }
+
+    fn pending<'a>(&'a self, tenant: &'a str) -> BoxFuture<'a, StoreResult<Vec<ApprovalRequest>>> {
+        let tenant = tenant.to_owned();
+        Box::pin(self.worker.run(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT body FROM toolguard_approvals WHERE tenant = ?1 AND state = 'pending'
+                 ORDER BY created_at_ms, id",
+            )?;
+            let rows = stmt.query_map([tenant], |r| r.get::<_, String>(0))?;
+            let mut out = Vec::new();
+            for body in rows {
+                out.push(from_json(&body?)?);
+            }
+            Ok(out)
+        }))
+    }
+
+    fn update<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+        expected_version: u64,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let mut next = request.clone();
+        next.version = expected_version.saturating_add(1);
+        Box::pin(self.worker.run(move |c| {
+            let body = to_json(&next)?;
+            let n = c.execute(
+                "UPDATE toolguard_approvals SET state = ?1, version = ?2, body = ?3
+                 WHERE id = ?4 AND version = ?5",
+                params![
+                    state_code(next.state),
+                    i64_of(next.version),
+                    body,
+                    next.id,
+                    i64_of(expected_version)
+                ],
+            )?;
+            Ok(n == 1)
+        }))
+    }
+}
+
+fn window_total(c: &Connection, scope: &str, from: i64, to: i64) -> rusqlite::Result<u64> {
+    let mut stmt = c.prepare_cached(
+        "SELECT COALESCE(SUM(amount), 0) FROM toolguard_ledger
+         WHERE scope = ?1 AND at_ms > ?2 AND at_ms <= ?3",
+    )?;
+    let total: i64 = stmt.query_row(params![scope, from, to], |r| r.get(0))?;
+    Ok(u64_of(total))
+}
+
+fn insert_entry(
+    c: &Connection,
+    scope: &str,
+    entry: &str,
+    amount: u64,
+    at: i64,
+) -> rusqlite::Result<()> {
+    let mut stmt = c.prepare_cached(
+        "INSERT INTO toolguard_ledger (scope, entry, amount, at_ms) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    stmt.execute(params![scope, entry, i64_of(amount), at])?;
+    Ok(())
+}
+
+impl SessionLedger for SqliteStore {
+    fn admit<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        limits: &'a [ScopeLimit],
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let entry = entry.to_owned();
+        let limits = limits.to_vec();
+        let now_ms = unix_millis(now);
+        Box::pin(self.worker.run(move |c| {
+            let tx = c.savepoint()?;
+            for l in &limits {
+                let from = i64_of(now_ms.saturating_sub(millis(l.window)));
+                let total = window_total(&tx, &l.scope, from, i64_of(now_ms))?;
+                if total.saturating_add(amount) > l.limit {
+                    return Ok(false);
+                }
+            }
+            for l in &limits {
+                insert_entry(&tx, &l.scope, &entry, amount, i64_of(now_ms))?;
+            }
+            tx.commit()?;
+            Ok(true)
+        }))
+    }
+
+    fn record<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        scopes: &'a [String],
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        let entry = entry.to_owned();
+        let scopes = scopes.to_vec();
+        let at = i64_of(unix_millis(now));
+        Box::pin(self.worker.run(move |c| {
+            let tx = c.savepoint()?;
+            for s in &scopes {
+                insert_entry(&tx, s, &entry, amount, at)?;
+            }
+            tx.commit()
+        }))
+    }
+
+    fn retract<'a>(
+        &'a self,
+        entry: &'a str,
+        scopes: &'a [String],
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        let entry = entry.to_owned();
+        let scopes = scopes.to_vec();
+        Box::pin(self.worker.run(move |c| {
+            let tx = c.savepoint()?;
+            for s in &scopes {
+                tx.execute(
+                    "DELETE FROM toolguard_ledger WHERE scope = ?1 AND entry = ?2",
+                    params![s, entry],
+                )?;
+            }
+            tx.commit()
+        }))
+    }
+
+    fn total<'a>(
+        &'a self,
+        scope: &'a str,
+        window: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<u64>> {
+        let scope = scope.to_owned();
+        let now_ms = unix_millis(now);
+        let from = i64_of(now_ms.saturating_sub(millis(window)));
+        Box::pin(
+            self.worker
+                .run(move |c| window_total(c, &scope, from, i64_of(now_ms))),
+        )
+    }
+
+    fn hit<'a>(
+        &'a self,
+        scope: &'a str,
+        max: u32,
+        window: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let scope = format!("rate|{scope}");
+        let now_ms = unix_millis(now);
+        let from = i64_of(now_ms.saturating_sub(millis(window)));
+        let now_ms = i64_of(now_ms);
+        Box::pin(self.worker.run(move |c| {
+            let tx = c.savepoint()?;
+            tx.execute(
+                "DELETE FROM toolguard_ledger WHERE scope = ?1 AND at_ms <= ?2",
+                params![scope, from],
+            )?;
+            let counted: i64 = tx.query_row(
+                "SELECT COUNT(*) FROM toolguard_ledger WHERE scope = ?1 AND at_ms > ?2 AND at_ms <= ?3",
+                params![scope, from, now_ms],
+                |r| r.get(0),
+            )?;
+            if u64_of(counted) >= u64::from(max) {
+                return Ok(false);
+            }
+            insert_entry(&tx, &scope, "", 1, now_ms)?;
+            tx.commit()?;
+            Ok(true)
+        }))
+    }
+}
+
+impl OperationStore for SqliteStore {
+    fn put<'a>(&'a self, record: &'a OperationRecord) -> BoxFuture<'a, StoreResult<()>> {
+        let r = record.clone();
+        Box::pin(self.worker.run(move |c| {
+            let body = to_json(&r)?;
+            c.execute(
+                "INSERT INTO toolguard_operations (id, updated_at_ms, body) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (id) DO UPDATE SET updated_at_ms = excluded.updated_at_ms,
+                    body = excluded.body",
+                params![r.id, i64_of(r.updated_at_ms), body],
+            )?;
+            Ok(())
+        }))
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<OperationRecord>>> {
+        let id = id.to_owned();
+        Box::pin(self.worker.run(move |c| {
+            let body: Option<String> = c
+                .query_row(
+                    "SELECT body FROM toolguard_operations WHERE id = ?1",
+                    [id],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            body.map(|b| from_json(&b)).transpose()
+        }))
+    }
+}
