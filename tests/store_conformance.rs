@@ -901,48 +901,75 @@ impl IdempotencyStore for SharedIdem {
 // ---------------------------------------------------------------- the matrix
 
 macro_rules! conformance {
-    ($backend:ident: $($name:ident),* $(,)?) => {
-        mod $backend {
+    ($module:ident, $backend:ident: $($name:ident),* $(,)?) => {
+        mod $module {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
                     let backend = crate::store_support::$backend(stringify!($name)).await;
-                    crate::store_support::run(backend, super::$name).await;
+                    crate::store_support::run(backend, crate::$name).await;
                 }
             )*
         }
     };
 }
 
-macro_rules! suite {
-    ($($backend:ident $(if $feature:literal)?),*) => {
-        $(
-            $(#[cfg(feature = $feature)])?
-            conformance!($backend:
-                reserve_complete_replay,
-                release_renew_replace_remove,
-                lease_expiry_and_take_over,
-                ttl_expiry,
-                concurrent_reserve_one_winner,
-                dispatch_replay_and_conflict,
-                dispatch_concurrent_one_key,
-                dispatch_ttl,
-                crash_after_reservation,
-                approval_lifecycle_and_cas,
-                approval_via_dispatcher,
-                ledger_admit_atomic,
-                operation_records,
-                audit_append_and_query,
-                audit_tamper_detection,
-                audit_column_and_delete_detection,
-                faults_fail_closed,
-                store_lost_before_completion,
-            );
-        )*
+/// The tests every idempotency store and session ledger passes.
+macro_rules! idempotency_and_ledger {
+    ($backend:ident) => {
+        conformance!(idempotency_and_ledger, $backend:
+            reserve_complete_replay,
+            release_renew_replace_remove,
+            lease_expiry_and_take_over,
+            ttl_expiry,
+            concurrent_reserve_one_winner,
+            dispatch_replay_and_conflict,
+            dispatch_concurrent_one_key,
+            dispatch_ttl,
+            crash_after_reservation,
+            ledger_admit_atomic,
+            faults_fail_closed,
+            store_lost_before_completion,
+        );
     };
 }
 
-suite!(memory, sqlite if "sqlite", postgres if "postgres", redis if "redis");
+/// The tests of backends that also hold approvals, operations and the audit trail.
+macro_rules! approvals_operations_audit {
+    ($backend:ident) => {
+        conformance!(approvals_operations_audit, $backend:
+            approval_lifecycle_and_cas,
+            approval_via_dispatcher,
+            operation_records,
+            audit_append_and_query,
+            audit_tamper_detection,
+            audit_column_and_delete_detection,
+        );
+    };
+}
+
+mod memory {
+    idempotency_and_ledger!(memory);
+    approvals_operations_audit!(memory);
+}
+
+#[cfg(feature = "sqlite")]
+mod sqlite {
+    idempotency_and_ledger!(sqlite);
+    approvals_operations_audit!(sqlite);
+}
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    idempotency_and_ledger!(postgres);
+    approvals_operations_audit!(postgres);
+}
+
+/// Redis holds idempotency records and session ledgers only.
+#[cfg(feature = "redis")]
+mod redis {
+    idempotency_and_ledger!(redis);
+}
 
 // ---------------------------------------------------------------- corrupt stored data
 
