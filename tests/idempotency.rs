@@ -373,3 +373,31 @@ async fn a_retry_replays_even_when_the_first_call_changed_the_state_its_checks_r
     assert_eq!(out.status, Status::NotFound);
     assert_eq!(h.ledger.transfers(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn callers_may_wait_for_the_call_that_holds_their_key() {
+    let h = Arc::new(harness());
+    let args = json!({"cents": 3, "delay_ms": 10, "idempotency_key": "wait-key-001"});
+    let mut tasks = Vec::new();
+    for i in 0..10 {
+        let h = h.clone();
+        let args = args.clone();
+        tasks.push(tokio::spawn(async move {
+            let call = ToolCall::new(format!("c{i}"), "slow_payout", args)
+                .wait_in_progress(Duration::from_secs(5));
+            h.d.dispatch(call, &alice()).await
+        }));
+    }
+    let mut replayed = 0;
+    for t in tasks {
+        let out = t.await.unwrap();
+        assert_eq!(out.status, Status::Ok, "{out:?}");
+        assert_eq!(out.data(), Some(&json!("paid 3")));
+        replayed += usize::from(out.replayed);
+    }
+    assert_eq!(
+        replayed, 9,
+        "one executes, the others wait and replay its outcome"
+    );
+    assert_eq!(h.ledger.runs(), 1);
+}

@@ -66,6 +66,10 @@ pub struct ToolCall {
     pub provider: Option<ProviderContext>,
     /// An idempotency key supplied by the host (takes precedence over one in the arguments).
     pub idempotency_key: Option<String>,
+    /// How long to wait for a call with the same key that is still executing, instead of
+    /// answering `in_progress` at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_in_progress: Option<std::time::Duration>,
 }
 
 impl ToolCall {
@@ -81,12 +85,20 @@ impl ToolCall {
             arguments: arguments.into(),
             provider: None,
             idempotency_key: None,
+            wait_in_progress: None,
         }
     }
 
     /// Sets the provider path of the call.
     pub fn with_provider(mut self, provider: ProviderContext) -> Self {
         self.provider = Some(provider);
+        self
+    }
+
+    /// Waits up to `at_most` for a call with the same key that is still executing, then answers
+    /// with its outcome (or executes, if it released the key), instead of `in_progress`.
+    pub fn wait_in_progress(mut self, at_most: std::time::Duration) -> Self {
+        self.wait_in_progress = Some(at_most);
         self
     }
 

@@ -580,18 +580,31 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         t.stage = Stage::Idempotency;
         let digest = t.request_digest.clone().unwrap_or_default();
         let ttl = self.idempotency_ttl(spec);
-        let admission = idem::reserve(
-            &*inner.idempotency,
-            spec,
-            principal,
-            key,
-            &digest,
-            t.operation_id.as_deref(),
-            ttl,
-            now,
-            inner.fail_open_read_only,
-        )
-        .await?;
+        let wait_until = call.wait_in_progress.map(|w| Instant::now() + w);
+        let admission = loop {
+            let attempt = idem::reserve(
+                &*inner.idempotency,
+                spec,
+                principal,
+                key.clone(),
+                &digest,
+                t.operation_id.as_deref(),
+                ttl,
+                inner.clock.now(),
+                inner.fail_open_read_only,
+            )
+            .await;
+            match attempt {
+                // The caller asked to wait for the call that holds the key.
+                Err(stop)
+                    if stop.status == Status::InProgress
+                        && wait_until.is_some_and(|until| Instant::now() < until) =>
+                {
+                    tokio::time::sleep(idem::WAIT_POLL).await;
+                }
+                other => break other?,
+            }
+        };
         let held = match admission {
             Admission::Replay(stored) => {
                 t.operation_id = stored.operation_id.clone().or(t.operation_id.take());

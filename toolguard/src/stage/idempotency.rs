@@ -15,6 +15,9 @@ use crate::store::{IdempotencyStore, RecordState, Reservation, ScopedKey, Stored
 /// Default lifetime of an idempotency record.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 3600);
 
+/// How often a caller that waits for an in-flight call with its key looks again.
+pub const WAIT_POLL: Duration = Duration::from_millis(10);
+
 /// Extra lease time beyond the tool's deadline.
 pub const LEASE_MARGIN: Duration = Duration::from_secs(5);
 
