@@ -14,6 +14,7 @@ use super::entry::{AuditEntry, AuditRecord};
 use super::query::{AuditQuery, ChainVerifier, VerifyError};
 use super::{AuditError, AuditSink};
 use crate::store::StoreError;
+use crate::store::encode::i64_of;
 use crate::store::postgres::{PgConfig, connect_pool};
 use crate::tool::BoxFuture;
 
@@ -39,10 +40,6 @@ impl std::fmt::Debug for PgAuditSink {
 
 fn aerr(e: impl std::fmt::Display) -> AuditError {
     AuditError(format!("postgres: {e}"))
-}
-
-fn i64_of(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
 }
 
 async fn write_batch(pool: &Pool, batch: Vec<(AuditRecord, Reply)>) {

@@ -17,6 +17,7 @@ use super::entry::{AuditEntry, AuditRecord};
 use super::query::{AuditQuery, ChainVerifier, VerifyError};
 use super::{AuditError, AuditSink};
 use crate::store::StoreError;
+use crate::store::encode::i64_of;
 use crate::store::sqlite::{Durability, Worker, open_connection};
 use crate::tool::BoxFuture;
 
@@ -76,10 +77,6 @@ fn aerr(e: impl std::fmt::Display) -> AuditError {
 
 fn serr(e: StoreError) -> AuditError {
     AuditError(e.0)
-}
-
-fn i64_of(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
 }
 
 fn last_entry(conn: &Connection) -> rusqlite::Result<(u64, String)> {

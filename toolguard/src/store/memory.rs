@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 use super::types::*;
 use super::{ApprovalStore, IdempotencyStore, OperationStore, SessionLedger, StoreResult};
 use crate::clock::unix_millis;
+use crate::store::encode::{millis, new_token};
 use crate::tool::BoxFuture;
 
 const SHARDS: usize = 16;
@@ -48,14 +49,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 fn ready<'a, T: Send + 'a>(v: T) -> BoxFuture<'a, T> {
     Box::pin(std::future::ready(v))
-}
-
-fn millis(d: Duration) -> u64 {
-    d.as_millis().min(u64::MAX as u128) as u64
-}
-
-fn new_token() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
 }
 
 impl MemoryStore {

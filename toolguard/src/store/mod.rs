@@ -3,6 +3,7 @@
 //! (atomic reserve-if-absent with an owner token and lease; compare-and-set on approvals); the
 //! in-memory [`MemoryStore`] implements all of them.
 
+pub(crate) mod encode;
 pub mod fault;
 mod memory;
 #[cfg(feature = "postgres")]

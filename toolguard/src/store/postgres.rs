@@ -19,6 +19,7 @@ use super::{
     ApprovalStore, IdempotencyStore, OperationStore, SessionLedger, StoreError, StoreResult,
 };
 use crate::clock::unix_millis;
+use crate::store::encode::{i64_of, millis, new_token, u64_of};
 use crate::tool::BoxFuture;
 
 /// Current version of the PostgreSQL schema.
@@ -184,38 +185,12 @@ pub(crate) async fn connect_pool(config: &PgConfig) -> StoreResult<Pool> {
     Ok(pool)
 }
 
-fn i64_of(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
-}
-
-fn u64_of(v: i64) -> u64 {
-    u64::try_from(v).unwrap_or(0)
-}
-
-fn millis(d: Duration) -> u64 {
-    d.as_millis().min(u64::MAX as u128) as u64
-}
-
-fn new_token() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
-}
-
 fn to_json<T: serde::Serialize>(v: &T) -> StoreResult<String> {
     serde_json::to_string(v).map_err(err)
 }
 
 fn from_json<T: serde::de::DeserializeOwned>(s: &str) -> StoreResult<T> {
     serde_json::from_str(s).map_err(err)
-}
-
-fn state_code(s: ApprovalState) -> &'static str {
-    match s {
-        ApprovalState::Pending => "pending",
-        ApprovalState::Executing => "executing",
-        ApprovalState::Executed => "executed",
-        ApprovalState::Rejected => "rejected",
-        ApprovalState::Expired => "expired",
-    }
 }
 
 /// Every store of the dispatcher in PostgreSQL.
@@ -547,7 +522,7 @@ impl ApprovalStore for PgStore {
                     &[
                         &request.id,
                         &request.requester.tenant,
-                        &state_code(request.state),
+                        &ApprovalState::as_str(request.state),
                         &i64_of(request.created_at_ms),
                         &i64_of(request.version),
                         &body,
@@ -605,7 +580,7 @@ impl ApprovalStore for PgStore {
                     "UPDATE toolguard_approvals SET state = $1, version = $2, body = $3
                      WHERE id = $4 AND version = $5",
                     &[
-                        &state_code(next.state),
+                        &ApprovalState::as_str(next.state),
                         &i64_of(next.version),
                         &body,
                         &next.id,

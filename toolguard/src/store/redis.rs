@@ -21,18 +21,11 @@ use redis::aio::ConnectionManager;
 use super::types::*;
 use super::{IdempotencyStore, SessionLedger, StoreError, StoreResult};
 use crate::clock::unix_millis;
+use crate::store::encode::{millis, new_token};
 use crate::tool::BoxFuture;
 
 fn err(e: impl std::fmt::Display) -> StoreError {
     StoreError(format!("redis: {e}"))
-}
-
-fn millis(d: Duration) -> u64 {
-    d.as_millis().min(u64::MAX as u128) as u64
-}
-
-fn new_token() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
 }
 
 /// Lua helper that splits a record value.

@@ -19,6 +19,7 @@ use super::{
     ApprovalStore, IdempotencyStore, OperationStore, SessionLedger, StoreError, StoreResult,
 };
 use crate::clock::unix_millis;
+use crate::store::encode::{i64_of, millis, new_token, u64_of};
 use crate::tool::BoxFuture;
 
 /// Current version of the SQLite schema.
@@ -229,22 +230,6 @@ impl Worker {
     }
 }
 
-fn i64_of(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
-}
-
-fn u64_of(v: i64) -> u64 {
-    u64::try_from(v).unwrap_or(0)
-}
-
-fn millis(d: Duration) -> u64 {
-    d.as_millis().min(u64::MAX as u128) as u64
-}
-
-fn new_token() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
-}
-
 fn to_json<T: serde::Serialize>(v: &T) -> rusqlite::Result<String> {
     serde_json::to_string(v).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
 }
@@ -253,16 +238,6 @@ fn from_json<T: serde::de::DeserializeOwned>(s: &str) -> rusqlite::Result<T> {
     serde_json::from_str(s).map_err(|e| {
         rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
     })
-}
-
-fn state_code(s: ApprovalState) -> &'static str {
-    match s {
-        ApprovalState::Pending => "pending",
-        ApprovalState::Executing => "executing",
-        ApprovalState::Executed => "executed",
-        ApprovalState::Rejected => "rejected",
-        ApprovalState::Expired => "expired",
-    }
 }
 
 /// Every store of the dispatcher in one SQLite file: idempotency records, approval requests,
@@ -558,7 +533,7 @@ impl ApprovalStore for SqliteStore {
                 params![
                     r.id,
                     r.requester.tenant,
-                    state_code(r.state),
+                    ApprovalState::as_str(r.state),
                     i64_of(r.created_at_ms),
                     i64_of(r.version),
                     body
@@ -611,7 +586,7 @@ impl ApprovalStore for SqliteStore {
                 "UPDATE toolguard_approvals SET state = ?1, version = ?2, body = ?3
                  WHERE id = ?4 AND version = ?5",
                 params![
-                    state_code(next.state),
+                    ApprovalState::as_str(next.state),
                     i64_of(next.version),
                     body,
                     next.id,

@@ -121,6 +121,19 @@ pub enum ApprovalState {
     Expired,
 }
 
+impl ApprovalState {
+    /// The snake_case code stored by the database backends.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalState::Pending => "pending",
+            ApprovalState::Executing => "executing",
+            ApprovalState::Executed => "executed",
+            ApprovalState::Rejected => "rejected",
+            ApprovalState::Expired => "expired",
+        }
+    }
+}
+
 /// One approver's decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApprovalDecision {

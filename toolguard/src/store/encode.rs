@@ -1,0 +1,25 @@
+//! Small conversions the store backends share.
+
+#![cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+
+use std::time::Duration;
+
+/// A fresh owner token.
+pub(crate) fn new_token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// Whole milliseconds of `d`, saturating.
+pub(crate) fn millis(d: Duration) -> u64 {
+    d.as_millis().min(u64::MAX as u128) as u64
+}
+
+/// `v` as a signed database integer, saturating.
+pub(crate) fn i64_of(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// A database integer as `u64`; negative values read as 0.
+pub(crate) fn u64_of(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
