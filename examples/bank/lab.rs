@@ -11,7 +11,7 @@ use toolguard::{
     ToolCall, ToolOutcome,
 };
 
-use crate::claims::Claims;
+use crate::claims::{Claims, approval_id, show};
 use crate::ledger::{Bank, GetBalance, TransferFunds};
 
 /// Per-session limit of unattended transfers: $10,000.00 per hour.
@@ -128,26 +128,6 @@ fn transfer(call_id: &str, from: &str, to: &str, cents: u64, key: &str) -> ToolC
         "transfer_funds",
         transfer_args(from, to, cents, key, None),
     )
-}
-
-fn show(what: &str, out: &ToolOutcome) {
-    let detail = match (out.status, &out.reason) {
-        (Status::Ok, _) => out.data().map(Value::to_string).unwrap_or_default(),
-        (_, Some(r)) => format!("reason={r}"),
-        _ => String::new(),
-    };
-    let replay = if out.replayed { " (replayed)" } else { "" };
-    println!(
-        "     {what:<44} -> {:<20} {detail}{replay}",
-        out.status.as_str()
-    );
-}
-
-fn approval_id(out: &ToolOutcome) -> String {
-    out.approval
-        .as_ref()
-        .map(|t| t.approval_id.clone())
-        .unwrap_or_default()
 }
 
 /// Runs the lab and checks every claim.

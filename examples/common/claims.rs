@@ -1,4 +1,4 @@
-//! The PASS/FAIL report the examples print. Every line comes from a real check; an example exits
+//! The PASS/FAIL report the examples print, and how they print an outcome. Every line comes from a real check; an example exits
 //! non-zero when any claim fails, and its integration test asserts every claim.
 
 /// One checked claim.
@@ -47,4 +47,28 @@ impl Claims {
         println!("\n{} passed, {} failed", self.claims.len() - failed, failed);
         i32::from(failed > 0)
     }
+}
+
+/// Prints one outcome on a line: what was tried, the status, and the data or reason code.
+#[allow(dead_code)]
+pub fn show(what: &str, out: &toolguard::ToolOutcome) {
+    let detail = match (out.status, &out.reason) {
+        (toolguard::Status::Ok, _) => out.data().map(|v| v.to_string()).unwrap_or_default(),
+        (_, Some(r)) => format!("reason={r}"),
+        _ => String::new(),
+    };
+    let replay = if out.replayed { " (replayed)" } else { "" };
+    println!(
+        "     {what:<46} -> {:<20} {detail}{replay}",
+        out.status.as_str()
+    );
+}
+
+/// The approval id of a `pending_approval` outcome (empty otherwise).
+#[allow(dead_code)]
+pub fn approval_id(out: &toolguard::ToolOutcome) -> String {
+    out.approval
+        .as_ref()
+        .map(|t| t.approval_id.clone())
+        .unwrap_or_default()
 }

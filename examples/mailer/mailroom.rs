@@ -20,7 +20,7 @@ use toolguard::{
     Status, ToolCall, ToolContext, ToolError, ToolOutcome, tool,
 };
 
-use crate::claims::Claims;
+use crate::claims::{Claims, approval_id, show};
 
 /// The company's own mail domain.
 const INTERNAL: &str = "acme.example";
@@ -188,26 +188,6 @@ fn mail(to: &str, subject: &str, body: &str, attachments: &[&str], key: &str) ->
         "attachment_refs": attachments,
         "idempotency_key": key,
     })
-}
-
-fn show(what: &str, out: &ToolOutcome) {
-    let detail = match (out.status, &out.reason) {
-        (Status::Ok, _) => out.data().map(Value::to_string).unwrap_or_default(),
-        (_, Some(r)) => format!("reason={r}"),
-        _ => String::new(),
-    };
-    let replay = if out.replayed { " (replayed)" } else { "" };
-    println!(
-        "     {what:<46} -> {:<20} {detail}{replay}",
-        out.status.as_str()
-    );
-}
-
-fn approval_id(out: &ToolOutcome) -> String {
-    out.approval
-        .as_ref()
-        .map(|t| t.approval_id.clone())
-        .unwrap_or_default()
 }
 
 fn preview(out: &ToolOutcome) -> String {
