@@ -2,6 +2,8 @@
 //! changed or removed entry is detected by [`verify_chain`].
 
 mod chain;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod columns;
 mod entry;
 mod memory;
 #[cfg(feature = "postgres")]

@@ -10,6 +10,7 @@ use deadpool_postgres::Pool;
 use tokio::sync::{mpsc, oneshot};
 
 use super::chain::{ChainBreak, GENESIS_HASH, seal};
+use super::columns::{COLUMNS, Columns, limit_of};
 use super::entry::{AuditEntry, AuditRecord};
 use super::query::{AuditQuery, ChainVerifier, VerifyError};
 use super::{AuditError, AuditSink};
@@ -146,27 +147,6 @@ async fn writer(pool: Pool, mut rx: mpsc::Receiver<(AuditRecord, Reply)>) {
     }
 }
 
-/// The indexed copies of record fields, which must agree with the sealed record.
-struct Columns {
-    time_ms: i64,
-    tenant: String,
-    subject: String,
-    tool: String,
-    status: Option<String>,
-}
-
-impl Columns {
-    fn agree(&self, e: &AuditEntry) -> bool {
-        self.time_ms == i64_of(e.record.time_ms)
-            && self.tenant == e.record.tenant
-            && self.subject == e.record.subject
-            && self.tool == e.record.tool
-            && self.status.as_deref() == e.record.status.map(|s| s.as_str())
-    }
-}
-
-const COLUMNS: &str = "seq, record, prev_hash, hash, time_ms, tenant, subject, tool, status";
-
 fn read_entry(row: &tokio_postgres::Row) -> Result<(AuditEntry, Columns), AuditError> {
     let seq: i64 = row.try_get(0).map_err(aerr)?;
     let body: String = row.try_get(1).map_err(aerr)?;
@@ -190,10 +170,6 @@ fn read_entry(row: &tokio_postgres::Row) -> Result<(AuditEntry, Columns), AuditE
             status: row.try_get(8).map_err(aerr)?,
         },
     ))
-}
-
-fn limit_of(limit: usize) -> i64 {
-    i64::try_from(limit).unwrap_or(i64::MAX)
 }
 
 impl PgAuditSink {

@@ -13,6 +13,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::{mpsc, oneshot};
 
 use super::chain::{GENESIS_HASH, seal};
+use super::columns::{COLUMNS, Columns, limit_of};
 use super::entry::{AuditEntry, AuditRecord};
 use super::query::{AuditQuery, ChainVerifier, VerifyError};
 use super::{AuditError, AuditSink};
@@ -185,28 +186,6 @@ fn read_entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<(AuditEntry, Columns)
     ))
 }
 
-/// The indexed copies of record fields, which must agree with the sealed record.
-#[derive(Debug)]
-struct Columns {
-    time_ms: i64,
-    tenant: String,
-    subject: String,
-    tool: String,
-    status: Option<String>,
-}
-
-impl Columns {
-    fn agree(&self, e: &AuditEntry) -> bool {
-        self.time_ms == i64_of(e.record.time_ms)
-            && self.tenant == e.record.tenant
-            && self.subject == e.record.subject
-            && self.tool == e.record.tool
-            && self.status.as_deref() == e.record.status.map(|s| s.as_str())
-    }
-}
-
-const COLUMNS: &str = "seq, record, prev_hash, hash, time_ms, tenant, subject, tool, status";
-
 fn query(
     c: &Connection,
     sql: &str,
@@ -215,10 +194,6 @@ fn query(
     let mut stmt = c.prepare_cached(sql)?;
     let rows = stmt.query_map(params, read_entry)?;
     rows.map(|r| r.map(|(e, _)| e)).collect()
-}
-
-fn limit_of(limit: usize) -> i64 {
-    i64::try_from(limit).unwrap_or(i64::MAX)
 }
 
 impl SqliteAuditSink {
