@@ -9,7 +9,10 @@ use std::sync::{Arc, Mutex};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
-use toolguard::provider::{AdapterError, ExportOptions, anthropic, openai, restore_call_nulls};
+use tokio::task::JoinError;
+use toolguard::provider::{
+    AdapterError, ExportError, ExportOptions, anthropic, openai, restore_call_nulls,
+};
 use toolguard::{
     Dispatcher, Identifier, ManualClock, MemoryAuditSink, Owned, Principal, Status, ToolCall,
     ToolContext, ToolError, ToolOutcome, tool,
@@ -148,15 +151,16 @@ impl Dialect {
         }
     }
 
-    /// The tools of the request body.
-    fn tools<S: Send + Sync + 'static>(self, d: &Dispatcher<S>) -> Value {
+    /// The tools of the request body. A tool that cannot be exported is an error of the host's
+    /// registry: fix it before talking to the model.
+    fn tools<S: Send + Sync + 'static>(self, d: &Dispatcher<S>) -> Result<Value, ExportError> {
         let specs: Vec<toolguard::ToolSpec> = d.specs().cloned().collect();
         let opts = ExportOptions::default();
         let exported = match self {
             Dialect::OpenAiChat => openai::chat_tools(&specs, &opts),
             Dialect::AnthropicMessages => anthropic::tools(&specs, &opts),
         };
-        exported.map(|set| set.tools).unwrap_or(Value::Null)
+        exported.map(|set| set.tools)
     }
 
     /// The tool calls of a response.
@@ -231,7 +235,45 @@ impl ScriptedModel {
 /// Most model round trips for one user message.
 const MAX_ROUNDS: usize = 8;
 
-/// One user turn: call the model until it answers without tool calls. Returns every outcome.
+/// How one user turn went.
+#[derive(Debug, Default)]
+pub struct Turn {
+    /// Every outcome, one per call the model made, in call order.
+    pub outcomes: Vec<ToolOutcome>,
+    /// Set when the turn ended on a response the adapter could not read: none of that
+    /// response's calls ran, and it was not added to the conversation.
+    pub unreadable: Option<AdapterError>,
+}
+
+/// The answer to one dispatched call. A dispatch task that panicked or was cancelled still
+/// answers its call id: `outcome_unknown` (the call may have begun; the model must not retry
+/// blindly), or `failed` for a read-only tool. A provider rejects a conversation with an
+/// unanswered call id, so no id is ever dropped.
+pub fn joined(
+    call_id: &str,
+    tool: &str,
+    read_only: bool,
+    result: Result<ToolOutcome, JoinError>,
+) -> ToolOutcome {
+    result.unwrap_or_else(|error| {
+        let status = if read_only {
+            Status::Failed
+        } else {
+            Status::OutcomeUnknown
+        };
+        let mut out = ToolOutcome::new(call_id, tool, status);
+        out.reason = Some("dispatch_task_failed".to_owned());
+        out.message = Some(if read_only {
+            "the call could not be completed".to_owned()
+        } else {
+            "the call's outcome is unknown; check before retrying".to_owned()
+        });
+        println!("     (the dispatch of {call_id} failed: {error})");
+        out
+    })
+}
+
+/// One user turn: call the model until it answers without tool calls.
 pub async fn user_turn<S: Send + Sync + 'static>(
     dialect: Dialect,
     dispatcher: &Dispatcher<S>,
@@ -239,8 +281,8 @@ pub async fn user_turn<S: Send + Sync + 'static>(
     model: &mut ScriptedModel,
     messages: &mut Vec<Value>,
     tools: &Value,
-) -> Vec<ToolOutcome> {
-    let mut outcomes = Vec::new();
+) -> Turn {
+    let mut turn = Turn::default();
     println!("     ({} turn)", dialect.name());
     for _ in 0..MAX_ROUNDS {
         let request = json!({"model": "scripted", "messages": messages.clone(), "tools": tools});
@@ -250,8 +292,10 @@ pub async fn user_turn<S: Send + Sync + 'static>(
         let calls = match dialect.calls(&response) {
             Ok(calls) => calls,
             Err(error) => {
-                // An unreadable response is the provider's fault: run nothing, stop the turn.
+                // An unreadable response is the provider's fault: run none of its calls, keep it
+                // out of the conversation (its call ids could not be answered), stop the turn.
                 println!("     (the response could not be read: {error})");
+                turn.unreadable = Some(error);
                 break;
             }
         };
@@ -262,24 +306,29 @@ pub async fn user_turn<S: Send + Sync + 'static>(
         // Parallel calls run concurrently; each answer keeps its call's id.
         let mut running = Vec::new();
         for mut call in calls {
+            let mut read_only = false;
             if let Some(spec) = dispatcher.spec(&call.tool) {
+                read_only = spec.read_only;
                 // Strict mode sends `null` for an omitted optional field: make it absent again.
-                let _ = restore_call_nulls(&mut call, &spec.input_schema);
+                // Should that fail, the call goes as sent and schema validation judges it.
+                if let Err(error) = restore_call_nulls(&mut call, &spec.input_schema) {
+                    println!("     (nulls of {} left as sent: {error})", call.call_id);
+                }
             }
+            let (call_id, tool) = (call.call_id.clone(), call.tool.clone());
             let d = dispatcher.clone();
             let p = principal.clone();
-            running.push(tokio::spawn(async move { d.dispatch(call, &p).await }));
+            let task = tokio::spawn(async move { d.dispatch(call, &p).await });
+            running.push((call_id, tool, read_only, task));
         }
         let mut answered = Vec::new();
-        for task in running {
-            if let Ok(out) = task.await {
-                answered.push(out);
-            }
+        for (call_id, tool, read_only, task) in running {
+            answered.push(joined(&call_id, &tool, read_only, task.await));
         }
         messages.extend(dialect.results(&answered));
-        outcomes.extend(answered);
+        turn.outcomes.extend(answered);
     }
-    outcomes
+    turn
 }
 
 fn chat(id: &str, calls: &[(&str, &str, &str)]) -> Value {
@@ -380,8 +429,16 @@ pub async fn run() -> Claims {
     let mut c = Claims::default();
 
     c.step("1. Export the tools once, in each provider's format");
-    let openai_tools = Dialect::OpenAiChat.tools(&dispatcher);
-    let anthropic_tools = Dialect::AnthropicMessages.tools(&dispatcher);
+    let (openai_tools, anthropic_tools) = match (
+        Dialect::OpenAiChat.tools(&dispatcher),
+        Dialect::AnthropicMessages.tools(&dispatcher),
+    ) {
+        (Ok(openai_tools), Ok(anthropic_tools)) => (openai_tools, anthropic_tools),
+        (Err(error), _) | (_, Err(error)) => {
+            c.check(format!("the tools export: {error}"), false);
+            return c;
+        }
+    };
     let names = |tools: &Value, pointer: &str| -> Vec<String> {
         tools
             .as_array()
@@ -476,7 +533,8 @@ pub async fn run() -> Claims {
         &mut messages,
         &openai_tools,
     )
-    .await;
+    .await
+    .outcomes;
     let ticket = find(&outs, "call_cancel").and_then(|o| o.approval.clone());
     let approval = ticket
         .as_ref()
@@ -493,7 +551,8 @@ pub async fn run() -> Claims {
         &mut messages,
         &openai_tools,
     )
-    .await;
+    .await
+    .outcomes;
     println!("     transcript:");
     print_transcript(&messages);
 
@@ -612,7 +671,59 @@ pub async fn run() -> Claims {
         model.requests.iter().all(|r| r["tools"] == openai_tools) && model.requests.len() == 6,
     );
 
-    c.step("3. Anthropic Messages: tool_use blocks, tool_result with is_error");
+    c.step("3. What the loop does when a response or a dispatch fails");
+    // The model answers with a call of a type the adapter does not handle next to a readable one.
+    let mut unreadable = chat(
+        "chatcmpl-7",
+        &[
+            ("call_o5", "get_order", r#"{"order_ref":"ORDER-5"}"#),
+            ("call_grep", "grep_orders", r#"{"pattern":"*"}"#),
+        ],
+    );
+    unreadable["choices"][0]["message"]["tool_calls"][1]["type"] = json!("custom");
+    let mut model =
+        ScriptedModel::new(vec![unreadable, chat_text("chatcmpl-8", "never requested")]);
+    let mut messages = vec![json!({"role": "user", "content": "Show me ORDER-5."})];
+    let before = messages.clone();
+    let turn = user_turn(
+        Dialect::OpenAiChat,
+        &dispatcher,
+        &alice,
+        &mut model,
+        &mut messages,
+        &openai_tools,
+    )
+    .await;
+    c.check(
+        "a response the adapter cannot read (a tool call of type custom) ends the turn with the \
+         adapter's error: none of its calls runs, and the conversation gets no message whose \
+         call ids it could not answer",
+        matches!(&turn.unreadable, Some(AdapterError::UnsupportedCall { kind, .. }) if kind == "custom")
+            && turn.outcomes.is_empty()
+            && messages == before
+            && model.requests.len() == 1,
+    );
+    // A dispatch task that dies (here: cancelled) is answered under its call id all the same.
+    let task = tokio::spawn(std::future::pending::<ToolOutcome>());
+    task.abort();
+    let lost = joined("call_lost", "cancel_order", false, task.await);
+    let lost_read = joined("call_lost_read", "get_order", true, {
+        let task = tokio::spawn(std::future::pending::<ToolOutcome>());
+        task.abort();
+        task.await
+    });
+    let answer = openai::chat_result(&lost);
+    c.check(
+        "a dispatch task that fails to join still answers its tool_call_id: outcome_unknown \
+         (failed for a read-only tool), reason dispatch_task_failed",
+        answer["tool_call_id"] == "call_lost"
+            && lost.status == Status::OutcomeUnknown
+            && lost.reason.as_deref() == Some("dispatch_task_failed")
+            && lost_read.status == Status::Failed
+            && lost_read.call_id == "call_lost_read",
+    );
+
+    c.step("4. Anthropic Messages: tool_use blocks, tool_result with is_error");
     let mut model = ScriptedModel::new(vec![
         message(
             "msg_01",
@@ -655,7 +766,8 @@ pub async fn run() -> Claims {
         &mut messages,
         &anthropic_tools,
     )
-    .await;
+    .await
+    .outcomes;
     println!("     transcript:");
     print_transcript(&messages);
     let block = |id: &str| -> Value {
@@ -741,7 +853,7 @@ pub async fn run() -> Claims {
         }),
     );
 
-    c.step("4. The audit trail");
+    c.step("5. The audit trail");
     let entries = audit.entries();
     c.check(
         format!(
