@@ -10,10 +10,11 @@ use serde::Serialize;
 use serde_json::json;
 use toolguard::store::{ApprovalStore, MemoryStore};
 use toolguard::{
-    Dispatcher, MemoryAuditSink, Owned, Principal, Status, ToolCall, ToolContext, ToolError, tool,
+    Cents, Dispatcher, MemoryAuditSink, Owned, Principal, Status, ToolCall, ToolContext, ToolError,
+    ToolOutcome, tool,
 };
 
-use crate::claims::Claims;
+use crate::claims::{Claims, approval_id, show};
 
 /// Where an order stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,13 +85,34 @@ async fn refundable(ctx: &ToolContext<Shop>, args: &RefundOrderArgs) -> Result<(
     }
 }
 
-/// Refunds one of the caller's orders in full. A human approves every refund.
-#[tool(risk = "critical", idempotent, authorize = refundable)]
+/// The amount must not exceed what the order was paid. Runs before approval and again right
+/// before execution.
+async fn within_order(ctx: &ToolContext<Shop>, args: &RefundOrderArgs) -> Result<(), ToolError> {
+    let orders = ctx.state().orders.lock().unwrap();
+    match orders.get(&args.order_ref) {
+        Some(order) if args.amount.get() > order.cents => Err(ToolError::precondition(
+            "the amount exceeds what the order was paid",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Refunds one of the caller's orders, up to what it was paid. A human approves every refund,
+/// seeing the exact amount.
+#[tool(
+    risk = "critical",
+    idempotent,
+    authorize = refundable,
+    preflight = within_order
+)]
 pub async fn refund_order(
     ctx: &ToolContext<Shop>,
     /// Order reference, like `ORDER-7`.
     #[arg(kind = "identifier", max_len = 32)]
     order_ref: String,
+    /// Amount to pay back in cents (integer minor units), at most the order's total.
+    #[arg(amount, min = 1, max = 10_000_000)]
+    amount: Cents,
     /// Why the customer wants the money back.
     #[arg(min_len = 3, max_len = 200)]
     reason: String,
@@ -101,8 +123,13 @@ pub async fn refund_order(
     let order = orders
         .get_mut(&order_ref)
         .ok_or_else(ToolError::not_found)?;
+    if amount.get() > order.cents {
+        return Err(ToolError::precondition(
+            "the amount exceeds what the order was paid",
+        ));
+    }
     order.state = OrderState::Refunded;
-    let cents = order.cents;
+    let cents = amount.get();
     shop.refunds
         .lock()
         .unwrap()
@@ -119,6 +146,7 @@ fn seeded_shop() -> Shop {
         ("ORDER-8", "acme", "bob", 9_900, OrderState::Paid),
         ("ORDER-9", "globex", "carol", 7_700, OrderState::Paid),
         ("ORDER-10", "acme", "alice", 3_000, OrderState::Paid),
+        ("ORDER-11", "acme", "alice", 6_000, OrderState::Paid),
     ] {
         shop.orders.lock().unwrap().insert(
             id.into(),
@@ -147,24 +175,34 @@ pub async fn run() -> Claims {
         .expect("the desk's registry is valid");
     let alice = Principal::new("acme", "alice", "chat-1");
     let supervisor = Principal::new("acme", "sam", "console").with_role("approver");
-    let refund = |order: &str, reason: &str, key: &str| {
+    // What the model proposes: the order, the amount in cents, the reason, and its key.
+    let refund = |order: &str, cents: u64, reason: &str, key: &str| {
         ToolCall::new(
             format!("call-{key}"),
             "refund_order",
-            json!({"order_ref": order, "reason": reason, "idempotency_key": key}),
+            json!({"order_ref": order, "amount": cents, "reason": reason, "idempotency_key": key}),
         )
     };
     let mut c = Claims::default();
 
     c.step("1. Another customer's order and another shop's order look like no order at all");
     let bobs = desk
-        .dispatch(refund("ORDER-8", "never arrived", "rk-order-8"), &alice)
+        .dispatch(
+            refund("ORDER-8", 9_900, "never arrived", "rk-order-8"),
+            &alice,
+        )
         .await;
     let foreign = desk
-        .dispatch(refund("ORDER-9", "never arrived", "rk-order-9"), &alice)
+        .dispatch(
+            refund("ORDER-9", 7_700, "never arrived", "rk-order-9"),
+            &alice,
+        )
         .await;
     let missing = desk
-        .dispatch(refund("ORDER-404", "never arrived", "rk-order-404"), &alice)
+        .dispatch(
+            refund("ORDER-404", 1_000, "never arrived", "rk-order-404"),
+            &alice,
+        )
         .await;
     c.check(
         "ORDER-8 (bob's, same shop) answers not_found",
@@ -192,7 +230,10 @@ pub async fn run() -> Claims {
 
     c.step("2. An order refunded already");
     let twice = desk
-        .dispatch(refund("ORDER-6", "refund again", "rk-order-6"), &alice)
+        .dispatch(
+            refund("ORDER-6", 1_000, "refund again", "rk-order-6"),
+            &alice,
+        )
         .await;
     c.check(
         "ORDER-6 answers precondition_failed",
@@ -201,7 +242,10 @@ pub async fn run() -> Claims {
 
     c.step("3. A refund waits for a human, who sees exactly what will run");
     let pending = desk
-        .dispatch(refund("ORDER-7", "arrived broken", "rk-order-7"), &alice)
+        .dispatch(
+            refund("ORDER-7", 4_200, "arrived broken", "rk-order-7"),
+            &alice,
+        )
         .await;
     c.check(
         "ORDER-7 answers pending_approval",
@@ -217,8 +261,10 @@ pub async fn run() -> Claims {
         preview.replace('\n', "\n              ")
     );
     c.check(
-        "the preview names the order and the reason",
-        preview.contains("\"ORDER-7\"") && preview.contains("\"arrived broken\""),
+        "the preview names the order, the amount and the reason",
+        preview.contains("\"ORDER-7\"")
+            && preview.contains("amount: 4200")
+            && preview.contains("\"arrived broken\""),
     );
     c.check(
         "nothing is refunded while pending",
@@ -245,7 +291,7 @@ pub async fn run() -> Claims {
 
     c.step("5. The approval is bound to the exact action");
     let first = desk
-        .dispatch(refund("ORDER-5", "wrong size", "rk-order-5"), &alice)
+        .dispatch(refund("ORDER-5", 2_500, "wrong size", "rk-order-5"), &alice)
         .await;
     let id5 = first
         .approval
@@ -254,7 +300,7 @@ pub async fn run() -> Claims {
         .unwrap_or_default();
     let changed_same_key = desk
         .dispatch(
-            refund("ORDER-5", "changed my mind, send cash", "rk-order-5"),
+            refund("ORDER-5", 2_500, "changed my mind, send cash", "rk-order-5"),
             &alice,
         )
         .await;
@@ -264,7 +310,12 @@ pub async fn run() -> Claims {
     );
     let changed_new_key = desk
         .dispatch(
-            refund("ORDER-5", "changed my mind, send cash", "rk-order-5b"),
+            refund(
+                "ORDER-5",
+                2_500,
+                "changed my mind, send cash",
+                "rk-order-5b",
+            ),
             &alice,
         )
         .await;
@@ -276,7 +327,10 @@ pub async fn run() -> Claims {
     // Someone with write access to the approval store swaps the order under the approved request.
     let id10 = {
         let out = desk
-            .dispatch(refund("ORDER-10", "late delivery", "rk-order-10"), &alice)
+            .dispatch(
+                refund("ORDER-10", 3_000, "late delivery", "rk-order-10"),
+                &alice,
+            )
             .await;
         out.approval.map(|t| t.approval_id).unwrap_or_default()
     };
@@ -302,8 +356,9 @@ pub async fn run() -> Claims {
         .approve(&id5, &alice.clone().with_role("approver"))
         .await;
     c.check(
-        "the customer cannot approve their own refund",
-        self_approval.status == Status::Forbidden,
+        "the customer cannot approve their own refund: forbidden (self_approval)",
+        self_approval.status == Status::Forbidden
+            && self_approval.reason.as_deref() == Some("self_approval"),
     );
     let approved = desk.approvals().approve(&id5, &supervisor).await;
     c.check(
@@ -311,7 +366,7 @@ pub async fn run() -> Claims {
         approved.status == Status::Ok,
     );
     let retry = desk
-        .dispatch(refund("ORDER-5", "wrong size", "rk-order-5"), &alice)
+        .dispatch(refund("ORDER-5", 2_500, "wrong size", "rk-order-5"), &alice)
         .await;
     c.check(
         "the model's retry replays the outcome",
@@ -321,6 +376,87 @@ pub async fn run() -> Claims {
     c.check(
         "exactly one refund of 2,500 cents was paid",
         refunds == vec![("ORDER-5".to_owned(), 2_500)],
+    );
+
+    c.step("7. The amount changes while the refund waits: a new intent, never the old approval");
+    let asked = desk
+        .dispatch(
+            refund("ORDER-11", 6_000, "never arrived", "rk-order-11"),
+            &alice,
+        )
+        .await;
+    show("refund 6,000 cents of ORDER-11", &asked);
+    let id11 = approval_id(&asked);
+    let shown = |o: &ToolOutcome| {
+        o.approval
+            .as_ref()
+            .map(|t| t.preview.clone())
+            .unwrap_or_default()
+    };
+    c.check(
+        "6,000 cents of ORDER-11 wait for approval; the preview shows amount: 6000",
+        asked.status == Status::PendingApproval && shown(&asked).contains("amount: 6000"),
+    );
+    let too_much = desk
+        .dispatch(
+            refund("ORDER-11", 9_000, "never arrived", "rk-order-11x"),
+            &alice,
+        )
+        .await;
+    show("refund 9,000 cents of the 6,000-cent order", &too_much);
+    c.check(
+        "more than the order was paid is refused by the preflight: precondition_failed, no \
+         approval asked",
+        too_much.status == Status::PreconditionFailed && too_much.approval.is_none(),
+    );
+    let same_key = desk
+        .dispatch(
+            refund("ORDER-11", 5_000, "never arrived", "rk-order-11"),
+            &alice,
+        )
+        .await;
+    show("5,000 cents under the same key", &same_key);
+    c.check(
+        "a changed amount under the same key is an idempotency_conflict",
+        same_key.status == Status::IdempotencyConflict,
+    );
+    let new_key = desk
+        .dispatch(
+            refund("ORDER-11", 5_000, "never arrived", "rk-order-11b"),
+            &alice,
+        )
+        .await;
+    show("5,000 cents under a new key", &new_key);
+    let id11b = approval_id(&new_key);
+    c.check(
+        "a changed amount under a new key is a new intent: its own approval, preview amount: 5000",
+        new_key.status == Status::PendingApproval
+            && !id11b.is_empty()
+            && id11b != id11
+            && shown(&new_key).contains("amount: 5000"),
+    );
+    let old = desk.approvals().approve(&id11, &supervisor).await;
+    show("the supervisor approves the first request", &old);
+    c.check(
+        "the first approval pays exactly the 6,000 cents it showed, never the changed 5,000",
+        old.status == Status::Ok
+            && old.data().and_then(|d| d["cents"].as_u64()) == Some(6_000)
+            && shop.refunds.lock().unwrap().last() == Some(&("ORDER-11".to_owned(), 6_000)),
+    );
+    let new = desk.approvals().approve(&id11b, &supervisor).await;
+    show("the supervisor approves the second request", &new);
+    c.check(
+        "the second request is judged on its own: the order is refunded now, precondition_failed",
+        new.status == Status::PreconditionFailed,
+    );
+    let refunds = shop.refunds.lock().unwrap().clone();
+    c.check(
+        "two refunds in all: 2,500 cents of ORDER-5 and 6,000 of ORDER-11",
+        refunds
+            == vec![
+                ("ORDER-5".to_owned(), 2_500),
+                ("ORDER-11".to_owned(), 6_000),
+            ],
     );
     c.check("the audit chain verifies", audit.verify().is_ok());
     c
