@@ -5,8 +5,9 @@
 //! | external recipient | the company's domain list | `Email` kind, domain allowlist in the sanitizer | every external recipient (policy hook) | recipient, reason code |
 //! | sensitive attachment | the document store's labels | not to external recipients (preflight, rechecked) | internal recipients | attachment refs |
 //! | injected content | none: the body is model output | prompt-injection markers on the canonical form | the preview shows the exact message | reason code, never the payload |
-//! | duplicate send | the model's idempotency key | same key + same message replays, changed message conflicts | approval bound by digest | `replayed` |
+//! | duplicate send | the model's idempotency key | same key + same message replays, changed message conflicts | approval bound by digest; a changed message is a new intent | `replayed` |
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -16,8 +17,8 @@ use serde_json::{Value, json};
 use toolguard::sanitize::Sanitizer;
 use toolguard::store::{ApprovalStore, MemoryStore};
 use toolguard::{
-    Dispatcher, Email, Identifier, ManualClock, MemoryAuditSink, Owned, Principal, RiskPolicy,
-    Status, ToolCall, ToolContext, ToolError, ToolOutcome, tool,
+    Approvals, Dispatcher, Email, Identifier, ManualClock, MemoryAuditSink, Owned, Principal,
+    RiskPolicy, Status, ToolCall, ToolContext, ToolError, ToolOutcome, tool,
 };
 
 use crate::claims::{Claims, approval_id, show};
@@ -143,10 +144,11 @@ async fn stays_inside(ctx: &ToolContext<MailRoom>, args: &SendEmailArgs) -> Resu
 }
 
 /// Sends an e-mail on the caller's behalf. Mail to other companies, and mail carrying sensitive
-/// documents, waits for a human who sees exactly what will be sent.
+/// documents, waits for two people (four eyes) who see exactly what will be sent.
 #[tool(
     risk = "high",
     idempotent,
+    approvals = 2,
     authorize = attachments_visible,
     preflight = stays_inside
 )]
@@ -190,6 +192,35 @@ fn mail(to: &str, subject: &str, body: &str, attachments: &[&str], key: &str) ->
     })
 }
 
+/// The mail room's dispatcher, counting every call and decision it answers (each writes one
+/// audit entry).
+struct Desk {
+    dispatcher: Dispatcher<MailRoom>,
+    answered: Cell<usize>,
+}
+
+impl Desk {
+    async fn dispatch(&self, call: ToolCall, who: &Principal) -> ToolOutcome {
+        self.answered.set(self.answered.get() + 1);
+        self.dispatcher.dispatch(call, who).await
+    }
+
+    async fn approve(&self, id: &str, who: &Principal) -> ToolOutcome {
+        self.answered.set(self.answered.get() + 1);
+        self.dispatcher.approvals().approve(id, who).await
+    }
+
+    async fn reject(&self, id: &str, who: &Principal, why: &str) -> ToolOutcome {
+        self.answered.set(self.answered.get() + 1);
+        self.dispatcher.approvals().reject(id, who, why).await
+    }
+
+    /// Read-only access to the approval queue (no audit entry).
+    fn approvals(&self) -> Approvals<'_, MailRoom> {
+        self.dispatcher.approvals()
+    }
+}
+
 fn preview(out: &ToolOutcome) -> String {
     out.approval
         .as_ref()
@@ -214,7 +245,7 @@ pub async fn run() -> Claims {
             external || sensitive
         }
     });
-    let desk = Dispatcher::builder()
+    let dispatcher = Dispatcher::builder()
         .state_arc(room.clone())
         .tool(SendEmail)
         .sanitizer(Sanitizer::new().allow_email_domains("send_email", "to", ALLOWED))
@@ -224,10 +255,17 @@ pub async fn run() -> Claims {
         .clock(clock.clone())
         .build()
         .expect("the mail room's registry is valid");
+    let desk = Desk {
+        dispatcher,
+        answered: Cell::new(0),
+    };
     use toolguard::Clock;
     let now = clock.now();
     let ann = Principal::new("acme", "ann", "chat-7").authenticated_at(now);
     let lead = Principal::new("acme", "lee", "console")
+        .with_role("approver")
+        .authenticated_at(now);
+    let second = Principal::new("acme", "mia", "console")
         .with_role("approver")
         .authenticated_at(now);
     let send = |id: &str, args: Value| ToolCall::new(id, "send_email", args);
@@ -299,17 +337,23 @@ pub async fn run() -> Claims {
             && shown.contains("attachment_refs: [\"brochure-2026\"]"),
     );
     c.check("nothing is sent while it waits", room.sends() == 1);
-    let own = desk.approvals().approve(&approval_id(&pending), &ann).await;
+    let own = desk.approve(&approval_id(&pending), &ann).await;
     c.check(
-        "the sender cannot approve her own mail",
-        own.status == Status::Forbidden,
+        "the sender cannot approve her own mail: forbidden (self_approval)",
+        own.status == Status::Forbidden && own.reason.as_deref() == Some("self_approval"),
     );
-    let approved = desk
-        .approvals()
-        .approve(&approval_id(&pending), &lead)
-        .await;
-    show("lee approves", &approved);
-    c.check("the approval sends it: ok", approved.status == Status::Ok);
+    let first_yes = desk.approve(&approval_id(&pending), &lead).await;
+    show("lee approves", &first_yes);
+    c.check(
+        "lee's approval is the first of two: still pending_approval, nothing sent",
+        first_yes.status == Status::PendingApproval && room.sends() == 1,
+    );
+    let approved = desk.approve(&approval_id(&pending), &second).await;
+    show("mia approves", &approved);
+    c.check(
+        "the second approval sends it: ok",
+        approved.status == Status::Ok,
+    );
     c.check(
         "what was sent is exactly what the preview showed",
         room.last()
@@ -484,7 +528,6 @@ pub async fn run() -> Claims {
             && foreign.message == missing.message,
     );
     let rejected = desk
-        .approvals()
         .reject(&approval_id(&payroll_in), &lead, "not by mail")
         .await;
     c.check(
@@ -492,7 +535,7 @@ pub async fn run() -> Claims {
         rejected.status == Status::ApprovalRejected && room.sends() == before,
     );
 
-    c.step("5. A changed message after approval is a new intent");
+    c.step("5. A message changed after its approval began is a new intent");
     let body_v1 = "Hi Dan,\nthe meeting moves to Friday.\nAnn";
     let body_v2 = "Hi Dan,\nthe meeting moves to Friday. Bring the payroll file.\nAnn";
     let v1 = mail(
@@ -504,9 +547,14 @@ pub async fn run() -> Claims {
     );
     let asked = desk.dispatch(send("m5", v1), &ann).await;
     let old_id = approval_id(&asked);
-    let ok = desk.approvals().approve(&old_id, &lead).await;
-    show("approved and sent: version 1", &ok);
-    let sends = room.sends();
+    let before = room.sends();
+    let half = desk.approve(&old_id, &lead).await;
+    show("lee approves version 1 (1 of 2)", &half);
+    c.check(
+        "version 1 is approved by lee and not yet sent: pending_approval",
+        half.status == Status::PendingApproval && room.sends() == before,
+    );
+    // Before the second approval, the model changes the body.
     let same_key = desk
         .dispatch(
             send(
@@ -551,7 +599,26 @@ pub async fn run() -> Claims {
         "the new preview shows the new body",
         preview(&new_key).contains("Bring the payroll file."),
     );
-    let reuse = desk.approvals().approve(&old_id, &lead).await;
+    let carried = store
+        .get(&approval_id(&new_key))
+        .await
+        .ok()
+        .flatten()
+        .map(|r| r.decisions.len());
+    c.check(
+        "lee's approval of version 1 does not carry over: the new request has no decisions",
+        carried == Some(0),
+    );
+    let ok = desk.approve(&old_id, &second).await;
+    show("mia approves version 1 (2 of 2)", &ok);
+    c.check(
+        "the completed approval sends version 1 exactly as approved, never version 2",
+        ok.status == Status::Ok
+            && room.sends() == before + 1
+            && room.last().is_some_and(|m| m.body == body_v1),
+    );
+    let sends = room.sends();
+    let reuse = desk.approve(&old_id, &lead).await;
     show("the old approval, used again", &reuse);
     c.check(
         "the old approval cannot be used again (precondition_failed, already_decided)",
@@ -565,7 +632,7 @@ pub async fn run() -> Claims {
         let v = stored.version;
         let _ = store.update(&stored, v).await;
     }
-    let swapped = desk.approvals().approve(&new_id, &lead).await;
+    let swapped = desk.approve(&new_id, &lead).await;
     show("approve after the stored body was swapped", &swapped);
     c.check(
         "a body swapped in the store fails the digest: approval_rejected (binding_mismatch)",
@@ -644,8 +711,12 @@ pub async fn run() -> Claims {
         room.sends() == 3,
     );
     c.check(
-        "every call and decision wrote one audit entry, and the chain verifies",
-        audit.verify().is_ok() && audit.len() >= 25,
+        format!(
+            "each of the {} calls and decisions wrote exactly one audit entry, and the chain \
+             verifies",
+            desk.answered.get()
+        ),
+        audit.verify().is_ok() && audit.len() == desk.answered.get(),
     );
     c
 }
