@@ -1,7 +1,8 @@
 //! Quickstart: declare two tools, dispatch a good call and several bad ones, print each status
 //! and the audit trail.
 //!
-//! Run with `cargo run --example quickstart`.
+//! Run with `cargo run --example quickstart`. `tests/example_quickstart.rs` checks every line it
+//! prints.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -78,7 +79,16 @@ async fn append_line(
 }
 
 #[tokio::main]
+#[allow(dead_code)] // the test includes this file as a module and calls `run` only
 async fn main() {
+    for line in run().await {
+        println!("{line}");
+    }
+}
+
+/// Runs the quickstart and returns the lines it prints.
+pub async fn run() -> Vec<String> {
+    let mut lines = Vec::new();
     let notebook = Notebook::default();
     for (id, tenant, owner) in [("n-1", "acme", "alice"), ("n-2", "acme", "bob")] {
         notebook.notes.lock().unwrap().insert(
@@ -164,23 +174,28 @@ async fn main() {
         } else {
             ""
         };
-        println!("{what:<34} -> {:<18} {detail}{replay}", out.status.as_str());
+        lines.push(format!(
+            "{what:<34} -> {:<18} {detail}{replay}",
+            out.status.as_str()
+        ));
     }
 
-    println!("\naudit trail:");
+    lines.push(String::new());
+    lines.push("audit trail:".to_owned());
     for e in audit.entries() {
-        println!(
+        lines.push(format!(
             "  #{:<2} {:<18} {:<18} stage={:<11} reason={:<16} hash={}",
             e.seq,
             e.record.tool,
             e.record.status.map(|s| s.as_str()).unwrap_or("-"),
             format!("{:?}", e.record.stage).to_lowercase(),
             e.record.reason.as_deref().unwrap_or("-"),
-            &e.hash[..12],
-        );
+            e.hash.get(..12).unwrap_or(&e.hash),
+        ));
     }
-    match audit.verify() {
-        Ok(()) => println!("hash chain verifies ({} entries)", audit.len()),
-        Err(broken) => println!("hash chain broken: {broken}"),
-    }
+    lines.push(match audit.verify() {
+        Ok(()) => format!("hash chain verifies ({} entries)", audit.len()),
+        Err(broken) => format!("hash chain broken: {broken}"),
+    });
+    lines
 }
