@@ -619,6 +619,11 @@ fn scan(value: &str, kind: FieldKind) -> Result<(Option<String>, Vec<Modificatio
     let mut stripped: Vec<(CharClass, usize)> = Vec::new();
     let mut marks_run = 0usize;
     let mut flag_tags_left = 0usize;
+    // The last kept character that is not a variation selector or emoji component, and the last
+    // character (kept or not) that is not a combining mark: what `keep_joiner` looks back at,
+    // tracked here so runs of joiners cost O(n), not O(n²).
+    let mut last_base: Option<char> = None;
+    let mut last_non_mark: Option<char> = None;
     for (i, &c) in chars.iter().enumerate() {
         let class = chars::classify(c);
         let action = if flag_tags_left > 0 {
@@ -650,7 +655,7 @@ fn scan(value: &str, kind: FieldKind) -> Result<(Option<String>, Vec<Modificatio
                 CharClass::Bidi => Action::Block("bidi_control"),
                 CharClass::Tag => Action::Block("tag_character"),
                 CharClass::ZeroWidth if lenient => {
-                    if keep_joiner(&chars, &keep, i) {
+                    if keep_joiner(c, last_base, last_non_mark, chars.get(i + 1).copied()) {
                         Action::Keep
                     } else {
                         Action::Strip
@@ -673,9 +678,16 @@ fn scan(value: &str, kind: FieldKind) -> Result<(Option<String>, Vec<Modificatio
                 CharClass::Unassigned => Action::Block("unassigned"),
             }
         };
+        let is_mark = chars::is_mark(c);
+        if !is_mark {
+            last_non_mark = Some(c);
+        }
         match action {
             Action::Keep => {
-                if chars::is_mark(c) {
+                if class != CharClass::VariationSelector && !chars::is_emoji_component(c) {
+                    last_base = Some(c);
+                }
+                if is_mark {
                     marks_run += 1;
                     if lenient && marks_run > MAX_COMBINING_MARKS {
                         return Err("excessive_combining");
@@ -722,29 +734,19 @@ fn scan(value: &str, kind: FieldKind) -> Result<(Option<String>, Vec<Modificatio
     Ok((Some(cleaned), mods))
 }
 
-/// The previous kept character before `i`, skipping variation selectors and emoji components.
-fn prev_base(chars: &[char], keep: &[bool], i: usize) -> Option<char> {
-    chars[..i]
-        .iter()
-        .zip(&keep[..i])
-        .rev()
-        .filter(|(_, k)| **k)
-        .map(|(c, _)| *c)
-        .find(|c| {
-            chars::classify(*c) != CharClass::VariationSelector && !chars::is_emoji_component(*c)
-        })
-}
-
 /// ZWJ inside an emoji ZWJ sequence, or ZWJ/ZWNJ between letters of a joining script.
-fn keep_joiner(chars: &[char], keep: &[bool], i: usize) -> bool {
-    let c = chars[i];
+///
+/// `prev` is the last kept character before the joiner that is not a variation selector or emoji
+/// component, `prev_letter` the last character before it that is not a combining mark, `next` the
+/// character after it.
+fn keep_joiner(c: char, prev: Option<char>, prev_letter: Option<char>, next: Option<char>) -> bool {
     if c != '\u{200D}' && c != '\u{200C}' {
         return false;
     }
-    let Some(prev) = prev_base(chars, keep, i) else {
+    let Some(prev) = prev else {
         return false;
     };
-    let Some(&next) = chars.get(i + 1) else {
+    let Some(next) = next else {
         return false;
     };
     if c == '\u{200D}'
@@ -755,11 +757,6 @@ fn keep_joiner(chars: &[char], keep: &[bool], i: usize) -> bool {
     {
         return true;
     }
-    let prev_letter = chars[..i]
-        .iter()
-        .rev()
-        .find(|c| !chars::is_mark(**c))
-        .copied();
     matches!(prev_letter, Some(p) if chars::joins_in_script(p)) && chars::joins_in_script(next)
 }
 

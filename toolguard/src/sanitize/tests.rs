@@ -148,6 +148,38 @@ fn zero_width_split_keywords_are_stripped_and_caught() {
 }
 
 #[test]
+fn long_joiner_runs_are_linear() {
+    // 400 000 joiners after a Latin letter: every one is stripped. Looking back over the stripped
+    // run for each joiner took about a minute; the scan now tracks the last kept base.
+    let n = 400_000;
+    for (kind, joiner) in [
+        (FieldKind::Text, "\u{200D}"),
+        (FieldKind::Text, "\u{200C}"),
+        (FieldKind::Name, "\u{200D}"),
+    ] {
+        let value = format!("a{}b", joiner.repeat(n));
+        let start = std::time::Instant::now();
+        let out = judge(kind, &value);
+        assert_eq!(out.verdict, Verdict::Stripped, "{kind:?}");
+        assert_eq!(out.value.as_deref(), Some("ab"));
+        assert_eq!(out.modifications[0].count, n);
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "{kind:?}: {:?}",
+            start.elapsed()
+        );
+    }
+    // Joiners that are kept still are: between emoji, and between letters of a joining script.
+    let family = "👨\u{200D}👩\u{200D}👧";
+    assert_eq!(judge(FieldKind::Text, family).verdict, Verdict::Clean);
+    let persian = "می\u{200C}خواهم";
+    assert_eq!(judge(FieldKind::Text, persian).verdict, Verdict::Clean);
+    // After a stripped run the base is still the last kept character.
+    let out = judge(FieldKind::Text, "👨\u{200B}\u{200D}👩");
+    assert_eq!(out.value.as_deref(), Some("👨\u{200D}👩"));
+}
+
+#[test]
 fn more_than_three_invisibles() {
     let s = "a\u{200B}\u{200C}\u{200D}\u{2060}\u{FEFF}\u{00AD}\u{180E}\u{2061}\u{2062}\u{2063}\u{2064}b";
     let out = judge(FieldKind::Text, s);
