@@ -12,11 +12,13 @@
 //! 2. **Kind rules** on the value minus what was stripped (identifier charset, name charset and
 //!    scripts, e-mail parser and domain allowlist, URL host checks, path confinement, money).
 //! 3. **Markers** on the [canonical form](canon) (decoded, NFKC, case-folded, confusables folded,
-//!    invisible characters removed) of `text`, `name`, `url` and `path` values: prompt-injection
-//!    and shell-substitution patterns ([`patterns`]).
+//!    invisible characters removed) of `text`, `name`, `email`, `url` and `path` values:
+//!    prompt-injection and shell-substitution patterns ([`patterns`]).
 //!
-//! `opaque` fields are not looked at; `money` fields accept non-negative integers and
-//! three-letter upper-case currency codes only.
+//! `opaque` fields (structs, maps, `serde_json::Value`, vectors of structs) are walked: their
+//! nested strings are judged as `text` and their keys as now; numbers, booleans and nulls are left
+//! alone. `money` fields accept non-negative integers and the currency codes of
+//! [`Currency`](crate::kinds::Currency) only.
 //!
 //! The value passed on is always the original minus what was stripped; it is never "corrected"
 //! (no decoding, no normalization, no case change).
@@ -74,7 +76,7 @@
 //! | --- | --- |
 //! | `bidi_control` | a bidi embedding/override/isolate control (also when revealed by decoding) |
 //! | `tag_character` | a tag character outside an RGI flag sequence (also when revealed by decoding) |
-//! | `control_char` | a C0/C1 control the kind does not allow |
+//! | `control_char` | a C0/C1 control the kind does not allow (also when revealed by decoding: `%0d%0a`, `%00`, `&#0;`) |
 //! | `invisible_char` | a zero-width, format or variation-selector character in a strict kind |
 //! | `private_use` | a private-use code point in a strict kind |
 //! | `unassigned` | an unassigned code point or noncharacter in a strict kind |
@@ -85,8 +87,8 @@
 //! | `identifier_charset` | an identifier with a character other than ASCII letters, digits, `_`, `-` |
 //! | `identifier_length` | an identifier that is empty or longer than its limit (default 128) |
 //! | `name_charset` | a name with a character other than letters, marks, spaces, apostrophes, hyphens, periods, or without any letter |
-//! | `mixed_script` | a word of a name, or a label of an e-mail domain, mixing scripts (`Pаypal` with a Cyrillic `а`); a name written wholly in one script is fine (`Вера`) |
-//! | `email_invalid` | not a plain RFC 5322 `local@domain` address (display names, domain literals, no TLD refused) |
+//! | `mixed_script` | a word of a name, or a label of an e-mail domain, mixing scripts (`Pаypal` with a Cyrillic `а`); a name written wholly in one script is fine (`Вера`); an e-mail domain label (Unicode or `xn--`) wholly made of Latin look-alikes blocks too, as URL hosts do |
+//! | `email_invalid` | not a plain RFC 5322 `local@domain` address (display names, domain literals, no TLD, quoted local parts, and `` ` `` `$` `{` `}` in the local part refused) |
 //! | `email_domain_not_allowed` | a recipient domain outside the field's allowlist |
 //! | `url_invalid` | not an absolute URL with a host, or with white space |
 //! | `url_scheme` | a scheme outside the allowlist (default `https`, `http`) |
@@ -103,8 +105,8 @@
 //! | `path_absolute` | an absolute path, drive prefix or `~` |
 //! | `path_traversal` | a `..` component (also percent- or entity-encoded) |
 //! | `path_escape` | a symlink leading out of the root (or dangling) |
-//! | `money_invalid` | a negative or fractional amount, or a currency that is not three upper-case letters |
-//! | `invalid_key` | a nested object key that is not clean text |
+//! | `money_invalid` | a negative or fractional amount, or a currency code that is not a [`Currency`](crate::kinds::Currency) |
+//! | `invalid_key` | a nested object key that is not clean text (the field named is the object holding it, never the key) |
 //!
 //! Modification codes ([`Modification::what`]): `zero_width`, `format_char`,
 //! `variation_selector`, `control_char`, `line_separator`, `private_use`, `unassigned`.
@@ -413,8 +415,17 @@ impl Sanitizer {
         pointer: &mut String,
         report: &mut SanitizeReport,
     ) -> Result<(), &'static str> {
+        if field.kind == FieldKind::Opaque {
+            // Structs, maps, `serde_json::Value`, vectors of structs: their nested strings are
+            // judged as `text`; numbers, booleans and nulls are left alone.
+            let text = FieldSpec {
+                name: field.name.clone(),
+                kind: FieldKind::Text,
+                ..FieldSpec::default()
+            };
+            return self.walk(tool, &text, value, pointer, report);
+        }
         match (field.kind, value) {
-            (FieldKind::Opaque, _) => Ok(()),
             (_, Value::String(s)) => {
                 let out = self.sanitize_str(tool, field, s);
                 match out.verdict {
@@ -465,6 +476,8 @@ impl Sanitizer {
                         ..FieldSpec::default()
                     };
                     if self.sanitize_str(tool, &key_field, key).verdict != Verdict::Clean {
+                        // The report names the object holding the key, never the key itself.
+                        pointer.truncate(len);
                         return Err("invalid_key");
                     }
                     self.walk(tool, field, item, pointer, report)?;
@@ -479,16 +492,11 @@ impl Sanitizer {
     /// Judges one string as a value of `field` of tool `tool` (the per-string step of
     /// [`Sanitizer::sanitize`]).
     pub fn sanitize_str(&self, tool: &str, field: &FieldSpec, value: &str) -> StrOutcome {
-        let kind = field.kind;
-        if kind == FieldKind::Opaque {
-            return StrOutcome {
-                verdict: Verdict::Clean,
-                reason: None,
-                value: Some(value.to_string()),
-                modifications: Vec::new(),
-                resolved: None,
-            };
-        }
+        // A string inside an `opaque` value (a struct, map or `serde_json::Value`) is free text.
+        let kind = match field.kind {
+            FieldKind::Opaque => FieldKind::Text,
+            kind => kind,
+        };
         let (cleaned, modifications) = match scan(value, kind) {
             Ok(x) => x,
             Err(reason) => return StrOutcome::blocked(reason),
@@ -508,6 +516,7 @@ impl Sanitizer {
             FieldKind::Name => check_name(current).and_then(|()| markers(current, true)),
             FieldKind::Email => {
                 check_email(current, policy.and_then(|p| p.email_domains.as_deref()))
+                    .and_then(|()| markers(current, true))
             }
             FieldKind::Url => {
                 let default = UrlPolicy::default();
@@ -532,7 +541,7 @@ impl Sanitizer {
                 }
             }
             FieldKind::Money => check_currency(current),
-            FieldKind::Opaque => Ok(()),
+            FieldKind::Opaque => markers(current, true),
         };
         if let Err(reason) = kind_result {
             return StrOutcome::blocked(reason);
@@ -855,7 +864,13 @@ pub(crate) fn check_email(value: &str, domains: Option<&[String]>) -> Result<(),
     if !value.is_ascii() && !unicode_normalization::is_nfkc(value) {
         return Err("email_invalid");
     }
-    if !addr.local_part().is_single_script() {
+    let local = addr.local_part();
+    // Quoted local parts and shell metacharacters are legal RFC 5322 but no real mailbox needs
+    // them, and a handler passing the address to a shell or template would act on them.
+    if local.starts_with('"') || local.contains(['`', '$', '{', '}']) {
+        return Err("email_invalid");
+    }
+    if !local.is_single_script() {
         return Err("mixed_script");
     }
     let domain = addr.domain().trim_end_matches('.').to_lowercase();
@@ -864,7 +879,12 @@ pub(crate) fn check_email(value: &str, domains: Option<&[String]>) -> Result<(),
     } else {
         idna::domain_to_ascii(&domain).map_err(|_| "email_invalid")?
     };
+    // Unicode and punycode (`xn--`) domains get the URL host check: no label mixing scripts,
+    // none wholly made of Latin look-alikes.
     if !domain.is_ascii() && domain.split('.').any(|l| !l.is_single_script()) {
+        return Err("mixed_script");
+    }
+    if url::idn_mixed_script(&ascii) {
         return Err("mixed_script");
     }
     if let Some(allowed) = domains {
@@ -879,12 +899,11 @@ pub(crate) fn check_email(value: &str, domains: Option<&[String]>) -> Result<(),
     Ok(())
 }
 
+/// A currency code of [`crate::kinds::Currency`].
 fn check_currency(value: &str) -> Result<(), &'static str> {
-    if value.len() == 3 && value.bytes().all(|b| b.is_ascii_uppercase()) {
-        Ok(())
-    } else {
-        Err("money_invalid")
-    }
+    serde_json::from_value::<crate::kinds::Currency>(Value::String(value.to_string()))
+        .map(|_| ())
+        .map_err(|_| "money_invalid")
 }
 
 #[cfg(test)]
