@@ -142,11 +142,67 @@ fn options() {
     assert_eq!(lines[1]["reason"], "path_traversal");
 }
 
+/// A temporary confinement root laid out as `tests/sanitize_corpus.rs` lays it out: `docs/`,
+/// `link_inside -> docs`, `escape -> <outside>`, `dangling -> <missing>`.
+struct Root {
+    base: PathBuf,
+    root: PathBuf,
+}
+
+impl Root {
+    fn new() -> Root {
+        let base =
+            std::env::temp_dir().join(format!("toolguard-cli-corpus-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let root = base.join("root");
+        std::fs::create_dir_all(root.join("docs")).unwrap();
+        std::fs::create_dir_all(base.join("outside")).unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(base.join("outside"), root.join("escape")).unwrap();
+            std::os::unix::fs::symlink(root.join("docs"), root.join("link_inside")).unwrap();
+            std::os::unix::fs::symlink(root.join("nowhere"), root.join("dangling")).unwrap();
+        }
+        Root { base, root }
+    }
+}
+
+impl Drop for Root {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.base);
+    }
+}
+
 #[test]
 fn corpus_through_the_command() {
-    for kind in ["identifier", "text", "name", "url", "money"] {
+    let root = Root::new();
+    let root_arg = root.root.to_str().unwrap().to_string();
+    let kinds: [(&str, Vec<&str>); 7] = [
+        ("identifier", vec![]),
+        ("text", vec![]),
+        ("name", vec![]),
+        (
+            "email",
+            vec![
+                "--allow-domain",
+                "example.com",
+                "--allow-domain",
+                "example.org",
+                "--allow-domain",
+                "example.net",
+                "--allow-domain",
+                "mail.example.co.uk",
+            ],
+        ),
+        ("url", vec![]),
+        ("path", vec!["--root", &root_arg]),
+        ("money", vec![]),
+    ];
+    for (kind, extra) in kinds {
+        let mut args = vec!["sanitize", "--kind", kind];
+        args.extend(extra.iter().copied());
         let benign = std::fs::read_to_string(corpus("benign", kind)).unwrap();
-        let (code, lines) = run(&["sanitize", "--kind", kind], &benign);
+        let (code, lines) = run(&args, &benign);
         assert_eq!(code, 0);
         assert_eq!(lines.len(), benign.lines().count());
         for (line, input) in lines.iter().zip(benign.lines()) {
@@ -154,14 +210,41 @@ fn corpus_through_the_command() {
             assert_eq!(line["value"], serde_json::from_str::<Value>(input).unwrap());
         }
         let attack = std::fs::read_to_string(corpus("attack", kind)).unwrap();
-        let (_, lines) = run(&["sanitize", "--kind", kind], &attack);
+        let expected =
+            std::fs::read_to_string(corpus("attack", kind).with_extension("expect")).unwrap();
+        assert_eq!(attack.lines().count(), expected.lines().count(), "{kind}");
+        let (_, lines) = run(&args, &attack);
         assert_eq!(lines.len(), attack.lines().count());
-        for (line, input) in lines.iter().zip(attack.lines()) {
-            assert_ne!(line["verdict"], "clean", "{kind} {input}");
-            assert_ne!(line["verdict"], "error", "{kind} {input}");
+        for ((line, input), want) in lines.iter().zip(attack.lines()).zip(expected.lines()) {
+            assert_eq!(line["verdict"], want, "{kind} {input}: {line}");
             if line["verdict"] == "blocked" {
                 assert!(line["value"].is_null());
             }
         }
     }
+}
+
+#[test]
+fn money_accepts_amounts() {
+    let (code, lines) = run(
+        &["sanitize", "--kind", "money"],
+        "1250\n0\n-1\n1.5\n\"USD\"\n\"XXX\"\n",
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        lines[0],
+        serde_json::json!({"verdict": "clean", "reason": null, "value": 1250})
+    );
+    assert_eq!(lines[1]["value"], 0);
+    for line in &lines[2..4] {
+        assert_eq!(
+            *line,
+            serde_json::json!({"verdict": "blocked", "reason": "money_invalid", "value": null})
+        );
+    }
+    assert_eq!(lines[4]["verdict"], "clean");
+    assert_eq!(lines[5]["reason"], "money_invalid");
+    // Numbers are amounts only for `money`.
+    let (_, lines) = run(&["sanitize", "--kind", "text"], "42\n");
+    assert_eq!(lines[0]["reason"], "not_a_json_string");
 }

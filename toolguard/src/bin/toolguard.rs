@@ -15,7 +15,9 @@
 //!                    [--max-len N]           identifier length limit (default 128)
 //! ```
 //!
-//! Input: one JSON string per line on standard input (`"O'Brien"`, `"a\u200bb"`).
+//! Input: one JSON string per line on standard input (`"O'Brien"`, `"a\u200bb"`); with
+//! `--kind money`, JSON numbers too (amounts in minor units: `1250` is clean, `-1` and `1.5` are
+//! `money_invalid`).
 //! Output: one JSON object per input line on standard output, keys in this order:
 //!
 //! ```text
@@ -23,6 +25,7 @@
 //! {"verdict":"stripped","reason":null,"value":"ab"}
 //! {"verdict":"blocked","reason":"prompt_injection","value":null}
 //! {"verdict":"error","reason":"not_a_json_string","value":null}
+//! {"verdict":"clean","reason":null,"value":1250}
 //! ```
 //!
 //! `value` is the value to pass on (the original, or the original minus what was stripped), `null`
@@ -33,8 +36,9 @@ use std::io::{self, BufRead, BufWriter, Write};
 use std::process::ExitCode;
 
 use serde::Serialize;
+use serde_json::Value;
 use toolguard::sanitize::{Sanitizer, Verdict};
-use toolguard::spec::{FieldKind, FieldSpec};
+use toolguard::spec::{FieldKind, FieldSpec, ToolSpec};
 
 const USAGE: &str = "usage: toolguard sanitize --kind <identifier|text|name|email|url|path|money|opaque> \
 [--root DIR] [--allow-domain D]... [--allow-host H]... [--allow-scheme S]... [--max-len N]
@@ -47,7 +51,7 @@ const FIELD: &str = "value";
 struct Line<'a> {
     verdict: &'a str,
     reason: Option<&'a str>,
-    value: Option<&'a str>,
+    value: Option<Value>,
 }
 
 struct Options {
@@ -125,6 +129,13 @@ fn run(opts: &Options) -> io::Result<()> {
         kind: opts.kind,
         ..FieldSpec::default()
     };
+    let mut money_spec = ToolSpec::new(
+        TOOL,
+        "sanitize",
+        serde_json::json!({}),
+        serde_json::json!({}),
+    );
+    money_spec.fields = vec![field.clone()];
     let stdin = io::stdin().lock();
     let mut out = BufWriter::new(io::stdout().lock());
     for line in stdin.split(b'\n') {
@@ -132,30 +143,40 @@ fn run(opts: &Options) -> io::Result<()> {
         if line.last() == Some(&b'\r') {
             line.pop();
         }
-        let parsed: Option<String> = serde_json::from_slice::<serde_json::Value>(&line)
-            .ok()
-            .and_then(|v| match v {
-                serde_json::Value::String(s) => Some(s),
-                _ => None,
-            });
+        let parsed = serde_json::from_slice::<Value>(&line).ok();
         let judged;
-        let record = match &parsed {
-            None => Line {
-                verdict: "error",
-                reason: Some("not_a_json_string"),
-                value: None,
-            },
-            Some(s) => {
-                judged = opts.sanitizer.sanitize_str(TOOL, &field, s);
+        let reason;
+        let record = match parsed {
+            Some(Value::String(s)) => {
+                judged = opts.sanitizer.sanitize_str(TOOL, &field, &s);
                 Line {
                     verdict: judged.verdict.as_str(),
                     reason: judged.reason,
                     value: match judged.verdict {
                         Verdict::Blocked => None,
-                        _ => judged.value.as_deref(),
+                        _ => judged.value.clone().map(Value::String),
                     },
                 }
             }
+            // Amounts: judged as the dispatcher judges a number in a `money` field.
+            Some(Value::Number(n)) if opts.kind == FieldKind::Money => {
+                let mut args = serde_json::json!({ FIELD: n });
+                let report = opts.sanitizer.sanitize(&money_spec, &mut args);
+                reason = report.reason;
+                Line {
+                    verdict: report.verdict.as_str(),
+                    reason: reason.as_deref(),
+                    value: match report.verdict {
+                        Verdict::Blocked => None,
+                        _ => args.get(FIELD).cloned(),
+                    },
+                }
+            }
+            _ => Line {
+                verdict: "error",
+                reason: Some("not_a_json_string"),
+                value: None,
+            },
         };
         serde_json::to_writer(&mut out, &record)?;
         out.write_all(b"\n")?;

@@ -32,7 +32,8 @@ pub struct Canonical {
     pub text: String,
     /// How many decoding rounds changed the string.
     pub decode_rounds: usize,
-    /// Set when decoding revealed a bidi control or tag character (an encoded smuggling attempt).
+    /// Set when decoding revealed a bidi control, tag character or C0/C1 control (an encoded
+    /// smuggling attempt).
     pub hidden: Option<&'static str>,
 }
 
@@ -44,6 +45,12 @@ fn decode_once(s: &str) -> Option<String> {
         if d != s {
             out = Some(d.into_owned());
         }
+    }
+    let cur: &str = out.as_deref().unwrap_or(s);
+    if cur.contains("&#")
+        && let Some(d) = decode_control_references(cur)
+    {
+        out = Some(d);
     }
     let cur: &str = out.as_deref().unwrap_or(s);
     if cur.contains('&')
@@ -61,8 +68,56 @@ fn decode_once(s: &str) -> Option<String> {
     out
 }
 
-/// Decodes JSON/JavaScript/Python-style escapes `\uXXXX`, `\u{X..}` and `\xXX` (a model may
-/// write a payload that way for a handler that unescapes); `None` when there is none.
+/// Decodes `;`-terminated numeric character references to C0/C1 controls (`&#0;`, `&#x1b;`),
+/// which the HTML decoder turns into U+FFFD or Windows-1252 letters, so that the control they
+/// name is seen; `None` when there is none.
+fn decode_control_references(s: &str) -> Option<String> {
+    let mut out = String::with_capacity(s.len());
+    let mut changed = false;
+    let mut rest = s;
+    while let Some(i) = rest.find("&#") {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i + 2..];
+        let (digits, radix) = match tail.strip_prefix(['x', 'X']) {
+            Some(t) => (t, 16),
+            None => (tail, 10),
+        };
+        let end = digits
+            .find(|c: char| !c.is_digit(radix))
+            .unwrap_or(digits.len());
+        let terminated = end > 0 && digits[end..].starts_with(';');
+        let value = digits[..end].trim_start_matches('0');
+        let control = if !terminated {
+            None
+        } else if value.is_empty() {
+            Some('\0')
+        } else if value.len() <= 6 {
+            u32::from_str_radix(value, radix)
+                .ok()
+                .and_then(char::from_u32)
+                .filter(|c| c.is_control())
+        } else {
+            None
+        };
+        match control {
+            Some(c) => {
+                out.push(c);
+                changed = true;
+                rest = &digits[end + 1..];
+            }
+            None => {
+                out.push_str("&#");
+                rest = tail;
+            }
+        }
+    }
+    out.push_str(rest);
+    changed.then_some(out)
+}
+
+/// Decodes JSON/JavaScript/Python-style escapes `\uXXXX` (a surrogate pair `\uD8xx\uDCxx` as
+/// one code point), `\u{X..}` and `\xXX` (a model may write a payload that way for a handler
+/// that unescapes); `None` when there is none.
 fn decode_backslash_escapes(s: &str) -> Option<String> {
     let mut out = String::with_capacity(s.len());
     let mut changed = false;
@@ -76,6 +131,13 @@ fn decode_backslash_escapes(s: &str) -> Option<String> {
                 _ => ("", 0),
             }
         } else if let Some(t) = tail.strip_prefix('u') {
+            // A UTF-16 surrogate pair written as two escapes is one code point.
+            if let Some(c) = surrogate_pair(t) {
+                out.push(c);
+                changed = true;
+                rest = &t[10..];
+                continue;
+            }
             (t.get(..4).unwrap_or(""), 5)
         } else if let Some(t) = tail.strip_prefix('x') {
             (t.get(..2).unwrap_or(""), 3)
@@ -100,6 +162,24 @@ fn decode_backslash_escapes(s: &str) -> Option<String> {
     }
     out.push_str(rest);
     changed.then_some(out)
+}
+
+/// The code point of `DXXX\uDXXX` (the text after a `\u`) when it is a high surrogate escape
+/// followed by a low surrogate escape.
+fn surrogate_pair(t: &str) -> Option<char> {
+    let hex = |s: Option<&str>| {
+        s.filter(|d| d.bytes().all(|b| b.is_ascii_hexdigit()))
+            .and_then(|d| u32::from_str_radix(d, 16).ok())
+    };
+    let high = hex(t.get(..4))?;
+    if !(0xD800..=0xDBFF).contains(&high) || t.get(4..6) != Some("\\u") {
+        return None;
+    }
+    let low = hex(t.get(6..10))?;
+    if !(0xDC00..=0xDFFF).contains(&low) {
+        return None;
+    }
+    char::from_u32(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
 }
 
 /// Runs of at least 16 base64 (standard or URL-safe) characters in `s` that decode to mostly
@@ -249,6 +329,14 @@ pub fn canonical(s: &str) -> Result<Canonical, &'static str> {
             _ => {}
         }
     };
+    // Controls revealed by decoding (`%0d%0a`, `%00`, `&#0;`): more in the decoded string than
+    // in the original. Tab and line feed written as such stay ordinary white space.
+    if decode_rounds > 0 {
+        let controls = |s: &str| s.chars().filter(|c| c.is_control()).count();
+        if controls(&decoded) > controls(s) {
+            hidden = Some("control_char");
+        }
+    }
     // Most text is already in NFKC; the quick check skips the normalizer for it.
     let normalized = decoded.is_ascii()
         || unicode_normalization::is_nfkc_quick(decoded.chars())
@@ -323,6 +411,31 @@ mod tests {
         assert_eq!(canon("\\x3csystem\\x3e"), "<system>");
         assert_eq!(canon("\\u{3c}system\\u{3E}"), "<system>");
         assert_eq!(canon("C:\\Users\\xavier\\u12"), "c:\\users\\xavier\\u12");
+    }
+
+    #[test]
+    fn revealed_controls_and_surrogate_pairs() {
+        for s in [
+            "a%0d%0aBcc: x",
+            "file%00.txt",
+            "a&#0;b",
+            "a%250Ab",
+            "\\x00",
+            "\\u000d",
+        ] {
+            assert_eq!(canonical(s).unwrap().hidden, Some("control_char"), "{s}");
+        }
+        // Controls written as such are not "revealed"; encoded text around them is fine.
+        assert_eq!(canonical("line\n50%25 off").unwrap().hidden, None);
+        assert_eq!(canonical("a%20b&amp;c").unwrap().hidden, None);
+        // U+E0069 (tag `i`) as a surrogate pair, and an emoji the same way.
+        assert_eq!(
+            canonical("hi \\uDB40\\uDC69\\uDB40\\uDC67").unwrap().hidden,
+            Some("tag_character")
+        );
+        assert_eq!(canon("\\uD83D\\uDE00"), "\u{1F600}");
+        // A lone surrogate escape is left as written.
+        assert_eq!(canon("\\uD800x"), "\\ud800x");
     }
 
     #[test]

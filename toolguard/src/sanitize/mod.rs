@@ -12,11 +12,13 @@
 //! 2. **Kind rules** on the value minus what was stripped (identifier charset, name charset and
 //!    scripts, e-mail parser and domain allowlist, URL host checks, path confinement, money).
 //! 3. **Markers** on the [canonical form](canon) (decoded, NFKC, case-folded, confusables folded,
-//!    invisible characters removed) of `text`, `name`, `url` and `path` values: prompt-injection
-//!    and shell-substitution patterns ([`patterns`]).
+//!    invisible characters removed) of `text`, `name`, `email`, `url` and `path` values:
+//!    prompt-injection and shell-substitution patterns ([`patterns`]).
 //!
-//! `opaque` fields are not looked at; `money` fields accept non-negative integers and
-//! three-letter upper-case currency codes only.
+//! `opaque` fields (structs, maps, `serde_json::Value`, vectors of structs) are walked: their
+//! nested strings are judged as `text` and their keys as now; numbers, booleans and nulls are left
+//! alone. `money` fields accept non-negative integers and the currency codes of
+//! [`Currency`](crate::kinds::Currency) only.
 //!
 //! The value passed on is always the original minus what was stripped; it is never "corrected"
 //! (no decoding, no normalization, no case change).
@@ -74,7 +76,7 @@
 //! | --- | --- |
 //! | `bidi_control` | a bidi embedding/override/isolate control (also when revealed by decoding) |
 //! | `tag_character` | a tag character outside an RGI flag sequence (also when revealed by decoding) |
-//! | `control_char` | a C0/C1 control the kind does not allow |
+//! | `control_char` | a C0/C1 control the kind does not allow (also when revealed by decoding: `%0d%0a`, `%00`, `&#0;`) |
 //! | `invisible_char` | a zero-width, format or variation-selector character in a strict kind |
 //! | `private_use` | a private-use code point in a strict kind |
 //! | `unassigned` | an unassigned code point or noncharacter in a strict kind |
@@ -85,8 +87,8 @@
 //! | `identifier_charset` | an identifier with a character other than ASCII letters, digits, `_`, `-` |
 //! | `identifier_length` | an identifier that is empty or longer than its limit (default 128) |
 //! | `name_charset` | a name with a character other than letters, marks, spaces, apostrophes, hyphens, periods, or without any letter |
-//! | `mixed_script` | a word of a name, or a label of an e-mail domain, mixing scripts (`Pаypal` with a Cyrillic `а`); a name written wholly in one script is fine (`Вера`) |
-//! | `email_invalid` | not a plain RFC 5322 `local@domain` address (display names, domain literals, no TLD refused) |
+//! | `mixed_script` | a word of a name, or a label of an e-mail domain, mixing scripts (`Pаypal` with a Cyrillic `а`); a name written wholly in one script is fine (`Вера`); an e-mail domain label (Unicode or `xn--`) wholly made of Latin look-alikes blocks too, as URL hosts do |
+//! | `email_invalid` | not a plain RFC 5322 `local@domain` address (display names, domain literals, no TLD, quoted local parts, and `` ` `` `$` `{` `}` in the local part refused) |
 //! | `email_domain_not_allowed` | a recipient domain outside the field's allowlist |
 //! | `url_invalid` | not an absolute URL with a host, or with white space |
 //! | `url_scheme` | a scheme outside the allowlist (default `https`, `http`) |
@@ -103,8 +105,8 @@
 //! | `path_absolute` | an absolute path, drive prefix or `~` |
 //! | `path_traversal` | a `..` component (also percent- or entity-encoded) |
 //! | `path_escape` | a symlink leading out of the root (or dangling) |
-//! | `money_invalid` | a negative or fractional amount, or a currency that is not three upper-case letters |
-//! | `invalid_key` | a nested object key that is not clean text |
+//! | `money_invalid` | a negative or fractional amount, or a currency code that is not a [`Currency`](crate::kinds::Currency) |
+//! | `invalid_key` | a nested object key that is not clean text (the field named is the object holding it, never the key) |
 //!
 //! Modification codes ([`Modification::what`]): `zero_width`, `format_char`,
 //! `variation_selector`, `control_char`, `line_separator`, `private_use`, `unassigned`.
@@ -413,8 +415,17 @@ impl Sanitizer {
         pointer: &mut String,
         report: &mut SanitizeReport,
     ) -> Result<(), &'static str> {
+        if field.kind == FieldKind::Opaque {
+            // Structs, maps, `serde_json::Value`, vectors of structs: their nested strings are
+            // judged as `text`; numbers, booleans and nulls are left alone.
+            let text = FieldSpec {
+                name: field.name.clone(),
+                kind: FieldKind::Text,
+                ..FieldSpec::default()
+            };
+            return self.walk(tool, &text, value, pointer, report);
+        }
         match (field.kind, value) {
-            (FieldKind::Opaque, _) => Ok(()),
             (_, Value::String(s)) => {
                 let out = self.sanitize_str(tool, field, s);
                 match out.verdict {
@@ -465,6 +476,8 @@ impl Sanitizer {
                         ..FieldSpec::default()
                     };
                     if self.sanitize_str(tool, &key_field, key).verdict != Verdict::Clean {
+                        // The report names the object holding the key, never the key itself.
+                        pointer.truncate(len);
                         return Err("invalid_key");
                     }
                     self.walk(tool, field, item, pointer, report)?;
@@ -479,16 +492,11 @@ impl Sanitizer {
     /// Judges one string as a value of `field` of tool `tool` (the per-string step of
     /// [`Sanitizer::sanitize`]).
     pub fn sanitize_str(&self, tool: &str, field: &FieldSpec, value: &str) -> StrOutcome {
-        let kind = field.kind;
-        if kind == FieldKind::Opaque {
-            return StrOutcome {
-                verdict: Verdict::Clean,
-                reason: None,
-                value: Some(value.to_string()),
-                modifications: Vec::new(),
-                resolved: None,
-            };
-        }
+        // A string inside an `opaque` value (a struct, map or `serde_json::Value`) is free text.
+        let kind = match field.kind {
+            FieldKind::Opaque => FieldKind::Text,
+            kind => kind,
+        };
         let (cleaned, modifications) = match scan(value, kind) {
             Ok(x) => x,
             Err(reason) => return StrOutcome::blocked(reason),
@@ -508,6 +516,7 @@ impl Sanitizer {
             FieldKind::Name => check_name(current).and_then(|()| markers(current, true)),
             FieldKind::Email => {
                 check_email(current, policy.and_then(|p| p.email_domains.as_deref()))
+                    .and_then(|()| markers(current, true))
             }
             FieldKind::Url => {
                 let default = UrlPolicy::default();
@@ -532,7 +541,7 @@ impl Sanitizer {
                 }
             }
             FieldKind::Money => check_currency(current),
-            FieldKind::Opaque => Ok(()),
+            FieldKind::Opaque => markers(current, true),
         };
         if let Err(reason) = kind_result {
             return StrOutcome::blocked(reason);
@@ -619,6 +628,11 @@ fn scan(value: &str, kind: FieldKind) -> Result<(Option<String>, Vec<Modificatio
     let mut stripped: Vec<(CharClass, usize)> = Vec::new();
     let mut marks_run = 0usize;
     let mut flag_tags_left = 0usize;
+    // The last kept character that is not a variation selector or emoji component, and the last
+    // character (kept or not) that is not a combining mark: what `keep_joiner` looks back at,
+    // tracked here so runs of joiners cost O(n), not O(n²).
+    let mut last_base: Option<char> = None;
+    let mut last_non_mark: Option<char> = None;
     for (i, &c) in chars.iter().enumerate() {
         let class = chars::classify(c);
         let action = if flag_tags_left > 0 {
@@ -650,7 +664,7 @@ fn scan(value: &str, kind: FieldKind) -> Result<(Option<String>, Vec<Modificatio
                 CharClass::Bidi => Action::Block("bidi_control"),
                 CharClass::Tag => Action::Block("tag_character"),
                 CharClass::ZeroWidth if lenient => {
-                    if keep_joiner(&chars, &keep, i) {
+                    if keep_joiner(c, last_base, last_non_mark, chars.get(i + 1).copied()) {
                         Action::Keep
                     } else {
                         Action::Strip
@@ -673,9 +687,16 @@ fn scan(value: &str, kind: FieldKind) -> Result<(Option<String>, Vec<Modificatio
                 CharClass::Unassigned => Action::Block("unassigned"),
             }
         };
+        let is_mark = chars::is_mark(c);
+        if !is_mark {
+            last_non_mark = Some(c);
+        }
         match action {
             Action::Keep => {
-                if chars::is_mark(c) {
+                if class != CharClass::VariationSelector && !chars::is_emoji_component(c) {
+                    last_base = Some(c);
+                }
+                if is_mark {
                     marks_run += 1;
                     if lenient && marks_run > MAX_COMBINING_MARKS {
                         return Err("excessive_combining");
@@ -722,29 +743,19 @@ fn scan(value: &str, kind: FieldKind) -> Result<(Option<String>, Vec<Modificatio
     Ok((Some(cleaned), mods))
 }
 
-/// The previous kept character before `i`, skipping variation selectors and emoji components.
-fn prev_base(chars: &[char], keep: &[bool], i: usize) -> Option<char> {
-    chars[..i]
-        .iter()
-        .zip(&keep[..i])
-        .rev()
-        .filter(|(_, k)| **k)
-        .map(|(c, _)| *c)
-        .find(|c| {
-            chars::classify(*c) != CharClass::VariationSelector && !chars::is_emoji_component(*c)
-        })
-}
-
 /// ZWJ inside an emoji ZWJ sequence, or ZWJ/ZWNJ between letters of a joining script.
-fn keep_joiner(chars: &[char], keep: &[bool], i: usize) -> bool {
-    let c = chars[i];
+///
+/// `prev` is the last kept character before the joiner that is not a variation selector or emoji
+/// component, `prev_letter` the last character before it that is not a combining mark, `next` the
+/// character after it.
+fn keep_joiner(c: char, prev: Option<char>, prev_letter: Option<char>, next: Option<char>) -> bool {
     if c != '\u{200D}' && c != '\u{200C}' {
         return false;
     }
-    let Some(prev) = prev_base(chars, keep, i) else {
+    let Some(prev) = prev else {
         return false;
     };
-    let Some(&next) = chars.get(i + 1) else {
+    let Some(next) = next else {
         return false;
     };
     if c == '\u{200D}'
@@ -755,11 +766,6 @@ fn keep_joiner(chars: &[char], keep: &[bool], i: usize) -> bool {
     {
         return true;
     }
-    let prev_letter = chars[..i]
-        .iter()
-        .rev()
-        .find(|c| !chars::is_mark(**c))
-        .copied();
     matches!(prev_letter, Some(p) if chars::joins_in_script(p)) && chars::joins_in_script(next)
 }
 
@@ -858,7 +864,13 @@ pub(crate) fn check_email(value: &str, domains: Option<&[String]>) -> Result<(),
     if !value.is_ascii() && !unicode_normalization::is_nfkc(value) {
         return Err("email_invalid");
     }
-    if !addr.local_part().is_single_script() {
+    let local = addr.local_part();
+    // Quoted local parts and shell metacharacters are legal RFC 5322 but no real mailbox needs
+    // them, and a handler passing the address to a shell or template would act on them.
+    if local.starts_with('"') || local.contains(['`', '$', '{', '}']) {
+        return Err("email_invalid");
+    }
+    if !local.is_single_script() {
         return Err("mixed_script");
     }
     let domain = addr.domain().trim_end_matches('.').to_lowercase();
@@ -867,7 +879,12 @@ pub(crate) fn check_email(value: &str, domains: Option<&[String]>) -> Result<(),
     } else {
         idna::domain_to_ascii(&domain).map_err(|_| "email_invalid")?
     };
+    // Unicode and punycode (`xn--`) domains get the URL host check: no label mixing scripts,
+    // none wholly made of Latin look-alikes.
     if !domain.is_ascii() && domain.split('.').any(|l| !l.is_single_script()) {
+        return Err("mixed_script");
+    }
+    if url::idn_mixed_script(&ascii) {
         return Err("mixed_script");
     }
     if let Some(allowed) = domains {
@@ -882,12 +899,11 @@ pub(crate) fn check_email(value: &str, domains: Option<&[String]>) -> Result<(),
     Ok(())
 }
 
+/// A currency code of [`crate::kinds::Currency`].
 fn check_currency(value: &str) -> Result<(), &'static str> {
-    if value.len() == 3 && value.bytes().all(|b| b.is_ascii_uppercase()) {
-        Ok(())
-    } else {
-        Err("money_invalid")
-    }
+    serde_json::from_value::<crate::kinds::Currency>(Value::String(value.to_string()))
+        .map(|_| ())
+        .map_err(|_| "money_invalid")
 }
 
 #[cfg(test)]

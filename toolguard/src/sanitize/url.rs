@@ -5,7 +5,8 @@
 //! Host parsing is the WHATWG host parser of the `url` crate, which already turns decimal
 //! (`2130706433`), octal (`0177.0.0.1`), hexadecimal (`0x7f.1`), short (`127.1`) and
 //! percent-encoded IPv4 forms into one [`Ipv4Addr`], and bracketed IPv6 into an [`Ipv6Addr`].
-//! IPv6 forms that embed IPv4 (mapped `::ffff:a.b.c.d`, compatible `::a.b.c.d`, NAT64
+//! IPv6 forms that embed IPv4 (mapped `::ffff:a.b.c.d`, translated `::ffff:0:a.b.c.d`,
+//! compatible `::a.b.c.d`, NAT64
 //! `64:ff9b::/96`, 6to4 `2002::/16`) are judged by the embedded address too.
 
 use std::fmt;
@@ -153,6 +154,11 @@ fn is_forbidden_v6(ip: Ipv6Addr) -> bool {
     if let Some(v4) = ip.to_ipv4_mapped() {
         return is_forbidden_v4(v4);
     }
+    // IPv4-translated ::ffff:0:a.b.c.d (RFC 2765 SIIT).
+    if seg[..4].iter().all(|s| *s == 0) && seg[4] == 0xffff && seg[5] == 0 {
+        let [.., a, b, c, d] = ip.octets();
+        return is_forbidden_v4(Ipv4Addr::new(a, b, c, d));
+    }
     // IPv4-compatible ::a.b.c.d (deprecated, still routed by some stacks).
     if seg[..6].iter().all(|s| *s == 0) {
         return true;
@@ -209,7 +215,7 @@ fn host_allowed(host: &str, hosts: &[String]) -> bool {
 }
 
 /// True when a label of an internationalized domain mixes scripts (`pаypal` with a Cyrillic `а`).
-fn idn_mixed_script(ascii_host: &str) -> bool {
+pub(crate) fn idn_mixed_script(ascii_host: &str) -> bool {
     if !ascii_host.split('.').any(|l| l.starts_with("xn--")) {
         return false;
     }
@@ -346,6 +352,8 @@ mod tests {
             "http://%31%32%37.0.0.1/",
             "http://[::ffff:127.0.0.1]/",
             "http://[::ffff:7f00:1]/",
+            "http://[::ffff:0:127.0.0.1]/",
+            "http://[::ffff:0:7f00:1]/",
             "http://[::1]/",
             "http://[::]/",
             "http://[::127.0.0.1]/",
@@ -424,6 +432,12 @@ mod tests {
         let r = check("http://93.184.216.34:8080/").unwrap();
         assert_eq!(r.addrs, vec!["93.184.216.34".parse::<IpAddr>().unwrap()]);
         assert!(check("https://[2606:4700::1111]/").is_ok());
+        // IPv4-translated addresses are judged by the embedded IPv4 address.
+        assert!(check("https://[::ffff:0:93.184.216.34]/").is_ok());
+        assert_eq!(
+            check("https://[::ffff:0:a9fe:a9fe]/").unwrap_err(),
+            "url_private_address"
+        );
     }
 
     #[test]
