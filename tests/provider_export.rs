@@ -187,6 +187,33 @@ fn gemini_refuses_recursion_and_bad_keys() {
 }
 
 #[test]
+fn gemini_openapi_omits_parameters_of_a_tool_without_arguments() {
+    let opts = ExportOptions {
+        gemini_openapi: true,
+        ..options()
+    };
+    for schema in [
+        json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        json!({"type": "object"}),
+    ] {
+        let spec = ToolSpec::new("ping", "Ping.", schema, json!({}));
+        let exported = gemini::function_declaration(&spec, &opts).unwrap();
+        assert_eq!(
+            exported.tool,
+            json!({"name": "ping", "description": "Ping."})
+        );
+        // The JSON Schema field keeps the schema as it is.
+        let plain = gemini::function_declaration(&spec, &options()).unwrap();
+        assert!(plain.tool.get("parametersJsonSchema").is_some());
+    }
+    // A map at the root is refused, not exported as a tool without arguments.
+    let map = json!({"type": "object", "additionalProperties": {"type": "string"}});
+    let spec = ToolSpec::new("tags", "Tags.", map, json!({}));
+    let err = gemini::function_declaration(&spec, &opts).unwrap_err();
+    assert!(err.to_string().contains("a map"), "{err}");
+}
+
+#[test]
 fn invalid_tool_names_are_refused() {
     let mut spec = provider_specs::spec("get_balance");
     spec.name = "get balance".into();
