@@ -233,10 +233,21 @@ fn mcp_annotations_never_claim_more_than_declared() {
         let hints = mcp::annotations(&spec);
         assert_eq!(hints["readOnlyHint"], spec.read_only);
         assert_eq!(hints["destructiveHint"], !spec.read_only);
+        // Only where the key can reach the dispatcher from the client: read-only tools and tools
+        // whose key is a model-supplied argument.
         assert_eq!(
             hints.get("idempotentHint").is_some(),
-            spec.idempotent || spec.read_only
+            spec.read_only || (spec.idempotent && spec.idempotency_key_field.is_some())
         );
         assert!(hints.get("openWorldHint").is_none());
     }
+    let mut host_keyed = provider_specs::spec("transfer_funds");
+    assert!(host_keyed.idempotent && host_keyed.idempotency_key_field.is_none());
+    assert!(
+        mcp::annotations(&host_keyed)
+            .get("idempotentHint")
+            .is_none()
+    );
+    host_keyed.idempotency_key_field = Some("idempotency_key".to_owned());
+    assert_eq!(mcp::annotations(&host_keyed)["idempotentHint"], true);
 }
