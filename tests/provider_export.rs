@@ -214,6 +214,77 @@ fn gemini_openapi_omits_parameters_of_a_tool_without_arguments() {
 }
 
 #[test]
+fn tool_names_follow_the_portable_rule() {
+    use toolguard::provider::is_valid_tool_name;
+    let longest = format!("a{}", "b".repeat(63));
+    for good in ["a", "Z", "get_balance", "a1_B2", longest.as_str()] {
+        assert!(is_valid_tool_name(good), "{good:?}");
+    }
+    let too_long = format!("a{}", "b".repeat(64));
+    for bad in [
+        "",
+        "1abc",
+        "_private",
+        "get-balance",
+        "get balance",
+        "émoji",
+        "a.b",
+        too_long.as_str(),
+    ] {
+        assert!(!is_valid_tool_name(bad), "{bad:?}");
+        let mut spec = provider_specs::spec("get_balance");
+        spec.name = bad.to_owned();
+        let err = anthropic::tool(&spec, &options()).unwrap_err();
+        assert!(matches!(err, ExportError::InvalidName { .. }), "{err}");
+        assert!(
+            err.to_string().contains("^[a-zA-Z][a-zA-Z0-9_]{0,63}$"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn dispatcher_exports_its_tools_in_every_dialect() {
+    use toolguard::provider::{Dialect, export};
+    let dispatcher = toolguard::Dispatcher::builder()
+        .state(toolguard_suite::Ledger::seeded())
+        .tool(toolguard_suite::GetBalance)
+        .tool(toolguard_suite::TransferFunds)
+        .build()
+        .expect("dispatcher");
+    let specs: Vec<ToolSpec> = dispatcher.specs().cloned().collect();
+    let opts = ExportOptions {
+        allow_non_strict: true,
+        ..options()
+    };
+    let cases = [
+        (Dialect::OpenAiChat, openai::chat_tools(&specs, &opts)),
+        (
+            Dialect::OpenAiResponses,
+            openai::responses_tools(&specs, &opts),
+        ),
+        (Dialect::Anthropic, anthropic::tools(&specs, &opts)),
+        (
+            Dialect::Gemini,
+            gemini::function_declarations(&specs, &opts),
+        ),
+        (Dialect::Mcp, mcp::tools(&specs, &opts)),
+    ];
+    for (dialect, expected) in cases {
+        let exported = dispatcher.export(dialect, &opts);
+        assert_eq!(exported, expected, "{dialect:?}");
+        assert_eq!(export(&specs, dialect, &opts), exported, "{dialect:?}");
+        let reports: Vec<String> = exported
+            .unwrap()
+            .reports
+            .into_iter()
+            .map(|r| r.tool)
+            .collect();
+        assert_eq!(reports, ["get_balance", "transfer_funds"], "{dialect:?}");
+    }
+}
+
+#[test]
 fn invalid_tool_names_are_refused() {
     let mut spec = provider_specs::spec("get_balance");
     spec.name = "get balance".into();
