@@ -107,6 +107,22 @@ fn gemini_openapi() {
     );
 }
 
+/// The `#[arg]` options that are rules rather than schema keywords (`kind`, `sensitive`, `amount`,
+/// `root`, and the bounds the dispatcher checks itself) of the tool declared with all of them.
+#[test]
+fn arg_rules_of_the_declared_tool() {
+    let spec = provider_specs::spec("file_expense");
+    golden(
+        "arg_rules.json",
+        &json!({
+            "tool": spec.name,
+            "idempotent": spec.idempotent,
+            "idempotency_key_field": spec.idempotency_key_field,
+            "fields": serde_json::to_value(&spec.fields).expect("serializable"),
+        }),
+    );
+}
+
 #[test]
 fn mcp_tools() {
     golden("mcp.json", &export_each(|s| mcp::tool(s, &options())));
