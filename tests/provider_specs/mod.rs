@@ -137,6 +137,7 @@ pub struct BalanceArgs {
 /// Files an expense. Declared with every `#[arg]` option, so the exports pin how each
 /// constraint (per element, on a `Vec`, too) and the generated `idempotency_key` are lowered.
 #[tool(risk = "medium", idempotent)]
+#[allow(clippy::too_many_arguments)]
 pub fn file_expense(
     /// Expense report id.
     #[arg(

@@ -602,17 +602,16 @@ mod tests {
         );
     }
 
+    /// The refusal both strict dialects give `canonical` (they must agree on where).
     fn not_strict_at(canonical: Value) -> (String, String) {
-        for result in [
-            lower_openai_strict(&canonical),
-            lower_anthropic_strict(&canonical),
-        ] {
-            match result {
-                Err(LowerError::NotStrict { pointer, reason }) => return (pointer, reason),
-                other => panic!("expected NotStrict, got {other:?}"),
-            }
-        }
-        unreachable!()
+        let refusal = |result: Result<Lowered, LowerError>| match result {
+            Err(LowerError::NotStrict { pointer, reason }) => (pointer, reason),
+            other => panic!("expected NotStrict, got {other:?}"),
+        };
+        let openai = refusal(lower_openai_strict(&canonical));
+        let anthropic = refusal(lower_anthropic_strict(&canonical));
+        assert_eq!(openai.0, anthropic.0);
+        openai
     }
 
     #[test]
