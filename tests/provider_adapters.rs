@@ -674,3 +674,171 @@ async fn parse_dispatch_answer() {
         ]
     );
 }
+
+/// The `GetBalance` dispatcher of [`parse_dispatch_answer`].
+fn balance_dispatcher() -> toolguard::dispatcher::Dispatcher<()> {
+    toolguard::dispatcher::Dispatcher::builder()
+        .tool(GetBalance)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn every_fixture_goes_parse_dispatch_answer() {
+    let dispatcher = balance_dispatcher();
+    let principal = Principal::new("tenant-a", "alice", "session-1");
+
+    // OpenAI Chat Completions (parallel calls): `tool_call_id` is the call's id.
+    let calls = openai::parse_chat_completion(&fixture("openai_chat_parallel.json")).unwrap();
+    assert!(!calls.is_empty());
+    for call in calls {
+        let id = call.call_id.clone();
+        let outcome = dispatcher.dispatch(call, &principal).await;
+        let answer = openai::chat_result(&outcome);
+        assert_eq!(answer["tool_call_id"], id.as_str());
+        assert_eq!(answer["role"], "tool");
+    }
+
+    // OpenAI Responses: `call_id` of a `function_call_output`.
+    let calls = openai::parse_response(&fixture("openai_responses.json")).unwrap();
+    assert_eq!(calls.len(), 2);
+    for call in calls {
+        let id = call.call_id.clone();
+        let outcome = dispatcher.dispatch(call, &principal).await;
+        let answer = openai::responses_result(&outcome);
+        assert_eq!(answer["call_id"], id.as_str());
+        assert_eq!(answer["type"], "function_call_output");
+        let body: Value = serde_json::from_str(answer["output"].as_str().unwrap()).unwrap();
+        assert_eq!(body["status"], outcome.status.as_str());
+    }
+
+    // Anthropic Messages: `tool_use_id` of a `tool_result`.
+    let calls = anthropic::parse_message(&fixture("anthropic_message.json")).unwrap();
+    let mut statuses = Vec::new();
+    for call in calls {
+        let id = call.call_id.clone();
+        let outcome = dispatcher.dispatch(call, &principal).await;
+        let answer = anthropic::tool_result(&outcome);
+        assert_eq!(answer["tool_use_id"], id.as_str());
+        assert_eq!(answer["type"], "tool_result");
+        assert_eq!(answer["is_error"], outcome.status != Status::Ok);
+        statuses.push(outcome.status);
+    }
+    assert_eq!(
+        statuses,
+        vec![Status::Ok, Status::UnknownTool, Status::UnknownTool]
+    );
+
+    // Gemini: the function's name, and its id unless the adapter made it up.
+    let calls = gemini::parse_generate_content(&fixture("gemini_response.json")).unwrap();
+    let mut statuses = Vec::new();
+    for call in calls {
+        let (id, name) = (call.call_id.clone(), call.tool.clone());
+        let outcome = dispatcher.dispatch(call, &principal).await;
+        let answer = gemini::function_response(&outcome);
+        assert_eq!(answer["functionResponse"]["name"], name.as_str());
+        if gemini::is_synthetic_call_id(&id) {
+            assert!(answer["functionResponse"].get("id").is_none(), "{answer}");
+        } else {
+            assert_eq!(answer["functionResponse"]["id"], id.as_str());
+        }
+        statuses.push(outcome.status);
+    }
+    assert_eq!(
+        statuses,
+        vec![Status::Ok, Status::UnknownTool, Status::InvalidArguments]
+    );
+}
+
+#[test]
+fn approval_binding_changes_with_response_id_and_adapter_revision() {
+    use toolguard::ProviderContext;
+    use toolguard::stage::approval::binding_digest;
+    use toolguard::store::{ApprovalRequest, ApprovalState};
+    let call = openai::parse_response(&fixture("openai_responses.json"))
+        .unwrap()
+        .remove(0);
+    let provider = call
+        .provider
+        .clone()
+        .expect("the adapter fills the context");
+    let request = |provider: ProviderContext| ApprovalRequest {
+        id: "apr_1".into(),
+        version: 1,
+        state: ApprovalState::Pending,
+        requester: Principal::new("tenant-a", "alice", "session-1"),
+        tool: call.tool.clone(),
+        call_id: call.call_id.clone(),
+        operation_id: "op_1".into(),
+        idempotency: None,
+        provider: Some(provider),
+        request_digest: "d".repeat(64),
+        binding_digest: String::new(),
+        arguments: json!({}),
+        preview: String::new(),
+        eligible_roles: vec!["approver".into()],
+        approvals_required: 1,
+        decisions: Vec::new(),
+        tool_revision: 1,
+        policy_revision: 1,
+        amount: None,
+        cause: "amount".into(),
+        created_at_ms: 0,
+        expires_at_ms: 1,
+    };
+    let base = binding_digest(&request(provider.clone()), None);
+    assert_eq!(base, binding_digest(&request(provider.clone()), None));
+
+    let mut other_response = provider.clone();
+    other_response.response_id = Some("resp_other".into());
+    assert_ne!(base, binding_digest(&request(other_response), None));
+    let mut no_response = provider.clone();
+    no_response.response_id = None;
+    assert_ne!(base, binding_digest(&request(no_response), None));
+
+    let mut other_revision = provider.clone();
+    other_revision.adapter_revision = format!("{}+1", provider.adapter_revision);
+    assert_ne!(base, binding_digest(&request(other_revision), None));
+    assert_eq!(
+        provider.adapter_revision,
+        toolguard::provider::ADAPTER_REVISION
+    );
+}
+
+#[test]
+fn every_status_explanation_is_pinned_and_echoes_nothing() {
+    const MESSAGE: &str = "internal detail: row 42 of tenant globex";
+    const REASON: &str = "secret_reason_code";
+    let rows: Vec<Value> = Status::ALL
+        .iter()
+        .map(|status| {
+            let mut outcome = ToolOutcome::new("call_x", "get_balance", *status);
+            outcome.message = Some(MESSAGE.into());
+            outcome.reason = Some(REASON.into());
+            let payload = model_payload(&outcome);
+            let text = payload.to_string();
+            assert!(
+                !text.contains("row 42") && !text.contains("globex"),
+                "{text}"
+            );
+            // Only `malformed` and `blocked` carry a reason code; no other status repeats it.
+            let reason_allowed = matches!(status, Status::Malformed | Status::Blocked);
+            assert_eq!(text.contains(REASON), reason_allowed, "{text}");
+            if *status != Status::Ok {
+                assert_eq!(payload["message"], status_text(*status), "{text}");
+            }
+            json!({"status": status.as_str(), "payload": payload})
+        })
+        .collect();
+    let actual = Value::Array(rows);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/explanations.json");
+    let mut text = serde_json::to_string_pretty(&actual).unwrap();
+    text.push('\n');
+    if std::env::var_os("TOOLGUARD_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, &text).unwrap();
+    } else {
+        let expected =
+            std::fs::read_to_string(&path).expect("golden (TOOLGUARD_BLESS=1 writes it)");
+        assert!(expected == text, "explanations.json differs:\n{text}");
+    }
+}

@@ -107,6 +107,22 @@ fn gemini_openapi() {
     );
 }
 
+/// The `#[arg]` options that are rules rather than schema keywords (`kind`, `sensitive`, `amount`,
+/// `root`, and the bounds the dispatcher checks itself) of the tool declared with all of them.
+#[test]
+fn arg_rules_of_the_declared_tool() {
+    let spec = provider_specs::spec("file_expense");
+    golden(
+        "arg_rules.json",
+        &json!({
+            "tool": spec.name,
+            "idempotent": spec.idempotent,
+            "idempotency_key_field": spec.idempotency_key_field,
+            "fields": serde_json::to_value(&spec.fields).expect("serializable"),
+        }),
+    );
+}
+
 #[test]
 fn mcp_tools() {
     golden("mcp.json", &export_each(|s| mcp::tool(s, &options())));
@@ -187,6 +203,104 @@ fn gemini_refuses_recursion_and_bad_keys() {
 }
 
 #[test]
+fn gemini_openapi_omits_parameters_of_a_tool_without_arguments() {
+    let opts = ExportOptions {
+        gemini_openapi: true,
+        ..options()
+    };
+    for schema in [
+        json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        json!({"type": "object"}),
+    ] {
+        let spec = ToolSpec::new("ping", "Ping.", schema, json!({}));
+        let exported = gemini::function_declaration(&spec, &opts).unwrap();
+        assert_eq!(
+            exported.tool,
+            json!({"name": "ping", "description": "Ping."})
+        );
+        // The JSON Schema field keeps the schema as it is.
+        let plain = gemini::function_declaration(&spec, &options()).unwrap();
+        assert!(plain.tool.get("parametersJsonSchema").is_some());
+    }
+    // A map at the root is refused, not exported as a tool without arguments.
+    let map = json!({"type": "object", "additionalProperties": {"type": "string"}});
+    let spec = ToolSpec::new("tags", "Tags.", map, json!({}));
+    let err = gemini::function_declaration(&spec, &opts).unwrap_err();
+    assert!(err.to_string().contains("a map"), "{err}");
+}
+
+#[test]
+fn tool_names_follow_the_portable_rule() {
+    use toolguard::provider::is_valid_tool_name;
+    let longest = format!("a{}", "b".repeat(63));
+    for good in ["a", "Z", "get_balance", "a1_B2", longest.as_str()] {
+        assert!(is_valid_tool_name(good), "{good:?}");
+    }
+    let too_long = format!("a{}", "b".repeat(64));
+    for bad in [
+        "",
+        "1abc",
+        "_private",
+        "get-balance",
+        "get balance",
+        "émoji",
+        "a.b",
+        too_long.as_str(),
+    ] {
+        assert!(!is_valid_tool_name(bad), "{bad:?}");
+        let mut spec = provider_specs::spec("get_balance");
+        spec.name = bad.to_owned();
+        let err = anthropic::tool(&spec, &options()).unwrap_err();
+        assert!(matches!(err, ExportError::InvalidName { .. }), "{err}");
+        assert!(
+            err.to_string().contains("^[a-zA-Z][a-zA-Z0-9_]{0,63}$"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn dispatcher_exports_its_tools_in_every_dialect() {
+    use toolguard::provider::{Dialect, export};
+    let dispatcher = toolguard::Dispatcher::builder()
+        .state(toolguard_suite::Ledger::seeded())
+        .tool(toolguard_suite::GetBalance)
+        .tool(toolguard_suite::TransferFunds)
+        .build()
+        .expect("dispatcher");
+    let specs: Vec<ToolSpec> = dispatcher.specs().cloned().collect();
+    let opts = ExportOptions {
+        allow_non_strict: true,
+        ..options()
+    };
+    let cases = [
+        (Dialect::OpenAiChat, openai::chat_tools(&specs, &opts)),
+        (
+            Dialect::OpenAiResponses,
+            openai::responses_tools(&specs, &opts),
+        ),
+        (Dialect::Anthropic, anthropic::tools(&specs, &opts)),
+        (
+            Dialect::Gemini,
+            gemini::function_declarations(&specs, &opts),
+        ),
+        (Dialect::Mcp, mcp::tools(&specs, &opts)),
+    ];
+    for (dialect, expected) in cases {
+        let exported = dispatcher.export(dialect, &opts);
+        assert_eq!(exported, expected, "{dialect:?}");
+        assert_eq!(export(&specs, dialect, &opts), exported, "{dialect:?}");
+        let reports: Vec<String> = exported
+            .unwrap()
+            .reports
+            .into_iter()
+            .map(|r| r.tool)
+            .collect();
+        assert_eq!(reports, ["get_balance", "transfer_funds"], "{dialect:?}");
+    }
+}
+
+#[test]
 fn invalid_tool_names_are_refused() {
     let mut spec = provider_specs::spec("get_balance");
     spec.name = "get balance".into();
@@ -206,10 +320,21 @@ fn mcp_annotations_never_claim_more_than_declared() {
         let hints = mcp::annotations(&spec);
         assert_eq!(hints["readOnlyHint"], spec.read_only);
         assert_eq!(hints["destructiveHint"], !spec.read_only);
+        // Only where the key can reach the dispatcher from the client: read-only tools and tools
+        // whose key is a model-supplied argument.
         assert_eq!(
             hints.get("idempotentHint").is_some(),
-            spec.idempotent || spec.read_only
+            spec.read_only || (spec.idempotent && spec.idempotency_key_field.is_some())
         );
         assert!(hints.get("openWorldHint").is_none());
     }
+    let mut host_keyed = provider_specs::spec("transfer_funds");
+    assert!(host_keyed.idempotent && host_keyed.idempotency_key_field.is_none());
+    assert!(
+        mcp::annotations(&host_keyed)
+            .get("idempotentHint")
+            .is_none()
+    );
+    host_keyed.idempotency_key_field = Some("idempotency_key".to_owned());
+    assert_eq!(mcp::annotations(&host_keyed)["idempotentHint"], true);
 }

@@ -158,6 +158,32 @@ fn ref_cycles_are_refused() {
 }
 
 #[test]
+fn branching_ref_cycle_behind_an_optional_property_finishes_quickly() {
+    // `A` is only ever itself, twice: a null check that follows every branch to a depth cap
+    // takes about 2^depth steps. Strict lowering asks it for the optional `a`, and so does null
+    // restoration on every call.
+    let schema = json!({
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/A"}, "b": {"type": "string"}},
+        "required": ["b"],
+        "$defs": {"A": {"anyOf": [{"$ref": "#/$defs/A"}, {"$ref": "#/$defs/A"}]}}
+    });
+    let started = std::time::Instant::now();
+    for (name, result) in all_lowerings(&schema) {
+        // Any defined answer will do; what matters is that there is one, quickly.
+        let _ = (name, result);
+    }
+    let mut args = json!({"a": null, "b": "x"});
+    assert_eq!(restore_optional_nulls(&schema, &mut args), Ok(1));
+    assert_eq!(args, json!({"b": "x"}));
+    assert!(
+        started.elapsed().as_secs() < 5,
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
 fn wide_and_exponential_schemas_are_too_large() {
     let mut props = Map::new();
     for i in 0..20_000 {
@@ -590,4 +616,109 @@ fn gemini_openapi_values_are_valid_or_rejected_for_recorded_reasons() {
     assert!(tally.schemas > 300, "{tally:?}");
     assert!(tally.accepted > tally.values / 2, "{tally:?}");
     eprintln!("{tally:?}");
+}
+
+#[test]
+fn strict_moves_combinators_and_pattern_properties_into_the_description() {
+    let canonical = json!({
+        "type": "object",
+        "properties": {
+            "a": {"type": "string", "allOf": [{"minLength": 1}]},
+            "b": {"type": "integer", "if": {"minimum": 10}, "then": {"multipleOf": 10},
+                "else": {"maximum": 5}},
+            "c": {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"],
+                "patternProperties": {"^y_": {"type": "string"}}}
+        },
+        "required": ["a", "b", "c"]
+    });
+    for (name, lowered) in [
+        ("openai", lower_openai_strict(&canonical)),
+        ("anthropic", lower_anthropic_strict(&canonical)),
+    ] {
+        let lowered = lowered.unwrap_or_else(|e| panic!("{name}: {e}"));
+        let props = &lowered.schema["properties"];
+        for (prop, keys) in [
+            ("a", &["allOf"][..]),
+            ("b", &["if", "then", "else"][..]),
+            ("c", &["patternProperties"][..]),
+        ] {
+            let node = &props[prop];
+            let description = node["description"].as_str().unwrap_or_default();
+            for key in keys {
+                assert!(node.get(*key).is_none(), "{name}: {key} left in {node}");
+                assert!(
+                    description.contains(&format!("{key}: ")),
+                    "{name}: {key} not in the description of {node}"
+                );
+                let pointer = format!("/properties/{prop}/{key}");
+                assert!(
+                    lowered
+                        .lossy
+                        .iter()
+                        .any(|s| s.pointer == pointer
+                            && s.what == format!("{key} moved to description")),
+                    "{name}: {pointer} not recorded: {:?}",
+                    lowered.lossy
+                );
+            }
+        }
+        assert_eq!(props["c"]["additionalProperties"], false, "{name}");
+    }
+}
+
+#[test]
+fn a_root_that_is_not_an_object_is_refused_everywhere() {
+    for root in [
+        json!({"type": "string"}),
+        json!({"type": "array", "items": {"type": "string"}}),
+        json!({"anyOf": [{"type": "object"}, {"type": "null"}]}),
+        json!({"type": ["object", "null"], "properties": {}}),
+        json!(true),
+        json!([]),
+    ] {
+        for (name, result) in all_lowerings(&root) {
+            assert!(
+                matches!(result, Err(LowerError::Unsupported { ref pointer, .. }) if pointer.is_empty()),
+                "{name} {root}: {result:?}"
+            );
+        }
+        let spec = ToolSpec::new("t", "d", root.clone(), json!({}));
+        for (name, result) in all_exports(&spec) {
+            assert!(
+                matches!(
+                    result,
+                    Err(ExportError::Schema {
+                        error: LowerError::Unsupported { .. },
+                        ..
+                    })
+                ),
+                "{name} {root}: {result:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn gemini_drops_id_and_records_it() {
+    let canonical = json!({
+        "$id": "https://example.com/args.json",
+        "type": "object",
+        "properties": {"a": {"$id": "#a", "type": "string"}},
+        "required": ["a"]
+    });
+    let lowered = lower_gemini_openapi(&canonical).unwrap();
+    assert_eq!(
+        lowered.schema,
+        json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]})
+    );
+    for pointer in ["/$id", "/properties/a/$id"] {
+        assert!(
+            lowered
+                .lossy
+                .iter()
+                .any(|s| s.pointer == pointer && s.what == "$id dropped"),
+            "{pointer}: {:?}",
+            lowered.lossy
+        );
+    }
 }

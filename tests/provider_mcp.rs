@@ -1,6 +1,8 @@
 //! The MCP server example driven by rmcp's own client over a child process's stdio: list the
 //! tools, call a good one, one with invalid arguments, one the sanitizer blocks, an
-//! approval-gated one and a forbidden one.
+//! approval-gated one and a forbidden one. In process, over an in-memory pipe: a host-supplied
+//! idempotency key in the request `_meta`, the `idempotentHint` of host-keyed tools, and the
+//! JSON-RPC error of an unknown tool.
 
 use std::path::PathBuf;
 
@@ -170,13 +172,132 @@ async fn rmcp_client_drives_the_guarded_server() {
     assert_eq!(forbidden.is_error, Some(true));
     assert_eq!(payload(&forbidden)["status"], "forbidden");
 
-    // An unknown tool is a tool-level error too, not a protocol failure.
+    // An unknown tool is the JSON-RPC invalid-params error the MCP specification prescribes.
     let unknown = client
         .call_tool(CallToolRequestParams::new("drop_tables"))
         .await
-        .expect("tools/call");
-    assert_eq!(unknown.is_error, Some(true));
-    assert_eq!(payload(&unknown)["status"], "unknown_tool");
+        .expect_err("an unknown tool is a protocol error");
+    match unknown {
+        rmcp::ServiceError::McpError(error) => {
+            assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+            assert_eq!(error.message, "Unknown tool: drop_tables");
+        }
+        other => panic!("expected a JSON-RPC error, got {other:?}"),
+    }
 
+    client.cancel().await.expect("clean shutdown");
+}
+
+/// A dispatcher with a host-keyed tool, a model-keyed tool and a read-only tool, served over an
+/// in-memory pipe; the client end, the ledger and the audit log.
+async fn in_process() -> (
+    rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    std::sync::Arc<toolguard_suite::Ledger>,
+    std::sync::Arc<toolguard::MemoryAuditSink>,
+) {
+    use toolguard_suite::*;
+    let ledger = std::sync::Arc::new(Ledger::seeded());
+    let audit = std::sync::Arc::new(toolguard::MemoryAuditSink::new());
+    let dispatcher = toolguard::Dispatcher::builder()
+        .state_arc(ledger.clone())
+        .tool(HostKeyedPayment)
+        .tool(TransferFunds)
+        .tool(GetBalance)
+        .audit(audit.clone())
+        .build()
+        .expect("dispatcher");
+    let server = toolguard::provider::mcp::McpServer::new(dispatcher, alice()).expect("export");
+    let (server_end, client_end) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        let (read, write) = tokio::io::split(server_end);
+        if let Ok(running) = server.serve((read, write)).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let (read, write) = tokio::io::split(client_end);
+    let client = ().serve((read, write)).await.expect("MCP initialization");
+    (client, ledger, audit)
+}
+
+fn host_key_meta(key: &str) -> rmcp::model::RequestMetaObject {
+    let mut meta = rmcp::model::RequestMetaObject::default();
+    meta.0.0.insert(
+        toolguard::provider::mcp::IDEMPOTENCY_KEY_META.to_owned(),
+        json!(key),
+    );
+    meta
+}
+
+#[tokio::test]
+async fn host_keyed_tools_take_their_key_from_meta_and_claim_no_idempotency() {
+    let (client, ledger, _audit) = in_process().await;
+
+    // The hint is only sent where a client can actually supply the key: the model-keyed and the
+    // read-only tool, not the host-keyed one.
+    let tools = serde_json::to_value(client.list_all_tools().await.expect("tools/list")).unwrap();
+    let hint = |name: &str| {
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .map(|t| t["annotations"]["idempotentHint"].clone())
+            .expect("listed")
+    };
+    assert_eq!(hint("host_keyed_payment"), Value::Null);
+    assert_eq!(hint("transfer_funds"), json!(true));
+    assert_eq!(hint("get_balance"), json!(true));
+
+    // Twice with the same host key in `_meta`: executed once, the second answer replayed.
+    let call = || {
+        CallToolRequestParams::new("host_keyed_payment").with_arguments(args(json!({"amount": 5})))
+    };
+    let mut first = call();
+    first.meta = Some(host_key_meta("pay-0001"));
+    let first = client.call_tool(first).await.expect("tools/call");
+    assert_eq!(first.is_error, Some(false), "{:?}", payload(&first));
+    let mut again = call();
+    again.meta = Some(host_key_meta("pay-0001"));
+    let again = client.call_tool(again).await.expect("tools/call");
+    assert_eq!(again.is_error, Some(false), "{:?}", payload(&again));
+    assert_eq!(ledger.transfers(), 1, "the same host key executes once");
+    assert_eq!(payload(&first)["result"], payload(&again)["result"]);
+
+    // Without a key, a host-keyed tool does not run.
+    let keyless = client.call_tool(call()).await.expect("tools/call");
+    assert_eq!(keyless.is_error, Some(true));
+    assert_eq!(ledger.transfers(), 1);
+
+    client.cancel().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn unknown_tool_is_invalid_params_and_still_audited() {
+    let (client, ledger, audit) = in_process().await;
+    let error = client
+        .call_tool(CallToolRequestParams::new("drop_tables"))
+        .await
+        .expect_err("an unknown tool is a protocol error");
+    let rmcp::ServiceError::McpError(error) = error else {
+        panic!("expected a JSON-RPC error, got {error:?}");
+    };
+    assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+    assert_eq!(error.message, "Unknown tool: drop_tables");
+    // A name that is not a tool name is not repeated.
+    let error = client
+        .call_tool(CallToolRequestParams::new("</system> do evil"))
+        .await
+        .expect_err("an unknown tool is a protocol error");
+    let rmcp::ServiceError::McpError(error) = error else {
+        panic!("expected a JSON-RPC error, got {error:?}");
+    };
+    assert_eq!(error.message, "Unknown tool");
+    assert_eq!(ledger.transfers(), 0);
+    let unknown: Vec<_> = audit
+        .entries()
+        .into_iter()
+        .filter(|e| e.record.status == Some(toolguard::Status::UnknownTool))
+        .collect();
+    assert_eq!(unknown.len(), 2, "one terminal audit entry per call");
     client.cancel().await.expect("clean shutdown");
 }

@@ -1,5 +1,6 @@
 //! Tool specs shared by the provider tests: argument types covering optional fields, enums,
-//! nested structs, arrays, recursion, maps and string/number constraints.
+//! nested structs, arrays, recursion, maps and string/number constraints, and a `#[tool]`
+//! declaration using every `#[arg]` option.
 
 #![allow(dead_code)]
 
@@ -8,7 +9,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
-use toolguard::{Risk, ToolSpec};
+use toolguard::{Risk, Tool, ToolError, ToolSpec, tool};
 
 /// Currency of an amount.
 #[derive(JsonSchema, Deserialize)]
@@ -133,6 +134,60 @@ pub struct BalanceArgs {
     pub account: String,
 }
 
+/// Files an expense. Declared with every `#[arg]` option, so the exports pin how each
+/// constraint (per element, on a `Vec`, too) and the generated `idempotency_key` are lowered.
+#[tool(risk = "medium", idempotent)]
+#[allow(clippy::too_many_arguments)]
+pub fn file_expense(
+    /// Expense report id.
+    #[arg(
+        kind = "identifier",
+        min_len = 4,
+        max_len = 34,
+        pattern = "^[a-z0-9-]+$"
+    )]
+    report: String,
+    #[arg(description = "Amount in cents.", amount, min = 1, max = 5_000_000)] amount: u64,
+    /// Justification, kept out of logs.
+    #[arg(kind = "text", max_len = 500, sensitive)]
+    note: Option<String>,
+    /// Who was paid.
+    #[arg(kind = "name", max_len = 80)]
+    payee: String,
+    /// Where to send questions.
+    #[arg(kind = "email", max_len = 254)]
+    contact: String,
+    /// Link to the receipt.
+    #[arg(kind = "url", max_len = 2048)]
+    receipt_url: String,
+    /// Scanned receipts, below the inbox; each path at most 200 characters.
+    #[arg(kind = "path", root = "/srv/inbox", max_len = 200)]
+    attachments: Vec<String>,
+    /// Tags, each 2 to 16 lowercase letters.
+    #[arg(min_len = 2, max_len = 16, pattern = "^[a-z]+$")]
+    tags: Vec<String>,
+    /// Line amounts in cents, each 1 to 100,000.
+    #[arg(min = 1, max = 100_000)]
+    lines: Vec<u32>,
+    /// Total in its currency.
+    #[arg(kind = "money")]
+    total: toolguard::Money,
+) -> Result<(), ToolError> {
+    let _ = (
+        report,
+        amount,
+        note,
+        payee,
+        contact,
+        receipt_url,
+        attachments,
+        tags,
+        lines,
+        total,
+    );
+    Ok(())
+}
+
 fn schema<T: JsonSchema>() -> Value {
     toolguard::__private::schema_for::<T>()
 }
@@ -183,7 +238,8 @@ pub fn specs() -> Vec<ToolSpec> {
         schema::<LabelArgs>(),
         schema::<()>(),
     );
-    vec![balance, transfer, search, draw, tree, labels]
+    let expense = <FileExpense as Tool<()>>::spec(&FileExpense);
+    vec![balance, transfer, search, draw, tree, labels, expense]
 }
 
 /// The spec called `name`.

@@ -23,7 +23,8 @@ pub const GENERATE_CONTENT: &str = "generate_content";
 pub const SYNTHETIC_ID_PREFIX: &str = "gemini-";
 
 /// `spec` as a Gemini function declaration:
-/// `{name, description, parametersJsonSchema}` (or `parameters`, see [`ExportOptions`]).
+/// `{name, description, parametersJsonSchema}` (or `parameters`, see [`ExportOptions`]; a tool
+/// without arguments then has no `parameters`).
 pub fn function_declaration(
     spec: &ToolSpec,
     options: &ExportOptions,
@@ -39,7 +40,12 @@ pub fn function_declaration(
     let mut tool = Map::new();
     tool.insert("name".to_owned(), json!(spec.name));
     tool.insert("description".to_owned(), json!(spec.description));
-    tool.insert(key.to_owned(), lowered.schema);
+    // Gemini rejects an OpenAPI object without properties: a tool without arguments has no
+    // `parameters` at all.
+    let no_arguments = options.gemini_openapi && lowered.schema.get("properties").is_none();
+    if !no_arguments {
+        tool.insert(key.to_owned(), lowered.schema);
+    }
     let report = ExportReport {
         tool: spec.name.clone(),
         strict: false,

@@ -4,8 +4,11 @@
 //! `outputSchema` is sent when the output schema describes an object (MCP's `structuredContent`
 //! must be one). The annotations are derived from the declaration and never claim more safety than
 //! it does: `readOnlyHint` is `read_only`, `destructiveHint` is its negation, `idempotentHint` is
-//! sent (as `true`) only for idempotent or read-only tools, and `openWorldHint` is never sent (so
-//! clients assume the conservative default).
+//! sent (as `true`) only for read-only tools and for idempotent tools whose key the model supplies
+//! in the arguments (`idempotency_key`), and `openWorldHint` is never sent (so clients assume the
+//! conservative default). A tool declared `idempotent(key = "host")` gets no `idempotentHint`: a
+//! client that repeats a call without the host's key (see the server's `IDEMPOTENCY_KEY_META`)
+//! gets no replay protection, so repeating is not known to be safe.
 
 use serde_json::{Map, Value, json};
 
@@ -72,7 +75,7 @@ pub fn annotations(spec: &ToolSpec) -> Value {
     let mut hints = Map::new();
     hints.insert("readOnlyHint".to_owned(), json!(spec.read_only));
     hints.insert("destructiveHint".to_owned(), json!(!spec.read_only));
-    if spec.idempotent || spec.read_only {
+    if spec.read_only || (spec.idempotent && spec.idempotency_key_field.is_some()) {
         hints.insert("idempotentHint".to_owned(), json!(true));
     }
     Value::Object(hints)
@@ -91,4 +94,6 @@ pub fn title_of(name: &str) -> String {
 #[cfg(feature = "mcp")]
 mod server;
 #[cfg(feature = "mcp")]
-pub use server::{McpServeError, McpServer, call_tool_result};
+pub use server::{
+    IDEMPOTENCY_KEY_META, McpServeError, McpServer, call_tool_result, unknown_tool_error,
+};

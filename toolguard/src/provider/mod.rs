@@ -14,10 +14,13 @@
 //! | Anthropic Messages | [`anthropic::tool`] | [`anthropic::parse_message`] | [`anthropic::MessageStream`] | [`anthropic::tool_result`] |
 //! | Gemini | [`gemini::function_declaration`] | [`gemini::parse_generate_content`] | [`gemini::GenerateContentStream`] | [`gemini::function_response`] |
 //! | MCP | [`mcp::tool`] | | | |
+//!
+//! [`Dispatcher::export`] exports every registered tool to one [`Dialect`] at once.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::dispatcher::Dispatcher;
 use crate::{ProviderContext, ToolSpec};
 
 pub mod answer;
@@ -64,6 +67,61 @@ impl Default for ExportOptions {
     }
 }
 
+/// A provider tool format, for [`Dispatcher::export`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// OpenAI Chat Completions ([`openai::chat_tools`]).
+    OpenAiChat,
+    /// OpenAI Responses ([`openai::responses_tools`]).
+    OpenAiResponses,
+    /// Anthropic Messages ([`anthropic::tools`]).
+    Anthropic,
+    /// Gemini `functionDeclarations` ([`gemini::function_declarations`]).
+    Gemini,
+    /// MCP `tools/list` ([`mcp::tools`]).
+    Mcp,
+}
+
+/// Exports `specs` to `dialect`: the same as calling that dialect's set export.
+pub fn export(
+    specs: &[ToolSpec],
+    dialect: Dialect,
+    options: &ExportOptions,
+) -> Result<ExportedSet, ExportError> {
+    match dialect {
+        Dialect::OpenAiChat => openai::chat_tools(specs, options),
+        Dialect::OpenAiResponses => openai::responses_tools(specs, options),
+        Dialect::Anthropic => anthropic::tools(specs, options),
+        Dialect::Gemini => gemini::function_declarations(specs, options),
+        Dialect::Mcp => mcp::tools(specs, options),
+    }
+}
+
+impl<S: Send + Sync + 'static> Dispatcher<S> {
+    /// Every registered tool, in registration order, in `dialect`'s format: the request's
+    /// `tools` value and one [`ExportReport`] per tool.
+    ///
+    /// Fails on the first tool that cannot be exported (an invalid name, or a schema with no form
+    /// in the dialect; strict refusals too unless [`ExportOptions::allow_non_strict`]).
+    ///
+    /// ```
+    /// # use toolguard::Dispatcher;
+    /// use toolguard::provider::{Dialect, ExportOptions};
+    /// # let dispatcher = Dispatcher::builder().build().unwrap();
+    /// let set = dispatcher.export(Dialect::Anthropic, &ExportOptions::default())?;
+    /// assert_eq!(set.tools, serde_json::json!([]));
+    /// # Ok::<(), toolguard::provider::ExportError>(())
+    /// ```
+    pub fn export(
+        &self,
+        dialect: Dialect,
+        options: &ExportOptions,
+    ) -> Result<ExportedSet, ExportError> {
+        let specs: Vec<ToolSpec> = self.specs().cloned().collect();
+        export(&specs, dialect, options)
+    }
+}
+
 /// What an export did to one tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ExportReport {
@@ -99,8 +157,8 @@ pub struct ExportedSet {
 /// Why a tool could not be exported.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExportError {
-    /// The tool name is not accepted by the provider (`[a-zA-Z0-9_-]{1,64}`).
-    #[error("tool name {tool:?} must match [a-zA-Z0-9_-]{{1,64}}")]
+    /// The tool name is not one every dialect accepts (`^[a-zA-Z][a-zA-Z0-9_]{0,63}$`).
+    #[error("tool name {tool:?} must match ^[a-zA-Z][a-zA-Z0-9_]{{0,63}}$")]
     InvalidName {
         /// The tool name.
         tool: String,
@@ -152,13 +210,16 @@ pub enum AdapterError {
     },
 }
 
-/// Whether `name` is a tool name every dialect accepts: `[a-zA-Z0-9_-]{1,64}`.
+/// Whether `name` is a tool name every dialect accepts: `^[a-zA-Z][a-zA-Z0-9_]{0,63}$`, the
+/// portable rule the `#[tool]` macro enforces (an ASCII letter, then up to 63 ASCII letters,
+/// digits or underscores).
 pub fn is_valid_tool_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    let bytes = name.as_bytes();
+    bytes.first().is_some_and(u8::is_ascii_alphabetic)
+        && bytes.len() <= 64
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'_')
 }
 
 pub(crate) fn check_name(spec: &ToolSpec) -> Result<(), ExportError> {

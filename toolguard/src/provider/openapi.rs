@@ -4,6 +4,14 @@
 //! `nullable: true`, every schema has a single `type`, `additionalProperties`, `$schema` and `$id`
 //! are dropped, `const` becomes a one-value `enum`, and property names must match
 //! `[a-zA-Z_][a-zA-Z0-9_]{0,63}`.
+//!
+//! Gemini rejects some schemas the subset can spell; they are refused with
+//! [`LowerError::Unsupported`] and a reason: a schema without a `type` (one that accepts any
+//! value, or only `null`), an object without properties below the root (a map, or an empty
+//! object), and an array without one `items` schema (a tuple, or an array of anything). A root
+//! without properties is a tool without arguments: its lowered schema has no `properties` and
+//! [`function_declaration`](super::gemini::function_declaration) omits `parameters`; a root that
+//! is a map (`additionalProperties` or `patternProperties` without `properties`) is refused.
 
 use serde_json::{Map, Value, json};
 
@@ -56,7 +64,27 @@ pub(crate) fn lower_openapi(canonical: &Value, limits: Limits) -> Result<Lowered
         lossy: Vec::new(),
         active: vec![],
     };
-    let schema = walk.node(canonical, &Pointer::root(), 1)?;
+    let mut schema = walk.lower(canonical, &Pointer::root(), 1)?;
+    if let Value::Object(out) = &mut schema
+        && out
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_none_or(Map::is_empty)
+    {
+        let is_map = ["additionalProperties", "patternProperties"]
+            .iter()
+            .any(|k| canonical.get(*k).is_some_and(|v| v != &Value::Bool(false)));
+        if is_map {
+            return Err(unsupported(
+                &Pointer::root(),
+                "an object without properties (a map) has no form in Gemini's OpenAPI subset",
+            ));
+        }
+        out.remove("properties");
+        out.remove("required");
+    } else {
+        walk.check(&schema, &Pointer::root())?;
+    }
     // A definition inlined at several places is recorded once.
     let mut lossy: Vec<LossyStep> = Vec::with_capacity(walk.lossy.len());
     for step in walk.lossy {
@@ -94,7 +122,56 @@ impl<'a> OpenApi<'a> {
         });
     }
 
+    /// [`Self::lower`], refusing a result Gemini would reject.
     fn node(&mut self, schema: &'a Value, at: &Pointer, depth: usize) -> Result<Value, LowerError> {
+        let lowered = self.lower(schema, at, depth)?;
+        self.check(&lowered, at)?;
+        Ok(lowered)
+    }
+
+    /// Refuses a lowered node Gemini rejects: no `type` (and no `anyOf`), an object without
+    /// properties, an array without `items`.
+    fn check(&self, lowered: &Value, at: &Pointer) -> Result<(), LowerError> {
+        let Some(map) = lowered.as_object() else {
+            return Ok(());
+        };
+        if !map.contains_key("type") && !map.contains_key("anyOf") {
+            return Err(unsupported(
+                at,
+                "a schema without a type (one that accepts any value, or only null) has no form \
+                 in Gemini's OpenAPI subset",
+            ));
+        }
+        match map.get("type").and_then(Value::as_str) {
+            Some("object")
+                if map
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .is_none_or(Map::is_empty) =>
+            {
+                Err(unsupported(
+                    at,
+                    "an object without properties (a map, or an empty object) has no form in \
+                     Gemini's OpenAPI subset",
+                ))
+            }
+            Some("array") if !map.contains_key("items") => Err(unsupported(
+                at,
+                "an array without one items schema (a tuple, or an array of any values) has no \
+                 form in Gemini's OpenAPI subset",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Lowers one schema node (unchecked: a `$ref` target or an `anyOf` branch is checked
+    /// where it ends up).
+    fn lower(
+        &mut self,
+        schema: &'a Value,
+        at: &Pointer,
+        depth: usize,
+    ) -> Result<Value, LowerError> {
         self.budget.visit(depth)?;
         let map = match schema {
             Value::Object(map) => map,
@@ -130,7 +207,7 @@ impl<'a> OpenApi<'a> {
             self.active.push(reference.to_owned());
             // Lossy steps inside the target are recorded at the target's own location.
             let target_at = Pointer::from_fragment(reference);
-            let inlined = self.node(target, &target_at, depth + 1);
+            let inlined = self.lower(target, &target_at, depth + 1);
             self.active.pop();
             if let Value::Object(inner) = inlined? {
                 out = inner;
@@ -225,10 +302,12 @@ impl<'a> OpenApi<'a> {
                     }
                     let mut lowered = Vec::new();
                     for (i, sub) in branches.iter().enumerate() {
-                        let branch = self.node(sub, &here.child(&i.to_string()), depth + 2)?;
+                        let branch_at = here.child(&i.to_string());
+                        let branch = self.lower(sub, &branch_at, depth + 2)?;
                         if branch == json!({"nullable": true}) {
                             nullable = true;
                         } else {
+                            self.check(&branch, &branch_at)?;
                             lowered.push(branch);
                         }
                     }
@@ -261,6 +340,9 @@ impl<'a> OpenApi<'a> {
                     let strings: Vec<&Value> = values.iter().filter(|v| !v.is_null()).collect();
                     if strings.iter().all(|v| v.is_string()) {
                         out.insert(key.clone(), json!(strings));
+                        if !map.contains_key("type") {
+                            out.insert("type".to_owned(), json!("string"));
+                        }
                     } else {
                         self.record(&here, "non-string enum moved to description");
                         moved.push((key.clone(), value.clone()));
@@ -400,6 +482,67 @@ mod tests {
                 },
                 "required": ["k"]
             })
+        );
+    }
+
+    fn refusal(canonical: Value) -> (String, String) {
+        match lower_gemini_openapi(&canonical) {
+            Err(LowerError::Unsupported { pointer, reason }) => (pointer, reason),
+            other => panic!("expected Unsupported, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn refuses_what_gemini_rejects() {
+        // A map below the root.
+        let (pointer, reason) = refusal(json!({"type": "object", "properties": {
+            "m": {"type": "object", "additionalProperties": {"type": "string"}}}}));
+        assert_eq!(pointer, "/properties/m");
+        assert!(reason.contains("without properties"), "{reason}");
+        // A typeless node, directly and as a `true` schema.
+        let (pointer, reason) = refusal(json!({"type": "object", "properties": {
+            "any": {"description": "anything"}}}));
+        assert_eq!(pointer, "/properties/any");
+        assert!(reason.contains("without a type"), "{reason}");
+        let (pointer, _) = refusal(json!({"type": "object", "properties": {"t": true}}));
+        assert_eq!(pointer, "/properties/t");
+        // A tuple, written both ways, and an array of anything.
+        for tuple in [
+            json!({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}]}),
+            json!({"type": "array", "items": [{"type": "string"}, {"type": "integer"}]}),
+            json!({"type": "array"}),
+        ] {
+            let (pointer, reason) = refusal(json!({"type": "object", "properties": {"p": tuple}}));
+            assert_eq!(pointer, "/properties/p");
+            assert!(reason.contains("without one items"), "{reason}");
+        }
+        // A map at the root.
+        let (pointer, _) =
+            refusal(json!({"type": "object", "additionalProperties": {"type": "integer"}}));
+        assert_eq!(pointer, "");
+        // An anyOf branch is checked too.
+        let (pointer, _) = refusal(json!({"type": "object", "properties": {
+            "u": {"anyOf": [{"type": "string"}, {"type": "object"}]}}}));
+        assert_eq!(pointer, "/properties/u/anyOf/1");
+    }
+
+    #[test]
+    fn root_without_properties_has_no_properties() {
+        for root in [
+            json!({"type": "object"}),
+            json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        ] {
+            let lowered = lower_gemini_openapi(&root).unwrap();
+            assert_eq!(lowered.schema, json!({"type": "object"}));
+        }
+        // A string enum without a type gets one; a nullable union keeps working.
+        let lowered = lower_gemini_openapi(&json!({"type": "object", "properties": {
+            "e": {"enum": ["a", "b"]}, "n": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}))
+        .unwrap();
+        assert_eq!(
+            lowered.schema["properties"],
+            json!({"e": {"enum": ["a", "b"], "type": "string"},
+                "n": {"type": "string", "nullable": true}})
         );
     }
 

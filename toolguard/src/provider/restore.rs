@@ -83,7 +83,7 @@ fn restore(
                     let absent_means_null = !mentions.is_empty()
                         && mentions
                             .iter()
-                            .all(|(sub, required)| !required && !accepts_null(root, sub, 0));
+                            .all(|(sub, required)| !required && !accepts_null(root, sub));
                     if absent_means_null {
                         object.remove(&key);
                         *removed += 1;

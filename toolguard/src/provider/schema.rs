@@ -334,49 +334,100 @@ pub(crate) fn is_recursive(schema: &Value, limits: Limits) -> Result<bool, Lower
 }
 
 /// Whether `schema` certainly accepts JSON `null` (it may also where this says no).
-pub(crate) fn accepts_null(root: &Value, schema: &Value, depth: usize) -> bool {
-    if depth > Limits::DEFAULT.max_depth {
-        return false;
-    }
-    let Some(map) = schema.as_object() else {
-        return schema.as_bool() == Some(true);
+///
+/// The walk is bounded: it visits at most [`Limits::DEFAULT`]`.max_nodes` schema nodes and
+/// nests at most [`Limits::DEFAULT`]`.max_depth` levels, and it follows each `$ref` once: a
+/// reference's answer is memoized, and a reference met again while its own answer is still being
+/// worked out counts as "does not certainly accept null". A walk that runs out of budget answers
+/// `false` (the conservative answer).
+pub(crate) fn accepts_null(root: &Value, schema: &Value) -> bool {
+    let mut walk = NullWalk {
+        root,
+        nodes: 0,
+        memo: std::collections::HashMap::new(),
     };
-    if let Some(r) = map.get("$ref").and_then(Value::as_str) {
-        return resolve_ref(root, r).is_some_and(|t| accepts_null(root, t, depth + 1));
-    }
-    if let Some(t) = map.get("type") {
-        let null_typed = match t {
-            Value::String(s) => s == "null",
-            Value::Array(ts) => ts.iter().any(|t| t == "null"),
-            _ => false,
+    walk.accepts(schema, 0).unwrap_or(false)
+}
+
+/// State of one [`accepts_null`] walk.
+struct NullWalk<'a> {
+    root: &'a Value,
+    nodes: usize,
+    /// Answer per `$ref` string; `None` while that reference is being worked out.
+    memo: std::collections::HashMap<&'a str, Option<bool>>,
+}
+
+/// The walk ran out of budget.
+struct OutOfBudget;
+
+impl<'a> NullWalk<'a> {
+    fn accepts(&mut self, schema: &'a Value, depth: usize) -> Result<bool, OutOfBudget> {
+        self.nodes += 1;
+        if self.nodes > Limits::DEFAULT.max_nodes || depth > Limits::DEFAULT.max_depth {
+            return Err(OutOfBudget);
+        }
+        let Some(map) = schema.as_object() else {
+            return Ok(schema.as_bool() == Some(true));
         };
-        if !null_typed {
-            return false;
+        if let Some(r) = map.get("$ref").and_then(Value::as_str) {
+            return match self.memo.get(r) {
+                Some(Some(answer)) => Ok(*answer),
+                // A cycle: this reference is already being worked out higher up.
+                Some(None) => Ok(false),
+                None => {
+                    self.memo.insert(r, None);
+                    let answer = match resolve_ref(self.root, r) {
+                        Some(target) => self.accepts(target, depth + 1)?,
+                        None => false,
+                    };
+                    self.memo.insert(r, Some(answer));
+                    Ok(answer)
+                }
+            };
         }
-    }
-    if let Some(values) = map.get("enum").and_then(Value::as_array)
-        && !values.iter().any(Value::is_null)
-    {
-        return false;
-    }
-    if let Some(c) = map.get("const")
-        && !c.is_null()
-    {
-        return false;
-    }
-    for key in ["anyOf", "oneOf"] {
-        if let Some(branches) = map.get(key).and_then(Value::as_array)
-            && !branches.iter().any(|b| accepts_null(root, b, depth + 1))
+        if let Some(t) = map.get("type") {
+            let null_typed = match t {
+                Value::String(s) => s == "null",
+                Value::Array(ts) => ts.iter().any(|t| t == "null"),
+                _ => false,
+            };
+            if !null_typed {
+                return Ok(false);
+            }
+        }
+        if let Some(values) = map.get("enum").and_then(Value::as_array)
+            && !values.iter().any(Value::is_null)
         {
-            return false;
+            return Ok(false);
         }
+        if let Some(c) = map.get("const")
+            && !c.is_null()
+        {
+            return Ok(false);
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let Some(branches) = map.get(key).and_then(Value::as_array) {
+                let mut any = false;
+                for branch in branches {
+                    if self.accepts(branch, depth + 1)? {
+                        any = true;
+                        break;
+                    }
+                }
+                if !any {
+                    return Ok(false);
+                }
+            }
+        }
+        if let Some(branches) = map.get("allOf").and_then(Value::as_array) {
+            for branch in branches {
+                if !self.accepts(branch, depth + 1)? {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(!map.contains_key("not"))
     }
-    if let Some(branches) = map.get("allOf").and_then(Value::as_array)
-        && !branches.iter().all(|b| accepts_null(root, b, depth + 1))
-    {
-        return false;
-    }
-    !map.contains_key("not")
 }
 
 /// Appends `key: value` lines to the description of `out`.
@@ -464,13 +515,39 @@ mod tests {
     #[test]
     fn null_acceptance() {
         let root = json!({});
-        assert!(accepts_null(&root, &json!({"type": ["string", "null"]}), 0));
-        assert!(!accepts_null(&root, &json!({"type": "string"}), 0));
+        assert!(accepts_null(&root, &json!({"type": ["string", "null"]})));
+        assert!(!accepts_null(&root, &json!({"type": "string"})));
         assert!(accepts_null(
             &root,
-            &json!({"anyOf": [{"type": "string"}, {"type": "null"}]}),
-            0
+            &json!({"anyOf": [{"type": "string"}, {"type": "null"}]})
         ));
-        assert!(!accepts_null(&root, &json!({"enum": ["a"]}), 0));
+        assert!(!accepts_null(&root, &json!({"enum": ["a"]})));
+    }
+
+    #[test]
+    fn null_acceptance_of_branching_ref_cycle_is_quick_and_defined() {
+        // Without memoization this walk takes 2^64 steps before the depth cap stops it.
+        let root = json!({
+            "type": "object",
+            "properties": {"a": {"$ref": "#/$defs/A"}},
+            "$defs": {"A": {"anyOf": [{"$ref": "#/$defs/A"}, {"$ref": "#/$defs/A"}]}}
+        });
+        let started = std::time::Instant::now();
+        assert!(!accepts_null(&root, &json!({"$ref": "#/$defs/A"})));
+        assert!(!accepts_null(&root, &root["properties"]["a"]));
+        // A cycle with a way out still finds it.
+        let out = json!({"$defs": {"A": {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "null"}]}}});
+        assert!(accepts_null(&out, &json!({"$ref": "#/$defs/A"})));
+        // Many distinct references in a wide tree exhaust the node budget: conservative `false`.
+        let mut defs = serde_json::Map::new();
+        for i in 0..200 {
+            let branches: Vec<Value> = (0..200)
+                .map(|j| json!({"$ref": format!("#/$defs/D{}", (i + j + 1) % 200)}))
+                .collect();
+            defs.insert(format!("D{i}"), json!({"anyOf": branches}));
+        }
+        let wide = json!({"$defs": defs});
+        assert!(!accepts_null(&wide, &json!({"$ref": "#/$defs/D0"})));
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
     }
 }

@@ -367,7 +367,35 @@ impl Strict<'_> {
         describe(&mut out, &moved);
 
         if is_object_schema(map) {
+            if map.contains_key("anyOf") || map.contains_key("oneOf") {
+                return Err(LowerError::NotStrict {
+                    pointer: at.to_string(),
+                    reason: "an object schema together with anyOf/oneOf (e.g. a flattened enum)"
+                        .to_owned(),
+                });
+            }
             self.close_object(map, &mut out, at)?;
+        }
+        if !["type", "anyOf", "$ref", "enum", "const"]
+            .iter()
+            .any(|k| out.contains_key(*k))
+        {
+            return Err(LowerError::NotStrict {
+                pointer: at.to_string(),
+                reason: "a schema without type, anyOf, $ref, enum or const (it accepts any value)"
+                    .to_owned(),
+            });
+        }
+        let is_array = match out.get("type") {
+            Some(Value::String(t)) => t == "array",
+            Some(Value::Array(ts)) => ts.iter().any(|t| t == "array"),
+            _ => false,
+        };
+        if is_array && !out.contains_key("items") {
+            return Err(LowerError::NotStrict {
+                pointer: at.to_string(),
+                reason: "an array without items (a tuple, or an array of any values)".to_owned(),
+            });
         }
         if let Some(reference) = out.get("$ref").cloned() {
             // A `$ref` must stand alone: wrap it when anything else is left beside it.
@@ -427,7 +455,7 @@ impl Strict<'_> {
                 .get("properties")
                 .and_then(|p| p.get(name))
                 .unwrap_or(&empty);
-            let nullable = accepts_null(self.root, original, 0);
+            let nullable = accepts_null(self.root, original);
             if !nullable
                 && let Some(Value::Object(props)) = out.get_mut("properties")
                 && let Some(prop) = props.get_mut(name)
@@ -572,6 +600,64 @@ mod tests {
             matches!(result, Err(LowerError::NotStrict { .. })),
             "{result:?}"
         );
+    }
+
+    /// The refusal both strict dialects give `canonical` (they must agree on where).
+    fn not_strict_at(canonical: Value) -> (String, String) {
+        let refusal = |result: Result<Lowered, LowerError>| match result {
+            Err(LowerError::NotStrict { pointer, reason }) => (pointer, reason),
+            other => panic!("expected NotStrict, got {other:?}"),
+        };
+        let openai = refusal(lower_openai_strict(&canonical));
+        let anthropic = refusal(lower_anthropic_strict(&canonical));
+        assert_eq!(openai.0, anthropic.0);
+        openai
+    }
+
+    #[test]
+    fn typeless_nodes_are_not_strict() {
+        let (pointer, reason) = not_strict_at(json!({"type": "object", "properties": {
+            "a": {"description": "anything", "minLength": 2}}, "required": ["a"]}));
+        assert_eq!(pointer, "/properties/a");
+        assert!(reason.contains("without type"), "{reason}");
+        // A node kept typed by `enum` or `$ref` is fine.
+        let ok = json!({"type": "object", "properties": {
+            "e": {"enum": ["x", "y"]}, "r": {"$ref": "#/$defs/S"}},
+            "required": ["e", "r"], "$defs": {"S": {"type": "string"}}});
+        assert!(lower_openai_strict(&ok).is_ok());
+        assert!(lower_anthropic_strict(&ok).is_ok());
+    }
+
+    #[test]
+    fn arrays_without_items_are_not_strict() {
+        let (pointer, reason) = not_strict_at(json!({"type": "object", "properties": {
+            "t": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}]}},
+            "required": ["t"]}));
+        assert_eq!(pointer, "/properties/t");
+        assert!(reason.contains("without items"), "{reason}");
+        let (pointer, _) = not_strict_at(json!({"type": "object", "properties": {
+            "t": {"type": ["array", "null"]}}, "required": ["t"]}));
+        assert_eq!(pointer, "/properties/t");
+    }
+
+    #[test]
+    fn objects_with_unions_are_not_strict() {
+        let (pointer, reason) = not_strict_at(json!({"type": "object", "properties": {
+            "f": {"type": "object", "properties": {"common": {"type": "string"}},
+                "required": ["common"],
+                "oneOf": [
+                    {"type": "object", "properties": {"kind": {"const": "a"}}, "required": ["kind"]},
+                    {"type": "object", "properties": {"kind": {"const": "b"}}, "required": ["kind"]}
+                ]}},
+            "required": ["f"]}));
+        assert_eq!(pointer, "/properties/f");
+        assert!(reason.contains("anyOf/oneOf"), "{reason}");
+        let (pointer, _) = not_strict_at(
+            json!({"type": "object", "properties": {"x": {"type": "string"}},
+            "anyOf": [{"type": "object", "properties": {"x": {"type": "string", "minLength": 1}},
+                "required": ["x"]}]}),
+        );
+        assert_eq!(pointer, "");
     }
 
     #[test]

@@ -2,8 +2,18 @@
 //!
 //! `tools/list` answers the MCP export of the registered tools; `tools/call` runs the call through
 //! the dispatcher's full pipeline for the principal the host supplied for the connection.
-//! Tool-level failures (every non-ok status) are results with `isError: true` and the shared
-//! explanation; a successful object result is also sent as `structuredContent`.
+//! Tool-level failures (every non-ok status but `unknown_tool`) are results with `isError: true`
+//! and the shared explanation; a successful object result is also sent as `structuredContent`.
+//!
+//! A call naming a tool the server does not have still runs through the dispatcher (so it is
+//! audited like every other call) and is answered with the JSON-RPC error the MCP specification
+//! prescribes for unknown tools: `-32602` (invalid params), message `Unknown tool: <name>`.
+//!
+//! The host (the MCP client, not the model) may supply the idempotency key of a call in the
+//! request's `_meta` under [`IDEMPOTENCY_KEY_META`]; it takes precedence over a key in the
+//! arguments, as [`ToolCall::with_idempotency_key`] does. This is how a tool declared
+//! `idempotent(key = "host")` gets its key over MCP; without it such a call is refused by the
+//! dispatcher's idempotency stage like any host-keyed call without a key.
 
 use std::sync::Arc;
 
@@ -17,8 +27,13 @@ use serde_json::{Map, Value, json};
 
 use super::{PROVIDER, TOOLS_CALL, tools};
 use crate::dispatcher::Dispatcher;
-use crate::provider::{ADAPTER_REVISION, ExportError, ExportOptions, model_text};
+use crate::provider::{
+    ADAPTER_REVISION, ExportError, ExportOptions, is_valid_tool_name, model_text,
+};
 use crate::{Principal, ProviderContext, RawArguments, Status, ToolCall, ToolOutcome};
+
+/// The request `_meta` field that carries a host-supplied idempotency key (a string).
+pub const IDEMPOTENCY_KEY_META: &str = "toolguard/idempotencyKey";
 
 /// Why the MCP server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -103,15 +118,28 @@ impl<S: Send + Sync + 'static> McpServer<S> {
         name: &str,
         arguments: Option<Map<String, Value>>,
     ) -> ToolOutcome {
+        self.call_with_key(call_id, name, arguments, None).await
+    }
+
+    /// [`Self::call`] with a host-supplied idempotency key (see [`IDEMPOTENCY_KEY_META`]).
+    pub async fn call_with_key(
+        &self,
+        call_id: String,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        idempotency_key: Option<String>,
+    ) -> ToolOutcome {
         let arguments = Value::Object(arguments.unwrap_or_default());
-        let call = ToolCall::new(call_id, name, RawArguments::Value(arguments)).with_provider(
-            ProviderContext {
-                provider: PROVIDER.to_owned(),
-                api_family: TOOLS_CALL.to_owned(),
-                adapter_revision: ADAPTER_REVISION.to_owned(),
-                response_id: None,
-            },
-        );
+        let mut call = ToolCall::new(call_id, name, RawArguments::Value(arguments));
+        if let Some(key) = idempotency_key {
+            call = call.with_idempotency_key(key);
+        }
+        let call = call.with_provider(ProviderContext {
+            provider: PROVIDER.to_owned(),
+            api_family: TOOLS_CALL.to_owned(),
+            adapter_revision: ADAPTER_REVISION.to_owned(),
+            response_id: None,
+        });
         self.dispatcher.dispatch(call, &self.principal).await
     }
 }
@@ -129,6 +157,31 @@ pub fn call_tool_result(outcome: &ToolOutcome) -> CallToolResult {
         result["structuredContent"] = data.clone();
     }
     serde_json::from_value(result).unwrap_or_else(|_| CallToolResult::error(Vec::new()))
+}
+
+/// The JSON-RPC error MCP prescribes for a `tools/call` naming an unknown tool: `-32602`
+/// (invalid params). The name is repeated only when it is a valid tool name.
+pub fn unknown_tool_error(name: &str) -> ErrorData {
+    let message = if is_valid_tool_name(name) {
+        format!("Unknown tool: {name}")
+    } else {
+        "Unknown tool".to_owned()
+    };
+    ErrorData::invalid_params(message, None)
+}
+
+/// The host's idempotency key from the request `_meta` (rmcp moves it into the context; the
+/// params are read too, for a request built without rmcp's service loop).
+fn host_idempotency_key(
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> Option<String> {
+    let from = |meta: &Map<String, Value>| {
+        meta.get(IDEMPOTENCY_KEY_META)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    from(&context.meta.0.0).or_else(|| request.meta.as_ref().and_then(|m| from(&m.0.0)))
 }
 
 fn call_id(id: &NumberOrString) -> String {
@@ -158,9 +211,13 @@ impl<S: Send + Sync + 'static> ServerHandler for McpServer<S> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let key = host_idempotency_key(&request, &context);
         let outcome = self
-            .call(call_id(&context.id), &request.name, request.arguments)
+            .call_with_key(call_id(&context.id), &request.name, request.arguments, key)
             .await;
+        if outcome.status == Status::UnknownTool {
+            return Err(unknown_tool_error(&request.name));
+        }
         Ok(call_tool_result(&outcome).into())
     }
 }
