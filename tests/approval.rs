@@ -41,6 +41,8 @@ fn harness() -> H {
         .tool(TransferFunds)
         .tool(CloseAccount)
         .tool(WireOut)
+        .tool(ShakyClose)
+        .tool(RegisterWebhook)
         .audit(audit.clone())
         .clock(clock.clone())
         .store(store.clone())
@@ -239,7 +241,15 @@ async fn rejection_is_stored_for_retries() {
     assert!(retry.replayed);
     assert_eq!(
         h.d.approvals().approve(&id, &dave_approver()).await.status,
-        Status::PreconditionFailed
+        Status::ApprovalRejected,
+        "a rejected request answers approval_rejected"
+    );
+    assert_eq!(
+        h.d.approvals()
+            .reject(&id, &dave_approver(), "again")
+            .await
+            .status,
+        Status::ApprovalRejected
     );
     assert_eq!(h.ledger.transfers(), 0);
 }
@@ -386,4 +396,98 @@ async fn futures_join(tasks: Vec<tokio::task::JoinHandle<Status>>) -> Vec<Status
         out.push(t.await.unwrap());
     }
     out
+}
+
+#[tokio::test]
+async fn deciding_on_an_expired_request_answers_approval_expired() {
+    let h = harness();
+    let (_, id) = h.pending_transfer("big-key-0012").await;
+    h.clock.advance(Duration::from_secs(16 * 60));
+    assert!(
+        h.d.approvals().pending("acme").await.unwrap().is_empty(),
+        "expired requests are not listed as pending"
+    );
+    let first = h.d.approvals().approve(&id, &bob_approver()).await;
+    assert_eq!(first.status, Status::ApprovalExpired);
+    for out in [
+        h.d.approvals().approve(&id, &dave_approver()).await,
+        h.d.approvals().reject(&id, &dave_approver(), "late").await,
+    ] {
+        assert_eq!(out.status, Status::ApprovalExpired, "{out:?}");
+        assert_eq!(out.reason.as_deref(), Some("expired"));
+    }
+    assert_eq!(h.ledger.transfers(), 0);
+}
+
+#[tokio::test]
+async fn a_handler_failure_after_approval_is_not_replayed() {
+    let h = harness();
+    let args = json!({"account": "acc-alice-2", "idempotency_key": "shaky-key-01"});
+    let out = h.call("shaky_close", args.clone()).await;
+    assert_eq!(out.status, Status::PendingApproval);
+    let first_id = out.approval.unwrap().approval_id;
+    let approved = h.d.approvals().approve(&first_id, &bob_approver()).await;
+    assert_eq!(approved.status, Status::Failed, "{approved:?}");
+    assert_eq!(h.ledger.runs(), 1);
+    // The failure is not stored under the key: the retry is a new request, not a replay.
+    let retry = h.call("shaky_close", args).await;
+    assert_eq!(retry.status, Status::PendingApproval, "{retry:?}");
+    assert!(!retry.replayed);
+    let second_id = retry.approval.unwrap().approval_id;
+    assert_ne!(second_id, first_id);
+    let approved = h.d.approvals().approve(&second_id, &bob_approver()).await;
+    assert_eq!(approved.status, Status::Ok, "{approved:?}");
+    assert_eq!(h.ledger.runs(), 2);
+}
+
+#[tokio::test]
+async fn an_approved_handler_sees_the_checked_addresses() {
+    let h = harness();
+    let out = h
+        .call(
+            "register_webhook",
+            json!({"target": "https://93.184.216.34/hook", "idempotency_key": "hook-key-01"}),
+        )
+        .await;
+    assert_eq!(out.status, Status::PendingApproval, "{out:?}");
+    let id = out.approval.unwrap().approval_id;
+    let approved = h.d.approvals().approve(&id, &bob_approver()).await;
+    assert_eq!(approved.status, Status::Ok, "{approved:?}");
+    assert_eq!(
+        approved.data(),
+        Some(&json!("93.184.216.34 via [93.184.216.34]"))
+    );
+}
+
+#[tokio::test]
+async fn a_huge_approval_ttl_does_not_overflow() {
+    let ledger = Arc::new(Ledger::seeded());
+    let d = Dispatcher::builder()
+        .state_arc(ledger.clone())
+        .tool(CloseAccount)
+        .audit(MemoryAuditSink::new())
+        .policy(RiskPolicy::new().approval_ttl(Duration::MAX))
+        .build()
+        .unwrap();
+    let out = d
+        .dispatch(
+            ToolCall::new(
+                "c",
+                "close_account",
+                json!({"account": "acc-alice-2", "idempotency_key": "close-key-max"}),
+            ),
+            &alice(),
+        )
+        .await;
+    assert_eq!(out.status, Status::PendingApproval, "{out:?}");
+    let ticket = out.approval.unwrap();
+    assert_eq!(ticket.expires_at_ms, u64::MAX);
+    assert_eq!(
+        d.approvals()
+            .approve(&ticket.approval_id, &bob_approver())
+            .await
+            .status,
+        Status::Ok
+    );
+    assert_eq!(ledger.runs(), 1);
 }

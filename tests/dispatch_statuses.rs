@@ -29,6 +29,9 @@ fn harness() -> Harness {
         .tool(Flaky)
         .tool(SlowReport)
         .tool(SlowPayout)
+        .tool(PanickyPreflight)
+        .tool(PanickyAuthorize)
+        .tool(SaveToken)
         .audit(audit.clone())
         .authorizer(RoleAuthorizer::new().require("flaky", ["operator", "tester"]))
         .build()
@@ -51,9 +54,17 @@ impl Harness {
         args: impl Into<toolguard::RawArguments>,
         who: &Principal,
     ) -> ToolOutcome {
-        self.dispatcher
+        let before = self.audit.len();
+        let out = self
+            .dispatcher
             .dispatch(ToolCall::new("call-1", tool, args), who)
-            .await
+            .await;
+        assert_eq!(
+            self.audit.len(),
+            before + 1,
+            "every call writes exactly one audit entry ({out:?})"
+        );
+        out
     }
 
     /// The terminal entry of `outcome`, checked to be the last one written.
@@ -153,6 +164,8 @@ async fn unknown_tool_is_refused_without_echoing_the_name() {
     let e = h.entry(&out);
     assert_eq!(e.record.stage, Stage::Registry);
     assert_eq!(e.record.status, Some(Status::UnknownTool));
+    assert_eq!(h.ledger.runs(), 0, "no handler ran");
+    assert_eq!(h.ledger.transfers(), 0, "no handler ran");
 }
 
 async fn assert_invalid(h: &Harness, args: serde_json::Value, pointer: &str) {
@@ -292,7 +305,9 @@ async fn missing_and_foreign_resources_look_the_same_outside() {
     // The transfer tool checks ownership in its authorize hook: nothing moves.
     let mut args = transfer(100, "key-nf-00001");
     args["from_account"] = json!("acc-carol-1");
+    let runs_before = h.ledger.runs();
     let out = h.call("transfer_funds", args).await;
+    assert_eq!(h.ledger.runs(), runs_before, "no handler ran");
     assert_eq!(out.status, Status::NotFound);
     assert_eq!(h.entry(&out).record.stage, Stage::Authorize);
     assert_eq!(
@@ -360,6 +375,22 @@ async fn tampering_with_one_entry_is_detected_at_that_entry() {
         entries.remove(1);
     });
     assert_eq!(h.audit.verify().unwrap_err().seq(), 3);
+
+    // Removing the oldest entries is detected too: the chain is anchored at entry 1.
+    let h = harness();
+    for i in 0..4 {
+        h.call("echo_note", json!({"note": format!("n{i}")})).await;
+    }
+    h.audit.with_storage(|entries| {
+        entries.drain(..2);
+    });
+    assert_eq!(h.audit.verify().unwrap_err().seq(), 3);
+    let h = harness();
+    h.call("echo_note", json!({"note": "only"})).await;
+    h.audit.with_storage(|entries| entries.clear());
+    h.audit
+        .verify()
+        .expect("an empty trail has nothing to break");
 }
 
 #[tokio::test]
@@ -375,6 +406,168 @@ async fn registry_refuses_duplicates_and_unsafe_declarations() {
         err,
         toolguard::BuildError::DuplicateTool("echo_note".into())
     );
+
+    let mut bad_schema = SpecTool::new("bad_schema", json!({"type": "string"}), json!("x"));
+    bad_schema.spec.input_schema = json!({"type": 12});
+    let err = Dispatcher::builder()
+        .state(Ledger::seeded())
+        .tool(bad_schema)
+        .build()
+        .err()
+        .unwrap();
+    assert!(
+        matches!(
+            &err,
+            toolguard::BuildError::InvalidSchema { tool, which: "input", .. } if tool == "bad_schema"
+        ),
+        "{err:?}"
+    );
+
+    let bad_output = SpecTool::new("bad_output", json!({"type": 12}), json!("x"));
+    let err = Dispatcher::builder()
+        .state(Ledger::seeded())
+        .tool(bad_output)
+        .build()
+        .err()
+        .unwrap();
+    assert!(
+        matches!(
+            &err,
+            toolguard::BuildError::InvalidSchema {
+                which: "output",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+
+    let mut unsafe_tool = SpecTool::new("unsafe_payout", json!({"type": "string"}), json!("x"));
+    unsafe_tool.spec.risk = toolguard::Risk::High;
+    let err = Dispatcher::builder()
+        .state(Ledger::seeded())
+        .tool(unsafe_tool)
+        .build()
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&err, toolguard::BuildError::UnsafeDeclaration { tool, .. } if tool == "unsafe_payout"),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn panicking_hooks_are_contained() {
+    let h = harness();
+    for (tool, stage) in [
+        ("panicky_preflight", Stage::Preflight),
+        ("panicky_authorize", Stage::Authorize),
+    ] {
+        let out = h.call(tool, json!({"label": "x"})).await;
+        assert_eq!(out.status, Status::Failed, "{out:?}");
+        assert_eq!(out.reason.as_deref(), Some("panicked"));
+        let e = h.entry(&out);
+        assert_eq!(e.record.status, Some(Status::Failed));
+        assert_eq!(e.record.stage, stage);
+        assert_eq!(e.record.tool, tool);
+    }
+    assert_eq!(h.ledger.runs(), 0, "no handler ran");
+    let ok = h.call("echo_note", json!({"note": "still here"})).await;
+    assert_eq!(ok.status, Status::Ok);
+    h.audit.verify().unwrap();
+}
+
+#[tokio::test]
+async fn a_value_stripped_to_nothing_is_invalid() {
+    let h = harness();
+    let out = h
+        .call("echo_note", json!({"note": "\u{200B}\u{200B}\u{2060}"}))
+        .await;
+    assert_eq!(out.status, Status::InvalidArguments, "{out:?}");
+    assert_eq!(out.reason.as_deref(), Some("schema_after_sanitize"));
+    assert!(out.errors.iter().any(|e| e.pointer == "/note"), "{out:?}");
+    assert_eq!(h.ledger.runs(), 0);
+    let e = h.entry(&out);
+    assert_eq!(e.record.stage, Stage::Sanitize);
+    assert_eq!(e.record.status, Some(Status::InvalidArguments));
+}
+
+#[tokio::test]
+async fn sensitive_values_never_reach_the_audit_trail() {
+    let h = harness();
+    let secret = "sk-live-0123456789abcdef";
+    let out = h
+        .call("save_token", json!({"service": "mailer", "token": secret}))
+        .await;
+    assert_eq!(out.status, Status::Ok, "{out:?}");
+    assert_eq!(h.ledger.runs(), 1);
+    let e = h.entry(&out);
+    let args = e.record.arguments.as_ref().unwrap();
+    assert_eq!(args["token"], toolguard::audit::REDACTED);
+    assert_eq!(args["service"], "mailer");
+    for entry in h.audit.entries() {
+        let text = serde_json::to_string(&entry).unwrap();
+        assert!(!text.contains(secret), "{text}");
+    }
+}
+
+#[tokio::test]
+async fn output_outside_the_contract_is_not_passed_on() {
+    let ledger = Arc::new(Ledger::seeded());
+    let audit = Arc::new(MemoryAuditSink::new());
+    let mut report = SpecTool::new("count_report", json!({"type": "integer"}), json!("many"));
+    report.spec.read_only = true;
+    let d = Dispatcher::builder()
+        .state_arc(ledger.clone())
+        .tool(SpecTool::new(
+            "count_change",
+            json!({"type": "integer"}),
+            json!("many"),
+        ))
+        .tool(report)
+        .audit(audit.clone())
+        .build()
+        .unwrap();
+    for (tool, status, runs) in [
+        ("count_report", Status::Failed, 1),
+        ("count_change", Status::OutcomeUnknown, 2),
+    ] {
+        let before = audit.len();
+        let out = d
+            .dispatch(ToolCall::new("c", tool, json!({})), &alice())
+            .await;
+        assert_eq!(out.status, status, "{out:?}");
+        assert_eq!(out.reason.as_deref(), Some("invalid_output"));
+        assert!(out.output.is_none(), "the result is not passed on");
+        assert_eq!(ledger.runs(), runs);
+        assert_eq!(audit.len(), before + 1);
+        let e = audit.get(out.audit_seq.unwrap()).unwrap();
+        assert_eq!(e.record.stage, Stage::Envelope);
+        assert_eq!(e.record.status, Some(status));
+    }
+}
+
+#[tokio::test]
+async fn long_untrusted_names_are_capped_in_the_audit_trail() {
+    let h = harness();
+    let name = "n".repeat(10_000);
+    let call_id = "c".repeat(10_000);
+    let before = h.audit.len();
+    let out = h
+        .dispatcher
+        .dispatch(ToolCall::new(call_id.clone(), name.clone(), "{}"), &alice())
+        .await;
+    assert_eq!(out.status, Status::UnknownTool);
+    assert_eq!(h.audit.len(), before + 1);
+    let e = h.entry(&out);
+    assert_eq!(
+        e.record.tool.chars().count(),
+        toolguard::dispatcher::MAX_LABEL_CHARS
+    );
+    assert_eq!(
+        e.record.call_id.chars().count(),
+        toolguard::dispatcher::MAX_LABEL_CHARS
+    );
+    assert!(name.starts_with(&e.record.tool));
 }
 
 #[tokio::test]

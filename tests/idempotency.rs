@@ -401,3 +401,16 @@ async fn callers_may_wait_for_the_call_that_holds_their_key() {
     );
     assert_eq!(h.ledger.runs(), 1);
 }
+
+#[tokio::test]
+async fn a_huge_wait_does_not_overflow() {
+    let h = harness();
+    let args = json!({"cents": 4, "delay_ms": 0, "idempotency_key": "wait-key-max"});
+    let call = ToolCall::new("c", "slow_payout", args).wait_in_progress(Duration::MAX);
+    let out = h.d.dispatch(call.clone(), &alice()).await;
+    assert_eq!(out.status, Status::Ok, "{out:?}");
+    let again = h.d.dispatch(call, &alice()).await;
+    assert_eq!(again.status, Status::Ok);
+    assert!(again.replayed);
+    assert_eq!(h.ledger.runs(), 1);
+}

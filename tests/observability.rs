@@ -41,6 +41,8 @@ fn metrics_are_labelled_by_tool_and_unknown_names_do_not_become_labels() {
                 .await;
             d.dispatch(ToolCall::new("4", "model-invented-name", "{}"), &who)
                 .await;
+            d.dispatch(ToolCall::new("5", "echo_note", r#"{"note": "#), &who)
+                .await;
         });
     });
     let mut calls = std::collections::HashMap::new();
@@ -73,6 +75,7 @@ fn metrics_are_labelled_by_tool_and_unknown_names_do_not_become_labels() {
                 validation += n;
             }
             (MetricKind::Histogram, "tool_execution_duration", DebugValue::Histogram(v)) => {
+                assert_eq!(tool, "echo_note", "only executed handlers are timed");
                 durations += v.len();
             }
             _ => {}
@@ -87,8 +90,16 @@ fn metrics_are_labelled_by_tool_and_unknown_names_do_not_become_labels() {
         calls.get(&("unknown".into(), "unknown_tool".into())),
         Some(&1)
     );
-    assert_eq!(validation, 1);
-    assert_eq!(durations, 4);
+    assert_eq!(
+        calls.get(&("echo_note".into(), "malformed".into())),
+        Some(&1),
+        "a malformed call to a registered tool carries its name"
+    );
+    assert_eq!(validation, 2);
+    assert_eq!(
+        durations, 2,
+        "the two executions, not the four refused calls"
+    );
 }
 
 #[tokio::test]

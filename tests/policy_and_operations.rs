@@ -304,3 +304,152 @@ async fn reconcile_that_finds_nothing_happened_lets_a_retry_execute() {
     assert!(!retry.replayed);
     assert_eq!(ledger.runs(), 2);
 }
+
+#[tokio::test]
+async fn a_retry_of_an_executed_call_replays_when_the_session_limit_is_used_up() {
+    let ledger = Arc::new(Ledger::seeded());
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    let policy = RiskPolicy::new().session_limit(
+        "transfer_funds",
+        1_000_000,
+        Duration::from_secs(3600),
+        OnExceed::Deny,
+    );
+    let d = dispatcher(policy, ledger.clone(), clock);
+    let call = ToolCall::new("a", "transfer_funds", transfer(800_000, "limit-retry-1"));
+    let first = d.dispatch(call.clone(), &alice()).await;
+    assert_eq!(first.status, Status::Ok, "{first:?}");
+    // The limit is used up now: a new request is denied, the retry gets its stored outcome.
+    let fresh = d
+        .dispatch(
+            ToolCall::new("b", "transfer_funds", transfer(800_000, "limit-retry-2")),
+            &alice(),
+        )
+        .await;
+    assert_eq!(
+        (fresh.status, fresh.reason.as_deref()),
+        (Status::PolicyDenied, Some("session_limit"))
+    );
+    let retry = d.dispatch(call, &alice()).await;
+    assert_eq!(retry.status, Status::Ok, "{retry:?}");
+    assert!(retry.replayed);
+    assert_eq!(retry.output, first.output);
+    assert_eq!(retry.operation_id, first.operation_id);
+    assert_eq!(ledger.transfers(), 1);
+}
+
+#[tokio::test]
+async fn a_retry_of_an_executed_call_replays_when_the_call_rate_is_hit() {
+    let ledger = Arc::new(Ledger::seeded());
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    let policy = RiskPolicy::new().session_rate("transfer_funds", 1, Duration::from_secs(60));
+    let d = dispatcher(policy, ledger.clone(), clock);
+    let call = ToolCall::new("a", "transfer_funds", transfer(100, "rate-retry-01"));
+    let first = d.dispatch(call.clone(), &alice()).await;
+    assert_eq!(first.status, Status::Ok, "{first:?}");
+    let fresh = d
+        .dispatch(
+            ToolCall::new("b", "transfer_funds", transfer(100, "rate-retry-02")),
+            &alice(),
+        )
+        .await;
+    assert_eq!(
+        (fresh.status, fresh.reason.as_deref()),
+        (Status::PolicyDenied, Some("rate_limited"))
+    );
+    let retry = d.dispatch(call, &alice()).await;
+    assert_eq!(retry.status, Status::Ok, "{retry:?}");
+    assert!(retry.replayed);
+    assert_eq!(retry.output, first.output);
+    assert_eq!(ledger.transfers(), 1);
+}
+
+#[tokio::test]
+async fn approval_without_an_idempotency_key_fails_closed() {
+    let ledger = Arc::new(Ledger::seeded());
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    let policy = RiskPolicy::new().require_approval_when(|spec, _, _| spec.name == "echo_note");
+    let d = dispatcher(policy, ledger.clone(), clock);
+    for _ in 0..2 {
+        let out = d
+            .dispatch(
+                ToolCall::new("c", "echo_note", json!({"note": "hi"})),
+                &alice(),
+            )
+            .await;
+        assert_eq!(out.status, Status::PolicyDenied, "{out:?}");
+        assert_eq!(
+            out.reason.as_deref(),
+            Some("approval_needs_idempotency_key")
+        );
+        assert!(out.approval.is_none());
+    }
+    assert!(
+        d.approvals().pending("acme").await.unwrap().is_empty(),
+        "no request was opened"
+    );
+    assert_eq!(ledger.runs(), 0);
+}
+
+#[tokio::test]
+async fn an_unreadable_amount_is_denied_never_counted_as_zero() {
+    let ledger = Arc::new(Ledger::seeded());
+    let mut payout = SpecTool::new("loose_payout", json!({"type": "string"}), json!("paid"));
+    payout.spec.fields = vec![toolguard::FieldSpec {
+        amount: true,
+        kind: toolguard::FieldKind::Opaque,
+        ..toolguard::FieldSpec::new("amount")
+    }];
+    let d = Dispatcher::builder()
+        .state_arc(ledger.clone())
+        .tool(payout)
+        .audit(MemoryAuditSink::new())
+        .store(Arc::new(MemoryStore::new()))
+        .policy(RiskPolicy::new().session_limit(
+            "loose_payout",
+            1_000,
+            Duration::from_secs(3600),
+            OnExceed::Deny,
+        ))
+        .build()
+        .unwrap();
+    for amount in [
+        json!(-5_000),
+        json!(2.5),
+        json!("5000"),
+        json!([5_000]),
+        json!({"cents": 5_000}),
+        json!({"amount": -1}),
+    ] {
+        let out = d
+            .dispatch(
+                ToolCall::new("c", "loose_payout", json!({"amount": amount})),
+                &alice(),
+            )
+            .await;
+        assert_eq!(
+            (out.status, out.reason.as_deref()),
+            (Status::PolicyDenied, Some("amount_unreadable")),
+            "{amount}: {out:?}"
+        );
+    }
+    assert_eq!(ledger.runs(), 0);
+    let ok = d
+        .dispatch(
+            ToolCall::new("c", "loose_payout", json!({"amount": 600})),
+            &alice(),
+        )
+        .await;
+    assert_eq!(ok.status, Status::Ok, "{ok:?}");
+    let over = d
+        .dispatch(
+            ToolCall::new("c", "loose_payout", json!({"amount": {"amount": 600}})),
+            &alice(),
+        )
+        .await;
+    assert_eq!(
+        (over.status, over.reason.as_deref()),
+        (Status::PolicyDenied, Some("session_limit"))
+    );
+    assert_eq!(ledger.runs(), 1);
+}

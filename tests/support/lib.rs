@@ -435,3 +435,134 @@ impl Tool<Ledger> for HangingPayout {
         })
     }
 }
+
+async fn explode_in_preflight(
+    _ctx: &ToolContext<Ledger>,
+    _args: &PanickyPreflightArgs,
+) -> Result<(), ToolError> {
+    panic!("a bug in the preflight hook")
+}
+
+/// A tool whose preflight hook panics (a bug in a hook must not take the dispatcher down).
+#[tool(preflight = explode_in_preflight)]
+pub async fn panicky_preflight(
+    ctx: &ToolContext<Ledger>,
+    /// A label.
+    #[arg(max_len = 20)]
+    label: String,
+) -> Result<String, ToolError> {
+    ctx.state().runs.fetch_add(1, Ordering::SeqCst);
+    Ok(label)
+}
+
+async fn explode_in_authorize(
+    _ctx: &ToolContext<Ledger>,
+    _args: &PanickyAuthorizeArgs,
+) -> Result<(), ToolError> {
+    panic!("a bug in the authorize hook")
+}
+
+/// A tool whose resource-authorization hook panics.
+#[tool(authorize = explode_in_authorize)]
+pub async fn panicky_authorize(
+    ctx: &ToolContext<Ledger>,
+    /// A label.
+    #[arg(max_len = 20)]
+    label: String,
+) -> Result<String, ToolError> {
+    ctx.state().runs.fetch_add(1, Ordering::SeqCst);
+    Ok(label)
+}
+
+/// Stores an API token; the token is `sensitive` and must never reach the audit trail.
+#[tool]
+pub async fn save_token(
+    ctx: &ToolContext<Ledger>,
+    /// Service name.
+    #[arg(kind = "identifier", max_len = 32)]
+    service: String,
+    /// The token.
+    #[arg(sensitive, max_len = 64)]
+    token: String,
+) -> Result<String, ToolError> {
+    ctx.state().runs.fetch_add(1, Ordering::SeqCst);
+    let _ = token;
+    Ok(format!("saved for {service}"))
+}
+
+/// Closes an account after approval, but its downstream fails on the first execution.
+#[tool(risk = "critical", idempotent)]
+pub async fn shaky_close(
+    ctx: &ToolContext<Ledger>,
+    /// Account to close.
+    #[arg(kind = "identifier", max_len = 64)]
+    account: String,
+) -> Result<String, ToolError> {
+    let n = ctx.state().runs.fetch_add(1, Ordering::SeqCst);
+    if n == 0 {
+        Err(ToolError::failed("downstream unavailable"))
+    } else {
+        Ok(account)
+    }
+}
+
+/// Registers a webhook after approval; the handler needs the sanitizer's checked address.
+#[tool(risk = "critical", idempotent)]
+pub async fn register_webhook(
+    ctx: &ToolContext<Ledger>,
+    /// Webhook address.
+    #[arg(kind = "url", max_len = 200)]
+    target: String,
+) -> Result<String, ToolError> {
+    ctx.state().runs.fetch_add(1, Ordering::SeqCst);
+    let checked = ctx
+        .resolved_url("/target")
+        .ok_or_else(|| ToolError::failed("unchecked url"))?;
+    let _ = target;
+    Ok(format!("{} via {:?}", checked.host, checked.addrs))
+}
+
+/// A hand-written tool whose declaration a test sets freely (schemas, risk, fields), taking
+/// any JSON arguments and returning a fixed output; counts its executions in `Ledger::runs`.
+#[derive(Debug, Clone)]
+pub struct SpecTool {
+    /// The declaration.
+    pub spec: ToolSpec,
+    /// What the handler returns.
+    pub output: serde_json::Value,
+}
+
+impl SpecTool {
+    /// A low-risk tool `name` accepting any object and returning `output` under `output_schema`.
+    pub fn new(name: &str, output_schema: serde_json::Value, output: serde_json::Value) -> Self {
+        SpecTool {
+            spec: ToolSpec::new(
+                name,
+                "A tool declared by a test.",
+                serde_json::json!({"type": "object"}),
+                output_schema,
+            ),
+            output,
+        }
+    }
+}
+
+impl Tool<Ledger> for SpecTool {
+    type Args = serde_json::Value;
+    type Output = serde_json::Value;
+
+    fn spec(&self) -> ToolSpec {
+        self.spec.clone()
+    }
+
+    fn call<'a>(
+        &'a self,
+        ctx: &'a ToolContext<Ledger>,
+        _args: serde_json::Value,
+    ) -> BoxFuture<'a, Result<serde_json::Value, ToolError>> {
+        Box::pin(async move {
+            ctx.state().runs.fetch_add(1, Ordering::SeqCst);
+            Ok(self.output.clone())
+        })
+    }
+}

@@ -10,9 +10,10 @@ use crate::digest::request_digest;
 use crate::dispatcher::{Answer, Dispatcher, Trace, redact};
 use crate::metrics;
 use crate::outcome::{Status, ToolOutcome};
-use crate::sanitize::Verdict;
+use crate::sanitize::{ResolvedUrl, Verdict};
 use crate::stage::approval::binding_digest;
-use crate::stage::idempotency::action_arguments;
+use crate::stage::execute::contained;
+use crate::stage::idempotency::{action_arguments, is_stored};
 use crate::stage::policy::{PolicyDecision, session_scope, subject_scope};
 use crate::stage::{self, Stage, Stop};
 use crate::store::{
@@ -37,9 +38,12 @@ enum Verb<'r> {
 }
 
 impl<S: Send + Sync + 'static> Approvals<'_, S> {
-    /// Pending requests of `tenant`, oldest first.
+    /// Pending requests of `tenant` that have not expired, oldest first.
     pub async fn pending(&self, tenant: &str) -> Result<Vec<ApprovalRequest>, StoreError> {
-        self.d.inner.approvals.pending(tenant).await
+        let now_ms = unix_millis(self.d.inner.clock.now());
+        let mut pending = self.d.inner.approvals.pending(tenant).await?;
+        pending.retain(|r| now_ms < r.expires_at_ms);
+        Ok(pending)
     }
 
     /// The request `id`, if it belongs to `viewer`'s tenant.
@@ -112,13 +116,20 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
     async fn store_outcome(&self, request: &ApprovalRequest, stored: &StoredOutcome) {
         let inner = &*self.d.inner;
         let now = inner.clock.now();
-        if let (Some(key), Some(spec)) = (&request.idempotency, self.d.spec(&request.tool))
-            && let Err(err) = inner
-                .idempotency
-                .replace(key, stored.clone(), self.d.idempotency_ttl(spec), now)
-                .await
-        {
-            tracing::error!(error = %err, "approval outcome could not be stored under its idempotency key");
+        if let (Some(key), Some(spec)) = (&request.idempotency, self.d.spec(&request.tool)) {
+            // As on the direct path, a handler error is not stored: the key is freed so that a
+            // retry is a new request.
+            let result = if is_stored(stored.status) {
+                inner
+                    .idempotency
+                    .replace(key, stored.clone(), self.d.idempotency_ttl(spec), now)
+                    .await
+            } else {
+                inner.idempotency.remove(key).await
+            };
+            if let Err(err) = result {
+                tracing::error!(error = %err, "approval outcome could not be settled under its idempotency key");
+            }
         }
         if let Ok(Some(mut op)) = inner.operations.get(&request.operation_id).await {
             op.state = OperationState::from_status(stored.status);
@@ -138,7 +149,9 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
             approver: Some(approver.subject.clone()),
             ..Trace::default()
         };
-        let loaded = self.d.inner.approvals.get(id).await;
+        let loaded = contained(self.d.inner.approvals.get(id))
+            .await
+            .unwrap_or_else(|_| Err(StoreError("the approval store panicked".into())));
         let request = match loaded {
             Ok(Some(r)) if r.requester.tenant == approver.tenant => r,
             Ok(_) => {
@@ -184,9 +197,9 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
             .d
             .spec(&request.tool)
             .map(|s| redact(s, &request.arguments));
-        let result = self
-            .run_decision(request.clone(), approver, verb, &mut t)
-            .await;
+        let result = contained(self.run_decision(request.clone(), approver, verb, &mut t))
+            .await
+            .unwrap_or_else(|_| Err(self.d.panicked(&t)));
         let answer = Answer::from_result(result);
         // The outcome answers the original call; the audit entry records the decision.
         self.d
@@ -220,7 +233,21 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
                     "the approved action is executing",
                 ));
             }
-            ApprovalState::Executed | ApprovalState::Rejected | ApprovalState::Expired => {
+            ApprovalState::Expired => {
+                return Err(Stop::new(
+                    Status::ApprovalExpired,
+                    "expired",
+                    "this approval request expired; nothing was done",
+                ));
+            }
+            ApprovalState::Rejected => {
+                return Err(Stop::new(
+                    Status::ApprovalRejected,
+                    "rejected",
+                    "this approval request was rejected; nothing was done",
+                ));
+            }
+            ApprovalState::Executed => {
                 return Err(Stop::new(
                     Status::PreconditionFailed,
                     "already_decided",
@@ -275,8 +302,14 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
 
         // Normalize the stored action again and compare its digests before anything else.
         let mut args = request.arguments.clone();
+        let mut resolved = Vec::new();
         let intact = stage::validate::arguments(&reg.input, &args).is_ok()
-            && inner.sanitizer.sanitize(spec, &mut args).verdict == Verdict::Clean
+            && {
+                let report = inner.sanitizer.sanitize(spec, &mut args);
+                resolved = report.resolved;
+                report.verdict == Verdict::Clean
+            }
+            && stage::validate::sanitized(&reg.input, &args).is_ok()
             && request_digest(
                 &spec.name,
                 spec.revision,
@@ -361,7 +394,9 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
         metrics::approval_pending(&request.tool, -1.0);
 
         // Re-authorize the requester as they are now, then recheck and execute.
-        let result = self.execute_approved(&request, reg, args, t).await;
+        let result = self
+            .execute_approved(&request, reg, args, resolved, t)
+            .await;
         let answer = Answer::from_result(result);
         let stored = answer.stored(Some(&request.operation_id));
         let executed_version = request.version;
@@ -383,6 +418,7 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
         request: &ApprovalRequest,
         reg: &crate::dispatcher::Registered<S>,
         args: serde_json::Value,
+        resolved: Vec<ResolvedUrl>,
         t: &mut Trace,
     ) -> Result<Answer, Stop> {
         let d = self.d;
@@ -411,11 +447,14 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
             .tool
             .decode(args)
             .map_err(stage::validate::decode_error)?;
-        let ctx = d.context(
-            &requester,
-            &request.call_id,
-            Some(request.operation_id.clone()),
-        );
+        // The addresses checked just now, so that the handler connects to them (DNS pinning).
+        let ctx = d
+            .context(
+                &requester,
+                &request.call_id,
+                Some(request.operation_id.clone()),
+            )
+            .with_resolved_urls(resolved);
         let decision = PolicyDecision {
             amount: request.amount,
             approval_cause: None,

@@ -469,18 +469,24 @@ impl Answer {
 impl<S: Send + Sync + 'static> Dispatcher<S> {
     /// Runs `call` for `principal` through the whole pipeline. Never panics; every path ends in
     /// exactly one terminal audit entry.
+    ///
+    /// A panic anywhere in the pipeline (a hook, the authorizer, the sanitizer, a store) is
+    /// contained: the call ends `failed` with reason `panicked` (`outcome_unknown` once a
+    /// state-changing handler may have begun) and its one terminal audit entry.
     pub async fn dispatch(&self, call: ToolCall, principal: &Principal) -> ToolOutcome {
         let started = Instant::now();
         let span = tracing::info_span!(
             "execute_tool",
             "gen_ai.operation.name" = "execute_tool",
-            "gen_ai.tool.name" = %call.tool,
-            "gen_ai.tool.call.id" = %call.call_id,
+            "gen_ai.tool.name" = %capped(&call.tool),
+            "gen_ai.tool.call.id" = %capped(&call.call_id),
             "toolguard.status" = tracing::field::Empty,
         );
         async {
             let mut trace = Trace::default();
-            let result = self.pipeline(&call, principal, &mut trace).await;
+            let result = stage::execute::contained(self.pipeline(&call, principal, &mut trace))
+                .await
+                .unwrap_or_else(|_| Err(self.panicked(&trace)));
             let answer = Answer::from_result(result);
             self.finish(
                 AuditEvent::Call,
@@ -505,6 +511,11 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         t: &mut Trace,
     ) -> Result<Answer, Stop> {
         let inner = &*self.inner;
+        // The metrics label of a registered tool, even when its arguments do not parse.
+        t.tool = inner
+            .tools
+            .get(&call.tool)
+            .map(|r| r.tool.spec().name.clone());
         t.stage = Stage::Parse;
         let mut args = stage::parse::arguments(&call.arguments)?;
 
@@ -520,6 +531,9 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         let report = inner.sanitizer.sanitize(spec, &mut args);
         t.modifications = report.modifications.clone();
         stage::sanitize::check(&report)?;
+        // What the sanitizer stripped may leave a value the schema refuses (a string of
+        // zero-width characters under `min_len = 1` becomes "").
+        stage::validate::sanitized(&tool.input, &args)?;
         let key = idem::extract_key(spec, call, &args)?;
         t.record_arguments(spec, &args, principal, key.clone());
         let decoded = tool
@@ -548,39 +562,39 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             held = Some(denied);
         }
         if let Some((stage, stop)) = held {
-            let digest = t.request_digest.clone().unwrap_or_default();
-            return match idem::stored_replay(
-                &*inner.idempotency,
-                spec,
-                principal,
-                key.as_deref(),
-                &digest,
-                inner.clock.now(),
-            )
-            .await
-            {
-                Some(stored) => {
-                    t.stage = Stage::Idempotency;
-                    t.operation_id = stored.operation_id.clone().or(t.operation_id.take());
-                    Ok(self.replayed(spec, stored).await)
-                }
-                None => {
-                    t.stage = stage;
-                    Err(stop)
-                }
-            };
+            return self
+                .replay_or_stop(spec, principal, key.as_deref(), stage, stop, t)
+                .await;
         }
 
         t.stage = Stage::Policy;
         let now = inner.clock.now();
-        let decision =
-            stage::policy::evaluate(&inner.policy, &*inner.ledger, spec, &args, principal, now)
-                .await?;
+        // A denial (limit used up, rate hit) is deferred like a failed preflight: the retry of a
+        // call that already executed gets its stored outcome.
+        let decision = match stage::policy::evaluate(
+            &inner.policy,
+            &*inner.ledger,
+            spec,
+            &args,
+            principal,
+            now,
+        )
+        .await
+        {
+            Ok(decision) => decision,
+            Err(stop) if stop.status == Status::PolicyDenied => {
+                return self
+                    .replay_or_stop(spec, principal, key.as_deref(), Stage::Policy, stop, t)
+                    .await;
+            }
+            Err(stop) => return Err(stop),
+        };
 
         t.stage = Stage::Idempotency;
         let digest = t.request_digest.clone().unwrap_or_default();
         let ttl = self.idempotency_ttl(spec);
-        let wait_until = call.wait_in_progress.map(|w| Instant::now() + w);
+        // `None` inside: a wait too long to represent, i.e. no deadline.
+        let wait_until = call.wait_in_progress.map(|w| Instant::now().checked_add(w));
         let admission = loop {
             let attempt = idem::reserve(
                 &*inner.idempotency,
@@ -598,7 +612,9 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
                 // The caller asked to wait for the call that holds the key.
                 Err(stop)
                     if stop.status == Status::InProgress
-                        && wait_until.is_some_and(|until| Instant::now() < until) =>
+                        && wait_until.is_some_and(|until| {
+                            until.is_none_or(|until| Instant::now() < until)
+                        }) =>
                 {
                     tokio::time::sleep(idem::WAIT_POLL).await;
                 }
@@ -616,6 +632,12 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
 
         t.stage = Stage::Approval;
         let result = match &decision.approval_cause {
+            // Without a key, a retry could not find the request and would open another one.
+            Some(_) if held.is_none() => Err(Stop::new(
+                Status::PolicyDenied,
+                "approval_needs_idempotency_key",
+                "this call needs a human's approval, which needs an idempotency key; nothing was done",
+            )),
             Some(cause) => {
                 let redacted = t.arguments.clone().unwrap_or(Value::Null);
                 let pending = stage::approval::Pending {
@@ -725,7 +747,8 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         }
 
         t.stage = Stage::Execute;
-        let executed = stage::execute::run(decoded, ctx, spec.timeout, spec.read_only).await;
+        let executed =
+            stage::execute::run(&spec.name, decoded, ctx, spec.timeout, spec.read_only).await;
         if let Err(stop) = &executed
             && stop.status != Status::OutcomeUnknown
             && !scopes.is_empty()
@@ -757,6 +780,61 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             self.inner.clock.now(),
         )
         .await;
+    }
+
+    /// A stopped call's stored outcome under the caller's own key and the same request digest,
+    /// replayed; without one, `stop` at `stage`.
+    async fn replay_or_stop(
+        &self,
+        spec: &ToolSpec,
+        principal: &Principal,
+        key: Option<&str>,
+        stage: Stage,
+        stop: Stop,
+        t: &mut Trace,
+    ) -> Result<Answer, Stop> {
+        let inner = &*self.inner;
+        let digest = t.request_digest.clone().unwrap_or_default();
+        match idem::stored_replay(
+            &*inner.idempotency,
+            spec,
+            principal,
+            key,
+            &digest,
+            inner.clock.now(),
+        )
+        .await
+        {
+            Some(stored) => {
+                t.stage = Stage::Idempotency;
+                t.operation_id = stored.operation_id.clone().or(t.operation_id.take());
+                Ok(self.replayed(spec, stored).await)
+            }
+            None => {
+                t.stage = stage;
+                Err(stop)
+            }
+        }
+    }
+
+    /// The stop of a call during which something panicked. Once a state-changing handler may
+    /// have begun, its effect is unknown.
+    pub(crate) fn panicked(&self, t: &Trace) -> Stop {
+        let read_only = t
+            .tool
+            .as_deref()
+            .and_then(|name| self.spec(name))
+            .is_none_or(|spec| spec.read_only);
+        if t.stage >= Stage::Execute && !read_only {
+            Stop::new(
+                Status::OutcomeUnknown,
+                "panicked",
+                "the call crashed after the tool may have begun; query the operation status \
+                 before retrying",
+            )
+        } else {
+            Stop::new(Status::Failed, "panicked", "the call failed unexpectedly")
+        }
     }
 
     /// A stored outcome returned again. A pending approval that has meanwhile expired is closed
@@ -875,9 +953,19 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         {
             let state = OperationState::from_status(answer.status);
             let stored = answer.stored(t.operation_id.as_deref());
-            let _ = self
-                .put_operation(principal, spec, call_id, &t, state, Some(stored), false)
-                .await;
+            let written = stage::execute::contained(self.put_operation(
+                principal,
+                spec,
+                call_id,
+                &t,
+                state,
+                Some(stored),
+                false,
+            ))
+            .await;
+            if written.is_err() {
+                tracing::error!("the operation store panicked; the record was not updated");
+            }
         }
         let mut outcome = ToolOutcome::new(call_id, tool, answer.status);
         outcome.reason = answer.reason;
@@ -899,8 +987,8 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             tenant: principal.tenant.clone(),
             subject: principal.subject.clone(),
             session: principal.session_id.clone(),
-            tool: tool.to_owned(),
-            call_id: call_id.to_owned(),
+            tool: capped(tool),
+            call_id: capped(call_id),
             operation_id: t.operation_id,
             idempotency_key: t.idempotency_key,
             stage: t.stage,
@@ -916,9 +1004,10 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             replayed: outcome.replayed,
             duration_us: elapsed.as_micros() as u64,
         };
-        match self.inner.audit.append(record).await {
-            Ok(seq) => outcome.audit_seq = Some(seq),
-            Err(err) => tracing::error!(error = %err, "audit entry could not be written"),
+        match stage::execute::contained(self.inner.audit.append(record)).await {
+            Ok(Ok(seq)) => outcome.audit_seq = Some(seq),
+            Ok(Err(err)) => tracing::error!(error = %err, "audit entry could not be written"),
+            Err(_) => tracing::error!("the audit sink panicked; the entry was not written"),
         }
         metrics::call_finished(&tool_label, outcome.status, elapsed.as_secs_f64());
         tracing::Span::current().record("toolguard.status", outcome.status.as_str());
@@ -994,6 +1083,17 @@ fn deferrable(result: Result<(), ToolError>, stage: Stage) -> Result<Option<(Sta
             Ok(Some((stage, Stop::from_tool_error(err))))
         }
         Err(err) => Err(Stop::from_tool_error(err)),
+    }
+}
+
+/// Longest untrusted tool name or call id, in characters, written to audit entries and spans.
+pub const MAX_LABEL_CHARS: usize = 128;
+
+/// `s` cut to [`MAX_LABEL_CHARS`] characters.
+fn capped(s: &str) -> String {
+    match s.char_indices().nth(MAX_LABEL_CHARS) {
+        Some((end, _)) => s[..end].to_owned(),
+        None => s.to_owned(),
     }
 }
 

@@ -1,7 +1,8 @@
 use std::sync::Mutex;
 
-use super::chain::{ChainBreak, GENESIS_HASH, seal, verify_chain};
+use super::chain::{ChainBreak, GENESIS_HASH, seal};
 use super::entry::{AuditEntry, AuditRecord};
+use super::query::ChainVerifier;
 use super::{AuditError, AuditSink};
 use crate::tool::BoxFuture;
 
@@ -41,9 +42,10 @@ impl MemoryAuditSink {
         self.lock().is_empty()
     }
 
-    /// Verifies the stored chain.
+    /// Verifies the stored chain from its start: the first entry must be entry 1, linked to
+    /// [`GENESIS_HASH`], so that removing the oldest entries is detected too.
     pub fn verify(&self) -> Result<(), ChainBreak> {
-        verify_chain(&self.lock())
+        ChainVerifier::new().feed(&self.lock())
     }
 
     /// Gives mutable access to the stored entries, as an attacker with write access to the

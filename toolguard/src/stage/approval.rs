@@ -87,7 +87,8 @@ pub async fn open(
     now: SystemTime,
 ) -> Result<ApprovalTicket, Stop> {
     let created = unix_millis(now);
-    let expires = created + policy.current_approval_ttl().as_millis() as u64;
+    let ttl_ms = u64::try_from(policy.current_approval_ttl().as_millis()).unwrap_or(u64::MAX);
+    let expires = created.saturating_add(ttl_ms);
     let mut request = ApprovalRequest {
         id: format!("apr_{}", uuid::Uuid::new_v4().simple()),
         version: 0,

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -15,15 +15,20 @@ use crate::outcome::Status;
 use crate::tool::ToolContext;
 
 /// Runs the handler under `deadline`, containing a panic. An overrunning handler is dropped
-/// (cancelled at its next await point).
+/// (cancelled at its next await point). The handler's own run time is recorded as
+/// `tool_execution_duration` of `tool`.
 pub(crate) async fn run<S: Send + Sync + 'static>(
+    tool: &str,
     args: Box<dyn DecodedArgs<S>>,
     ctx: ToolContext<S>,
     deadline: Duration,
     read_only: bool,
 ) -> Result<Value, Stop> {
     let handler = CatchUnwind(args.execute(&ctx));
-    match tokio::time::timeout(deadline, handler).await {
+    let started = Instant::now();
+    let finished = tokio::time::timeout(deadline, handler).await;
+    crate::metrics::execution_duration(tool, started.elapsed().as_secs_f64());
+    match finished {
         Ok(Ok(Ok(value))) => Ok(value),
         Ok(Ok(Err(err))) => Err(Stop::from_tool_error(err)),
         Ok(Err(Panicked)) => Err(interrupted(
@@ -39,7 +44,13 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     }
 }
 
-struct Panicked;
+/// A panic was caught while a future was polled.
+pub(crate) struct Panicked;
+
+/// Runs `fut` to completion, turning a panic while it is polled into `Err(Panicked)`.
+pub(crate) async fn contained<F: Future>(fut: F) -> Result<F::Output, Panicked> {
+    CatchUnwind(Box::pin(fut)).await
+}
 
 /// Polls a boxed future, turning a panic inside it into `Err(Panicked)`.
 struct CatchUnwind<F>(F);

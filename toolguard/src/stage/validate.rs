@@ -36,6 +36,16 @@ pub fn arguments(validator: &Validator, args: &Value) -> Result<(), Stop> {
     Err(stop)
 }
 
+/// Validates the sanitized `args` again: stripping characters can leave a value the schema
+/// refuses (an all zero-width string under `min_len = 1` becomes `""`). Reason
+/// `schema_after_sanitize`.
+pub fn sanitized(validator: &Validator, args: &Value) -> Result<(), Stop> {
+    arguments(validator, args).map_err(|mut stop| {
+        stop.reason = Some("schema_after_sanitize".to_owned());
+        stop
+    })
+}
+
 /// Reports a typed-decoding failure (the schema accepted what the Rust type does not).
 pub fn decode_error(err: serde_json::Error) -> Stop {
     let mut stop = Stop::new(
