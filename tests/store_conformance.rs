@@ -906,10 +906,11 @@ impl IdempotencyStore for SharedIdem {
 // ---------------------------------------------------------------- the matrix
 
 macro_rules! conformance {
-    ($module:ident, $backend:ident: $($name:ident),* $(,)?) => {
+    ($module:ident, $backend:ident, #[$attr:meta]: $($name:ident),* $(,)?) => {
         mod $module {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[$attr]
                 async fn $name() {
                     let backend = crate::store_support::$backend(stringify!($name)).await;
                     crate::store_support::run(backend, crate::$name).await;
@@ -922,7 +923,10 @@ macro_rules! conformance {
 /// The tests every idempotency store and session ledger passes.
 macro_rules! idempotency_and_ledger {
     ($backend:ident) => {
-        conformance!(idempotency_and_ledger, $backend:
+        idempotency_and_ledger!($backend, #[cfg_attr(any(), ignore)]);
+    };
+    ($backend:ident, #[$attr:meta]) => {
+        conformance!(idempotency_and_ledger, $backend, #[$attr]:
             reserve_complete_replay,
             release_renew_replace_remove,
             lease_expiry_and_take_over,
@@ -942,7 +946,10 @@ macro_rules! idempotency_and_ledger {
 /// The tests of backends that also hold approvals, operations and the audit trail.
 macro_rules! approvals_operations_audit {
     ($backend:ident) => {
-        conformance!(approvals_operations_audit, $backend:
+        approvals_operations_audit!($backend, #[cfg_attr(any(), ignore)]);
+    };
+    ($backend:ident, #[$attr:meta]) => {
+        conformance!(approvals_operations_audit, $backend, #[$attr]:
             approval_lifecycle_and_cas,
             approval_via_dispatcher,
             operation_records,
@@ -966,14 +973,14 @@ mod sqlite {
 
 #[cfg(feature = "postgres")]
 mod postgres {
-    idempotency_and_ledger!(postgres);
-    approvals_operations_audit!(postgres);
+    idempotency_and_ledger!(postgres, #[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]);
+    approvals_operations_audit!(postgres, #[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]);
 }
 
 /// Redis holds idempotency records and session ledgers only.
 #[cfg(feature = "redis")]
 mod redis {
-    idempotency_and_ledger!(redis);
+    idempotency_and_ledger!(redis, #[cfg_attr(not(toolguard_redis), ignore = "set TOOLGUARD_REDIS_URL to run")]);
 }
 
 // ---------------------------------------------------------------- corrupt stored data
@@ -982,6 +989,7 @@ mod redis {
 /// and never silently replaced.
 #[cfg(feature = "redis")]
 #[tokio::test]
+#[cfg_attr(not(toolguard_redis), ignore = "set TOOLGUARD_REDIS_URL to run")]
 async fn redis_corrupt_record_is_an_error() {
     use toolguard::store::RedisStore;
     let Some(url) = store_support::redis_url("redis_corrupt_record_is_an_error") else {
