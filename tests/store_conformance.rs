@@ -179,28 +179,83 @@ async fn release_renew_replace_remove(b: Arc<Backend>) {
     assert!(s.release(&k, &owner).await.unwrap());
     assert!(s.get(&k, now).await.unwrap().is_none());
     assert!(matches!(
-        s.reserve(&k, "d", None, LEASE, TTL, now).await.unwrap(),
+        s.reserve(&k, "d", Some("op-r2"), LEASE, TTL, now)
+            .await
+            .unwrap(),
         Reservation::Reserved { .. }
     ));
     let mut out = StoredOutcome::new(Status::ApprovalRejected);
     out.reason = Some("rejected".into());
-    s.replace(&k, out.clone(), TTL, now).await.unwrap();
+    assert!(s.replace(&k, "op-r2", out.clone(), TTL, now).await.unwrap());
     assert_eq!(
         s.get(&k, now).await.unwrap().unwrap().state,
         RecordState::Done { outcome: out }
     );
-    s.remove(&k).await.unwrap();
+    assert!(s.remove(&k, "op-r2").await.unwrap());
     assert!(s.get(&k, now).await.unwrap().is_none());
     // Replacing a missing record is a no-op.
-    s.replace(
-        &key("raw-missing"),
-        StoredOutcome::new(Status::Ok),
-        TTL,
-        now,
-    )
-    .await
-    .unwrap();
+    assert!(
+        !s.replace(
+            &key("raw-missing"),
+            "op-r2",
+            StoredOutcome::new(Status::Ok),
+            TTL,
+            now,
+        )
+        .await
+        .unwrap()
+    );
     assert!(s.get(&key("raw-missing"), now).await.unwrap().is_none());
+    assert!(!s.remove(&key("raw-missing"), "op-r2").await.unwrap());
+}
+
+/// Reconciliation or an approval closing for an old operation must leave alone the record of a
+/// newer call that re-reserved the key after the old record expired.
+async fn replace_remove_only_own_operation(b: Arc<Backend>) {
+    let s = &b.idem;
+    let t0 = SystemTime::now();
+    let k = key("raw-owner");
+    let short = Duration::from_secs(1);
+    assert!(matches!(
+        s.reserve(&k, "d", Some("op-old"), short, short, t0)
+            .await
+            .unwrap(),
+        Reservation::Reserved { .. }
+    ));
+    let t1 = t0 + Duration::from_secs(5);
+    let Reservation::Reserved { owner } = s
+        .reserve(&k, "d", Some("op-new"), LEASE, TTL, t1)
+        .await
+        .unwrap()
+    else {
+        panic!("{}: the expired key is reserved again", b.name)
+    };
+    let in_flight = s.get(&k, t1).await.unwrap().expect("the newer record");
+    assert!(
+        !s.replace(&k, "op-old", StoredOutcome::new(Status::Ok), TTL, t1)
+            .await
+            .unwrap(),
+        "{}: another operation's record is not overwritten",
+        b.name
+    );
+    assert!(
+        !s.remove(&k, "op-old").await.unwrap(),
+        "{}: another operation's record is not deleted",
+        b.name
+    );
+    assert_eq!(s.get(&k, t1).await.unwrap().as_ref(), Some(&in_flight));
+    assert!(matches!(
+        in_flight.state,
+        RecordState::InFlight { owner: ref o, .. } if *o == owner
+    ));
+    assert_eq!(in_flight.operation_id.as_deref(), Some("op-new"));
+    let out = StoredOutcome::new(Status::Ok);
+    assert!(s.complete(&k, &owner, out.clone(), TTL, t1).await.unwrap());
+    assert!(
+        s.remove(&k, "op-new").await.unwrap(),
+        "its own operation may"
+    );
+    assert!(s.get(&k, t1).await.unwrap().is_none());
 }
 
 async fn lease_expiry_and_take_over(b: Arc<Backend>) {
@@ -879,17 +934,19 @@ impl IdempotencyStore for SharedIdem {
     fn replace<'a>(
         &'a self,
         key: &'a ScopedKey,
+        operation_id: &'a str,
         outcome: StoredOutcome,
         ttl: Duration,
         now: SystemTime,
-    ) -> toolguard::BoxFuture<'a, toolguard::store::StoreResult<()>> {
-        self.0.replace(key, outcome, ttl, now)
+    ) -> toolguard::BoxFuture<'a, toolguard::store::StoreResult<bool>> {
+        self.0.replace(key, operation_id, outcome, ttl, now)
     }
     fn remove<'a>(
         &'a self,
         key: &'a ScopedKey,
-    ) -> toolguard::BoxFuture<'a, toolguard::store::StoreResult<()>> {
-        self.0.remove(key)
+        operation_id: &'a str,
+    ) -> toolguard::BoxFuture<'a, toolguard::store::StoreResult<bool>> {
+        self.0.remove(key, operation_id)
     }
     fn get<'a>(
         &'a self,
@@ -929,6 +986,7 @@ macro_rules! idempotency_and_ledger {
         conformance!(idempotency_and_ledger, $backend, #[$attr]:
             reserve_complete_replay,
             release_renew_replace_remove,
+            replace_remove_only_own_operation,
             lease_expiry_and_take_over,
             ttl_expiry,
             concurrent_reserve_one_winner,

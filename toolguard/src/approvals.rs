@@ -115,7 +115,13 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
         if let (Some(key), Some(spec)) = (&request.idempotency, self.d.spec(&request.tool))
             && let Err(err) = inner
                 .idempotency
-                .replace(key, stored.clone(), self.d.idempotency_ttl(spec), now)
+                .replace(
+                    key,
+                    &request.operation_id,
+                    stored.clone(),
+                    self.d.idempotency_ttl(spec),
+                    now,
+                )
                 .await
         {
             tracing::error!(error = %err, "approval outcome could not be stored under its idempotency key");

@@ -164,13 +164,23 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
                 OperationState::Ok => {
                     inner
                         .idempotency
-                        .replace(key, outcome.clone(), self.idempotency_ttl(spec), now)
+                        .replace(
+                            key,
+                            &record.id,
+                            outcome.clone(),
+                            self.idempotency_ttl(spec),
+                            now,
+                        )
                         .await
                 }
-                _ => inner.idempotency.remove(key).await,
+                _ => inner.idempotency.remove(key, &record.id).await,
             };
-            if let Err(err) = stored {
-                tracing::error!(error = %err, "reconciled outcome could not be stored");
+            match stored {
+                Ok(true) => {}
+                Ok(false) => tracing::warn!(
+                    "the idempotency key now belongs to a newer call; its record was left alone"
+                ),
+                Err(err) => tracing::error!(error = %err, "reconciled outcome could not be stored"),
             }
         }
         let mut record = record;

@@ -210,24 +210,39 @@ impl IdempotencyStore for MemoryStore {
     fn replace<'a>(
         &'a self,
         key: &'a ScopedKey,
+        operation_id: &'a str,
         outcome: StoredOutcome,
         ttl: Duration,
         now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<()>> {
+    ) -> BoxFuture<'a, StoreResult<bool>> {
         let now_ms = unix_millis(now);
         let k = key.storage_key();
         let mut map = self.shard(&k);
-        if let Some(rec) = map.get_mut(&k) {
-            rec.state = RecordState::Done { outcome };
-            rec.expires_at_ms = now_ms + millis(ttl);
-        }
-        ready(Ok(()))
+        let ok = match map.get_mut(&k) {
+            Some(rec) if rec.operation_id.as_deref() == Some(operation_id) => {
+                rec.state = RecordState::Done { outcome };
+                rec.expires_at_ms = now_ms.saturating_add(millis(ttl));
+                true
+            }
+            _ => false,
+        };
+        ready(Ok(ok))
     }
 
-    fn remove<'a>(&'a self, key: &'a ScopedKey) -> BoxFuture<'a, StoreResult<()>> {
+    fn remove<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        operation_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
         let k = key.storage_key();
-        self.shard(&k).remove(&k);
-        ready(Ok(()))
+        let mut map = self.shard(&k);
+        let owned = map
+            .get(&k)
+            .is_some_and(|r| r.operation_id.as_deref() == Some(operation_id));
+        if owned {
+            map.remove(&k);
+        }
+        ready(Ok(owned))
     }
 
     fn get<'a>(

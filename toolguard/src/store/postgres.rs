@@ -454,37 +454,42 @@ impl IdempotencyStore for PgStore {
     fn replace<'a>(
         &'a self,
         key: &'a ScopedKey,
+        operation_id: &'a str,
         outcome: StoredOutcome,
         ttl: Duration,
         now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<()>> {
+    ) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
             let body = to_json(&outcome)?;
             let expires = i64_of(unix_millis(now).saturating_add(millis(ttl)));
             let client = self.pool.get().await.map_err(err)?;
-            client
+            let n = client
                 .execute(
                     "UPDATE toolguard_idempotency SET outcome = $1, owner = NULL, expires_at_ms = $2
-                     WHERE key = $3",
-                    &[&body, &expires, &key.storage_key()],
+                     WHERE key = $3 AND operation_id = $4",
+                    &[&body, &expires, &key.storage_key(), &operation_id],
                 )
                 .await
                 .map_err(err)?;
-            Ok(())
+            Ok(n == 1)
         })
     }
 
-    fn remove<'a>(&'a self, key: &'a ScopedKey) -> BoxFuture<'a, StoreResult<()>> {
+    fn remove<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        operation_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
             let client = self.pool.get().await.map_err(err)?;
-            client
+            let n = client
                 .execute(
-                    "DELETE FROM toolguard_idempotency WHERE key = $1",
-                    &[&key.storage_key()],
+                    "DELETE FROM toolguard_idempotency WHERE key = $1 AND operation_id = $2",
+                    &[&key.storage_key(), &operation_id],
                 )
                 .await
                 .map_err(err)?;
-            Ok(())
+            Ok(n == 1)
         })
     }
 

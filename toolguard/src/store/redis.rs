@@ -83,12 +83,23 @@ redis.call('SET', KEYS[1], 'F\t' .. ARGV[2] .. '\t' .. ARGV[3] .. '\t' .. exp ..
 return 1
 "#;
 
+/// ARGV: outcome, expires_at_ms, px, operation id (JSON).
 const REPLACE: &str = r#"
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
 local st, ow, lease, exp, dg, op = parse(v)
-if not st then return 0 end
+if not st or op ~= ARGV[4] then return 0 end
 redis.call('SET', KEYS[1], 'D\t\t0\t' .. ARGV[2] .. '\t' .. dg .. '\t' .. op .. '\t' .. ARGV[1], 'PX', ARGV[3])
+return 1
+"#;
+
+/// ARGV: operation id (JSON).
+const REMOVE: &str = r#"
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local st, ow, lease, exp, dg, op = parse(v)
+if not st or op ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
 return 1
 "#;
 
@@ -148,6 +159,7 @@ struct Scripts {
     renew: Script,
     take_over: Script,
     replace: Script,
+    remove: Script,
     admit: Script,
     record: Script,
     retract: Script,
@@ -164,6 +176,7 @@ impl Scripts {
             renew: with_parse(RENEW),
             take_over: with_parse(TAKE_OVER),
             replace: with_parse(REPLACE),
+            remove: with_parse(REMOVE),
             admit: Script::new(ADMIT),
             record: Script::new(RECORD),
             retract: Script::new(RETRACT),
@@ -503,35 +516,47 @@ impl IdempotencyStore for RedisStore {
     fn replace<'a>(
         &'a self,
         key: &'a ScopedKey,
+        operation_id: &'a str,
         outcome: StoredOutcome,
         ttl: Duration,
         now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<()>> {
+    ) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
             let body = serde_json::to_string(&outcome).map_err(err)?;
+            let op = serde_json::to_string(&Some(operation_id)).map_err(err)?;
             let mut conn = self.conn.clone();
-            let _: i64 = self
+            let n: i64 = self
                 .scripts
                 .replace
                 .key(self.idem_key(key))
                 .arg(body)
                 .arg(unix_millis(now).saturating_add(millis(ttl)))
                 .arg(millis(ttl).max(1))
+                .arg(op)
                 .invoke_async(&mut conn)
                 .await
                 .map_err(err)?;
-            Ok(())
+            Ok(n == 1)
         })
     }
 
-    fn remove<'a>(&'a self, key: &'a ScopedKey) -> BoxFuture<'a, StoreResult<()>> {
+    fn remove<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        operation_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
+            let op = serde_json::to_string(&Some(operation_id)).map_err(err)?;
             let mut conn = self.conn.clone();
-            redis::cmd("DEL")
-                .arg(self.idem_key(key))
-                .query_async::<()>(&mut conn)
+            let n: i64 = self
+                .scripts
+                .remove
+                .key(self.idem_key(key))
+                .arg(op)
+                .invoke_async(&mut conn)
                 .await
-                .map_err(err)
+                .map_err(err)?;
+            Ok(n == 1)
         })
     }
 

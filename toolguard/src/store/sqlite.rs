@@ -480,28 +480,38 @@ impl IdempotencyStore for SqliteStore {
     fn replace<'a>(
         &'a self,
         key: &'a ScopedKey,
+        operation_id: &'a str,
         outcome: StoredOutcome,
         ttl: Duration,
         now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<()>> {
+    ) -> BoxFuture<'a, StoreResult<bool>> {
         let k = key.storage_key();
+        let op = operation_id.to_owned();
         let expires = i64_of(unix_millis(now).saturating_add(millis(ttl)));
         Box::pin(self.worker.run(move |c| {
             let body = to_json(&outcome)?;
-            c.execute(
+            let n = c.execute(
                 "UPDATE toolguard_idempotency SET outcome = ?1, owner = NULL, expires_at_ms = ?2
-                 WHERE key = ?3",
-                params![body, expires, k],
+                 WHERE key = ?3 AND operation_id = ?4",
+                params![body, expires, k, op],
             )?;
-            Ok(())
+            Ok(n == 1)
         }))
     }
 
-    fn remove<'a>(&'a self, key: &'a ScopedKey) -> BoxFuture<'a, StoreResult<()>> {
+    fn remove<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        operation_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
         let k = key.storage_key();
+        let op = operation_id.to_owned();
         Box::pin(self.worker.run(move |c| {
-            c.execute("DELETE FROM toolguard_idempotency WHERE key = ?1", [k])?;
-            Ok(())
+            let n = c.execute(
+                "DELETE FROM toolguard_idempotency WHERE key = ?1 AND operation_id = ?2",
+                params![k, op],
+            )?;
+            Ok(n == 1)
         }))
     }
 
