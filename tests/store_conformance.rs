@@ -64,6 +64,7 @@ fn harness_with(b: &Backend, idem: Arc<dyn IdempotencyStore>, fail_open: bool) -
         .tool(CreditPoints)
         .tool(SlowPayout)
         .tool(HangingPayout)
+        .tool(CrashingPayout)
         .audit(SharedAudit(audit.clone()))
         .clock(clock.clone())
         .idempotency_store(idem)
@@ -408,14 +409,52 @@ async fn dispatch_ttl(b: Arc<Backend>) {
     assert_eq!(h.ledger.runs(), 2);
 }
 
+/// `hanging_payout` with a reconcile function that asks the ledger what landed.
+struct CrashingPayout;
+
+impl toolguard::Tool<Ledger> for CrashingPayout {
+    type Args = HangingPayoutArgs;
+    type Output = String;
+
+    fn spec(&self) -> toolguard::ToolSpec {
+        let mut spec = HangingPayout.spec();
+        spec.name = "crashing_payout".to_owned();
+        spec
+    }
+
+    fn reconcile<'a>(
+        &'a self,
+        ctx: &'a toolguard::ToolContext<Ledger>,
+        _args: &'a HangingPayoutArgs,
+    ) -> toolguard::BoxFuture<'a, Result<toolguard::tool::Reconciled<String>, toolguard::ToolError>>
+    {
+        Box::pin(async move {
+            let landed = ctx.state().landed.lock().unwrap();
+            Ok(match ctx.operation_id().and_then(|op| landed.get(op)) {
+                Some(cents) => toolguard::tool::Reconciled::Completed(format!("paid {cents}")),
+                None => toolguard::tool::Reconciled::Unknown,
+            })
+        })
+    }
+
+    fn call<'a>(
+        &'a self,
+        ctx: &'a toolguard::ToolContext<Ledger>,
+        args: HangingPayoutArgs,
+    ) -> toolguard::BoxFuture<'a, Result<String, toolguard::ToolError>> {
+        HangingPayout.call(ctx, args)
+    }
+}
+
 /// The executing task dies after the reservation and before completion; a retry after the
-/// lease must not execute again: it answers `outcome_unknown` until reconciled.
+/// lease must not execute again: it answers `outcome_unknown` until reconciled. The operation
+/// left `executing` is reported as `outcome_unknown` and can be reconciled.
 async fn crash_after_reservation(b: Arc<Backend>) {
     let h = Arc::new(harness(&b));
     let args = json!({"cents": 7, "idempotency_key": "crash-key-1"});
     let h2 = h.clone();
     let a2 = args.clone();
-    let task = tokio::spawn(async move { h2.call("hanging_payout", a2).await });
+    let task = tokio::spawn(async move { h2.call("crashing_payout", a2).await });
     for _ in 0..500 {
         if h.ledger.transfers() == 1 {
             break;
@@ -425,17 +464,38 @@ async fn crash_after_reservation(b: Arc<Backend>) {
     assert_eq!(h.ledger.transfers(), 1, "the handler started");
     task.abort();
     assert!(task.await.unwrap_err().is_cancelled());
-    let during = h.call("hanging_payout", args.clone()).await;
+    let during = h.call("crashing_payout", args.clone()).await;
     assert_eq!(during.status, Status::InProgress, "lease still live");
     h.clock.advance(Duration::from_secs(36));
-    let retry = h.call("hanging_payout", args.clone()).await;
+    let retry = h.call("crashing_payout", args.clone()).await;
     assert_eq!(retry.status, Status::OutcomeUnknown, "{retry:?}");
-    assert!(
-        retry.operation_id.is_some(),
-        "names the operation to reconcile"
-    );
-    let again = h.call("hanging_payout", args).await;
+    let op = retry
+        .operation_id
+        .clone()
+        .expect("names the operation to reconcile");
+    let again = h.call("crashing_payout", args.clone()).await;
     assert_eq!(again.status, Status::OutcomeUnknown);
+    assert_eq!(h.ledger.transfers(), 1, "never executed twice");
+
+    // The operation status query sees the crash, and reconciles once the effect is known.
+    let unknown = h.d.operation_status(&alice(), &op).await.unwrap();
+    assert_eq!(unknown.state, OperationState::OutcomeUnknown, "{}", b.name);
+    assert!(!unknown.reconciled);
+    assert_eq!(
+        unknown.outcome.map(|o| o.status),
+        Some(Status::OutcomeUnknown)
+    );
+    h.ledger.landed.lock().unwrap().insert(op.clone(), 7);
+    let resolved = h.d.operation_status(&alice(), &op).await.unwrap();
+    assert_eq!(resolved.state, OperationState::Ok, "{}", b.name);
+    assert!(resolved.reconciled);
+    assert_eq!(
+        resolved.outcome.and_then(|o| o.output),
+        Some(json!("paid 7"))
+    );
+    let replayed = h.call("crashing_payout", args).await;
+    assert_eq!(replayed.status, Status::Ok, "{}: {replayed:?}", b.name);
+    assert!(replayed.replayed);
     assert_eq!(h.ledger.transfers(), 1, "never executed twice");
 }
 
