@@ -337,6 +337,72 @@ async fn ttl_expiry(b: Arc<Backend>) {
     );
 }
 
+/// A TTL shorter than the lease never frees a key mid-flight, neither at reservation nor after
+/// a renewal or take-over that extends the lease.
+async fn ttl_never_before_lease(b: Arc<Backend>) {
+    let s = &b.idem;
+    let t0 = SystemTime::now();
+    let k = key("raw-short-ttl");
+    let secs = Duration::from_secs;
+    let Reservation::Reserved { owner } = s
+        .reserve(&k, "d", Some("op-a"), secs(10), secs(1), t0)
+        .await
+        .unwrap()
+    else {
+        panic!("reserve")
+    };
+    let mid = t0 + secs(5);
+    let rec = s.get(&k, mid).await.unwrap();
+    assert!(
+        rec.as_ref()
+            .is_some_and(|r| r.expires_at_ms >= toolguard::clock::unix_millis(t0 + secs(10))),
+        "{}: {rec:?}",
+        b.name
+    );
+    assert!(
+        matches!(
+            s.reserve(&k, "d", Some("op-b"), secs(10), secs(1), mid)
+                .await
+                .unwrap(),
+            Reservation::Existing(_)
+        ),
+        "{}: the key is still held",
+        b.name
+    );
+    // A renewal past the expiry keeps the record for the new lease.
+    assert!(s.renew(&k, &owner, secs(20), mid).await.unwrap());
+    assert!(
+        s.get(&k, t0 + secs(20)).await.unwrap().is_some(),
+        "{}",
+        b.name
+    );
+    assert!(
+        s.get(&k, t0 + secs(26)).await.unwrap().is_none(),
+        "{}",
+        b.name
+    );
+    // A take-over keeps the record for the taker's lease too.
+    let k2 = key("raw-short-ttl-2");
+    assert!(matches!(
+        s.reserve(&k2, "d", Some("op-c"), secs(1), secs(3), t0)
+            .await
+            .unwrap(),
+        Reservation::Reserved { .. }
+    ));
+    let taker = s.take_over(&k2, secs(10), t0 + secs(2)).await.unwrap();
+    assert!(taker.is_some(), "{}: expired lease taken over", b.name);
+    assert!(
+        s.get(&k2, t0 + secs(8)).await.unwrap().is_some(),
+        "{}",
+        b.name
+    );
+    assert!(
+        s.get(&k2, t0 + secs(13)).await.unwrap().is_none(),
+        "{}",
+        b.name
+    );
+}
+
 async fn concurrent_reserve_one_winner(b: Arc<Backend>) {
     let now = SystemTime::now();
     let mut tasks = Vec::new();
@@ -1049,6 +1115,7 @@ macro_rules! idempotency_and_ledger {
             replace_remove_only_own_operation,
             lease_expiry_and_take_over,
             ttl_expiry,
+            ttl_never_before_lease,
             concurrent_reserve_one_winner,
             dispatch_replay_and_conflict,
             dispatch_concurrent_one_key,

@@ -108,9 +108,10 @@ impl IdempotencyStore for MemoryStore {
                 operation_id: operation_id.map(str::to_owned),
                 state: RecordState::InFlight {
                     owner: owner.clone(),
-                    lease_until_ms: now_ms + millis(lease),
+                    lease_until_ms: now_ms.saturating_add(millis(lease)),
                 },
-                expires_at_ms: now_ms + millis(ttl),
+                // Never before the lease ends: a short TTL must not free a key mid-flight.
+                expires_at_ms: now_ms.saturating_add(millis(ttl.max(lease))),
             },
         );
         ready(Ok(Reservation::Reserved { owner }))
@@ -131,7 +132,7 @@ impl IdempotencyStore for MemoryStore {
             Some(rec) if matches!(&rec.state, RecordState::InFlight { owner: o, .. } if o == owner) =>
             {
                 rec.state = RecordState::Done { outcome };
-                rec.expires_at_ms = now_ms + millis(ttl);
+                rec.expires_at_ms = now_ms.saturating_add(millis(ttl));
                 true
             }
             _ => false,
@@ -169,9 +170,11 @@ impl IdempotencyStore for MemoryStore {
                         owner: o,
                         lease_until_ms,
                     },
+                expires_at_ms,
                 ..
             }) if o == owner => {
-                *lease_until_ms = unix_millis(now) + millis(lease);
+                *lease_until_ms = unix_millis(now).saturating_add(millis(lease));
+                *expires_at_ms = (*expires_at_ms).max(*lease_until_ms);
                 true
             }
             _ => false,
@@ -195,11 +198,13 @@ impl IdempotencyStore for MemoryStore {
                         owner,
                         lease_until_ms,
                     },
+                expires_at_ms,
                 ..
             }) if *lease_until_ms <= now_ms => {
                 let t = new_token();
                 *owner = t.clone();
-                *lease_until_ms = now_ms + millis(lease);
+                *lease_until_ms = now_ms.saturating_add(millis(lease));
+                *expires_at_ms = (*expires_at_ms).max(*lease_until_ms);
                 Some(t)
             }
             _ => None,

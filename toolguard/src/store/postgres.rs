@@ -302,7 +302,8 @@ impl IdempotencyStore for PgStore {
             let k = key.storage_key();
             let now_ms = unix_millis(now);
             let lease_until = i64_of(now_ms.saturating_add(millis(lease)));
-            let expires = i64_of(now_ms.saturating_add(millis(ttl)));
+            // Never before the lease ends: a short TTL must not free a key mid-flight.
+            let expires = i64_of(now_ms.saturating_add(millis(ttl.max(lease))));
             let now_ms = i64_of(now_ms);
             let client = self.pool.get().await.map_err(err)?;
             let insert = client
@@ -415,7 +416,8 @@ impl IdempotencyStore for PgStore {
             let client = self.pool.get().await.map_err(err)?;
             let n = client
                 .execute(
-                    "UPDATE toolguard_idempotency SET lease_until_ms = $1
+                    "UPDATE toolguard_idempotency SET lease_until_ms = $1,
+                        expires_at_ms = GREATEST(expires_at_ms, $1)
                      WHERE key = $2 AND owner = $3 AND outcome IS NULL",
                     &[&until, &key.storage_key(), &owner],
                 )
@@ -439,7 +441,8 @@ impl IdempotencyStore for PgStore {
             let client = self.pool.get().await.map_err(err)?;
             let row = client
                 .query_opt(
-                    "UPDATE toolguard_idempotency SET owner = $1, lease_until_ms = $2
+                    "UPDATE toolguard_idempotency SET owner = $1, lease_until_ms = $2,
+                        expires_at_ms = GREATEST(expires_at_ms, $2)
                      WHERE key = $3 AND outcome IS NULL AND lease_until_ms <= $4
                        AND expires_at_ms > $4
                      RETURNING owner",

@@ -64,22 +64,36 @@ redis.call('DEL', KEYS[1])
 return 1
 "#;
 
+/// Sets an in-flight record with lease end `until`; the record never expires before it (`ms`:
+/// the lease length, for Redis's own expiry).
+const SET_LEASE: &str = r#"
+local function set_lease(ow, lu, ms, exp, dg, op, out)
+  if tonumber(lu) > tonumber(exp) then
+    redis.call('SET', KEYS[1], 'F\t' .. ow .. '\t' .. lu .. '\t' .. lu .. '\t' .. dg .. '\t' .. op .. '\t' .. out, 'PX', ms)
+  else
+    redis.call('SET', KEYS[1], 'F\t' .. ow .. '\t' .. lu .. '\t' .. exp .. '\t' .. dg .. '\t' .. op .. '\t' .. out, 'KEEPTTL')
+  end
+end
+"#;
+
+/// ARGV: owner, lease_until_ms, lease_ms.
 const RENEW: &str = r#"
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
 local st, ow, lease, exp, dg, op, out = parse(v)
 if st ~= 'F' or ow ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], 'F\t' .. ow .. '\t' .. ARGV[2] .. '\t' .. exp .. '\t' .. dg .. '\t' .. op .. '\t' .. out, 'KEEPTTL')
+set_lease(ow, ARGV[2], ARGV[3], exp, dg, op, out)
 return 1
 "#;
 
+/// ARGV: now, new owner, lease_until_ms, lease_ms.
 const TAKE_OVER: &str = r#"
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
 local st, ow, lease, exp, dg, op, out = parse(v)
 local now = tonumber(ARGV[1])
 if st ~= 'F' or tonumber(lease) > now or tonumber(exp) <= now then return 0 end
-redis.call('SET', KEYS[1], 'F\t' .. ARGV[2] .. '\t' .. ARGV[3] .. '\t' .. exp .. '\t' .. dg .. '\t' .. op .. '\t' .. out, 'KEEPTTL')
+set_lease(ARGV[2], ARGV[3], ARGV[4], exp, dg, op, out)
 return 1
 "#;
 
@@ -173,8 +187,8 @@ impl Scripts {
             reserve_expired: with_parse(RESERVE_EXPIRED),
             complete: with_parse(COMPLETE),
             release: with_parse(RELEASE),
-            renew: with_parse(RENEW),
-            take_over: with_parse(TAKE_OVER),
+            renew: Script::new(&format!("{PARSE}{SET_LEASE}{RENEW}")),
+            take_over: Script::new(&format!("{PARSE}{SET_LEASE}{TAKE_OVER}")),
             replace: with_parse(REPLACE),
             remove: with_parse(REMOVE),
             admit: Script::new(ADMIT),
@@ -382,6 +396,8 @@ impl IdempotencyStore for RedisStore {
             let k = self.idem_key(key);
             let now_ms = unix_millis(now);
             let owner = new_token();
+            // Never before the lease ends: a short TTL must not free a key mid-flight.
+            let ttl = ttl.max(lease);
             let px = millis(ttl).max(1);
             let value = encode(
                 &owner,
@@ -482,6 +498,7 @@ impl IdempotencyStore for RedisStore {
                 .key(self.idem_key(key))
                 .arg(owner)
                 .arg(unix_millis(now).saturating_add(millis(lease)))
+                .arg(millis(lease).max(1))
                 .invoke_async(&mut conn)
                 .await
                 .map_err(err)?;
@@ -506,6 +523,7 @@ impl IdempotencyStore for RedisStore {
                 .arg(now_ms)
                 .arg(&token)
                 .arg(now_ms.saturating_add(millis(lease)))
+                .arg(millis(lease).max(1))
                 .invoke_async(&mut conn)
                 .await
                 .map_err(err)?;

@@ -365,7 +365,8 @@ impl IdempotencyStore for SqliteStore {
         let op = operation_id.map(str::to_owned);
         let now_ms = unix_millis(now);
         let lease_until = i64_of(now_ms.saturating_add(millis(lease)));
-        let expires = i64_of(now_ms.saturating_add(millis(ttl)));
+        // Never before the lease ends: a short TTL must not free a key mid-flight.
+        let expires = i64_of(now_ms.saturating_add(millis(ttl.max(lease))));
         let now_ms = i64_of(now_ms);
         Box::pin(self.worker.run(move |c| {
             let owner = new_token();
@@ -446,7 +447,8 @@ impl IdempotencyStore for SqliteStore {
         let until = i64_of(unix_millis(now).saturating_add(millis(lease)));
         Box::pin(self.worker.run(move |c| {
             let n = c.execute(
-                "UPDATE toolguard_idempotency SET lease_until_ms = ?1
+                "UPDATE toolguard_idempotency SET lease_until_ms = ?1,
+                    expires_at_ms = MAX(expires_at_ms, ?1)
                  WHERE key = ?2 AND owner = ?3 AND outcome IS NULL",
                 params![until, k, owner],
             )?;
@@ -467,7 +469,8 @@ impl IdempotencyStore for SqliteStore {
         Box::pin(self.worker.run(move |c| {
             let token = new_token();
             c.query_row(
-                "UPDATE toolguard_idempotency SET owner = ?1, lease_until_ms = ?2
+                "UPDATE toolguard_idempotency SET owner = ?1, lease_until_ms = ?2,
+                    expires_at_ms = MAX(expires_at_ms, ?2)
                  WHERE key = ?3 AND outcome IS NULL AND lease_until_ms <= ?4 AND expires_at_ms > ?4
                  RETURNING owner",
                 params![token, until, k, now_ms],
