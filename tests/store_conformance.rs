@@ -978,6 +978,35 @@ async fn faults_fail_closed(b: Arc<Backend>) {
     assert_eq!(h.ledger.transfers(), 1);
 }
 
+/// A store that stops answering makes a state-changing call `unavailable` within the stage's
+/// deadline instead of hanging: nothing executes, and the audit trail says so.
+async fn stalled_store_fails_closed(b: Arc<Backend>) {
+    let faulty = Arc::new(FaultyStore::new(Arc::new(SharedIdem(b.idem.clone()))));
+    let h = harness_with(&b, faulty.clone(), false);
+    faulty.stall(StoreOp::Reserve, Duration::from_secs(600));
+    let started = std::time::Instant::now();
+    let out = h
+        .call("transfer_funds", transfer(1_000, "stall-key-1"))
+        .await;
+    assert_eq!(out.status, Status::Unavailable, "{}: {out:?}", b.name);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{}: answered within the deadline",
+        b.name
+    );
+    assert_eq!(h.ledger.transfers(), 0, "no execution");
+    let entry = h.audit.by_actor("acme", "alice", 1).await.unwrap();
+    assert_eq!(entry.len(), 1, "{}: an audit entry", b.name);
+    assert_eq!(entry[0].record.status, Some(Status::Unavailable));
+    assert_eq!(Some(entry[0].seq), out.audit_seq);
+    faulty.heal_all();
+    let healed = h
+        .call("transfer_funds", transfer(1_000, "stall-key-1"))
+        .await;
+    assert_eq!(healed.status, Status::Ok, "{}: {healed:?}", b.name);
+    assert_eq!(h.ledger.transfers(), 1);
+}
+
 /// The store goes away after the handler ran and before the outcome was stored: a retry must not
 /// execute again; it waits (`in_progress`) while the lease lives, then answers `outcome_unknown`.
 async fn store_lost_before_completion(b: Arc<Backend>) {
@@ -1124,6 +1153,7 @@ macro_rules! idempotency_and_ledger {
             ledger_admit_atomic,
             faults_fail_closed,
             store_lost_before_completion,
+            stalled_store_fails_closed,
         );
     };
 }
