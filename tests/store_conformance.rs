@@ -1267,3 +1267,134 @@ async fn sqlite_corrupt_record_is_an_error() {
     drop(s);
     store_support::remove_sqlite(&path);
 }
+
+// ---------------------------------------------------------------- faults of every pipeline store
+
+mod pipeline_faults {
+    use super::*;
+    use toolguard::OnExceed;
+    use toolguard::audit::AuditQuery;
+    use toolguard::store::{FaultyStore, MemoryStore};
+
+    struct F {
+        d: Dispatcher<Ledger>,
+        ledger: Arc<Ledger>,
+        store: Arc<FaultyStore<MemoryStore>>,
+        audit: Arc<MemoryAuditSink>,
+    }
+
+    fn faulty() -> F {
+        let ledger = Arc::new(Ledger::seeded());
+        let store = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new())));
+        let audit = Arc::new(MemoryAuditSink::new());
+        let policy = RiskPolicy::new()
+            .approver_roles(["approver"])
+            .session_limit(
+                "transfer_funds",
+                10_000_000,
+                Duration::from_secs(3600),
+                OnExceed::RequireApproval,
+            );
+        let d = Dispatcher::builder()
+            .state_arc(ledger.clone())
+            .tool(TransferFunds)
+            .audit(SharedAudit(audit.clone()))
+            .store(store.clone())
+            .policy(policy)
+            .build()
+            .expect("dispatcher");
+        F {
+            d,
+            ledger,
+            store,
+            audit,
+        }
+    }
+
+    impl F {
+        async fn call(&self, amount: u64, key: &str) -> toolguard::ToolOutcome {
+            self.d
+                .dispatch(
+                    ToolCall::new("c", "transfer_funds", transfer(amount, key)),
+                    &alice(),
+                )
+                .await
+        }
+
+        /// Fail-closed: `unavailable`, nothing executed, and the newest audit entry says so.
+        async fn assert_closed(&self, out: &toolguard::ToolOutcome, reason: &str) {
+            assert_eq!(out.status, Status::Unavailable, "{out:?}");
+            assert_eq!(out.reason.as_deref(), Some(reason), "{out:?}");
+            assert_eq!(self.ledger.transfers(), 0, "no execution");
+            let entry = self.audit.by_actor("acme", "alice", 1).await.unwrap();
+            assert_eq!(entry.len(), 1, "an audit entry");
+            assert_eq!(entry[0].record.status, Some(Status::Unavailable));
+            assert_eq!(Some(entry[0].seq), out.audit_seq);
+        }
+
+        async fn pending(&self, key: &str) -> String {
+            let out = self.call(1_500_000, key).await;
+            assert_eq!(out.status, Status::PendingApproval, "{out:?}");
+            out.approval.expect("ticket").approval_id
+        }
+    }
+
+    #[tokio::test]
+    async fn ledger_admit_fails_closed() {
+        let f = faulty();
+        f.store.fail(StoreOp::LedgerAdmit);
+        let out = f.call(1_000, "admit-key-1").await;
+        f.assert_closed(&out, "ledger_unavailable").await;
+        f.store.heal_all();
+        assert_eq!(f.call(1_000, "admit-key-1").await.status, Status::Ok);
+        assert_eq!(f.ledger.transfers(), 1);
+    }
+
+    #[tokio::test]
+    async fn ledger_record_fails_closed() {
+        let f = faulty();
+        let id = f.pending("record-key-1").await;
+        f.store.fail(StoreOp::LedgerRecord);
+        let out = f.d.approvals().approve(&id, &bob_approver()).await;
+        f.assert_closed(&out, "ledger_unavailable").await;
+    }
+
+    #[tokio::test]
+    async fn approval_create_fails_closed() {
+        let f = faulty();
+        f.store.fail(StoreOp::ApprovalCreate);
+        let out = f.call(1_500_000, "create-key-1").await;
+        f.assert_closed(&out, "approval_store_unavailable").await;
+        f.store.heal_all();
+        let retry = f.call(1_500_000, "create-key-1").await;
+        assert_eq!(
+            retry.status,
+            Status::PendingApproval,
+            "the key was released"
+        );
+    }
+
+    #[tokio::test]
+    async fn approval_update_fails_closed() {
+        let f = faulty();
+        let id = f.pending("update-key-1").await;
+        f.store.fail(StoreOp::ApprovalUpdate);
+        let out = f.d.approvals().approve(&id, &bob_approver()).await;
+        f.assert_closed(&out, "approval_store_unavailable").await;
+        f.store.heal_all();
+        let approved = f.d.approvals().approve(&id, &bob_approver()).await;
+        assert_eq!(approved.status, Status::Ok, "still pending: {approved:?}");
+        assert_eq!(f.ledger.transfers(), 1);
+    }
+
+    #[tokio::test]
+    async fn operation_put_fails_closed() {
+        let f = faulty();
+        f.store.fail(StoreOp::OperationPut);
+        let out = f.call(1_000, "put-key-1").await;
+        f.assert_closed(&out, "operation_store_unavailable").await;
+        f.store.heal_all();
+        assert_eq!(f.call(1_000, "put-key-1").await.status, Status::Ok);
+        assert_eq!(f.ledger.transfers(), 1);
+    }
+}

@@ -16,7 +16,8 @@ use crate::stage::idempotency::action_arguments;
 use crate::stage::policy::{PolicyDecision, session_scope, subject_scope};
 use crate::stage::{self, Stage, Stop};
 use crate::store::{
-    ApprovalDecision, ApprovalRequest, ApprovalState, OperationState, StoreError, StoredOutcome,
+    ApprovalDecision, ApprovalRequest, ApprovalState, OperationState, ScopeLimit, StoreError,
+    StoredOutcome,
 };
 
 /// Approval operations of a dispatcher; see [`Dispatcher::approvals`].
@@ -422,22 +423,23 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
             &request.call_id,
             Some(request.operation_id.clone()),
         );
+        // The approved amount is recorded (without a limit check) before execution, failing
+        // closed when the ledger is unavailable.
         let decision = PolicyDecision {
             amount: request.amount,
             approval_cause: None,
-            limits: Vec::new(),
+            limits: session_scopes(&requester, spec)
+                .into_iter()
+                .map(|scope| ScopeLimit {
+                    scope,
+                    limit: u64::MAX,
+                    window: std::time::Duration::ZERO,
+                })
+                .collect(),
         };
-        let scopes = session_scopes(&requester, spec);
         let output = d
             .execute_checked(reg, decoded, ctx, &decision, true, t)
             .await?;
-        if let Some(amount) = request.amount {
-            let _ = d
-                .inner
-                .ledger
-                .record(&request.operation_id, amount, &scopes, d.inner.clock.now())
-                .await;
-        }
         Ok(Answer::executed(output))
     }
 }
