@@ -648,6 +648,19 @@ async fn approval_lifecycle_and_cas(b: Arc<Backend>) {
     done.state = ApprovalState::Executed;
     assert!(s.update(&done, 1).await.unwrap());
     assert_eq!(s.get("ap-1").await.unwrap().unwrap().version, 2);
+    // Creating an existing id again is an error and never resets the decided request.
+    assert!(
+        s.create(&first).await.is_err(),
+        "{}: create is an insert",
+        b.name
+    );
+    let kept = s.get("ap-1").await.unwrap().unwrap();
+    assert_eq!(
+        (kept.state, kept.version, kept.decisions.len()),
+        (ApprovalState::Executed, 2, 1),
+        "{}",
+        b.name
+    );
     assert_eq!(
         s.pending("acme")
             .await

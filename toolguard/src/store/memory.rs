@@ -5,7 +5,9 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use super::types::*;
-use super::{ApprovalStore, IdempotencyStore, OperationStore, SessionLedger, StoreResult};
+use super::{
+    ApprovalStore, IdempotencyStore, OperationStore, SessionLedger, StoreError, StoreResult,
+};
 use crate::clock::unix_millis;
 use crate::store::encode::{millis, new_token};
 use crate::tool::BoxFuture;
@@ -263,7 +265,14 @@ impl IdempotencyStore for MemoryStore {
 
 impl ApprovalStore for MemoryStore {
     fn create<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, StoreResult<()>> {
-        lock(&self.approvals).insert(request.id.clone(), request.clone());
+        let mut map = lock(&self.approvals);
+        if map.contains_key(&request.id) {
+            return ready(Err(StoreError(format!(
+                "approval request `{}` already exists",
+                request.id
+            ))));
+        }
+        map.insert(request.id.clone(), request.clone());
         ready(Ok(()))
     }
 

@@ -117,7 +117,8 @@ pub trait IdempotencyStore: Send + Sync + 'static {
 
 /// Approval requests and their decisions.
 pub trait ApprovalStore: Send + Sync + 'static {
-    /// Stores a new request.
+    /// Stores a new request. An existing request with the same id is an error and stays as it
+    /// is (a decided request is never reset).
     fn create<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, StoreResult<()>>;
     /// The request with id `id`.
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<ApprovalRequest>>>;

@@ -523,10 +523,7 @@ impl ApprovalStore for PgStore {
             client
                 .execute(
                     "INSERT INTO toolguard_approvals (id, tenant, state, created_at_ms, version, body)
-                     VALUES ($1, $2, $3, $4, $5, $6)
-                     ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant,
-                        state = excluded.state, created_at_ms = excluded.created_at_ms,
-                        version = excluded.version, body = excluded.body",
+                     VALUES ($1, $2, $3, $4, $5, $6)",
                     &[
                         &request.id,
                         &request.requester.tenant,

@@ -539,10 +539,7 @@ impl ApprovalStore for SqliteStore {
             let body = to_json(&r)?;
             c.execute(
                 "INSERT INTO toolguard_approvals (id, tenant, state, created_at_ms, version, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                 ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, state = excluded.state,
-                    created_at_ms = excluded.created_at_ms, version = excluded.version,
-                    body = excluded.body",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![
                     r.id,
                     r.requester.tenant,
