@@ -1411,3 +1411,128 @@ mod pipeline_faults {
         assert_eq!(f.ledger.transfers(), 1);
     }
 }
+
+#[cfg(feature = "postgres")]
+#[tokio::test]
+#[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]
+async fn postgres_corrupt_record_is_an_error() {
+    use toolguard::store::{PgConfig, PgStore};
+    let test = "postgres_corrupt_record_is_an_error";
+    let Some(url) = store_support::pg_url(test) else {
+        return;
+    };
+    let config = PgConfig::new(url)
+        .schema(store_support::unique("corrupt"))
+        .pool_size(2);
+    let s = Arc::new(PgStore::connect(&config).await.unwrap());
+    let s2 = s.clone();
+    let result = tokio::spawn(async move {
+        let s = s2;
+        let now = SystemTime::now();
+        let k = key("corrupt-3");
+        let Reservation::Reserved { owner } =
+            s.reserve(&k, "d", None, LEASE, TTL, now).await.unwrap()
+        else {
+            panic!("reserve")
+        };
+        assert!(
+            s.complete(&k, &owner, StoredOutcome::new(Status::Ok), TTL, now)
+                .await
+                .unwrap()
+        );
+        let c = s.pool().get().await.unwrap();
+        c.execute("UPDATE toolguard_idempotency SET outcome = '{'", &[])
+            .await
+            .unwrap();
+        assert!(s.get(&k, now).await.is_err());
+        assert!(s.reserve(&k, "d", None, LEASE, TTL, now).await.is_err());
+        // The purge's indexes exist (migration 2).
+        let n: i64 = c
+            .query_one(
+                "SELECT COUNT(*) FROM pg_indexes WHERE schemaname = current_schema()
+                 AND indexname IN ('toolguard_idempotency_expiry', 'toolguard_ledger_time')",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 2);
+    })
+    .await;
+    s.drop_schema().await.unwrap();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn sqlite_needs_wal_and_has_the_purge_indexes() {
+    use toolguard::store::SqliteStore;
+    let err = SqliteStore::open(":memory:").expect_err("no WAL in memory");
+    assert!(err.to_string().contains("WAL"), "{err}");
+    let path = store_support::sqlite_path("indexes");
+    let s = SqliteStore::open(&path).unwrap();
+    let n: i64 = s
+        .with_connection(|c| {
+            c.query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN
+                 ('toolguard_idempotency_expiry', 'toolguard_ledger_time')",
+                [],
+                |r| r.get(0),
+            )
+        })
+        .await
+        .unwrap();
+    assert_eq!(n, 2);
+    drop(s);
+    store_support::remove_sqlite(&path);
+}
+
+/// Ledger sets are trimmed to the window on admission and expire a window after it.
+#[cfg(feature = "redis")]
+#[tokio::test]
+#[cfg_attr(not(toolguard_redis), ignore = "set TOOLGUARD_REDIS_URL to run")]
+async fn redis_ledger_sets_are_trimmed_and_expire() {
+    use toolguard::store::RedisStore;
+    use toolguard::store::SessionLedger;
+    use toolguard::store::redis::client;
+    let Some(url) = store_support::redis_url("redis_ledger_sets_are_trimmed_and_expire") else {
+        return;
+    };
+    let s = RedisStore::connect(&url, store_support::unique("trim"))
+        .await
+        .unwrap();
+    let window = Duration::from_secs(10);
+    let limit = [ScopeLimit {
+        scope: "trim:a".into(),
+        limit: 1_000,
+        window,
+    }];
+    let t0 = SystemTime::now();
+    assert!(s.admit("e1", 5, &limit, t0).await.unwrap());
+    assert!(
+        s.admit("e2", 5, &limit, t0 + Duration::from_secs(20))
+            .await
+            .unwrap()
+    );
+    let mut conn = client::Client::open(url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let set = format!("{}:ledger:trim:a", s.prefix());
+    let members: i64 = client::cmd("ZCARD")
+        .arg(&set)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(members, 1, "the entry outside the window was trimmed");
+    let ttl: i64 = client::cmd("PTTL")
+        .arg(&set)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(ttl > 0 && ttl <= 10_000, "expires a window later: {ttl}");
+    s.clear().await.unwrap();
+}

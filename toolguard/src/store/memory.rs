@@ -299,7 +299,7 @@ impl ApprovalStore for MemoryStore {
         let ok = match map.get_mut(&request.id) {
             Some(stored) if stored.version == expected_version => {
                 let mut next = request.clone();
-                next.version = expected_version + 1;
+                next.version = expected_version.saturating_add(1);
                 *stored = next;
                 true
             }

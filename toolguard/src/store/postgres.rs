@@ -23,9 +23,16 @@ use crate::store::encode::{i64_of, millis, new_token, u64_of};
 use crate::tool::BoxFuture;
 
 /// Current version of the PostgreSQL schema.
-pub const PG_SCHEMA_VERSION: i32 = 1;
+pub const PG_SCHEMA_VERSION: i32 = 2;
 
-const MIGRATIONS: &[&str] = &[r#"
+/// Indexes the purge uses: idempotency expiry and ledger time.
+const PURGE_INDEXES: &str = r#"
+CREATE INDEX IF NOT EXISTS toolguard_idempotency_expiry ON toolguard_idempotency (expires_at_ms);
+CREATE INDEX IF NOT EXISTS toolguard_ledger_time ON toolguard_ledger (at_ms);
+"#;
+
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE IF NOT EXISTS toolguard_idempotency (
     key TEXT PRIMARY KEY,
     request_digest TEXT NOT NULL,
@@ -73,7 +80,9 @@ CREATE TABLE IF NOT EXISTS toolguard_audit (
 CREATE INDEX IF NOT EXISTS toolguard_audit_actor ON toolguard_audit (tenant, subject, seq);
 CREATE INDEX IF NOT EXISTS toolguard_audit_tool ON toolguard_audit (tool, seq);
 CREATE INDEX IF NOT EXISTS toolguard_audit_time ON toolguard_audit (time_ms, seq);
-"#];
+"#,
+    PURGE_INDEXES,
+];
 
 /// Advisory lock key serializing migrations.
 const MIGRATION_LOCK: i64 = 0x746f_6f6c_6775_6172;
@@ -133,7 +142,7 @@ pub(crate) async fn connect_pool(config: &PgConfig) -> StoreResult<Pool> {
         )));
     }
     let mut pg: tokio_postgres::Config = config.url.parse().map_err(err)?;
-    pg.options(format!("-c search_path={}", config.schema));
+    pg.options(format!("-c search_path=\"{}\"", config.schema));
     pg.connect_timeout(Duration::from_secs(10));
     let manager = Manager::from_config(
         pg,
@@ -155,7 +164,7 @@ pub(crate) async fn connect_pool(config: &PgConfig) -> StoreResult<Pool> {
         .await
         .map_err(err)?;
     tx.batch_execute(&format!(
-        "CREATE SCHEMA IF NOT EXISTS {s}; SET LOCAL search_path TO {s};
+        "CREATE SCHEMA IF NOT EXISTS \"{s}\"; SET LOCAL search_path TO \"{s}\";
          CREATE TABLE IF NOT EXISTS toolguard_schema_version (version INTEGER NOT NULL);",
         s = config.schema
     ))
@@ -168,7 +177,8 @@ pub(crate) async fn connect_pool(config: &PgConfig) -> StoreResult<Pool> {
         )
         .await
         .map_err(err)?
-        .get(0);
+        .try_get(0)
+        .map_err(err)?;
     for (i, sql) in MIGRATIONS.iter().enumerate() {
         let version = i as i32 + 1;
         if version > current {
@@ -236,10 +246,19 @@ impl PgStore {
     }
 
     /// Drops the schema with every table in it (for tests that used a schema of their own).
+    /// Refuses to drop `public`.
     pub async fn drop_schema(&self) -> StoreResult<()> {
+        if self.schema == "public" {
+            return Err(StoreError(
+                "postgres: refusing to drop the `public` schema".to_owned(),
+            ));
+        }
         let client = self.pool.get().await.map_err(err)?;
         client
-            .batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema))
+            .batch_execute(&format!(
+                "DROP SCHEMA IF EXISTS \"{}\" CASCADE",
+                self.schema
+            ))
             .await
             .map_err(err)
     }

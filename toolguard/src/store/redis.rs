@@ -117,21 +117,27 @@ redis.call('DEL', KEYS[1])
 return 1
 "#;
 
-/// KEYS: scope keys; ARGV: now, amount, member, then (limit, from) per key.
+/// KEYS: scope keys; ARGV: now, amount, member, then (limit, from, window_ms) per key. Entries
+/// outside the window are trimmed, and a set expires a window after its last admission.
 const ADMIT: &str = r#"
 local now = tonumber(ARGV[1])
 local amount = tonumber(ARGV[2])
 for i, k in ipairs(KEYS) do
-  local limit = tonumber(ARGV[2 + 2 * i])
-  local from = ARGV[3 + 2 * i]
+  local limit = tonumber(ARGV[1 + 3 * i])
+  local from = ARGV[2 + 3 * i]
+  redis.call('ZREMRANGEBYSCORE', k, '-inf', from)
   local total = 0
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', k, '(' .. from, ARGV[1])) do
     total = total + (tonumber(string.match(m, '^(%d+):')) or 0)
   end
   if total + amount > limit then return 0 end
 end
-for _, k in ipairs(KEYS) do
+for i, k in ipairs(KEYS) do
   redis.call('ZADD', k, ARGV[1], ARGV[3])
+  local window = tonumber(ARGV[3 + 3 * i])
+  if redis.call('PTTL', k) < window then
+    redis.call('PEXPIRE', k, window)
+  end
 end
 return 1
 "#;
@@ -615,7 +621,8 @@ impl SessionLedger for RedisStore {
             for l in limits {
                 inv.key(self.scope_key(&l.scope));
                 inv.arg(l.limit)
-                    .arg(now_ms.saturating_sub(millis(l.window)));
+                    .arg(now_ms.saturating_sub(millis(l.window)))
+                    .arg(millis(l.window).max(1));
             }
             let mut conn = self.conn.clone();
             let n: i64 = inv.invoke_async(&mut conn).await.map_err(err)?;

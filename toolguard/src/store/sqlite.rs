@@ -23,9 +23,16 @@ use crate::store::encode::{i64_of, millis, new_token, u64_of};
 use crate::tool::BoxFuture;
 
 /// Current version of the SQLite schema.
-pub const SQLITE_SCHEMA_VERSION: i64 = 1;
+pub const SQLITE_SCHEMA_VERSION: i64 = 2;
 
-const MIGRATIONS: &[&str] = &[r#"
+/// Indexes the purge uses: idempotency expiry and ledger time.
+const PURGE_INDEXES: &str = r#"
+CREATE INDEX IF NOT EXISTS toolguard_idempotency_expiry ON toolguard_idempotency (expires_at_ms);
+CREATE INDEX IF NOT EXISTS toolguard_ledger_time ON toolguard_ledger (at_ms);
+"#;
+
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE IF NOT EXISTS toolguard_idempotency (
     key TEXT PRIMARY KEY,
     request_digest TEXT NOT NULL,
@@ -73,7 +80,9 @@ CREATE TABLE IF NOT EXISTS toolguard_audit (
 CREATE INDEX IF NOT EXISTS toolguard_audit_actor ON toolguard_audit (tenant, subject, seq);
 CREATE INDEX IF NOT EXISTS toolguard_audit_tool ON toolguard_audit (tool, seq);
 CREATE INDEX IF NOT EXISTS toolguard_audit_time ON toolguard_audit (time_ms, seq);
-"#];
+"#,
+    PURGE_INDEXES,
+];
 
 /// How a SQLite connection syncs to disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +102,16 @@ pub(crate) fn err(e: impl std::fmt::Display) -> StoreError {
 pub(crate) fn open_connection(path: &Path, durability: Durability) -> rusqlite::Result<Connection> {
     let mut conn = Connection::open(path)?;
     conn.busy_timeout(Duration::from_secs(10))?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
+    let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+            Some(format!(
+                "{}: WAL mode is unavailable (journal mode stays `{mode}`); use a file on a local disk",
+                path.display()
+            )),
+        ));
+    }
     let sync = match durability {
         Durability::Process => "NORMAL",
         Durability::Full => "FULL",
