@@ -56,6 +56,7 @@ async fn two_sqlite_sinks_on_one_file_keep_one_chain() {
 
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]
 async fn two_postgres_sinks_on_one_schema_keep_one_chain() {
     use toolguard::audit::PgAuditSink;
     use toolguard::store::{PgConfig, PgStore};

@@ -64,6 +64,7 @@ fn harness_with(b: &Backend, idem: Arc<dyn IdempotencyStore>, fail_open: bool) -
         .tool(CreditPoints)
         .tool(SlowPayout)
         .tool(HangingPayout)
+        .tool(CrashingPayout)
         .audit(SharedAudit(audit.clone()))
         .clock(clock.clone())
         .idempotency_store(idem)
@@ -179,28 +180,83 @@ async fn release_renew_replace_remove(b: Arc<Backend>) {
     assert!(s.release(&k, &owner).await.unwrap());
     assert!(s.get(&k, now).await.unwrap().is_none());
     assert!(matches!(
-        s.reserve(&k, "d", None, LEASE, TTL, now).await.unwrap(),
+        s.reserve(&k, "d", Some("op-r2"), LEASE, TTL, now)
+            .await
+            .unwrap(),
         Reservation::Reserved { .. }
     ));
     let mut out = StoredOutcome::new(Status::ApprovalRejected);
     out.reason = Some("rejected".into());
-    s.replace(&k, out.clone(), TTL, now).await.unwrap();
+    assert!(s.replace(&k, "op-r2", out.clone(), TTL, now).await.unwrap());
     assert_eq!(
         s.get(&k, now).await.unwrap().unwrap().state,
         RecordState::Done { outcome: out }
     );
-    s.remove(&k).await.unwrap();
+    assert!(s.remove(&k, "op-r2").await.unwrap());
     assert!(s.get(&k, now).await.unwrap().is_none());
     // Replacing a missing record is a no-op.
-    s.replace(
-        &key("raw-missing"),
-        StoredOutcome::new(Status::Ok),
-        TTL,
-        now,
-    )
-    .await
-    .unwrap();
+    assert!(
+        !s.replace(
+            &key("raw-missing"),
+            "op-r2",
+            StoredOutcome::new(Status::Ok),
+            TTL,
+            now,
+        )
+        .await
+        .unwrap()
+    );
     assert!(s.get(&key("raw-missing"), now).await.unwrap().is_none());
+    assert!(!s.remove(&key("raw-missing"), "op-r2").await.unwrap());
+}
+
+/// Reconciliation or an approval closing for an old operation must leave alone the record of a
+/// newer call that re-reserved the key after the old record expired.
+async fn replace_remove_only_own_operation(b: Arc<Backend>) {
+    let s = &b.idem;
+    let t0 = SystemTime::now();
+    let k = key("raw-owner");
+    let short = Duration::from_secs(1);
+    assert!(matches!(
+        s.reserve(&k, "d", Some("op-old"), short, short, t0)
+            .await
+            .unwrap(),
+        Reservation::Reserved { .. }
+    ));
+    let t1 = t0 + Duration::from_secs(5);
+    let Reservation::Reserved { owner } = s
+        .reserve(&k, "d", Some("op-new"), LEASE, TTL, t1)
+        .await
+        .unwrap()
+    else {
+        panic!("{}: the expired key is reserved again", b.name)
+    };
+    let in_flight = s.get(&k, t1).await.unwrap().expect("the newer record");
+    assert!(
+        !s.replace(&k, "op-old", StoredOutcome::new(Status::Ok), TTL, t1)
+            .await
+            .unwrap(),
+        "{}: another operation's record is not overwritten",
+        b.name
+    );
+    assert!(
+        !s.remove(&k, "op-old").await.unwrap(),
+        "{}: another operation's record is not deleted",
+        b.name
+    );
+    assert_eq!(s.get(&k, t1).await.unwrap().as_ref(), Some(&in_flight));
+    assert!(matches!(
+        in_flight.state,
+        RecordState::InFlight { owner: ref o, .. } if *o == owner
+    ));
+    assert_eq!(in_flight.operation_id.as_deref(), Some("op-new"));
+    let out = StoredOutcome::new(Status::Ok);
+    assert!(s.complete(&k, &owner, out.clone(), TTL, t1).await.unwrap());
+    assert!(
+        s.remove(&k, "op-new").await.unwrap(),
+        "its own operation may"
+    );
+    assert!(s.get(&k, t1).await.unwrap().is_none());
 }
 
 async fn lease_expiry_and_take_over(b: Arc<Backend>) {
@@ -281,6 +337,72 @@ async fn ttl_expiry(b: Arc<Backend>) {
     );
 }
 
+/// A TTL shorter than the lease never frees a key mid-flight, neither at reservation nor after
+/// a renewal or take-over that extends the lease.
+async fn ttl_never_before_lease(b: Arc<Backend>) {
+    let s = &b.idem;
+    let t0 = SystemTime::now();
+    let k = key("raw-short-ttl");
+    let secs = Duration::from_secs;
+    let Reservation::Reserved { owner } = s
+        .reserve(&k, "d", Some("op-a"), secs(10), secs(1), t0)
+        .await
+        .unwrap()
+    else {
+        panic!("reserve")
+    };
+    let mid = t0 + secs(5);
+    let rec = s.get(&k, mid).await.unwrap();
+    assert!(
+        rec.as_ref()
+            .is_some_and(|r| r.expires_at_ms >= toolguard::clock::unix_millis(t0 + secs(10))),
+        "{}: {rec:?}",
+        b.name
+    );
+    assert!(
+        matches!(
+            s.reserve(&k, "d", Some("op-b"), secs(10), secs(1), mid)
+                .await
+                .unwrap(),
+            Reservation::Existing(_)
+        ),
+        "{}: the key is still held",
+        b.name
+    );
+    // A renewal past the expiry keeps the record for the new lease.
+    assert!(s.renew(&k, &owner, secs(20), mid).await.unwrap());
+    assert!(
+        s.get(&k, t0 + secs(20)).await.unwrap().is_some(),
+        "{}",
+        b.name
+    );
+    assert!(
+        s.get(&k, t0 + secs(26)).await.unwrap().is_none(),
+        "{}",
+        b.name
+    );
+    // A take-over keeps the record for the taker's lease too.
+    let k2 = key("raw-short-ttl-2");
+    assert!(matches!(
+        s.reserve(&k2, "d", Some("op-c"), secs(1), secs(3), t0)
+            .await
+            .unwrap(),
+        Reservation::Reserved { .. }
+    ));
+    let taker = s.take_over(&k2, secs(10), t0 + secs(2)).await.unwrap();
+    assert!(taker.is_some(), "{}: expired lease taken over", b.name);
+    assert!(
+        s.get(&k2, t0 + secs(8)).await.unwrap().is_some(),
+        "{}",
+        b.name
+    );
+    assert!(
+        s.get(&k2, t0 + secs(13)).await.unwrap().is_none(),
+        "{}",
+        b.name
+    );
+}
+
 async fn concurrent_reserve_one_winner(b: Arc<Backend>) {
     let now = SystemTime::now();
     let mut tasks = Vec::new();
@@ -353,14 +475,52 @@ async fn dispatch_ttl(b: Arc<Backend>) {
     assert_eq!(h.ledger.runs(), 2);
 }
 
+/// `hanging_payout` with a reconcile function that asks the ledger what landed.
+struct CrashingPayout;
+
+impl toolguard::Tool<Ledger> for CrashingPayout {
+    type Args = HangingPayoutArgs;
+    type Output = String;
+
+    fn spec(&self) -> toolguard::ToolSpec {
+        let mut spec = HangingPayout.spec();
+        spec.name = "crashing_payout".to_owned();
+        spec
+    }
+
+    fn reconcile<'a>(
+        &'a self,
+        ctx: &'a toolguard::ToolContext<Ledger>,
+        _args: &'a HangingPayoutArgs,
+    ) -> toolguard::BoxFuture<'a, Result<toolguard::tool::Reconciled<String>, toolguard::ToolError>>
+    {
+        Box::pin(async move {
+            let landed = ctx.state().landed.lock().unwrap();
+            Ok(match ctx.operation_id().and_then(|op| landed.get(op)) {
+                Some(cents) => toolguard::tool::Reconciled::Completed(format!("paid {cents}")),
+                None => toolguard::tool::Reconciled::Unknown,
+            })
+        })
+    }
+
+    fn call<'a>(
+        &'a self,
+        ctx: &'a toolguard::ToolContext<Ledger>,
+        args: HangingPayoutArgs,
+    ) -> toolguard::BoxFuture<'a, Result<String, toolguard::ToolError>> {
+        HangingPayout.call(ctx, args)
+    }
+}
+
 /// The executing task dies after the reservation and before completion; a retry after the
-/// lease must not execute again: it answers `outcome_unknown` until reconciled.
+/// lease must not execute again: it answers `outcome_unknown` until reconciled. The operation
+/// left `executing` is reported as `outcome_unknown` and can be reconciled.
 async fn crash_after_reservation(b: Arc<Backend>) {
     let h = Arc::new(harness(&b));
     let args = json!({"cents": 7, "idempotency_key": "crash-key-1"});
     let h2 = h.clone();
     let a2 = args.clone();
-    let task = tokio::spawn(async move { h2.call("hanging_payout", a2).await });
+    let task = tokio::spawn(async move { h2.call("crashing_payout", a2).await });
     for _ in 0..500 {
         if h.ledger.transfers() == 1 {
             break;
@@ -370,17 +530,38 @@ async fn crash_after_reservation(b: Arc<Backend>) {
     assert_eq!(h.ledger.transfers(), 1, "the handler started");
     task.abort();
     assert!(task.await.unwrap_err().is_cancelled());
-    let during = h.call("hanging_payout", args.clone()).await;
+    let during = h.call("crashing_payout", args.clone()).await;
     assert_eq!(during.status, Status::InProgress, "lease still live");
     h.clock.advance(Duration::from_secs(36));
-    let retry = h.call("hanging_payout", args.clone()).await;
+    let retry = h.call("crashing_payout", args.clone()).await;
     assert_eq!(retry.status, Status::OutcomeUnknown, "{retry:?}");
-    assert!(
-        retry.operation_id.is_some(),
-        "names the operation to reconcile"
-    );
-    let again = h.call("hanging_payout", args).await;
+    let op = retry
+        .operation_id
+        .clone()
+        .expect("names the operation to reconcile");
+    let again = h.call("crashing_payout", args.clone()).await;
     assert_eq!(again.status, Status::OutcomeUnknown);
+    assert_eq!(h.ledger.transfers(), 1, "never executed twice");
+
+    // The operation status query sees the crash, and reconciles once the effect is known.
+    let unknown = h.d.operation_status(&alice(), &op).await.unwrap();
+    assert_eq!(unknown.state, OperationState::OutcomeUnknown, "{}", b.name);
+    assert!(!unknown.reconciled);
+    assert_eq!(
+        unknown.outcome.map(|o| o.status),
+        Some(Status::OutcomeUnknown)
+    );
+    h.ledger.landed.lock().unwrap().insert(op.clone(), 7);
+    let resolved = h.d.operation_status(&alice(), &op).await.unwrap();
+    assert_eq!(resolved.state, OperationState::Ok, "{}", b.name);
+    assert!(resolved.reconciled);
+    assert_eq!(
+        resolved.outcome.and_then(|o| o.output),
+        Some(json!("paid 7"))
+    );
+    let replayed = h.call("crashing_payout", args).await;
+    assert_eq!(replayed.status, Status::Ok, "{}: {replayed:?}", b.name);
+    assert!(replayed.replayed);
     assert_eq!(h.ledger.transfers(), 1, "never executed twice");
 }
 
@@ -467,6 +648,19 @@ async fn approval_lifecycle_and_cas(b: Arc<Backend>) {
     done.state = ApprovalState::Executed;
     assert!(s.update(&done, 1).await.unwrap());
     assert_eq!(s.get("ap-1").await.unwrap().unwrap().version, 2);
+    // Creating an existing id again is an error and never resets the decided request.
+    assert!(
+        s.create(&first).await.is_err(),
+        "{}: create is an insert",
+        b.name
+    );
+    let kept = s.get("ap-1").await.unwrap().unwrap();
+    assert_eq!(
+        (kept.state, kept.version, kept.decisions.len()),
+        (ApprovalState::Executed, 2, 1),
+        "{}",
+        b.name
+    );
     assert_eq!(
         s.pending("acme")
             .await
@@ -797,6 +991,35 @@ async fn faults_fail_closed(b: Arc<Backend>) {
     assert_eq!(h.ledger.transfers(), 1);
 }
 
+/// A store that stops answering makes a state-changing call `unavailable` within the stage's
+/// deadline instead of hanging: nothing executes, and the audit trail says so.
+async fn stalled_store_fails_closed(b: Arc<Backend>) {
+    let faulty = Arc::new(FaultyStore::new(Arc::new(SharedIdem(b.idem.clone()))));
+    let h = harness_with(&b, faulty.clone(), false);
+    faulty.stall(StoreOp::Reserve, Duration::from_secs(600));
+    let started = std::time::Instant::now();
+    let out = h
+        .call("transfer_funds", transfer(1_000, "stall-key-1"))
+        .await;
+    assert_eq!(out.status, Status::Unavailable, "{}: {out:?}", b.name);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{}: answered within the deadline",
+        b.name
+    );
+    assert_eq!(h.ledger.transfers(), 0, "no execution");
+    let entry = h.audit.by_actor("acme", "alice", 1).await.unwrap();
+    assert_eq!(entry.len(), 1, "{}: an audit entry", b.name);
+    assert_eq!(entry[0].record.status, Some(Status::Unavailable));
+    assert_eq!(Some(entry[0].seq), out.audit_seq);
+    faulty.heal_all();
+    let healed = h
+        .call("transfer_funds", transfer(1_000, "stall-key-1"))
+        .await;
+    assert_eq!(healed.status, Status::Ok, "{}: {healed:?}", b.name);
+    assert_eq!(h.ledger.transfers(), 1);
+}
+
 /// The store goes away after the handler ran and before the outcome was stored: a retry must not
 /// execute again; it waits (`in_progress`) while the lease lives, then answers `outcome_unknown`.
 async fn store_lost_before_completion(b: Arc<Backend>) {
@@ -879,17 +1102,19 @@ impl IdempotencyStore for SharedIdem {
     fn replace<'a>(
         &'a self,
         key: &'a ScopedKey,
+        operation_id: &'a str,
         outcome: StoredOutcome,
         ttl: Duration,
         now: SystemTime,
-    ) -> toolguard::BoxFuture<'a, toolguard::store::StoreResult<()>> {
-        self.0.replace(key, outcome, ttl, now)
+    ) -> toolguard::BoxFuture<'a, toolguard::store::StoreResult<bool>> {
+        self.0.replace(key, operation_id, outcome, ttl, now)
     }
     fn remove<'a>(
         &'a self,
         key: &'a ScopedKey,
-    ) -> toolguard::BoxFuture<'a, toolguard::store::StoreResult<()>> {
-        self.0.remove(key)
+        operation_id: &'a str,
+    ) -> toolguard::BoxFuture<'a, toolguard::store::StoreResult<bool>> {
+        self.0.remove(key, operation_id)
     }
     fn get<'a>(
         &'a self,
@@ -906,10 +1131,11 @@ impl IdempotencyStore for SharedIdem {
 // ---------------------------------------------------------------- the matrix
 
 macro_rules! conformance {
-    ($module:ident, $backend:ident: $($name:ident),* $(,)?) => {
+    ($module:ident, $backend:ident, #[$attr:meta]: $($name:ident),* $(,)?) => {
         mod $module {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[$attr]
                 async fn $name() {
                     let backend = crate::store_support::$backend(stringify!($name)).await;
                     crate::store_support::run(backend, crate::$name).await;
@@ -922,11 +1148,16 @@ macro_rules! conformance {
 /// The tests every idempotency store and session ledger passes.
 macro_rules! idempotency_and_ledger {
     ($backend:ident) => {
-        conformance!(idempotency_and_ledger, $backend:
+        idempotency_and_ledger!($backend, #[cfg_attr(any(), ignore)]);
+    };
+    ($backend:ident, #[$attr:meta]) => {
+        conformance!(idempotency_and_ledger, $backend, #[$attr]:
             reserve_complete_replay,
             release_renew_replace_remove,
+            replace_remove_only_own_operation,
             lease_expiry_and_take_over,
             ttl_expiry,
+            ttl_never_before_lease,
             concurrent_reserve_one_winner,
             dispatch_replay_and_conflict,
             dispatch_concurrent_one_key,
@@ -935,6 +1166,7 @@ macro_rules! idempotency_and_ledger {
             ledger_admit_atomic,
             faults_fail_closed,
             store_lost_before_completion,
+            stalled_store_fails_closed,
         );
     };
 }
@@ -942,7 +1174,10 @@ macro_rules! idempotency_and_ledger {
 /// The tests of backends that also hold approvals, operations and the audit trail.
 macro_rules! approvals_operations_audit {
     ($backend:ident) => {
-        conformance!(approvals_operations_audit, $backend:
+        approvals_operations_audit!($backend, #[cfg_attr(any(), ignore)]);
+    };
+    ($backend:ident, #[$attr:meta]) => {
+        conformance!(approvals_operations_audit, $backend, #[$attr]:
             approval_lifecycle_and_cas,
             approval_via_dispatcher,
             operation_records,
@@ -966,14 +1201,14 @@ mod sqlite {
 
 #[cfg(feature = "postgres")]
 mod postgres {
-    idempotency_and_ledger!(postgres);
-    approvals_operations_audit!(postgres);
+    idempotency_and_ledger!(postgres, #[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]);
+    approvals_operations_audit!(postgres, #[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]);
 }
 
 /// Redis holds idempotency records and session ledgers only.
 #[cfg(feature = "redis")]
 mod redis {
-    idempotency_and_ledger!(redis);
+    idempotency_and_ledger!(redis, #[cfg_attr(not(toolguard_redis), ignore = "set TOOLGUARD_REDIS_URL to run")]);
 }
 
 // ---------------------------------------------------------------- corrupt stored data
@@ -982,6 +1217,7 @@ mod redis {
 /// and never silently replaced.
 #[cfg(feature = "redis")]
 #[tokio::test]
+#[cfg_attr(not(toolguard_redis), ignore = "set TOOLGUARD_REDIS_URL to run")]
 async fn redis_corrupt_record_is_an_error() {
     use toolguard::store::RedisStore;
     let Some(url) = store_support::redis_url("redis_corrupt_record_is_an_error") else {
@@ -1043,4 +1279,260 @@ async fn sqlite_corrupt_record_is_an_error() {
     assert!(s.reserve(&k, "d", None, LEASE, TTL, now).await.is_err());
     drop(s);
     store_support::remove_sqlite(&path);
+}
+
+// ---------------------------------------------------------------- faults of every pipeline store
+
+mod pipeline_faults {
+    use super::*;
+    use toolguard::OnExceed;
+    use toolguard::audit::AuditQuery;
+    use toolguard::store::{FaultyStore, MemoryStore};
+
+    struct F {
+        d: Dispatcher<Ledger>,
+        ledger: Arc<Ledger>,
+        store: Arc<FaultyStore<MemoryStore>>,
+        audit: Arc<MemoryAuditSink>,
+    }
+
+    fn faulty() -> F {
+        let ledger = Arc::new(Ledger::seeded());
+        let store = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new())));
+        let audit = Arc::new(MemoryAuditSink::new());
+        let policy = RiskPolicy::new()
+            .approver_roles(["approver"])
+            .session_limit(
+                "transfer_funds",
+                10_000_000,
+                Duration::from_secs(3600),
+                OnExceed::RequireApproval,
+            );
+        let d = Dispatcher::builder()
+            .state_arc(ledger.clone())
+            .tool(TransferFunds)
+            .audit(SharedAudit(audit.clone()))
+            .store(store.clone())
+            .policy(policy)
+            .build()
+            .expect("dispatcher");
+        F {
+            d,
+            ledger,
+            store,
+            audit,
+        }
+    }
+
+    impl F {
+        async fn call(&self, amount: u64, key: &str) -> toolguard::ToolOutcome {
+            self.d
+                .dispatch(
+                    ToolCall::new("c", "transfer_funds", transfer(amount, key)),
+                    &alice(),
+                )
+                .await
+        }
+
+        /// Fail-closed: `unavailable`, nothing executed, and the newest audit entry says so.
+        async fn assert_closed(&self, out: &toolguard::ToolOutcome, reason: &str) {
+            assert_eq!(out.status, Status::Unavailable, "{out:?}");
+            assert_eq!(out.reason.as_deref(), Some(reason), "{out:?}");
+            assert_eq!(self.ledger.transfers(), 0, "no execution");
+            let entry = self.audit.by_actor("acme", "alice", 1).await.unwrap();
+            assert_eq!(entry.len(), 1, "an audit entry");
+            assert_eq!(entry[0].record.status, Some(Status::Unavailable));
+            assert_eq!(Some(entry[0].seq), out.audit_seq);
+        }
+
+        async fn pending(&self, key: &str) -> String {
+            let out = self.call(1_500_000, key).await;
+            assert_eq!(out.status, Status::PendingApproval, "{out:?}");
+            out.approval.expect("ticket").approval_id
+        }
+    }
+
+    #[tokio::test]
+    async fn ledger_admit_fails_closed() {
+        let f = faulty();
+        f.store.fail(StoreOp::LedgerAdmit);
+        let out = f.call(1_000, "admit-key-1").await;
+        f.assert_closed(&out, "ledger_unavailable").await;
+        f.store.heal_all();
+        assert_eq!(f.call(1_000, "admit-key-1").await.status, Status::Ok);
+        assert_eq!(f.ledger.transfers(), 1);
+    }
+
+    #[tokio::test]
+    async fn ledger_record_fails_closed() {
+        let f = faulty();
+        let id = f.pending("record-key-1").await;
+        f.store.fail(StoreOp::LedgerRecord);
+        let out = f.d.approvals().approve(&id, &bob_approver()).await;
+        f.assert_closed(&out, "ledger_unavailable").await;
+    }
+
+    #[tokio::test]
+    async fn approval_create_fails_closed() {
+        let f = faulty();
+        f.store.fail(StoreOp::ApprovalCreate);
+        let out = f.call(1_500_000, "create-key-1").await;
+        f.assert_closed(&out, "approval_store_unavailable").await;
+        f.store.heal_all();
+        let retry = f.call(1_500_000, "create-key-1").await;
+        assert_eq!(
+            retry.status,
+            Status::PendingApproval,
+            "the key was released"
+        );
+    }
+
+    #[tokio::test]
+    async fn approval_update_fails_closed() {
+        let f = faulty();
+        let id = f.pending("update-key-1").await;
+        f.store.fail(StoreOp::ApprovalUpdate);
+        let out = f.d.approvals().approve(&id, &bob_approver()).await;
+        f.assert_closed(&out, "approval_store_unavailable").await;
+        f.store.heal_all();
+        let approved = f.d.approvals().approve(&id, &bob_approver()).await;
+        assert_eq!(approved.status, Status::Ok, "still pending: {approved:?}");
+        assert_eq!(f.ledger.transfers(), 1);
+    }
+
+    #[tokio::test]
+    async fn operation_put_fails_closed() {
+        let f = faulty();
+        f.store.fail(StoreOp::OperationPut);
+        let out = f.call(1_000, "put-key-1").await;
+        f.assert_closed(&out, "operation_store_unavailable").await;
+        f.store.heal_all();
+        assert_eq!(f.call(1_000, "put-key-1").await.status, Status::Ok);
+        assert_eq!(f.ledger.transfers(), 1);
+    }
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test]
+#[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]
+async fn postgres_corrupt_record_is_an_error() {
+    use toolguard::store::{PgConfig, PgStore};
+    let test = "postgres_corrupt_record_is_an_error";
+    let Some(url) = store_support::pg_url(test) else {
+        return;
+    };
+    let config = PgConfig::new(url)
+        .schema(store_support::unique("corrupt"))
+        .pool_size(2);
+    let s = Arc::new(PgStore::connect(&config).await.unwrap());
+    let s2 = s.clone();
+    let result = tokio::spawn(async move {
+        let s = s2;
+        let now = SystemTime::now();
+        let k = key("corrupt-3");
+        let Reservation::Reserved { owner } =
+            s.reserve(&k, "d", None, LEASE, TTL, now).await.unwrap()
+        else {
+            panic!("reserve")
+        };
+        assert!(
+            s.complete(&k, &owner, StoredOutcome::new(Status::Ok), TTL, now)
+                .await
+                .unwrap()
+        );
+        let c = s.pool().get().await.unwrap();
+        c.execute("UPDATE toolguard_idempotency SET outcome = '{'", &[])
+            .await
+            .unwrap();
+        assert!(s.get(&k, now).await.is_err());
+        assert!(s.reserve(&k, "d", None, LEASE, TTL, now).await.is_err());
+        // The purge's indexes exist (migration 2).
+        let n: i64 = c
+            .query_one(
+                "SELECT COUNT(*) FROM pg_indexes WHERE schemaname = current_schema()
+                 AND indexname IN ('toolguard_idempotency_expiry', 'toolguard_ledger_time')",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 2);
+    })
+    .await;
+    s.drop_schema().await.unwrap();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn sqlite_needs_wal_and_has_the_purge_indexes() {
+    use toolguard::store::SqliteStore;
+    let err = SqliteStore::open(":memory:").expect_err("no WAL in memory");
+    assert!(err.to_string().contains("WAL"), "{err}");
+    let path = store_support::sqlite_path("indexes");
+    let s = SqliteStore::open(&path).unwrap();
+    let n: i64 = s
+        .with_connection(|c| {
+            c.query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN
+                 ('toolguard_idempotency_expiry', 'toolguard_ledger_time')",
+                [],
+                |r| r.get(0),
+            )
+        })
+        .await
+        .unwrap();
+    assert_eq!(n, 2);
+    drop(s);
+    store_support::remove_sqlite(&path);
+}
+
+/// Ledger sets are trimmed to the window on admission and expire a window after it.
+#[cfg(feature = "redis")]
+#[tokio::test]
+#[cfg_attr(not(toolguard_redis), ignore = "set TOOLGUARD_REDIS_URL to run")]
+async fn redis_ledger_sets_are_trimmed_and_expire() {
+    use toolguard::store::RedisStore;
+    use toolguard::store::SessionLedger;
+    use toolguard::store::redis::client;
+    let Some(url) = store_support::redis_url("redis_ledger_sets_are_trimmed_and_expire") else {
+        return;
+    };
+    let s = RedisStore::connect(&url, store_support::unique("trim"))
+        .await
+        .unwrap();
+    let window = Duration::from_secs(10);
+    let limit = [ScopeLimit {
+        scope: "trim:a".into(),
+        limit: 1_000,
+        window,
+    }];
+    let t0 = SystemTime::now();
+    assert!(s.admit("e1", 5, &limit, t0).await.unwrap());
+    assert!(
+        s.admit("e2", 5, &limit, t0 + Duration::from_secs(20))
+            .await
+            .unwrap()
+    );
+    let mut conn = client::Client::open(url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let set = format!("{}:ledger:trim:a", s.prefix());
+    let members: i64 = client::cmd("ZCARD")
+        .arg(&set)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(members, 1, "the entry outside the window was trimmed");
+    let ttl: i64 = client::cmd("PTTL")
+        .arg(&set)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(ttl > 0 && ttl <= 10_000, "expires a window later: {ttl}");
+    s.clear().await.unwrap();
 }

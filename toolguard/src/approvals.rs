@@ -17,7 +17,8 @@ use crate::stage::idempotency::{action_arguments, is_stored};
 use crate::stage::policy::{PolicyDecision, session_scope, subject_scope};
 use crate::stage::{self, Stage, Stop};
 use crate::store::{
-    ApprovalDecision, ApprovalRequest, ApprovalState, OperationState, StoreError, StoredOutcome,
+    ApprovalDecision, ApprovalRequest, ApprovalState, OperationState, ScopeLimit, StoreError,
+    StoredOutcome,
 };
 
 /// Approval operations of a dispatcher; see [`Dispatcher::approvals`].
@@ -118,14 +119,21 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
         let now = inner.clock.now();
         if let (Some(key), Some(spec)) = (&request.idempotency, self.d.spec(&request.tool)) {
             // As on the direct path, a handler error is not stored: the key is freed so that a
-            // retry is a new request.
+            // retry is a new request. Both act only on this request's own record, never on that
+            // of a newer call that re-reserved the key after it expired.
             let result = if is_stored(stored.status) {
                 inner
                     .idempotency
-                    .replace(key, stored.clone(), self.d.idempotency_ttl(spec), now)
+                    .replace(
+                        key,
+                        &request.operation_id,
+                        stored.clone(),
+                        self.d.idempotency_ttl(spec),
+                        now,
+                    )
                     .await
             } else {
-                inner.idempotency.remove(key).await
+                inner.idempotency.remove(key, &request.operation_id).await
             };
             if let Err(err) = result {
                 tracing::error!(error = %err, "approval outcome could not be settled under its idempotency key");
@@ -455,22 +463,23 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
                 Some(request.operation_id.clone()),
             )
             .with_resolved_urls(resolved);
+        // The approved amount is recorded (without a limit check) before execution, failing
+        // closed when the ledger is unavailable.
         let decision = PolicyDecision {
             amount: request.amount,
             approval_cause: None,
-            limits: Vec::new(),
+            limits: session_scopes(&requester, spec)
+                .into_iter()
+                .map(|scope| ScopeLimit {
+                    scope,
+                    limit: u64::MAX,
+                    window: std::time::Duration::ZERO,
+                })
+                .collect(),
         };
-        let scopes = session_scopes(&requester, spec);
         let output = d
             .execute_checked(reg, decoded, ctx, &decision, true, t)
             .await?;
-        if let Some(amount) = request.amount {
-            let _ = d
-                .inner
-                .ledger
-                .record(&request.operation_id, amount, &scopes, d.inner.clock.now())
-                .await;
-        }
         Ok(Answer::executed(output))
     }
 }

@@ -1,7 +1,7 @@
 //! The operation-status query: what became of a state-changing call, especially one whose outcome
 //! was unknown. It re-authorizes the caller, never re-executes, and may reconcile.
 
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
@@ -11,7 +11,9 @@ use crate::clock::unix_millis;
 use crate::dispatcher::{Answer, Dispatcher, Trace, redact};
 use crate::error::NotFoundClass;
 use crate::outcome::Status;
+use crate::stage::idempotency::LEASE_MARGIN;
 use crate::stage::{Stage, Stop};
+use crate::store::encode::millis;
 use crate::store::{OperationRecord, OperationState, StoredOutcome};
 use crate::tool::Reconciled;
 
@@ -45,9 +47,11 @@ pub enum OperationError {
 }
 
 impl<S: Send + Sync + 'static> Dispatcher<S> {
-    /// The state of operation `operation_id`, for its owner. An `outcome_unknown` operation is
-    /// offered to the tool's reconcile function, and a resolved outcome is stored (so retries of
-    /// the call replay it, or execute again when it did not take effect).
+    /// The state of operation `operation_id`, for its owner. An operation left `executing` past
+    /// its deadline and lease margin (its process died) is reported as `outcome_unknown`. An
+    /// `outcome_unknown` operation is offered to the tool's reconcile function, and a resolved
+    /// outcome is stored (so retries of the call replay it, or execute again when it did not take
+    /// effect).
     pub async fn operation_status(
         &self,
         principal: &Principal,
@@ -131,6 +135,20 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         self.authorize_tool(principal, spec)
             .map_err(|s| (OperationError::Forbidden, s))?;
         t.arguments = Some(redact(spec, &record.arguments));
+        let mut record = record;
+        if crashed(&record, spec.timeout, inner.clock.now()) {
+            // The process executing it died: past its deadline and lease, nothing will settle
+            // it any more, so it may or may not have taken effect.
+            let mut o = StoredOutcome::new(Status::OutcomeUnknown);
+            o.reason = Some("lease_expired".to_owned());
+            o.message = Some(
+                "the operation was interrupted while executing; it may have taken effect"
+                    .to_owned(),
+            );
+            o.operation_id = Some(record.id.clone());
+            record.state = OperationState::OutcomeUnknown;
+            record.outcome = Some(o);
+        }
         if record.state != OperationState::OutcomeUnknown {
             return Ok(report(record, false));
         }
@@ -164,16 +182,25 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
                 OperationState::Ok => {
                     inner
                         .idempotency
-                        .replace(key, outcome.clone(), self.idempotency_ttl(spec), now)
+                        .replace(
+                            key,
+                            &record.id,
+                            outcome.clone(),
+                            self.idempotency_ttl(spec),
+                            now,
+                        )
                         .await
                 }
-                _ => inner.idempotency.remove(key).await,
+                _ => inner.idempotency.remove(key, &record.id).await,
             };
-            if let Err(err) = stored {
-                tracing::error!(error = %err, "reconciled outcome could not be stored");
+            match stored {
+                Ok(true) => {}
+                Ok(false) => tracing::warn!(
+                    "the idempotency key now belongs to a newer call; its record was left alone"
+                ),
+                Err(err) => tracing::error!(error = %err, "reconciled outcome could not be stored"),
             }
         }
-        let mut record = record;
         record.state = state;
         record.outcome = Some(outcome);
         record.updated_at_ms = unix_millis(now);
@@ -182,6 +209,15 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         }
         Ok(report(record, true))
     }
+}
+
+/// Whether `record` was left `executing` by a process that died: its last update plus the tool's
+/// deadline and the idempotency lease margin lies before `now`.
+fn crashed(record: &OperationRecord, timeout: Duration, now: SystemTime) -> bool {
+    let limit = record
+        .updated_at_ms
+        .saturating_add(millis(timeout.saturating_add(LEASE_MARGIN)));
+    record.state == OperationState::Executing && limit <= unix_millis(now)
 }
 
 fn report(record: OperationRecord, reconciled: bool) -> OperationReport {

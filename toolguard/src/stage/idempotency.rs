@@ -10,7 +10,9 @@ use super::Stop;
 use crate::call::{Principal, ToolCall};
 use crate::outcome::Status;
 use crate::spec::{KeyReuse, Risk, ToolSpec};
-use crate::store::{IdempotencyStore, RecordState, Reservation, ScopedKey, StoredOutcome};
+use crate::store::{
+    IdempotencyStore, RecordState, Reservation, ScopedKey, StoreError, StoreResult, StoredOutcome,
+};
 
 /// Default lifetime of an idempotency record.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 3600);
@@ -20,6 +22,24 @@ pub const WAIT_POLL: Duration = Duration::from_millis(10);
 
 /// Extra lease time beyond the tool's deadline.
 pub const LEASE_MARGIN: Duration = Duration::from_secs(5);
+
+/// Longest wait for one idempotency-store operation. A store that does not answer in time counts
+/// as unavailable: state-changing tools fail closed instead of hanging.
+pub const STORE_DEADLINE: Duration = Duration::from_secs(2);
+
+/// `op` under [`STORE_DEADLINE`]; running out of time is a store error.
+async fn within_deadline<T>(
+    op: impl std::future::Future<Output = StoreResult<T>>,
+) -> StoreResult<T> {
+    tokio::time::timeout(STORE_DEADLINE, op)
+        .await
+        .unwrap_or_else(|_| {
+            Err(StoreError(format!(
+                "no answer within {} ms",
+                STORE_DEADLINE.as_millis()
+            )))
+        })
+}
 
 /// A reservation the call holds until it settles.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,9 +120,15 @@ pub async fn reserve(
         key,
     };
     let lease = spec.timeout + LEASE_MARGIN;
-    let reservation = match store
-        .reserve(&scoped, request_digest, operation_id, lease, ttl, now)
-        .await
+    let reservation = match within_deadline(store.reserve(
+        &scoped,
+        request_digest,
+        operation_id,
+        lease,
+        ttl,
+        now,
+    ))
+    .await
     {
         Ok(r) => r,
         Err(_) if fail_open && spec.read_only => return Ok(Admission::Proceed(None)),
@@ -173,11 +199,9 @@ pub async fn settle(
 ) {
     let Some(held) = held else { return };
     let result = if is_stored(outcome.status) {
-        store
-            .complete(&held.key, &held.owner, outcome.clone(), ttl, now)
-            .await
+        within_deadline(store.complete(&held.key, &held.owner, outcome.clone(), ttl, now)).await
     } else {
-        store.release(&held.key, &held.owner).await
+        within_deadline(store.release(&held.key, &held.owner)).await
     };
     match result {
         Ok(true) => {}
@@ -216,7 +240,7 @@ pub async fn stored_replay(
         tool: spec.name.clone(),
         key: key.to_owned(),
     };
-    let record = store.get(&scoped, now).await.ok()??;
+    let record = within_deadline(store.get(&scoped, now)).await.ok()??;
     let same = record.request_digest == request_digest || spec.key_reuse == KeyReuse::KeyWins;
     match record.state {
         RecordState::Done { outcome } if same => Some(outcome),

@@ -200,16 +200,23 @@ where
     fn replace<'a>(
         &'a self,
         key: &'a ScopedKey,
+        operation_id: &'a str,
         outcome: StoredOutcome,
         ttl: Duration,
         now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<()>> {
+    ) -> BoxFuture<'a, StoreResult<bool>> {
         self.guard(StoreOp::Replace, move || {
-            self.inner.replace(key, outcome, ttl, now)
+            self.inner.replace(key, operation_id, outcome, ttl, now)
         })
     }
-    fn remove<'a>(&'a self, key: &'a ScopedKey) -> BoxFuture<'a, StoreResult<()>> {
-        self.guard(StoreOp::Remove, move || self.inner.remove(key))
+    fn remove<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        operation_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        self.guard(StoreOp::Remove, move || {
+            self.inner.remove(key, operation_id)
+        })
     }
     fn get<'a>(
         &'a self,

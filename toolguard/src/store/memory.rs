@@ -5,7 +5,9 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use super::types::*;
-use super::{ApprovalStore, IdempotencyStore, OperationStore, SessionLedger, StoreResult};
+use super::{
+    ApprovalStore, IdempotencyStore, OperationStore, SessionLedger, StoreError, StoreResult,
+};
 use crate::clock::unix_millis;
 use crate::store::encode::{millis, new_token};
 use crate::tool::BoxFuture;
@@ -108,9 +110,10 @@ impl IdempotencyStore for MemoryStore {
                 operation_id: operation_id.map(str::to_owned),
                 state: RecordState::InFlight {
                     owner: owner.clone(),
-                    lease_until_ms: now_ms + millis(lease),
+                    lease_until_ms: now_ms.saturating_add(millis(lease)),
                 },
-                expires_at_ms: now_ms + millis(ttl),
+                // Never before the lease ends: a short TTL must not free a key mid-flight.
+                expires_at_ms: now_ms.saturating_add(millis(ttl.max(lease))),
             },
         );
         ready(Ok(Reservation::Reserved { owner }))
@@ -131,7 +134,7 @@ impl IdempotencyStore for MemoryStore {
             Some(rec) if matches!(&rec.state, RecordState::InFlight { owner: o, .. } if o == owner) =>
             {
                 rec.state = RecordState::Done { outcome };
-                rec.expires_at_ms = now_ms + millis(ttl);
+                rec.expires_at_ms = now_ms.saturating_add(millis(ttl));
                 true
             }
             _ => false,
@@ -169,9 +172,11 @@ impl IdempotencyStore for MemoryStore {
                         owner: o,
                         lease_until_ms,
                     },
+                expires_at_ms,
                 ..
             }) if o == owner => {
-                *lease_until_ms = unix_millis(now) + millis(lease);
+                *lease_until_ms = unix_millis(now).saturating_add(millis(lease));
+                *expires_at_ms = (*expires_at_ms).max(*lease_until_ms);
                 true
             }
             _ => false,
@@ -195,11 +200,13 @@ impl IdempotencyStore for MemoryStore {
                         owner,
                         lease_until_ms,
                     },
+                expires_at_ms,
                 ..
             }) if *lease_until_ms <= now_ms => {
                 let t = new_token();
                 *owner = t.clone();
-                *lease_until_ms = now_ms + millis(lease);
+                *lease_until_ms = now_ms.saturating_add(millis(lease));
+                *expires_at_ms = (*expires_at_ms).max(*lease_until_ms);
                 Some(t)
             }
             _ => None,
@@ -210,24 +217,39 @@ impl IdempotencyStore for MemoryStore {
     fn replace<'a>(
         &'a self,
         key: &'a ScopedKey,
+        operation_id: &'a str,
         outcome: StoredOutcome,
         ttl: Duration,
         now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<()>> {
+    ) -> BoxFuture<'a, StoreResult<bool>> {
         let now_ms = unix_millis(now);
         let k = key.storage_key();
         let mut map = self.shard(&k);
-        if let Some(rec) = map.get_mut(&k) {
-            rec.state = RecordState::Done { outcome };
-            rec.expires_at_ms = now_ms + millis(ttl);
-        }
-        ready(Ok(()))
+        let ok = match map.get_mut(&k) {
+            Some(rec) if rec.operation_id.as_deref() == Some(operation_id) => {
+                rec.state = RecordState::Done { outcome };
+                rec.expires_at_ms = now_ms.saturating_add(millis(ttl));
+                true
+            }
+            _ => false,
+        };
+        ready(Ok(ok))
     }
 
-    fn remove<'a>(&'a self, key: &'a ScopedKey) -> BoxFuture<'a, StoreResult<()>> {
+    fn remove<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        operation_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
         let k = key.storage_key();
-        self.shard(&k).remove(&k);
-        ready(Ok(()))
+        let mut map = self.shard(&k);
+        let owned = map
+            .get(&k)
+            .is_some_and(|r| r.operation_id.as_deref() == Some(operation_id));
+        if owned {
+            map.remove(&k);
+        }
+        ready(Ok(owned))
     }
 
     fn get<'a>(
@@ -243,7 +265,14 @@ impl IdempotencyStore for MemoryStore {
 
 impl ApprovalStore for MemoryStore {
     fn create<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, StoreResult<()>> {
-        lock(&self.approvals).insert(request.id.clone(), request.clone());
+        let mut map = lock(&self.approvals);
+        if map.contains_key(&request.id) {
+            return ready(Err(StoreError(format!(
+                "approval request `{}` already exists",
+                request.id
+            ))));
+        }
+        map.insert(request.id.clone(), request.clone());
         ready(Ok(()))
     }
 
@@ -270,7 +299,7 @@ impl ApprovalStore for MemoryStore {
         let ok = match map.get_mut(&request.id) {
             Some(stored) if stored.version == expected_version => {
                 let mut next = request.clone();
-                next.version = expected_version + 1;
+                next.version = expected_version.saturating_add(1);
                 *stored = next;
                 true
             }

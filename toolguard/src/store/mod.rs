@@ -86,18 +86,26 @@ pub trait IdempotencyStore: Send + Sync + 'static {
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<Option<String>>>;
 
-    /// Overwrites the stored outcome of a record, whatever its state (approval decisions and
-    /// reconciliation). No-op if the record is gone.
+    /// Overwrites the stored outcome of the record of operation `operation_id`, whatever its
+    /// state (approval decisions and reconciliation). Returns `false`, changing nothing, if the
+    /// record is gone or belongs to another operation (a newer call re-reserved the key after it
+    /// expired).
     fn replace<'a>(
         &'a self,
         key: &'a ScopedKey,
+        operation_id: &'a str,
         outcome: StoredOutcome,
         ttl: Duration,
         now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<()>>;
+    ) -> BoxFuture<'a, StoreResult<bool>>;
 
-    /// Deletes a record.
-    fn remove<'a>(&'a self, key: &'a ScopedKey) -> BoxFuture<'a, StoreResult<()>>;
+    /// Deletes the record of operation `operation_id`. Returns `false`, deleting nothing, if the
+    /// record is gone or belongs to another operation.
+    fn remove<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        operation_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>>;
 
     /// The live record of `key`.
     fn get<'a>(
@@ -109,7 +117,8 @@ pub trait IdempotencyStore: Send + Sync + 'static {
 
 /// Approval requests and their decisions.
 pub trait ApprovalStore: Send + Sync + 'static {
-    /// Stores a new request.
+    /// Stores a new request. An existing request with the same id is an error and stays as it
+    /// is (a decided request is never reset).
     fn create<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, StoreResult<()>>;
     /// The request with id `id`.
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<ApprovalRequest>>>;

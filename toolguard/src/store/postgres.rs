@@ -23,9 +23,16 @@ use crate::store::encode::{i64_of, millis, new_token, u64_of};
 use crate::tool::BoxFuture;
 
 /// Current version of the PostgreSQL schema.
-pub const PG_SCHEMA_VERSION: i32 = 1;
+pub const PG_SCHEMA_VERSION: i32 = 2;
 
-const MIGRATIONS: &[&str] = &[r#"
+/// Indexes the purge uses: idempotency expiry and ledger time.
+const PURGE_INDEXES: &str = r#"
+CREATE INDEX IF NOT EXISTS toolguard_idempotency_expiry ON toolguard_idempotency (expires_at_ms);
+CREATE INDEX IF NOT EXISTS toolguard_ledger_time ON toolguard_ledger (at_ms);
+"#;
+
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE IF NOT EXISTS toolguard_idempotency (
     key TEXT PRIMARY KEY,
     request_digest TEXT NOT NULL,
@@ -73,7 +80,9 @@ CREATE TABLE IF NOT EXISTS toolguard_audit (
 CREATE INDEX IF NOT EXISTS toolguard_audit_actor ON toolguard_audit (tenant, subject, seq);
 CREATE INDEX IF NOT EXISTS toolguard_audit_tool ON toolguard_audit (tool, seq);
 CREATE INDEX IF NOT EXISTS toolguard_audit_time ON toolguard_audit (time_ms, seq);
-"#];
+"#,
+    PURGE_INDEXES,
+];
 
 /// Advisory lock key serializing migrations.
 const MIGRATION_LOCK: i64 = 0x746f_6f6c_6775_6172;
@@ -133,7 +142,7 @@ pub(crate) async fn connect_pool(config: &PgConfig) -> StoreResult<Pool> {
         )));
     }
     let mut pg: tokio_postgres::Config = config.url.parse().map_err(err)?;
-    pg.options(format!("-c search_path={}", config.schema));
+    pg.options(format!("-c search_path=\"{}\"", config.schema));
     pg.connect_timeout(Duration::from_secs(10));
     let manager = Manager::from_config(
         pg,
@@ -155,7 +164,7 @@ pub(crate) async fn connect_pool(config: &PgConfig) -> StoreResult<Pool> {
         .await
         .map_err(err)?;
     tx.batch_execute(&format!(
-        "CREATE SCHEMA IF NOT EXISTS {s}; SET LOCAL search_path TO {s};
+        "CREATE SCHEMA IF NOT EXISTS \"{s}\"; SET LOCAL search_path TO \"{s}\";
          CREATE TABLE IF NOT EXISTS toolguard_schema_version (version INTEGER NOT NULL);",
         s = config.schema
     ))
@@ -168,7 +177,8 @@ pub(crate) async fn connect_pool(config: &PgConfig) -> StoreResult<Pool> {
         )
         .await
         .map_err(err)?
-        .get(0);
+        .try_get(0)
+        .map_err(err)?;
     for (i, sql) in MIGRATIONS.iter().enumerate() {
         let version = i as i32 + 1;
         if version > current {
@@ -236,10 +246,19 @@ impl PgStore {
     }
 
     /// Drops the schema with every table in it (for tests that used a schema of their own).
+    /// Refuses to drop `public`.
     pub async fn drop_schema(&self) -> StoreResult<()> {
+        if self.schema == "public" {
+            return Err(StoreError(
+                "postgres: refusing to drop the `public` schema".to_owned(),
+            ));
+        }
         let client = self.pool.get().await.map_err(err)?;
         client
-            .batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema))
+            .batch_execute(&format!(
+                "DROP SCHEMA IF EXISTS \"{}\" CASCADE",
+                self.schema
+            ))
             .await
             .map_err(err)
     }
@@ -302,7 +321,8 @@ impl IdempotencyStore for PgStore {
             let k = key.storage_key();
             let now_ms = unix_millis(now);
             let lease_until = i64_of(now_ms.saturating_add(millis(lease)));
-            let expires = i64_of(now_ms.saturating_add(millis(ttl)));
+            // Never before the lease ends: a short TTL must not free a key mid-flight.
+            let expires = i64_of(now_ms.saturating_add(millis(ttl.max(lease))));
             let now_ms = i64_of(now_ms);
             let client = self.pool.get().await.map_err(err)?;
             let insert = client
@@ -415,7 +435,8 @@ impl IdempotencyStore for PgStore {
             let client = self.pool.get().await.map_err(err)?;
             let n = client
                 .execute(
-                    "UPDATE toolguard_idempotency SET lease_until_ms = $1
+                    "UPDATE toolguard_idempotency SET lease_until_ms = $1,
+                        expires_at_ms = GREATEST(expires_at_ms, $1)
                      WHERE key = $2 AND owner = $3 AND outcome IS NULL",
                     &[&until, &key.storage_key(), &owner],
                 )
@@ -439,7 +460,8 @@ impl IdempotencyStore for PgStore {
             let client = self.pool.get().await.map_err(err)?;
             let row = client
                 .query_opt(
-                    "UPDATE toolguard_idempotency SET owner = $1, lease_until_ms = $2
+                    "UPDATE toolguard_idempotency SET owner = $1, lease_until_ms = $2,
+                        expires_at_ms = GREATEST(expires_at_ms, $2)
                      WHERE key = $3 AND outcome IS NULL AND lease_until_ms <= $4
                        AND expires_at_ms > $4
                      RETURNING owner",
@@ -454,37 +476,42 @@ impl IdempotencyStore for PgStore {
     fn replace<'a>(
         &'a self,
         key: &'a ScopedKey,
+        operation_id: &'a str,
         outcome: StoredOutcome,
         ttl: Duration,
         now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<()>> {
+    ) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
             let body = to_json(&outcome)?;
             let expires = i64_of(unix_millis(now).saturating_add(millis(ttl)));
             let client = self.pool.get().await.map_err(err)?;
-            client
+            let n = client
                 .execute(
                     "UPDATE toolguard_idempotency SET outcome = $1, owner = NULL, expires_at_ms = $2
-                     WHERE key = $3",
-                    &[&body, &expires, &key.storage_key()],
+                     WHERE key = $3 AND operation_id = $4",
+                    &[&body, &expires, &key.storage_key(), &operation_id],
                 )
                 .await
                 .map_err(err)?;
-            Ok(())
+            Ok(n == 1)
         })
     }
 
-    fn remove<'a>(&'a self, key: &'a ScopedKey) -> BoxFuture<'a, StoreResult<()>> {
+    fn remove<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        operation_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
             let client = self.pool.get().await.map_err(err)?;
-            client
+            let n = client
                 .execute(
-                    "DELETE FROM toolguard_idempotency WHERE key = $1",
-                    &[&key.storage_key()],
+                    "DELETE FROM toolguard_idempotency WHERE key = $1 AND operation_id = $2",
+                    &[&key.storage_key(), &operation_id],
                 )
                 .await
                 .map_err(err)?;
-            Ok(())
+            Ok(n == 1)
         })
     }
 
@@ -515,10 +542,7 @@ impl ApprovalStore for PgStore {
             client
                 .execute(
                     "INSERT INTO toolguard_approvals (id, tenant, state, created_at_ms, version, body)
-                     VALUES ($1, $2, $3, $4, $5, $6)
-                     ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant,
-                        state = excluded.state, created_at_ms = excluded.created_at_ms,
-                        version = excluded.version, body = excluded.body",
+                     VALUES ($1, $2, $3, $4, $5, $6)",
                     &[
                         &request.id,
                         &request.requester.tenant,

@@ -64,49 +64,80 @@ redis.call('DEL', KEYS[1])
 return 1
 "#;
 
+/// Sets an in-flight record with lease end `until`; the record never expires before it (`ms`:
+/// the lease length, for Redis's own expiry).
+const SET_LEASE: &str = r#"
+local function set_lease(ow, lu, ms, exp, dg, op, out)
+  if tonumber(lu) > tonumber(exp) then
+    redis.call('SET', KEYS[1], 'F\t' .. ow .. '\t' .. lu .. '\t' .. lu .. '\t' .. dg .. '\t' .. op .. '\t' .. out, 'PX', ms)
+  else
+    redis.call('SET', KEYS[1], 'F\t' .. ow .. '\t' .. lu .. '\t' .. exp .. '\t' .. dg .. '\t' .. op .. '\t' .. out, 'KEEPTTL')
+  end
+end
+"#;
+
+/// ARGV: owner, lease_until_ms, lease_ms.
 const RENEW: &str = r#"
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
 local st, ow, lease, exp, dg, op, out = parse(v)
 if st ~= 'F' or ow ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], 'F\t' .. ow .. '\t' .. ARGV[2] .. '\t' .. exp .. '\t' .. dg .. '\t' .. op .. '\t' .. out, 'KEEPTTL')
+set_lease(ow, ARGV[2], ARGV[3], exp, dg, op, out)
 return 1
 "#;
 
+/// ARGV: now, new owner, lease_until_ms, lease_ms.
 const TAKE_OVER: &str = r#"
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
 local st, ow, lease, exp, dg, op, out = parse(v)
 local now = tonumber(ARGV[1])
 if st ~= 'F' or tonumber(lease) > now or tonumber(exp) <= now then return 0 end
-redis.call('SET', KEYS[1], 'F\t' .. ARGV[2] .. '\t' .. ARGV[3] .. '\t' .. exp .. '\t' .. dg .. '\t' .. op .. '\t' .. out, 'KEEPTTL')
+set_lease(ARGV[2], ARGV[3], ARGV[4], exp, dg, op, out)
 return 1
 "#;
 
+/// ARGV: outcome, expires_at_ms, px, operation id (JSON).
 const REPLACE: &str = r#"
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
 local st, ow, lease, exp, dg, op = parse(v)
-if not st then return 0 end
+if not st or op ~= ARGV[4] then return 0 end
 redis.call('SET', KEYS[1], 'D\t\t0\t' .. ARGV[2] .. '\t' .. dg .. '\t' .. op .. '\t' .. ARGV[1], 'PX', ARGV[3])
 return 1
 "#;
 
-/// KEYS: scope keys; ARGV: now, amount, member, then (limit, from) per key.
+/// ARGV: operation id (JSON).
+const REMOVE: &str = r#"
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local st, ow, lease, exp, dg, op = parse(v)
+if not st or op ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+return 1
+"#;
+
+/// KEYS: scope keys; ARGV: now, amount, member, then (limit, from, window_ms) per key. Entries
+/// outside the window are trimmed, and a set expires a window after its last admission.
 const ADMIT: &str = r#"
 local now = tonumber(ARGV[1])
 local amount = tonumber(ARGV[2])
 for i, k in ipairs(KEYS) do
-  local limit = tonumber(ARGV[2 + 2 * i])
-  local from = ARGV[3 + 2 * i]
+  local limit = tonumber(ARGV[1 + 3 * i])
+  local from = ARGV[2 + 3 * i]
+  redis.call('ZREMRANGEBYSCORE', k, '-inf', from)
   local total = 0
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', k, '(' .. from, ARGV[1])) do
     total = total + (tonumber(string.match(m, '^(%d+):')) or 0)
   end
   if total + amount > limit then return 0 end
 end
-for _, k in ipairs(KEYS) do
+for i, k in ipairs(KEYS) do
   redis.call('ZADD', k, ARGV[1], ARGV[3])
+  local window = tonumber(ARGV[3 + 3 * i])
+  if redis.call('PTTL', k) < window then
+    redis.call('PEXPIRE', k, window)
+  end
 end
 return 1
 "#;
@@ -148,6 +179,7 @@ struct Scripts {
     renew: Script,
     take_over: Script,
     replace: Script,
+    remove: Script,
     admit: Script,
     record: Script,
     retract: Script,
@@ -161,9 +193,10 @@ impl Scripts {
             reserve_expired: with_parse(RESERVE_EXPIRED),
             complete: with_parse(COMPLETE),
             release: with_parse(RELEASE),
-            renew: with_parse(RENEW),
-            take_over: with_parse(TAKE_OVER),
+            renew: Script::new(&format!("{PARSE}{SET_LEASE}{RENEW}")),
+            take_over: Script::new(&format!("{PARSE}{SET_LEASE}{TAKE_OVER}")),
             replace: with_parse(REPLACE),
+            remove: with_parse(REMOVE),
             admit: Script::new(ADMIT),
             record: Script::new(RECORD),
             retract: Script::new(RETRACT),
@@ -369,6 +402,8 @@ impl IdempotencyStore for RedisStore {
             let k = self.idem_key(key);
             let now_ms = unix_millis(now);
             let owner = new_token();
+            // Never before the lease ends: a short TTL must not free a key mid-flight.
+            let ttl = ttl.max(lease);
             let px = millis(ttl).max(1);
             let value = encode(
                 &owner,
@@ -469,6 +504,7 @@ impl IdempotencyStore for RedisStore {
                 .key(self.idem_key(key))
                 .arg(owner)
                 .arg(unix_millis(now).saturating_add(millis(lease)))
+                .arg(millis(lease).max(1))
                 .invoke_async(&mut conn)
                 .await
                 .map_err(err)?;
@@ -493,6 +529,7 @@ impl IdempotencyStore for RedisStore {
                 .arg(now_ms)
                 .arg(&token)
                 .arg(now_ms.saturating_add(millis(lease)))
+                .arg(millis(lease).max(1))
                 .invoke_async(&mut conn)
                 .await
                 .map_err(err)?;
@@ -503,35 +540,47 @@ impl IdempotencyStore for RedisStore {
     fn replace<'a>(
         &'a self,
         key: &'a ScopedKey,
+        operation_id: &'a str,
         outcome: StoredOutcome,
         ttl: Duration,
         now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<()>> {
+    ) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
             let body = serde_json::to_string(&outcome).map_err(err)?;
+            let op = serde_json::to_string(&Some(operation_id)).map_err(err)?;
             let mut conn = self.conn.clone();
-            let _: i64 = self
+            let n: i64 = self
                 .scripts
                 .replace
                 .key(self.idem_key(key))
                 .arg(body)
                 .arg(unix_millis(now).saturating_add(millis(ttl)))
                 .arg(millis(ttl).max(1))
+                .arg(op)
                 .invoke_async(&mut conn)
                 .await
                 .map_err(err)?;
-            Ok(())
+            Ok(n == 1)
         })
     }
 
-    fn remove<'a>(&'a self, key: &'a ScopedKey) -> BoxFuture<'a, StoreResult<()>> {
+    fn remove<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        operation_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
+            let op = serde_json::to_string(&Some(operation_id)).map_err(err)?;
             let mut conn = self.conn.clone();
-            redis::cmd("DEL")
-                .arg(self.idem_key(key))
-                .query_async::<()>(&mut conn)
+            let n: i64 = self
+                .scripts
+                .remove
+                .key(self.idem_key(key))
+                .arg(op)
+                .invoke_async(&mut conn)
                 .await
-                .map_err(err)
+                .map_err(err)?;
+            Ok(n == 1)
         })
     }
 
@@ -572,7 +621,8 @@ impl SessionLedger for RedisStore {
             for l in limits {
                 inv.key(self.scope_key(&l.scope));
                 inv.arg(l.limit)
-                    .arg(now_ms.saturating_sub(millis(l.window)));
+                    .arg(now_ms.saturating_sub(millis(l.window)))
+                    .arg(millis(l.window).max(1));
             }
             let mut conn = self.conn.clone();
             let n: i64 = inv.invoke_async(&mut conn).await.map_err(err)?;

@@ -23,9 +23,16 @@ use crate::store::encode::{i64_of, millis, new_token, u64_of};
 use crate::tool::BoxFuture;
 
 /// Current version of the SQLite schema.
-pub const SQLITE_SCHEMA_VERSION: i64 = 1;
+pub const SQLITE_SCHEMA_VERSION: i64 = 2;
 
-const MIGRATIONS: &[&str] = &[r#"
+/// Indexes the purge uses: idempotency expiry and ledger time.
+const PURGE_INDEXES: &str = r#"
+CREATE INDEX IF NOT EXISTS toolguard_idempotency_expiry ON toolguard_idempotency (expires_at_ms);
+CREATE INDEX IF NOT EXISTS toolguard_ledger_time ON toolguard_ledger (at_ms);
+"#;
+
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE IF NOT EXISTS toolguard_idempotency (
     key TEXT PRIMARY KEY,
     request_digest TEXT NOT NULL,
@@ -73,7 +80,9 @@ CREATE TABLE IF NOT EXISTS toolguard_audit (
 CREATE INDEX IF NOT EXISTS toolguard_audit_actor ON toolguard_audit (tenant, subject, seq);
 CREATE INDEX IF NOT EXISTS toolguard_audit_tool ON toolguard_audit (tool, seq);
 CREATE INDEX IF NOT EXISTS toolguard_audit_time ON toolguard_audit (time_ms, seq);
-"#];
+"#,
+    PURGE_INDEXES,
+];
 
 /// How a SQLite connection syncs to disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +102,16 @@ pub(crate) fn err(e: impl std::fmt::Display) -> StoreError {
 pub(crate) fn open_connection(path: &Path, durability: Durability) -> rusqlite::Result<Connection> {
     let mut conn = Connection::open(path)?;
     conn.busy_timeout(Duration::from_secs(10))?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
+    let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+            Some(format!(
+                "{}: WAL mode is unavailable (journal mode stays `{mode}`); use a file on a local disk",
+                path.display()
+            )),
+        ));
+    }
     let sync = match durability {
         Durability::Process => "NORMAL",
         Durability::Full => "FULL",
@@ -365,7 +383,8 @@ impl IdempotencyStore for SqliteStore {
         let op = operation_id.map(str::to_owned);
         let now_ms = unix_millis(now);
         let lease_until = i64_of(now_ms.saturating_add(millis(lease)));
-        let expires = i64_of(now_ms.saturating_add(millis(ttl)));
+        // Never before the lease ends: a short TTL must not free a key mid-flight.
+        let expires = i64_of(now_ms.saturating_add(millis(ttl.max(lease))));
         let now_ms = i64_of(now_ms);
         Box::pin(self.worker.run(move |c| {
             let owner = new_token();
@@ -446,7 +465,8 @@ impl IdempotencyStore for SqliteStore {
         let until = i64_of(unix_millis(now).saturating_add(millis(lease)));
         Box::pin(self.worker.run(move |c| {
             let n = c.execute(
-                "UPDATE toolguard_idempotency SET lease_until_ms = ?1
+                "UPDATE toolguard_idempotency SET lease_until_ms = ?1,
+                    expires_at_ms = MAX(expires_at_ms, ?1)
                  WHERE key = ?2 AND owner = ?3 AND outcome IS NULL",
                 params![until, k, owner],
             )?;
@@ -467,7 +487,8 @@ impl IdempotencyStore for SqliteStore {
         Box::pin(self.worker.run(move |c| {
             let token = new_token();
             c.query_row(
-                "UPDATE toolguard_idempotency SET owner = ?1, lease_until_ms = ?2
+                "UPDATE toolguard_idempotency SET owner = ?1, lease_until_ms = ?2,
+                    expires_at_ms = MAX(expires_at_ms, ?2)
                  WHERE key = ?3 AND outcome IS NULL AND lease_until_ms <= ?4 AND expires_at_ms > ?4
                  RETURNING owner",
                 params![token, until, k, now_ms],
@@ -480,28 +501,38 @@ impl IdempotencyStore for SqliteStore {
     fn replace<'a>(
         &'a self,
         key: &'a ScopedKey,
+        operation_id: &'a str,
         outcome: StoredOutcome,
         ttl: Duration,
         now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<()>> {
+    ) -> BoxFuture<'a, StoreResult<bool>> {
         let k = key.storage_key();
+        let op = operation_id.to_owned();
         let expires = i64_of(unix_millis(now).saturating_add(millis(ttl)));
         Box::pin(self.worker.run(move |c| {
             let body = to_json(&outcome)?;
-            c.execute(
+            let n = c.execute(
                 "UPDATE toolguard_idempotency SET outcome = ?1, owner = NULL, expires_at_ms = ?2
-                 WHERE key = ?3",
-                params![body, expires, k],
+                 WHERE key = ?3 AND operation_id = ?4",
+                params![body, expires, k, op],
             )?;
-            Ok(())
+            Ok(n == 1)
         }))
     }
 
-    fn remove<'a>(&'a self, key: &'a ScopedKey) -> BoxFuture<'a, StoreResult<()>> {
+    fn remove<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        operation_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
         let k = key.storage_key();
+        let op = operation_id.to_owned();
         Box::pin(self.worker.run(move |c| {
-            c.execute("DELETE FROM toolguard_idempotency WHERE key = ?1", [k])?;
-            Ok(())
+            let n = c.execute(
+                "DELETE FROM toolguard_idempotency WHERE key = ?1 AND operation_id = ?2",
+                params![k, op],
+            )?;
+            Ok(n == 1)
         }))
     }
 
@@ -526,10 +557,7 @@ impl ApprovalStore for SqliteStore {
             let body = to_json(&r)?;
             c.execute(
                 "INSERT INTO toolguard_approvals (id, tenant, state, created_at_ms, version, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                 ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, state = excluded.state,
-                    created_at_ms = excluded.created_at_ms, version = excluded.version,
-                    body = excluded.body",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![
                     r.id,
                     r.requester.tenant,

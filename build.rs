@@ -1,0 +1,20 @@
+//! Build script of the test package: tells the service tests whether their service URL is set,
+//! so that without it they are reported as ignored rather than passed.
+//!
+//! `TOOLGUARD_PG_URL` set (non-empty) enables `cfg(toolguard_pg)`, `TOOLGUARD_REDIS_URL` enables
+//! `cfg(toolguard_redis)`; the PostgreSQL and Redis tests carry
+//! `#[cfg_attr(not(toolguard_pg), ignore = "...")]` and the like.
+
+fn main() {
+    println!("cargo::rerun-if-changed=build.rs");
+    for (var, cfg) in [
+        ("TOOLGUARD_PG_URL", "toolguard_pg"),
+        ("TOOLGUARD_REDIS_URL", "toolguard_redis"),
+    ] {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
+        println!("cargo::rerun-if-env-changed={var}");
+        if std::env::var_os(var).is_some_and(|v| !v.is_empty()) {
+            println!("cargo::rustc-cfg={cfg}");
+        }
+    }
+}
