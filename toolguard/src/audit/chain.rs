@@ -1,5 +1,5 @@
 use super::entry::{AuditEntry, AuditRecord};
-use crate::digest::sha256_hex;
+use crate::digest::{canonical_json, sha256_hex};
 
 /// The `prev_hash` of the first entry.
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -30,17 +30,20 @@ impl ChainBreak {
     }
 }
 
-/// SHA-256 over `prev_hash`, a newline, and the JSON encoding of `(seq, record)`. The encoding is
-/// deterministic: struct fields in declaration order, JSON objects inside in key order, so an
-/// entry read back from any store hashes the same.
+/// SHA-256 over `prev_hash`, a newline, and the canonical JSON encoding of `[seq, record]`
+/// ([`canonical_json`]: object keys sorted, strings NFC, no insignificant whitespace). The
+/// encoding does not depend on field order or on serde_json's features (`preserve_order`), so an
+/// entry read back from any store, by any build, hashes the same.
 fn entry_hash(seq: u64, record: &AuditRecord, prev_hash: &str) -> String {
-    let mut material = Vec::with_capacity(prev_hash.len() + 512);
-    material.extend_from_slice(prev_hash.as_bytes());
-    material.push(b'\n');
-    if serde_json::to_writer(&mut material, &(seq, record)).is_err() {
+    let Ok(value) = serde_json::to_value((seq, record)) else {
         // A record always serializes; should it not, no valid hash can match it.
         return String::new();
-    }
+    };
+    let encoded = canonical_json(&value);
+    let mut material = Vec::with_capacity(prev_hash.len() + 1 + encoded.len());
+    material.extend_from_slice(prev_hash.as_bytes());
+    material.push(b'\n');
+    material.extend_from_slice(encoded.as_bytes());
     sha256_hex(&material)
 }
 
