@@ -554,8 +554,8 @@ pub fn toolset_block(block: &syn::ItemImpl, errors: &mut Errors) {
         );
     }
     if let Some(param) = block.generics.params.first() {
-        errors.push(
-            param.span(),
+        errors.spanned(
+            param,
             "a toolset cannot be generic: the tools' state type must be concrete. Implement it \
              on a concrete type",
         );
