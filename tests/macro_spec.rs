@@ -483,3 +483,124 @@ async fn reconcile_hook_is_generated() {
         toolguard::Reconciled::Unknown
     );
 }
+
+static NOTIFIED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Notifies a few of the caller's contacts.
+#[tool(risk = "high", idempotent)]
+async fn notify_contacts(
+    _ctx: &ToolContext<Bank>,
+    /// Contacts to notify.
+    #[arg(kind = "identifier", max_len = 34, max_items = 3)]
+    contacts: Vec<String>,
+    /// Extra headers, by name.
+    #[arg(max_items = 2)]
+    headers: Option<std::collections::BTreeMap<String, u32>>,
+) -> Result<usize, ToolError> {
+    let _ = headers;
+    NOTIFIED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    Ok(contacts.len())
+}
+
+#[tokio::test]
+async fn max_items_is_in_the_schema_and_enforced() {
+    use toolguard::{Dispatcher, Status, ToolCall};
+
+    let spec = <NotifyContacts as Tool<Bank>>::spec(&NotifyContacts);
+    assert_eq!(spec.input_schema["properties"]["contacts"]["maxItems"], 3);
+    assert_eq!(
+        spec.input_schema["properties"]["headers"]["maxProperties"],
+        2
+    );
+
+    let dispatcher = Dispatcher::builder()
+        .state(Bank { fee: 7 })
+        .tool(NotifyContacts)
+        .build()
+        .expect("dispatcher builds");
+    let who = Principal::new("acme", "alice", "s1");
+    let call = |id: &str, contacts: serde_json::Value, key: &str| {
+        ToolCall::new(
+            id,
+            "notify_contacts",
+            json!({"contacts": contacts, "idempotency_key": key}),
+        )
+    };
+
+    let too_many = dispatcher
+        .dispatch(
+            call("n1", json!(["a", "b", "c", "d"]), "notify-key-1"),
+            &who,
+        )
+        .await;
+    assert_eq!(too_many.status, Status::InvalidArguments, "{too_many:?}");
+    assert_eq!(NOTIFIED.load(std::sync::atomic::Ordering::SeqCst), 0);
+
+    let too_many_headers = dispatcher
+        .dispatch(
+            ToolCall::new(
+                "n2",
+                "notify_contacts",
+                json!({"contacts": ["a"], "headers": {"x": 1, "y": 2, "z": 3},
+                       "idempotency_key": "notify-key-2"}),
+            ),
+            &who,
+        )
+        .await;
+    assert_eq!(
+        too_many_headers.status,
+        Status::InvalidArguments,
+        "{too_many_headers:?}"
+    );
+    assert_eq!(NOTIFIED.load(std::sync::atomic::Ordering::SeqCst), 0);
+
+    let fine = dispatcher
+        .dispatch(call("n3", json!(["a", "b", "c"]), "notify-key-3"), &who)
+        .await;
+    assert_eq!(fine.status, Status::Ok, "{fine:?}");
+    assert_eq!(NOTIFIED.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+/// An order reference whose nested field is renamed into an identity name.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+pub struct OrderRef {
+    /// Order number.
+    pub number: u32,
+    /// Details of the order.
+    pub details: OrderDetails,
+}
+
+/// Nested details; `owner` is written `ownerId` by serde.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+pub struct OrderDetails {
+    /// The order's owner, as the model would claim it.
+    #[serde(rename = "ownerId")]
+    pub owner: String,
+}
+
+/// Looks an order up.
+#[tool(read_only)]
+fn find_order(
+    /// The order.
+    order: OrderRef,
+) -> Result<u32, ToolError> {
+    Ok(order.number)
+}
+
+#[test]
+fn dispatcher_refuses_a_nested_identity_property() {
+    use toolguard::{BuildError, Dispatcher};
+
+    let err = Dispatcher::builder()
+        .tool(FindOrder)
+        .build()
+        .err()
+        .expect("a nested identity property is refused");
+    match err {
+        BuildError::UnsafeDeclaration { tool, message } => {
+            assert_eq!(tool, "find_order");
+            assert!(message.contains("ownerId"), "{message}");
+        }
+        other => panic!("unexpected error: {other}"),
+    }
+}

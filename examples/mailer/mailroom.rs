@@ -164,6 +164,7 @@ pub async fn send_email(
     #[arg(min_len = 1, max_len = 4000)]
     body: String,
     /// Documents to attach, like `brochure-2026`.
+    #[arg(max_items = 10)]
     attachment_refs: Vec<Identifier>,
 ) -> Result<Receipt, ToolError> {
     let mut sent = ctx.state().sent.lock().unwrap();

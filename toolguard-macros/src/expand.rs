@@ -9,7 +9,7 @@ use syn::{Ident, Type};
 use crate::model::{ArgDecl, Number, Receiver, ToolDecl};
 use crate::parse::{is_option, is_sequence};
 use crate::paths;
-use crate::validate::{arg_kind, is_amount};
+use crate::validate::{Collection, arg_kind, collection, is_amount};
 
 /// Name and pattern of the `idempotency_key` argument `idempotent` adds.
 const KEY_FIELD: &str = "idempotency_key";
@@ -107,6 +107,18 @@ pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
         };
     };
 
+    // The amount field's type is checked after type aliases are resolved, so that
+    // `type Dollars = f64` cannot pass as an amount.
+    let amount_check = decl.amount_field().map(|f| {
+        let ty = &f.field_ty;
+        quote_spanned! {ty.span()=>
+            const _: fn() = || {
+                fn amount_is_unsigned_integer<T: #p::AmountType>() {}
+                amount_is_unsigned_integer::<#ty>();
+            };
+        }
+    });
+
     let spec = spec_body(decl, &name, &description, &args_ident, &ok_ty);
 
     let hook = |hook: &str, path: &Option<syn::Path>| {
@@ -162,7 +174,7 @@ pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
         .as_ref()
         .map(|t| t.span())
         .unwrap_or_else(Span::call_site);
-    let convert = quote_spanned!(err_span=> #p::into_tool_error(e));
+    let convert = quote_spanned!(err_span=> #p::IntoToolError::into_tool_error(e));
     let key_ignore = decl.key_argument().then(|| {
         let key = format_ident!("{}", KEY_FIELD);
         quote!(#key: _,)
@@ -183,6 +195,7 @@ pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
         #vis struct #tool_ident;
 
         #output_check
+        #amount_check
 
         // The output bound is stated higher-ranked so that it is checked where the tool is
         // used, not here: an unfit output type is then reported once, by `output_check`.
@@ -296,9 +309,17 @@ fn field(arg: &ArgDecl) -> TokenStream {
         }
         (!ext.is_empty()).then(|| quote!(#[schemars(extend(#(#ext),*))]))
     };
+    let max_items = a.max_items.as_ref().and_then(|m| {
+        let l = Literal::u64_unsuffixed(m.value);
+        match collection(&arg.field_ty)? {
+            Collection::Sequence => Some(quote!(#[schemars(extend("maxItems" = #l))])),
+            Collection::Map => Some(quote!(#[schemars(extend("maxProperties" = #l))])),
+        }
+    });
     quote! {
         #docs
         #constraints
+        #max_items
         pub #ident: #ty,
     }
 }

@@ -50,7 +50,8 @@ use model::Errors;
 ///
 /// Argument options (`#[arg(...)]`): `description` (default: the doc comment), `min_len`,
 /// `max_len`, `pattern`, `min`, `max`, `sensitive`, `amount`,
-/// `kind = "identifier" | "text" | "name" | "email" | "url" | "path" | "money"`, `root`.
+/// `kind = "identifier" | "text" | "name" | "email" | "url" | "path" | "money"`, `root`,
+/// `max_items` (on a collection: `maxItems`, or `maxProperties` for a map, in the schema).
 ///
 /// The compile-time safety rules are listed in `RULES.md`.
 #[proc_macro_attribute]
@@ -121,31 +122,11 @@ fn toolset_impl(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
             return quote!(#err #item);
         }
     };
-    if let Some((_, path, _)) = &block.trait_ {
-        errors.push(
-            path.span(),
-            "`#[toolset]` goes on an inherent `impl` block, not a trait impl: write \
-             `impl Bank { ... }`",
-        );
-    }
-    if let Some(param) = block.generics.params.first() {
-        errors.push(
-            param.span(),
-            "a toolset cannot be generic: the tools' state type must be concrete. Implement it \
-             on a concrete type",
-        );
-    }
+    validate::toolset_block(&block, &mut errors);
     let self_ty = (*block.self_ty).clone();
     let mut decls = Vec::new();
     for item in block.items.iter_mut() {
         let ImplItem::Fn(method) = item else { continue };
-        if method.sig.ident == "tools" {
-            errors.push(
-                method.sig.ident.span(),
-                "`#[toolset]` generates `tools()` on this type: rename this method (its tool name \
-                 can stay `tools` with `#[tool(name = \"tools\")]`)",
-            );
-        }
         let mut tool_attr = None;
         let mut rest = Vec::new();
         for a in std::mem::take(&mut method.attrs) {

@@ -215,6 +215,10 @@ pub struct ArgAttrs {
     pub kind: Option<Spanned<Option<Kind>>>,
     /// `root = "..."`.
     pub root: Option<Spanned<String>>,
+    /// `max_items = N`.
+    pub max_items: Option<Spanned<u64>>,
+    /// A `kind = "shell"` or `kind = "sql"` spelling, refused by `validate`.
+    pub refused_kind: Option<Spanned<String>>,
 }
 
 /// A parameter that becomes an argument field.

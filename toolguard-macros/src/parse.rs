@@ -36,7 +36,7 @@ pub const TOOL_KEYS: [&str; 13] = [
 ];
 
 /// Keys `#[arg(...)]` accepts.
-pub const ARG_KEYS: [&str; 10] = [
+pub const ARG_KEYS: [&str; 11] = [
     "description",
     "min_len",
     "max_len",
@@ -47,6 +47,7 @@ pub const ARG_KEYS: [&str; 10] = [
     "amount",
     "kind",
     "root",
+    "max_items",
 ];
 
 /// Parses the tokens inside `#[tool(...)]`.
@@ -186,6 +187,13 @@ pub fn arg_attrs(attr: &Attribute, out: &mut ArgAttrs, errors: &mut Errors) {
                 &key,
                 errors,
             ),
+            "max_items" => set(
+                &mut out.max_items,
+                int_value(&meta, errors),
+                span,
+                &key,
+                errors,
+            ),
             "max_len" => set(
                 &mut out.max_len,
                 int_value(&meta, errors),
@@ -214,26 +222,8 @@ pub fn arg_attrs(attr: &Attribute, out: &mut ArgAttrs, errors: &mut Errors) {
                     let kind = Kind::from_name(&s.value);
                     match s.value.as_str() {
                         _ if kind.is_some() => {}
-                        "shell" | "sql" => errors.push(
-                            s.span,
-                            format!(
-                                "`kind = \"{}\"` is refused: a model-written {} string is an \
-                                 injection channel. Take structured arguments (an enum of allowed \
-                                 operations, identifiers, numbers) and build the {} inside the \
-                                 handler",
-                                s.value,
-                                if s.value == "sql" {
-                                    "SQL"
-                                } else {
-                                    "shell command"
-                                },
-                                if s.value == "sql" {
-                                    "query with bound parameters"
-                                } else {
-                                    "command"
-                                },
-                            ),
-                        ),
+                        // Refused with its reason by `validate`.
+                        "shell" | "sql" => out.refused_kind = Some(s.clone()),
                         other => errors.push(
                             s.span,
                             format!(
@@ -444,18 +434,20 @@ fn context_state(ty: &Type, errors: &mut Errors) -> Option<Option<Type>> {
         return None;
     }
     if !is_ref {
-        errors.push(
-            ty.span(),
-            "take the context by reference: `ctx: &ToolContext<S>`",
+        errors.spanned(
+            ty,
+            "the context is taken by value, but the dispatcher lends it to the call: take it by \
+             reference, `ctx: &ToolContext<S>`",
         );
         return Some(None);
     }
     if let Type::Reference(r) = ty
         && r.mutability.is_some()
     {
-        errors.push(
-            ty.span(),
-            "take the context by shared reference: `ctx: &ToolContext<S>`",
+        errors.spanned(
+            ty,
+            "the context is taken by `&mut`, but calls run concurrently and share it: take it by \
+             shared reference, `ctx: &ToolContext<S>`",
         );
         return Some(None);
     }

@@ -1,27 +1,95 @@
 //! The compile-time safety rules. Each violation is a `syn::Error` spanned on the offending
 //! attribute, parameter or type, saying what is wrong and how to fix it. See `RULES.md`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+
+use syn::spanned::Spanned;
 
 use crate::model::{ArgDecl, Errors, Kind, ToolDecl};
-use crate::parse::{infer_kind, innermost, is_float, last_ident};
+use crate::parse::{infer_kind, innermost, is_float, last_ident, through_option};
 
-/// Parameter names that would let the model claim identity or authority, compared after removing
-/// `_` and case.
-const TRUSTED_NAMES: [&str; 12] = [
+/// Identity or authority words a parameter name may not be, alone, in the plural (`s`) or with an
+/// `id`/`ids` suffix. Names are compared after removing case, `_`, `-` and `r#` (so `TenantId`,
+/// `tenant_ids`, `USERS` and `isAdmin` all match). A longer word that merely starts with one of
+/// them (`subject_line`, `username_hint`, `roleplay`) is an ordinary name.
+pub const IDENTITY_WORDS: [&str; 8] = [
     "tenant",
-    "tenantid",
     "subject",
-    "userid",
-    "ownerid",
-    "roles",
+    "user",
     "role",
-    "isadmin",
     "admin",
+    "isadmin",
     "approver",
-    "approverid",
-    "approved",
+    "principal",
 ];
+
+/// Words that name an identity only as an id (`owner_id`, `org_ids`, `organizationId`): the bare
+/// word (`owner` of a repository, `org` of a project) is an ordinary argument.
+pub const IDENTITY_ID_WORDS: [&str; 4] = ["owner", "org", "organization", "organisation"];
+
+/// Names refused exactly as written (after the same normalization).
+const IDENTITY_EXACT: [&str; 1] = ["approved"];
+
+/// Whether `name` claims identity or authority (rule 4). Kept identical to
+/// `toolguard::spec::is_identity_name`, which the dispatcher applies to nested properties.
+pub fn is_identity_name(name: &str) -> bool {
+    let n: String = name
+        .strip_prefix("r#")
+        .unwrap_or(name)
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect();
+    if IDENTITY_EXACT.contains(&n.as_str()) {
+        return true;
+    }
+    let stem_in = |suffixes: &[&str], words: &[&str]| {
+        suffixes
+            .iter()
+            .filter_map(|s| n.strip_suffix(s))
+            .any(|stem| words.contains(&stem))
+    };
+    stem_in(&["", "s", "id", "ids"], &IDENTITY_WORDS) || stem_in(&["id", "ids"], &IDENTITY_ID_WORDS)
+}
+
+/// Words that make a parameter name money-like (rule 3): `total_usd`, `unitPrice`, `FEES`.
+const MONEY_WORDS: [&str; 7] = [
+    "amount", "price", "cost", "fee", "total", "balance", "cents",
+];
+
+/// The words of an identifier: split at `_`, `-` and lower-to-upper case changes, lowercased.
+fn words(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut prev_lower = false;
+    for c in name.strip_prefix("r#").unwrap_or(name).chars() {
+        if !c.is_alphanumeric() {
+            if !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+            }
+            prev_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && prev_lower && !current.is_empty() {
+            out.push(std::mem::take(&mut current));
+        }
+        prev_lower = c.is_lowercase() || c.is_numeric();
+        current.extend(c.to_lowercase());
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// Whether one word of `name` is a money word (or its plural).
+pub fn is_money_name(name: &str) -> bool {
+    words(name).iter().any(|w| {
+        MONEY_WORDS.contains(&w.as_str())
+            || w.strip_suffix('s')
+                .is_some_and(|s| MONEY_WORDS.contains(&s))
+    })
+}
 
 /// The kind a field has: `kind = ...`, else inferred from its type.
 pub fn arg_kind(arg: &ArgDecl) -> Kind {
@@ -148,6 +216,21 @@ pub fn tool(decl: &ToolDecl, errors: &mut Errors) {
         errors.push(r.span, "`revision` must fit in a `u32`");
     }
 
+    // Rule 2: an approval is stored under the call's idempotency key, so a retry finds the
+    // pending request instead of opening a second one.
+    if let Some(ao) = &a.approval_over
+        && a.idempotent.is_none()
+        && a.read_only.is_none()
+    {
+        errors.push(
+            ao.span,
+            "`approval_over` needs `idempotent`: an approval request is stored under the call's \
+             idempotency key, so that a retried call finds the pending request instead of opening \
+             a second one. Add `idempotent` (the model sends an `idempotency_key`) or \
+             `idempotent(key = \"host\")`",
+        );
+    }
+
     // Rule 2: approval_over measures an integer amount field.
     if let Some(ao) = &a.approval_over {
         match decl.amount_field() {
@@ -202,13 +285,7 @@ fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
     let at = &arg.attrs;
 
     // Rule 4: no identity or authority from the model.
-    let normalized: String = arg
-        .name
-        .chars()
-        .filter(|c| *c != '_')
-        .flat_map(char::to_lowercase)
-        .collect();
-    if TRUSTED_NAMES.contains(&normalized.as_str()) {
+    if is_identity_name(&arg.name) {
         errors.push(
             arg.ident.span(),
             format!(
@@ -222,7 +299,8 @@ fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
     }
 
     // Rule 3: money is never a float.
-    if (amount || kind == Kind::Money) && is_float(&arg.ty) {
+    let money_named = is_money_name(&arg.name);
+    if (amount || kind == Kind::Money || money_named) && is_float(&arg.ty) {
         errors.spanned(
             &arg.ty,
             format!(
@@ -230,7 +308,13 @@ fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
                  exactly and make limits drift. Use an integer in minor units (`u64` cents) or \
                  the `Money`/`Cents` type",
                 arg.name,
-                if amount { "an amount" } else { "money" }
+                if amount {
+                    "an amount"
+                } else if kind == Kind::Money {
+                    "money"
+                } else {
+                    "named like money"
+                }
             ),
         );
     }
@@ -247,7 +331,25 @@ fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
         );
     }
 
-    // Rule 7: no shell commands.
+    // Rule 7: no model-written commands or queries.
+    if let Some(k) = &at.refused_kind {
+        let sql = k.value == "sql";
+        errors.push(
+            k.span,
+            format!(
+                "`kind = \"{}\"` is refused: a model-written {} string is an injection channel. \
+                 Take structured arguments (an enum of allowed operations, identifiers, numbers) \
+                 and build the {} inside the handler",
+                k.value,
+                if sql { "SQL" } else { "shell command" },
+                if sql {
+                    "query with bound parameters"
+                } else {
+                    "command"
+                },
+            ),
+        );
+    }
     if base.as_deref() == Some("Command") {
         errors.spanned(
             &arg.ty,
@@ -289,6 +391,20 @@ fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
         );
     }
     if let Some(r) = &at.root
+        && kind == Kind::Path
+        && let Some(problem) = root_problem(&r.value)
+    {
+        errors.push(
+            r.span,
+            format!(
+                "`root = \"{}\"` {problem}: the root confines every path the model sends, so it \
+                 must be an absolute directory below the file-system root, e.g. \
+                 `root = \"/srv/data\"`",
+                r.value
+            ),
+        );
+    }
+    if let Some(r) = &at.root
         && kind != Kind::Path
     {
         errors.push(
@@ -299,6 +415,39 @@ fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
                 arg.name
             ),
         );
+    }
+
+    // Rule 16: collections on high-risk tools are bounded.
+    let collection = collection(&arg.field_ty);
+    if high && collection.is_some() && at.max_items.is_none() {
+        errors.spanned(
+            &arg.ty,
+            format!(
+                "unbounded collection `{}` on a {}-risk tool: a model can send any number of \
+                 items here, each one an effect. Add `#[arg(max_items = N)]` with the largest \
+                 number the tool should ever handle in one call",
+                arg.name,
+                decl.risk().name()
+            ),
+        );
+    }
+    if let Some(m) = &at.max_items {
+        if collection.is_none() {
+            errors.push(
+                m.span,
+                format!(
+                    "`max_items` bounds a collection (`Vec`, slice, set or map), but `{}` is not \
+                     one: remove it (use `max_len` for strings, `max` for numbers)",
+                    arg.name
+                ),
+            );
+        } else if m.value == 0 {
+            errors.push(
+                m.span,
+                "`max_items = 0` only admits an empty collection: give the largest number of items \
+                 allowed, or remove the parameter",
+            );
+        }
     }
 
     // Rule 8: every parameter of a high-risk tool is described.
@@ -394,8 +543,39 @@ fn arg_rules(decl: &ToolDecl, arg: &ArgDecl, errors: &mut Errors) {
     }
 }
 
-/// Rule 12: tool names are unique within a toolset; and no generated struct takes the name of
-/// the toolset's own type.
+/// The block-level rules of `#[toolset]`: an inherent, non-generic `impl` with no method named
+/// `tools` (the generated constructor).
+pub fn toolset_block(block: &syn::ItemImpl, errors: &mut Errors) {
+    if let Some((_, path, _)) = &block.trait_ {
+        errors.push(
+            path.span(),
+            "`#[toolset]` goes on an inherent `impl` block, not a trait impl: write \
+             `impl Bank { ... }`",
+        );
+    }
+    if let Some(param) = block.generics.params.first() {
+        errors.spanned(
+            param,
+            "a toolset cannot be generic: the tools' state type must be concrete. Implement it \
+             on a concrete type",
+        );
+    }
+    for item in &block.items {
+        if let syn::ImplItem::Fn(method) = item
+            && method.sig.ident == "tools"
+        {
+            errors.push(
+                method.sig.ident.span(),
+                "`#[toolset]` generates `tools()` on this type: rename this method (its tool name \
+                 can stay `tools` with `#[tool(name = \"tools\")]`)",
+            );
+        }
+    }
+}
+
+/// Rule 12: tool names are unique within a toolset; no two methods generate structs of one name
+/// (`transfer_funds` and `transferFunds` both give `TransferFunds`), and no generated struct takes
+/// the name of the toolset's own type.
 pub fn toolset(self_ty: &syn::Type, decls: &[ToolDecl], errors: &mut Errors) {
     if let Some(own) = last_ident(self_ty) {
         for d in decls {
@@ -414,6 +594,29 @@ pub fn toolset(self_ty: &syn::Type, decls: &[ToolDecl], errors: &mut Errors) {
             }
         }
     }
+    let mut structs: HashMap<String, String> = HashMap::new();
+    for d in decls {
+        let tool = crate::expand::tool_ident(d).to_string();
+        let args = format!("{tool}Args");
+        let clash = [&tool, &args]
+            .into_iter()
+            .find_map(|g| structs.get(g).map(|first| (g.clone(), first.clone())));
+        match clash {
+            Some((generated, first)) => errors.push(
+                d.fn_ident.span(),
+                format!(
+                    "methods `{first}` and `{}` would both generate a struct named \
+                     `{generated}`: rename one of them (the tool's name can stay with \
+                     `#[tool(name = \"...\")]`)",
+                    d.fn_ident
+                ),
+            ),
+            None => {
+                structs.insert(tool, d.fn_ident.to_string());
+                structs.insert(args, d.fn_ident.to_string());
+            }
+        }
+    }
     let mut seen: HashSet<String> = HashSet::new();
     for d in decls {
         let name = d.name();
@@ -426,6 +629,58 @@ pub fn toolset(self_ty: &syn::Type, decls: &[ToolDecl], errors: &mut Errors) {
                 ),
             );
         }
+    }
+}
+
+/// What kind of collection a field type is, after looking through `Option<..>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Collection {
+    /// A JSON array: `Vec`, `VecDeque`, sets, slices (`maxItems`).
+    Sequence,
+    /// A JSON object of arbitrary keys: `HashMap`, `BTreeMap` (`maxProperties`).
+    Map,
+}
+
+/// The collection kind of `ty`, if it is one (fixed-size arrays are not: their length is fixed).
+pub fn collection(ty: &syn::Type) -> Option<Collection> {
+    let ty = through_option(ty);
+    if let syn::Type::Slice(_) = ty {
+        return Some(Collection::Sequence);
+    }
+    match last_ident(ty).as_deref() {
+        Some(
+            "Vec" | "VecDeque" | "LinkedList" | "HashSet" | "BTreeSet" | "IndexSet" | "BinaryHeap",
+        ) => Some(Collection::Sequence),
+        Some("HashMap" | "BTreeMap" | "IndexMap") => Some(Collection::Map),
+        _ => None,
+    }
+}
+
+/// Why `root` cannot confine paths, if it cannot: it must be absolute (`/srv/data`, `C:\data`),
+/// not the file-system root itself, and without `..`.
+fn root_problem(root: &str) -> Option<&'static str> {
+    let bytes = root.as_bytes();
+    let rest = if let Some(rest) = root.strip_prefix('/') {
+        rest
+    } else if bytes.len() >= 3
+        && bytes[0].is_ascii_alphabetic()
+        && bytes[1] == b':'
+        && matches!(bytes[2], b'/' | b'\\')
+    {
+        &root[3..]
+    } else {
+        return Some("is not an absolute path");
+    };
+    let segments: Vec<&str> = rest
+        .split(['/', '\\'])
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect();
+    if segments.contains(&"..") {
+        Some("contains `..`")
+    } else if segments.is_empty() {
+        Some("is the file-system root, which confines nothing")
+    } else {
+        None
     }
 }
 
@@ -456,7 +711,68 @@ fn suggest_name(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::valid_name;
+    use super::{is_identity_name, is_money_name, root_problem, valid_name};
+
+    #[test]
+    fn identity_names() {
+        for name in [
+            "tenant",
+            "tenants",
+            "tenant_ids",
+            "TenantId",
+            "TENANT_ID",
+            "owner_id",
+            "user",
+            "users",
+            "userIds",
+            "principal",
+            "org_id",
+            "organization_id",
+            "approvers",
+            "is_admin",
+            "r#role",
+            "approved",
+        ] {
+            assert!(is_identity_name(name), "{name}");
+        }
+        for name in [
+            "subject_line",
+            "username_hint",
+            "owner",
+            "org",
+            "account_id",
+            "roleplay",
+        ] {
+            assert!(!is_identity_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn money_names() {
+        for name in [
+            "amount",
+            "total_usd",
+            "unitPrice",
+            "FEE_CENTS",
+            "costs",
+            "BALANCE",
+        ] {
+            assert!(is_money_name(name), "{name}");
+        }
+        for name in ["ratio", "subtotalish", "coffee", "count"] {
+            assert!(!is_money_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn roots() {
+        assert_eq!(root_problem("/srv/data"), None);
+        assert_eq!(root_problem("C:\\data"), None);
+        assert!(root_problem("/").is_some());
+        assert!(root_problem("//.").is_some());
+        assert!(root_problem("data").is_some());
+        assert!(root_problem("/srv/../etc").is_some());
+    }
 
     #[test]
     fn names() {

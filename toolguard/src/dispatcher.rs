@@ -324,6 +324,12 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
                     message: "a high-risk tool that changes state must be idempotent".to_owned(),
                 });
             }
+            if let Err(message) = crate::spec::check_identity_properties(&spec.input_schema) {
+                return Err(BuildError::UnsafeDeclaration {
+                    tool: name,
+                    message,
+                });
+            }
             let compile = |schema: &Value, which| {
                 stage::validate::compile(schema).map_err(|message| BuildError::InvalidSchema {
                     tool: name.clone(),

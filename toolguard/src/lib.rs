@@ -70,8 +70,42 @@ pub mod __private {
 
     impl<T: serde::Serialize + schemars::JsonSchema + Send + 'static> ToolOutput for T {}
 
-    /// Converts a handler's error.
-    pub fn into_tool_error<E: Into<crate::ToolError>>(e: E) -> crate::ToolError {
-        e.into()
+    /// Converts a handler's error; named in the error when `E` has no conversion.
+    #[diagnostic::on_unimplemented(
+        message = "the tool's error type `{Self}` does not convert into `ToolError`",
+        label = "this error type has no conversion into `toolguard::ToolError`",
+        note = "implement `From<{Self}> for toolguard::ToolError` (choosing the status each error \
+                maps to), or return `Result<T, ToolError>` and convert in the handler with \
+                `.map_err(...)`"
+    )]
+    pub trait IntoToolError {
+        /// The error as a [`ToolError`](crate::ToolError).
+        fn into_tool_error(self) -> crate::ToolError;
     }
+
+    #[diagnostic::do_not_recommend]
+    impl<E: Into<crate::ToolError>> IntoToolError for E {
+        fn into_tool_error(self) -> crate::ToolError {
+            self.into()
+        }
+    }
+
+    /// What the amount field (`#[arg(amount)]` or named `amount`) may be: an unsigned integer
+    /// of minor units, [`Cents`](crate::Cents), [`Money`](crate::Money), or an `Option` of those.
+    #[diagnostic::on_unimplemented(
+        message = "the amount field has type `{Self}`, which is not an unsigned integer amount",
+        label = "approvals and session limits compare this amount with integer thresholds",
+        note = "use `u64` (or `u8`..`u32`) minor units, `toolguard::Cents` or `toolguard::Money`, \
+                optionally in an `Option`; signed numbers, floats and strings are refused, also \
+                behind a type alias"
+    )]
+    pub trait AmountType {}
+
+    impl AmountType for u8 {}
+    impl AmountType for u16 {}
+    impl AmountType for u32 {}
+    impl AmountType for u64 {}
+    impl AmountType for crate::Cents {}
+    impl AmountType for crate::Money {}
+    impl<T: AmountType> AmountType for Option<T> {}
 }

@@ -26,3 +26,13 @@ fn pay(
 }
 
 fn main() {}
+
+/// Pays an invoice, but a retry would open a second approval request.
+#[tool(approval_over = 10_000)]
+fn pay_twice(
+    /// Amount in cents.
+    amount: u64,
+) -> Result<(), ToolError> {
+    let _ = amount;
+    Ok(())
+}

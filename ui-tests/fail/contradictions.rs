@@ -24,8 +24,11 @@ fn pay_out(
 fn archive(
     /// Order number.
     order: u32,
+    /// Lines to archive; `max_items = 0` admits none.
+    #[arg(max_items = 0)]
+    lines: Vec<u32>,
 ) -> Result<(), ToolError> {
-    let _ = order;
+    let _ = (order, lines);
     Ok(())
 }
 

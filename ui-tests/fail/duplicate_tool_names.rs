@@ -30,4 +30,23 @@ impl Shop {
     }
 }
 
+/// Application state.
+pub struct Bank;
+
+#[toolset]
+#[allow(non_snake_case)]
+impl Bank {
+    /// Moves money.
+    #[tool(idempotent)]
+    fn transfer_funds(&self) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    /// Moves money, camelCase.
+    #[tool(idempotent)]
+    fn transferFunds(&self) -> Result<(), ToolError> {
+        Ok(())
+    }
+}
+
 fn main() {}

@@ -12,4 +12,13 @@ fn two_factor() -> Result<(), ToolError> {
     Ok(())
 }
 
+/// A name one character too long for providers.
+#[tool(
+    name = "a_tool_name_that_goes_on_and_on_well_past_sixty_four_characters_x",
+    read_only
+)]
+fn long_name() -> Result<(), ToolError> {
+    Ok(())
+}
+
 fn main() {}

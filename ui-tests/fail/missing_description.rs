@@ -16,4 +16,14 @@ fn close_account(
     Ok(())
 }
 
+/// Deletes a customer's data.
+#[tool(risk = "critical", idempotent)]
+fn erase_customer(
+    #[arg(kind = "identifier")] customer: String,
+    #[arg(max_len = 200)] reason: String,
+) -> Result<(), ToolError> {
+    let _ = (customer, reason);
+    Ok(())
+}
+
 fn main() {}

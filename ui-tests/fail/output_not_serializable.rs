@@ -11,4 +11,14 @@ fn build_report() -> Result<Report, ToolError> {
     Ok(Report { lines: vec![] })
 }
 
+/// An error type without a conversion into `ToolError`.
+#[derive(Debug)]
+pub struct LedgerError;
+
+/// Reads a balance.
+#[tool(read_only)]
+fn balance() -> Result<u64, LedgerError> {
+    Err(LedgerError)
+}
+
 fn main() {}

@@ -16,4 +16,26 @@ fn read_report(
     Ok(String::new())
 }
 
+/// Reads optional and badly rooted files.
+#[tool(read_only)]
+fn read_more(
+    /// Optional file.
+    extra: Option<PathBuf>,
+    /// Relative root.
+    #[arg(root = "data/reports")]
+    relative: PathBuf,
+    /// The file-system root confines nothing.
+    #[arg(root = "/")]
+    anywhere: PathBuf,
+    /// Climbs out of its root.
+    #[arg(root = "/srv/../etc")]
+    climbing: PathBuf,
+    /// Fine.
+    #[arg(root = "/srv/reports")]
+    fine: PathBuf,
+) -> Result<String, ToolError> {
+    let _ = (extra, relative, anywhere, climbing, fine);
+    Ok(String::new())
+}
+
 fn main() {}

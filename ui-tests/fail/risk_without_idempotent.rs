@@ -21,4 +21,14 @@ fn statements(
     Ok(vec![month])
 }
 
+/// Sends a payment.
+#[tool(risk = "high")]
+fn pay(
+    /// Amount in cents.
+    amount: u64,
+) -> Result<(), ToolError> {
+    let _ = amount;
+    Ok(())
+}
+
 fn main() {}

@@ -11,4 +11,15 @@ fn pay(
     Ok(())
 }
 
+/// Tips a courier.
+#[tool(idempotent, approval_over = 5_000)]
+fn tip(
+    /// Tip in cents.
+    #[arg(amount, sensitive)]
+    tip_cents: u64,
+) -> Result<(), ToolError> {
+    let _ = tip_cents;
+    Ok(())
+}
+
 fn main() {}

@@ -59,4 +59,30 @@ impl Bank {
     }
 }
 
+/// Context by value.
+#[tool(read_only)]
+fn owned_ctx(ctx: ToolContext<Bank>) -> Result<(), ToolError> {
+    let _ = ctx;
+    Ok(())
+}
+
+/// Context by `&mut`.
+#[tool(read_only)]
+fn mut_ctx(ctx: &mut ToolContext<Bank>) -> Result<(), ToolError> {
+    let _ = ctx;
+    Ok(())
+}
+
+/// A generic state.
+pub struct Wallet<T>(T);
+
+#[toolset]
+impl<T: Send + Sync + 'static> Wallet<T> {
+    /// Reads the wallet.
+    #[tool(read_only)]
+    fn peek(&self) -> Result<(), ToolError> {
+        Ok(())
+    }
+}
+
 fn main() {}

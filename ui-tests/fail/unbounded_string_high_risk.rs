@@ -18,4 +18,23 @@ fn send_mail(
     Ok(())
 }
 
+/// Sends a batch of mails.
+#[tool(risk = "critical", idempotent)]
+fn send_batch(
+    /// Recipient accounts.
+    #[arg(kind = "identifier")]
+    recipients: Vec<String>,
+    /// Headers.
+    headers: std::collections::HashMap<String, u32>,
+    /// Priority; `max_items` bounds collections only.
+    #[arg(max_items = 3)]
+    priority: u8,
+    /// Bounded list (fine).
+    #[arg(kind = "identifier", max_items = 50)]
+    cc: Vec<String>,
+) -> Result<(), ToolError> {
+    let _ = (recipients, headers, priority, cc);
+    Ok(())
+}
+
 fn main() {}

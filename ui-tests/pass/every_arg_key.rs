@@ -42,13 +42,34 @@ async fn archive(
     #[arg(kind = "text", max_len = 30)]
     centre: String,
     /// Tags.
-    #[arg(kind = "identifier", max_len = 16)]
+    #[arg(kind = "identifier", max_len = 16, max_items = 8)]
     tags: Vec<String>,
     /// Fee.
     #[arg(kind = "money")]
     fee: u32,
 ) -> Result<(), ToolError> {
     let _ = (ctx, file, label, price, contact, callback, centre, tags, fee);
+    Ok(())
+}
+
+/// Tips a courier; the amount may be left out.
+#[tool(idempotent, approval_over = 500)]
+fn tip(
+    /// Tip in cents.
+    amount: Option<u32>,
+) -> Result<(), ToolError> {
+    let _ = amount;
+    Ok(())
+}
+
+/// Pays in a currency.
+#[tool(idempotent(key = "host"), approval_over = 500)]
+fn pay_money(
+    /// Amount and currency.
+    #[arg(amount)]
+    sum: toolguard::Money,
+) -> Result<(), ToolError> {
+    let _ = sum;
     Ok(())
 }
 

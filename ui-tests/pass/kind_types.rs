@@ -13,9 +13,8 @@ macro_rules! stand_in {
 }
 stand_in!(Identifier, Email, Url, SafePath);
 
-/// Amount in minor units.
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
-pub struct Cents(pub u64);
+// The amount field must be one of toolguard's amount types, so `Cents` is the runtime's.
+use toolguard::Cents;
 
 /// Sends an invoice.
 #[tool(risk = "high", idempotent, approval_over = 50_000)]
