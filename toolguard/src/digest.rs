@@ -10,47 +10,44 @@ use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
 /// Encodes `value` canonically: object keys sorted by code point, no insignificant whitespace,
 /// strings in Unicode NFC. Two values that mean the same encode to the same bytes.
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
+    let mut out = Vec::with_capacity(256);
     write_canonical(value, &mut out);
-    out
+    // Only serde_json's UTF-8 output and ASCII punctuation were written.
+    String::from_utf8(out).unwrap_or_default()
 }
 
-fn write_canonical(value: &Value, out: &mut String) {
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
-        Value::Null | Value::Bool(_) | Value::Number(_) => out.push_str(&value.to_string()),
-        Value::String(s) => write_string(s, out),
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        Value::Number(n) => write_json(n, out),
+        Value::String(s) => write_json(nfc(s).as_ref(), out),
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(item, out);
             }
-            out.push(']');
+            out.push(b']');
         }
         Value::Object(map) => {
-            let mut entries: Vec<(String, &Value)> = map
-                .iter()
-                .map(|(k, v)| (k.nfc().collect::<String>(), v))
-                .collect();
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            out.push('{');
+            let mut entries: Vec<(Cow<'_, str>, &Value)> =
+                map.iter().map(|(k, v)| (nfc(k), v)).collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            out.push(b'{');
             for (i, (k, v)) in entries.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                write_json_string(k, out);
-                out.push(':');
+                write_json(k.as_ref(), out);
+                out.push(b':');
                 write_canonical(v, out);
             }
-            out.push('}');
+            out.push(b'}');
         }
     }
-}
-
-fn write_string(s: &str, out: &mut String) {
-    write_json_string(&nfc(s), out);
 }
 
 /// `s` in NFC, borrowed when it already is.
@@ -62,12 +59,10 @@ fn nfc(s: &str) -> Cow<'_, str> {
     }
 }
 
-fn write_json_string(s: &str, out: &mut String) {
-    // serde_json's string escaping is deterministic; reuse it.
-    let mut buf = Vec::with_capacity(s.len() + 2);
-    if serde_json::to_writer(&mut buf, s).is_ok() {
-        out.push_str(&String::from_utf8_lossy(&buf));
-    }
+/// serde_json's encoding of a string or number, which is deterministic, appended to `out`.
+fn write_json<T: serde::Serialize + ?Sized>(v: &T, out: &mut Vec<u8>) {
+    // Writing a string or a number into a Vec cannot fail.
+    let _ = serde_json::to_writer(out, v);
 }
 
 /// Lower-case hex SHA-256 of `bytes`.

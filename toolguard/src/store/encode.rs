@@ -4,6 +4,13 @@
 
 use std::time::Duration;
 
+/// Migration 2 of both SQL backends: the indexes the purge uses (idempotency expiry, ledger
+/// time). The statements are the same in SQLite and PostgreSQL.
+pub(crate) const PURGE_INDEXES: &str = r#"
+CREATE INDEX IF NOT EXISTS toolguard_idempotency_expiry ON toolguard_idempotency (expires_at_ms);
+CREATE INDEX IF NOT EXISTS toolguard_ledger_time ON toolguard_ledger (at_ms);
+"#;
+
 /// A fresh owner token.
 pub(crate) fn new_token() -> String {
     uuid::Uuid::new_v4().simple().to_string()

@@ -19,17 +19,11 @@ use super::{
     ApprovalStore, IdempotencyStore, OperationStore, SessionLedger, StoreError, StoreResult,
 };
 use crate::clock::unix_millis;
-use crate::store::encode::{i64_of, millis, new_token, u64_of};
+use crate::store::encode::{PURGE_INDEXES, i64_of, millis, new_token, u64_of};
 use crate::tool::BoxFuture;
 
 /// Current version of the SQLite schema.
 pub const SQLITE_SCHEMA_VERSION: i64 = 2;
-
-/// Indexes the purge uses: idempotency expiry and ledger time.
-const PURGE_INDEXES: &str = r#"
-CREATE INDEX IF NOT EXISTS toolguard_idempotency_expiry ON toolguard_idempotency (expires_at_ms);
-CREATE INDEX IF NOT EXISTS toolguard_ledger_time ON toolguard_ledger (at_ms);
-"#;
 
 const MIGRATIONS: &[&str] = &[
     r#"
