@@ -1015,7 +1015,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             Ok(Err(err)) => tracing::error!(error = %err, "audit entry could not be written"),
             Err(_) => tracing::error!("the audit sink panicked; the entry was not written"),
         }
-        metrics::call_finished(&tool_label, outcome.status, elapsed.as_secs_f64());
+        metrics::call_finished(&tool_label, outcome.status);
         tracing::Span::current().record("toolguard.status", outcome.status.as_str());
         outcome
     }

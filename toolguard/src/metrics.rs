@@ -7,9 +7,9 @@ use crate::outcome::Status;
 /// Label used for tool names that are not registered (model-chosen names never become labels).
 pub const UNKNOWN_TOOL_LABEL: &str = "unknown";
 
-/// Records one finished call (`_seconds`: its whole time in the dispatcher, kept for callers;
-/// `tool_execution_duration` measures the handler alone, see [`execution_duration`]).
-pub fn call_finished(tool: &str, status: Status, _seconds: f64) {
+/// Records one finished call (`tool_execution_duration` measures the handler alone, see
+/// [`execution_duration`]).
+pub fn call_finished(tool: &str, status: Status) {
     let status_label = status.as_str();
     metrics::counter!("tool_call_count", "tool" => tool.to_owned(), "status" => status_label)
         .increment(1);
