@@ -1,7 +1,9 @@
 //! The dispatcher: a registry of tools and the one mandatory pipeline every call goes through.
 //!
-//! The stage order is written once, in [`Dispatcher::pipeline`] and its tail
-//! [`Dispatcher::execute_checked`].
+//! The stage order is written once, in `Dispatcher::pipeline` and its tail
+//! `Dispatcher::execute_checked` (private; [`Dispatcher::dispatch`] runs them):
+//! parse → registry → schema validation → sanitization → business preflight → principal →
+//! authorization → risk policy → idempotency → approval → recheck → execution → envelope.
 
 use std::collections::HashMap;
 use std::sync::Arc;
