@@ -1410,6 +1410,45 @@ mod pipeline_faults {
         assert_eq!(f.call(1_000, "put-key-1").await.status, Status::Ok);
         assert_eq!(f.ledger.transfers(), 1);
     }
+
+    /// A store operation on the call's path that never answers ends the call `unavailable`
+    /// within the store deadline: nothing executes, the audit trail says so, and the call
+    /// succeeds once the store answers again.
+    async fn stall_fails_closed(op: StoreOp, reason: &str, key: &str) {
+        let f = faulty();
+        f.store.stall(op, Duration::from_secs(600));
+        let started = std::time::Instant::now();
+        let out = f.call(1_000, key).await;
+        assert!(
+            started.elapsed() < toolguard::store::STORE_DEADLINE * 10,
+            "{op:?}: answered within the deadline, took {:?}",
+            started.elapsed()
+        );
+        f.assert_closed(&out, reason).await;
+        f.store.heal_all();
+        assert_eq!(f.call(1_000, key).await.status, Status::Ok, "{op:?}");
+        assert_eq!(f.ledger.transfers(), 1);
+    }
+
+    #[tokio::test]
+    async fn stalled_ledger_total_fails_closed() {
+        stall_fails_closed(StoreOp::LedgerTotal, "ledger_unavailable", "stall-total-1").await;
+    }
+
+    #[tokio::test]
+    async fn stalled_ledger_admit_fails_closed() {
+        stall_fails_closed(StoreOp::LedgerAdmit, "ledger_unavailable", "stall-admit-1").await;
+    }
+
+    #[tokio::test]
+    async fn stalled_operation_put_fails_closed() {
+        stall_fails_closed(
+            StoreOp::OperationPut,
+            "operation_store_unavailable",
+            "stall-put-1",
+        )
+        .await;
+    }
 }
 
 #[cfg(feature = "postgres")]

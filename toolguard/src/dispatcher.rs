@@ -29,7 +29,7 @@ use crate::stage::policy::{PolicyDecision, RiskPolicy};
 use crate::stage::{self, Stage, Stop};
 use crate::store::{
     ApprovalStore, IdempotencyStore, MemoryStore, OperationRecord, OperationState, OperationStore,
-    ScopedKey, SessionLedger, StoredOutcome,
+    ScopedKey, SessionLedger, StoredOutcome, within_deadline,
 };
 use crate::tool::{Tool, ToolContext, ToolHandle};
 
@@ -711,17 +711,14 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         let scopes = decision.scopes();
         if let Some(amount) = decision.amount.filter(|_| !scopes.is_empty()) {
             let now = inner.clock.now();
+            // A ledger that does not answer in time counts as unavailable (fail closed); a late
+            // write can only over-count, never let an amount through unseen.
             let admitted = if approved {
-                inner
-                    .ledger
-                    .record(&entry, amount, &scopes, now)
+                within_deadline(inner.ledger.record(&entry, amount, &scopes, now))
                     .await
                     .map(|_| true)
             } else {
-                inner
-                    .ledger
-                    .admit(&entry, amount, &decision.limits, now)
-                    .await
+                within_deadline(inner.ledger.admit(&entry, amount, &decision.limits, now)).await
             };
             match admitted {
                 Ok(true) => {}
@@ -761,7 +758,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             && stop.status != Status::OutcomeUnknown
             && !scopes.is_empty()
         {
-            let _ = inner.ledger.retract(&entry, &scopes).await;
+            let _ = within_deadline(inner.ledger.retract(&entry, &scopes)).await;
         }
 
         let output = executed?;
@@ -925,7 +922,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             approval_id: t.approval_id.clone(),
             updated_at_ms: unix_millis(self.inner.clock.now()),
         };
-        match self.inner.operations.put(&record).await {
+        match within_deadline(self.inner.operations.put(&record)).await {
             Ok(()) => Ok(()),
             Err(_) if required => Err(Stop::new(
                 Status::Unavailable,

@@ -10,9 +10,7 @@ use super::Stop;
 use crate::call::{Principal, ToolCall};
 use crate::outcome::Status;
 use crate::spec::{KeyReuse, Risk, ToolSpec};
-use crate::store::{
-    IdempotencyStore, RecordState, Reservation, ScopedKey, StoreError, StoreResult, StoredOutcome,
-};
+use crate::store::{IdempotencyStore, RecordState, Reservation, ScopedKey, StoredOutcome};
 
 /// Default lifetime of an idempotency record.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 3600);
@@ -23,23 +21,9 @@ pub const WAIT_POLL: Duration = Duration::from_millis(10);
 /// Extra lease time beyond the tool's deadline.
 pub const LEASE_MARGIN: Duration = Duration::from_secs(5);
 
-/// Longest wait for one idempotency-store operation. A store that does not answer in time counts
-/// as unavailable: state-changing tools fail closed instead of hanging.
-pub const STORE_DEADLINE: Duration = Duration::from_secs(2);
-
-/// `op` under [`STORE_DEADLINE`]; running out of time is a store error.
-async fn within_deadline<T>(
-    op: impl std::future::Future<Output = StoreResult<T>>,
-) -> StoreResult<T> {
-    tokio::time::timeout(STORE_DEADLINE, op)
-        .await
-        .unwrap_or_else(|_| {
-            Err(StoreError(format!(
-                "no answer within {} ms",
-                STORE_DEADLINE.as_millis()
-            )))
-        })
-}
+/// Longest wait for one store operation (see [`crate::store::STORE_DEADLINE`]).
+pub use crate::store::STORE_DEADLINE;
+use crate::store::within_deadline;
 
 /// A reservation the call holds until it settles.
 #[derive(Debug, Clone, PartialEq, Eq)]

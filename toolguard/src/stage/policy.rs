@@ -11,7 +11,7 @@ use super::Stop;
 use crate::call::Principal;
 use crate::outcome::Status;
 use crate::spec::{Risk, ToolSpec};
-use crate::store::{ScopeLimit, SessionLedger};
+use crate::store::{ScopeLimit, SessionLedger, within_deadline};
 
 /// What happens when a call would cross a cumulative limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -296,8 +296,7 @@ pub async fn evaluate(
 
     if let Some(rate) = rules.session_rate {
         let scope = session_scope(principal, &spec.name);
-        let counted = ledger
-            .hit(&scope, rate.max_calls, rate.window, now)
+        let counted = within_deadline(ledger.hit(&scope, rate.max_calls, rate.window, now))
             .await
             .map_err(|_| unavailable())?;
         if !counted {
@@ -346,8 +345,7 @@ pub async fn evaluate(
     ];
     for (limit, scope, code) in limits {
         let Some(limit) = limit else { continue };
-        let total = ledger
-            .total(&scope, limit.window, now)
+        let total = within_deadline(ledger.total(&scope, limit.window, now))
             .await
             .map_err(|_| unavailable())?;
         if total.saturating_add(amount) > limit.limit {

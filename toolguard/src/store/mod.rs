@@ -36,6 +36,25 @@ pub struct StoreError(pub String);
 /// Result of a store operation.
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// Longest wait for one store operation on a call's path (idempotency records, session ledger,
+/// approval requests, operation records). A store that does not answer in time counts as
+/// unavailable: state-changing tools fail closed instead of hanging.
+pub const STORE_DEADLINE: Duration = Duration::from_secs(2);
+
+/// `op` under [`STORE_DEADLINE`]; running out of time is a store error.
+pub(crate) async fn within_deadline<T>(
+    op: impl std::future::Future<Output = StoreResult<T>>,
+) -> StoreResult<T> {
+    tokio::time::timeout(STORE_DEADLINE, op)
+        .await
+        .unwrap_or_else(|_| {
+            Err(StoreError(format!(
+                "no answer within {} ms",
+                STORE_DEADLINE.as_millis()
+            )))
+        })
+}
+
 /// Idempotency records, namespaced by (tenant, subject, tool, key).
 pub trait IdempotencyStore: Send + Sync + 'static {
     /// Atomically records an in-flight marker owned by a fresh token if no live record exists
