@@ -393,6 +393,16 @@ async fn tampering_with_one_entry_is_detected_at_that_entry() {
         .expect("an empty trail has nothing to break");
 }
 
+/// The error `build` gives for a dispatcher holding `tool` alone.
+fn refused(tool: impl toolguard::Tool<Ledger>) -> toolguard::BuildError {
+    Dispatcher::builder()
+        .state(Ledger::seeded())
+        .tool(tool)
+        .build()
+        .err()
+        .expect("the builder refuses the tool")
+}
+
 #[tokio::test]
 async fn registry_refuses_duplicates_and_unsafe_declarations() {
     let err = Dispatcher::builder()
@@ -409,12 +419,7 @@ async fn registry_refuses_duplicates_and_unsafe_declarations() {
 
     let mut bad_schema = SpecTool::new("bad_schema", json!({"type": "string"}), json!("x"));
     bad_schema.spec.input_schema = json!({"type": 12});
-    let err = Dispatcher::builder()
-        .state(Ledger::seeded())
-        .tool(bad_schema)
-        .build()
-        .err()
-        .unwrap();
+    let err = refused(bad_schema);
     assert!(
         matches!(
             &err,
@@ -424,12 +429,7 @@ async fn registry_refuses_duplicates_and_unsafe_declarations() {
     );
 
     let bad_output = SpecTool::new("bad_output", json!({"type": 12}), json!("x"));
-    let err = Dispatcher::builder()
-        .state(Ledger::seeded())
-        .tool(bad_output)
-        .build()
-        .err()
-        .unwrap();
+    let err = refused(bad_output);
     assert!(
         matches!(
             &err,
@@ -443,12 +443,7 @@ async fn registry_refuses_duplicates_and_unsafe_declarations() {
 
     let mut unsafe_tool = SpecTool::new("unsafe_payout", json!({"type": "string"}), json!("x"));
     unsafe_tool.spec.risk = toolguard::Risk::High;
-    let err = Dispatcher::builder()
-        .state(Ledger::seeded())
-        .tool(unsafe_tool)
-        .build()
-        .err()
-        .unwrap();
+    let err = refused(unsafe_tool);
     assert!(
         matches!(&err, toolguard::BuildError::UnsafeDeclaration { tool, .. } if tool == "unsafe_payout"),
         "{err:?}"

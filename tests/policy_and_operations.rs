@@ -305,30 +305,30 @@ async fn reconcile_that_finds_nothing_happened_lets_a_retry_execute() {
     assert_eq!(ledger.runs(), 2);
 }
 
-#[tokio::test]
-async fn a_retry_of_an_executed_call_replays_when_the_session_limit_is_used_up() {
+/// Under `policy`, a first transfer of `amount` executes and uses up what the policy allows; a new
+/// request is then denied with `reason`, while the retry of the executed call gets its stored
+/// outcome (`replayed`, same output and operation id) and nothing executes twice.
+async fn retry_replays_past_a_denial(
+    policy: RiskPolicy,
+    amount: u64,
+    keys: [&str; 2],
+    reason: &str,
+) {
     let ledger = Arc::new(Ledger::seeded());
     let clock = Arc::new(ManualClock::new(SystemTime::now()));
-    let policy = RiskPolicy::new().session_limit(
-        "transfer_funds",
-        1_000_000,
-        Duration::from_secs(3600),
-        OnExceed::Deny,
-    );
     let d = dispatcher(policy, ledger.clone(), clock);
-    let call = ToolCall::new("a", "transfer_funds", transfer(800_000, "limit-retry-1"));
+    let call = ToolCall::new("a", "transfer_funds", transfer(amount, keys[0]));
     let first = d.dispatch(call.clone(), &alice()).await;
     assert_eq!(first.status, Status::Ok, "{first:?}");
-    // The limit is used up now: a new request is denied, the retry gets its stored outcome.
     let fresh = d
         .dispatch(
-            ToolCall::new("b", "transfer_funds", transfer(800_000, "limit-retry-2")),
+            ToolCall::new("b", "transfer_funds", transfer(amount, keys[1])),
             &alice(),
         )
         .await;
     assert_eq!(
         (fresh.status, fresh.reason.as_deref()),
-        (Status::PolicyDenied, Some("session_limit"))
+        (Status::PolicyDenied, Some(reason))
     );
     let retry = d.dispatch(call, &alice()).await;
     assert_eq!(retry.status, Status::Ok, "{retry:?}");
@@ -339,29 +339,32 @@ async fn a_retry_of_an_executed_call_replays_when_the_session_limit_is_used_up()
 }
 
 #[tokio::test]
-async fn a_retry_of_an_executed_call_replays_when_the_call_rate_is_hit() {
-    let ledger = Arc::new(Ledger::seeded());
-    let clock = Arc::new(ManualClock::new(SystemTime::now()));
-    let policy = RiskPolicy::new().session_rate("transfer_funds", 1, Duration::from_secs(60));
-    let d = dispatcher(policy, ledger.clone(), clock);
-    let call = ToolCall::new("a", "transfer_funds", transfer(100, "rate-retry-01"));
-    let first = d.dispatch(call.clone(), &alice()).await;
-    assert_eq!(first.status, Status::Ok, "{first:?}");
-    let fresh = d
-        .dispatch(
-            ToolCall::new("b", "transfer_funds", transfer(100, "rate-retry-02")),
-            &alice(),
-        )
-        .await;
-    assert_eq!(
-        (fresh.status, fresh.reason.as_deref()),
-        (Status::PolicyDenied, Some("rate_limited"))
+async fn a_retry_of_an_executed_call_replays_when_the_session_limit_is_used_up() {
+    let policy = RiskPolicy::new().session_limit(
+        "transfer_funds",
+        1_000_000,
+        Duration::from_secs(3600),
+        OnExceed::Deny,
     );
-    let retry = d.dispatch(call, &alice()).await;
-    assert_eq!(retry.status, Status::Ok, "{retry:?}");
-    assert!(retry.replayed);
-    assert_eq!(retry.output, first.output);
-    assert_eq!(ledger.transfers(), 1);
+    retry_replays_past_a_denial(
+        policy,
+        800_000,
+        ["limit-retry-1", "limit-retry-2"],
+        "session_limit",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_retry_of_an_executed_call_replays_when_the_call_rate_is_hit() {
+    let policy = RiskPolicy::new().session_rate("transfer_funds", 1, Duration::from_secs(60));
+    retry_replays_past_a_denial(
+        policy,
+        100,
+        ["rate-retry-01", "rate-retry-02"],
+        "rate_limited",
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -63,34 +63,9 @@ fn read_values(path: &Path) -> Vec<String> {
         .collect()
 }
 
-/// A temporary root with the layout described in the module docs.
-struct Root {
-    base: PathBuf,
-    root: PathBuf,
-}
-
-impl Root {
-    fn new() -> Root {
-        let base = std::env::temp_dir().join(format!("toolguard-corpus-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&base);
-        let root = base.join("root");
-        std::fs::create_dir_all(root.join("docs")).unwrap();
-        std::fs::create_dir_all(base.join("outside")).unwrap();
-        #[cfg(unix)]
-        {
-            std::os::unix::fs::symlink(base.join("outside"), root.join("escape")).unwrap();
-            std::os::unix::fs::symlink(root.join("docs"), root.join("link_inside")).unwrap();
-            std::os::unix::fs::symlink(root.join("nowhere"), root.join("dangling")).unwrap();
-        }
-        Root { base, root }
-    }
-}
-
-impl Drop for Root {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.base);
-    }
-}
+#[path = "corpus/root.rs"]
+mod corpus_root;
+use corpus_root::CorpusRoot;
 
 fn tool(kind: FieldKind) -> ToolSpec {
     let mut spec = ToolSpec::new("corpus", "corpus check", json!({}), json!({}));
@@ -104,7 +79,7 @@ fn tool(kind: FieldKind) -> ToolSpec {
 
 #[test]
 fn corpus_rates() {
-    let root = Root::new();
+    let root = CorpusRoot::new("toolguard-corpus");
     let sanitizer = Sanitizer::new()
         .allow_email_domains("corpus", "value", EMAIL_DOMAINS)
         .path_root("corpus", "value", &root.root);

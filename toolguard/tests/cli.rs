@@ -142,40 +142,13 @@ fn options() {
     assert_eq!(lines[1]["reason"], "path_traversal");
 }
 
-/// A temporary confinement root laid out as `tests/sanitize_corpus.rs` lays it out: `docs/`,
-/// `link_inside -> docs`, `escape -> <outside>`, `dangling -> <missing>`.
-struct Root {
-    base: PathBuf,
-    root: PathBuf,
-}
-
-impl Root {
-    fn new() -> Root {
-        let base =
-            std::env::temp_dir().join(format!("toolguard-cli-corpus-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&base);
-        let root = base.join("root");
-        std::fs::create_dir_all(root.join("docs")).unwrap();
-        std::fs::create_dir_all(base.join("outside")).unwrap();
-        #[cfg(unix)]
-        {
-            std::os::unix::fs::symlink(base.join("outside"), root.join("escape")).unwrap();
-            std::os::unix::fs::symlink(root.join("docs"), root.join("link_inside")).unwrap();
-            std::os::unix::fs::symlink(root.join("nowhere"), root.join("dangling")).unwrap();
-        }
-        Root { base, root }
-    }
-}
-
-impl Drop for Root {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.base);
-    }
-}
+#[path = "../../tests/corpus/root.rs"]
+mod corpus_root;
+use corpus_root::CorpusRoot;
 
 #[test]
 fn corpus_through_the_command() {
-    let root = Root::new();
+    let root = CorpusRoot::new("toolguard-cli-corpus");
     let root_arg = root.root.to_str().unwrap().to_string();
     let kinds: [(&str, Vec<&str>); 7] = [
         ("identifier", vec![]),
