@@ -1,9 +1,9 @@
 //! # toolguard
 //!
 //! Declare tools that LLM agents may call, and run every call through one mandatory guard
-//! pipeline: parse → registry → schema validation → sanitization → preflight → principal →
-//! authorization → risk policy → idempotency → approval → recheck → execution under a deadline →
-//! result envelope, with an audit entry on every path.
+//! pipeline: parse → registry → schema validation → sanitization → principal → tool permission →
+//! preflight → resource authorization → risk policy → idempotency → approval → recheck →
+//! execution under a deadline → result envelope → settle, with an audit entry on every path.
 //!
 //! The model's tool name and arguments are an untrusted proposal; identity and authority come from
 //! the host's authenticated [`Principal`], never from arguments.
@@ -39,7 +39,9 @@ pub use kinds::{Cents, Currency, Email, Identifier, Money, SafePath, Url};
 pub use operations::{OperationError, OperationReport};
 pub use outcome::{ApprovalTicket, ArgumentError, Status, ToolOutcome, UntrustedOutput};
 pub use spec::{FieldKind, FieldSpec, KeyReuse, Risk, ToolSpec};
-pub use stage::authorize::{AllowAuthenticated, Authorizer, RoleAuthorizer};
+pub use stage::authorize::{AllowAuthenticated, AuthorizeError, Authorizer, RoleAuthorizer};
+pub use stage::custom::{CustomStage, Refusal, StageInput, StagePoint};
+pub use stage::principal::{PrincipalRefresher, RefreshError};
 pub use stage::policy::{OnExceed, RiskPolicy};
 pub use store::{MemoryStore, OperationState};
 pub use tool::{BoxFuture, Owned, Reconciled, Tool, ToolContext, ToolHandle};

@@ -300,6 +300,11 @@ impl Sanitizer {
             .or_default()
     }
 
+    /// The (tool, field) pairs that have rules, for the dispatcher's build-time name check.
+    pub(crate) fn configured_fields(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.fields.keys().map(|(t, f)| (t.as_str(), f.as_str()))
+    }
+
     fn policy(&self, tool: &str, field: &str) -> Option<&FieldPolicy> {
         self.fields.get(&(tool.to_string(), field.to_string()))
     }

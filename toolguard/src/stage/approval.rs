@@ -1,18 +1,24 @@
 //! Approval: a call that needs a human becomes an [`ApprovalRequest`] bound by digest to the exact
-//! action, with a preview of the normalized arguments that will execute.
+//! action, with a preview of the normalized arguments that will execute. A decision loads the
+//! request, checks it is open and sealed and the approver eligible, and closes it (rejected,
+//! expired, or executing once enough approvers agreed).
 
 use std::time::SystemTime;
 
 use serde_json::{Value, json};
 
 use super::Stop;
+use super::core::Core;
 use super::policy::RiskPolicy;
+use super::trace::{Answer, Exit};
 use crate::call::{Principal, ToolCall};
 use crate::clock::unix_millis;
 use crate::digest::{canonical_json, sha256_hex};
 use crate::outcome::{ApprovalTicket, Status};
 use crate::spec::ToolSpec;
-use crate::store::{ApprovalRequest, ApprovalState, ApprovalStore, ScopedKey};
+use crate::store::{
+    ApprovalDecision, ApprovalRequest, ApprovalState, ApprovalStore, ScopedKey, StoredOutcome,
+};
 
 /// The binding digest of DESIGN.md: provider path, operation, response and call ids, idempotency
 /// key, request digest, contract and policy revisions, and (for a decision) the approver.
@@ -56,7 +62,7 @@ pub fn preview(spec: &ToolSpec, redacted_args: &Value, requester: &Principal) ->
 }
 
 /// Everything needed to open a request.
-pub struct Pending<'a> {
+pub(crate) struct Pending<'a> {
     /// The tool.
     pub spec: &'a ToolSpec,
     /// The call.
@@ -80,7 +86,7 @@ pub struct Pending<'a> {
 }
 
 /// Stores a new approval request and returns its ticket.
-pub async fn open(
+pub(crate) async fn open(
     store: &dyn ApprovalStore,
     policy: &RiskPolicy,
     p: Pending<'_>,
@@ -121,9 +127,310 @@ pub async fn open(
             "approvals are unavailable; nothing was done",
         )
     })?;
+    crate::metrics::approval_pending(&request.tool, 1.0);
     Ok(ApprovalTicket {
         approval_id: request.id,
         preview: request.preview,
         expires_at_ms: expires,
     })
+}
+
+/// A human's decision.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Verb<'r> {
+    /// Approve the action.
+    Approve,
+    /// Reject it, for this reason.
+    Reject(&'r str),
+}
+
+/// The load step of a decision: request `id`, if it belongs to `viewer`'s tenant.
+pub(crate) async fn load<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    viewer: &Principal,
+    id: &str,
+) -> Result<ApprovalRequest, Stop> {
+    match core.stores.approvals.get(id).await {
+        Ok(Some(r)) if r.requester.tenant == viewer.tenant => Ok(r),
+        Ok(_) => Err(Stop::new(
+            Status::NotFound,
+            "missing",
+            "approval request not found",
+        )),
+        Err(_) => Err(unavailable()),
+    }
+}
+
+/// The check step: the request is still open and not expired. An expired request is closed now
+/// and answers `approval_expired`.
+pub(crate) async fn check_open<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    request: &ApprovalRequest,
+) -> Result<(), Exit> {
+    let (status, reason, message) = match request.state {
+        ApprovalState::Pending => {
+            if unix_millis(core.now()) < request.expires_at_ms {
+                return Ok(());
+            }
+            let closed = close(core, request.clone(), ApprovalState::Expired, expired_outcome);
+            return Err(Exit::Answer(Answer::settled(closed.await.unwrap_or_else(|o| o))));
+        }
+        ApprovalState::Executing => (
+            Status::InProgress,
+            "executing",
+            "the approved action is executing",
+        ),
+        ApprovalState::Expired => (
+            Status::ApprovalExpired,
+            "expired",
+            "this approval request expired; nothing was done",
+        ),
+        ApprovalState::Rejected => (
+            Status::ApprovalRejected,
+            "rejected",
+            "this approval request was rejected; nothing was done",
+        ),
+        ApprovalState::Executed => (
+            Status::PreconditionFailed,
+            "already_decided",
+            "this approval request was already decided",
+        ),
+    };
+    Err(Exit::Stop(Stop::new(status, reason, message)))
+}
+
+/// The check step for the approver: not the requester, holding an eligible role, and not
+/// deciding twice.
+pub(crate) fn check_approver(request: &ApprovalRequest, approver: &Principal) -> Result<(), Stop> {
+    if approver.subject == request.requester.subject {
+        return Err(Stop::new(
+            Status::Forbidden,
+            "self_approval",
+            "the requester cannot decide on their own request",
+        ));
+    }
+    if !request.eligible_roles.iter().any(|r| approver.has_role(r)) {
+        return Err(Stop::new(
+            Status::Forbidden,
+            "not_eligible",
+            "the approver holds no eligible role",
+        ));
+    }
+    if request.decisions.iter().any(|d| d.approver == approver.subject) {
+        return Err(Stop::new(
+            Status::Forbidden,
+            "duplicate_approver",
+            "this approver already decided",
+        ));
+    }
+    Ok(())
+}
+
+/// The seal check: the request's binding digest and the tool and policy revisions it was
+/// opened under are still the current ones.
+pub(crate) fn sealed<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    request: &ApprovalRequest,
+    spec: &ToolSpec,
+) -> bool {
+    binding_digest(request, None) == request.binding_digest
+        && spec.revision == request.tool_revision
+        && core.policy.current_revision() == request.policy_revision
+}
+
+/// Closes a request whose stored action no longer matches its seal (reason `binding_mismatch`).
+pub(crate) async fn close_mismatched<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    request: ApprovalRequest,
+) -> Exit {
+    let closed = close(core, request, ApprovalState::Rejected, mismatch_outcome).await;
+    Exit::Answer(Answer::settled(closed.unwrap_or_else(|o| o)))
+}
+
+/// The decide step: records `approver`'s decision. A rejection closes the request; an approval
+/// short of the required number answers `pending_approval`; the last required approval moves
+/// the request to `executing` (and the call goes on to execute).
+pub(crate) async fn decide<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    request: &mut ApprovalRequest,
+    approver: &Principal,
+    verb: Verb<'_>,
+) -> Result<(), Exit> {
+    let reason = match verb {
+        Verb::Approve => None,
+        Verb::Reject(r) => Some(r.to_owned()),
+    };
+    request.decisions.push(ApprovalDecision {
+        approver: approver.subject.clone(),
+        approve: reason.is_none(),
+        at_ms: unix_millis(core.now()),
+        digest: binding_digest(request, Some(&approver.subject)),
+        reason: reason.clone(),
+    });
+    if reason.is_some() {
+        let closed = close(core, request.clone(), ApprovalState::Rejected, rejected_outcome);
+        let stored = closed.await.map_err(|_| lost_race())?;
+        return Err(Exit::Answer(Answer::settled(stored)));
+    }
+    let version = request.version;
+    let given = request.approvers().len();
+    if given < request.approvals_required as usize {
+        update(core, request, version).await?;
+        let ticket = ApprovalTicket {
+            approval_id: request.id.clone(),
+            preview: request.preview.clone(),
+            expires_at_ms: request.expires_at_ms,
+        };
+        let mut answer = Answer::pending(ticket);
+        answer.message = Some(format!(
+            "{given} of {} approvals given",
+            request.approvals_required
+        ));
+        return Err(Exit::Answer(answer));
+    }
+    request.state = ApprovalState::Executing;
+    update(core, request, version).await?;
+    request.version = version + 1;
+    crate::metrics::approval_pending(&request.tool, -1.0);
+    Ok(())
+}
+
+/// Writes `request` if its stored version is still `version`.
+async fn update<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    request: &ApprovalRequest,
+    version: u64,
+) -> Result<(), Stop> {
+    match core.stores.approvals.update(request, version).await {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(lost_race()),
+        Err(_) => Err(unavailable()),
+    }
+}
+
+/// Marks an executed request `executed` and settles its outcome.
+pub(crate) async fn executed<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    mut request: ApprovalRequest,
+    answer: &Answer,
+) {
+    let stored = answer.stored(Some(&request.operation_id));
+    let version = request.version;
+    request.state = ApprovalState::Executed;
+    if !core.stores.approvals.update(&request, version).await.unwrap_or(false) {
+        tracing::error!(approval = %request.id, "approval request could not be marked executed");
+    }
+    let key = request.idempotency.as_ref();
+    super::settle::operation(core, &request.tool, key, &request.operation_id, &stored).await;
+}
+
+/// Closes request `id` as expired if its time is up; returns the expired outcome then.
+pub(crate) async fn expire_if_due<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    id: &str,
+) -> Option<StoredOutcome> {
+    let request = core.stores.approvals.get(id).await.ok()??;
+    match request.state {
+        ApprovalState::Expired => Some(expired_outcome(&request)),
+        ApprovalState::Pending if unix_millis(core.now()) >= request.expires_at_ms => Some(
+            close(core, request, ApprovalState::Expired, expired_outcome)
+                .await
+                .unwrap_or_else(|o| o),
+        ),
+        _ => None,
+    }
+}
+
+/// Moves `request` to a terminal state and settles the outcome for the call's retries. `Err`
+/// carries the outcome when another decision won the race.
+async fn close<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    mut request: ApprovalRequest,
+    state: ApprovalState,
+    outcome: fn(&ApprovalRequest) -> StoredOutcome,
+) -> Result<StoredOutcome, StoredOutcome> {
+    let version = request.version;
+    request.state = state;
+    let stored = outcome(&request);
+    if !core.stores.approvals.update(&request, version).await.unwrap_or(false) {
+        return Err(stored);
+    }
+    crate::metrics::approval_pending(&request.tool, -1.0);
+    let key = request.idempotency.as_ref();
+    super::settle::operation(core, &request.tool, key, &request.operation_id, &stored).await;
+    Ok(stored)
+}
+
+fn closed_outcome(r: &ApprovalRequest, status: Status, reason: &str, message: &str) -> StoredOutcome {
+    let mut o = StoredOutcome::new(status);
+    o.reason = Some(reason.to_owned());
+    o.message = Some(message.to_owned());
+    o.operation_id = Some(r.operation_id.clone());
+    o
+}
+
+fn expired_outcome(r: &ApprovalRequest) -> StoredOutcome {
+    closed_outcome(r, Status::ApprovalExpired, "expired", "the approval request expired; nothing was done")
+}
+
+fn rejected_outcome(r: &ApprovalRequest) -> StoredOutcome {
+    closed_outcome(r, Status::ApprovalRejected, "rejected", "a human rejected this action; nothing was done")
+}
+
+fn mismatch_outcome(r: &ApprovalRequest) -> StoredOutcome {
+    closed_outcome(r, Status::ApprovalRejected, "binding_mismatch", "a human rejected this action; nothing was done")
+}
+
+fn lost_race() -> Stop {
+    Stop::new(
+        Status::InProgress,
+        "concurrent_decision",
+        "another decision on this request is in progress",
+    )
+}
+
+fn unavailable() -> Stop {
+    Stop::new(
+        Status::Unavailable,
+        "approval_store_unavailable",
+        "approvals are unavailable",
+    )
+}
+
+/// The approval stage of a call the policy sends to a human: opens the request (bound to the
+/// call's key, digest and operation) and answers `pending_approval`. Without an idempotency key
+/// a retry could not find the request and would open another one: `policy_denied`.
+pub(crate) async fn ask<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    spec: &ToolSpec,
+    call: &ToolCall,
+    principal: &Principal,
+    args: &Value,
+    held: Option<ScopedKey>,
+    decision: &super::policy::PolicyDecision,
+    t: &mut super::trace::Trace,
+) -> Result<Answer, Stop> {
+    let (Some(cause), Some(key)) = (&decision.approval_cause, held) else {
+        return Err(Stop::new(
+            Status::PolicyDenied,
+            "approval_needs_idempotency_key",
+            "this call needs a human's approval, which needs an idempotency key; nothing was done",
+        ));
+    };
+    let redacted = t.arguments.clone().unwrap_or(Value::Null);
+    let pending = Pending {
+        spec,
+        call,
+        principal,
+        arguments: args,
+        redacted: &redacted,
+        request_digest: t.request_digest.as_deref().unwrap_or_default(),
+        operation_id: t.operation_id.as_deref().unwrap_or_default(),
+        idempotency: Some(key),
+        cause,
+        amount: decision.amount,
+    };
+    let ticket = open(&*core.stores.approvals, &core.policy, pending, core.now()).await?;
+    t.approval_id = Some(ticket.approval_id.clone());
+    Ok(Answer::pending(ticket))
 }

@@ -10,9 +10,34 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::Stop;
+use super::core::Core;
+use super::trace::Trace;
 use crate::erased::DecodedArgs;
 use crate::outcome::Status;
+use crate::spec::ToolSpec;
 use crate::tool::ToolContext;
+
+/// The execute stage: runs the handler under the tool's deadline. When it certainly did nothing
+/// (it failed before a side effect could begin), the amount admitted to the ledger is retracted.
+pub(crate) async fn stage<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    spec: &ToolSpec,
+    decoded: Box<dyn DecodedArgs<S>>,
+    ctx: ToolContext<S>,
+    scopes: &[String],
+    t: &Trace,
+) -> Result<Value, Stop> {
+    let entry = super::recheck::ledger_entry(t, ctx.call_id());
+    let executed = run(&spec.name, decoded, ctx, spec.timeout, spec.read_only).await;
+    if let Err(stop) = &executed
+        && stop.status != Status::OutcomeUnknown
+        && !scopes.is_empty()
+        && let Err(err) = core.stores.ledger.retract(&entry, scopes).await
+    {
+        tracing::error!(error = %err, "the ledger entry of a call that did nothing was not retracted");
+    }
+    executed
+}
 
 /// Runs the handler under `deadline`, containing a panic. An overrunning handler is dropped
 /// (cancelled at its next await point). The handler's own run time is recorded as

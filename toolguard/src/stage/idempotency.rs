@@ -2,11 +2,13 @@
 //! reused key with other arguments conflicts, a key still executing is `in_progress`, and a key
 //! whose holder vanished mid-execution is `outcome_unknown` until reconciled.
 
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 
 use super::Stop;
+use super::core::Core;
+use super::trace::{Exit, Trace};
 use crate::call::{Principal, ToolCall};
 use crate::outcome::Status;
 use crate::spec::{KeyReuse, Risk, ToolSpec};
@@ -21,26 +23,72 @@ pub const WAIT_POLL: Duration = Duration::from_millis(10);
 /// Extra lease time beyond the tool's deadline.
 pub const LEASE_MARGIN: Duration = Duration::from_secs(5);
 
-/// Longest wait for one store operation (see [`crate::store::STORE_DEADLINE`]).
-pub use crate::store::STORE_DEADLINE;
-use crate::store::within_deadline;
-
 /// A reservation the call holds until it settles.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Held {
+pub(crate) struct Held {
     /// The key's scope.
-    pub key: ScopedKey,
+    pub(crate) key: ScopedKey,
     /// Owner token.
-    pub owner: String,
+    pub(crate) owner: String,
 }
 
 /// Whether the call goes on, and holding which key.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Admission {
+enum Admission {
     /// The call goes on; `None` when it has no key.
     Proceed(Option<Held>),
     /// A stored outcome is returned; nothing executes.
     Replay(StoredOutcome),
+}
+
+/// The idempotency stage: reserves the call's key, waiting for a holder still executing when
+/// the caller asked to. A stored outcome of the same request answers the call (replayed);
+/// otherwise the call goes on holding the key (`None` without a key).
+pub(crate) async fn admit<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    call: &ToolCall,
+    spec: &ToolSpec,
+    principal: &Principal,
+    t: &Trace,
+) -> Result<Option<Held>, Exit> {
+    let digest = t.request_digest.clone().unwrap_or_default();
+    // `None` inside: a wait too long to represent, i.e. no deadline.
+    let wait_until = call.wait_in_progress.map(|w| Instant::now().checked_add(w));
+    let waiting = || wait_until.is_some_and(|until| until.is_none_or(|u| Instant::now() < u));
+    let reservation = Ask {
+        spec,
+        principal,
+        key: t.idempotency_key.clone(),
+        request_digest: &digest,
+        operation_id: t.operation_id.as_deref(),
+        ttl: core.idempotency_ttl(spec),
+        fail_open: core.fail_open_read_only,
+    };
+    let admission = loop {
+        match reserve(&*core.stores.idempotency, &reservation, core.now()).await {
+            Err(stop) if stop.status == Status::InProgress && waiting() => {
+                tokio::time::sleep(WAIT_POLL).await;
+            }
+            other => break other?,
+        }
+    };
+    match admission {
+        Admission::Proceed(held) => Ok(held),
+        Admission::Replay(stored) => Err(Exit::Answer(
+            super::replay::replayed(core, spec, stored).await,
+        )),
+    }
+}
+
+/// What a reservation asks for.
+struct Ask<'a> {
+    spec: &'a ToolSpec,
+    principal: &'a Principal,
+    key: Option<String>,
+    request_digest: &'a str,
+    operation_id: Option<&'a str>,
+    ttl: Duration,
+    fail_open: bool,
 }
 
 /// Whether a host-supplied key is acceptable.
@@ -81,20 +129,14 @@ pub fn extract_key(spec: &ToolSpec, call: &ToolCall, args: &Value) -> Result<Opt
     Ok(key)
 }
 
-/// Reserves `key` or decides from its existing record.
-#[allow(clippy::too_many_arguments)]
-pub async fn reserve(
+/// Reserves the key or decides from its existing record.
+async fn reserve(
     store: &dyn IdempotencyStore,
-    spec: &ToolSpec,
-    principal: &Principal,
-    key: Option<String>,
-    request_digest: &str,
-    operation_id: Option<&str>,
-    ttl: Duration,
+    r: &Ask<'_>,
     now: SystemTime,
-    fail_open: bool,
 ) -> Result<Admission, Stop> {
-    let Some(key) = key else {
+    let (spec, principal, request_digest) = (r.spec, r.principal, r.request_digest);
+    let Some(key) = r.key.clone() else {
         return Ok(Admission::Proceed(None));
     };
     let scoped = ScopedKey {
@@ -104,18 +146,12 @@ pub async fn reserve(
         key,
     };
     let lease = spec.timeout + LEASE_MARGIN;
-    let reservation = match within_deadline(store.reserve(
-        &scoped,
-        request_digest,
-        operation_id,
-        lease,
-        ttl,
-        now,
-    ))
-    .await
+    let reservation = match store
+        .reserve(&scoped, request_digest, r.operation_id, lease, r.ttl, now)
+        .await
     {
         Ok(r) => r,
-        Err(_) if fail_open && spec.read_only => return Ok(Admission::Proceed(None)),
+        Err(_) if r.fail_open && spec.read_only => return Ok(Admission::Proceed(None)),
         Err(_) => {
             return Err(Stop::new(
                 Status::Unavailable,
@@ -173,27 +209,55 @@ pub fn is_stored(status: Status) -> bool {
     )
 }
 
-/// Settles a reservation: stores a final outcome, or releases the key so a retry executes.
-pub async fn settle(
+/// Settles a reservation the call holds: stores a final outcome, or releases the key so a retry
+/// executes.
+pub(crate) async fn settle_held(
     store: &dyn IdempotencyStore,
-    held: Option<Held>,
+    held: Held,
     outcome: &StoredOutcome,
     ttl: Duration,
     now: SystemTime,
 ) {
-    let Some(held) = held else { return };
     let result = if is_stored(outcome.status) {
-        within_deadline(store.complete(&held.key, &held.owner, outcome.clone(), ttl, now)).await
+        store
+            .complete(&held.key, &held.owner, outcome.clone(), ttl, now)
+            .await
     } else {
-        within_deadline(store.release(&held.key, &held.owner)).await
+        store.release(&held.key, &held.owner).await
     };
+    log_settled(&held.key, result);
+}
+
+/// Settles the record of operation `operation_id` under `key` after the call that reserved it
+/// has ended (an approval decision, a reconciliation): stores the outcome, or removes the record
+/// so a retry executes. Acts only on this operation's own record, never on that of a newer call
+/// that re-reserved the key after it expired.
+pub(crate) async fn settle_operation(
+    store: &dyn IdempotencyStore,
+    key: &ScopedKey,
+    operation_id: &str,
+    outcome: &StoredOutcome,
+    ttl: Duration,
+    now: SystemTime,
+) {
+    let result = if is_stored(outcome.status) {
+        store
+            .replace(key, operation_id, outcome.clone(), ttl, now)
+            .await
+    } else {
+        store.remove(key, operation_id).await
+    };
+    log_settled(key, result);
+}
+
+fn log_settled(key: &ScopedKey, result: crate::store::StoreResult<bool>) {
     match result {
         Ok(true) => {}
         Ok(false) => {
-            tracing::warn!(tool = %held.key.tool, "idempotency lease was lost before the call settled")
+            tracing::warn!(tool = %key.tool, "the idempotency record changed hands before the call settled; it was left alone")
         }
         Err(err) => {
-            tracing::error!(tool = %held.key.tool, error = %err, "idempotency record could not be settled")
+            tracing::error!(tool = %key.tool, error = %err, "idempotency record could not be settled")
         }
     }
 }
@@ -209,7 +273,7 @@ pub fn action_arguments(spec: &ToolSpec, args: &Value) -> Value {
 
 /// The stored outcome of this very request under the caller's key, if there is one (read only).
 /// A different request under the key gives `None`, unless the tool lets the key win.
-pub async fn stored_replay(
+pub(crate) async fn stored_replay(
     store: &dyn IdempotencyStore,
     spec: &ToolSpec,
     principal: &Principal,
@@ -224,7 +288,7 @@ pub async fn stored_replay(
         tool: spec.name.clone(),
         key: key.to_owned(),
     };
-    let record = within_deadline(store.get(&scoped, now)).await.ok()??;
+    let record = store.get(&scoped, now).await.ok()??;
     let same = record.request_digest == request_digest || spec.key_reuse == KeyReuse::KeyWins;
     match record.state {
         RecordState::Done { outcome } if same => Some(outcome),

@@ -1,21 +1,82 @@
-//! The pipeline's stages. Each one either passes the call on or stops it with a [`Stop`]; the
-//! order is written once, in [`crate::dispatcher`].
+//! The pipeline's stages, one module each. Each stage takes what it needs (the built
+//! dispatcher's registry and configuration as a `Core`, the call, what the call has learned so
+//! far as a `Trace`) and either passes the call on, stops it with a [`Stop`], or answers it from
+//! a stored outcome. The order is written once per entry point: [`crate::dispatcher`] (calls),
+//! [`crate::approvals`] (decisions) and [`crate::operations`] (status and reconciliation).
 
 pub mod approval;
 pub mod authorize;
+pub(crate) mod core;
+pub mod custom;
 pub mod envelope;
 pub mod execute;
+pub(crate) mod finish;
 pub mod idempotency;
+pub mod intent;
+pub(crate) mod normalize;
 pub mod parse;
 pub mod policy;
+pub(crate) mod preflight;
 pub mod principal;
+pub(crate) mod reconcile;
+pub(crate) mod recheck;
+pub(crate) mod record;
+pub(crate) mod registry;
+pub(crate) mod replay;
 pub mod sanitize;
+pub(crate) mod settle;
+pub(crate) mod trace;
 pub mod validate;
 
 use serde::{Deserialize, Serialize};
 
+use self::core::{Core, Registered};
+use self::policy::PolicyDecision;
+use self::trace::{Answer, Trace};
+use crate::erased::DecodedArgs;
 use crate::error::ToolError;
 use crate::outcome::{ArgumentError, Status};
+use crate::tool::ToolContext;
+
+/// The tail every execution goes through, from a call or after an approval: recheck → execute →
+/// envelope.
+pub(crate) async fn execution<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    tool: &Registered<S>,
+    decoded: Box<dyn DecodedArgs<S>>,
+    ctx: ToolContext<S>,
+    decision: &PolicyDecision,
+    approved: bool,
+    t: &mut Trace,
+) -> Result<Answer, Stop> {
+    let spec = tool.spec();
+    t.at(Stage::Recheck);
+    let scopes = recheck::run(core, spec, &*decoded, &ctx, decision, approved, t).await?;
+    t.at(Stage::Execute);
+    let output = execute::stage(core, spec, decoded, ctx, &scopes, t).await?;
+    t.at(Stage::Envelope);
+    envelope::wrap(&tool.output, output, spec.read_only).map(Answer::executed)
+}
+
+/// The stop of a call during which something panicked. Once a state-changing handler may have
+/// begun, its effect is unknown.
+pub(crate) fn panicked<S: Send + Sync + 'static>(core: &Core<S>, t: &Trace) -> Stop {
+    let read_only = t
+        .tool
+        .as_deref()
+        .and_then(|name| core.spec(name))
+        .is_none_or(|spec| spec.read_only);
+    if t.stage >= Stage::Execute && !read_only {
+        Stop::new(
+            Status::OutcomeUnknown,
+            "panicked",
+            "the call crashed after the tool may have begun; query the operation status before \
+             retrying",
+        )
+    } else {
+        Stop::new(Status::Failed, "panicked", "the call failed unexpectedly")
+    }
+}
 
 /// A pipeline stage, as recorded in audit entries.
 #[derive(
@@ -32,11 +93,13 @@ pub enum Stage {
     Validate,
     /// Arguments sanitized per field.
     Sanitize,
-    /// Business preflight.
-    Preflight,
-    /// Trusted principal checked and injected.
+    /// Trusted principal checked for freshness.
     Principal,
-    /// Tool and resource authorization.
+    /// Tool-level permission (the `Authorizer`).
+    Permit,
+    /// Business preflight (the tool's own hook).
+    Preflight,
+    /// Resource authorization (the tool's own hook).
     Authorize,
     /// Risk policy limits.
     Policy,

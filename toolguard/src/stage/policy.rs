@@ -11,7 +11,7 @@ use super::Stop;
 use crate::call::Principal;
 use crate::outcome::Status;
 use crate::spec::{Risk, ToolSpec};
-use crate::store::{ScopeLimit, SessionLedger, within_deadline};
+use crate::store::{ScopeLimit, SessionLedger};
 
 /// What happens when a call would cross a cumulative limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -182,6 +182,11 @@ impl RiskPolicy {
         self
     }
 
+    /// The tool names this policy has rules for (checked against the registry at build).
+    pub(crate) fn configured_tools(&self) -> impl Iterator<Item = &str> {
+        self.rules.keys().map(String::as_str)
+    }
+
     /// The policy revision.
     pub fn current_revision(&self) -> u32 {
         self.revision
@@ -271,7 +276,8 @@ pub fn subject_scope(p: &Principal, tool: &str) -> String {
     )
 }
 
-fn unavailable() -> Stop {
+/// The stop of a call whose ledger did not answer.
+pub(crate) fn unavailable() -> Stop {
     Stop::new(
         Status::Unavailable,
         "ledger_unavailable",
@@ -279,8 +285,47 @@ fn unavailable() -> Stop {
     )
 }
 
+/// The policy stage. A denial (limit used up, rate hit) gives way to the stored outcome of the
+/// same request under the caller's key, like a failed preflight: the retry of a call that
+/// already executed gets its stored outcome.
+pub(crate) async fn stage<S: Send + Sync + 'static>(
+    core: &super::core::Core<S>,
+    spec: &ToolSpec,
+    args: &Value,
+    principal: &Principal,
+    t: &mut super::trace::Trace,
+) -> Result<PolicyDecision, super::trace::Exit> {
+    let ledger = &*core.stores.ledger;
+    match evaluate(&core.policy, ledger, spec, args, principal, core.now()).await {
+        Ok(decision) => Ok(decision),
+        Err(stop) if stop.status == Status::PolicyDenied => {
+            let stage = super::Stage::Policy;
+            Err(super::replay::or_stop(core, spec, principal, stage, stop, t).await)
+        }
+        Err(stop) => Err(stop.into()),
+    }
+}
+
+/// The policy of an approved action: its amount is recorded (without a limit check) in the
+/// requester's session and subject scopes, so later calls see it in their totals.
+pub(crate) fn approved(requester: &Principal, spec: &ToolSpec, amount: Option<u64>) -> PolicyDecision {
+    let scopes = [session_scope(requester, &spec.name), subject_scope(requester, &spec.name)];
+    PolicyDecision {
+        amount,
+        approval_cause: None,
+        limits: scopes
+            .into_iter()
+            .map(|scope| ScopeLimit {
+                scope,
+                limit: u64::MAX,
+                window: Duration::ZERO,
+            })
+            .collect(),
+    }
+}
+
 /// Evaluates the policy for a call.
-pub async fn evaluate(
+pub(crate) async fn evaluate(
     policy: &RiskPolicy,
     ledger: &dyn SessionLedger,
     spec: &ToolSpec,
@@ -296,7 +341,8 @@ pub async fn evaluate(
 
     if let Some(rate) = rules.session_rate {
         let scope = session_scope(principal, &spec.name);
-        let counted = within_deadline(ledger.hit(&scope, rate.max_calls, rate.window, now))
+        let counted = ledger
+            .hit(&scope, rate.max_calls, rate.window, now)
             .await
             .map_err(|_| unavailable())?;
         if !counted {
@@ -345,7 +391,8 @@ pub async fn evaluate(
     ];
     for (limit, scope, code) in limits {
         let Some(limit) = limit else { continue };
-        let total = within_deadline(ledger.total(&scope, limit.window, now))
+        let total = ledger
+            .total(&scope, limit.window, now)
             .await
             .map_err(|_| unavailable())?;
         if total.saturating_add(amount) > limit.limit {

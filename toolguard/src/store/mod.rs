@@ -3,7 +3,9 @@
 //! (atomic reserve-if-absent with an owner token and lease; compare-and-set on approvals); the
 //! in-memory [`MemoryStore`] implements all of them.
 
+pub(crate) mod deadline;
 pub(crate) mod encode;
+#[cfg(feature = "testing")]
 pub mod fault;
 mod memory;
 #[cfg(feature = "postgres")]
@@ -14,6 +16,7 @@ pub mod redis;
 pub mod sqlite;
 mod types;
 
+#[cfg(feature = "testing")]
 pub use fault::{FaultyStore, StoreOp};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
@@ -36,24 +39,12 @@ pub struct StoreError(pub String);
 /// Result of a store operation.
 pub type StoreResult<T> = Result<T, StoreError>;
 
-/// Longest wait for one store operation on a call's path (idempotency records, session ledger,
-/// approval requests, operation records). A store that does not answer in time counts as
-/// unavailable: state-changing tools fail closed instead of hanging.
+/// Default longest wait for one store operation on a call's path (idempotency records, session
+/// ledger, approval requests, operation records), on every entry point: calls, approval
+/// decisions, status queries, reconciliation. A store that does not answer in time counts as
+/// unavailable: state-changing tools fail closed instead of hanging. Set it with
+/// [`DispatcherBuilder::store_deadline`](crate::DispatcherBuilder::store_deadline).
 pub const STORE_DEADLINE: Duration = Duration::from_secs(2);
-
-/// `op` under [`STORE_DEADLINE`]; running out of time is a store error.
-pub(crate) async fn within_deadline<T>(
-    op: impl std::future::Future<Output = StoreResult<T>>,
-) -> StoreResult<T> {
-    tokio::time::timeout(STORE_DEADLINE, op)
-        .await
-        .unwrap_or_else(|_| {
-            Err(StoreError(format!(
-                "no answer within {} ms",
-                STORE_DEADLINE.as_millis()
-            )))
-        })
-}
 
 /// Idempotency records, namespaced by (tenant, subject, tool, key).
 pub trait IdempotencyStore: Send + Sync + 'static {

@@ -1,0 +1,357 @@
+//! Building a [`Dispatcher`]: the state first, then tools and options; [`DispatcherBuilder::build`]
+//! compiles every schema once and checks that every tool and field name an option mentions is
+//! registered.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::Dispatcher;
+use crate::audit::{AuditSink, MemoryAuditSink};
+use crate::clock::{Clock, SystemClock};
+use crate::erased::ErasedTool;
+use crate::sanitize::Sanitizer;
+use crate::spec::Risk;
+use crate::stage;
+use crate::stage::authorize::{AllowAuthenticated, Authorizer};
+use crate::stage::core::{Core, Registered, Stores};
+use crate::stage::custom::{CustomStage, CustomStages, StagePoint};
+use crate::stage::policy::RiskPolicy;
+use crate::stage::principal::PrincipalRefresher;
+use crate::store::deadline::Deadlined;
+use crate::store::{
+    ApprovalStore, IdempotencyStore, MemoryStore, OperationStore, STORE_DEADLINE, SessionLedger,
+};
+use crate::tool::{Tool, ToolHandle};
+
+mod names;
+
+/// Why a dispatcher could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    /// Two tools share a name.
+    #[error("tool `{0}` is registered twice")]
+    DuplicateTool(String),
+    /// A tool's schema does not compile.
+    #[error("tool `{tool}` has an invalid {which} schema: {message}")]
+    InvalidSchema {
+        /// The tool.
+        tool: String,
+        /// `input` or `output`.
+        which: &'static str,
+        /// What the schema compiler said.
+        message: String,
+    },
+    /// A tool's declaration is unsafe (e.g. a high-risk state-changing tool without idempotency).
+    #[error("tool `{tool}` is declared unsafely: {message}")]
+    UnsafeDeclaration {
+        /// The tool.
+        tool: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// An option names a tool that is not registered (a typo would silently disable the rule).
+    #[error("{option} names tool `{tool}`, which is not registered{}", names::hint(.nearest))]
+    UnknownTool {
+        /// The builder option (`RiskPolicy`, `Sanitizer`, `idempotency_ttl`, `Authorizer`).
+        option: &'static str,
+        /// The name given.
+        tool: String,
+        /// The registered tool name nearest to it, if one is near.
+        nearest: Option<String>,
+    },
+    /// An option names a field that the tool does not have.
+    #[error("{option} names field `{field}` of tool `{tool}`, which has no such field{}", names::hint(.nearest))]
+    UnknownField {
+        /// The builder option.
+        option: &'static str,
+        /// The tool.
+        tool: String,
+        /// The field name given.
+        field: String,
+        /// The tool's field nearest to it, if one is near.
+        nearest: Option<String>,
+    },
+}
+
+/// Default maximum age of a principal's authentication.
+pub const DEFAULT_PRINCIPAL_MAX_AGE: Duration = Duration::from_secs(12 * 3600);
+
+/// Builds a [`Dispatcher`]; see [`Dispatcher::builder`].
+#[must_use = "a builder does nothing until `build()` is called"]
+pub struct DispatcherBuilder<S: Send + Sync + 'static> {
+    state: Arc<S>,
+    tools: Vec<Arc<dyn ErasedTool<S>>>,
+    authorizer: Box<dyn Authorizer>,
+    refresher: Option<Box<dyn PrincipalRefresher>>,
+    sanitizer: Sanitizer,
+    audit: Option<Arc<dyn AuditSink>>,
+    clock: Arc<dyn Clock>,
+    principal_max_age: Duration,
+    policy: RiskPolicy,
+    idempotency: Option<Arc<dyn IdempotencyStore>>,
+    approvals: Option<Arc<dyn ApprovalStore>>,
+    ledger: Option<Arc<dyn SessionLedger>>,
+    operations: Option<Arc<dyn OperationStore>>,
+    store_deadline: Duration,
+    idempotency_ttl: HashMap<String, Duration>,
+    fail_open_read_only: bool,
+    custom: CustomStages,
+}
+
+impl<S: Send + Sync + 'static> Dispatcher<S> {
+    /// A builder over the application state `state` the tools share (a database pool, a
+    /// ledger, ...). Stateless hosts write `Dispatcher::builder(())`.
+    pub fn builder(state: S) -> DispatcherBuilder<S> {
+        Self::builder_arc(Arc::new(state))
+    }
+
+    /// A builder over shared application state the host keeps a handle to.
+    pub fn builder_arc(state: Arc<S>) -> DispatcherBuilder<S> {
+        DispatcherBuilder {
+            state,
+            tools: Vec::new(),
+            authorizer: Box::new(AllowAuthenticated),
+            refresher: None,
+            sanitizer: Sanitizer::default(),
+            audit: None,
+            clock: Arc::new(SystemClock),
+            principal_max_age: DEFAULT_PRINCIPAL_MAX_AGE,
+            policy: RiskPolicy::default(),
+            idempotency: None,
+            approvals: None,
+            ledger: None,
+            operations: None,
+            store_deadline: STORE_DEADLINE,
+            idempotency_ttl: HashMap::new(),
+            fail_open_read_only: false,
+            custom: CustomStages::default(),
+        }
+    }
+}
+
+impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
+    /// Registers a tool.
+    pub fn tool<T: Tool<S>>(self, tool: T) -> Self {
+        self.handle(ToolHandle::new(tool))
+    }
+
+    /// Registers an already wrapped tool.
+    pub fn handle(mut self, handle: ToolHandle<S>) -> Self {
+        self.tools.push(handle.inner);
+        self
+    }
+
+    /// Registers several tools (e.g. `Bank::tools()` of a `#[toolset]`).
+    pub fn tools(mut self, handles: impl IntoIterator<Item = ToolHandle<S>>) -> Self {
+        self.tools.extend(handles.into_iter().map(|h| h.inner));
+        self
+    }
+
+    /// Decides which principal may use which tool (default: every authenticated principal).
+    pub fn authorizer(mut self, authorizer: impl Authorizer) -> Self {
+        self.authorizer = Box::new(authorizer);
+        self
+    }
+
+    /// Looks the requester up again before an approved action executes (a closure
+    /// `Fn(&Principal) -> Option<Principal>`, or an async [`PrincipalRefresher`]).
+    pub fn principal_refresher(mut self, refresher: impl PrincipalRefresher) -> Self {
+        self.refresher = Some(Box::new(refresher));
+        self
+    }
+
+    /// Sets the sanitizer rules.
+    pub fn sanitizer(mut self, sanitizer: Sanitizer) -> Self {
+        self.sanitizer = sanitizer;
+        self
+    }
+
+    /// Sets the audit sink (default: an in-memory sink).
+    pub fn audit(mut self, sink: impl AuditSink) -> Self {
+        self.audit = Some(Arc::new(sink));
+        self
+    }
+
+    /// Sets the clock (default: the system clock).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// How long a principal's authentication stays valid (default 12 h).
+    pub fn principal_max_age(mut self, max_age: Duration) -> Self {
+        self.principal_max_age = max_age;
+        self
+    }
+
+    /// Sets the risk policy.
+    pub fn policy(mut self, policy: RiskPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Adds a custom stage at `point` (see [`crate::stage::custom`]). Stages at one point run
+    /// in the order they were added.
+    pub fn custom_stage(mut self, point: StagePoint, stage: impl CustomStage) -> Self {
+        self.custom.push(point, Arc::new(stage));
+        self
+    }
+
+    /// Uses one backend for every store (idempotency, approvals, ledger, operations).
+    pub fn store<B>(mut self, store: Arc<B>) -> Self
+    where
+        B: IdempotencyStore + ApprovalStore + SessionLedger + OperationStore,
+    {
+        self.idempotency = Some(store.clone());
+        self.approvals = Some(store.clone());
+        self.ledger = Some(store.clone());
+        self.operations = Some(store);
+        self
+    }
+
+    /// Keeps every store and the audit trail in the SQLite file at `path`, created if missing
+    /// (feature `sqlite`; see [`crate::store::SqliteStore`]). Store statements and audit entries
+    /// share one connection and its group commits, fully synced ([`crate::store::Durability::Full`]).
+    #[cfg(feature = "sqlite")]
+    pub fn sqlite(
+        self,
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<Self, crate::store::StoreError> {
+        let store = Arc::new(crate::store::SqliteStore::open_with(
+            path,
+            crate::store::Durability::Full,
+        )?);
+        let audit = store.audit_sink()?;
+        Ok(self.store(store).audit(audit))
+    }
+
+    /// Sets the idempotency store alone.
+    pub fn idempotency_store(mut self, store: Arc<dyn IdempotencyStore>) -> Self {
+        self.idempotency = Some(store);
+        self
+    }
+
+    /// Sets the approval store alone.
+    pub fn approval_store(mut self, store: Arc<dyn ApprovalStore>) -> Self {
+        self.approvals = Some(store);
+        self
+    }
+
+    /// Sets the session ledger alone.
+    pub fn session_ledger(mut self, ledger: Arc<dyn SessionLedger>) -> Self {
+        self.ledger = Some(ledger);
+        self
+    }
+
+    /// Sets the operation store alone.
+    pub fn operation_store(mut self, store: Arc<dyn OperationStore>) -> Self {
+        self.operations = Some(store);
+        self
+    }
+
+    /// Longest wait for one store operation, on every entry point (calls, approval decisions,
+    /// status queries, reconciliation); default [`STORE_DEADLINE`]. A store that does not
+    /// answer in time counts as unavailable: state-changing calls fail closed.
+    pub fn store_deadline(mut self, deadline: Duration) -> Self {
+        self.store_deadline = deadline;
+        self
+    }
+
+    /// Lifetime of `tool`'s idempotency records (default 24 h).
+    pub fn idempotency_ttl(mut self, tool: &str, ttl: Duration) -> Self {
+        self.idempotency_ttl.insert(tool.to_owned(), ttl);
+        self
+    }
+
+    /// Lets read-only tools run without idempotency when the store is down (default: closed).
+    pub fn fail_open_read_only(mut self, yes: bool) -> Self {
+        self.fail_open_read_only = yes;
+        self
+    }
+
+    /// Checks the registry and every option's tool and field names, and compiles every schema
+    /// once.
+    pub fn build(self) -> Result<Dispatcher<S>, BuildError> {
+        let (tools, order) = register(self.tools)?;
+        names::check(
+            &tools,
+            &self.policy,
+            &self.sanitizer,
+            &*self.authorizer,
+            self.idempotency_ttl.keys(),
+        )?;
+        let memory = Arc::new(MemoryStore::new());
+        let deadline = self.store_deadline;
+        let stores = Stores {
+            idempotency: Deadlined::new(self.idempotency.unwrap_or_else(|| memory.clone()), deadline),
+            approvals: Deadlined::new(self.approvals.unwrap_or_else(|| memory.clone()), deadline),
+            ledger: Deadlined::new(self.ledger.unwrap_or_else(|| memory.clone()), deadline),
+            operations: Deadlined::new(self.operations.unwrap_or(memory), deadline),
+        };
+        let core = Core {
+            tools,
+            order,
+            state: self.state,
+            authorizer: self.authorizer,
+            refresher: self.refresher,
+            sanitizer: self.sanitizer,
+            audit: self.audit.unwrap_or_else(|| Arc::new(MemoryAuditSink::new())),
+            clock: self.clock,
+            principal_max_age: self.principal_max_age,
+            policy: self.policy,
+            stores,
+            idempotency_ttl: self.idempotency_ttl,
+            fail_open_read_only: self.fail_open_read_only,
+            custom: self.custom,
+        };
+        Ok(Dispatcher {
+            core: Arc::new(core),
+        })
+    }
+}
+
+type Registry<S> = (HashMap<String, Registered<S>>, Vec<String>);
+
+/// Checks each tool's declaration, compiles its schemas and registers it once.
+fn register<S: Send + Sync + 'static>(
+    list: Vec<Arc<dyn ErasedTool<S>>>,
+) -> Result<Registry<S>, BuildError> {
+    let mut tools = HashMap::new();
+    let mut order = Vec::new();
+    for tool in list {
+        let spec = tool.spec();
+        let name = spec.name.clone();
+        let unsafe_decl = |message: String| BuildError::UnsafeDeclaration {
+            tool: name.clone(),
+            message,
+        };
+        if spec.risk >= Risk::High && !spec.read_only && !spec.idempotent {
+            let message = "a high-risk tool that changes state must be idempotent";
+            return Err(unsafe_decl(message.to_owned()));
+        }
+        crate::spec::check_identity_properties(&spec.input_schema).map_err(unsafe_decl)?;
+        let compile = |schema: &Value, which| {
+            stage::validate::compile(schema).map_err(|message| BuildError::InvalidSchema {
+                tool: name.clone(),
+                which,
+                message,
+            })
+        };
+        let input = compile(&spec.input_schema, "input")?;
+        let output = compile(&spec.output_schema, "output")?;
+        if tools.contains_key(&name) {
+            return Err(BuildError::DuplicateTool(name));
+        }
+        order.push(name.clone());
+        let registered = Registered {
+            tool,
+            input,
+            output,
+        };
+        tools.insert(name, registered);
+    }
+    Ok((tools, order))
+}

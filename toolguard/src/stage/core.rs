@@ -1,0 +1,96 @@
+//! What the stages read: the registry, the configuration and the stores of a built dispatcher.
+//! Stages take a `&Core` and never call back into the dispatcher; every store in it is wrapped
+//! in the store deadline when the dispatcher is built.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use jsonschema::Validator;
+
+use super::authorize::Authorizer;
+use super::custom::CustomStages;
+use super::principal::PrincipalRefresher;
+use crate::audit::AuditSink;
+use crate::call::Principal;
+use crate::clock::Clock;
+use crate::erased::ErasedTool;
+use crate::sanitize::Sanitizer;
+use crate::spec::ToolSpec;
+use crate::stage::policy::RiskPolicy;
+use crate::store::{ApprovalStore, IdempotencyStore, OperationStore, SessionLedger};
+use crate::tool::ToolContext;
+
+/// A registered tool with its compiled schemas.
+pub(crate) struct Registered<S: Send + Sync + 'static> {
+    pub(crate) tool: Arc<dyn ErasedTool<S>>,
+    pub(crate) input: Validator,
+    pub(crate) output: Validator,
+}
+
+impl<S: Send + Sync + 'static> Registered<S> {
+    pub(crate) fn spec(&self) -> &ToolSpec {
+        self.tool.spec()
+    }
+}
+
+/// The stores a call's path uses, each under the store deadline.
+pub(crate) struct Stores {
+    pub(crate) idempotency: Arc<dyn IdempotencyStore>,
+    pub(crate) approvals: Arc<dyn ApprovalStore>,
+    pub(crate) ledger: Arc<dyn SessionLedger>,
+    pub(crate) operations: Arc<dyn OperationStore>,
+}
+
+/// The registry and configuration of a built dispatcher.
+pub(crate) struct Core<S: Send + Sync + 'static> {
+    pub(crate) tools: HashMap<String, Registered<S>>,
+    pub(crate) order: Vec<String>,
+    pub(crate) state: Arc<S>,
+    pub(crate) authorizer: Box<dyn Authorizer>,
+    pub(crate) refresher: Option<Box<dyn PrincipalRefresher>>,
+    pub(crate) sanitizer: Sanitizer,
+    pub(crate) audit: Arc<dyn AuditSink>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) principal_max_age: Duration,
+    pub(crate) policy: RiskPolicy,
+    pub(crate) stores: Stores,
+    pub(crate) idempotency_ttl: HashMap<String, Duration>,
+    pub(crate) fail_open_read_only: bool,
+    pub(crate) custom: CustomStages,
+}
+
+impl<S: Send + Sync + 'static> Core<S> {
+    /// The clock's time.
+    pub(crate) fn now(&self) -> SystemTime {
+        self.clock.now()
+    }
+
+    /// The declaration of tool `name`.
+    pub(crate) fn spec(&self, name: &str) -> Option<&ToolSpec> {
+        self.tools.get(name).map(Registered::spec)
+    }
+
+    /// Lifetime of `spec`'s idempotency records.
+    pub(crate) fn idempotency_ttl(&self, spec: &ToolSpec) -> Duration {
+        self.idempotency_ttl
+            .get(&spec.name)
+            .copied()
+            .unwrap_or(super::idempotency::DEFAULT_TTL)
+    }
+
+    /// The handler's context for `principal`.
+    pub(crate) fn context(
+        &self,
+        principal: &Principal,
+        call_id: &str,
+        operation_id: Option<String>,
+    ) -> ToolContext<S> {
+        ToolContext::new(
+            Arc::new(principal.clone()),
+            self.state.clone(),
+            call_id,
+            operation_id,
+        )
+    }
+}

@@ -1,0 +1,107 @@
+//! The terminal step of every entry point: the operation record of an admitted call gets its
+//! outcome, the answer becomes the [`ToolOutcome`], and exactly one terminal audit entry is
+//! written (a panicking store or sink is contained and logged).
+
+use std::time::Instant;
+
+use super::core::Core;
+use super::trace::{Answer, Trace};
+use crate::audit::{AuditEvent, AuditRecord};
+use crate::call::Principal;
+use crate::clock::unix_millis;
+use crate::metrics;
+use crate::outcome::{Status, ToolOutcome};
+use crate::store::OperationState;
+
+/// Longest untrusted tool name or call id, in characters, written to audit entries and spans.
+pub const MAX_LABEL_CHARS: usize = 128;
+
+/// `s` cut to [`MAX_LABEL_CHARS`] characters.
+pub(crate) fn capped(s: &str) -> String {
+    match s.char_indices().nth(MAX_LABEL_CHARS) {
+        Some((end, _)) => s[..end].to_owned(),
+        None => s.to_owned(),
+    }
+}
+
+/// Whom and what an entry is about.
+pub(crate) struct Subject<'a> {
+    pub(crate) event: AuditEvent,
+    pub(crate) call_id: &'a str,
+    pub(crate) tool: &'a str,
+    pub(crate) principal: &'a Principal,
+    pub(crate) started: Instant,
+}
+
+/// Records the outcome of the operation, writes the audit entry, metrics and span status.
+pub(crate) async fn finish<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    about: Subject<'_>,
+    t: Trace,
+    answer: Answer,
+) -> ToolOutcome {
+    let tool_label = t
+        .tool
+        .clone()
+        .unwrap_or_else(|| metrics::UNKNOWN_TOOL_LABEL.to_owned());
+    if t.admitted
+        && !answer.replayed
+        && let Some(spec) = core.spec(&tool_label)
+    {
+        let state = OperationState::from_status(answer.status);
+        let stored = answer.stored(t.operation_id.as_deref());
+        let put = super::record::put(core, about.principal, spec, about.call_id, &t, state, Some(stored));
+        if super::execute::contained(put).await.is_err() {
+            tracing::error!("the operation store panicked; the record was not updated");
+        }
+    }
+    let mut outcome = outcome(about.call_id, about.tool, answer, &t);
+    // The real not-found class stays in the audit trail; outside, every not_found is alike.
+    let audit_reason = outcome.reason.clone();
+    if outcome.status == Status::NotFound {
+        outcome.reason = None;
+    }
+    let record = AuditRecord {
+        event: about.event,
+        time_ms: unix_millis(core.now()),
+        tenant: about.principal.tenant.clone(),
+        subject: about.principal.subject.clone(),
+        session: about.principal.session_id.clone(),
+        tool: capped(about.tool),
+        call_id: capped(about.call_id),
+        operation_id: t.operation_id,
+        idempotency_key: t.idempotency_key,
+        stage: t.stage,
+        status: Some(outcome.status),
+        reason: audit_reason,
+        request_digest: t.request_digest,
+        arguments: t.arguments,
+        modifications: t.modifications,
+        approval_id: t
+            .approval_id
+            .or_else(|| outcome.approval.as_ref().map(|a| a.approval_id.clone())),
+        approver: t.approver,
+        replayed: outcome.replayed,
+        duration_us: u64::try_from(about.started.elapsed().as_micros()).unwrap_or(u64::MAX),
+    };
+    match super::execute::contained(core.audit.append(record)).await {
+        Ok(Ok(seq)) => outcome.audit_seq = Some(seq),
+        Ok(Err(err)) => tracing::error!(error = %err, "audit entry could not be written"),
+        Err(_) => tracing::error!("the audit sink panicked; the entry was not written"),
+    }
+    metrics::call_finished(&tool_label, outcome.status);
+    tracing::Span::current().record("toolguard.status", outcome.status.as_str());
+    outcome
+}
+
+fn outcome(call_id: &str, tool: &str, answer: Answer, t: &Trace) -> ToolOutcome {
+    let mut outcome = ToolOutcome::new(call_id, tool, answer.status);
+    outcome.reason = answer.reason;
+    outcome.message = answer.message;
+    outcome.output = answer.output;
+    outcome.approval = answer.approval;
+    outcome.replayed = answer.replayed;
+    outcome.errors = answer.errors;
+    outcome.operation_id = t.operation_id.clone();
+    outcome
+}

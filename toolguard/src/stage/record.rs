@@ -1,0 +1,82 @@
+//! Operation records: what became of a state-changing call, kept for the operation-status query
+//! and reconciliation. Written `executing` before the handler runs (a store error then stops the
+//! call: nothing runs unrecorded) and with the outcome when the call ends.
+
+use serde_json::Value;
+
+use super::Stop;
+use super::core::Core;
+use super::trace::Trace;
+use crate::call::Principal;
+use crate::clock::unix_millis;
+use crate::outcome::Status;
+use crate::spec::ToolSpec;
+use crate::store::{OperationRecord, OperationState, ScopedKey, StoredOutcome};
+
+/// Writes the operation record of the call `t` describes; a store error stops the call.
+pub(crate) async fn put<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    principal: &Principal,
+    spec: &ToolSpec,
+    call_id: &str,
+    t: &Trace,
+    state: OperationState,
+    outcome: Option<StoredOutcome>,
+) -> Result<(), Stop> {
+    let Some(id) = t.operation_id.clone() else {
+        return Ok(());
+    };
+    let record = OperationRecord {
+        id,
+        tenant: principal.tenant.clone(),
+        subject: principal.subject.clone(),
+        tool: spec.name.clone(),
+        call_id: call_id.to_owned(),
+        state,
+        outcome,
+        arguments: t.arguments_for_operation.clone().unwrap_or(Value::Null),
+        idempotency: t.idempotency_key.as_ref().map(|k| ScopedKey {
+            tenant: principal.tenant.clone(),
+            subject: principal.subject.clone(),
+            tool: spec.name.clone(),
+            key: k.clone(),
+        }),
+        approval_id: t.approval_id.clone(),
+        updated_at_ms: unix_millis(core.now()),
+    };
+    write(core, &record).await.map_err(|()| {
+        Stop::new(
+            Status::Unavailable,
+            "operation_store_unavailable",
+            "the operation store is unavailable; nothing was done",
+        )
+    })
+}
+
+/// Writes `record` (logging a store error).
+pub(crate) async fn write<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    record: &OperationRecord,
+) -> Result<(), ()> {
+    core.stores.operations.put(record).await.map_err(|err| {
+        tracing::error!(error = %err, operation = %record.id, "operation record could not be written");
+    })
+}
+
+/// Sets the outcome of the existing record of operation `id` (approval decisions).
+pub(crate) async fn settle<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    id: &str,
+    stored: &StoredOutcome,
+) {
+    match core.stores.operations.get(id).await {
+        Ok(Some(mut op)) => {
+            op.state = OperationState::from_status(stored.status);
+            op.outcome = Some(stored.clone());
+            op.updated_at_ms = unix_millis(core.now());
+            let _ = write(core, &op).await;
+        }
+        Ok(None) => {}
+        Err(err) => tracing::error!(error = %err, operation = %id, "operation record could not be read"),
+    }
+}

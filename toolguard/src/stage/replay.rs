@@ -1,0 +1,60 @@
+//! Replay: a stored outcome answers a call again (`replayed: true`), and a deferred business or
+//! policy failure gives way to the stored outcome of the same request under the caller's key.
+
+use super::core::Core;
+use super::trace::{Answer, Exit, Trace};
+use super::{Stage, Stop};
+use crate::call::Principal;
+use crate::outcome::Status;
+use crate::spec::ToolSpec;
+use crate::store::StoredOutcome;
+
+/// The stored outcome of this request under the caller's own key, replayed; without one, `stop`
+/// at `stage`.
+pub(crate) async fn or_stop<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    spec: &ToolSpec,
+    principal: &Principal,
+    stage: Stage,
+    stop: Stop,
+    t: &mut Trace,
+) -> Exit {
+    let digest = t.request_digest.clone().unwrap_or_default();
+    let stored = super::idempotency::stored_replay(
+        &*core.stores.idempotency,
+        spec,
+        principal,
+        t.idempotency_key.as_deref(),
+        &digest,
+        core.now(),
+    )
+    .await;
+    match stored {
+        Some(stored) => {
+            t.at(Stage::Idempotency);
+            t.operation_id = stored.operation_id.clone().or(t.operation_id.take());
+            Exit::Answer(replayed(core, spec, stored).await)
+        }
+        None => {
+            t.at(stage);
+            Exit::Stop(stop)
+        }
+    }
+}
+
+/// A stored outcome returned again. A pending approval that has meanwhile expired is closed and
+/// answers `approval_expired`.
+pub(crate) async fn replayed<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    spec: &ToolSpec,
+    stored: StoredOutcome,
+) -> Answer {
+    crate::metrics::idempotency_hit(&spec.name);
+    if stored.status == Status::PendingApproval
+        && let Some(ticket) = &stored.approval
+        && let Some(expired) = super::approval::expire_if_due(core, &ticket.approval_id).await
+    {
+        return Answer::replay(expired);
+    }
+    Answer::replay(stored)
+}
