@@ -247,7 +247,7 @@ fn principal_from_env() -> Principal {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dispatcher = Dispatcher::builder()
+    let dispatcher = Dispatcher::builder(())
         .tool(GetBalance)
         .tool(TransferFunds)
         .tool(ResetLedger)

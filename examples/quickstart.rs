@@ -101,8 +101,7 @@ pub async fn run() -> Vec<String> {
         );
     }
     let audit = Arc::new(MemoryAuditSink::new());
-    let dispatcher = Dispatcher::builder()
-        .state(notebook)
+    let dispatcher = Dispatcher::builder(notebook)
         .tool(ReadNote)
         .tool(AppendLine)
         .audit(audit.clone())

@@ -36,8 +36,7 @@ fn harness() -> H {
     let audit = Arc::new(MemoryAuditSink::new());
     let clock = Arc::new(ManualClock::new(SystemTime::now()));
     let store = Arc::new(MemoryStore::new());
-    let d = Dispatcher::builder()
-        .state_arc(ledger.clone())
+    let d = Dispatcher::builder_arc(ledger.clone())
         .tool(TransferFunds)
         .tool(CloseAccount)
         .tool(WireOut)
@@ -103,11 +102,21 @@ async fn large_transfer_waits_for_a_human_and_retries_get_the_same_request() {
     assert!(retry.replayed);
     assert_eq!(retry.approval.unwrap().approval_id, id);
     assert_eq!(
-        h.d.approvals().pending("acme").await.unwrap().len(),
+        h.d.approvals()
+            .pending(&toolguard::Principal::new("acme", "viewer", "console"))
+            .await
+            .unwrap()
+            .len(),
         1,
         "no second request"
     );
-    assert!(h.d.approvals().pending("globex").await.unwrap().is_empty());
+    assert!(
+        h.d.approvals()
+            .pending(&toolguard::Principal::new("globex", "viewer", "console"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -117,7 +126,7 @@ async fn only_an_eligible_other_person_of_the_tenant_can_approve() {
 
     let by_requester =
         h.d.approvals()
-            .approve(&id, &alice().with_role("approver"))
+            .approve(&alice().with_role("approver"), &id)
             .await;
     assert_eq!(by_requester.status, Status::Forbidden);
     assert_eq!(
@@ -132,13 +141,13 @@ async fn only_an_eligible_other_person_of_the_tenant_can_approve() {
 
     let no_role =
         h.d.approvals()
-            .approve(&id, &toolguard::Principal::new("acme", "eve", "s"))
+            .approve(&toolguard::Principal::new("acme", "eve", "s"), &id)
             .await;
     assert_eq!(no_role.status, Status::Forbidden);
 
     let foreign =
         h.d.approvals()
-            .approve(&id, &carol_foreign_approver())
+            .approve(&carol_foreign_approver(), &id)
             .await;
     assert_eq!(
         foreign.status,
@@ -148,13 +157,13 @@ async fn only_an_eligible_other_person_of_the_tenant_can_approve() {
 
     let stale = bob_approver().authenticated_at(SystemTime::now() - Duration::from_secs(24 * 3600));
     assert_eq!(
-        h.d.approvals().approve(&id, &stale).await.status,
+        h.d.approvals().approve(&stale, &id).await.status,
         Status::Forbidden
     );
 
     assert_eq!(h.ledger.transfers(), 0);
 
-    let approved = h.d.approvals().approve(&id, &bob_approver()).await;
+    let approved = h.d.approvals().approve(&bob_approver(), &id).await;
     assert_eq!(approved.status, Status::Ok, "{approved:?}");
     assert_eq!(
         approved.call_id, "call-big",
@@ -180,7 +189,7 @@ async fn only_an_eligible_other_person_of_the_tenant_can_approve() {
     assert_eq!(retry.output, approved.output);
     assert_eq!(h.ledger.transfers(), 1);
 
-    let again = h.d.approvals().approve(&id, &dave_approver()).await;
+    let again = h.d.approvals().approve(&dave_approver(), &id).await;
     assert_eq!(
         again.status,
         Status::PreconditionFailed,
@@ -198,14 +207,20 @@ async fn approvals_expire_at_the_boundary() {
     let now_ms = toolguard::clock::unix_millis(toolguard::Clock::now(&*h.clock));
     assert_eq!(expires - now_ms, 15 * 60 * 1000, "15 minutes by default");
     h.clock.advance(Duration::from_millis(expires - now_ms)); // now == expires_at: void
-    let late = h.d.approvals().approve(&id, &bob_approver()).await;
+    let late = h.d.approvals().approve(&bob_approver(), &id).await;
     assert_eq!(late.status, Status::ApprovalExpired);
     assert_eq!(h.ledger.transfers(), 0);
     let retry = h
         .call("transfer_funds", transfer(1_500_000, "big-key-0003"))
         .await;
     assert_eq!(retry.status, Status::ApprovalExpired);
-    assert!(h.d.approvals().pending("acme").await.unwrap().is_empty());
+    assert!(
+        h.d.approvals()
+            .pending(&toolguard::Principal::new("acme", "viewer", "console"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -226,7 +241,7 @@ async fn rejection_is_stored_for_retries() {
     let (_, id) = h.pending_transfer("big-key-0005").await;
     let out =
         h.d.approvals()
-            .reject(&id, &bob_approver(), "looks odd")
+            .reject(&bob_approver(), &id, "looks odd")
             .await;
     assert_eq!(out.status, Status::ApprovalRejected);
     let entry = h.audit.get(out.audit_seq.unwrap()).unwrap();
@@ -240,13 +255,13 @@ async fn rejection_is_stored_for_retries() {
     assert_eq!(retry.status, Status::ApprovalRejected);
     assert!(retry.replayed);
     assert_eq!(
-        h.d.approvals().approve(&id, &dave_approver()).await.status,
+        h.d.approvals().approve(&dave_approver(), &id).await.status,
         Status::ApprovalRejected,
         "a rejected request answers approval_rejected"
     );
     assert_eq!(
         h.d.approvals()
-            .reject(&id, &dave_approver(), "again")
+            .reject(&dave_approver(), &id, "again")
             .await
             .status,
         Status::ApprovalRejected
@@ -262,7 +277,7 @@ async fn a_tampered_request_is_refused_at_approval() {
     stored.arguments["to_account"] = json!("acc-carol-1");
     let v = stored.version;
     assert!(h.store.update(&stored, v).await.unwrap());
-    let out = h.d.approvals().approve(&id, &bob_approver()).await;
+    let out = h.d.approvals().approve(&bob_approver(), &id).await;
     assert_eq!(out.status, Status::ApprovalRejected);
     assert_eq!(out.reason.as_deref(), Some("binding_mismatch"));
     assert_eq!(h.ledger.transfers(), 0);
@@ -278,7 +293,14 @@ async fn a_changed_argument_is_a_new_intent_needing_a_new_approval() {
     let out = h.call("transfer_funds", changed).await;
     assert_eq!(out.status, Status::PendingApproval);
     assert_ne!(out.approval.unwrap().approval_id, first);
-    assert_eq!(h.d.approvals().pending("acme").await.unwrap().len(), 2);
+    assert_eq!(
+        h.d.approvals()
+            .pending(&toolguard::Principal::new("acme", "viewer", "console"))
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
 }
 
 #[tokio::test]
@@ -294,7 +316,7 @@ async fn state_is_rechecked_before_an_approved_action_executes() {
         .get_mut("acc-alice-1")
         .unwrap()
         .balance = 100;
-    let out = h.d.approvals().approve(&id, &bob_approver()).await;
+    let out = h.d.approvals().approve(&bob_approver(), &id).await;
     assert_eq!(out.status, Status::PreconditionFailed);
     assert_eq!(h.ledger.transfers(), 0);
     // And when the account changes hands, the requester no longer owns it.
@@ -312,7 +334,7 @@ async fn state_is_rechecked_before_an_approved_action_executes() {
         .get_mut("acc-alice-1")
         .unwrap()
         .owner = "mallory".into();
-    let out = h.d.approvals().approve(&id2, &bob_approver()).await;
+    let out = h.d.approvals().approve(&bob_approver(), &id2).await;
     assert_eq!(out.status, Status::NotFound);
     assert_eq!(h.ledger.transfers(), 0);
 }
@@ -330,7 +352,7 @@ async fn critical_tools_always_need_approval() {
     assert_eq!(h.ledger.runs(), 0);
     let id = out.approval.unwrap().approval_id;
     assert_eq!(
-        h.d.approvals().approve(&id, &bob_approver()).await.status,
+        h.d.approvals().approve(&bob_approver(), &id).await.status,
         Status::Ok
     );
     assert_eq!(h.ledger.runs(), 1);
@@ -346,16 +368,16 @@ async fn dual_control_needs_two_distinct_approvers() {
         )
         .await;
     let id = out.approval.unwrap().approval_id;
-    let first = h.d.approvals().approve(&id, &bob_approver()).await;
+    let first = h.d.approvals().approve(&bob_approver(), &id).await;
     assert_eq!(first.status, Status::PendingApproval);
     assert_eq!(h.ledger.transfers(), 0);
-    let twice = h.d.approvals().approve(&id, &bob_approver()).await;
+    let twice = h.d.approvals().approve(&bob_approver(), &id).await;
     assert_eq!(
         twice.status,
         Status::Forbidden,
         "the same approver does not count twice"
     );
-    let second = h.d.approvals().approve(&id, &dave_approver()).await;
+    let second = h.d.approvals().approve(&dave_approver(), &id).await;
     assert_eq!(second.status, Status::Ok);
     assert_eq!(h.ledger.transfers(), 1);
     let request = h.d.approvals().get(&alice(), &id).await.unwrap().unwrap();
@@ -378,7 +400,7 @@ async fn concurrent_approvals_execute_once() {
         tasks.push(tokio::spawn(async move {
             let who = toolguard::Principal::new("acme", format!("approver-{i}"), "s")
                 .with_role("approver");
-            h.d.approvals().approve(&id, &who).await.status
+            h.d.approvals().approve(&who, &id).await.status
         }));
     }
     let statuses: Vec<Status> = futures_join(tasks).await;
@@ -404,14 +426,18 @@ async fn deciding_on_an_expired_request_answers_approval_expired() {
     let (_, id) = h.pending_transfer("big-key-0012").await;
     h.clock.advance(Duration::from_secs(16 * 60));
     assert!(
-        h.d.approvals().pending("acme").await.unwrap().is_empty(),
+        h.d.approvals()
+            .pending(&toolguard::Principal::new("acme", "viewer", "console"))
+            .await
+            .unwrap()
+            .is_empty(),
         "expired requests are not listed as pending"
     );
-    let first = h.d.approvals().approve(&id, &bob_approver()).await;
+    let first = h.d.approvals().approve(&bob_approver(), &id).await;
     assert_eq!(first.status, Status::ApprovalExpired);
     for out in [
-        h.d.approvals().approve(&id, &dave_approver()).await,
-        h.d.approvals().reject(&id, &dave_approver(), "late").await,
+        h.d.approvals().approve(&dave_approver(), &id).await,
+        h.d.approvals().reject(&dave_approver(), &id, "late").await,
     ] {
         assert_eq!(out.status, Status::ApprovalExpired, "{out:?}");
         assert_eq!(out.reason.as_deref(), Some("expired"));
@@ -426,7 +452,7 @@ async fn a_handler_failure_after_approval_is_not_replayed() {
     let out = h.call("shaky_close", args.clone()).await;
     assert_eq!(out.status, Status::PendingApproval);
     let first_id = out.approval.unwrap().approval_id;
-    let approved = h.d.approvals().approve(&first_id, &bob_approver()).await;
+    let approved = h.d.approvals().approve(&bob_approver(), &first_id).await;
     assert_eq!(approved.status, Status::Failed, "{approved:?}");
     assert_eq!(h.ledger.runs(), 1);
     // The failure is not stored under the key: the retry is a new request, not a replay.
@@ -435,7 +461,7 @@ async fn a_handler_failure_after_approval_is_not_replayed() {
     assert!(!retry.replayed);
     let second_id = retry.approval.unwrap().approval_id;
     assert_ne!(second_id, first_id);
-    let approved = h.d.approvals().approve(&second_id, &bob_approver()).await;
+    let approved = h.d.approvals().approve(&bob_approver(), &second_id).await;
     assert_eq!(approved.status, Status::Ok, "{approved:?}");
     assert_eq!(h.ledger.runs(), 2);
 }
@@ -451,7 +477,7 @@ async fn an_approved_handler_sees_the_checked_addresses() {
         .await;
     assert_eq!(out.status, Status::PendingApproval, "{out:?}");
     let id = out.approval.unwrap().approval_id;
-    let approved = h.d.approvals().approve(&id, &bob_approver()).await;
+    let approved = h.d.approvals().approve(&bob_approver(), &id).await;
     assert_eq!(approved.status, Status::Ok, "{approved:?}");
     assert_eq!(
         approved.data(),
@@ -462,8 +488,7 @@ async fn an_approved_handler_sees_the_checked_addresses() {
 #[tokio::test]
 async fn a_huge_approval_ttl_does_not_overflow() {
     let ledger = Arc::new(Ledger::seeded());
-    let d = Dispatcher::builder()
-        .state_arc(ledger.clone())
+    let d = Dispatcher::builder_arc(ledger.clone())
         .tool(CloseAccount)
         .audit(MemoryAuditSink::new())
         .policy(RiskPolicy::new().approval_ttl(Duration::MAX))
@@ -484,7 +509,7 @@ async fn a_huge_approval_ttl_does_not_overflow() {
     assert_eq!(ticket.expires_at_ms, u64::MAX);
     assert_eq!(
         d.approvals()
-            .approve(&ticket.approval_id, &bob_approver())
+            .approve(&bob_approver(), &ticket.approval_id)
             .await
             .status,
         Status::Ok

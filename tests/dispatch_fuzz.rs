@@ -73,8 +73,7 @@ fn valid_docs() -> Vec<String> {
 async fn every_random_or_truncated_document_gets_a_status() {
     let ledger = Arc::new(Ledger::seeded());
     let audit = Arc::new(MemoryAuditSink::new());
-    let d = Dispatcher::builder()
-        .state_arc(ledger.clone())
+    let d = Dispatcher::builder_arc(ledger.clone())
         .tool(TransferFunds)
         .tool(GetBalance)
         .tool(EchoNote)

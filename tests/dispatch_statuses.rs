@@ -21,8 +21,7 @@ struct Harness {
 fn harness() -> Harness {
     let ledger = Arc::new(Ledger::seeded());
     let audit = Arc::new(MemoryAuditSink::new());
-    let dispatcher = Dispatcher::builder()
-        .state_arc(ledger.clone())
+    let dispatcher = Dispatcher::builder_arc(ledger.clone())
         .tool(TransferFunds)
         .tool(GetBalance)
         .tool(EchoNote)
@@ -395,8 +394,7 @@ async fn tampering_with_one_entry_is_detected_at_that_entry() {
 
 /// The error `build` gives for a dispatcher holding `tool` alone.
 fn refused(tool: impl toolguard::Tool<Ledger>) -> toolguard::BuildError {
-    Dispatcher::builder()
-        .state(Ledger::seeded())
+    Dispatcher::builder(Ledger::seeded())
         .tool(tool)
         .build()
         .err()
@@ -405,8 +403,7 @@ fn refused(tool: impl toolguard::Tool<Ledger>) -> toolguard::BuildError {
 
 #[tokio::test]
 async fn registry_refuses_duplicates_and_unsafe_declarations() {
-    let err = Dispatcher::builder()
-        .state(Ledger::seeded())
+    let err = Dispatcher::builder(Ledger::seeded())
         .tool(EchoNote)
         .tool(EchoNote)
         .build()
@@ -511,8 +508,7 @@ async fn output_outside_the_contract_is_not_passed_on() {
     let audit = Arc::new(MemoryAuditSink::new());
     let mut report = SpecTool::new("count_report", json!({"type": "integer"}), json!("many"));
     report.spec.read_only = true;
-    let d = Dispatcher::builder()
-        .state_arc(ledger.clone())
+    let d = Dispatcher::builder_arc(ledger.clone())
         .tool(SpecTool::new(
             "count_change",
             json!({"type": "integer"}),

@@ -36,8 +36,7 @@ fn harness() -> H {
     let audit = Arc::new(MemoryAuditSink::new());
     let clock = Arc::new(ManualClock::new(std::time::SystemTime::now()));
     let store = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new())));
-    let d = Dispatcher::builder()
-        .state_arc(ledger.clone())
+    let d = Dispatcher::builder_arc(ledger.clone())
         .tool(TransferFunds)
         .tool(GetBalance)
         .tool(CreditPoints)

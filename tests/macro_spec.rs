@@ -393,8 +393,7 @@ async fn toolset_tools() {
 async fn dispatcher_enforces_the_generated_constraints() {
     use toolguard::{Dispatcher, Status, ToolCall};
 
-    let dispatcher = Dispatcher::builder()
-        .state(Bank { fee: 7 })
+    let dispatcher = Dispatcher::builder(Bank { fee: 7 })
         .tools(Bank::tools())
         .tool(AddNumbers)
         .build()
@@ -513,8 +512,7 @@ async fn max_items_is_in_the_schema_and_enforced() {
         2
     );
 
-    let dispatcher = Dispatcher::builder()
-        .state(Bank { fee: 7 })
+    let dispatcher = Dispatcher::builder(Bank { fee: 7 })
         .tool(NotifyContacts)
         .build()
         .expect("dispatcher builds");
@@ -591,7 +589,7 @@ fn find_order(
 fn dispatcher_refuses_a_nested_identity_property() {
     use toolguard::{BuildError, Dispatcher};
 
-    let err = Dispatcher::builder()
+    let err = Dispatcher::builder(())
         .tool(FindOrder)
         .build()
         .err()

@@ -10,8 +10,7 @@ use toolguard::{Dispatcher, MemoryAuditSink, Status, ToolCall};
 use toolguard_suite::*;
 
 fn dispatcher(ledger: Arc<Ledger>) -> Dispatcher<Ledger> {
-    Dispatcher::builder()
-        .state_arc(ledger)
+    Dispatcher::builder_arc(ledger)
         .tool(EchoNote)
         .tool(GetBalance)
         .tool(BuggyExport)

@@ -26,8 +26,7 @@ fn dispatcher(
     ledger: Arc<Ledger>,
     clock: Arc<ManualClock>,
 ) -> Dispatcher<Ledger> {
-    Dispatcher::builder()
-        .state_arc(ledger)
+    Dispatcher::builder_arc(ledger)
         .tool(TransferFunds)
         .tool(SlowPayout)
         .tool(EchoNote)
@@ -74,7 +73,11 @@ async fn the_incident_six_transfers_under_the_threshold_are_stopped_by_the_sessi
     assert_eq!(ledger.transfers(), 1);
     let moved = before - ledger.balance("acc-alice-1");
     assert_eq!(moved, 800_000, "at most 800,000 cents move without a human");
-    let pending = d.approvals().pending("acme").await.unwrap();
+    let pending = d
+        .approvals()
+        .pending(&toolguard::Principal::new("acme", "viewer", "console"))
+        .await
+        .unwrap();
     assert_eq!(pending.len(), 5);
     assert!(pending.iter().all(|r| r.cause == "session_limit"));
 
@@ -388,7 +391,11 @@ async fn approval_without_an_idempotency_key_fails_closed() {
         assert!(out.approval.is_none());
     }
     assert!(
-        d.approvals().pending("acme").await.unwrap().is_empty(),
+        d.approvals()
+            .pending(&toolguard::Principal::new("acme", "viewer", "console"))
+            .await
+            .unwrap()
+            .is_empty(),
         "no request was opened"
     );
     assert_eq!(ledger.runs(), 0);
@@ -403,8 +410,7 @@ async fn an_unreadable_amount_is_denied_never_counted_as_zero() {
         kind: toolguard::FieldKind::Opaque,
         ..toolguard::FieldSpec::new("amount")
     }];
-    let d = Dispatcher::builder()
-        .state_arc(ledger.clone())
+    let d = Dispatcher::builder_arc(ledger.clone())
         .tool(payout)
         .audit(MemoryAuditSink::new())
         .store(Arc::new(MemoryStore::new()))

@@ -648,7 +648,7 @@ impl Tool<()> for GetBalance {
 
 #[tokio::test]
 async fn parse_dispatch_answer() {
-    let dispatcher = toolguard::dispatcher::Dispatcher::builder()
+    let dispatcher = toolguard::dispatcher::Dispatcher::builder(())
         .tool(GetBalance)
         .build()
         .unwrap();
@@ -677,7 +677,7 @@ async fn parse_dispatch_answer() {
 
 /// The `GetBalance` dispatcher of [`parse_dispatch_answer`].
 fn balance_dispatcher() -> toolguard::dispatcher::Dispatcher<()> {
-    toolguard::dispatcher::Dispatcher::builder()
+    toolguard::dispatcher::Dispatcher::builder(())
         .tool(GetBalance)
         .build()
         .unwrap()

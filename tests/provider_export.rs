@@ -262,8 +262,7 @@ fn tool_names_follow_the_portable_rule() {
 #[test]
 fn dispatcher_exports_its_tools_in_every_dialect() {
     use toolguard::provider::{Dialect, export};
-    let dispatcher = toolguard::Dispatcher::builder()
-        .state(toolguard_suite::Ledger::seeded())
+    let dispatcher = toolguard::Dispatcher::builder(toolguard_suite::Ledger::seeded())
         .tool(toolguard_suite::GetBalance)
         .tool(toolguard_suite::TransferFunds)
         .build()

@@ -198,8 +198,7 @@ async fn in_process() -> (
     use toolguard_suite::*;
     let ledger = std::sync::Arc::new(Ledger::seeded());
     let audit = std::sync::Arc::new(toolguard::MemoryAuditSink::new());
-    let dispatcher = toolguard::Dispatcher::builder()
-        .state_arc(ledger.clone())
+    let dispatcher = toolguard::Dispatcher::builder_arc(ledger.clone())
         .tool(HostKeyedPayment)
         .tool(TransferFunds)
         .tool(GetBalance)

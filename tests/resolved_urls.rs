@@ -24,7 +24,7 @@ async fn fetch_page(
 
 #[tokio::test]
 async fn handlers_see_the_checked_addresses() {
-    let d = Dispatcher::builder().tool(FetchPage).build().unwrap();
+    let d = Dispatcher::builder(()).tool(FetchPage).build().unwrap();
     let who = Principal::new("acme", "alice", "s");
     let out = d
         .dispatch(

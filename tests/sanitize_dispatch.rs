@@ -77,8 +77,7 @@ fn harness() -> Harness {
     let sanitizer = Sanitizer::new()
         .allow_email_domains("send_message", "to", ["example.com"])
         .path_root("send_message", "attachment", std::env::temp_dir());
-    let dispatcher = Dispatcher::builder()
-        .state_arc(ledger.clone())
+    let dispatcher = Dispatcher::builder_arc(ledger.clone())
         .tool(EchoNote)
         .tool(SendMessage)
         .tool(BookTrip)

@@ -57,8 +57,7 @@ fn harness_with(b: &Backend, idem: Arc<dyn IdempotencyStore>, fail_open: bool) -
         Some(a) => a.clone(),
         None => Arc::new(MemoryAuditSink::new()),
     };
-    let mut builder = Dispatcher::builder()
-        .state_arc(ledger.clone())
+    let mut builder = Dispatcher::builder_arc(ledger.clone())
         .tool(TransferFunds)
         .tool(GetBalance)
         .tool(CreditPoints)
@@ -688,9 +687,9 @@ async fn approval_via_dispatcher(b: Arc<Backend>) {
         .await;
     assert!(retry.replayed);
     assert_eq!(retry.status, Status::PendingApproval);
-    let approved = h.d.approvals().approve(&id, &bob_approver()).await;
+    let approved = h.d.approvals().approve(&bob_approver(), &id).await;
     assert_eq!(approved.status, Status::Ok, "{approved:?}");
-    let twice = h.d.approvals().approve(&id, &dave_approver()).await;
+    let twice = h.d.approvals().approve(&dave_approver(), &id).await;
     assert_ne!(twice.status, Status::Ok);
     assert_eq!(h.ledger.transfers(), 1);
     let replay = h
@@ -1308,8 +1307,7 @@ mod pipeline_faults {
                 Duration::from_secs(3600),
                 OnExceed::RequireApproval,
             );
-        let d = Dispatcher::builder()
-            .state_arc(ledger.clone())
+        let d = Dispatcher::builder_arc(ledger.clone())
             .tool(TransferFunds)
             .audit(SharedAudit(audit.clone()))
             .store(store.clone())
@@ -1368,7 +1366,7 @@ mod pipeline_faults {
         let f = faulty();
         let id = f.pending("record-key-1").await;
         f.store.fail(StoreOp::LedgerRecord);
-        let out = f.d.approvals().approve(&id, &bob_approver()).await;
+        let out = f.d.approvals().approve(&bob_approver(), &id).await;
         f.assert_closed(&out, "ledger_unavailable").await;
     }
 
@@ -1392,10 +1390,10 @@ mod pipeline_faults {
         let f = faulty();
         let id = f.pending("update-key-1").await;
         f.store.fail(StoreOp::ApprovalUpdate);
-        let out = f.d.approvals().approve(&id, &bob_approver()).await;
+        let out = f.d.approvals().approve(&bob_approver(), &id).await;
         f.assert_closed(&out, "approval_store_unavailable").await;
         f.store.heal_all();
-        let approved = f.d.approvals().approve(&id, &bob_approver()).await;
+        let approved = f.d.approvals().approve(&bob_approver(), &id).await;
         assert_eq!(approved.status, Status::Ok, "still pending: {approved:?}");
         assert_eq!(f.ledger.transfers(), 1);
     }

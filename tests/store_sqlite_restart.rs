@@ -23,8 +23,7 @@ fn transfer(amount: u64, key: &str) -> serde_json::Value {
 }
 
 fn dispatcher(path: &Path, ledger: Arc<Ledger>) -> Dispatcher<Ledger> {
-    Dispatcher::builder()
-        .state_arc(ledger)
+    Dispatcher::builder_arc(ledger)
         .tool(TransferFunds)
         .sqlite(path)
         .expect("open sqlite")
@@ -62,17 +61,21 @@ async fn a_pending_approval_survives_a_restart_and_executes_once() {
     assert_eq!(ledger.transfers(), 0);
 
     let d = dispatcher(&path, ledger.clone());
-    let pending = d.approvals().pending("acme").await.unwrap();
+    let pending = d
+        .approvals()
+        .pending(&toolguard::Principal::new("acme", "viewer", "console"))
+        .await
+        .unwrap();
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].id, id);
 
-    let approved = d.approvals().approve(&id, &bob_approver()).await;
+    let approved = d.approvals().approve(&bob_approver(), &id).await;
     assert_eq!(approved.status, Status::Ok, "{approved:?}");
     assert!(
         approved.audit_seq.unwrap() > first_seq,
         "the chain continues"
     );
-    let again = d.approvals().approve(&id, &dave_approver()).await;
+    let again = d.approvals().approve(&dave_approver(), &id).await;
     assert_ne!(again.status, Status::Ok);
     let retry = d
         .dispatch(

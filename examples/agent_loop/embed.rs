@@ -410,8 +410,7 @@ pub async fn run() -> Claims {
     let shop = Arc::new(shop());
     let audit = Arc::new(MemoryAuditSink::new());
     let clock = Arc::new(ManualClock::default());
-    let dispatcher = Dispatcher::builder()
-        .state_arc(shop.clone())
+    let dispatcher = Dispatcher::builder_arc(shop.clone())
         .tool(GetOrder)
         .tool(CancelOrder)
         .tool(AddNote)
@@ -541,7 +540,7 @@ pub async fn run() -> Claims {
         .map(|t| t.approval_id.clone())
         .unwrap_or_default();
     println!("     -- the clerk approves {approval} in the back office --");
-    let decided = dispatcher.approvals().approve(&approval, &clerk).await;
+    let decided = dispatcher.approvals().approve(&clerk, &approval).await;
     messages.push(json!({"role": "user", "content": "Is it done?"}));
     let later = user_turn(
         Dialect::OpenAiChat,

@@ -43,8 +43,7 @@ impl Lab {
                 OnExceed::RequireApproval,
             );
         }
-        let desk = Dispatcher::builder()
-            .state_arc(bank.clone())
+        let desk = Dispatcher::builder_arc(bank.clone())
             .tool(TransferFunds)
             .tool(GetBalance)
             .audit(audit.clone())
@@ -86,13 +85,13 @@ impl Lab {
     }
 
     async fn approve(&mut self, id: &str, who: &Principal) -> ToolOutcome {
-        let out = self.desk.approvals().approve(id, who).await;
+        let out = self.desk.approvals().approve(who, id).await;
         self.seen.push(out.clone());
         out
     }
 
     async fn reject(&mut self, id: &str, who: &Principal, why: &str) -> ToolOutcome {
-        let out = self.desk.approvals().reject(id, who, why).await;
+        let out = self.desk.approvals().reject(who, id, why).await;
         self.seen.push(out.clone());
         out
     }
@@ -1062,7 +1061,7 @@ async fn incident(lab: &mut Lab, c: &mut Claims) {
     let pending: Vec<_> = lab
         .desk
         .approvals()
-        .pending("acme")
+        .pending(&toolguard::Principal::new("acme", "viewer", "console"))
         .await
         .unwrap_or_default()
         .into_iter()
@@ -1102,7 +1101,7 @@ async fn incident(lab: &mut Lab, c: &mut Claims) {
     let queue_after = lab
         .desk
         .approvals()
-        .pending("acme")
+        .pending(&toolguard::Principal::new("acme", "viewer", "console"))
         .await
         .map(|q| q.len())
         .unwrap_or(0);

@@ -208,12 +208,12 @@ impl Desk {
 
     async fn approve(&self, id: &str, who: &Principal) -> ToolOutcome {
         self.answered.set(self.answered.get() + 1);
-        self.dispatcher.approvals().approve(id, who).await
+        self.dispatcher.approvals().approve(who, id).await
     }
 
     async fn reject(&self, id: &str, who: &Principal, why: &str) -> ToolOutcome {
         self.answered.set(self.answered.get() + 1);
-        self.dispatcher.approvals().reject(id, who, why).await
+        self.dispatcher.approvals().reject(who, id, why).await
     }
 
     /// Read-only access to the approval queue (no audit entry).
@@ -246,8 +246,7 @@ pub async fn run() -> Claims {
             external || sensitive
         }
     });
-    let dispatcher = Dispatcher::builder()
-        .state_arc(room.clone())
+    let dispatcher = Dispatcher::builder_arc(room.clone())
         .tool(SendEmail)
         .sanitizer(Sanitizer::new().allow_email_domains("send_email", "to", ALLOWED))
         .policy(policy)
@@ -465,7 +464,7 @@ pub async fn run() -> Claims {
         payroll_out.approval.is_none()
             && desk
                 .approvals()
-                .pending("acme")
+                .pending(&toolguard::Principal::new("acme", "viewer", "console"))
                 .await
                 .map(|p| p.len())
                 .unwrap_or(99)

@@ -166,8 +166,7 @@ pub async fn run() -> Claims {
     let shop = Arc::new(seeded_shop());
     let audit = Arc::new(MemoryAuditSink::new());
     let store = Arc::new(MemoryStore::new());
-    let desk = Dispatcher::builder()
-        .state_arc(shop.clone())
+    let desk = Dispatcher::builder_arc(shop.clone())
         .tool(RefundOrder)
         .audit(audit.clone())
         .store(store.clone())
@@ -279,7 +278,7 @@ pub async fn run() -> Claims {
         .unwrap()
         .state = OrderState::Disputed;
     let id7 = ticket.map(|t| t.approval_id).unwrap_or_default();
-    let late = desk.approvals().approve(&id7, &supervisor).await;
+    let late = desk.approvals().approve(&supervisor, &id7).await;
     c.check(
         "approving it rechecks the order and refuses: precondition_failed",
         late.status == Status::PreconditionFailed,
@@ -339,7 +338,7 @@ pub async fn run() -> Claims {
         let v = stored.version;
         let _ = store.update(&stored, v).await;
     }
-    let tampered = desk.approvals().approve(&id10, &supervisor).await;
+    let tampered = desk.approvals().approve(&supervisor, &id10).await;
     c.check(
         "a request altered in the store fails its digest check: approval_rejected",
         tampered.status == Status::ApprovalRejected
@@ -353,14 +352,14 @@ pub async fn run() -> Claims {
     c.step("6. An approved refund runs once");
     let self_approval = desk
         .approvals()
-        .approve(&id5, &alice.clone().with_role("approver"))
+        .approve(&alice.clone().with_role("approver"), &id5)
         .await;
     c.check(
         "the customer cannot approve their own refund: forbidden (self_approval)",
         self_approval.status == Status::Forbidden
             && self_approval.reason.as_deref() == Some("self_approval"),
     );
-    let approved = desk.approvals().approve(&id5, &supervisor).await;
+    let approved = desk.approvals().approve(&supervisor, &id5).await;
     c.check(
         "the supervisor's approval executes it: ok",
         approved.status == Status::Ok,
@@ -435,7 +434,7 @@ pub async fn run() -> Claims {
             && id11b != id11
             && shown(&new_key).contains("amount: 5000"),
     );
-    let old = desk.approvals().approve(&id11, &supervisor).await;
+    let old = desk.approvals().approve(&supervisor, &id11).await;
     show("the supervisor approves the first request", &old);
     c.check(
         "the first approval pays exactly the 6,000 cents it showed, never the changed 5,000",
@@ -443,7 +442,7 @@ pub async fn run() -> Claims {
             && old.data().and_then(|d| d["cents"].as_u64()) == Some(6_000)
             && shop.refunds.lock().unwrap().last() == Some(&("ORDER-11".to_owned(), 6_000)),
     );
-    let new = desk.approvals().approve(&id11b, &supervisor).await;
+    let new = desk.approvals().approve(&supervisor, &id11b).await;
     show("the supervisor approves the second request", &new);
     c.check(
         "the second request is judged on its own: the order is refunded now, precondition_failed",

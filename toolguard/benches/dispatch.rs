@@ -57,8 +57,7 @@ fn dispatch(c: &mut Criterion) {
         .build()
         .unwrap();
     let state = Arc::new(Counter::default());
-    let d = Dispatcher::builder()
-        .state_arc(state.clone())
+    let d = Dispatcher::builder_arc(state.clone())
         .tool(Bump)
         .tool(MoveAmount)
         .audit(MemoryAuditSink::new())

@@ -129,11 +129,7 @@ fn dispatch_high_risk(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(4))
         .throughput(Throughput::Elements(TASKS * 8));
     let seq = Arc::new(AtomicU64::new(0));
-    let base = || {
-        Dispatcher::builder()
-            .state(Counter::default())
-            .tool(MoveAmount)
-    };
+    let base = || Dispatcher::builder(Counter::default()).tool(MoveAmount);
 
     let memory = base()
         .store(Arc::new(MemoryStore::new()))

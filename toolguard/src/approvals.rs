@@ -119,7 +119,11 @@ async fn decision<S: Send + Sync + 'static>(
     stage::principal::fresh(core, approver)?;
     approval::check_approver(&request, approver)?;
     let tool = stage::registry::lookup(core, &request.tool).map_err(|_| {
-        Stop::new(Status::UnknownTool, "unknown_tool", "the tool is no longer registered")
+        Stop::new(
+            Status::UnknownTool,
+            "unknown_tool",
+            "the tool is no longer registered",
+        )
     })?;
     let spec = tool.spec();
     // The stored action is normalized again and its digests compared before anything else.
@@ -135,10 +139,17 @@ async fn decision<S: Send + Sync + 'static>(
         let requester = stage::principal::refreshed(core, &request.requester).await?;
         t.at(Stage::Permit);
         stage::authorize::permit(core, &requester, spec).await?;
-        let decoded = tool.tool.decode(clean.args).map_err(stage::validate::decode_error)?;
+        let decoded = tool
+            .tool
+            .decode(clean.args)
+            .map_err(stage::validate::decode_error)?;
         // The addresses checked just now, so that the handler connects to them (DNS pinning).
         let ctx = core
-            .context(&requester, &request.call_id, Some(request.operation_id.clone()))
+            .context(
+                &requester,
+                &request.call_id,
+                Some(request.operation_id.clone()),
+            )
             .with_resolved_urls(clean.resolved);
         t.at(Stage::Policy);
         let decision = stage::policy::approved(&requester, spec, request.amount);

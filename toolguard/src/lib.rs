@@ -41,8 +41,8 @@ pub use outcome::{ApprovalTicket, ArgumentError, Status, ToolOutcome, UntrustedO
 pub use spec::{FieldKind, FieldSpec, KeyReuse, Risk, ToolSpec};
 pub use stage::authorize::{AllowAuthenticated, AuthorizeError, Authorizer, RoleAuthorizer};
 pub use stage::custom::{CustomStage, Refusal, StageInput, StagePoint};
-pub use stage::principal::{PrincipalRefresher, RefreshError};
 pub use stage::policy::{OnExceed, RiskPolicy};
+pub use stage::principal::{PrincipalRefresher, RefreshError};
 pub use store::{MemoryStore, OperationState};
 pub use tool::{BoxFuture, Owned, Reconciled, Tool, ToolContext, ToolHandle};
 pub use toolguard_macros::{tool, toolset};

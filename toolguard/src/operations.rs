@@ -114,7 +114,10 @@ async fn query<S: Send + Sync + 'static>(
     stage::principal::fresh(core, principal)?;
     let record = load(core, principal, operation_id).await?;
     t.tool = Some(record.tool.clone());
-    let tool = core.tools.get(&record.tool).ok_or_else(|| not_found(NotFoundClass::Missing))?;
+    let tool = core
+        .tools
+        .get(&record.tool)
+        .ok_or_else(|| not_found(NotFoundClass::Missing))?;
     let spec = tool.spec();
     t.at(Stage::Permit);
     stage::authorize::permit(core, principal, spec).await?;

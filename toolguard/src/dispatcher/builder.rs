@@ -286,7 +286,10 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
         let memory = Arc::new(MemoryStore::new());
         let deadline = self.store_deadline;
         let stores = Stores {
-            idempotency: Deadlined::new(self.idempotency.unwrap_or_else(|| memory.clone()), deadline),
+            idempotency: Deadlined::new(
+                self.idempotency.unwrap_or_else(|| memory.clone()),
+                deadline,
+            ),
             approvals: Deadlined::new(self.approvals.unwrap_or_else(|| memory.clone()), deadline),
             ledger: Deadlined::new(self.ledger.unwrap_or_else(|| memory.clone()), deadline),
             operations: Deadlined::new(self.operations.unwrap_or(memory), deadline),
@@ -298,7 +301,9 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             authorizer: self.authorizer,
             refresher: self.refresher,
             sanitizer: self.sanitizer,
-            audit: self.audit.unwrap_or_else(|| Arc::new(MemoryAuditSink::new())),
+            audit: self
+                .audit
+                .unwrap_or_else(|| Arc::new(MemoryAuditSink::new())),
             clock: self.clock,
             principal_max_age: self.principal_max_age,
             policy: self.policy,

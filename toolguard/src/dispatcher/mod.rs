@@ -104,7 +104,12 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
 
     /// The stage sequence of a call. Each step passes the call on, stops it, or answers it from
     /// a stored outcome (`?`).
-    async fn sequence(&self, call: &ToolCall, p: &Principal, t: &mut Trace) -> Result<Answer, Exit> {
+    async fn sequence(
+        &self,
+        call: &ToolCall,
+        p: &Principal,
+        t: &mut Trace,
+    ) -> Result<Answer, Exit> {
         let core = &*self.core;
         // The metrics label of a registered tool, even when its arguments do not parse.
         t.tool = core.spec(&call.tool).map(|s| s.name.clone());
@@ -119,18 +124,26 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         t.at(Stage::Sanitize);
         let clean = stage::sanitize::run(core, tool, args, t)?;
         stage::intent::record(spec, call, &clean.args, p, t)?;
-        self.custom(StagePoint::AfterSanitize, call, p, spec, &clean.args).await?;
+        self.custom(StagePoint::AfterSanitize, call, p, spec, &clean.args)
+            .await?;
         t.at(Stage::Principal);
         stage::principal::fresh(core, p)?;
         t.at(Stage::Permit);
         stage::authorize::permit(core, p, spec).await?;
-        self.custom(StagePoint::AfterPermit, call, p, spec, &clean.args).await?;
-        let decoded = tool.tool.decode(clean.args.clone()).map_err(stage::validate::decode_error)?;
-        let ctx = core.context(p, &call.call_id, t.operation_id.clone()).with_resolved_urls(clean.resolved);
+        self.custom(StagePoint::AfterPermit, call, p, spec, &clean.args)
+            .await?;
+        let decoded = tool
+            .tool
+            .decode(clean.args.clone())
+            .map_err(stage::validate::decode_error)?;
+        let ctx = core
+            .context(p, &call.call_id, t.operation_id.clone())
+            .with_resolved_urls(clean.resolved);
         stage::preflight::run(core, spec, p, &*decoded, &ctx, t).await?;
         t.at(Stage::Policy);
         let decision = stage::policy::stage(core, spec, &clean.args, p, t).await?;
-        self.custom(StagePoint::AfterPolicy, call, p, spec, &clean.args).await?;
+        self.custom(StagePoint::AfterPolicy, call, p, spec, &clean.args)
+            .await?;
         t.at(Stage::Idempotency);
         let held = stage::idempotency::admit(core, call, spec, p, t).await?;
         t.admitted = !spec.read_only;

@@ -107,7 +107,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
     /// ```
     /// # use toolguard::Dispatcher;
     /// use toolguard::provider::{Dialect, ExportOptions};
-    /// # let dispatcher = Dispatcher::builder().build().unwrap();
+    /// # let dispatcher = Dispatcher::builder(()).build().unwrap();
     /// let set = dispatcher.export(Dialect::Anthropic, &ExportOptions::default())?;
     /// assert_eq!(set.tools, serde_json::json!([]));
     /// # Ok::<(), toolguard::provider::ExportError>(())

@@ -172,8 +172,15 @@ pub(crate) async fn check_open<S: Send + Sync + 'static>(
             if unix_millis(core.now()) < request.expires_at_ms {
                 return Ok(());
             }
-            let closed = close(core, request.clone(), ApprovalState::Expired, expired_outcome);
-            return Err(Exit::Answer(Answer::settled(closed.await.unwrap_or_else(|o| o))));
+            let closed = close(
+                core,
+                request.clone(),
+                ApprovalState::Expired,
+                expired_outcome,
+            );
+            return Err(Exit::Answer(Answer::settled(
+                closed.await.unwrap_or_else(|(_, o)| o),
+            )));
         }
         ApprovalState::Executing => (
             Status::InProgress,
@@ -216,7 +223,11 @@ pub(crate) fn check_approver(request: &ApprovalRequest, approver: &Principal) ->
             "the approver holds no eligible role",
         ));
     }
-    if request.decisions.iter().any(|d| d.approver == approver.subject) {
+    if request
+        .decisions
+        .iter()
+        .any(|d| d.approver == approver.subject)
+    {
         return Err(Stop::new(
             Status::Forbidden,
             "duplicate_approver",
@@ -244,7 +255,7 @@ pub(crate) async fn close_mismatched<S: Send + Sync + 'static>(
     request: ApprovalRequest,
 ) -> Exit {
     let closed = close(core, request, ApprovalState::Rejected, mismatch_outcome).await;
-    Exit::Answer(Answer::settled(closed.unwrap_or_else(|o| o)))
+    Exit::Answer(Answer::settled(closed.unwrap_or_else(|(_, o)| o)))
 }
 
 /// The decide step: records `approver`'s decision. A rejection closes the request; an approval
@@ -268,8 +279,13 @@ pub(crate) async fn decide<S: Send + Sync + 'static>(
         reason: reason.clone(),
     });
     if reason.is_some() {
-        let closed = close(core, request.clone(), ApprovalState::Rejected, rejected_outcome);
-        let stored = closed.await.map_err(|_| lost_race())?;
+        let closed = close(
+            core,
+            request.clone(),
+            ApprovalState::Rejected,
+            rejected_outcome,
+        );
+        let stored = closed.await.map_err(|(stop, _)| stop)?;
         return Err(Exit::Answer(Answer::settled(stored)));
     }
     let version = request.version;
@@ -317,7 +333,13 @@ pub(crate) async fn executed<S: Send + Sync + 'static>(
     let stored = answer.stored(Some(&request.operation_id));
     let version = request.version;
     request.state = ApprovalState::Executed;
-    if !core.stores.approvals.update(&request, version).await.unwrap_or(false) {
+    if !core
+        .stores
+        .approvals
+        .update(&request, version)
+        .await
+        .unwrap_or(false)
+    {
         tracing::error!(approval = %request.id, "approval request could not be marked executed");
     }
     let key = request.idempotency.as_ref();
@@ -335,7 +357,7 @@ pub(crate) async fn expire_if_due<S: Send + Sync + 'static>(
         ApprovalState::Pending if unix_millis(core.now()) >= request.expires_at_ms => Some(
             close(core, request, ApprovalState::Expired, expired_outcome)
                 .await
-                .unwrap_or_else(|o| o),
+                .unwrap_or_else(|(_, o)| o),
         ),
         _ => None,
     }
@@ -352,7 +374,13 @@ async fn close<S: Send + Sync + 'static>(
     let version = request.version;
     request.state = state;
     let stored = outcome(&request);
-    if !core.stores.approvals.update(&request, version).await.unwrap_or(false) {
+    if !core
+        .stores
+        .approvals
+        .update(&request, version)
+        .await
+        .unwrap_or(false)
+    {
         return Err(stored);
     }
     crate::metrics::approval_pending(&request.tool, -1.0);
@@ -361,7 +389,12 @@ async fn close<S: Send + Sync + 'static>(
     Ok(stored)
 }
 
-fn closed_outcome(r: &ApprovalRequest, status: Status, reason: &str, message: &str) -> StoredOutcome {
+fn closed_outcome(
+    r: &ApprovalRequest,
+    status: Status,
+    reason: &str,
+    message: &str,
+) -> StoredOutcome {
     let mut o = StoredOutcome::new(status);
     o.reason = Some(reason.to_owned());
     o.message = Some(message.to_owned());
@@ -370,15 +403,30 @@ fn closed_outcome(r: &ApprovalRequest, status: Status, reason: &str, message: &s
 }
 
 fn expired_outcome(r: &ApprovalRequest) -> StoredOutcome {
-    closed_outcome(r, Status::ApprovalExpired, "expired", "the approval request expired; nothing was done")
+    closed_outcome(
+        r,
+        Status::ApprovalExpired,
+        "expired",
+        "the approval request expired; nothing was done",
+    )
 }
 
 fn rejected_outcome(r: &ApprovalRequest) -> StoredOutcome {
-    closed_outcome(r, Status::ApprovalRejected, "rejected", "a human rejected this action; nothing was done")
+    closed_outcome(
+        r,
+        Status::ApprovalRejected,
+        "rejected",
+        "a human rejected this action; nothing was done",
+    )
 }
 
 fn mismatch_outcome(r: &ApprovalRequest) -> StoredOutcome {
-    closed_outcome(r, Status::ApprovalRejected, "binding_mismatch", "a human rejected this action; nothing was done")
+    closed_outcome(
+        r,
+        Status::ApprovalRejected,
+        "binding_mismatch",
+        "a human rejected this action; nothing was done",
+    )
 }
 
 fn lost_race() -> Stop {

@@ -50,7 +50,15 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
     {
         let state = OperationState::from_status(answer.status);
         let stored = answer.stored(t.operation_id.as_deref());
-        let put = super::record::put(core, about.principal, spec, about.call_id, &t, state, Some(stored));
+        let put = super::record::put(
+            core,
+            about.principal,
+            spec,
+            about.call_id,
+            &t,
+            state,
+            Some(stored),
+        );
         if super::execute::contained(put).await.is_err() {
             tracing::error!("the operation store panicked; the record was not updated");
         }

@@ -308,8 +308,15 @@ pub(crate) async fn stage<S: Send + Sync + 'static>(
 
 /// The policy of an approved action: its amount is recorded (without a limit check) in the
 /// requester's session and subject scopes, so later calls see it in their totals.
-pub(crate) fn approved(requester: &Principal, spec: &ToolSpec, amount: Option<u64>) -> PolicyDecision {
-    let scopes = [session_scope(requester, &spec.name), subject_scope(requester, &spec.name)];
+pub(crate) fn approved(
+    requester: &Principal,
+    spec: &ToolSpec,
+    amount: Option<u64>,
+) -> PolicyDecision {
+    let scopes = [
+        session_scope(requester, &spec.name),
+        subject_scope(requester, &spec.name),
+    ];
     PolicyDecision {
         amount,
         approval_cause: None,

@@ -34,7 +34,9 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     }
     match held {
         None => Ok(()),
-        Some((stage, stop)) => Err(super::replay::or_stop(core, spec, principal, stage, stop, t).await),
+        Some((stage, stop)) => {
+            Err(super::replay::or_stop(core, spec, principal, stage, stop, t).await)
+        }
     }
 }
 

@@ -27,8 +27,10 @@ pub enum RefreshError {
 /// Looks the requester up again before an approved action executes.
 pub trait PrincipalRefresher: Send + Sync + 'static {
     /// The requester as they are now.
-    fn refresh<'a>(&'a self, requester: &'a Principal)
-    -> BoxFuture<'a, Result<Principal, RefreshError>>;
+    fn refresh<'a>(
+        &'a self,
+        requester: &'a Principal,
+    ) -> BoxFuture<'a, Result<Principal, RefreshError>>;
 }
 
 /// A synchronous lookup: `None` when the requester may no longer act.

@@ -3,10 +3,10 @@
 //! is admitted to the session ledger against its limits (an approved amount is recorded without
 //! a limit check). A ledger that does not answer is `unavailable`: nothing executes unseen.
 
+use super::Stop;
 use super::core::Core;
 use super::policy::PolicyDecision;
 use super::trace::Trace;
-use super::Stop;
 use crate::erased::DecodedArgs;
 use crate::outcome::Status;
 use crate::spec::ToolSpec;
@@ -30,8 +30,14 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     t: &Trace,
 ) -> Result<Vec<String>, Stop> {
     if !spec.read_only {
-        decoded.authorize(ctx).await.map_err(Stop::from_tool_error)?;
-        decoded.preflight(ctx).await.map_err(Stop::from_tool_error)?;
+        decoded
+            .authorize(ctx)
+            .await
+            .map_err(Stop::from_tool_error)?;
+        decoded
+            .preflight(ctx)
+            .await
+            .map_err(Stop::from_tool_error)?;
     }
     let scopes = decision.scopes();
     if let Some(amount) = decision.amount.filter(|_| !scopes.is_empty()) {
@@ -40,7 +46,10 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
         let now = core.now();
         // A late write can only over-count, never let an amount through unseen.
         let admitted = if approved {
-            ledger.record(&entry, amount, &scopes, now).await.map(|_| true)
+            ledger
+                .record(&entry, amount, &scopes, now)
+                .await
+                .map(|_| true)
         } else {
             ledger.admit(&entry, amount, &decision.limits, now).await
         };
@@ -57,8 +66,16 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
         }
     }
     if t.admitted {
-        super::record::put(core, ctx.principal(), spec, ctx.call_id(), t, OperationState::Executing, None)
-            .await?;
+        super::record::put(
+            core,
+            ctx.principal(),
+            spec,
+            ctx.call_id(),
+            t,
+            OperationState::Executing,
+            None,
+        )
+        .await?;
     }
     Ok(scopes)
 }

@@ -14,7 +14,11 @@ use crate::store::{OperationRecord, OperationState, StoredOutcome};
 use crate::tool::Reconciled;
 
 /// `record` as it stands now: an operation whose executing process died is `outcome_unknown`.
-pub(crate) fn current(mut record: OperationRecord, timeout: Duration, now: SystemTime) -> OperationRecord {
+pub(crate) fn current(
+    mut record: OperationRecord,
+    timeout: Duration,
+    now: SystemTime,
+) -> OperationRecord {
     if crashed(&record, timeout, now) {
         let mut o = StoredOutcome::new(Status::OutcomeUnknown);
         o.reason = Some("lease_expired".to_owned());
@@ -31,9 +35,9 @@ pub(crate) fn current(mut record: OperationRecord, timeout: Duration, now: Syste
 /// Whether `record` was left `executing` by a process that died: its last update plus the tool's
 /// deadline and the idempotency lease margin lies before `now`.
 fn crashed(record: &OperationRecord, timeout: Duration, now: SystemTime) -> bool {
-    let limit = record
-        .updated_at_ms
-        .saturating_add(millis(timeout.saturating_add(super::idempotency::LEASE_MARGIN)));
+    let limit = record.updated_at_ms.saturating_add(millis(
+        timeout.saturating_add(super::idempotency::LEASE_MARGIN),
+    ));
     record.state == OperationState::Executing && limit <= unix_millis(now)
 }
 

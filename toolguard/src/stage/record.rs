@@ -77,6 +77,8 @@ pub(crate) async fn settle<S: Send + Sync + 'static>(
             let _ = write(core, &op).await;
         }
         Ok(None) => {}
-        Err(err) => tracing::error!(error = %err, operation = %id, "operation record could not be read"),
+        Err(err) => {
+            tracing::error!(error = %err, operation = %id, "operation record could not be read")
+        }
     }
 }

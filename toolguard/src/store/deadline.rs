@@ -30,12 +30,14 @@ impl<T: ?Sized> Deadlined<T> {
     ) -> BoxFuture<'a, StoreResult<R>> {
         let deadline = self.deadline;
         Box::pin(async move {
-            tokio::time::timeout(deadline, op).await.unwrap_or_else(|_| {
-                Err(StoreError(format!(
-                    "{what}: no answer within {} ms",
-                    deadline.as_millis()
-                )))
-            })
+            tokio::time::timeout(deadline, op)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(StoreError(format!(
+                        "{what}: no answer within {} ms",
+                        deadline.as_millis()
+                    )))
+                })
         })
     }
 }
@@ -113,7 +115,10 @@ impl<T: IdempotencyStore + ?Sized> IdempotencyStore for Deadlined<T> {
         key: &'a ScopedKey,
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<Option<IdempotencyRecord>>> {
-        self.timed("idempotency get", IdempotencyStore::get(&*self.inner, key, now))
+        self.timed(
+            "idempotency get",
+            IdempotencyStore::get(&*self.inner, key, now),
+        )
     }
 }
 
@@ -132,7 +137,10 @@ impl<T: ApprovalStore + ?Sized> ApprovalStore for Deadlined<T> {
         request: &'a ApprovalRequest,
         expected_version: u64,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        self.timed("approval update", self.inner.update(request, expected_version))
+        self.timed(
+            "approval update",
+            self.inner.update(request, expected_version),
+        )
     }
 }
 

@@ -208,7 +208,7 @@ fn from_json<T: serde::de::DeserializeOwned>(s: &str) -> StoreResult<T> {
 /// let config = PgConfig::new("postgres://postgres@127.0.0.1:5432/app").schema("toolguard");
 /// let store = Arc::new(PgStore::connect(&config).await?);
 /// let audit = PgAuditSink::connect(&config).await?;
-/// let builder = toolguard::Dispatcher::builder().store(store).audit(audit);
+/// let builder = toolguard::Dispatcher::builder(()).store(store).audit(audit);
 /// # let _ = builder; Ok(()) }
 /// ```
 #[derive(Clone)]

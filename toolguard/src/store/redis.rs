@@ -217,7 +217,7 @@ impl Scripts {
 /// use toolguard::store::RedisStore;
 ///
 /// let redis = Arc::new(RedisStore::connect("redis://127.0.0.1:6379", "myapp:toolguard").await?);
-/// let builder = toolguard::Dispatcher::builder()
+/// let builder = toolguard::Dispatcher::builder(())
 ///     .idempotency_store(redis.clone())
 ///     .session_ledger(redis);
 /// # let _ = builder; Ok(()) }

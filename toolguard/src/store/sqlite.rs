@@ -264,7 +264,7 @@ fn from_json<T: serde::de::DeserializeOwned>(s: &str) -> rusqlite::Result<T> {
 ///
 /// let store = Arc::new(SqliteStore::open("toolguard.db")?);
 /// let audit = SqliteAuditSink::open("toolguard.db")?;
-/// let dispatcher = toolguard::Dispatcher::builder().store(store).audit(audit);
+/// let dispatcher = toolguard::Dispatcher::builder(()).store(store).audit(audit);
 /// # let _ = dispatcher; Ok(()) }
 /// ```
 #[derive(Debug)]

@@ -85,7 +85,9 @@ fn distance(a: &str, b: &str) -> usize {
         row[0] = i + 1;
         for (j, cb) in b.iter().enumerate() {
             let above = row[j + 1];
-            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + usize::from(ca != *cb));
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
             diagonal = above;
         }
     }
@@ -99,8 +101,14 @@ mod tests {
     #[test]
     fn nearest_names_a_close_tool_and_nothing_for_a_stranger() {
         let tools = ["send_note", "transfer_funds"];
-        assert_eq!(nearest("sendnote", tools.into_iter()).as_deref(), Some("send_note"));
-        assert_eq!(nearest("send_nte", tools.into_iter()).as_deref(), Some("send_note"));
+        assert_eq!(
+            nearest("sendnote", tools.into_iter()).as_deref(),
+            Some("send_note")
+        );
+        assert_eq!(
+            nearest("send_nte", tools.into_iter()).as_deref(),
+            Some("send_note")
+        );
         assert_eq!(nearest("delete_everything", tools.into_iter()), None);
         assert_eq!(distance("kitten", "sitting"), 3);
         assert_eq!(distance("", "abc"), 3);

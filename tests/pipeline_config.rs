@@ -1,0 +1,144 @@
+//! Configuration is checked when the dispatcher is built: every tool or field name a builder
+//! option mentions must be registered, and `build()` names the unknown one and the nearest
+//! registered name. A typo would otherwise silently disable a limit or an allowlist.
+
+use std::time::Duration;
+
+use toolguard::sanitize::Sanitizer;
+use toolguard::{
+    BuildError, Dispatcher, Email, OnExceed, RiskPolicy, RoleAuthorizer, ToolContext, ToolError,
+    tool,
+};
+use toolguard_suite::{Ledger, TransferFunds};
+
+/// Sends a short message to an address.
+#[tool]
+async fn send_email_like(
+    _ctx: &ToolContext<Ledger>,
+    /// Recipient address.
+    to: Email,
+    /// The message.
+    #[arg(max_len = 200)]
+    body: String,
+) -> Result<String, ToolError> {
+    Ok(format!("{} characters to {}", body.len(), to.as_str()))
+}
+
+fn builder() -> toolguard::DispatcherBuilder<Ledger> {
+    Dispatcher::builder(Ledger::seeded())
+        .tool(TransferFunds)
+        .tool(SendEmailLike)
+}
+
+fn refused(b: toolguard::DispatcherBuilder<Ledger>) -> BuildError {
+    match b.build() {
+        Ok(_) => panic!("build() accepted an unknown name"),
+        Err(e) => e,
+    }
+}
+
+fn unknown_tool(option: &'static str, tool: &str, nearest: Option<&str>) -> BuildError {
+    BuildError::UnknownTool {
+        option,
+        tool: tool.to_owned(),
+        nearest: nearest.map(str::to_owned),
+    }
+}
+
+#[test]
+fn every_risk_policy_rule_with_an_unknown_tool_fails_build() {
+    let hour = Duration::from_secs(3600);
+    let rules: Vec<RiskPolicy> = vec![
+        RiskPolicy::new().max_per_call("transferfunds", 10),
+        RiskPolicy::new().session_limit("transfer_fund", 10, hour, OnExceed::Deny),
+        RiskPolicy::new().subject_limit("transfer_funds_", 10, hour, OnExceed::Deny),
+        RiskPolicy::new().session_rate("tranfser_funds", 3, hour),
+        RiskPolicy::new().tool_approver_roles("transfer-funds", ["cfo"]),
+    ];
+    for policy in rules {
+        let err = refused(builder().policy(policy));
+        let BuildError::UnknownTool {
+            option, nearest, ..
+        } = &err
+        else {
+            panic!("not an unknown-tool error: {err:?}");
+        };
+        assert_eq!(*option, "RiskPolicy");
+        assert_eq!(nearest.as_deref(), Some("transfer_funds"), "{err}");
+        assert!(
+            err.to_string().contains("did you mean `transfer_funds`"),
+            "{err}"
+        );
+    }
+    // The correct name builds.
+    let ok = RiskPolicy::new().max_per_call("transfer_funds", 10);
+    assert!(builder().policy(ok).build().is_ok());
+}
+
+#[test]
+fn sanitizer_rules_with_an_unknown_tool_or_field_fail_build() {
+    let err = refused(builder().sanitizer(Sanitizer::new().allow_email_domains(
+        "send_emial_like",
+        "to",
+        ["example.com"],
+    )));
+    assert_eq!(
+        err,
+        unknown_tool("Sanitizer", "send_emial_like", Some("send_email_like"))
+    );
+
+    let err = refused(builder().sanitizer(Sanitizer::new().allow_email_domains(
+        "send_email_like",
+        "too",
+        ["example.com"],
+    )));
+    assert_eq!(
+        err,
+        BuildError::UnknownField {
+            option: "Sanitizer",
+            tool: "send_email_like".to_owned(),
+            field: "too".to_owned(),
+            nearest: Some("to".to_owned()),
+        }
+    );
+    assert!(
+        err.to_string()
+            .contains("field `too` of tool `send_email_like`"),
+        "{err}"
+    );
+
+    for s in [
+        Sanitizer::new().allow_url_schemes("send_email_like", "hook", ["https"]),
+        Sanitizer::new().allow_url_hosts("send_email_like", "hook", ["example.com"]),
+        Sanitizer::new().path_root("send_email_like", "attachment", "/srv"),
+    ] {
+        assert!(matches!(
+            refused(builder().sanitizer(s)),
+            BuildError::UnknownField { .. }
+        ));
+    }
+    let ok = Sanitizer::new().allow_email_domains("send_email_like", "to", ["example.com"]);
+    assert!(builder().sanitizer(ok).build().is_ok());
+}
+
+#[test]
+fn idempotency_ttl_and_authorizer_with_an_unknown_tool_fail_build() {
+    let err = refused(builder().idempotency_ttl("transfer", Duration::from_secs(60)));
+    assert_eq!(err, unknown_tool("idempotency_ttl", "transfer", None));
+    assert!(
+        err.to_string().contains("register it or correct the name"),
+        "{err}"
+    );
+
+    let err =
+        refused(builder().authorizer(RoleAuthorizer::new().require("sendemail_like", ["ops"])));
+    assert_eq!(
+        err,
+        unknown_tool("Authorizer", "sendemail_like", Some("send_email_like"))
+    );
+
+    let ok = builder()
+        .idempotency_ttl("transfer_funds", Duration::from_secs(60))
+        .authorizer(RoleAuthorizer::new().require("transfer_funds", ["ops"]));
+    assert!(ok.build().is_ok());
+}

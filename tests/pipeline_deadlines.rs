@@ -1,0 +1,450 @@
+//! Every store call on every entry point runs under the dispatcher's store deadline: a stalled
+//! approval store or operation store answers `unavailable` within the deadline on `dispatch`,
+//! `approve`, `reject`, `operation_status` and reconciliation, and nothing executes. The stores
+//! are each backend's real stores (memory, SQLite, PostgreSQL) behind the `FaultyStore` wrapper.
+
+mod store_support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::json;
+use store_support::{Backend, SharedAudit};
+use toolguard::store::{
+    ApprovalRequest, ApprovalStore, FaultyStore, IdempotencyRecord, IdempotencyStore,
+    OperationRecord, OperationState, OperationStore, Reservation, ScopeLimit, ScopedKey,
+    SessionLedger, StoreOp, StoreResult, StoredOutcome,
+};
+use toolguard::{
+    BoxFuture, Dispatcher, MemoryAuditSink, OperationError, Status, ToolCall, ToolOutcome,
+};
+use toolguard_suite::*;
+
+/// The deadline the dispatchers of these tests are built with.
+const DEADLINE: Duration = Duration::from_millis(300);
+/// A stall far longer than any test runs.
+const STALL: Duration = Duration::from_secs(600);
+
+/// One backend's stores as one value, so that `FaultyStore` can wrap them all.
+struct Shared {
+    idem: Arc<dyn IdempotencyStore>,
+    ledger: Arc<dyn SessionLedger>,
+    approvals: Arc<dyn ApprovalStore>,
+    operations: Arc<dyn OperationStore>,
+}
+
+struct Fx {
+    d: Dispatcher<Ledger>,
+    ledger: Arc<Ledger>,
+    faulty: Arc<FaultyStore<Shared>>,
+    name: &'static str,
+}
+
+fn fixture(b: &Backend) -> Option<Fx> {
+    let (Some(approvals), Some(operations)) = (b.approvals.clone(), b.operations.clone()) else {
+        return None;
+    };
+    let shared = Shared {
+        idem: b.idem.clone(),
+        ledger: b.ledger.clone(),
+        approvals,
+        operations,
+    };
+    let faulty = Arc::new(FaultyStore::new(Arc::new(shared)));
+    let ledger = Arc::new(Ledger::seeded());
+    let audit = match &b.audit {
+        Some(a) => SharedAudit(a.clone()),
+        None => SharedAudit(Arc::new(MemoryAuditSink::new())),
+    };
+    let d = Dispatcher::builder_arc(ledger.clone())
+        .tool(TransferFunds)
+        .tool(SlowPayout)
+        .store(faulty.clone())
+        .store_deadline(DEADLINE)
+        .audit(audit)
+        .build()
+        .expect("dispatcher");
+    Some(Fx {
+        d,
+        ledger,
+        faulty,
+        name: b.name,
+    })
+}
+
+fn transfer(amount: u64, key: &str) -> serde_json::Value {
+    json!({
+        "from_account": "acc-alice-1",
+        "to_account": "acc-bob-1",
+        "amount": amount,
+        "currency": "USD",
+        "idempotency_key": key,
+    })
+}
+
+impl Fx {
+    /// A transfer over the approval threshold: its pending request's id.
+    async fn pending(&self, key: &str) -> String {
+        let call = ToolCall::new("call-big", "transfer_funds", transfer(1_500_000, key));
+        let out = self.d.dispatch(call, &alice()).await;
+        assert_eq!(
+            out.status,
+            Status::PendingApproval,
+            "{}: {out:?}",
+            self.name
+        );
+        out.approval.expect("ticket").approval_id
+    }
+
+    /// `run` answers within a few deadlines (not after the stall), and its answer.
+    async fn timed<T>(&self, run: impl std::future::Future<Output = T>) -> T {
+        let started = Instant::now();
+        let answer = run.await;
+        assert!(
+            started.elapsed() < DEADLINE * 5,
+            "{}: answered after {:?}, not within the store deadline",
+            self.name,
+            started.elapsed()
+        );
+        answer
+    }
+
+    fn assert_unavailable(&self, out: &ToolOutcome, reason: &str) {
+        assert_eq!(out.status, Status::Unavailable, "{}: {out:?}", self.name);
+        assert_eq!(
+            out.reason.as_deref(),
+            Some(reason),
+            "{}: {out:?}",
+            self.name
+        );
+        assert_eq!(
+            self.ledger.transfers(),
+            0,
+            "{}: nothing executed",
+            self.name
+        );
+        assert!(out.audit_seq.is_some(), "{}: an audit entry", self.name);
+    }
+}
+
+async fn dispatch_with_stalled_approval_create(b: Arc<Backend>) {
+    let Some(f) = fixture(&b) else { return };
+    f.faulty.stall(StoreOp::ApprovalCreate, STALL);
+    let call = ToolCall::new("c", "transfer_funds", transfer(1_500_000, "dl-create-01"));
+    let out = f.timed(f.d.dispatch(call, &alice())).await;
+    f.assert_unavailable(&out, "approval_store_unavailable");
+}
+
+async fn approve_with_stalled_approval_get(b: Arc<Backend>) {
+    let Some(f) = fixture(&b) else { return };
+    let id = f.pending("dl-get-0001").await;
+    f.faulty.stall(StoreOp::ApprovalGet, STALL);
+    let out = f.timed(f.d.approvals().approve(&bob_approver(), &id)).await;
+    f.assert_unavailable(&out, "approval_store_unavailable");
+    f.faulty.heal_all();
+    let approved = f.d.approvals().approve(&bob_approver(), &id).await;
+    assert_eq!(approved.status, Status::Ok, "{}: {approved:?}", f.name);
+    assert_eq!(f.ledger.transfers(), 1);
+}
+
+async fn approve_with_stalled_approval_update(b: Arc<Backend>) {
+    let Some(f) = fixture(&b) else { return };
+    let id = f.pending("dl-update-01").await;
+    f.faulty.stall(StoreOp::ApprovalUpdate, STALL);
+    let out = f.timed(f.d.approvals().approve(&bob_approver(), &id)).await;
+    f.assert_unavailable(&out, "approval_store_unavailable");
+}
+
+async fn reject_with_stalled_approval_store(b: Arc<Backend>) {
+    let Some(f) = fixture(&b) else { return };
+    let id = f.pending("dl-reject-01").await;
+    f.faulty.stall(StoreOp::ApprovalGet, STALL);
+    let out = f
+        .timed(f.d.approvals().reject(&bob_approver(), &id, "no"))
+        .await;
+    f.assert_unavailable(&out, "approval_store_unavailable");
+    f.faulty.heal_all();
+    f.faulty.stall(StoreOp::ApprovalUpdate, STALL);
+    // The rejection could not be stored: the request stays pending, nothing is settled.
+    let out = f
+        .timed(f.d.approvals().reject(&bob_approver(), &id, "no"))
+        .await;
+    f.assert_unavailable(&out, "approval_store_unavailable");
+    f.faulty.heal_all();
+    let pending = f.d.approvals().pending(&bob_approver()).await.unwrap();
+    assert!(
+        pending.iter().any(|r| r.id == id),
+        "{}: still pending",
+        f.name
+    );
+}
+
+async fn pending_with_stalled_approval_store(b: Arc<Backend>) {
+    let Some(f) = fixture(&b) else { return };
+    f.faulty.stall(StoreOp::ApprovalPending, STALL);
+    let listed = f.timed(f.d.approvals().pending(&bob_approver())).await;
+    assert!(listed.is_err(), "{}: a store error, not a hang", f.name);
+}
+
+async fn retry_of_pending_call_with_stalled_approval_store(b: Arc<Backend>) {
+    let Some(f) = fixture(&b) else { return };
+    let id = f.pending("dl-replay-01").await;
+    f.faulty.stall(StoreOp::ApprovalGet, STALL);
+    let call = ToolCall::new(
+        "call-big",
+        "transfer_funds",
+        transfer(1_500_000, "dl-replay-01"),
+    );
+    let retry = f.timed(f.d.dispatch(call, &alice())).await;
+    assert_eq!(
+        retry.status,
+        Status::PendingApproval,
+        "{}: {retry:?}",
+        f.name
+    );
+    assert_eq!(retry.approval.unwrap().approval_id, id);
+}
+
+async fn dispatch_with_stalled_operation_put(b: Arc<Backend>) {
+    let Some(f) = fixture(&b) else { return };
+    f.faulty.stall(StoreOp::OperationPut, STALL);
+    let call = ToolCall::new("c", "transfer_funds", transfer(1_000, "dl-put-0001"));
+    let out = f.timed(f.d.dispatch(call, &alice())).await;
+    f.assert_unavailable(&out, "operation_store_unavailable");
+}
+
+async fn status_with_stalled_operation_get(b: Arc<Backend>) {
+    let Some(f) = fixture(&b) else { return };
+    let call = ToolCall::new("c", "transfer_funds", transfer(1_000, "dl-opget-01"));
+    let out = f.d.dispatch(call, &alice()).await;
+    assert_eq!(out.status, Status::Ok, "{}: {out:?}", f.name);
+    let op = out.operation_id.expect("operation id");
+    f.faulty.stall(StoreOp::OperationGet, STALL);
+    let report = f.timed(f.d.operation_status(&alice(), &op)).await;
+    assert_eq!(report, Err(OperationError::Unavailable), "{}", f.name);
+    f.faulty.heal_all();
+    let report = f.d.operation_status(&alice(), &op).await.expect("report");
+    assert_eq!(report.state, OperationState::Ok, "{}", f.name);
+}
+
+async fn reconciliation_with_stalled_stores(b: Arc<Backend>) {
+    let Some(f) = fixture(&b) else { return };
+    let args = json!({"cents": 7, "delay_ms": 500, "idempotency_key": "dl-recon-01"});
+    let out =
+        f.d.dispatch(ToolCall::new("c", "slow_payout", args), &alice())
+            .await;
+    assert_eq!(out.status, Status::OutcomeUnknown, "{}: {out:?}", f.name);
+    let op = out.operation_id.expect("operation id");
+    f.ledger.landed.lock().unwrap().insert(op.clone(), 7);
+    // The resolved outcome cannot be settled: the query still answers within the deadline.
+    f.faulty.stall(StoreOp::Replace, STALL);
+    f.faulty.stall(StoreOp::OperationPut, STALL);
+    let report = f.timed(f.d.operation_status(&alice(), &op)).await;
+    assert!(report.is_ok(), "{}: {report:?}", f.name);
+    f.faulty.heal_all();
+    // Nothing was stored, so the next query reconciles again; the operation store stalling on
+    // the load answers unavailable.
+    f.faulty.stall(StoreOp::OperationGet, STALL);
+    let report = f.timed(f.d.operation_status(&alice(), &op)).await;
+    assert_eq!(report, Err(OperationError::Unavailable), "{}", f.name);
+    f.faulty.heal_all();
+    let report = f.d.operation_status(&alice(), &op).await.expect("report");
+    assert_eq!(
+        (report.state, report.reconciled),
+        (OperationState::Ok, true),
+        "{}",
+        f.name
+    );
+}
+
+macro_rules! on_backends {
+    ($($test:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test]
+                async fn $test() {
+                    let backend = store_support::memory(stringify!($test)).await;
+                    store_support::run(backend, super::$test).await;
+                }
+            )*
+        }
+        #[cfg(feature = "sqlite")]
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $test() {
+                    let backend = store_support::sqlite(stringify!($test)).await;
+                    store_support::run(backend, super::$test).await;
+                }
+            )*
+        }
+        #[cfg(feature = "postgres")]
+        mod postgres {
+            $(
+                #[tokio::test]
+                #[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]
+                async fn $test() {
+                    let backend = store_support::postgres(stringify!($test)).await;
+                    store_support::run(backend, super::$test).await;
+                }
+            )*
+        }
+    };
+}
+
+on_backends!(
+    dispatch_with_stalled_approval_create,
+    approve_with_stalled_approval_get,
+    approve_with_stalled_approval_update,
+    reject_with_stalled_approval_store,
+    pending_with_stalled_approval_store,
+    retry_of_pending_call_with_stalled_approval_store,
+    dispatch_with_stalled_operation_put,
+    status_with_stalled_operation_get,
+    reconciliation_with_stalled_stores,
+);
+
+impl IdempotencyStore for Shared {
+    fn reserve<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        digest: &'a str,
+        op: Option<&'a str>,
+        lease: Duration,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<Reservation>> {
+        self.idem.reserve(key, digest, op, lease, ttl, now)
+    }
+    fn complete<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        self.idem.complete(key, owner, outcome, ttl, now)
+    }
+    fn release<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        self.idem.release(key, owner)
+    }
+    fn renew<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+        lease: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        self.idem.renew(key, owner, lease, now)
+    }
+    fn take_over<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        lease: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<Option<String>>> {
+        self.idem.take_over(key, lease, now)
+    }
+    fn replace<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        operation_id: &'a str,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        self.idem.replace(key, operation_id, outcome, ttl, now)
+    }
+    fn remove<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        operation_id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        self.idem.remove(key, operation_id)
+    }
+    fn get<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<Option<IdempotencyRecord>>> {
+        self.idem.get(key, now)
+    }
+}
+
+impl ApprovalStore for Shared {
+    fn create<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, StoreResult<()>> {
+        self.approvals.create(request)
+    }
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<ApprovalRequest>>> {
+        self.approvals.get(id)
+    }
+    fn pending<'a>(&'a self, tenant: &'a str) -> BoxFuture<'a, StoreResult<Vec<ApprovalRequest>>> {
+        self.approvals.pending(tenant)
+    }
+    fn update<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+        expected: u64,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        self.approvals.update(request, expected)
+    }
+}
+
+impl SessionLedger for Shared {
+    fn admit<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        limits: &'a [ScopeLimit],
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        self.ledger.admit(entry, amount, limits, now)
+    }
+    fn record<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        scopes: &'a [String],
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        self.ledger.record(entry, amount, scopes, now)
+    }
+    fn retract<'a>(
+        &'a self,
+        entry: &'a str,
+        scopes: &'a [String],
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        self.ledger.retract(entry, scopes)
+    }
+    fn total<'a>(
+        &'a self,
+        scope: &'a str,
+        window: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<u64>> {
+        self.ledger.total(scope, window, now)
+    }
+    fn hit<'a>(
+        &'a self,
+        scope: &'a str,
+        max: u32,
+        window: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        self.ledger.hit(scope, max, window, now)
+    }
+}
+
+impl OperationStore for Shared {
+    fn put<'a>(&'a self, record: &'a OperationRecord) -> BoxFuture<'a, StoreResult<()>> {
+        self.operations.put(record)
+    }
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<OperationRecord>>> {
+        self.operations.get(id)
+    }
+}
