@@ -132,6 +132,9 @@ async fn decision<S: Send + Sync + 'static>(
     let Some(clean) = intact else {
         return Err(approval::close_mismatched(core, request).await);
     };
+    if !approval::owned(core, &request).await? {
+        return Err(approval::close_mismatched(core, request).await);
+    }
     approval::decide(core, &mut request, approver, verb).await?;
     // The requester is re-authorized as they are now, then the action is rechecked and executed.
     let executed = async {

@@ -364,29 +364,46 @@ pub(crate) async fn expire_if_due<S: Send + Sync + 'static>(
 }
 
 /// Moves `request` to a terminal state and settles the outcome for the call's retries. `Err`
-/// carries the outcome when another decision won the race.
+/// carries the outcome when it could not be stored: another decision won the race, or the
+/// store did not answer.
 async fn close<S: Send + Sync + 'static>(
     core: &Core<S>,
     mut request: ApprovalRequest,
     state: ApprovalState,
     outcome: fn(&ApprovalRequest) -> StoredOutcome,
-) -> Result<StoredOutcome, StoredOutcome> {
+) -> Result<StoredOutcome, (Stop, StoredOutcome)> {
     let version = request.version;
     request.state = state;
     let stored = outcome(&request);
-    if !core
-        .stores
-        .approvals
-        .update(&request, version)
-        .await
-        .unwrap_or(false)
-    {
-        return Err(stored);
+    if let Err(stop) = update(core, &request, version).await {
+        return Err((stop, stored));
     }
     crate::metrics::approval_pending(&request.tool, -1.0);
     let key = request.idempotency.as_ref();
     super::settle::operation(core, &request.tool, key, &request.operation_id, &stored).await;
     Ok(stored)
+}
+
+/// The ownership check: the call's idempotency record still belongs to the request's
+/// operation. A request whose opening call ended without it (the store answered the create
+/// after the deadline, and the call released its key) is orphaned and never executes; a
+/// retry of the call opens its own request.
+pub(crate) async fn owned<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    request: &ApprovalRequest,
+) -> Result<bool, Stop> {
+    let Some(key) = &request.idempotency else {
+        return Ok(true);
+    };
+    match core.stores.idempotency.get(key, core.now()).await {
+        Ok(record) => Ok(record
+            .is_some_and(|r| r.operation_id.as_deref() == Some(request.operation_id.as_str()))),
+        Err(_) => Err(Stop::new(
+            Status::Unavailable,
+            "idempotency_store_unavailable",
+            "the idempotency store is unavailable; nothing was done",
+        )),
+    }
 }
 
 fn closed_outcome(
