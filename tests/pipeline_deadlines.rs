@@ -263,8 +263,8 @@ macro_rules! on_backends {
             $(
                 #[tokio::test]
                 async fn $test() {
-                    let backend = store_support::memory(stringify!($test)).await;
-                    store_support::run(backend, super::$test).await;
+                    let backend = crate::store_support::memory(stringify!($test)).await;
+                    crate::store_support::run(backend, super::$test).await;
                 }
             )*
         }
@@ -273,8 +273,8 @@ macro_rules! on_backends {
             $(
                 #[tokio::test]
                 async fn $test() {
-                    let backend = store_support::sqlite(stringify!($test)).await;
-                    store_support::run(backend, super::$test).await;
+                    let backend = crate::store_support::sqlite(stringify!($test)).await;
+                    crate::store_support::run(backend, super::$test).await;
                 }
             )*
         }
@@ -284,8 +284,8 @@ macro_rules! on_backends {
                 #[tokio::test]
                 #[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]
                 async fn $test() {
-                    let backend = store_support::postgres(stringify!($test)).await;
-                    store_support::run(backend, super::$test).await;
+                    let backend = crate::store_support::postgres(stringify!($test)).await;
+                    crate::store_support::run(backend, super::$test).await;
                 }
             )*
         }

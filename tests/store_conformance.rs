@@ -1533,7 +1533,7 @@ async fn sqlite_needs_wal_and_has_the_purge_indexes() {
 async fn redis_ledger_sets_are_trimmed_and_expire() {
     use toolguard::store::RedisStore;
     use toolguard::store::SessionLedger;
-    use toolguard::store::redis::client;
+    use ::redis as client;
     let Some(url) = store_support::redis_url("redis_ledger_sets_are_trimmed_and_expire") else {
         return;
     };

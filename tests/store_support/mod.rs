@@ -141,7 +141,6 @@ pub fn remove_sqlite(path: &std::path::Path) {
 pub async fn sqlite(test: &str) -> Option<Backend> {
     use toolguard::audit::SqliteAuditSink;
     use toolguard::store::SqliteStore;
-    use toolguard::store::sqlite::rusqlite;
 
     let path = sqlite_path(test);
     let store = Arc::new(SqliteStore::open(&path).expect("open sqlite store"));

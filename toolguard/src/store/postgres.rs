@@ -11,7 +11,6 @@
 use std::time::{Duration, SystemTime};
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-pub use tokio_postgres;
 use tokio_postgres::NoTls;
 
 use super::types::*;

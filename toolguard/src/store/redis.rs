@@ -14,7 +14,6 @@
 
 use std::time::{Duration, SystemTime};
 
-pub use redis as client;
 use redis::Script;
 use redis::aio::ConnectionManager;
 
