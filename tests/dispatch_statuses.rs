@@ -243,7 +243,7 @@ async fn forbidden_when_the_principal_lacks_the_role_or_is_stale() {
     assert_eq!(out.status, Status::Forbidden);
     assert_eq!(h.ledger.runs(), 0);
     let e = h.entry(&out);
-    assert_eq!(e.record.stage, Stage::Authorize);
+    assert_eq!(e.record.stage, Stage::Permit);
     assert_eq!(e.record.reason.as_deref(), Some("missing_role"));
 
     let stale = alice().authenticated_at(SystemTime::now() - Duration::from_secs(13 * 3600));

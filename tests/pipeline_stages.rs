@@ -125,7 +125,8 @@ async fn preflight_never_runs_for_a_tool_forbidden_principal() {
     let writer = alice().with_role("writer");
     let out = f.d.dispatch(note("hello"), &writer).await;
     assert_eq!(out.status, Status::Ok, "{out:?}");
-    assert_eq!(f.state.preflights.load(Ordering::SeqCst), 1);
+    // Once before the policy, once more at the recheck right before execution.
+    assert_eq!(f.state.preflights.load(Ordering::SeqCst), 2);
     assert_eq!(f.state.runs.load(Ordering::SeqCst), 1);
 }
 

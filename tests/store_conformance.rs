@@ -1531,9 +1531,9 @@ async fn sqlite_needs_wal_and_has_the_purge_indexes() {
 #[tokio::test]
 #[cfg_attr(not(toolguard_redis), ignore = "set TOOLGUARD_REDIS_URL to run")]
 async fn redis_ledger_sets_are_trimmed_and_expire() {
+    use ::redis as client;
     use toolguard::store::RedisStore;
     use toolguard::store::SessionLedger;
-    use ::redis as client;
     let Some(url) = store_support::redis_url("redis_ledger_sets_are_trimmed_and_expire") else {
         return;
     };

@@ -49,7 +49,7 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
     call: &ToolCall,
     spec: &ToolSpec,
     principal: &Principal,
-    t: &Trace,
+    t: &mut Trace,
 ) -> Result<Option<Held>, Exit> {
     let digest = t.request_digest.clone().unwrap_or_default();
     // `None` inside: a wait too long to represent, i.e. no deadline.
@@ -74,9 +74,13 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
     };
     match admission {
         Admission::Proceed(held) => Ok(held),
-        Admission::Replay(stored) => Err(Exit::Answer(
-            super::replay::replayed(core, spec, stored).await,
-        )),
+        Admission::Replay(stored) => {
+            // The replay names the original operation.
+            t.operation_id = stored.operation_id.clone().or(t.operation_id.take());
+            Err(Exit::Answer(
+                super::replay::replayed(core, spec, stored).await,
+            ))
+        }
     }
 }
 

@@ -57,6 +57,7 @@ struct ToolRules {
 /// The risk policy of a dispatcher. Rules are per tool; the revision is bound into approvals, so
 /// raising it voids approvals granted under the old rules.
 #[derive(Clone)]
+#[must_use]
 pub struct RiskPolicy {
     rules: HashMap<String, ToolRules>,
     approver_roles: Vec<String>,
