@@ -151,7 +151,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         let answer = match decision.approval_cause {
             Some(_) => {
                 let key = held.as_ref().map(|h| h.key.clone());
-                stage::approval::ask(core, spec, call, p, &clean.args, key, &decision, t).await
+                stage::approval::ask(core, spec, call, p, key, &decision, t).await
             }
             None => stage::execution(core, tool, decoded, ctx, &decision, false, t).await,
         };

@@ -178,7 +178,7 @@ pub(crate) async fn check_open<S: Send + Sync + 'static>(
                 ApprovalState::Expired,
                 expired_outcome,
             );
-            return Err(Exit::Answer(Answer::settled(
+            return Err(Exit::answer(Answer::settled(
                 closed.await.unwrap_or_else(|(_, o)| o),
             )));
         }
@@ -255,7 +255,7 @@ pub(crate) async fn close_mismatched<S: Send + Sync + 'static>(
     request: ApprovalRequest,
 ) -> Exit {
     let closed = close(core, request, ApprovalState::Rejected, mismatch_outcome).await;
-    Exit::Answer(Answer::settled(closed.unwrap_or_else(|(_, o)| o)))
+    Exit::answer(Answer::settled(closed.unwrap_or_else(|(_, o)| o)))
 }
 
 /// The decide step: records `approver`'s decision. A rejection closes the request; an approval
@@ -286,7 +286,7 @@ pub(crate) async fn decide<S: Send + Sync + 'static>(
             rejected_outcome,
         );
         let stored = closed.await.map_err(|(stop, _)| stop)?;
-        return Err(Exit::Answer(Answer::settled(stored)));
+        return Err(Exit::answer(Answer::settled(stored)));
     }
     let version = request.version;
     let given = request.approvers().len();
@@ -302,7 +302,7 @@ pub(crate) async fn decide<S: Send + Sync + 'static>(
             "{given} of {} approvals given",
             request.approvals_required
         ));
-        return Err(Exit::Answer(answer));
+        return Err(Exit::answer(answer));
     }
     request.state = ApprovalState::Executing;
     update(core, request, version).await?;
@@ -470,7 +470,6 @@ pub(crate) async fn ask<S: Send + Sync + 'static>(
     spec: &ToolSpec,
     call: &ToolCall,
     principal: &Principal,
-    args: &Value,
     held: Option<ScopedKey>,
     decision: &super::policy::PolicyDecision,
     t: &mut super::trace::Trace,
@@ -483,11 +482,12 @@ pub(crate) async fn ask<S: Send + Sync + 'static>(
         ));
     };
     let redacted = t.arguments.clone().unwrap_or(Value::Null);
+    let args = t.arguments_for_operation.clone().unwrap_or(Value::Null);
     let pending = Pending {
         spec,
         call,
         principal,
-        arguments: args,
+        arguments: &args,
         redacted: &redacted,
         request_digest: t.request_digest.as_deref().unwrap_or_default(),
         operation_id: t.operation_id.as_deref().unwrap_or_default(),

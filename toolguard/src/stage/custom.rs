@@ -97,6 +97,18 @@ impl Refusal {
     }
 }
 
+impl Refusal {
+    /// The status the call stops with.
+    pub fn status(&self) -> Status {
+        self.status
+    }
+
+    /// The reason code recorded in the audit entry.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}
+
 /// A host check at a named point of the pipeline.
 pub trait CustomStage: Send + Sync + 'static {
     /// `Ok` lets the call go on to the next stage; a [`Refusal`] stops it.

@@ -77,7 +77,7 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
         Admission::Replay(stored) => {
             // The replay names the original operation.
             t.operation_id = stored.operation_id.clone().or(t.operation_id.take());
-            Err(Exit::Answer(
+            Err(Exit::answer(
                 super::replay::replayed(core, spec, stored).await,
             ))
         }

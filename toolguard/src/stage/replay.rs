@@ -33,7 +33,7 @@ pub(crate) async fn or_stop<S: Send + Sync + 'static>(
         Some(stored) => {
             t.at(Stage::Idempotency);
             t.operation_id = stored.operation_id.clone().or(t.operation_id.take());
-            Exit::Answer(replayed(core, spec, stored).await)
+            Exit::answer(replayed(core, spec, stored).await)
         }
         None => {
             t.at(stage);

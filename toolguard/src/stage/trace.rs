@@ -40,7 +40,14 @@ pub(crate) enum Exit {
     /// A stage stopped the call.
     Stop(Stop),
     /// The call is answered without running the remaining stages (a replayed outcome).
-    Answer(Answer),
+    Answer(Box<Answer>),
+}
+
+impl Exit {
+    /// Leaves the sequence with `answer`.
+    pub(crate) fn answer(answer: Answer) -> Self {
+        Exit::Answer(Box::new(answer))
+    }
 }
 
 impl From<Stop> for Exit {
@@ -128,7 +135,8 @@ impl Answer {
     /// The answer of a sequence, however it ended.
     pub(crate) fn from_exit(result: Result<Answer, Exit>) -> Self {
         match result {
-            Ok(answer) | Err(Exit::Answer(answer)) => answer,
+            Ok(answer) => answer,
+            Err(Exit::Answer(answer)) => *answer,
             Err(Exit::Stop(stop)) => Answer::stopped(stop),
         }
     }
