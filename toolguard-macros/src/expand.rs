@@ -53,6 +53,53 @@ fn args_ident(decl: &ToolDecl) -> Ident {
     format_ident!("{}Args", tool_ident(decl))
 }
 
+/// The identifier of the struct of field names (`TransferFundsFields`).
+pub fn fields_ident(decl: &ToolDecl) -> Ident {
+    format_ident!("{}Fields", tool_ident(decl))
+}
+
+/// `Tool::NAME`, `Tool::FIELDS` and the struct of field names, so that builder options name the
+/// tool and its fields without a hand-typed string.
+fn name_constants(decl: &ToolDecl, name: &str) -> TokenStream {
+    let vis = &decl.vis;
+    let tool_ident = tool_ident(decl);
+    let fields_ident = fields_ident(decl);
+    let mut idents: Vec<Ident> = decl.args.iter().map(|a| a.ident.clone()).collect();
+    let mut names: Vec<String> = decl.args.iter().map(|a| a.name.clone()).collect();
+    if decl.key_argument() {
+        idents.push(format_ident!("{}", KEY_FIELD));
+        names.push(KEY_FIELD.to_owned());
+    }
+    let docs = names
+        .iter()
+        .map(|n| format!("`\"{n}\"`: the name of the `{n}` argument field."));
+    let struct_doc = format!(
+        "The argument field names of the `{name}` tool, as `{tool_ident}::FIELDS`: \
+         `{tool_ident}::FIELDS.<field>` is the field's name in the arguments object."
+    );
+    quote! {
+        #[doc = #struct_doc]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq)]
+        #[allow(dead_code, reason = "generated for builder options; a tool may use none of them")]
+        #vis struct #fields_ident {
+            #(
+                #[doc = #docs]
+                pub #idents: &'static str,
+            )*
+        }
+
+        #[allow(dead_code, reason = "generated for builder options; a tool may use none of them")]
+        impl #tool_ident {
+            /// The tool's name, as the model calls it and as builder options take it
+            /// (`RiskPolicy::max_per_call(Self::NAME, ..)`).
+            #vis const NAME: &'static str = #name;
+            /// The names of the tool's argument fields (`Self::FIELDS.to`), for builder options
+            /// that name a field (`Sanitizer::allow_email_domains(Self::NAME, Self::FIELDS.to, ..)`).
+            #vis const FIELDS: #fields_ident = #fields_ident { #(#idents: #names,)* };
+        }
+    }
+}
+
 /// Everything generated for one tool. `self_ty` is the toolset's type for methods.
 pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
     let k = paths::krate();
@@ -120,36 +167,15 @@ pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
     });
 
     let spec = spec_body(decl, &name, &description, &args_ident, &ok_ty);
+    let name_constants = name_constants(decl, &name);
 
-    let hook = |hook: &str, path: &Option<syn::Path>| {
-        path.as_ref().map(|path| {
-            let method = Ident::new(hook, Span::call_site());
-            let callee = self_path(path, self_ty);
-            quote! {
-                fn #method<'a>(
-                    &'a self,
-                    ctx: &'a #k::ToolContext<#state>,
-                    args: &'a Self::Args,
-                ) -> #k::BoxFuture<'a, ::core::result::Result<(), #k::ToolError>> {
-                    ::std::boxed::Box::pin(async move { #callee(ctx, args).await })
-                }
-            }
-        })
+    let hook = |method: &str, path: &Option<syn::Path>| {
+        path.as_ref()
+            .map(|path| hook_method(method, path, self_ty, &state, &args_ident))
     };
     let preflight = hook("preflight", &decl.attrs.preflight);
     let authorize = hook("authorize", &decl.attrs.authorize);
-    let reconcile = decl.attrs.reconcile.as_ref().map(|path| {
-        let callee = self_path(path, self_ty);
-        quote! {
-            fn reconcile<'a>(
-                &'a self,
-                ctx: &'a #k::ToolContext<#state>,
-                args: &'a Self::Args,
-            ) -> #k::BoxFuture<'a, ::core::result::Result<#k::Reconciled<Self::Output>, #k::ToolError>> {
-                ::std::boxed::Box::pin(async move { #callee(ctx, args).await })
-            }
-        }
-    });
+    let reconcile = hook("reconcile", &decl.attrs.reconcile);
 
     let locals: Vec<Ident> = (0..decl.args.len())
         .map(|i| Ident::new(&format!("__arg_{i}"), Span::mixed_site()))
@@ -194,6 +220,8 @@ pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
         #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::default::Default)]
         #vis struct #tool_ident;
 
+        #name_constants
+
         #output_check
         #amount_check
 
@@ -228,6 +256,67 @@ pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
                     }
                 })
             }
+        }
+    }
+}
+
+/// The `Tool` method that runs a hook. The hook is passed as a value to a local function whose
+/// bound (`GuardHook` or `ReconcileHook`) names the expected signature; every token of that
+/// check carries the hook path's span, so a hook of the wrong shape (not `async`, other
+/// arguments, another result) is reported once, at its path.
+fn hook_method(
+    method: &str,
+    path: &syn::Path,
+    self_ty: Option<&Type>,
+    state: &TokenStream,
+    args_ident: &Ident,
+) -> TokenStream {
+    let k = paths::krate();
+    let p = paths::private();
+    let span = path.span();
+    let method = Ident::new(method, Span::call_site());
+    let callee = self_path(path, self_ty);
+    let (bound, ret) = if method == "reconcile" {
+        (
+            quote_spanned!(span=> #p::ReconcileHook<'a, S, #args_ident, O>),
+            quote!(::core::result::Result<#k::Reconciled<Self::Output>, #k::ToolError>),
+        )
+    } else {
+        (
+            quote_spanned!(span=> #p::GuardHook<'a, S, #args_ident>),
+            quote!(::core::result::Result<(), #k::ToolError>),
+        )
+    };
+    let check = if method == "reconcile" {
+        quote_spanned! {span=>
+            fn hook<'a, S: 'a, O, H: #bound>(
+                hook: H,
+                ctx: &'a #k::ToolContext<S>,
+                args: &'a #args_ident,
+            ) -> #k::BoxFuture<'a, ::core::result::Result<#k::Reconciled<O>, #k::ToolError>> {
+                hook.call_hook(ctx, args)
+            }
+            hook::<#state, Self::Output, _>(#callee, ctx, args)
+        }
+    } else {
+        quote_spanned! {span=>
+            fn hook<'a, S: 'a, H: #bound>(
+                hook: H,
+                ctx: &'a #k::ToolContext<S>,
+                args: &'a #args_ident,
+            ) -> #k::BoxFuture<'a, ::core::result::Result<(), #k::ToolError>> {
+                hook.call_hook(ctx, args)
+            }
+            hook::<#state, _>(#callee, ctx, args)
+        }
+    };
+    quote! {
+        fn #method<'a>(
+            &'a self,
+            ctx: &'a #k::ToolContext<#state>,
+            args: &'a Self::Args,
+        ) -> #k::BoxFuture<'a, #ret> {
+            #check
         }
     }
 }

@@ -205,7 +205,8 @@ pub fn toolset(self_ty: &syn::Type, decls: &[ToolDecl], errors: &mut Errors) {
     for d in decls {
         let tool = crate::expand::tool_ident(d).to_string();
         let args = format!("{tool}Args");
-        let clash = [&tool, &args]
+        let fields = format!("{tool}Fields");
+        let clash = [&tool, &args, &fields]
             .into_iter()
             .find_map(|g| structs.get(g).map(|first| (g.clone(), first.clone())));
         match clash {
@@ -219,8 +220,9 @@ pub fn toolset(self_ty: &syn::Type, decls: &[ToolDecl], errors: &mut Errors) {
                 ),
             ),
             None => {
-                structs.insert(tool, d.fn_ident.to_string());
-                structs.insert(args, d.fn_ident.to_string());
+                for generated in [tool, args, fields] {
+                    structs.insert(generated, d.fn_ident.to_string());
+                }
             }
         }
     }
