@@ -30,7 +30,7 @@ pub fn is_amount(decl: &ToolDecl, arg: &ArgDecl) -> bool {
 
 /// Checks one tool against every rule that concerns a single declaration.
 pub fn tool(decl: &ToolDecl, errors: &mut Errors) {
-    for violation in rules::check(&model(decl)) {
+    for violation in rules::check_with(&model(decl), rules::Syntax::Attributes) {
         report(decl, violation, errors);
     }
     for arg in &decl.args {

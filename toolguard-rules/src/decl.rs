@@ -206,30 +206,59 @@ pub struct Violation {
     pub message: String,
 }
 
+/// How messages spell an option in their fixes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Syntax {
+    /// As a key: `max_len = N` (run-time declarations).
+    #[default]
+    Keys,
+    /// As the macro's attribute: `#[arg(max_len = N)]`, `#[tool(name = "..")]`.
+    Attributes,
+}
+
 /// Collects violations.
-#[derive(Default)]
-struct Found(Vec<Violation>);
+struct Found {
+    syntax: Syntax,
+    found: Vec<Violation>,
+}
 
 impl Found {
     fn push(&mut self, rule: u8, site: Site, message: impl Into<String>) {
-        self.0.push(Violation {
+        self.found.push(Violation {
             rule,
             site,
             message: message.into(),
         });
     }
+
+    /// An option as the fix should spell it: `max_len = N` or `#[arg(max_len = N)]`.
+    fn opt(&self, attr: &str, option: &str) -> String {
+        match self.syntax {
+            Syntax::Keys => format!("`{option}`"),
+            Syntax::Attributes => format!("`#[{attr}({option})]`"),
+        }
+    }
 }
 
-/// Every rule broken by `tool`, tool-level rules first, then each field's in order.
+/// Every rule broken by `tool`, tool-level rules first, then each field's in order; fixes name
+/// options as keys (`max_len = N`).
 pub fn check(tool: &ToolDecl) -> Vec<Violation> {
-    let mut found = Found::default();
+    check_with(tool, Syntax::Keys)
+}
+
+/// [`check`], with fixes spelt in `syntax`.
+pub fn check_with(tool: &ToolDecl, syntax: Syntax) -> Vec<Violation> {
+    let mut found = Found {
+        syntax,
+        found: Vec::new(),
+    };
     identity_and_description(tool, &mut found);
     contradictions(tool, &mut found);
     approvals(tool, &mut found);
     for (i, field) in tool.fields.iter().enumerate() {
         field_rules(tool, i, field, &mut found);
     }
-    found.0
+    found.found
 }
 
 /// Rules 8 and 9 on the tool, and rule 1.
@@ -240,25 +269,24 @@ fn identity_and_description(tool: &ToolDecl, found: &mut Found) {
         .as_deref()
         .is_none_or(|d| d.trim().is_empty())
     {
+        let fix = found.opt("tool", "description = \"...\"");
         found.push(
             8,
             Site::Tool,
             format!(
                 "tool `{name}` has no description: the model chooses tools by their description. \
-                 Add a doc comment (`/// What it does, for whom, with which effect.`) or \
-                 `description = \"...\"`"
+                 Add a doc comment (`/// What it does, for whom, with which effect.`) or {fix}"
             ),
         );
     }
     if !is_valid_tool_name(name) {
+        let fix = found.opt("tool", &format!("name = \"{}\"", suggest_tool_name(name)));
         found.push(
             9,
             Site::ToolName,
             format!(
                 "invalid tool name `{name}`: providers accept `^[a-zA-Z][a-zA-Z0-9_]{{0,63}}$` \
-                 (a letter, then up to 63 letters, digits or `_`). Rename it, e.g. \
-                 `name = \"{}\"`",
-                suggest_tool_name(name)
+                 (a letter, then up to 63 letters, digits or `_`). Rename it, e.g. {fix}"
             ),
         );
     }
@@ -361,13 +389,14 @@ fn approvals(tool: &ToolDecl, found: &mut Found) {
         );
     }
     if tool.approval_over.is_some() {
+        let mark = found.opt("arg", "amount");
         match tool.amount_field().map(|i| &tool.fields[i]) {
             None => found.push(
                 2,
                 Site::ToolOption("approval_over"),
                 format!(
                     "`approval_over` needs an amount field to compare with, and tool `{name}` has \
-                     none: name the parameter `amount` or mark it `amount` (an integer in minor \
+                     none: name the parameter `amount` or mark it {mark} (an integer in minor \
                      units, e.g. `amount: u64`)"
                 ),
             ),
@@ -384,18 +413,20 @@ fn approvals(tool: &ToolDecl, found: &mut Found) {
             Some(_) => {}
         }
     }
-    for (i, _) in tool
-        .fields
-        .iter()
-        .enumerate()
+    let extra: Vec<usize> = (tool.fields.iter().enumerate())
         .filter(|(_, f)| f.amount)
         .skip(1)
-    {
+        .map(|(i, _)| i)
+        .collect();
+    for i in extra {
+        let mark = found.opt("arg", "amount");
         found.push(
             0,
             Site::FieldOption(i, "amount"),
-            "only one field can be the amount (`amount`): approvals and session limits measure \
-             one number. Remove the extra `amount` marks",
+            format!(
+                "only one field can be the amount ({mark}): approvals and session limits measure \
+                 one number. Remove the extra `amount` marks"
+            ),
         );
     }
 }
@@ -467,13 +498,13 @@ fn field_rules(tool: &ToolDecl, i: usize, f: &FieldDecl, found: &mut Found) {
     bounds(tool, i, f, found);
     path_rules(i, f, found);
     if tool.risk.is_high() && f.description.as_deref().is_none_or(|d| d.trim().is_empty()) {
+        let fix = found.opt("arg", "description = \"...\"");
         found.push(
             8,
             Site::Field(i),
             format!(
                 "parameter `{}` of a {}-risk tool has no description: the model must know exactly \
-                 what it sets. Add a doc comment (`/// ...`) above it or \
-                 `description = \"...\"`",
+                 what it sets. Add a doc comment (`/// ...`) above it or {fix}",
                 f.name,
                 tool.risk.name()
             ),
@@ -494,26 +525,29 @@ fn field_rules(tool: &ToolDecl, i: usize, f: &FieldDecl, found: &mut Found) {
 fn bounds(tool: &ToolDecl, i: usize, f: &FieldDecl, found: &mut Found) {
     let high = tool.risk.is_high();
     if high && f.scalar == Scalar::Text && f.max_len.is_none() && !f.kind.is_bounded() {
+        let fix = found.opt("arg", "max_len = N");
+        let kind = found.opt("arg", "kind = \"identifier\"");
         found.push(
             5,
             Site::FieldType(i),
             format!(
                 "unbounded string `{}` on a {}-risk tool: a model can send any amount of text \
-                 here, including injected instructions. Add `max_len = N`, or use a bounded kind \
-                 (`kind = \"identifier\"`, `Identifier`, `Email`, `Url`)",
+                 here, including injected instructions. Add {fix}, or use a bounded kind \
+                 ({kind}, `Identifier`, `Email`, `Url`)",
                 f.name,
                 tool.risk.name()
             ),
         );
     }
     if high && f.collection.is_some() && f.max_items.is_none() {
+        let fix = found.opt("arg", "max_items = N");
         found.push(
             16,
             Site::FieldType(i),
             format!(
                 "unbounded collection `{}` on a {}-risk tool: a model can send any number of \
-                 items here, each one an effect. Add `max_items = N` with the largest number the \
-                 tool should ever handle in one call",
+                 items here, each one an effect. Add {fix} with the largest number the tool \
+                 should ever handle in one call",
                 f.name,
                 tool.risk.name()
             ),
@@ -543,15 +577,18 @@ fn bounds(tool: &ToolDecl, i: usize, f: &FieldDecl, found: &mut Found) {
 fn path_rules(i: usize, f: &FieldDecl, found: &mut Found) {
     let pathish = matches!(f.scalar, Scalar::Path | Scalar::Text);
     match (&f.root, f.kind == Kind::Path) {
-        (None, true) if pathish => found.push(
-            6,
-            Site::FieldType(i),
-            format!(
-                "path `{}` has no root: a model-chosen path could reach any file (`../../etc`). \
-                 Confine it with `root = \"/srv/data\"` (or use `SafePath`)",
-                f.name
-            ),
-        ),
+        (None, true) if pathish => {
+            let fix = found.opt("arg", "root = \"/srv/data\"");
+            found.push(
+                6,
+                Site::FieldType(i),
+                format!(
+                    "path `{}` has no root: a model-chosen path could reach any file \
+                     (`../../etc`). Confine it with {fix} (or use `SafePath`)",
+                    f.name
+                ),
+            );
+        }
         (Some(root), true) => {
             if let Some(problem) = root_problem(root) {
                 found.push(
@@ -862,6 +899,17 @@ mod tests {
                 (17, Site::FieldOption(1, "pattern"))
             ]
         );
+    }
+
+    #[test]
+    fn fixes_are_spelt_as_keys_or_as_the_macro_attributes() {
+        let mut t = tool(vec![FieldDecl::new("memo", Kind::Text, Scalar::Text)]);
+        t.risk = Risk::High;
+        t.idempotent = Some(KeySource::Host);
+        let keys = &check(&t)[0].message;
+        let attrs = &check_with(&t, Syntax::Attributes)[0].message;
+        assert!(keys.contains("Add `max_len = N`"), "{keys}");
+        assert!(attrs.contains("Add `#[arg(max_len = N)]`"), "{attrs}");
     }
 
     #[test]
