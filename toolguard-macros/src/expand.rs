@@ -1,7 +1,7 @@
 //! Code generation: the `<Name>Args` struct, the unit tool struct and its `Tool` impl, and a
 //! toolset's `tools()` constructor.
 
-use proc_macro2::{Literal, Span, TokenStream};
+use proc_macro2::{Group, Literal, Span, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, Type};
@@ -276,40 +276,38 @@ fn hook_method(
     let span = path.span();
     let method = Ident::new(method, Span::call_site());
     let callee = self_path(path, self_ty);
-    let (bound, ret) = if method == "reconcile" {
+    let (def, call, ret) = if method == "reconcile" {
         (
-            quote_spanned!(span=> #p::ReconcileHook<'a, S, #args_ident, O>),
+            quote! {
+                fn hook<'a, S: 'a, O, H: #p::ReconcileHook<'a, S, #args_ident, O>>(
+                    hook: H,
+                    ctx: &'a #k::ToolContext<S>,
+                    args: &'a #args_ident,
+                ) -> #k::BoxFuture<'a, ::core::result::Result<#k::Reconciled<O>, #k::ToolError>> {
+                    hook.call_hook(ctx, args)
+                }
+            },
+            quote_spanned!(span=> hook::<#state, Self::Output, _>(#callee, ctx, args)),
             quote!(::core::result::Result<#k::Reconciled<Self::Output>, #k::ToolError>),
         )
     } else {
         (
-            quote_spanned!(span=> #p::GuardHook<'a, S, #args_ident>),
+            quote! {
+                fn hook<'a, S: 'a, H: #p::GuardHook<'a, S, #args_ident>>(
+                    hook: H,
+                    ctx: &'a #k::ToolContext<S>,
+                    args: &'a #args_ident,
+                ) -> #k::BoxFuture<'a, ::core::result::Result<(), #k::ToolError>> {
+                    hook.call_hook(ctx, args)
+                }
+            },
+            quote_spanned!(span=> hook::<#state, _>(#callee, ctx, args)),
             quote!(::core::result::Result<(), #k::ToolError>),
         )
     };
-    let check = if method == "reconcile" {
-        quote_spanned! {span=>
-            fn hook<'a, S: 'a, O, H: #bound>(
-                hook: H,
-                ctx: &'a #k::ToolContext<S>,
-                args: &'a #args_ident,
-            ) -> #k::BoxFuture<'a, ::core::result::Result<#k::Reconciled<O>, #k::ToolError>> {
-                hook.call_hook(ctx, args)
-            }
-            hook::<#state, Self::Output, _>(#callee, ctx, args)
-        }
-    } else {
-        quote_spanned! {span=>
-            fn hook<'a, S: 'a, H: #bound>(
-                hook: H,
-                ctx: &'a #k::ToolContext<S>,
-                args: &'a #args_ident,
-            ) -> #k::BoxFuture<'a, ::core::result::Result<(), #k::ToolError>> {
-                hook.call_hook(ctx, args)
-            }
-            hook::<#state, _>(#callee, ctx, args)
-        }
-    };
+    // The bound's "required by" note points at the hook's path too, not at the attribute.
+    let def = respan(def, span);
+    let check = quote!(#def #call);
     quote! {
         fn #method<'a>(
             &'a self,
@@ -319,6 +317,24 @@ fn hook_method(
             #check
         }
     }
+}
+
+/// `tokens` with every span, also inside groups, set to `span`.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|tt| match tt {
+            TokenTree::Group(g) => {
+                let mut group = Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(span);
+                TokenTree::Group(group)
+            }
+            mut other => {
+                other.set_span(span);
+                other
+            }
+        })
+        .collect()
 }
 
 /// A hook path; a leading `Self::` names the toolset type (the hook is called from outside it).

@@ -330,10 +330,10 @@ impl Scanner<'_> {
             );
         };
         self.i = s + 2;
-        let unicode_class = |fix: &str| {
+        let unicode_class = |example: &str, fix: &str| {
             format!(
-                "`\\{c}` differs: Rust's is Unicode-aware (`\\d` matches `٣`), ECMA-262's is \
-                 ASCII. Write {fix}"
+                "`\\{c}` differs: Rust's is Unicode-aware ({example}), ECMA-262's is ASCII. \
+                 Write {fix}"
             )
         };
         let message = match c {
@@ -343,9 +343,17 @@ impl Scanner<'_> {
             '-' if in_class => return Ok(()),
             'x' | 'u' => return self.hex(s, c),
             'p' | 'P' => return self.property(s, c),
-            'd' | 'D' => unicode_class("`[0-9]` (or `\\p{Nd}` for every decimal digit)"),
-            'w' | 'W' => unicode_class("`[A-Za-z0-9_]` (or the `\\p{..}` classes you mean)"),
-            's' | 'S' => unicode_class("the white space you accept, e.g. `[ \\t\\r\\n]`"),
+            'd' | 'D' => unicode_class(
+                "`\\d` matches `٣`",
+                "`[0-9]` (or `\\p{Nd}` for every decimal digit)",
+            ),
+            'w' | 'W' => unicode_class(
+                "`\\w` matches `é`",
+                "`[A-Za-z0-9_]` (or the `\\p{..}` classes you mean)",
+            ),
+            's' | 'S' => "`\\s` differs: Rust's matches U+0085, ECMA-262's matches U+FEFF \
+                          instead. Write the white space you accept, e.g. `[ \\t\\r\\n]`"
+                .to_owned(),
             'b' | 'B' => "word boundaries differ (Unicode words in Rust, ASCII words in \
                           ECMA-262; a backspace inside a class): anchor with `^` and `$`, or \
                           match the separator itself"
