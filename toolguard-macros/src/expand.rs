@@ -276,45 +276,57 @@ fn hook_method(
     let span = path.span();
     let method = Ident::new(method, Span::call_site());
     let callee = self_path(path, self_ty);
-    let (def, call, ret) = if method == "reconcile" {
+    let (extra, bound, out, out_self) = if method == "reconcile" {
         (
-            quote! {
-                fn hook<'a, S: 'a, O, H: #p::ReconcileHook<'a, S, #args_ident, O>>(
-                    hook: H,
-                    ctx: &'a #k::ToolContext<S>,
-                    args: &'a #args_ident,
-                ) -> #k::BoxFuture<'a, ::core::result::Result<#k::Reconciled<O>, #k::ToolError>> {
-                    hook.call_hook(ctx, args)
-                }
-            },
-            quote_spanned!(span=> hook::<#state, Self::Output, _>(#callee, ctx, args)),
-            quote!(::core::result::Result<#k::Reconciled<Self::Output>, #k::ToolError>),
+            quote!(O,),
+            quote!(#p::ReconcileHook<'a, S, #args_ident, O>),
+            quote!(#k::Reconciled<O>),
+            quote!(Self::Output,),
         )
     } else {
         (
-            quote! {
-                fn hook<'a, S: 'a, H: #p::GuardHook<'a, S, #args_ident>>(
-                    hook: H,
-                    ctx: &'a #k::ToolContext<S>,
-                    args: &'a #args_ident,
-                ) -> #k::BoxFuture<'a, ::core::result::Result<(), #k::ToolError>> {
-                    hook.call_hook(ctx, args)
-                }
-            },
-            quote_spanned!(span=> hook::<#state, _>(#callee, ctx, args)),
-            quote!(::core::result::Result<(), #k::ToolError>),
+            quote!(),
+            quote!(#p::GuardHook<'a, S, #args_ident>),
+            quote!(()),
+            quote!(),
         )
     };
     // The bound's "required by" note points at the hook's path too, not at the attribute.
-    let def = respan(def, span);
-    let check = quote!(#def #call);
+    let def = respan(
+        quote! {
+            fn hook<'a, S: 'a, #extra H: #bound>(
+                hook: H,
+                ctx: &'a #k::ToolContext<S>,
+                args: &'a #args_ident,
+            ) -> #k::BoxFuture<'a, ::core::result::Result<#out, #k::ToolError>> {
+                hook.call_hook(ctx, args)
+            }
+        },
+        span,
+    );
+    // Hygienic locals: a hook named `ctx`, `args` or `hook` still names the user's function.
+    let here = Span::mixed_site().located_at(span);
+    let (ctx, args, value) = (
+        Ident::new("ctx", here),
+        Ident::new("args", here),
+        Ident::new("hook", here),
+    );
+    let ret = if method == "reconcile" {
+        quote!(#k::Reconciled<Self::Output>)
+    } else {
+        quote!(())
+    };
+    let call = quote_spanned! {span=>
+        let #value = #callee;
+        { #def hook::<#state, #out_self _>(#value, #ctx, #args) }
+    };
     quote! {
         fn #method<'a>(
             &'a self,
-            ctx: &'a #k::ToolContext<#state>,
-            args: &'a Self::Args,
-        ) -> #k::BoxFuture<'a, #ret> {
-            #check
+            #ctx: &'a #k::ToolContext<#state>,
+            #args: &'a Self::Args,
+        ) -> #k::BoxFuture<'a, ::core::result::Result<#ret, #k::ToolError>> {
+            #call
         }
     }
 }
