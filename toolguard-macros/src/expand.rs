@@ -309,7 +309,7 @@ fn hook_method(
     let (ctx, args, value) = (
         Ident::new("ctx", here),
         Ident::new("args", here),
-        Ident::new("hook", here),
+        Ident::new("__toolguard_hook", here),
     );
     let ret = if method == "reconcile" {
         quote!(#k::Reconciled<Self::Output>)
