@@ -602,3 +602,61 @@ fn dispatcher_refuses_a_nested_identity_property() {
         other => panic!("unexpected error: {other}"),
     }
 }
+
+#[test]
+fn name_constants_match_the_spec() {
+    let spec = <TransferFunds as Tool<Bank>>::spec(&TransferFunds);
+    assert_eq!(TransferFunds::NAME, spec.name);
+    let f = TransferFunds::FIELDS;
+    let spec_fields: Vec<&str> = spec.fields.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(
+        [f.from, f.to, f.amount, f.memo, f.speed, f.idempotency_key],
+        spec_fields.as_slice()
+    );
+    // A renamed tool: the constant is the name the model calls, not the function's.
+    assert_eq!(AddNumbers::NAME, "add");
+    assert_eq!(AddNumbers::FIELDS, AddNumbersFields { a: "a", b: "b" });
+    // Toolset methods get them too; `idempotent(key = "host")` adds no key field.
+    assert_eq!(SetFeeCents::NAME, "set_fee");
+    assert_eq!(
+        (SetFeeCents::FIELDS.fee, SetFeeCents::FIELDS.idempotency_key),
+        ("fee", "idempotency_key")
+    );
+    assert_eq!(
+        SendReminder::FIELDS,
+        SendReminderFields {
+            to: "to",
+            attachments: "attachments"
+        }
+    );
+    assert_eq!(Balance::NAME, "balance");
+}
+
+#[tokio::test]
+async fn builder_options_take_the_name_constants() {
+    use toolguard::{Dispatcher, RiskPolicy, Status, ToolCall};
+
+    let dispatcher = Dispatcher::builder(Bank { fee: 7 })
+        .tool(TransferFunds)
+        .policy(RiskPolicy::new().max_per_call(TransferFunds::NAME, 500))
+        .build()
+        .expect("dispatcher builds");
+    let who = Principal::new("acme", "alice", "s1");
+    let f = TransferFunds::FIELDS;
+    let call = |id: &str, amount: u64| {
+        let mut args = serde_json::Map::new();
+        args.insert(f.from.to_owned(), json!("acme-001"));
+        args.insert(f.to.to_owned(), json!("acme-002"));
+        args.insert(f.amount.to_owned(), json!(amount));
+        args.insert(f.speed.to_owned(), json!("instant"));
+        args.insert(
+            f.idempotency_key.to_owned(),
+            json!(format!("key-{id}-0001")),
+        );
+        ToolCall::new(id, TransferFunds::NAME, serde_json::Value::Object(args))
+    };
+    let small = dispatcher.dispatch(call("c1", 400), &who).await;
+    assert_eq!(small.status, Status::Ok, "{small:?}");
+    let large = dispatcher.dispatch(call("c2", 600), &who).await;
+    assert_eq!(large.status, Status::PolicyDenied, "{large:?}");
+}

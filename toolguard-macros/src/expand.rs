@@ -1,7 +1,7 @@
 //! Code generation: the `<Name>Args` struct, the unit tool struct and its `Tool` impl, and a
 //! toolset's `tools()` constructor.
 
-use proc_macro2::{Literal, Span, TokenStream};
+use proc_macro2::{Group, Literal, Span, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, Type};
@@ -51,6 +51,53 @@ pub fn tool_ident(decl: &ToolDecl) -> Ident {
 
 fn args_ident(decl: &ToolDecl) -> Ident {
     format_ident!("{}Args", tool_ident(decl))
+}
+
+/// The identifier of the struct of field names (`TransferFundsFields`).
+pub fn fields_ident(decl: &ToolDecl) -> Ident {
+    format_ident!("{}Fields", tool_ident(decl))
+}
+
+/// `Tool::NAME`, `Tool::FIELDS` and the struct of field names, so that builder options name the
+/// tool and its fields without a hand-typed string.
+fn name_constants(decl: &ToolDecl, name: &str) -> TokenStream {
+    let vis = &decl.vis;
+    let tool_ident = tool_ident(decl);
+    let fields_ident = fields_ident(decl);
+    let mut idents: Vec<Ident> = decl.args.iter().map(|a| a.ident.clone()).collect();
+    let mut names: Vec<String> = decl.args.iter().map(|a| a.name.clone()).collect();
+    if decl.key_argument() {
+        idents.push(format_ident!("{}", KEY_FIELD));
+        names.push(KEY_FIELD.to_owned());
+    }
+    let docs = names
+        .iter()
+        .map(|n| format!("`\"{n}\"`: the name of the `{n}` argument field."));
+    let struct_doc = format!(
+        "The argument field names of the `{name}` tool, as `{tool_ident}::FIELDS`: \
+         `{tool_ident}::FIELDS.<field>` is the field's name in the arguments object."
+    );
+    quote! {
+        #[doc = #struct_doc]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq)]
+        #[allow(dead_code, reason = "generated for builder options; a tool may use none of them")]
+        #vis struct #fields_ident {
+            #(
+                #[doc = #docs]
+                pub #idents: &'static str,
+            )*
+        }
+
+        #[allow(dead_code, reason = "generated for builder options; a tool may use none of them")]
+        impl #tool_ident {
+            /// The tool's name, as the model calls it and as builder options take it
+            /// (`RiskPolicy::max_per_call(Self::NAME, ..)`).
+            #vis const NAME: &'static str = #name;
+            /// The names of the tool's argument fields (`Self::FIELDS.to`), for builder options
+            /// that name a field (`Sanitizer::allow_email_domains(Self::NAME, Self::FIELDS.to, ..)`).
+            #vis const FIELDS: #fields_ident = #fields_ident { #(#idents: #names,)* };
+        }
+    }
 }
 
 /// Everything generated for one tool. `self_ty` is the toolset's type for methods.
@@ -120,36 +167,15 @@ pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
     });
 
     let spec = spec_body(decl, &name, &description, &args_ident, &ok_ty);
+    let name_constants = name_constants(decl, &name);
 
-    let hook = |hook: &str, path: &Option<syn::Path>| {
-        path.as_ref().map(|path| {
-            let method = Ident::new(hook, Span::call_site());
-            let callee = self_path(path, self_ty);
-            quote! {
-                fn #method<'a>(
-                    &'a self,
-                    ctx: &'a #k::ToolContext<#state>,
-                    args: &'a Self::Args,
-                ) -> #k::BoxFuture<'a, ::core::result::Result<(), #k::ToolError>> {
-                    ::std::boxed::Box::pin(async move { #callee(ctx, args).await })
-                }
-            }
-        })
+    let hook = |method: &str, path: &Option<syn::Path>| {
+        path.as_ref()
+            .map(|path| hook_method(method, path, self_ty, &state, &args_ident))
     };
     let preflight = hook("preflight", &decl.attrs.preflight);
     let authorize = hook("authorize", &decl.attrs.authorize);
-    let reconcile = decl.attrs.reconcile.as_ref().map(|path| {
-        let callee = self_path(path, self_ty);
-        quote! {
-            fn reconcile<'a>(
-                &'a self,
-                ctx: &'a #k::ToolContext<#state>,
-                args: &'a Self::Args,
-            ) -> #k::BoxFuture<'a, ::core::result::Result<#k::Reconciled<Self::Output>, #k::ToolError>> {
-                ::std::boxed::Box::pin(async move { #callee(ctx, args).await })
-            }
-        }
-    });
+    let reconcile = hook("reconcile", &decl.attrs.reconcile);
 
     let locals: Vec<Ident> = (0..decl.args.len())
         .map(|i| Ident::new(&format!("__arg_{i}"), Span::mixed_site()))
@@ -194,6 +220,8 @@ pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
         #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::default::Default)]
         #vis struct #tool_ident;
 
+        #name_constants
+
         #output_check
         #amount_check
 
@@ -230,6 +258,95 @@ pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
             }
         }
     }
+}
+
+/// The `Tool` method that runs a hook. The hook is passed as a value to a local function whose
+/// bound (`GuardHook` or `ReconcileHook`) names the expected signature; every token of that
+/// check carries the hook path's span, so a hook of the wrong shape (not `async`, other
+/// arguments, another result) is reported once, at its path.
+fn hook_method(
+    method: &str,
+    path: &syn::Path,
+    self_ty: Option<&Type>,
+    state: &TokenStream,
+    args_ident: &Ident,
+) -> TokenStream {
+    let k = paths::krate();
+    let p = paths::private();
+    let span = path.span();
+    let method = Ident::new(method, Span::call_site());
+    let callee = self_path(path, self_ty);
+    let (extra, bound, out, out_self) = if method == "reconcile" {
+        (
+            quote!(O,),
+            quote!(#p::ReconcileHook<'a, S, #args_ident, O>),
+            quote!(#k::Reconciled<O>),
+            quote!(Self::Output,),
+        )
+    } else {
+        (
+            quote!(),
+            quote!(#p::GuardHook<'a, S, #args_ident>),
+            quote!(()),
+            quote!(),
+        )
+    };
+    // The bound's "required by" note points at the hook's path too, not at the attribute.
+    let def = respan(
+        quote! {
+            fn hook<'a, S: 'a, #extra H: #bound>(
+                hook: H,
+                ctx: &'a #k::ToolContext<S>,
+                args: &'a #args_ident,
+            ) -> #k::BoxFuture<'a, ::core::result::Result<#out, #k::ToolError>> {
+                hook.call_hook(ctx, args)
+            }
+        },
+        span,
+    );
+    // Hygienic locals: a hook named `ctx`, `args` or `hook` still names the user's function.
+    let here = Span::mixed_site().located_at(span);
+    let (ctx, args, value) = (
+        Ident::new("ctx", here),
+        Ident::new("args", here),
+        Ident::new("__toolguard_hook", here),
+    );
+    let ret = if method == "reconcile" {
+        quote!(#k::Reconciled<Self::Output>)
+    } else {
+        quote!(())
+    };
+    let call = quote_spanned! {span=>
+        let #value = #callee;
+        { #def hook::<#state, #out_self _>(#value, #ctx, #args) }
+    };
+    quote! {
+        fn #method<'a>(
+            &'a self,
+            #ctx: &'a #k::ToolContext<#state>,
+            #args: &'a Self::Args,
+        ) -> #k::BoxFuture<'a, ::core::result::Result<#ret, #k::ToolError>> {
+            #call
+        }
+    }
+}
+
+/// `tokens` with every span, also inside groups, set to `span`.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|tt| match tt {
+            TokenTree::Group(g) => {
+                let mut group = Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(span);
+                TokenTree::Group(group)
+            }
+            mut other => {
+                other.set_span(span);
+                other
+            }
+        })
+        .collect()
 }
 
 /// A hook path; a leading `Self::` names the toolset type (the hook is called from outside it).

@@ -3,129 +3,8 @@
 use proc_macro2::Span;
 use syn::{Ident, Path, Type, Visibility};
 
-/// Risk level of a tool, as declared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Risk {
-    /// `low` (default).
-    Low,
-    /// `medium`.
-    Medium,
-    /// `high`.
-    High,
-    /// `critical`.
-    Critical,
-}
-
-impl Risk {
-    /// The valid spellings.
-    pub const NAMES: [&'static str; 4] = ["low", "medium", "high", "critical"];
-
-    /// Parses a spelling.
-    pub fn from_name(s: &str) -> Option<Risk> {
-        match s {
-            "low" => Some(Risk::Low),
-            "medium" => Some(Risk::Medium),
-            "high" => Some(Risk::High),
-            "critical" => Some(Risk::Critical),
-            _ => None,
-        }
-    }
-
-    /// High or critical.
-    pub fn is_high(self) -> bool {
-        matches!(self, Risk::High | Risk::Critical)
-    }
-
-    /// The variant name of the runtime's `Risk`.
-    pub fn variant(self) -> &'static str {
-        match self {
-            Risk::Low => "Low",
-            Risk::Medium => "Medium",
-            Risk::High => "High",
-            Risk::Critical => "Critical",
-        }
-    }
-
-    /// The spelling.
-    pub fn name(self) -> &'static str {
-        match self {
-            Risk::Low => "low",
-            Risk::Medium => "medium",
-            Risk::High => "high",
-            Risk::Critical => "critical",
-        }
-    }
-}
-
-/// What a field holds (the runtime's `FieldKind`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// `identifier`.
-    Identifier,
-    /// `text`.
-    Text,
-    /// `name`.
-    Name,
-    /// `email`.
-    Email,
-    /// `url`.
-    Url,
-    /// `path`.
-    Path,
-    /// `money`.
-    Money,
-    /// No string content (numbers, booleans, enums, ...).
-    Opaque,
-}
-
-impl Kind {
-    /// The spellings `kind = "..."` accepts.
-    pub const NAMES: [&'static str; 7] = [
-        "identifier",
-        "text",
-        "name",
-        "email",
-        "url",
-        "path",
-        "money",
-    ];
-
-    /// Parses a spelling.
-    pub fn from_name(s: &str) -> Option<Kind> {
-        match s {
-            "identifier" => Some(Kind::Identifier),
-            "text" => Some(Kind::Text),
-            "name" => Some(Kind::Name),
-            "email" => Some(Kind::Email),
-            "url" => Some(Kind::Url),
-            "path" => Some(Kind::Path),
-            "money" => Some(Kind::Money),
-            _ => None,
-        }
-    }
-
-    /// The variant name of the runtime's `FieldKind`.
-    pub fn variant(self) -> &'static str {
-        match self {
-            Kind::Identifier => "Identifier",
-            Kind::Text => "Text",
-            Kind::Name => "Name",
-            Kind::Email => "Email",
-            Kind::Url => "Url",
-            Kind::Path => "Path",
-            Kind::Money => "Money",
-            Kind::Opaque => "Opaque",
-        }
-    }
-
-    /// Kinds whose values the runtime keeps short by itself, so they need no `max_len`.
-    pub fn is_bounded(self) -> bool {
-        matches!(
-            self,
-            Kind::Identifier | Kind::Email | Kind::Url | Kind::Money | Kind::Opaque
-        )
-    }
-}
+pub use toolguard_rules::decl::KeySource;
+pub use toolguard_rules::{Kind, Risk};
 
 /// A value with the span of the tokens it came from.
 #[derive(Debug, Clone)]
@@ -150,15 +29,6 @@ pub struct Number {
     pub value: f64,
     /// Written as an integer (emitted as a JSON integer).
     pub integer: Option<i128>,
-}
-
-/// Where an idempotency key comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeySource {
-    /// An `idempotency_key` argument the model sends (added to the schema).
-    Argument,
-    /// The host puts it on the `ToolCall`; no argument is added.
-    Host,
 }
 
 /// The `#[tool(...)]` options.

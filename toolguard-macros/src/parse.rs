@@ -13,6 +13,9 @@ use syn::{
     PathArguments, ReturnType, Signature, Token, Type, UnOp, Visibility,
 };
 
+use toolguard_rules::kinds::REFUSED_KINDS;
+use toolguard_rules::suggest::suggestion_and_list;
+
 use crate::model::{
     ArgAttrs, ArgDecl, Errors, KeySource, Kind, Number, Receiver, Risk, Spanned as Sp, ToolAttrs,
     ToolDecl, unraw,
@@ -88,14 +91,7 @@ pub fn tool_attrs(tokens: TokenStream, errors: &mut Errors) -> ToolAttrs {
                 let v = string_value(&meta, errors).and_then(|s| match Risk::from_name(&s.value) {
                     Some(r) => Some(Sp::new(r, s.span)),
                     None => {
-                        errors.push(
-                            s.span,
-                            format!(
-                                "unknown risk level `{}`{}",
-                                s.value,
-                                suggestion_and_list(&s.value, &Risk::NAMES, "risk levels")
-                            ),
-                        );
+                        errors.push(s.span, Risk::parse(&s.value).err().unwrap_or_default());
                         None
                     }
                 });
@@ -223,14 +219,8 @@ pub fn arg_attrs(attr: &Attribute, out: &mut ArgAttrs, errors: &mut Errors) {
                     match s.value.as_str() {
                         _ if kind.is_some() => {}
                         // Refused with its reason by `validate`.
-                        "shell" | "sql" => out.refused_kind = Some(s.clone()),
-                        other => errors.push(
-                            s.span,
-                            format!(
-                                "unknown field kind `{other}`{}",
-                                suggestion_and_list(other, &Kind::NAMES, "kinds")
-                            ),
-                        ),
+                        k if REFUSED_KINDS.contains(&k) => out.refused_kind = Some(s.clone()),
+                        other => errors.push(s.span, Kind::unknown(other)),
                     }
                     Sp::new(kind, s.span)
                 });
@@ -850,46 +840,6 @@ fn unknown_key(meta: &Meta, key: &str, attr: &str, known: &[&str], errors: &mut 
     );
 }
 
-/// After an "unknown ..." sentence: a suggestion of the closest of `known` when it is close
-/// enough, then the list of what is valid.
-pub fn suggestion_and_list(word: &str, known: &[&str], what: &str) -> String {
-    let best = known
-        .iter()
-        .map(|k| (edit_distance(word, k), *k))
-        .min_by_key(|(d, _)| *d);
-    match best {
-        Some((d, k)) if d <= (k.len().max(word.len()) / 3).max(1) => {
-            format!(": did you mean `{k}`? The {what} are {}", list(known))
-        }
-        _ => format!(". The {what} are {}", list(known)),
-    }
-}
-
-/// Levenshtein distance over characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.iter().enumerate() {
-        cur[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
-}
-
-fn list(items: &[&str]) -> String {
-    items
-        .iter()
-        .map(|i| format!("`{i}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// The last path segment's identifier of `ty` (through references and parentheses).
 pub fn last_ident(ty: &Type) -> Option<String> {
     match ty {
@@ -954,11 +904,6 @@ pub fn innermost(ty: &Type) -> &Type {
             _ => ty,
         },
     }
-}
-
-/// `f32`/`f64`, also inside `Option`, `Vec`, `Box` or a reference.
-pub fn is_float(ty: &Type) -> bool {
-    matches!(last_ident(innermost(ty)).as_deref(), Some("f32" | "f64"))
 }
 
 /// The kind inferred from the type's name, when `kind = ...` is not given.

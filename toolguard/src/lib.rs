@@ -110,4 +110,72 @@ pub mod __private {
     impl AmountType for crate::Cents {}
     impl AmountType for crate::Money {}
     impl<T: AmountType> AmountType for Option<T> {}
+
+    /// What a `preflight` or `authorize` hook must be; named, with the expected signature, at the
+    /// hook's path when it is not.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be this tool's `preflight` or `authorize` hook",
+        label = "expected `async fn(&ToolContext<{S}>, &{A}) -> Result<(), ToolError>`",
+        note = "a guard hook is `async fn hook(ctx: &ToolContext<{S}>, args: &{A}) -> \
+                Result<(), ToolError>`: `async`, the context and the tool's arguments by \
+                reference, and `Ok(())` to let the call go on or a `ToolError` to stop it"
+    )]
+    pub trait GuardHook<'a, S, A> {
+        /// Runs the hook.
+        fn call_hook(
+            self,
+            ctx: &'a crate::ToolContext<S>,
+            args: &'a A,
+        ) -> crate::BoxFuture<'a, Result<(), crate::ToolError>>;
+    }
+
+    #[diagnostic::do_not_recommend]
+    impl<'a, S: 'a, A: 'a, F, Fut> GuardHook<'a, S, A> for F
+    where
+        F: FnOnce(&'a crate::ToolContext<S>, &'a A) -> Fut,
+        Fut: core::future::Future<Output = Result<(), crate::ToolError>> + Send + 'a,
+    {
+        fn call_hook(
+            self,
+            ctx: &'a crate::ToolContext<S>,
+            args: &'a A,
+        ) -> crate::BoxFuture<'a, Result<(), crate::ToolError>> {
+            Box::pin(self(ctx, args))
+        }
+    }
+
+    /// What a `reconcile` hook must be; named, with the expected signature, at the hook's path
+    /// when it is not.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be this tool's `reconcile` hook",
+        label = "expected `async fn(&ToolContext<{S}>, &{A}) -> Result<Reconciled<{O}>, ToolError>`",
+        note = "a reconcile hook is `async fn hook(ctx: &ToolContext<{S}>, args: &{A}) -> \
+                Result<Reconciled<{O}>, ToolError>`, where `{O}` is the tool's output type: \
+                `async`, the context and the tool's arguments by reference"
+    )]
+    pub trait ReconcileHook<'a, S, A, O> {
+        /// Runs the hook.
+        fn call_hook(
+            self,
+            ctx: &'a crate::ToolContext<S>,
+            args: &'a A,
+        ) -> crate::BoxFuture<'a, Result<crate::Reconciled<O>, crate::ToolError>>;
+    }
+
+    #[diagnostic::do_not_recommend]
+    impl<'a, S: 'a, A: 'a, O, F, Fut> ReconcileHook<'a, S, A, O> for F
+    where
+        F: FnOnce(&'a crate::ToolContext<S>, &'a A) -> Fut,
+        Fut: core::future::Future<Output = Result<crate::Reconciled<O>, crate::ToolError>>
+            + Send
+            + 'a,
+    {
+        fn call_hook(
+            self,
+            ctx: &'a crate::ToolContext<S>,
+            args: &'a A,
+        ) -> crate::BoxFuture<'a, Result<crate::Reconciled<O>, crate::ToolError>> {
+            Box::pin(self(ctx, args))
+        }
+    }
 }

@@ -198,49 +198,20 @@ impl ToolSpec {
     }
 }
 
-/// Identity or authority words that no argument property may be, alone, in the plural (`s`) or
-/// with an `id`/`ids` suffix, compared after removing case and separators (`TenantId`,
-/// `tenant_ids`, `USERS`). The `#[tool]` macro applies the same rule to parameters.
-const IDENTITY_WORDS: [&str; 8] = [
-    "tenant",
-    "subject",
-    "user",
-    "role",
-    "admin",
-    "isadmin",
-    "approver",
-    "principal",
-];
-
-/// Words that name an identity only with an `id`/`ids` suffix (`owner_id`, `org_ids`).
-const IDENTITY_ID_WORDS: [&str; 4] = ["owner", "org", "organization", "organisation"];
-
 /// Whether an argument property named `name` would let the model claim identity or authority,
-/// which only the authenticated [`crate::Principal`] may carry. Longer words that merely start
-/// with an identity word (`subject_line`, `username_hint`) are ordinary names.
+/// which only the authenticated [`crate::Principal`] may carry (rule 4 of `RULES.md`, shared
+/// with the `#[tool]` macro through `toolguard-rules`). Names are compared after removing case
+/// and separators (`TenantId`, `tenant_ids`, `USERS`); longer words that merely start with an
+/// identity word (`subject_line`, `username_hint`) are ordinary names.
 pub fn is_identity_name(name: &str) -> bool {
-    let n: String = name
-        .chars()
-        .filter(|c| c.is_alphanumeric())
-        .flat_map(char::to_lowercase)
-        .collect();
-    if n == "approved" {
-        return true;
-    }
-    let stem_in = |suffixes: &[&str], words: &[&str]| {
-        suffixes
-            .iter()
-            .filter_map(|s| n.strip_suffix(s))
-            .any(|stem| words.contains(&stem))
-    };
-    stem_in(&["", "s", "id", "ids"], &IDENTITY_WORDS) || stem_in(&["id", "ids"], &IDENTITY_ID_WORDS)
+    toolguard_rules::names::is_identity_name(name)
 }
 
 /// Refuses an input schema that has a property named like identity or authority (see
 /// [`is_identity_name`]) at any depth: in nested objects, array items and `$defs`, under the
-/// name serde writes (after renames). The error names the property's path.
+/// name the model sees (after serde renames).
 pub fn check_identity_properties(schema: &Value) -> Result<(), String> {
-    match identity_property(schema, "") {
+    match toolguard_rules::schema::identity_property(schema) {
         Some(path) => Err(format!(
             "argument property `{path}` is named like identity or authority, which the model \
              must never supply: take it from the authenticated principal (`ToolContext`) and \
@@ -250,73 +221,11 @@ pub fn check_identity_properties(schema: &Value) -> Result<(), String> {
     }
 }
 
-/// The dotted path of the first identity-named property below `schema`.
-fn identity_property(schema: &Value, path: &str) -> Option<String> {
-    let join = |name: &str| {
-        if path.is_empty() {
-            name.to_owned()
-        } else {
-            format!("{path}.{name}")
-        }
-    };
-    match schema {
-        Value::Object(map) => map
-            .iter()
-            .find_map(|(key, value)| match (key.as_str(), value) {
-                ("properties", Value::Object(props)) => props.iter().find_map(|(name, sub)| {
-                    if is_identity_name(name) {
-                        Some(join(name))
-                    } else {
-                        identity_property(sub, &join(name))
-                    }
-                }),
-                ("$defs" | "definitions", Value::Object(defs)) => defs
-                    .iter()
-                    .find_map(|(name, sub)| identity_property(sub, &format!("$defs.{name}"))),
-                (_, sub) => identity_property(sub, path),
-            }),
-        Value::Array(items) => items.iter().find_map(|v| identity_property(v, path)),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
-    use super::{check_identity_properties, is_identity_name};
-
-    #[test]
-    fn identity_names() {
-        for name in [
-            "tenant",
-            "tenants",
-            "tenant_ids",
-            "TenantId",
-            "owner_id",
-            "user",
-            "users",
-            "USER_ID",
-            "principal",
-            "org_id",
-            "organization_id",
-            "approvers",
-            "isAdmin",
-            "approved",
-        ] {
-            assert!(is_identity_name(name), "{name}");
-        }
-        for name in [
-            "subject_line",
-            "username_hint",
-            "owner",
-            "org",
-            "account_id",
-            "page",
-        ] {
-            assert!(!is_identity_name(name), "{name}");
-        }
-    }
+    use super::check_identity_properties;
 
     #[test]
     fn nested_identity_property() {

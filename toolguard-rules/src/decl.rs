@@ -1,0 +1,922 @@
+//! The rules over one tool declaration, as a small model that both the `#[tool]` macro (from a
+//! function signature) and a run-time declaration (from a JSON Schema and a policy file) fill in.
+//!
+//! [`check`] returns every [`Violation`], each naming the [`Site`] it concerns (an option, a
+//! field's name or type) so that the macro reports it on that span and a loader on that key.
+//! Messages name options by their keys (`max_len`, `idempotent`), which both spell alike.
+//!
+//! ```
+//! use toolguard_rules::decl::{check, FieldDecl, Scalar, Site, ToolDecl};
+//! use toolguard_rules::{Kind, Risk};
+//!
+//! let mut tool = ToolDecl::new("send_note", Some("Sends a note.".into()));
+//! tool.risk = Risk::High;
+//! let mut body = FieldDecl::new("body", Kind::Text, Scalar::Text);
+//! body.description = Some("The note's text.".into());
+//! tool.fields.push(body);
+//! let found = check(&tool);
+//! // Rule 1 (`idempotent`) and rule 5 (`max_len`) are broken.
+//! assert_eq!(found.iter().map(|v| v.rule).collect::<Vec<_>>(), [1, 5]);
+//! assert_eq!(found[1].site, Site::FieldType(0));
+//! ```
+
+use crate::kinds::{Kind, Risk};
+use crate::names::{is_identity_name, is_money_name, is_valid_tool_name, suggest_tool_name};
+use crate::pattern;
+use crate::root::root_problem;
+
+/// The argument `idempotent` adds to the schema when the model sends the key.
+pub const KEY_FIELD: &str = "idempotency_key";
+
+/// Where an idempotency key comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeySource {
+    /// An `idempotency_key` argument the model sends (added to the schema).
+    Argument,
+    /// The host puts it on the call; no argument is added.
+    Host,
+}
+
+/// The JSON value a field holds, after looking through `Option` and collections (the element of
+/// a `Vec<String>` is `Text`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scalar {
+    /// A string.
+    Text,
+    /// A file-system path (`PathBuf`, `&Path`).
+    Path,
+    /// An integer.
+    Integer,
+    /// A floating-point number.
+    Float,
+    /// A boolean.
+    Boolean,
+    /// Anything else (an enum, a struct, a newtype such as `Email`).
+    Other,
+}
+
+/// What kind of collection a field is, after looking through `Option`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Collection {
+    /// A JSON array: `Vec`, `VecDeque`, sets, slices (`maxItems`).
+    Sequence,
+    /// A JSON object of arbitrary keys: `HashMap`, `BTreeMap` (`maxProperties`).
+    Map,
+}
+
+/// One argument field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldDecl {
+    /// Its name in the arguments object.
+    pub name: String,
+    /// Its description for the model.
+    pub description: Option<String>,
+    /// Its kind: declared, or inferred from its type.
+    pub kind: Kind,
+    /// A refused kind spelling (`shell`, `sql`), if one was given.
+    pub refused_kind: Option<String>,
+    /// What each value holds.
+    pub scalar: Scalar,
+    /// Whether it is a collection of such values.
+    pub collection: Option<Collection>,
+    /// Marked as the amount.
+    pub amount: bool,
+    /// Redacted in audit entries and previews.
+    pub sensitive: bool,
+    /// Confinement root of a path.
+    pub root: Option<String>,
+    /// Minimum length of a string.
+    pub min_len: Option<u64>,
+    /// Maximum length of a string.
+    pub max_len: Option<u64>,
+    /// Pattern of a string.
+    pub pattern: Option<String>,
+    /// Minimum of a number.
+    pub min: Option<f64>,
+    /// Maximum of a number.
+    pub max: Option<f64>,
+    /// Maximum number of items of a collection.
+    pub max_items: Option<u64>,
+}
+
+impl FieldDecl {
+    /// A field with no options.
+    pub fn new(name: impl Into<String>, kind: Kind, scalar: Scalar) -> Self {
+        FieldDecl {
+            name: name.into(),
+            description: None,
+            kind,
+            refused_kind: None,
+            scalar,
+            collection: None,
+            amount: false,
+            sensitive: false,
+            root: None,
+            min_len: None,
+            max_len: None,
+            pattern: None,
+            min: None,
+            max: None,
+            max_items: None,
+        }
+    }
+}
+
+/// One tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolDecl {
+    /// The name the model calls it by.
+    pub name: String,
+    /// Its description for the model.
+    pub description: Option<String>,
+    /// Its risk level.
+    pub risk: Risk,
+    /// `read_only`.
+    pub read_only: bool,
+    /// `idempotent`, and where the key comes from.
+    pub idempotent: Option<KeySource>,
+    /// `key_wins`.
+    pub key_wins: bool,
+    /// `approval_over`.
+    pub approval_over: Option<u64>,
+    /// `approvals`.
+    pub approvals: Option<u64>,
+    /// `timeout_ms`.
+    pub timeout_ms: Option<u64>,
+    /// `revision`.
+    pub revision: Option<u64>,
+    /// The argument fields, in order (without the `idempotency_key` that `idempotent` adds).
+    pub fields: Vec<FieldDecl>,
+}
+
+impl ToolDecl {
+    /// A low-risk tool with no options and no fields.
+    pub fn new(name: impl Into<String>, description: Option<String>) -> Self {
+        ToolDecl {
+            name: name.into(),
+            description,
+            risk: Risk::Low,
+            read_only: false,
+            idempotent: None,
+            key_wins: false,
+            approval_over: None,
+            approvals: None,
+            timeout_ms: None,
+            revision: None,
+            fields: Vec::new(),
+        }
+    }
+
+    /// The index of the amount field: marked `amount`, else named `amount`.
+    pub fn amount_field(&self) -> Option<usize> {
+        self.fields
+            .iter()
+            .position(|f| f.amount)
+            .or_else(|| self.fields.iter().position(|f| f.name == "amount"))
+    }
+}
+
+/// What a violation concerns, so that it is reported on the right token or key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Site {
+    /// The tool as a whole (the function's name).
+    Tool,
+    /// Where the tool's name is given.
+    ToolName,
+    /// A tool option, by key (`risk`, `approval_over`, ...).
+    ToolOption(&'static str),
+    /// A field as a whole.
+    Field(usize),
+    /// A field's name.
+    FieldName(usize),
+    /// A field's type.
+    FieldType(usize),
+    /// A field option, by key (`max_len`, `root`, ...).
+    FieldOption(usize, &'static str),
+}
+
+/// A broken rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// The rule's number in `RULES.md` (0 for the consistency checks listed below the table).
+    pub rule: u8,
+    /// What it concerns.
+    pub site: Site,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+/// How messages spell an option in their fixes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Syntax {
+    /// As a key: `max_len = N` (run-time declarations).
+    #[default]
+    Keys,
+    /// As the macro's attribute: `#[arg(max_len = N)]`, `#[tool(name = "..")]`.
+    Attributes,
+}
+
+/// Collects violations.
+struct Found {
+    syntax: Syntax,
+    found: Vec<Violation>,
+}
+
+impl Found {
+    fn push(&mut self, rule: u8, site: Site, message: impl Into<String>) {
+        self.found.push(Violation {
+            rule,
+            site,
+            message: message.into(),
+        });
+    }
+
+    /// An option as the fix should spell it: `max_len = N` or `#[arg(max_len = N)]`.
+    fn opt(&self, attr: &str, option: &str) -> String {
+        match self.syntax {
+            Syntax::Keys => format!("`{option}`"),
+            Syntax::Attributes => format!("`#[{attr}({option})]`"),
+        }
+    }
+}
+
+/// Every rule broken by `tool`, tool-level rules first, then each field's in order; fixes name
+/// options as keys (`max_len = N`).
+pub fn check(tool: &ToolDecl) -> Vec<Violation> {
+    check_with(tool, Syntax::Keys)
+}
+
+/// [`check`], with fixes spelt in `syntax`.
+pub fn check_with(tool: &ToolDecl, syntax: Syntax) -> Vec<Violation> {
+    let mut found = Found {
+        syntax,
+        found: Vec::new(),
+    };
+    identity_and_description(tool, &mut found);
+    contradictions(tool, &mut found);
+    approvals(tool, &mut found);
+    for (i, field) in tool.fields.iter().enumerate() {
+        field_rules(tool, i, field, &mut found);
+    }
+    found.found
+}
+
+/// Rules 8 and 9 on the tool, and rule 1.
+fn identity_and_description(tool: &ToolDecl, found: &mut Found) {
+    let name = &tool.name;
+    if tool
+        .description
+        .as_deref()
+        .is_none_or(|d| d.trim().is_empty())
+    {
+        let fix = found.opt("tool", "description = \"...\"");
+        found.push(
+            8,
+            Site::Tool,
+            format!(
+                "tool `{name}` has no description: the model chooses tools by their description. \
+                 Add a doc comment (`/// What it does, for whom, with which effect.`) or {fix}"
+            ),
+        );
+    }
+    if !is_valid_tool_name(name) {
+        let fix = found.opt("tool", &format!("name = \"{}\"", suggest_tool_name(name)));
+        found.push(
+            9,
+            Site::ToolName,
+            format!(
+                "invalid tool name `{name}`: providers accept `^[a-zA-Z][a-zA-Z0-9_]{{0,63}}$` \
+                 (a letter, then up to 63 letters, digits or `_`). Rename it, e.g. {fix}"
+            ),
+        );
+    }
+    if tool.risk.is_high() && !tool.read_only && tool.idempotent.is_none() {
+        found.push(
+            1,
+            Site::ToolOption("risk"),
+            format!(
+                "`risk = \"{}\"` on a tool that changes state needs `idempotent`: a retried or \
+                 replayed call must not execute twice. Add `idempotent` (the model sends an \
+                 `idempotency_key`) or `idempotent(key = \"host\")`, or mark the tool `read_only` \
+                 if it has no side effect",
+                tool.risk.name()
+            ),
+        );
+    }
+}
+
+/// Rule 11: options that contradict each other or cannot mean what they say.
+fn contradictions(tool: &ToolDecl, found: &mut Found) {
+    if tool.read_only {
+        if tool.approval_over.is_some() {
+            found.push(
+                11,
+                Site::ToolOption("approval_over"),
+                "`approval_over` on a `read_only` tool: approvals guard side effects, and a \
+                 read-only tool has none. Remove `approval_over`, or remove `read_only` if the \
+                 tool does change state",
+            );
+        }
+        if tool.idempotent.is_some() {
+            found.push(
+                11,
+                Site::ToolOption("idempotent"),
+                "`idempotent` on a `read_only` tool: idempotency keys deduplicate side effects, \
+                 and a read-only tool has none. Remove `idempotent`, or remove `read_only` if the \
+                 tool does change state",
+            );
+        }
+    }
+    if tool.approval_over == Some(0) {
+        found.push(
+            11,
+            Site::ToolOption("approval_over"),
+            "`approval_over = 0` makes the threshold meaningless: every amount would need \
+             approval. Give the largest amount that may run without approval (e.g. \
+             `approval_over = 10_000` for $100.00 in cents), or remove `approval_over` if no \
+             amount needs one",
+        );
+    }
+    match tool.approvals {
+        Some(0) => found.push(
+            11,
+            Site::ToolOption("approvals"),
+            "`approvals = 0` is a contradiction: an approval needs at least one approver. Use \
+             `approvals = 1` (the default) or more, or remove `approval_over`",
+        ),
+        Some(n) if n > u64::from(u8::MAX) => found.push(
+            0,
+            Site::ToolOption("approvals"),
+            "`approvals` must be at most 255",
+        ),
+        _ => {}
+    }
+    if tool.key_wins && tool.idempotent.is_none() {
+        found.push(
+            11,
+            Site::ToolOption("key_wins"),
+            "`key_wins` decides what a reused idempotency key does, but the tool is not \
+             `idempotent`: add `idempotent` or remove `key_wins`",
+        );
+    }
+    if tool.timeout_ms == Some(0) {
+        found.push(
+            11,
+            Site::ToolOption("timeout_ms"),
+            "`timeout_ms = 0` would fail every call: give a deadline above zero",
+        );
+    }
+    if tool.revision.is_some_and(|r| r > u64::from(u32::MAX)) {
+        found.push(
+            0,
+            Site::ToolOption("revision"),
+            "`revision` must fit in a `u32`",
+        );
+    }
+}
+
+/// Rule 2 and the single amount field.
+fn approvals(tool: &ToolDecl, found: &mut Found) {
+    let name = &tool.name;
+    if tool.approval_over.is_some() && tool.idempotent.is_none() && !tool.read_only {
+        found.push(
+            2,
+            Site::ToolOption("approval_over"),
+            "`approval_over` needs `idempotent`: an approval request is stored under the call's \
+             idempotency key, so that a retried call finds the pending request instead of opening \
+             a second one. Add `idempotent` (the model sends an `idempotency_key`) or \
+             `idempotent(key = \"host\")`",
+        );
+    }
+    if tool.approval_over.is_some() {
+        let mark = found.opt("arg", "amount");
+        match tool.amount_field().map(|i| &tool.fields[i]) {
+            None => found.push(
+                2,
+                Site::ToolOption("approval_over"),
+                format!(
+                    "`approval_over` needs an amount field to compare with, and tool `{name}` has \
+                     none: name the parameter `amount` or mark it {mark} (an integer in minor \
+                     units, e.g. `amount: u64`)"
+                ),
+            ),
+            Some(f) if f.scalar == Scalar::Float => found.push(
+                2,
+                Site::ToolOption("approval_over"),
+                format!(
+                    "`approval_over` compares against `{0}`, which is a float: floats round, so \
+                     the threshold could be crossed unnoticed. Make `{0}` an integer in minor \
+                     units (`u64` cents)",
+                    f.name
+                ),
+            ),
+            Some(_) => {}
+        }
+    }
+    let extra: Vec<usize> = (tool.fields.iter().enumerate())
+        .filter(|(_, f)| f.amount)
+        .skip(1)
+        .map(|(i, _)| i)
+        .collect();
+    for i in extra {
+        let mark = found.opt("arg", "amount");
+        found.push(
+            0,
+            Site::FieldOption(i, "amount"),
+            format!(
+                "only one field can be the amount ({mark}): approvals and session limits measure \
+                 one number. Remove the extra `amount` marks"
+            ),
+        );
+    }
+}
+
+/// The rules on one field.
+fn field_rules(tool: &ToolDecl, i: usize, f: &FieldDecl, found: &mut Found) {
+    let amount = tool.amount_field() == Some(i);
+    if is_identity_name(&f.name) {
+        found.push(
+            4,
+            Site::FieldName(i),
+            format!(
+                "parameter `{}` looks like identity or authority, which the model must never \
+                 supply: it comes from the authenticated principal. Remove it and take \
+                 `ctx: &ToolContext<S>` as the first parameter, then use `ctx.tenant()`, \
+                 `ctx.subject()` or `ctx.principal().roles`",
+                f.name
+            ),
+        );
+    }
+    if (amount || f.kind == Kind::Money || is_money_name(&f.name)) && f.scalar == Scalar::Float {
+        let what = if amount {
+            "an amount"
+        } else if f.kind == Kind::Money {
+            "money"
+        } else {
+            "named like money"
+        };
+        found.push(
+            3,
+            Site::FieldType(i),
+            format!(
+                "`{}` is {what} but has a float type: floats cannot represent most decimal \
+                 amounts exactly and make limits drift. Use an integer in minor units (`u64` \
+                 cents) or the `Money`/`Cents` type",
+                f.name
+            ),
+        );
+    }
+    if amount && f.sensitive {
+        found.push(
+            15,
+            Site::FieldOption(i, "sensitive"),
+            format!(
+                "`{}` is the amount field and cannot be `sensitive`: approvers must see the amount \
+                 in the preview, while `sensitive` redacts it. Remove `sensitive`",
+                f.name
+            ),
+        );
+    }
+    if let Some(k) = &f.refused_kind {
+        let sql = k == "sql";
+        found.push(
+            7,
+            Site::FieldOption(i, "kind"),
+            format!(
+                "`kind = \"{k}\"` is refused: a model-written {} string is an injection channel. \
+                 Take structured arguments (an enum of allowed operations, identifiers, numbers) \
+                 and build the {} inside the handler",
+                if sql { "SQL" } else { "shell command" },
+                if sql {
+                    "query with bound parameters"
+                } else {
+                    "command"
+                },
+            ),
+        );
+    }
+    bounds(tool, i, f, found);
+    path_rules(i, f, found);
+    if tool.risk.is_high() && f.description.as_deref().is_none_or(|d| d.trim().is_empty()) {
+        let fix = found.opt("arg", "description = \"...\"");
+        found.push(
+            8,
+            Site::Field(i),
+            format!(
+                "parameter `{}` of a {}-risk tool has no description: the model must know exactly \
+                 what it sets. Add a doc comment (`/// ...`) above it or {fix}",
+                f.name,
+                tool.risk.name()
+            ),
+        );
+    }
+    constraints(i, f, found);
+    if tool.idempotent == Some(KeySource::Argument) && f.name == KEY_FIELD {
+        found.push(
+            0,
+            Site::FieldName(i),
+            "`idempotent` adds the `idempotency_key` argument itself and keeps it from the \
+             handler: remove this parameter (or use `idempotent(key = \"host\")`)",
+        );
+    }
+}
+
+/// Rules 5 and 16: strings and collections of high-risk tools are bounded.
+fn bounds(tool: &ToolDecl, i: usize, f: &FieldDecl, found: &mut Found) {
+    let high = tool.risk.is_high();
+    if high && f.scalar == Scalar::Text && f.max_len.is_none() && !f.kind.is_bounded() {
+        let fix = found.opt("arg", "max_len = N");
+        let kind = found.opt("arg", "kind = \"identifier\"");
+        found.push(
+            5,
+            Site::FieldType(i),
+            format!(
+                "unbounded string `{}` on a {}-risk tool: a model can send any amount of text \
+                 here, including injected instructions. Add {fix}, or use a bounded kind \
+                 ({kind}, `Identifier`, `Email`, `Url`)",
+                f.name,
+                tool.risk.name()
+            ),
+        );
+    }
+    if high && f.collection.is_some() && f.max_items.is_none() {
+        let fix = found.opt("arg", "max_items = N");
+        found.push(
+            16,
+            Site::FieldType(i),
+            format!(
+                "unbounded collection `{}` on a {}-risk tool: a model can send any number of \
+                 items here, each one an effect. Add {fix} with the largest number the tool \
+                 should ever handle in one call",
+                f.name,
+                tool.risk.name()
+            ),
+        );
+    }
+    match f.max_items {
+        Some(_) if f.collection.is_none() => found.push(
+            16,
+            Site::FieldOption(i, "max_items"),
+            format!(
+                "`max_items` bounds a collection (`Vec`, slice, set or map), but `{}` is not \
+                 one: remove it (use `max_len` for strings, `max` for numbers)",
+                f.name
+            ),
+        ),
+        Some(0) => found.push(
+            11,
+            Site::FieldOption(i, "max_items"),
+            "`max_items = 0` only admits an empty collection: give the largest number of items \
+             allowed, or remove the parameter",
+        ),
+        _ => {}
+    }
+}
+
+/// Rule 6: paths are confined below a real root.
+fn path_rules(i: usize, f: &FieldDecl, found: &mut Found) {
+    let pathish = matches!(f.scalar, Scalar::Path | Scalar::Text);
+    match (&f.root, f.kind == Kind::Path) {
+        (None, true) if pathish => {
+            let fix = found.opt("arg", "root = \"/srv/data\"");
+            found.push(
+                6,
+                Site::FieldType(i),
+                format!(
+                    "path `{}` has no root: a model-chosen path could reach any file \
+                     (`../../etc`). Confine it with {fix} (or use `SafePath`)",
+                    f.name
+                ),
+            );
+        }
+        (Some(root), true) => {
+            if let Some(problem) = root_problem(root) {
+                found.push(
+                    6,
+                    Site::FieldOption(i, "root"),
+                    format!(
+                        "`root = \"{root}\"` {problem}: the root confines every path the model \
+                         sends, so it must be an absolute directory below the file-system root, \
+                         e.g. `root = \"/srv/data\"`"
+                    ),
+                );
+            }
+        }
+        (Some(_), false) => found.push(
+            0,
+            Site::FieldOption(i, "root"),
+            format!(
+                "`root` confines paths, but `{}` is not a path field: use a `PathBuf` type or \
+                 `kind = \"path\"`, or remove `root`",
+                f.name
+            ),
+        ),
+        _ => {}
+    }
+}
+
+/// Constraints mean something for the field's JSON type, are consistent, and `pattern` is
+/// portable (rule 17).
+fn constraints(i: usize, f: &FieldDecl, found: &mut Found) {
+    let numeric = matches!(f.scalar, Scalar::Integer | Scalar::Float | Scalar::Boolean);
+    let keys: [(&'static str, bool); 3] = [
+        ("min_len", f.min_len.is_some()),
+        ("max_len", f.max_len.is_some()),
+        ("pattern", f.pattern.is_some()),
+    ];
+    for (key, _) in keys.iter().filter(|(_, set)| numeric && *set) {
+        found.push(
+            0,
+            Site::FieldOption(i, key),
+            format!(
+                "`{key}` constrains strings, but `{}` is a number or boolean, so it would check \
+                 nothing. Use `min`/`max` for numbers, or remove it",
+                f.name
+            ),
+        );
+    }
+    let keys: [(&'static str, bool); 2] = [("min", f.min.is_some()), ("max", f.max.is_some())];
+    for (key, _) in keys
+        .iter()
+        .filter(|(_, set)| f.scalar == Scalar::Text && *set)
+    {
+        found.push(
+            0,
+            Site::FieldOption(i, key),
+            format!(
+                "`{key}` bounds numbers, but `{}` is a string, so it would check nothing. Use \
+                 `{key}_len` to bound its length, or remove it",
+                f.name
+            ),
+        );
+    }
+    if let (Some(lo), Some(hi)) = (f.min_len, f.max_len)
+        && lo > hi
+    {
+        found.push(
+            0,
+            Site::FieldOption(i, "min_len"),
+            "`min_len` is greater than `max_len`: no value could pass",
+        );
+    }
+    if let (Some(lo), Some(hi)) = (f.min, f.max)
+        && lo > hi
+    {
+        found.push(
+            0,
+            Site::FieldOption(i, "min"),
+            "`min` is greater than `max`: no value could pass",
+        );
+    }
+    if let Some(Err(problem)) = f.pattern.as_deref().map(pattern::check) {
+        found.push(
+            17,
+            Site::FieldOption(i, "pattern"),
+            format!(
+                "`pattern` of `{}` does not mean the same in Rust's regex (the dispatcher) and \
+                 ECMA-262 (JSON Schema, the providers): {problem}",
+                f.name
+            ),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn described(name: &str, kind: Kind, scalar: Scalar) -> FieldDecl {
+        let mut f = FieldDecl::new(name, kind, scalar);
+        f.description = Some(format!("The {name}."));
+        f
+    }
+
+    fn tool(fields: Vec<FieldDecl>) -> ToolDecl {
+        let mut t = ToolDecl::new("pay", Some("Pays an invoice.".to_owned()));
+        t.fields = fields;
+        t
+    }
+
+    fn rules(t: &ToolDecl) -> Vec<(u8, Site)> {
+        check(t).into_iter().map(|v| (v.rule, v.site)).collect()
+    }
+
+    #[test]
+    fn a_sound_high_risk_tool_passes() {
+        let mut memo = described("memo", Kind::Text, Scalar::Text);
+        memo.max_len = Some(140);
+        memo.pattern = Some("^[A-Za-z ]*$".to_owned());
+        let mut to = described("to", Kind::Email, Scalar::Other);
+        to.collection = Some(Collection::Sequence);
+        to.max_items = Some(5);
+        let mut t = tool(vec![
+            described("amount", Kind::Money, Scalar::Integer),
+            memo,
+            to,
+        ]);
+        t.risk = Risk::Critical;
+        t.idempotent = Some(KeySource::Argument);
+        t.approval_over = Some(10_000);
+        assert_eq!(check(&t), []);
+    }
+
+    #[test]
+    fn tool_level_rules_name_their_option() {
+        let mut t = tool(vec![]);
+        t.name = "send-mail".to_owned();
+        t.description = Some("  ".to_owned());
+        t.risk = Risk::High;
+        assert_eq!(
+            rules(&t),
+            [
+                (8, Site::Tool),
+                (9, Site::ToolName),
+                (1, Site::ToolOption("risk"))
+            ]
+        );
+        assert!(check(&t)[1].message.contains("name = \"send_mail\""));
+        t.read_only = true;
+        assert_eq!(rules(&t)[2..], []);
+    }
+
+    #[test]
+    fn contradictions_are_refused() {
+        let mut t = tool(vec![described("amount", Kind::Money, Scalar::Integer)]);
+        t.read_only = true;
+        t.idempotent = Some(KeySource::Host);
+        t.approval_over = Some(0);
+        t.approvals = Some(0);
+        t.timeout_ms = Some(0);
+        assert_eq!(
+            rules(&t),
+            [
+                (11, Site::ToolOption("approval_over")),
+                (11, Site::ToolOption("idempotent")),
+                (11, Site::ToolOption("approval_over")),
+                (11, Site::ToolOption("approvals")),
+                (11, Site::ToolOption("timeout_ms")),
+            ]
+        );
+        let mut t = tool(vec![]);
+        t.key_wins = true;
+        t.approvals = Some(256);
+        t.revision = Some(u64::MAX);
+        assert_eq!(
+            rules(&t),
+            [
+                (0, Site::ToolOption("approvals")),
+                (11, Site::ToolOption("key_wins")),
+                (0, Site::ToolOption("revision")),
+            ]
+        );
+    }
+
+    #[test]
+    fn approval_over_needs_idempotent_and_an_integer_amount() {
+        let mut t = tool(vec![described("memo", Kind::Text, Scalar::Text)]);
+        t.approval_over = Some(100);
+        assert_eq!(
+            rules(&t),
+            [
+                (2, Site::ToolOption("approval_over")),
+                (2, Site::ToolOption("approval_over"))
+            ]
+        );
+        t.idempotent = Some(KeySource::Argument);
+        t.fields
+            .push(described("amount", Kind::Opaque, Scalar::Float));
+        let found = check(&t);
+        assert!(found[0].message.contains("which is a float"), "{found:?}");
+        assert_eq!(found[1].rule, 3);
+        assert!(found[1].message.contains("an amount"));
+    }
+
+    #[test]
+    fn one_amount_and_never_sensitive() {
+        let mut a = described("net", Kind::Opaque, Scalar::Integer);
+        a.amount = true;
+        a.sensitive = true;
+        let mut b = described("gross", Kind::Opaque, Scalar::Integer);
+        b.amount = true;
+        assert_eq!(
+            rules(&tool(vec![a, b])),
+            [
+                (0, Site::FieldOption(1, "amount")),
+                (15, Site::FieldOption(0, "sensitive"))
+            ]
+        );
+    }
+
+    #[test]
+    fn identity_money_and_refused_kinds_are_found_per_field() {
+        let mut sql = described("query", Kind::Text, Scalar::Text);
+        sql.refused_kind = Some("sql".to_owned());
+        let t = tool(vec![
+            described("tenant_id", Kind::Text, Scalar::Text),
+            described("unitPrice", Kind::Opaque, Scalar::Float),
+            described("fx_rate", Kind::Money, Scalar::Float),
+            sql,
+        ]);
+        assert_eq!(
+            rules(&t),
+            [
+                (4, Site::FieldName(0)),
+                (3, Site::FieldType(1)),
+                (3, Site::FieldType(2)),
+                (7, Site::FieldOption(3, "kind"))
+            ]
+        );
+        assert!(check(&t)[3].message.contains("bound parameters"));
+    }
+
+    #[test]
+    fn high_risk_strings_and_collections_are_bounded_and_described() {
+        let mut list = FieldDecl::new("ids", Kind::Identifier, Scalar::Text);
+        list.collection = Some(Collection::Map);
+        let mut t = tool(vec![FieldDecl::new("memo", Kind::Text, Scalar::Text), list]);
+        t.risk = Risk::High;
+        t.idempotent = Some(KeySource::Host);
+        assert_eq!(
+            rules(&t),
+            [
+                (5, Site::FieldType(0)),
+                (8, Site::Field(0)),
+                (16, Site::FieldType(1)),
+                (8, Site::Field(1))
+            ]
+        );
+        let mut scalar = described("n", Kind::Opaque, Scalar::Integer);
+        scalar.max_items = Some(3);
+        let mut empty = described("xs", Kind::Opaque, Scalar::Integer);
+        empty.collection = Some(Collection::Sequence);
+        empty.max_items = Some(0);
+        assert_eq!(
+            rules(&tool(vec![scalar, empty])),
+            [
+                (16, Site::FieldOption(0, "max_items")),
+                (11, Site::FieldOption(1, "max_items"))
+            ]
+        );
+    }
+
+    #[test]
+    fn paths_need_a_real_root_and_only_paths_take_one() {
+        let bare = described("file", Kind::Path, Scalar::Path);
+        let mut up = described("dir", Kind::Path, Scalar::Text);
+        up.root = Some("/srv/../etc".to_owned());
+        let mut not_path = described("memo", Kind::Text, Scalar::Text);
+        not_path.root = Some("/srv".to_owned());
+        let mut fine = described("doc", Kind::Path, Scalar::Path);
+        fine.root = Some("/srv/docs".to_owned());
+        assert_eq!(
+            rules(&tool(vec![bare, up, not_path, fine])),
+            [
+                (6, Site::FieldType(0)),
+                (6, Site::FieldOption(1, "root")),
+                (0, Site::FieldOption(2, "root"))
+            ]
+        );
+    }
+
+    #[test]
+    fn constraints_fit_the_type_agree_and_patterns_are_portable() {
+        let mut n = described("count", Kind::Opaque, Scalar::Integer);
+        n.max_len = Some(3);
+        n.min = Some(5.0);
+        n.max = Some(1.0);
+        let mut s = described("code", Kind::Identifier, Scalar::Text);
+        s.max = Some(9.0);
+        s.min_len = Some(4);
+        s.max_len = Some(2);
+        s.pattern = Some("^\\d+$".to_owned());
+        assert_eq!(
+            rules(&tool(vec![n, s])),
+            [
+                (0, Site::FieldOption(0, "max_len")),
+                (0, Site::FieldOption(0, "min")),
+                (0, Site::FieldOption(1, "max")),
+                (0, Site::FieldOption(1, "min_len")),
+                (17, Site::FieldOption(1, "pattern"))
+            ]
+        );
+    }
+
+    #[test]
+    fn fixes_are_spelt_as_keys_or_as_the_macro_attributes() {
+        let mut t = tool(vec![FieldDecl::new("memo", Kind::Text, Scalar::Text)]);
+        t.risk = Risk::High;
+        t.idempotent = Some(KeySource::Host);
+        let keys = &check(&t)[0].message;
+        let attrs = &check_with(&t, Syntax::Attributes)[0].message;
+        assert!(keys.contains("Add `max_len = N`"), "{keys}");
+        assert!(attrs.contains("Add `#[arg(max_len = N)]`"), "{attrs}");
+    }
+
+    #[test]
+    fn the_added_key_argument_cannot_be_declared_again() {
+        let mut t = tool(vec![described(KEY_FIELD, Kind::Identifier, Scalar::Text)]);
+        assert_eq!(rules(&t), []);
+        t.idempotent = Some(KeySource::Argument);
+        assert_eq!(rules(&t), [(0, Site::FieldName(0))]);
+    }
+}

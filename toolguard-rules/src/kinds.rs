@@ -1,0 +1,177 @@
+//! Risk levels and field kinds by name, as a declaration spells them (`risk = "high"`,
+//! `kind = "email"`), with the kinds that are refused outright (rule 7).
+
+use crate::suggest::suggestion_and_list;
+
+/// Risk level of a tool, as declared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Risk {
+    /// `low` (the default).
+    #[default]
+    Low,
+    /// `medium`.
+    Medium,
+    /// `high`.
+    High,
+    /// `critical`.
+    Critical,
+}
+
+impl Risk {
+    /// The valid spellings.
+    pub const NAMES: [&'static str; 4] = ["low", "medium", "high", "critical"];
+
+    /// Parses a spelling.
+    pub fn from_name(s: &str) -> Option<Risk> {
+        match s {
+            "low" => Some(Risk::Low),
+            "medium" => Some(Risk::Medium),
+            "high" => Some(Risk::High),
+            "critical" => Some(Risk::Critical),
+            _ => None,
+        }
+    }
+
+    /// Parses a spelling, or says what is wrong with a "did you mean".
+    pub fn parse(s: &str) -> Result<Risk, String> {
+        Risk::from_name(s).ok_or_else(|| {
+            format!(
+                "unknown risk level `{s}`{}",
+                suggestion_and_list(s, &Risk::NAMES, "risk levels")
+            )
+        })
+    }
+
+    /// High or critical: the level where the stricter rules (1, 5, 8, 16) apply.
+    pub fn is_high(self) -> bool {
+        matches!(self, Risk::High | Risk::Critical)
+    }
+
+    /// The spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Risk::Low => "low",
+            Risk::Medium => "medium",
+            Risk::High => "high",
+            Risk::Critical => "critical",
+        }
+    }
+
+    /// The variant name of the runtime's `Risk`.
+    pub fn variant(self) -> &'static str {
+        match self {
+            Risk::Low => "Low",
+            Risk::Medium => "Medium",
+            Risk::High => "High",
+            Risk::Critical => "Critical",
+        }
+    }
+}
+
+/// What a field holds (the runtime's `FieldKind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// `identifier`.
+    Identifier,
+    /// `text`.
+    Text,
+    /// `name`.
+    Name,
+    /// `email`.
+    Email,
+    /// `url`.
+    Url,
+    /// `path`.
+    Path,
+    /// `money`.
+    Money,
+    /// No string content (numbers, booleans, enums, ...).
+    Opaque,
+}
+
+/// Kind spellings refused with a reason (rule 7): a model-written command or query.
+pub const REFUSED_KINDS: [&str; 2] = ["shell", "sql"];
+
+impl Kind {
+    /// The spellings `kind = "..."` accepts.
+    pub const NAMES: [&'static str; 7] = [
+        "identifier",
+        "text",
+        "name",
+        "email",
+        "url",
+        "path",
+        "money",
+    ];
+
+    /// Parses a spelling.
+    pub fn from_name(s: &str) -> Option<Kind> {
+        match s {
+            "identifier" => Some(Kind::Identifier),
+            "text" => Some(Kind::Text),
+            "name" => Some(Kind::Name),
+            "email" => Some(Kind::Email),
+            "url" => Some(Kind::Url),
+            "path" => Some(Kind::Path),
+            "money" => Some(Kind::Money),
+            _ => None,
+        }
+    }
+
+    /// The message for a spelling that is neither a kind nor a refused kind, with a "did you
+    /// mean" (rule 10). Refused kinds (`shell`, `sql`) are reported by [`crate::decl::check`].
+    pub fn unknown(s: &str) -> String {
+        format!(
+            "unknown field kind `{s}`{}",
+            suggestion_and_list(s, &Kind::NAMES, "kinds")
+        )
+    }
+
+    /// The variant name of the runtime's `FieldKind`.
+    pub fn variant(self) -> &'static str {
+        match self {
+            Kind::Identifier => "Identifier",
+            Kind::Text => "Text",
+            Kind::Name => "Name",
+            Kind::Email => "Email",
+            Kind::Url => "Url",
+            Kind::Path => "Path",
+            Kind::Money => "Money",
+            Kind::Opaque => "Opaque",
+        }
+    }
+
+    /// Kinds whose values the runtime keeps short by itself, so they need no `max_len` (rule 5).
+    pub fn is_bounded(self) -> bool {
+        matches!(
+            self,
+            Kind::Identifier | Kind::Email | Kind::Url | Kind::Money | Kind::Opaque
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spellings_round_trip_and_misspellings_get_a_suggestion() {
+        for name in Risk::NAMES {
+            assert_eq!(Risk::from_name(name).map(Risk::name), Some(name));
+        }
+        for name in Kind::NAMES {
+            assert!(Kind::from_name(name).is_some(), "{name}");
+        }
+        assert!(
+            Risk::parse("hgh")
+                .unwrap_err()
+                .contains("did you mean `high`")
+        );
+        assert_eq!(Risk::parse("critical"), Ok(Risk::Critical));
+        assert!(Kind::unknown("emai").contains("did you mean `email`"));
+        assert!(!Kind::unknown("shellscript").contains("did you mean"));
+        assert!(Kind::from_name("shell").is_none());
+        assert!(Risk::High.is_high() && Risk::Critical.is_high() && !Risk::Medium.is_high());
+        assert!(Kind::Email.is_bounded() && !Kind::Text.is_bounded() && !Kind::Path.is_bounded());
+    }
+}
