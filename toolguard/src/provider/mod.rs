@@ -29,12 +29,14 @@ pub mod gemini;
 pub mod mcp;
 pub mod openai;
 mod openapi;
+mod portable;
 mod restore;
 mod schema;
 mod strict;
 
 pub use answer::{model_payload, model_text, status_text};
 pub use openapi::{is_gemini_key, lower_gemini_openapi};
+pub use portable::ANY_VALUE;
 pub use restore::{restore_call_nulls, restore_optional_nulls};
 pub use schema::{Limits, LossyStep, LowerError, Lowered, check_bounds};
 pub use strict::{lower_anthropic_strict, lower_openai_strict};
@@ -239,19 +241,26 @@ pub(crate) fn schema_error(spec: &ToolSpec, error: LowerError) -> ExportError {
     }
 }
 
-/// The canonical schema without `$schema` (which no provider needs), with that recorded.
+/// The canonical schema in its portable form (see [`portable`]: object schemas at every
+/// position, JSON Schema formats only) without `$schema` (which no provider needs), each change
+/// recorded.
 pub(crate) fn plain_schema(spec: &ToolSpec, limits: Limits) -> Result<Lowered, ExportError> {
-    check_bounds(&spec.input_schema, limits).map_err(|e| schema_error(spec, e))?;
     schema::require_object_root(&spec.input_schema).map_err(|e| schema_error(spec, e))?;
-    let mut schema = spec.input_schema.clone();
-    let mut lossy = Vec::new();
+    let Lowered {
+        mut schema,
+        mut lossy,
+    } = portable::portable(&spec.input_schema, portable::JSON_SCHEMA_FORMATS, limits)
+        .map_err(|e| schema_error(spec, e))?;
     if let Some(map) = schema.as_object_mut()
         && map.remove("$schema").is_some()
     {
-        lossy.push(LossyStep {
-            pointer: "/$schema".to_owned(),
-            what: "$schema dropped".into(),
-        });
+        lossy.insert(
+            0,
+            LossyStep {
+                pointer: "/$schema".to_owned(),
+                what: "$schema dropped".into(),
+            },
+        );
     }
     Ok(Lowered { schema, lossy })
 }
