@@ -26,6 +26,7 @@ use crate::{ProviderContext, ToolSpec};
 pub mod answer;
 pub mod anthropic;
 pub mod gemini;
+pub mod json;
 pub mod mcp;
 pub mod openai;
 mod openapi;
@@ -37,7 +38,9 @@ mod strict;
 pub use answer::{model_payload, model_text, status_text};
 pub use openapi::{is_gemini_key, lower_gemini_openapi};
 pub use portable::ANY_VALUE;
-pub use restore::{restore_call_nulls, restore_optional_nulls};
+pub use restore::{
+    restore_call_nulls, restore_empty_arguments, restore_optional_nulls, takes_no_arguments,
+};
 pub use schema::{Limits, LossyStep, LowerError, Lowered, check_bounds};
 pub use strict::{lower_anthropic_strict, lower_openai_strict};
 
@@ -209,6 +212,18 @@ pub enum AdapterError {
     TooLarge {
         /// The bound.
         what: &'static str,
+    },
+    /// The response text is not one JSON document the adapter accepts (syntax, a repeated key,
+    /// nesting over [`json::MAX_NESTING`]).
+    #[error("the response text is refused: {0}")]
+    Json(#[from] json::JsonError),
+    /// The provider reports that the model tried to call a function and failed (Gemini's
+    /// `MALFORMED_FUNCTION_CALL` and the like): no call was produced, and the turn should be
+    /// retried or answered, not read as "no calls".
+    #[error("the model's function call failed ({reason}); retry the turn or tell the model")]
+    FailedCall {
+        /// The provider's reason code.
+        reason: String,
     },
 }
 
