@@ -4,35 +4,13 @@
 //! idempotency key in the request `_meta`, the `idempotentHint` of host-keyed tools, and the
 //! JSON-RPC error of an unknown tool.
 
-use std::path::PathBuf;
+mod mcp_sdk_support;
 
+use mcp_sdk_support::server_binary;
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use serde_json::{Map, Value, json};
-
-/// The example binary next to this test's binary, (re)built with the features the README's test
-/// command uses, so that a test run never drives a stale server.
-fn server_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target profile dir");
-    let mut build = std::process::Command::new(env!("CARGO"));
-    build
-        .args(["build", "--quiet", "--workspace", "--all-features"])
-        .args(["--example", "mcp_server"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if !cfg!(debug_assertions) {
-        build.arg("--release");
-    }
-    let status = build.status().expect("cargo runs");
-    assert!(status.success(), "building the example failed");
-    profile_dir
-        .join("examples")
-        .join(format!("mcp_server{}", std::env::consts::EXE_SUFFIX))
-}
 
 fn args(value: Value) -> Map<String, Value> {
     value.as_object().cloned().expect("an object")
@@ -61,7 +39,13 @@ async fn rmcp_client_drives_the_guarded_server() {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(
         names,
-        vec!["get_balance", "transfer_funds", "reset_ledger", "add_note"]
+        vec![
+            "get_balance",
+            "transfer_funds",
+            "reset_ledger",
+            "add_note",
+            "schedule_payment"
+        ]
     );
     let listed = serde_json::to_value(&tools).unwrap();
     assert_eq!(
@@ -210,9 +194,7 @@ async fn in_process() -> (
     let (server_end, client_end) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move {
         let (read, write) = tokio::io::split(server_end);
-        if let Ok(running) = server.serve((read, write)).await {
-            let _ = running.waiting().await;
-        }
+        let _ = server.serve_io(read, write).await;
     });
     let (read, write) = tokio::io::split(client_end);
     let client = ().serve((read, write)).await.expect("MCP initialization");
