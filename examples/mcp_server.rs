@@ -21,9 +21,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolguard::dispatcher::Dispatcher;
+use toolguard::kinds::Identifier;
 use toolguard::provider::mcp::McpServer;
 use toolguard::stage::authorize::RoleAuthorizer;
-use toolguard::kinds::Identifier;
 use toolguard::{
     BoxFuture, FieldKind, FieldSpec, Principal, Risk, Tool, ToolContext, ToolError, ToolSpec,
 };

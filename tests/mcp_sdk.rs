@@ -23,7 +23,10 @@ fn js_dir() -> PathBuf {
 
 /// Installs the pinned SDK when `tests/js/node_modules` lacks it.
 fn ensure_sdk(dir: &Path) {
-    if dir.join("node_modules/@modelcontextprotocol/sdk/package.json").exists() {
+    if dir
+        .join("node_modules/@modelcontextprotocol/sdk/package.json")
+        .exists()
+    {
         return;
     }
     let status = Command::new("npm")
@@ -50,10 +53,7 @@ fn run_sdk_client() -> Value {
         .output()
         .expect("node runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the SDK client failed: {stderr}"
-    );
+    assert!(output.status.success(), "the SDK client failed: {stderr}");
     serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|e| panic!("the SDK client's report is JSON ({e}); stderr: {stderr}"))
 }
@@ -82,7 +82,10 @@ fn typescript_sdk_lists_and_calls_every_tool() {
         schedule["metadata"],
         json!({"description": toolguard::provider::ANY_VALUE})
     );
-    assert_eq!(schedule["start_in_days"]["type"], json!(["integer", "null"]));
+    assert_eq!(
+        schedule["start_in_days"]["type"],
+        json!(["integer", "null"])
+    );
     assert_eq!(schedule["frequency"]["$ref"], "#/$defs/Frequency");
     assert_eq!(schedule["payee"]["$ref"], "#/$defs/Payee");
     assert_eq!(schedule["tags"]["items"], json!({"type": "string"}));
@@ -101,7 +104,11 @@ fn typescript_sdk_lists_and_calls_every_tool() {
         report["balance"]["structuredContent"],
         json!({"minor_units": 125000, "currency": "EUR"})
     );
-    assert_eq!(report["scheduled"]["isError"], false, "{}", report["scheduled"]);
+    assert_eq!(
+        report["scheduled"]["isError"], false,
+        "{}",
+        report["scheduled"]
+    );
     assert_eq!(
         report["scheduled"]["structuredContent"]["payments_per_year"],
         12

@@ -108,10 +108,8 @@ mod server;
 #[cfg(feature = "mcp")]
 mod transport;
 #[cfg(feature = "mcp")]
-pub use transport::{
-    GuardedTransport, INVALID_REQUEST, MAX_MESSAGE_BYTES, PARSE_ERROR,
-};
-#[cfg(feature = "mcp")]
 pub use server::{
     IDEMPOTENCY_KEY_META, McpServeError, McpServer, call_tool_result, unknown_tool_error,
 };
+#[cfg(feature = "mcp")]
+pub use transport::{GuardedTransport, INVALID_REQUEST, MAX_MESSAGE_BYTES, PARSE_ERROR};

@@ -108,13 +108,21 @@ where
     fn check(&mut self, line: &[u8]) -> Result<RxJsonRpcMessage<RoleServer>, Option<Value>> {
         let Ok(text) = std::str::from_utf8(line) else {
             let id = json::jsonrpc_id(&String::from_utf8_lossy(line));
-            return Err(Some(error(id, PARSE_ERROR, "Parse error: the message is not UTF-8")));
+            return Err(Some(error(
+                id,
+                PARSE_ERROR,
+                "Parse error: the message is not UTF-8",
+            )));
         };
         let value = match json::parse(text) {
             Ok(value) => value,
             Err(e @ JsonError::DuplicateKey(_)) => {
                 let message = format!("Invalid Request: {e}");
-                return Err(Some(error(json::jsonrpc_id(text), INVALID_REQUEST, &message)));
+                return Err(Some(error(
+                    json::jsonrpc_id(text),
+                    INVALID_REQUEST,
+                    &message,
+                )));
             }
             Err(JsonError::TooDeep) => {
                 let message =
