@@ -466,10 +466,20 @@ struct PartialItem {
 ///
 /// [`push`](Self::push) each parsed event (the JSON of one `data:` line): a `function_call`
 /// output item is yielded by the `response.output_item.done` event that closes it.
+///
+/// A resumed background stream (`starting_after`) may bring argument events, or a whole
+/// `output_item.done`, for an item whose `output_item.added` came before the resumption point:
+/// the complete `function_call` of that `output_item.done` is yielded as it stands (an item
+/// that is not `completed` is [`AdapterError::Incomplete`]); an item whose argument events came
+/// but whose `output_item.done` never does makes the stream [`AdapterError::Incomplete`], so no
+/// call is ever dropped silently.
 #[derive(Debug, Default)]
 pub struct ResponsesStream {
     response_id: Option<String>,
     items: BTreeMap<u64, PartialItem>,
+    /// Output indexes whose argument events came without `output_item.added` (a stream resumed
+    /// in the middle of an item): their `output_item.done` must still come.
+    resumed: std::collections::BTreeSet<u64>,
     started: usize,
     bytes: usize,
     completed: bool,
@@ -512,7 +522,7 @@ impl ResponsesStream {
             "response.completed" | "response.incomplete" => {
                 self.note_response(root)?;
                 self.completed = true;
-                if !self.items.is_empty() {
+                if !self.items.is_empty() || !self.resumed.is_empty() {
                     return Err(AdapterError::Incomplete);
                 }
             }
@@ -551,9 +561,7 @@ impl ResponsesStream {
                 self.count(delta.len())?;
                 match self.items.get_mut(&index) {
                     Some(partial) => partial.arguments.push_str(delta),
-                    None => {
-                        return Err(shape("/output_index", "the index of an open function_call"));
-                    }
+                    None => self.note_resumed(index)?,
                 }
             }
             "response.function_call_arguments.done" => {
@@ -562,14 +570,13 @@ impl ResponsesStream {
                 self.count(arguments.len())?;
                 match self.items.get_mut(&index) {
                     Some(partial) => partial.done_arguments = Some(arguments.to_owned()),
-                    None => {
-                        return Err(shape("/output_index", "the index of an open function_call"));
-                    }
+                    None => self.note_resumed(index)?,
                 }
             }
             "response.output_item.done" => {
                 let index = output_index(root)?;
                 let Some(partial) = self.items.remove(&index) else {
+                    self.resumed.remove(&index);
                     return self.unannounced_item(root);
                 };
                 let item = root.get("item").and_then(Value::as_object);
@@ -594,11 +601,23 @@ impl ResponsesStream {
 
     /// Ends the stream: [`AdapterError::Incomplete`] when a function call was never closed.
     pub fn finish(self) -> Result<(), AdapterError> {
-        if self.items.is_empty() {
+        if self.items.is_empty() && self.resumed.is_empty() {
             Ok(())
         } else {
             Err(AdapterError::Incomplete)
         }
+    }
+
+    /// Argument events for an item this stream never saw begin (a resumed stream): the item's
+    /// `output_item.done` carries it whole, and must come before the response completes.
+    fn note_resumed(&mut self, index: u64) -> Result<(), AdapterError> {
+        if !self.resumed.contains(&index) && self.resumed.len() >= MAX_STREAM_CALLS {
+            return Err(AdapterError::TooLarge {
+                what: "the number of tool calls",
+            });
+        }
+        self.resumed.insert(index);
+        Ok(())
     }
 
     /// A `response.output_item.done` without an earlier `output_item.added` (a resumed
