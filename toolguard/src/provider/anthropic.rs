@@ -4,6 +4,13 @@
 //! [`ExportOptions::anthropic_strict`] the schema is lowered with
 //! [`lower_anthropic_strict`](super::lower_anthropic_strict) and `strict` is sent; a tool with no
 //! strict form then fails the export unless [`ExportOptions::allow_non_strict`] is set.
+//!
+//! [`parse_message_text`] and [`MessageStream::push_text`] read the response text strictly: an
+//! object that repeats a key (a `tool_use` block's `input` included) or nesting over
+//! [`json::MAX_NESTING`] is an [`AdapterError::Json`]. [`parse_message`] and
+//! [`MessageStream::push`] take an already parsed [`Value`], in which `serde_json` has kept only
+//! the last of repeated keys: they cannot see them. Prefer the text forms where the body is at
+//! hand.
 
 use std::collections::BTreeMap;
 

@@ -4,6 +4,16 @@
 //! `parametersJsonSchema`; with [`ExportOptions::gemini_openapi`] it is lowered to the OpenAPI
 //! subset of `parameters` with [`lower_gemini_openapi`](super::lower_gemini_openapi) (which
 //! refuses recursive schemas).
+//!
+//! A candidate whose `finishReason` reports a failed function call (`MALFORMED_FUNCTION_CALL`
+//! and the like) is an [`AdapterError::FailedCall`], so that the agent loop retries or answers
+//! the turn instead of reading it as "no calls".
+//!
+//! [`parse_generate_content_text`] and [`GenerateContentStream::push_text`] read the response
+//! text strictly: an object that repeats a key (a call's `args` included) or nesting over
+//! [`json::MAX_NESTING`] is an [`AdapterError::Json`]. The functions taking a parsed [`Value`]
+//! cannot see repeated keys (`serde_json` keeps the last one): prefer the text forms where the
+//! body is at hand.
 
 use serde_json::{Map, Value, json};
 

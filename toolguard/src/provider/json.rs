@@ -152,9 +152,7 @@ pub fn jsonrpc_id(text: &str) -> Option<Value> {
             return (id.is_string() || id.is_i64() || id.is_u64()).then_some(id);
         }
         scan.space();
-        if scan.eat(b',').is_none() {
-            return None;
-        }
+        scan.eat(b',')?;
     }
 }
 

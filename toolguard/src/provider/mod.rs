@@ -46,7 +46,7 @@ pub use strict::{lower_anthropic_strict, lower_openai_strict};
 
 /// Revision of the adapters in this module; part of every [`ProviderContext`] they fill, and so of
 /// the approval digest. Raised whenever an adapter changes how it reads a response.
-pub const ADAPTER_REVISION: &str = "1";
+pub const ADAPTER_REVISION: &str = "2";
 
 /// How tools are exported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -132,6 +132,11 @@ impl<S: Send + Sync + 'static> McpServer<S> {
     }
 
     /// Runs one `tools/call` through the dispatcher.
+    ///
+    /// The arguments are already a map, so repeated keys can no longer be seen here: a server
+    /// that takes messages from elsewhere than [`serve_io`](Self::serve_io) /
+    /// [`serve_stdio`](Self::serve_stdio) must read them strictly first (see
+    /// [`json::parse`](crate::provider::json::parse)).
     pub async fn call(
         &self,
         call_id: String,
