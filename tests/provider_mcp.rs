@@ -410,6 +410,21 @@ async fn malformed_json_rpc_gets_an_error_reply_carrying_its_id() {
         ),
         // No id to read: answered with id null, never silence.
         ("hello".into(), Value::Null, -32700),
+        (
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/list"}"#.into(),
+            Value::Null,
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":{"n":1},"method":"tools/list"}"#.into(),
+            Value::Null,
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}"#.into(),
+            Value::Null,
+            -32600,
+        ),
         (r#"{"jsonrpc":"2.0","id":"#.into(), Value::Null, -32700),
     ];
     for (message, id, code) in &cases {

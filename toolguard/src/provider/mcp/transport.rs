@@ -8,7 +8,7 @@
 //! | not UTF-8, not one JSON document, a lone surrogate escape, a number out of range, nesting over [`MAX_NESTING`] | `-32700` parse error |
 //! | an object that repeats a key (at any depth) | `-32600` invalid request |
 //! | a batch (an array: MCP has none since 2025-06-18), a line over [`MAX_MESSAGE_BYTES`] | `-32600` invalid request |
-//! | a request that is not JSON-RPC 2.0 or does not fit its method | `-32600` invalid request |
+//! | a request that is not JSON-RPC 2.0 or does not fit its method, an `id` that is `null` or not a string or an integer | `-32600` invalid request |
 //! | any request but `initialize` and `ping` before `initialize` | `-32600` invalid request |
 //!
 //! The last row follows the MCP lifecycle (specification 2025-11-25): initialization is the
@@ -142,6 +142,12 @@ where
             .get("id")
             .filter(|id| id.is_string() || id.is_i64() || id.is_u64())
             .cloned();
+        if id.is_none() && object.contains_key("id") {
+            // An id that is null or not a string or an integer: an invalid request (MCP ids
+            // are never null), answered with id null as JSON-RPC prescribes.
+            let message = "Invalid Request: id must be a string or an integer";
+            return Err(Some(error(None, INVALID_REQUEST, message)));
+        }
         let method = object
             .get("method")
             .and_then(Value::as_str)
