@@ -4,6 +4,9 @@
 //! `TOOLGUARD_PG_URL` set (non-empty) enables `cfg(toolguard_pg)`, `TOOLGUARD_REDIS_URL` enables
 //! `cfg(toolguard_redis)`; the PostgreSQL and Redis tests carry
 //! `#[cfg_attr(not(toolguard_pg), ignore = "...")]` and the like.
+//!
+//! A `node` program that runs (`node --version`) enables `cfg(toolguard_node)`, for the test that
+//! drives the MCP server with the official TypeScript SDK (`tests/mcp_sdk.rs`).
 
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
@@ -16,5 +19,14 @@ fn main() {
         if std::env::var_os(var).is_some_and(|v| !v.is_empty()) {
             println!("cargo::rustc-cfg={cfg}");
         }
+    }
+    println!("cargo::rustc-check-cfg=cfg(toolguard_node)");
+    println!("cargo::rerun-if-env-changed=PATH");
+    let node = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if node {
+        println!("cargo::rustc-cfg=toolguard_node");
     }
 }

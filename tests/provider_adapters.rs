@@ -411,12 +411,16 @@ fn malformed_envelopes_are_typed_errors() {
         ),
         Err(AdapterError::Provider { .. })
     ));
+    // A fragment without `index` is accepted (one call per choice), but a call that never got
+    // an id or a name is refused when the choice finishes.
     let mut stream = openai::ChatStream::new();
-    assert!(
-        stream
-            .push(&json!({"choices": [{"delta": {"tool_calls": [{"function": {}}]}}]}))
-            .is_err()
+    assert_eq!(
+        stream.push(&json!({"choices": [{"delta": {"tool_calls": [{"function": {}}]}}]})),
+        Ok(vec![])
     );
+    shape(stream.push(&json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]})));
+    let mut stream = openai::ChatStream::new();
+    shape(stream.push(&json!({"choices": [{"delta": {"tool_calls": [{"index": "0"}]}}]})));
     let mut stream = anthropic::MessageStream::new();
     assert!(stream
         .push(&json!({"type": "content_block_delta", "index": 3, "delta": {"type": "input_json_delta", "partial_json": "{"}}))

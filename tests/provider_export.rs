@@ -337,3 +337,152 @@ fn mcp_annotations_never_claim_more_than_declared() {
     host_keyed.idempotency_key_field = Some("idempotency_key".to_owned());
     assert_eq!(mcp::annotations(&host_keyed)["idempotentHint"], true);
 }
+
+/// Every schema position under `schema` whose value is not an object schema (booleans are
+/// allowed only as `additionalProperties` / `unevaluated*`), and every `format` outside
+/// `formats`.
+fn non_portable(schema: &Value, at: &str, formats: &[&str], out: &mut Vec<String>) {
+    let Some(map) = schema.as_object() else {
+        out.push(format!("{at}: {schema}"));
+        return;
+    };
+    if let Some(format) = map.get("format").and_then(Value::as_str)
+        && !formats.contains(&format)
+    {
+        out.push(format!("{at}/format: {format}"));
+    }
+    for (key, value) in map {
+        let here = format!("{at}/{key}");
+        match key.as_str() {
+            "additionalProperties" | "unevaluatedProperties" | "unevaluatedItems"
+                if value.is_boolean() => {}
+            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
+                for (name, child) in value.as_object().into_iter().flatten() {
+                    non_portable(child, &format!("{here}/{name}"), formats, out);
+                }
+            }
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                for (i, child) in value.as_array().into_iter().flatten().enumerate() {
+                    non_portable(child, &format!("{here}/{i}"), formats, out);
+                }
+            }
+            "items"
+            | "additionalItems"
+            | "contains"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "propertyNames"
+            | "additionalProperties"
+            | "unevaluatedProperties"
+            | "unevaluatedItems" => non_portable(value, &here, formats, out),
+            _ => {}
+        }
+    }
+}
+
+/// JSON Schema 2020-12's formats.
+const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+#[test]
+fn every_export_has_object_schemas_and_standard_formats_at_every_position() {
+    let lenient = ExportOptions {
+        allow_non_strict: true,
+        ..options()
+    };
+    let anthropic_strict = ExportOptions {
+        anthropic_strict: true,
+        ..lenient
+    };
+    let gemini_openapi = ExportOptions {
+        gemini_openapi: true,
+        ..lenient
+    };
+    let openapi_formats = ["enum", "date-time", "int32", "int64", "float", "double"];
+    let mut checked = 0;
+    for spec in provider_specs::specs() {
+        let mut schemas: Vec<(&str, Value, &[&str])> = vec![
+            (
+                "openai",
+                openai::chat_tool(&spec, &lenient).unwrap().tool["function"]["parameters"].clone(),
+                STANDARD_FORMATS,
+            ),
+            (
+                "anthropic",
+                anthropic::tool(&spec, &options()).unwrap().tool["input_schema"].clone(),
+                STANDARD_FORMATS,
+            ),
+            (
+                "anthropic strict",
+                anthropic::tool(&spec, &anthropic_strict).unwrap().tool["input_schema"].clone(),
+                STANDARD_FORMATS,
+            ),
+            (
+                "gemini",
+                gemini::function_declaration(&spec, &options())
+                    .unwrap()
+                    .tool["parametersJsonSchema"]
+                    .clone(),
+                STANDARD_FORMATS,
+            ),
+        ];
+        let mcp_tool = mcp::tool(&spec, &options()).unwrap().tool;
+        schemas.push((
+            "mcp input",
+            mcp_tool["inputSchema"].clone(),
+            STANDARD_FORMATS,
+        ));
+        if let Some(output) = mcp_tool.get("outputSchema") {
+            schemas.push(("mcp output", output.clone(), STANDARD_FORMATS));
+        }
+        // Gemini's OpenAPI subset refuses what it cannot express (the untyped tool): an error,
+        // never a non-object schema.
+        if let Ok(exported) = gemini::function_declaration(&spec, &gemini_openapi)
+            && let Some(parameters) = exported.tool.get("parameters")
+        {
+            schemas.push(("gemini openapi", parameters.clone(), &openapi_formats));
+        }
+        for (dialect, schema, formats) in schemas {
+            let mut found = Vec::new();
+            non_portable(&schema, "", formats, &mut found);
+            assert!(found.is_empty(), "{dialect} {}: {found:?}", spec.name);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 40, "{checked}");
+    // The untyped arguments say what they accept, in every JSON-Schema export.
+    let event = provider_specs::spec("record_event");
+    let mcp_schema = &mcp::tool(&event, &options()).unwrap().tool["inputSchema"];
+    for name in ["payload", "extra"] {
+        assert_eq!(
+            mcp_schema["properties"][name]["description"],
+            toolguard::provider::ANY_VALUE
+        );
+    }
+    assert_eq!(
+        mcp_schema["properties"]["sequence"]["maximum"],
+        4_294_967_295_u64
+    );
+    assert!(event.input_schema["properties"]["payload"] == json!(true));
+}

@@ -4,35 +4,13 @@
 //! idempotency key in the request `_meta`, the `idempotentHint` of host-keyed tools, and the
 //! JSON-RPC error of an unknown tool.
 
-use std::path::PathBuf;
+mod mcp_sdk_support;
 
+use mcp_sdk_support::server_binary;
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use serde_json::{Map, Value, json};
-
-/// The example binary next to this test's binary, (re)built with the features the README's test
-/// command uses, so that a test run never drives a stale server.
-fn server_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target profile dir");
-    let mut build = std::process::Command::new(env!("CARGO"));
-    build
-        .args(["build", "--quiet", "--workspace", "--all-features"])
-        .args(["--example", "mcp_server"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if !cfg!(debug_assertions) {
-        build.arg("--release");
-    }
-    let status = build.status().expect("cargo runs");
-    assert!(status.success(), "building the example failed");
-    profile_dir
-        .join("examples")
-        .join(format!("mcp_server{}", std::env::consts::EXE_SUFFIX))
-}
 
 fn args(value: Value) -> Map<String, Value> {
     value.as_object().cloned().expect("an object")
@@ -61,7 +39,13 @@ async fn rmcp_client_drives_the_guarded_server() {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(
         names,
-        vec!["get_balance", "transfer_funds", "reset_ledger", "add_note"]
+        vec![
+            "get_balance",
+            "transfer_funds",
+            "reset_ledger",
+            "add_note",
+            "schedule_payment"
+        ]
     );
     let listed = serde_json::to_value(&tools).unwrap();
     assert_eq!(
@@ -209,13 +193,257 @@ async fn in_process() -> (
     let (server_end, client_end) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move {
         let (read, write) = tokio::io::split(server_end);
-        if let Ok(running) = server.serve((read, write)).await {
-            let _ = running.waiting().await;
-        }
+        let _ = server.serve_io(read, write).await;
     });
     let (read, write) = tokio::io::split(client_end);
     let client = ().serve((read, write)).await.expect("MCP initialization");
     (client, ledger, audit)
+}
+
+/// The raw wire of an in-process server: newline-delimited JSON-RPC, written and read as text.
+struct Wire {
+    write: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    read: tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>,
+}
+
+impl Wire {
+    /// A server like [`in_process`]'s, driven over its raw wire.
+    fn start() -> (
+        Wire,
+        std::sync::Arc<toolguard_suite::Ledger>,
+        std::sync::Arc<toolguard::MemoryAuditSink>,
+    ) {
+        use toolguard_suite::*;
+        let ledger = std::sync::Arc::new(Ledger::seeded());
+        let audit = std::sync::Arc::new(toolguard::MemoryAuditSink::new());
+        let dispatcher = toolguard::Dispatcher::builder_arc(ledger.clone())
+            .tool(HostKeyedPayment)
+            .tool(GetBalance)
+            .audit(audit.clone())
+            .build()
+            .expect("dispatcher");
+        let server = toolguard::provider::mcp::McpServer::new(dispatcher, alice()).expect("export");
+        let (server_end, client_end) = tokio::io::duplex(1 << 20);
+        tokio::spawn(async move {
+            let (read, write) = tokio::io::split(server_end);
+            let _ = server.serve_io(read, write).await;
+        });
+        let (read, write) = tokio::io::split(client_end);
+        let wire = Wire {
+            write,
+            read: tokio::io::BufReader::new(read),
+        };
+        (wire, ledger, audit)
+    }
+
+    async fn send_bytes(&mut self, line: &[u8]) {
+        use tokio::io::AsyncWriteExt;
+        self.write.write_all(line).await.expect("write");
+        self.write.write_all(b"\n").await.expect("write");
+    }
+
+    async fn send(&mut self, message: &str) {
+        self.send_bytes(message.as_bytes()).await;
+    }
+
+    /// The next message from the server (within five seconds).
+    async fn recv(&mut self) -> Value {
+        use tokio::io::AsyncBufReadExt;
+        let mut line = String::new();
+        tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            self.read.read_line(&mut line),
+        )
+        .await
+        .expect("the server answers")
+        .expect("read");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    }
+
+    /// Sends `message` and returns the server's answer.
+    async fn ask(&mut self, message: &str) -> Value {
+        self.send(message).await;
+        self.recv().await
+    }
+
+    async fn initialize(&mut self) {
+        let reply = self
+            .ask(
+                r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wire","version":"1"}}}"#,
+            )
+            .await;
+        assert_eq!(reply["id"], "init", "{reply}");
+        assert!(reply["result"]["protocolVersion"].is_string(), "{reply}");
+        self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await;
+    }
+}
+
+/// The error code of a JSON-RPC error reply to `id`.
+fn error_code(reply: &Value, id: &Value) -> i64 {
+    assert_eq!(&reply["id"], id, "{reply}");
+    assert!(reply.get("result").is_none(), "{reply}");
+    reply["error"]["code"].as_i64().expect("an error reply")
+}
+
+#[tokio::test]
+async fn requests_before_initialize_are_refused_whatever_their_meta() {
+    let (mut wire, ledger, audit) = Wire::start();
+    // Inline protocol metadata (the 2026-07-28 draft's stateless form) does not start a session:
+    // the MCP lifecycle (2025-11-25) makes initialization the first interaction.
+    let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{},"toolguard/idempotencyKey":"pay-0001"}"#;
+    for (id, message) in [
+        (
+            json!(1),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"host_keyed_payment","arguments":{{"amount":5}},{meta}}}}}"#
+            ),
+        ),
+        (
+            json!("two"),
+            format!(r#"{{"jsonrpc":"2.0","id":"two","method":"tools/list","params":{{{meta}}}}}"#),
+        ),
+        (
+            json!(3),
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_balance","arguments":{"account":"acc-alice-1"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#.to_owned(),
+        ),
+        (
+            json!(4),
+            r#"{"jsonrpc":"2.0","id":4,"method":"server/discover","params":{}}"#.to_owned(),
+        ),
+    ] {
+        let reply = wire.ask(&message).await;
+        assert_eq!(error_code(&reply, &id), -32600, "{reply}");
+        assert!(
+            reply["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("initialize")),
+            "{reply}"
+        );
+    }
+    // A notification before initialize has no answer; ping is allowed.
+    wire.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#)
+        .await;
+    let pong = wire
+        .ask(r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#)
+        .await;
+    assert_eq!(pong, json!({"jsonrpc": "2.0", "id": 5, "result": {}}));
+    assert_eq!(ledger.transfers(), 0, "nothing ran before initialize");
+    assert!(audit.entries().is_empty(), "nothing reached the dispatcher");
+
+    // The session started afterwards is an ordinary one.
+    wire.initialize().await;
+    let listed = wire
+        .ask(r#"{"jsonrpc":"2.0","id":6,"method":"tools/list"}"#)
+        .await;
+    assert_eq!(listed["result"]["tools"].as_array().map(Vec::len), Some(2));
+    let paid = wire
+        .ask(&format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"host_keyed_payment","arguments":{{"amount":5}},{meta}}}}}"#
+        ))
+        .await;
+    assert_eq!(paid["result"]["isError"], false, "{paid}");
+    assert_eq!(ledger.transfers(), 1);
+}
+
+#[tokio::test]
+async fn malformed_json_rpc_gets_an_error_reply_carrying_its_id() {
+    let (mut wire, ledger, audit) = Wire::start();
+    wire.initialize().await;
+    let deep = |id: u32, levels: usize| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"get_balance","arguments":{{"account":{}"x"{}}}}}}}"#,
+            "[".repeat(levels),
+            "]".repeat(levels)
+        )
+    };
+    let cases: Vec<(String, Value, i64)> = vec![
+        // Invalid JSON, cut short.
+        (
+            r#"{"jsonrpc":"2.0","id":11,"method":"tools/list","params":{"#.into(),
+            json!(11),
+            -32700,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":"s-12","method":"tools/list","params":{"cursor":}}"#.into(),
+            json!("s-12"),
+            -32700,
+        ),
+        // A lone surrogate.
+        (
+            r#"{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"get_balance","arguments":{"account":"\ud800"}}}"#.into(),
+            json!(13),
+            -32700,
+        ),
+        // A number out of range.
+        (
+            r#"{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"get_balance","arguments":{"account":1e400}}}"#.into(),
+            json!(14),
+            -32700,
+        ),
+        // Nesting over the limit, a little and a lot.
+        (deep(15, 70), json!(15), -32700),
+        (deep(16, 200_000), json!(16), -32700),
+        // Repeated keys, in the arguments and in the envelope.
+        (
+            r#"{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"host_keyed_payment","arguments":{"amount":1,"amount":900}}}"#.into(),
+            json!(17),
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":18,"method":"tools/call","params":{"name":"get_balance","name":"host_keyed_payment","arguments":{"amount":1}}}"#.into(),
+            json!(18),
+            -32600,
+        ),
+        // Not JSON-RPC 2.0, and a batch.
+        (
+            r#"{"jsonrpc":"1.0","id":19,"method":"tools/list"}"#.into(),
+            json!(19),
+            -32600,
+        ),
+        (
+            r#"[{"jsonrpc":"2.0","id":20,"method":"ping"}]"#.into(),
+            Value::Null,
+            -32600,
+        ),
+        // No id to read: answered with id null, never silence.
+        ("hello".into(), Value::Null, -32700),
+        (
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/list"}"#.into(),
+            Value::Null,
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":{"n":1},"method":"tools/list"}"#.into(),
+            Value::Null,
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}"#.into(),
+            Value::Null,
+            -32600,
+        ),
+        (r#"{"jsonrpc":"2.0","id":"#.into(), Value::Null, -32700),
+    ];
+    for (message, id, code) in &cases {
+        let reply = wire.ask(message).await;
+        let shown: String = message.chars().take(80).collect();
+        assert_eq!(error_code(&reply, id), *code, "{shown}: {reply}");
+    }
+    // Bytes that are not UTF-8, with a readable id.
+    wire.send_bytes(b"{\"jsonrpc\":\"2.0\",\"id\":21,\"method\":\"ping\",\"x\":\"\xff\"}")
+        .await;
+    let reply = wire.recv().await;
+    assert_eq!(error_code(&reply, &json!(21)), -32700);
+
+    // Nothing ran or reached the dispatcher, and the session still works.
+    assert_eq!(ledger.transfers(), 0);
+    assert!(audit.entries().is_empty());
+    let ok = wire
+        .ask(r#"{"jsonrpc":"2.0","id":22,"method":"tools/call","params":{"name":"get_balance","arguments":{"account":"acc-alice-1"}}}"#)
+        .await;
+    assert_eq!(ok["id"], 22);
+    assert_eq!(ok["result"]["isError"], false, "{ok}");
 }
 
 fn host_key_meta(key: &str) -> rmcp::model::RequestMetaObject {

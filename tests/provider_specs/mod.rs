@@ -118,6 +118,23 @@ pub struct LabelArgs {
     pub labels: BTreeMap<String, String>,
 }
 
+/// Arguments of `record_event`: untyped JSON (schemars writes `true` for a `Value`) and integer
+/// formats that are not JSON Schema's (`uint32`, `int64`, `double`).
+#[derive(JsonSchema, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventArgs {
+    /// Event name.
+    #[schemars(length(min = 1, max = 64))]
+    pub name: String,
+    pub payload: Value,
+    pub extra: Option<Value>,
+    /// Related values, any JSON each.
+    pub related: Vec<Value>,
+    pub sequence: u32,
+    pub offset: i64,
+    pub weight: Option<f64>,
+}
+
 /// Result of `get_balance`.
 #[derive(JsonSchema, Deserialize)]
 pub struct Balance {
@@ -239,7 +256,15 @@ pub fn specs() -> Vec<ToolSpec> {
         schema::<()>(),
     );
     let expense = <FileExpense as Tool<()>>::spec(&FileExpense);
-    vec![balance, transfer, search, draw, tree, labels, expense]
+    let event = ToolSpec::new(
+        "record_event",
+        "Record an event with a free-form JSON payload.",
+        schema::<EventArgs>(),
+        schema::<()>(),
+    );
+    vec![
+        balance, transfer, search, draw, tree, labels, expense, event,
+    ]
 }
 
 /// The spec called `name`.

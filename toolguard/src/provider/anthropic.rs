@@ -4,11 +4,19 @@
 //! [`ExportOptions::anthropic_strict`] the schema is lowered with
 //! [`lower_anthropic_strict`](super::lower_anthropic_strict) and `strict` is sent; a tool with no
 //! strict form then fails the export unless [`ExportOptions::allow_non_strict`] is set.
+//!
+//! [`parse_message_text`] and [`MessageStream::push_text`] read the response text strictly: an
+//! object that repeats a key (a `tool_use` block's `input` included) or nesting over
+//! [`json::MAX_NESTING`] is an [`AdapterError::Json`]. [`parse_message`] and
+//! [`MessageStream::push`] take an already parsed [`Value`], in which `serde_json` has kept only
+//! the last of repeated keys: they cannot see them. Prefer the text forms where the body is at
+//! hand.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use super::json;
 use super::openai::{MAX_STREAM_ARGUMENT_BYTES, MAX_STREAM_CALLS};
 use super::read::{array_or_empty, object, opt_string, provider_error, shape, string};
 use super::schema::LowerError;
@@ -98,6 +106,12 @@ pub fn parse_message(response: &Value) -> Result<Vec<ToolCall>, AdapterError> {
     Ok(calls)
 }
 
+/// [`parse_message`] of the response text, read strictly: a repeated key or nesting over
+/// [`json::MAX_NESTING`] is an [`AdapterError::Json`].
+pub fn parse_message_text(response: &str) -> Result<Vec<ToolCall>, AdapterError> {
+    parse_message(&json::parse(response)?)
+}
+
 /// The `tool_result` content block answering a call (it goes in the next `user` message):
 /// `{"type":"tool_result","tool_use_id","content","is_error"}`.
 pub fn tool_result(outcome: &ToolOutcome) -> Value {
@@ -109,14 +123,19 @@ pub fn tool_result(outcome: &ToolOutcome) -> Value {
     })
 }
 
+/// A content block of a streamed message, tracked from its `content_block_start` to its
+/// `content_block_stop`.
 #[derive(Debug)]
 enum Block {
+    /// A client tool call: its input is collected.
     ToolUse {
         id: String,
         name: String,
         start_input: Value,
         json: String,
     },
+    /// Anything else: text, thinking, and blocks of tools the provider runs itself
+    /// (`server_tool_use`, `mcp_tool_use`, ...), whose `input_json_delta`s are passed over.
     Other,
 }
 
@@ -126,6 +145,12 @@ enum Block {
 /// yielded by the `content_block_stop` that closes it, its arguments being the concatenated
 /// `input_json_delta` fragments (kept as JSON text for strict parsing) or, when there were none,
 /// the `input` of `content_block_start`.
+///
+/// Every content block is tracked by its index. Blocks of server-side tools (web search, code
+/// execution, the MCP connector) stream their input as `input_json_delta` too: those fragments
+/// are counted against the size bound and passed over, and the client calls around them are
+/// returned. A delta or stop for an index that has no open block, or a start at an index that is
+/// still open, is a [`AdapterError::Shape`] error.
 #[derive(Debug, Default)]
 pub struct MessageStream {
     response_id: Option<String>,
@@ -141,6 +166,12 @@ impl MessageStream {
         MessageStream::default()
     }
 
+    /// [`push`](Self::push) for the text of one `data:` line, read strictly (a repeated key or
+    /// deep nesting is refused).
+    pub fn push_text(&mut self, event: &str) -> Result<Vec<ToolCall>, AdapterError> {
+        self.push(&json::parse(event)?)
+    }
+
     /// Adds one event; returns the call it completes, if any.
     pub fn push(&mut self, event: &Value) -> Result<Vec<ToolCall>, AdapterError> {
         let root = object(event, "")?;
@@ -152,66 +183,27 @@ impl MessageStream {
                 let message = object(root.get("message").unwrap_or(&Value::Null), "/message")?;
                 self.response_id = opt_string(message, "id", "/message")?.map(str::to_owned);
             }
-            "content_block_start" => {
-                let index = index_of(root)?;
-                let block = object(
-                    root.get("content_block").unwrap_or(&Value::Null),
-                    "/content_block",
-                )?;
-                let block = if string(block, "type", "/content_block")? == "tool_use" {
-                    self.started += 1;
-                    if self.started > MAX_STREAM_CALLS {
-                        return Err(AdapterError::TooLarge {
-                            what: "the number of tool calls",
-                        });
-                    }
-                    Block::ToolUse {
-                        id: string(block, "id", "/content_block")?.to_owned(),
-                        name: string(block, "name", "/content_block")?.to_owned(),
-                        start_input: block.get("input").cloned().unwrap_or_else(|| json!({})),
-                        json: String::new(),
-                    }
-                } else {
-                    Block::Other
-                };
-                self.blocks.insert(index, block);
-            }
-            "content_block_delta" => {
-                let index = index_of(root)?;
-                let delta = object(root.get("delta").unwrap_or(&Value::Null), "/delta")?;
-                if string(delta, "type", "/delta")? != "input_json_delta" {
-                    return Ok(Vec::new());
-                }
-                let fragment = string(delta, "partial_json", "/delta")?;
-                match self.blocks.get_mut(&index) {
-                    Some(Block::ToolUse { json, .. }) => {
-                        self.bytes += fragment.len();
-                        if self.bytes > MAX_STREAM_ARGUMENT_BYTES {
-                            return Err(AdapterError::TooLarge {
-                                what: "the argument size bound",
-                            });
-                        }
-                        json.push_str(fragment);
-                    }
-                    _ => return Err(shape("/index", "the index of an open tool_use block")),
-                }
-            }
+            "content_block_start" => self.start(root)?,
+            "content_block_delta" => self.delta(root)?,
             "content_block_stop" => {
                 let index = index_of(root)?;
-                if let Some(Block::ToolUse {
-                    id,
-                    name,
-                    start_input,
-                    json,
-                }) = self.blocks.remove(&index)
-                {
-                    let arguments = if json.is_empty() {
-                        RawArguments::Value(start_input)
-                    } else {
-                        RawArguments::Json(json)
-                    };
-                    let ctx = context(PROVIDER, MESSAGES, self.response_id.as_deref());
-                    return Ok(vec![ToolCall::new(id, name, arguments).with_provider(ctx)]);
+                match self.blocks.remove(&index) {
+                    Some(Block::ToolUse {
+                        id,
+                        name,
+                        start_input,
+                        json,
+                    }) => {
+                        let arguments = if json.is_empty() {
+                            RawArguments::Value(start_input)
+                        } else {
+                            RawArguments::Json(json)
+                        };
+                        let ctx = context(PROVIDER, MESSAGES, self.response_id.as_deref());
+                        return Ok(vec![ToolCall::new(id, name, arguments).with_provider(ctx)]);
+                    }
+                    Some(Block::Other) => {}
+                    None => return Err(shape("/index", "the index of an open content block")),
                 }
             }
             "message_stop" => {
@@ -224,6 +216,57 @@ impl MessageStream {
             _ => {}
         }
         Ok(Vec::new())
+    }
+
+    fn start(&mut self, root: &serde_json::Map<String, Value>) -> Result<(), AdapterError> {
+        let index = index_of(root)?;
+        if self.blocks.contains_key(&index) {
+            return Err(shape("/index", "the index of a block not already open"));
+        }
+        let block = object(
+            root.get("content_block").unwrap_or(&Value::Null),
+            "/content_block",
+        )?;
+        let block = if string(block, "type", "/content_block")? == "tool_use" {
+            self.started += 1;
+            if self.started > MAX_STREAM_CALLS {
+                return Err(AdapterError::TooLarge {
+                    what: "the number of tool calls",
+                });
+            }
+            Block::ToolUse {
+                id: string(block, "id", "/content_block")?.to_owned(),
+                name: string(block, "name", "/content_block")?.to_owned(),
+                start_input: block.get("input").cloned().unwrap_or_else(|| json!({})),
+                json: String::new(),
+            }
+        } else {
+            Block::Other
+        };
+        self.blocks.insert(index, block);
+        Ok(())
+    }
+
+    fn delta(&mut self, root: &serde_json::Map<String, Value>) -> Result<(), AdapterError> {
+        let index = index_of(root)?;
+        let delta = object(root.get("delta").unwrap_or(&Value::Null), "/delta")?;
+        let Some(block) = self.blocks.get_mut(&index) else {
+            return Err(shape("/index", "the index of an open content block"));
+        };
+        if string(delta, "type", "/delta")? != "input_json_delta" {
+            return Ok(());
+        }
+        let fragment = string(delta, "partial_json", "/delta")?;
+        self.bytes += fragment.len();
+        if self.bytes > MAX_STREAM_ARGUMENT_BYTES {
+            return Err(AdapterError::TooLarge {
+                what: "the argument size bound",
+            });
+        }
+        if let Block::ToolUse { json, .. } = block {
+            json.push_str(fragment);
+        }
+        Ok(())
     }
 
     /// Ends the stream: [`AdapterError::Incomplete`] when a `tool_use` block was never closed.

@@ -4,9 +4,20 @@
 //! `parametersJsonSchema`; with [`ExportOptions::gemini_openapi`] it is lowered to the OpenAPI
 //! subset of `parameters` with [`lower_gemini_openapi`](super::lower_gemini_openapi) (which
 //! refuses recursive schemas).
+//!
+//! A candidate whose `finishReason` reports a failed function call (`MALFORMED_FUNCTION_CALL`
+//! and the like) is an [`AdapterError::FailedCall`], so that the agent loop retries or answers
+//! the turn instead of reading it as "no calls".
+//!
+//! [`parse_generate_content_text`] and [`GenerateContentStream::push_text`] read the response
+//! text strictly: an object that repeats a key (a call's `args` included) or nesting over
+//! [`json::MAX_NESTING`] is an [`AdapterError::Json`]. The functions taking a parsed [`Value`]
+//! cannot see repeated keys (`serde_json` keeps the last one): prefer the text forms where the
+//! body is at hand.
 
 use serde_json::{Map, Value, json};
 
+use super::json;
 use super::openapi::lower_openapi;
 use super::read::{array_or_empty, object, opt_string, provider_error, string};
 use super::{
@@ -73,7 +84,9 @@ pub fn function_declarations(
 
 /// The `functionCall` parts of the first candidate of a `generateContent` response.
 ///
-/// Other candidates are alternatives, not parallel calls. A call without `id` gets
+/// Other candidates are alternatives, not parallel calls. A candidate whose `finishReason`
+/// reports a failed function call (`MALFORMED_FUNCTION_CALL` and the like, see
+/// [`is_failed_call`]) is an [`AdapterError::FailedCall`], never "no calls". A call without `id` gets
 /// `gemini-<n>`, `n` counting the candidate's function calls from 0 (stable for one response);
 /// absent `args` read as `{}`.
 pub fn parse_generate_content(response: &Value) -> Result<Vec<ToolCall>, AdapterError> {
@@ -96,6 +109,13 @@ fn parse_from(response: &Value, first: usize) -> Result<Vec<ToolCall>, AdapterEr
         return Ok(Vec::new());
     };
     let candidate = object(candidate, "/candidates/0")?;
+    if let Some(reason) = opt_string(candidate, "finishReason", "/candidates/0")?
+        && is_failed_call(reason)
+    {
+        return Err(AdapterError::FailedCall {
+            reason: reason.chars().take(64).collect(),
+        });
+    }
     let Some(content) = candidate.get("content").filter(|c| !c.is_null()) else {
         return Ok(Vec::new());
     };
@@ -124,6 +144,28 @@ fn parse_from(response: &Value, first: usize) -> Result<Vec<ToolCall>, AdapterEr
     Ok(calls)
 }
 
+/// `finishReason` values that report a function call the model tried and failed to make.
+const FAILED_CALL_REASONS: &[&str] = &[
+    "MALFORMED_FUNCTION_CALL",
+    "UNEXPECTED_TOOL_CALL",
+    "TOO_MANY_TOOL_CALLS",
+    "MISSING_THOUGHT_SIGNATURE",
+];
+
+/// Whether a `finishReason` reports a failed function call: one of the documented values, or
+/// any later one that names a function or tool call.
+pub fn is_failed_call(reason: &str) -> bool {
+    FAILED_CALL_REASONS.contains(&reason)
+        || reason.contains("FUNCTION_CALL")
+        || reason.contains("TOOL_CALL")
+}
+
+/// [`parse_generate_content`] of the response text, read strictly: a repeated key or nesting
+/// over [`json::MAX_NESTING`] is an [`AdapterError::Json`].
+pub fn parse_generate_content_text(response: &str) -> Result<Vec<ToolCall>, AdapterError> {
+    parse_generate_content(&json::parse(response)?)
+}
+
 /// Reads the chunks of `streamGenerateContent` (each a `generateContent` response whose parts
 /// carry complete function calls): synthesized ids keep counting across chunks, so they stay
 /// unique and stable for the whole streamed response.
@@ -136,6 +178,11 @@ impl GenerateContentStream {
     /// An empty reader.
     pub fn new() -> Self {
         GenerateContentStream::default()
+    }
+
+    /// [`push`](Self::push) for the text of one chunk, read strictly.
+    pub fn push_text(&mut self, chunk: &str) -> Result<Vec<ToolCall>, AdapterError> {
+        self.push(&json::parse(chunk)?)
     }
 
     /// The calls of one chunk.

@@ -1,8 +1,12 @@
 //! Model Context Protocol: tools as MCP `Tool` objects.
 //!
-//! `inputSchema` is the canonical schema as it is (MCP speaks JSON Schema 2020-12);
-//! `outputSchema` is sent when the output schema describes an object (MCP's `structuredContent`
-//! must be one). The annotations are derived from the declaration and never claim more safety than
+//! `inputSchema` is the canonical schema (MCP speaks JSON Schema 2020-12) in its portable form:
+//! an object schema at every position (MCP requires each property schema to be an object; the
+//! official TypeScript SDK's `listTools` refuses the whole list otherwise), an argument of any
+//! JSON value described as such, and only JSON Schema formats (schemars' `uint`, `int32`, ...
+//! become bounds). `outputSchema` is sent, in the same form, when the output schema describes an
+//! object (MCP's `structuredContent` must be one); its lossy steps are reported under
+//! `/outputSchema`. The annotations are derived from the declaration and never claim more safety than
 //! it does: `readOnlyHint` is `read_only`, `destructiveHint` is its negation, `idempotentHint` is
 //! sent (as `true`) only for read-only tools and for idempotent tools whose key the model supplies
 //! in the arguments (`idempotency_key`), and `openWorldHint` is never sent (so clients assume the
@@ -12,6 +16,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::portable::{JSON_SCHEMA_FORMATS, portable};
 use super::schema::{LossyStep, check_bounds, require_object_root};
 use super::{
     ExportError, ExportOptions, ExportReport, Exported, ExportedSet, check_name, export_all,
@@ -28,17 +33,24 @@ pub const TOOLS_CALL: &str = "tools_call";
 /// `{name, title, description, inputSchema, outputSchema?, annotations}`.
 pub fn tool(spec: &ToolSpec, options: &ExportOptions) -> Result<Exported, ExportError> {
     check_name(spec)?;
-    check_bounds(&spec.input_schema, options.limits).map_err(|e| schema_error(spec, e))?;
     require_object_root(&spec.input_schema).map_err(|e| schema_error(spec, e))?;
-    let mut lossy = Vec::new();
+    let input = portable(&spec.input_schema, JSON_SCHEMA_FORMATS, options.limits)
+        .map_err(|e| schema_error(spec, e))?;
+    let mut lossy = input.lossy;
     let mut tool = Map::new();
     tool.insert("name".to_owned(), json!(spec.name));
     tool.insert("title".to_owned(), json!(title_of(&spec.name)));
     tool.insert("description".to_owned(), json!(spec.description));
-    tool.insert("inputSchema".to_owned(), spec.input_schema.clone());
+    tool.insert("inputSchema".to_owned(), input.schema);
     match output_schema(spec, options) {
         Some(schema) => {
-            tool.insert("outputSchema".to_owned(), schema);
+            let output = portable(&schema, JSON_SCHEMA_FORMATS, options.limits)
+                .map_err(|e| schema_error(spec, e))?;
+            lossy.extend(output.lossy.into_iter().map(|step| LossyStep {
+                pointer: format!("/outputSchema{}", step.pointer),
+                what: step.what,
+            }));
+            tool.insert("outputSchema".to_owned(), output.schema);
         }
         None => lossy.push(LossyStep {
             pointer: String::new(),
@@ -94,6 +106,10 @@ pub fn title_of(name: &str) -> String {
 #[cfg(feature = "mcp")]
 mod server;
 #[cfg(feature = "mcp")]
+mod transport;
+#[cfg(feature = "mcp")]
 pub use server::{
     IDEMPOTENCY_KEY_META, McpServeError, McpServer, call_tool_result, unknown_tool_error,
 };
+#[cfg(feature = "mcp")]
+pub use transport::{GuardedTransport, INVALID_REQUEST, MAX_MESSAGE_BYTES, PARSE_ERROR};

@@ -26,22 +26,27 @@ use crate::{ProviderContext, ToolSpec};
 pub mod answer;
 pub mod anthropic;
 pub mod gemini;
+pub mod json;
 pub mod mcp;
 pub mod openai;
 mod openapi;
+mod portable;
 mod restore;
 mod schema;
 mod strict;
 
 pub use answer::{model_payload, model_text, status_text};
 pub use openapi::{is_gemini_key, lower_gemini_openapi};
-pub use restore::{restore_call_nulls, restore_optional_nulls};
+pub use portable::ANY_VALUE;
+pub use restore::{
+    restore_call_nulls, restore_empty_arguments, restore_optional_nulls, takes_no_arguments,
+};
 pub use schema::{Limits, LossyStep, LowerError, Lowered, check_bounds};
 pub use strict::{lower_anthropic_strict, lower_openai_strict};
 
 /// Revision of the adapters in this module; part of every [`ProviderContext`] they fill, and so of
 /// the approval digest. Raised whenever an adapter changes how it reads a response.
-pub const ADAPTER_REVISION: &str = "1";
+pub const ADAPTER_REVISION: &str = "2";
 
 /// How tools are exported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,6 +213,18 @@ pub enum AdapterError {
         /// The bound.
         what: &'static str,
     },
+    /// The response text is not one JSON document the adapter accepts (syntax, a repeated key,
+    /// nesting over [`json::MAX_NESTING`]).
+    #[error("the response text is refused: {0}")]
+    Json(#[from] json::JsonError),
+    /// The provider reports that the model tried to call a function and failed (Gemini's
+    /// `MALFORMED_FUNCTION_CALL` and the like): no call was produced, and the turn should be
+    /// retried or answered, not read as "no calls".
+    #[error("the model's function call failed ({reason}); retry the turn or tell the model")]
+    FailedCall {
+        /// The provider's reason code.
+        reason: String,
+    },
 }
 
 /// Whether `name` is a tool name every dialect accepts: `^[a-zA-Z][a-zA-Z0-9_]{0,63}$`, the
@@ -239,19 +256,26 @@ pub(crate) fn schema_error(spec: &ToolSpec, error: LowerError) -> ExportError {
     }
 }
 
-/// The canonical schema without `$schema` (which no provider needs), with that recorded.
+/// The canonical schema in its portable form (see [`portable`]: object schemas at every
+/// position, JSON Schema formats only) without `$schema` (which no provider needs), each change
+/// recorded.
 pub(crate) fn plain_schema(spec: &ToolSpec, limits: Limits) -> Result<Lowered, ExportError> {
-    check_bounds(&spec.input_schema, limits).map_err(|e| schema_error(spec, e))?;
     schema::require_object_root(&spec.input_schema).map_err(|e| schema_error(spec, e))?;
-    let mut schema = spec.input_schema.clone();
-    let mut lossy = Vec::new();
+    let Lowered {
+        mut schema,
+        mut lossy,
+    } = portable::portable(&spec.input_schema, portable::JSON_SCHEMA_FORMATS, limits)
+        .map_err(|e| schema_error(spec, e))?;
     if let Some(map) = schema.as_object_mut()
         && map.remove("$schema").is_some()
     {
-        lossy.push(LossyStep {
-            pointer: "/$schema".to_owned(),
-            what: "$schema dropped".into(),
-        });
+        lossy.insert(
+            0,
+            LossyStep {
+                pointer: "/$schema".to_owned(),
+                what: "$schema dropped".into(),
+            },
+        );
     }
     Ok(Lowered { schema, lossy })
 }

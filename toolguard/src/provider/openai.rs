@@ -8,11 +8,22 @@
 //! Strict mode turns optional properties into required nullable ones: run
 //! [`restore_call_nulls`](super::restore_call_nulls) on each call of a strict tool before
 //! dispatching it, so that a `null` the model used for "absent" is absent again.
+//!
+//! Some OpenAI-compatible back ends send `arguments: ""` (or none) for a tool without
+//! parameters: run [`restore_empty_arguments`](super::restore_empty_arguments) with the tool's
+//! canonical schema to read them as `{}` (only for such tools; elsewhere empty arguments stay
+//! `malformed`).
+//!
+//! The `*_text` functions and `push_text` read the response text strictly (a repeated key or
+//! nesting over [`json::MAX_NESTING`] is refused); the functions taking a parsed [`Value`] cannot
+//! see repeated keys (`serde_json` keeps the last one): prefer the text forms where the body is
+//! at hand.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use super::json;
 use super::read::{array_or_empty, object, opt_string, provider_error, shape, string};
 use super::schema::LowerError;
 use super::strict::{OPENAI, lower_strict};
@@ -113,6 +124,12 @@ pub fn parse_chat_completion(response: &Value) -> Result<Vec<ToolCall>, AdapterE
     parse_chat_choice(response, 0)
 }
 
+/// [`parse_chat_completion`] of the response text, read strictly: a repeated key or nesting over
+/// [`json::MAX_NESTING`] is an [`AdapterError::Json`].
+pub fn parse_chat_completion_text(response: &str) -> Result<Vec<ToolCall>, AdapterError> {
+    parse_chat_completion(&json::parse(response)?)
+}
+
 /// The tool calls of choice `position` (in array order) of a Chat Completions response; none
 /// when there is no such choice.
 pub fn parse_chat_choice(response: &Value, position: usize) -> Result<Vec<ToolCall>, AdapterError> {
@@ -170,14 +187,16 @@ pub fn parse_chat_choice(response: &Value, position: usize) -> Result<Vec<ToolCa
     Ok(calls)
 }
 
-/// Output item types of the Responses API that are calls to host-side tools this adapter does not
-/// handle (they would otherwise be silently unanswered).
+/// Output item types of the Responses API that need the host and are not function calls: calls
+/// to host-side tools this adapter does not handle, and requests for the host's decision (an MCP
+/// tool approval). They would otherwise be silently unanswered.
 const UNHANDLED_CALLS: &[&str] = &[
     "custom_tool_call",
     "computer_call",
     "local_shell_call",
     "shell_call",
     "apply_patch_call",
+    "mcp_approval_request",
 ];
 
 /// The `function_call` items of a Responses API response (`call_id` becomes the call id).
@@ -216,6 +235,12 @@ pub fn parse_response(response: &Value) -> Result<Vec<ToolCall>, AdapterError> {
     Ok(calls)
 }
 
+/// [`parse_response`] of the response text, read strictly: a repeated key or nesting over
+/// [`json::MAX_NESTING`] is an [`AdapterError::Json`].
+pub fn parse_response_text(response: &str) -> Result<Vec<ToolCall>, AdapterError> {
+    parse_response(&json::parse(response)?)
+}
+
 /// The Chat Completions message answering a call: `{"role":"tool","tool_call_id","content"}`.
 pub fn chat_result(outcome: &ToolOutcome) -> Value {
     json!({"role": "tool", "tool_call_id": outcome.call_id, "content": model_text(outcome)})
@@ -229,6 +254,8 @@ pub fn responses_result(outcome: &ToolOutcome) -> Value {
 
 #[derive(Debug, Default)]
 struct Partial {
+    /// The `index` the call was sent at (its position when the back end sent none).
+    index: u64,
     id: String,
     name: String,
     arguments: String,
@@ -237,12 +264,19 @@ struct Partial {
 /// Accumulates the `delta.tool_calls[]` fragments of a streamed Chat Completions response
 /// (first choice only) into complete calls.
 ///
-/// [`push`](Self::push) each parsed chunk (the JSON of one `data:` line); the calls are yielded
-/// when the chunk carrying the choice's `finish_reason` arrives.
+/// [`push`](Self::push) each parsed chunk (the JSON of one `data:` line); the calls are yielded,
+/// in the order they began, when the chunk carrying the choice's `finish_reason` arrives.
+///
+/// A fragment continues the call open at its `index`. Two calls sent at one `index` with
+/// different ids are kept apart (a fragment with a new id begins a new call), so every call id
+/// the model sent gets its own call. A fragment without `index` (back ends that stream one call
+/// per choice) continues the last call, or begins a new one when it carries a new id.
 #[derive(Debug, Default)]
 pub struct ChatStream {
     response_id: Option<String>,
-    calls: BTreeMap<u64, Partial>,
+    calls: Vec<Partial>,
+    /// The call open at each `index`, as a position in `calls`.
+    open: BTreeMap<u64, usize>,
     bytes: usize,
     finished: bool,
 }
@@ -256,6 +290,12 @@ impl ChatStream {
     /// Whether the first choice's `finish_reason` has arrived.
     pub fn is_finished(&self) -> bool {
         self.finished
+    }
+
+    /// [`push`](Self::push) for the text of one `data:` line, read strictly (a repeated key or
+    /// deep nesting is refused).
+    pub fn push_text(&mut self, chunk: &str) -> Result<Vec<ToolCall>, AdapterError> {
+        self.push(&json::parse(chunk)?)
     }
 
     /// Adds one chunk; returns the calls it completes (all of them, on `finish_reason`).
@@ -299,15 +339,14 @@ impl ChatStream {
 
     fn fragment(&mut self, fragment: &Value, at: &str) -> Result<(), AdapterError> {
         let fragment = object(fragment, at)?;
-        let index = fragment
-            .get("index")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| shape(&format!("{at}/index"), "an integer"))?;
-        if !self.calls.contains_key(&index) && self.calls.len() >= MAX_STREAM_CALLS {
-            return Err(AdapterError::TooLarge {
-                what: "the number of tool calls",
-            });
-        }
+        let index = match fragment.get("index") {
+            None | Some(Value::Null) => None,
+            Some(index) => Some(
+                index
+                    .as_u64()
+                    .ok_or_else(|| shape(&format!("{at}/index"), "an integer"))?,
+            ),
+        };
         let kind = opt_string(fragment, "type", at)?.unwrap_or("function");
         if kind != "function" {
             return Err(AdapterError::UnsupportedCall {
@@ -315,7 +354,7 @@ impl ChatStream {
                 kind: kind.to_owned(),
             });
         }
-        let id = opt_string(fragment, "id", at)?;
+        let id = opt_string(fragment, "id", at)?.filter(|id| !id.is_empty());
         let (name, arguments) = match fragment.get("function").filter(|f| !f.is_null()) {
             Some(function) => {
                 let at = format!("{at}/function");
@@ -335,7 +374,8 @@ impl ChatStream {
                 what: "the argument size bound",
             });
         }
-        let partial = self.calls.entry(index).or_default();
+        let position = self.slot(index, id)?;
+        let partial = &mut self.calls[position];
         if let Some(id) = id
             && partial.id.is_empty()
         {
@@ -354,10 +394,40 @@ impl ChatStream {
         Ok(())
     }
 
+    /// The call a fragment at `index` with `id` belongs to, begun when it is new.
+    fn slot(&mut self, index: Option<u64>, id: Option<&str>) -> Result<usize, AdapterError> {
+        let current = match index {
+            Some(index) => self.open.get(&index).copied(),
+            None => self.calls.len().checked_sub(1),
+        };
+        if let Some(position) = current {
+            let known = &self.calls[position].id;
+            if id.is_none_or(|id| known.is_empty() || known == id) {
+                return Ok(position);
+            }
+        }
+        if self.calls.len() >= MAX_STREAM_CALLS {
+            return Err(AdapterError::TooLarge {
+                what: "the number of tool calls",
+            });
+        }
+        let position = self.calls.len();
+        self.calls.push(Partial {
+            index: index.unwrap_or(position as u64),
+            ..Partial::default()
+        });
+        if let Some(index) = index {
+            self.open.insert(index, position);
+        }
+        Ok(position)
+    }
+
     fn take(&mut self) -> Result<Vec<ToolCall>, AdapterError> {
         let ctx = context(PROVIDER, CHAT_COMPLETIONS, self.response_id.as_deref());
+        self.open.clear();
         let mut calls = Vec::with_capacity(self.calls.len());
-        for (index, partial) in std::mem::take(&mut self.calls) {
+        for partial in std::mem::take(&mut self.calls) {
+            let index = partial.index;
             if partial.id.is_empty() {
                 return Err(shape(
                     &format!("/choices/0/delta/tool_calls/{index}/id"),
@@ -396,10 +466,20 @@ struct PartialItem {
 ///
 /// [`push`](Self::push) each parsed event (the JSON of one `data:` line): a `function_call`
 /// output item is yielded by the `response.output_item.done` event that closes it.
+///
+/// A resumed background stream (`starting_after`) may bring argument events, or a whole
+/// `output_item.done`, for an item whose `output_item.added` came before the resumption point:
+/// the complete `function_call` of that `output_item.done` is yielded as it stands (an item
+/// that is not `completed` is [`AdapterError::Incomplete`]); an item whose argument events came
+/// but whose `output_item.done` never does makes the stream [`AdapterError::Incomplete`], so no
+/// call is ever dropped silently.
 #[derive(Debug, Default)]
 pub struct ResponsesStream {
     response_id: Option<String>,
     items: BTreeMap<u64, PartialItem>,
+    /// Output indexes whose argument events came without `output_item.added` (a stream resumed
+    /// in the middle of an item): their `output_item.done` must still come.
+    resumed: std::collections::BTreeSet<u64>,
     started: usize,
     bytes: usize,
     completed: bool,
@@ -414,6 +494,12 @@ impl ResponsesStream {
     /// Whether `response.completed` has arrived.
     pub fn is_finished(&self) -> bool {
         self.completed
+    }
+
+    /// [`push`](Self::push) for the text of one `data:` line, read strictly (a repeated key or
+    /// deep nesting is refused).
+    pub fn push_text(&mut self, event: &str) -> Result<Vec<ToolCall>, AdapterError> {
+        self.push(&json::parse(event)?)
     }
 
     /// Adds one event; returns the call it completes, if any.
@@ -436,7 +522,7 @@ impl ResponsesStream {
             "response.completed" | "response.incomplete" => {
                 self.note_response(root)?;
                 self.completed = true;
-                if !self.items.is_empty() {
+                if !self.items.is_empty() || !self.resumed.is_empty() {
                     return Err(AdapterError::Incomplete);
                 }
             }
@@ -475,9 +561,7 @@ impl ResponsesStream {
                 self.count(delta.len())?;
                 match self.items.get_mut(&index) {
                     Some(partial) => partial.arguments.push_str(delta),
-                    None => {
-                        return Err(shape("/output_index", "the index of an open function_call"));
-                    }
+                    None => self.note_resumed(index)?,
                 }
             }
             "response.function_call_arguments.done" => {
@@ -486,15 +570,14 @@ impl ResponsesStream {
                 self.count(arguments.len())?;
                 match self.items.get_mut(&index) {
                     Some(partial) => partial.done_arguments = Some(arguments.to_owned()),
-                    None => {
-                        return Err(shape("/output_index", "the index of an open function_call"));
-                    }
+                    None => self.note_resumed(index)?,
                 }
             }
             "response.output_item.done" => {
                 let index = output_index(root)?;
                 let Some(partial) = self.items.remove(&index) else {
-                    return Ok(Vec::new());
+                    self.resumed.remove(&index);
+                    return self.unannounced_item(root);
                 };
                 let item = root.get("item").and_then(Value::as_object);
                 let final_arguments = match item {
@@ -518,11 +601,61 @@ impl ResponsesStream {
 
     /// Ends the stream: [`AdapterError::Incomplete`] when a function call was never closed.
     pub fn finish(self) -> Result<(), AdapterError> {
-        if self.items.is_empty() {
+        if self.items.is_empty() && self.resumed.is_empty() {
             Ok(())
         } else {
             Err(AdapterError::Incomplete)
         }
+    }
+
+    /// Argument events for an item this stream never saw begin (a resumed stream): the item's
+    /// `output_item.done` carries it whole, and must come before the response completes.
+    fn note_resumed(&mut self, index: u64) -> Result<(), AdapterError> {
+        if !self.resumed.contains(&index) && self.resumed.len() >= MAX_STREAM_CALLS {
+            return Err(AdapterError::TooLarge {
+                what: "the number of tool calls",
+            });
+        }
+        self.resumed.insert(index);
+        Ok(())
+    }
+
+    /// A `response.output_item.done` without an earlier `output_item.added` (a resumed
+    /// stream): a complete `function_call` item is yielded as it stands; an item that needs the
+    /// host is refused as in [`parse_response`]; other items carry no call.
+    fn unannounced_item(
+        &mut self,
+        root: &serde_json::Map<String, Value>,
+    ) -> Result<Vec<ToolCall>, AdapterError> {
+        let item = object(root.get("item").unwrap_or(&Value::Null), "/item")?;
+        let kind = string(item, "type", "/item")?;
+        if UNHANDLED_CALLS.contains(&kind) {
+            return Err(AdapterError::UnsupportedCall {
+                pointer: "/item".to_owned(),
+                kind: kind.to_owned(),
+            });
+        }
+        if kind != "function_call" {
+            return Ok(Vec::new());
+        }
+        if opt_string(item, "status", "/item")?.is_some_and(|s| s != "completed") {
+            return Err(AdapterError::Incomplete);
+        }
+        self.started += 1;
+        if self.started > MAX_STREAM_CALLS {
+            return Err(AdapterError::TooLarge {
+                what: "the number of tool calls",
+            });
+        }
+        let call_id = string(item, "call_id", "/item")?;
+        let name = string(item, "name", "/item")?;
+        let arguments = opt_string(item, "arguments", "/item")?.unwrap_or_default();
+        self.count(arguments.len())?;
+        let ctx = context(PROVIDER, RESPONSES, self.response_id.as_deref());
+        Ok(vec![
+            ToolCall::new(call_id, name, RawArguments::Json(arguments.to_owned()))
+                .with_provider(ctx),
+        ])
     }
 
     fn note_response(&mut self, root: &serde_json::Map<String, Value>) -> Result<(), AdapterError> {

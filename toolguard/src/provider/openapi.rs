@@ -15,6 +15,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::portable::portable;
 use super::schema::{
     Budget, Limits, LossyStep, LowerError, Lowered, Pointer, check_bounds, describe,
     require_object_root, resolve_ref,
@@ -58,6 +59,8 @@ pub fn lower_gemini_openapi(canonical: &Value) -> Result<Lowered, LowerError> {
 pub(crate) fn lower_openapi(canonical: &Value, limits: Limits) -> Result<Lowered, LowerError> {
     check_bounds(canonical, limits)?;
     require_object_root(canonical)?;
+    let portable = portable(canonical, FORMATS, limits)?;
+    let canonical = &portable.schema;
     let mut walk = OpenApi {
         root: canonical,
         budget: Budget::new(limits),
@@ -86,7 +89,7 @@ pub(crate) fn lower_openapi(canonical: &Value, limits: Limits) -> Result<Lowered
         walk.check(&schema, &Pointer::root())?;
     }
     // A definition inlined at several places is recorded once.
-    let mut lossy: Vec<LossyStep> = Vec::with_capacity(walk.lossy.len());
+    let mut lossy: Vec<LossyStep> = portable.lossy;
     for step in walk.lossy {
         if !lossy.contains(&step) {
             lossy.push(step);

@@ -47,6 +47,46 @@ pub fn restore_call_nulls(call: &mut ToolCall, canonical: &Value) -> Result<bool
     }
 }
 
+/// Whether a canonical input schema declares no arguments: an object schema with no (or empty)
+/// `properties`, nothing `required`, and no map keywords (`patternProperties`, or
+/// `additionalProperties` with a schema or `true`).
+pub fn takes_no_arguments(canonical: &Value) -> bool {
+    let Some(map) = canonical.as_object() else {
+        return false;
+    };
+    let empty = |key: &str| match map.get(key) {
+        None => true,
+        Some(Value::Object(m)) => m.is_empty(),
+        Some(Value::Array(a)) => a.is_empty(),
+        Some(_) => false,
+    };
+    map.get("type").and_then(Value::as_str) == Some("object")
+        && empty("properties")
+        && empty("required")
+        && empty("patternProperties")
+        && map
+            .get("additionalProperties")
+            .is_none_or(|a| a == &Value::Bool(false))
+}
+
+/// For a tool that takes no arguments (see [`takes_no_arguments`]), arguments that some
+/// OpenAI-compatible back ends send for such a call — empty text (`""`, or only whitespace) or
+/// JSON `null` — become `{}`. Returns whether the arguments were replaced.
+///
+/// Only there: for a tool with parameters, empty arguments stay as they are, and the dispatcher
+/// refuses them as `malformed`.
+pub fn restore_empty_arguments(call: &mut ToolCall, canonical: &Value) -> bool {
+    let empty = match &call.arguments {
+        RawArguments::Json(text) => text.trim().is_empty(),
+        RawArguments::Value(value) => value.is_null(),
+    };
+    if !empty || !takes_no_arguments(canonical) {
+        return false;
+    }
+    call.arguments = RawArguments::Value(Value::Object(serde_json::Map::new()));
+    true
+}
+
 fn restore(
     root: &Value,
     schemas: &[&Value],

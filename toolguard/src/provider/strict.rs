@@ -10,6 +10,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::portable::{JSON_SCHEMA_FORMATS, portable};
 use super::schema::{
     Budget, Limits, LossyStep, LowerError, Lowered, Pointer, accepts_null, check_bounds, describe,
     is_recursive, require_object_root, resolve_chain,
@@ -144,6 +145,8 @@ pub(crate) fn lower_strict(
 ) -> Result<Lowered, LowerError> {
     check_bounds(canonical, limits)?;
     require_object_root(canonical)?;
+    let portable = portable(canonical, JSON_SCHEMA_FORMATS, limits)?;
+    let canonical = &portable.schema;
     if !profile.recursion && is_recursive(canonical, limits)? {
         return Err(LowerError::NotStrict {
             pointer: String::new(),
@@ -160,10 +163,9 @@ pub(crate) fn lower_strict(
     if let Some(size) = profile.size {
         check_size(&schema, size)?;
     }
-    Ok(Lowered {
-        schema,
-        lossy: walk.lossy,
-    })
+    let mut lossy = portable.lossy;
+    lossy.extend(walk.lossy);
+    Ok(Lowered { schema, lossy })
 }
 
 /// Refuses a lowered schema over the dialect's documented size limits.
@@ -558,7 +560,12 @@ mod tests {
                 "type": "object",
                 "properties": {
                     "a": {"type": "string", "description": "minLength: 1"},
-                    "b": {"type": ["integer", "null"], "description": "format: int32"},
+                    // The int32 format is mapped to the bounds it implies.
+                    "b": {
+                        "type": ["integer", "null"],
+                        "minimum": -2_147_483_648_i64,
+                        "maximum": 2_147_483_647
+                    },
                     "c": {"type": ["string", "null"]}
                 },
                 "required": ["a", "b", "c"],
@@ -570,6 +577,12 @@ mod tests {
                 .lossy
                 .iter()
                 .any(|s| s.pointer == "/properties/b/default")
+        );
+        assert!(
+            lowered
+                .lossy
+                .iter()
+                .any(|s| s.pointer == "/properties/b/format")
         );
     }
 

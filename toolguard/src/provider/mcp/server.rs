@@ -1,5 +1,10 @@
 //! A [`Dispatcher`] served as an MCP server with the official Rust SDK (`rmcp`), over stdio.
 //!
+//! Messages are read by a [`GuardedTransport`] first: malformed JSON-RPC (invalid JSON, lone
+//! surrogates, numbers out of range, nesting too deep, repeated keys) gets an error reply
+//! carrying the request id whenever it can be read, and requests before `initialize` are refused
+//! as the MCP lifecycle prescribes.
+//!
 //! `tools/list` answers the MCP export of the registered tools; `tools/call` runs the call through
 //! the dispatcher's full pipeline for the principal the host supplied for the connection.
 //! Tool-level failures (every non-ok status but `unknown_tool`) are results with `isError: true`
@@ -25,6 +30,9 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
 
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::transport::GuardedTransport;
 use super::{PROVIDER, TOOLS_CALL, tools};
 use crate::dispatcher::Dispatcher;
 use crate::provider::{
@@ -98,10 +106,22 @@ impl<S: Send + Sync + 'static> McpServer<S> {
         &self.tools
     }
 
-    /// Serves one MCP session on standard input and output until the client disconnects.
+    /// Serves one MCP session on standard input and output until the client disconnects,
+    /// through a [`GuardedTransport`] (malformed messages and requests before `initialize` are
+    /// answered with JSON-RPC errors).
     pub async fn serve_stdio(self) -> Result<(), McpServeError> {
+        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+    }
+
+    /// Serves one MCP session of newline-delimited JSON-RPC read from `read` and written to
+    /// `write` (a pipe, a socket), through a [`GuardedTransport`], until the input ends.
+    pub async fn serve_io<R, W>(self, read: R, write: W) -> Result<(), McpServeError>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
         let running = self
-            .serve(rmcp::transport::stdio())
+            .serve(GuardedTransport::new(read, write))
             .await
             .map_err(|e| McpServeError::Initialize(e.to_string()))?;
         running
@@ -112,6 +132,11 @@ impl<S: Send + Sync + 'static> McpServer<S> {
     }
 
     /// Runs one `tools/call` through the dispatcher.
+    ///
+    /// The arguments are already a map, so repeated keys can no longer be seen here: a server
+    /// that takes messages from elsewhere than [`serve_io`](Self::serve_io) /
+    /// [`serve_stdio`](Self::serve_stdio) must read them strictly first (see
+    /// [`json::parse`](crate::provider::json::parse)).
     pub async fn call(
         &self,
         call_id: String,

@@ -1,0 +1,305 @@
+//! Reading raw JSON text as the adapters need it: one document, no object that repeats a key,
+//! nesting within a bound, and (for JSON-RPC) the request id recovered from text that does not
+//! parse.
+//!
+//! `serde_json` keeps the last of two equal keys; a guard must not let `{"amount": 1,
+//! "amount": 900}` mean one thing to a logger and another to a handler, so every adapter that
+//! sees text reads it here.
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+/// Deepest nesting of arrays and objects accepted in a provider response or an MCP message.
+pub const MAX_NESTING: usize = 64;
+
+/// Why a JSON text was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JsonError {
+    /// Not one valid JSON document (syntax, a lone surrogate escape, a number out of range,
+    /// trailing data).
+    #[error("not valid JSON: {0}")]
+    Syntax(String),
+    /// An object repeats a key.
+    #[error("an object repeats the key {0:?}; send each key once")]
+    DuplicateKey(String),
+    /// Arrays and objects nest deeper than [`MAX_NESTING`].
+    #[error("JSON nests deeper than {MAX_NESTING} levels")]
+    TooDeep,
+}
+
+const DUPLICATE: &str = "\u{0}duplicate key:";
+const TOO_DEEP: &str = "\u{0}too deep";
+
+/// Parses `text` as exactly one JSON document, refusing repeated keys and nesting deeper than
+/// [`MAX_NESTING`].
+pub fn parse(text: &str) -> Result<Value, JsonError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = Strict { depth: 0 }.deserialize(&mut de).map_err(classify)?;
+    de.end().map_err(classify)?;
+    Ok(value)
+}
+
+fn classify(error: serde_json::Error) -> JsonError {
+    let text = error.to_string();
+    if let Some(rest) = text.strip_prefix(DUPLICATE) {
+        let key = rest.split(" at line ").next().unwrap_or_default();
+        return JsonError::DuplicateKey(key.chars().take(64).collect());
+    }
+    if text.starts_with(TOO_DEEP) || text.starts_with("recursion limit exceeded") {
+        return JsonError::TooDeep;
+    }
+    JsonError::Syntax(text)
+}
+
+/// Builds a `Value`, refusing repeated keys and deep nesting.
+struct Strict {
+    depth: usize,
+}
+
+impl Strict {
+    fn nested<E: de::Error>(&self) -> Result<Strict, E> {
+        if self.depth >= MAX_NESTING {
+            return Err(E::custom(TOO_DEEP));
+        }
+        Ok(Strict {
+            depth: self.depth + 1,
+        })
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Strict {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Strict {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        serde_json::Number::from_f64(v)
+            .map(Value::Number)
+            .ok_or_else(|| E::custom("number out of range"))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(v) = seq.next_element_seed(self.nested()?)? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                return Err(de::Error::custom(format!("{DUPLICATE}{key}")));
+            }
+            let value = map.next_value_seed(self.nested()?)?;
+            out.insert(key, value);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+/// The `id` member of a JSON-RPC message whose text may not parse as a whole: a string or an
+/// integer found among the top-level members of the object. `None` when the text is not an
+/// object, has no readable `id`, or the `id` is `null` or of another type.
+///
+/// The scan never recurses: nested values are skipped by counting brackets outside strings.
+pub fn jsonrpc_id(text: &str) -> Option<Value> {
+    let mut scan = Scan {
+        bytes: text.as_bytes(),
+        at: 0,
+    };
+    scan.space();
+    scan.eat(b'{')?;
+    loop {
+        scan.space();
+        let key_start = scan.at;
+        scan.string()?;
+        let key: String = serde_json::from_str(&text[key_start..scan.at]).ok()?;
+        scan.space();
+        scan.eat(b':')?;
+        scan.space();
+        let value_start = scan.at;
+        scan.value()?;
+        if key == "id" {
+            let id: Value = serde_json::from_str(text[value_start..scan.at].trim()).ok()?;
+            return (id.is_string() || id.is_i64() || id.is_u64()).then_some(id);
+        }
+        scan.space();
+        scan.eat(b',')?;
+    }
+}
+
+struct Scan<'t> {
+    bytes: &'t [u8],
+    at: usize,
+}
+
+impl Scan<'_> {
+    fn space(&mut self) {
+        while self
+            .bytes
+            .get(self.at)
+            .is_some_and(|b| b.is_ascii_whitespace())
+        {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        (self.bytes.get(self.at) == Some(&byte)).then(|| self.at += 1)
+    }
+
+    /// A string starting at the cursor, escapes skipped (not checked).
+    fn string(&mut self) -> Option<()> {
+        self.eat(b'"')?;
+        loop {
+            match *self.bytes.get(self.at)? {
+                b'\\' => self.at += 2,
+                b'"' => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => self.at += 1,
+            }
+        }
+    }
+
+    /// Any value: a string, a bracketed value (skipped by depth counting), or a scalar up to
+    /// the next `,` or `}` at this level.
+    fn value(&mut self) -> Option<()> {
+        match *self.bytes.get(self.at)? {
+            b'"' => self.string(),
+            b'{' | b'[' => {
+                let mut depth = 0usize;
+                loop {
+                    match *self.bytes.get(self.at)? {
+                        b'"' => {
+                            self.string()?;
+                            continue;
+                        }
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                self.at += 1;
+                                return Some(());
+                            }
+                        }
+                        _ => {}
+                    }
+                    self.at += 1;
+                }
+            }
+            _ => {
+                while let Some(&b) = self.bytes.get(self.at) {
+                    if b == b',' || b == b'}' {
+                        break;
+                    }
+                    self.at += 1;
+                }
+                Some(())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parses_one_document() {
+        assert_eq!(
+            parse(r#"{"a": [1, {"b": null}]}"#),
+            Ok(json!({"a": [1, {"b": null}]}))
+        );
+        assert!(matches!(parse("{} {}"), Err(JsonError::Syntax(_))));
+        assert!(matches!(parse(""), Err(JsonError::Syntax(_))));
+    }
+
+    #[test]
+    fn refuses_repeated_keys_at_any_depth() {
+        assert_eq!(
+            parse(r#"{"a": 1, "a": 2}"#),
+            Err(JsonError::DuplicateKey("a".into()))
+        );
+        assert_eq!(
+            parse(r#"[{"x": {"k": 1, "k": 1}}]"#),
+            Err(JsonError::DuplicateKey("k".into()))
+        );
+        // The same key in sibling objects is fine.
+        assert!(parse(r#"[{"k": 1}, {"k": 2}]"#).is_ok());
+    }
+
+    #[test]
+    fn refuses_deep_nesting_surrogates_and_huge_numbers() {
+        let deep = format!(
+            "{}{}",
+            "[".repeat(MAX_NESTING + 1),
+            "]".repeat(MAX_NESTING + 1)
+        );
+        assert_eq!(parse(&deep), Err(JsonError::TooDeep));
+        let ok = format!("{}{}", "[".repeat(MAX_NESTING), "]".repeat(MAX_NESTING));
+        assert!(parse(&ok).is_ok());
+        let very_deep = "[".repeat(100_000);
+        assert_eq!(parse(&very_deep), Err(JsonError::TooDeep));
+        assert!(matches!(
+            parse(r#"{"s": "\ud800"}"#),
+            Err(JsonError::Syntax(_))
+        ));
+        assert!(matches!(
+            parse(r#"{"n": 1e400}"#),
+            Err(JsonError::Syntax(_))
+        ));
+    }
+
+    #[test]
+    fn finds_the_id_of_text_that_does_not_parse() {
+        assert_eq!(
+            jsonrpc_id(r#"{"jsonrpc":"2.0","id":7,"method":"x","params":{"#),
+            Some(json!(7))
+        );
+        assert_eq!(
+            jsonrpc_id(r#"{"params": {"id": 1, "s": "}\"{"}, "id": "r-1", "x": 1e999}"#),
+            Some(json!("r-1"))
+        );
+        assert_eq!(
+            jsonrpc_id(r#"{"method": "a", "params": [[[[["\ud800"]]]]], "id": 3}"#),
+            Some(json!(3))
+        );
+        assert_eq!(jsonrpc_id(r#"{"id": null}"#), None);
+        assert_eq!(jsonrpc_id(r#"{"id": 1.5}"#), None);
+        assert_eq!(jsonrpc_id("not json"), None);
+        assert_eq!(jsonrpc_id(r#"{"method": "a""#), None);
+        let deep = format!(r#"{{"p": {}, "id": 9}}"#, "[".repeat(100_000));
+        assert_eq!(jsonrpc_id(&deep), None);
+    }
+}
