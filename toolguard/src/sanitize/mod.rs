@@ -127,6 +127,7 @@ use serde_json::Value;
 use unicode_security::MixedScript;
 
 use crate::spec::{FieldKind, FieldSpec, ToolSpec};
+use crate::stage::gate::Limits;
 
 pub use self::url::{
     HostResolver, NoResolution, Resolution, ResolvedUrl, SystemResolver, UrlPolicy, is_forbidden_ip,
@@ -255,6 +256,7 @@ pub struct Sanitizer {
     fields: HashMap<(String, String), FieldPolicy>,
     resolver: Arc<dyn HostResolver>,
     identifier_max_len: usize,
+    limits: Limits,
 }
 
 impl Default for Sanitizer {
@@ -263,6 +265,7 @@ impl Default for Sanitizer {
             fields: HashMap::new(),
             resolver: Arc::new(NoResolution),
             identifier_max_len: DEFAULT_IDENTIFIER_MAX_LEN,
+            limits: Limits::default(),
         }
     }
 }
@@ -272,6 +275,7 @@ impl fmt::Debug for Sanitizer {
         f.debug_struct("Sanitizer")
             .field("fields", &self.fields)
             .field("identifier_max_len", &self.identifier_max_len)
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
@@ -364,6 +368,18 @@ impl Sanitizer {
     pub fn identifier_max_len(mut self, max: usize) -> Self {
         self.identifier_max_len = max;
         self
+    }
+
+    /// Sets the argument limits the dispatcher's gate applies to every call before parsing
+    /// (see [`crate::stage::gate`]; default [`Limits::default`]).
+    pub fn argument_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The argument limits of the gate.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     /// Sanitizes `args` (an object valid under `spec.input_schema`) in place.

@@ -5,6 +5,7 @@ pub mod approval;
 pub mod authorize;
 pub mod envelope;
 pub mod execute;
+pub mod gate;
 pub mod idempotency;
 pub mod parse;
 pub mod policy;
