@@ -447,10 +447,10 @@ impl Sanitizer {
                 match out.verdict {
                     Verdict::Blocked => Err(out.reason.unwrap_or("blocked")),
                     Verdict::Clean | Verdict::Stripped => {
+                        if let Some(v) = out.value.filter(|v| v != s) {
+                            *s = v;
+                        }
                         if out.verdict == Verdict::Stripped {
-                            if let Some(v) = out.value {
-                                *s = v;
-                            }
                             for mut m in out.modifications {
                                 m.field = pointer.clone();
                                 report.modifications.push(m);
@@ -562,11 +562,13 @@ impl Sanitizer {
         if let Err(reason) = kind_result {
             return StrOutcome::blocked(reason);
         }
+        // A URL goes on as the serialization that was checked, never as sent.
+        let normalized = resolved.as_ref().map(|r| r.url.clone());
         match cleaned {
             None => StrOutcome {
                 verdict: Verdict::Clean,
                 reason: None,
-                value: Some(value.to_string()),
+                value: Some(normalized.unwrap_or_else(|| value.to_string())),
                 modifications,
                 resolved,
             },
