@@ -172,8 +172,10 @@ fn corpus_rates() {
         failures.join("\n")
     );
     assert_eq!(
-        attack_caught, attack_total,
-        "every attack value has its expected verdict"
+        attack_caught,
+        attack_total,
+        "every attack value has its expected verdict:\n{}",
+        failures.join("\n")
     );
     assert!(
         failures.is_empty(),

@@ -195,3 +195,12 @@ mod tests {
         }
     }
 }
+
+/// True for a non-spacing or enclosing combining mark (`Mn`, `Me`): what the matching form
+/// drops, so `ign\u{0336}ore` (strike-through) reads `ignore`.
+pub fn is_nonspacing_mark(c: char) -> bool {
+    matches!(
+        c.general_category(),
+        GeneralCategory::NonspacingMark | GeneralCategory::EnclosingMark
+    )
+}

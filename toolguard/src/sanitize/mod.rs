@@ -113,8 +113,12 @@
 
 pub mod canon;
 pub mod chars;
+pub mod fold;
+pub mod markup;
+pub mod nested;
 pub mod path;
 pub mod patterns;
+pub mod phrases;
 pub mod url;
 
 use std::collections::HashMap;
@@ -239,6 +243,9 @@ struct FieldPolicy {
     email_domains: Option<Vec<String>>,
     url: UrlPolicy,
     root: Option<PathBuf>,
+    markup_links: bool,
+    leading_dash: bool,
+    nested_urls: bool,
 }
 
 /// Per-field sanitization rules of a dispatcher.
@@ -357,6 +364,33 @@ impl Sanitizer {
         self
     }
 
+    /// Lets `text` field `field` of tool `tool` (or the strings nested in that `opaque` field)
+    /// hold markdown or HTML that links or loads an external URL, refused by default as
+    /// `markup_link` (see [`markup`]). For fields whose text is never rendered, or whose
+    /// renderer does not fetch.
+    pub fn allow_markup_links(mut self, tool: &str, field: &str) -> Self {
+        self.policy_mut(tool, field).markup_links = true;
+        self
+    }
+
+    /// Lets identifier field `field` of tool `tool` start with `-`, refused by default as
+    /// `identifier_leading_dash` (a handler passing it to a command line would make it an
+    /// option: `-rf`, `--upload-pack=...`). For identifiers that are never arguments of a
+    /// command, or are always passed after `--`.
+    pub fn allow_leading_dash(mut self, tool: &str, field: &str) -> Self {
+        self.policy_mut(tool, field).leading_dash = true;
+        self
+    }
+
+    /// Judges every string nested in `opaque` field `field` of tool `tool` that starts like a
+    /// URL (`http:`, `https:`, `ftp:`, `//`) with the URL checks of that field, in addition to
+    /// the positions the input schema declares URLs (see [`nested`]). For `serde_json::Value`
+    /// and map fields whose URLs the schema cannot name.
+    pub fn check_nested_urls(mut self, tool: &str, field: &str) -> Self {
+        self.policy_mut(tool, field).nested_urls = true;
+        self
+    }
+
     /// Resolves URL host names through `resolver`, so their addresses are checked and returned
     /// for pinning in [`SanitizeReport::resolved`].
     pub fn with_resolver(mut self, resolver: impl HostResolver + 'static) -> Self {
@@ -397,7 +431,12 @@ impl Sanitizer {
                     let field = spec.field(key).unwrap_or(&default_field);
                     pointer.clear();
                     push_pointer(&mut pointer, key);
-                    r = self.walk(&spec.name, field, value, &mut pointer, &mut report);
+                    r = if field.kind == FieldKind::Opaque {
+                        let at = nested::SchemaAt::field(&spec.input_schema, key);
+                        self.walk_opaque(&spec.name, field, at, value, &mut pointer, &mut report)
+                    } else {
+                        self.walk(&spec.name, field, value, &mut pointer, &mut report)
+                    };
                     if r.is_err() {
                         break;
                     }
@@ -432,38 +471,13 @@ impl Sanitizer {
         report: &mut SanitizeReport,
     ) -> Result<(), &'static str> {
         if field.kind == FieldKind::Opaque {
-            // Structs, maps, `serde_json::Value`, vectors of structs: their nested strings are
-            // judged as `text`; numbers, booleans and nulls are left alone.
-            let text = FieldSpec {
-                name: field.name.clone(),
-                kind: FieldKind::Text,
-                ..FieldSpec::default()
-            };
-            return self.walk(tool, &text, value, pointer, report);
+            // An opaque value outside an arguments object: no schema to read.
+            let root = Value::Null;
+            let at = nested::SchemaAt::field(&root, "");
+            return self.walk_opaque(tool, field, at, value, pointer, report);
         }
         match (field.kind, value) {
-            (_, Value::String(s)) => {
-                let out = self.sanitize_str(tool, field, s);
-                match out.verdict {
-                    Verdict::Blocked => Err(out.reason.unwrap_or("blocked")),
-                    Verdict::Clean | Verdict::Stripped => {
-                        if let Some(v) = out.value.filter(|v| v != s) {
-                            *s = v;
-                        }
-                        if out.verdict == Verdict::Stripped {
-                            for mut m in out.modifications {
-                                m.field = pointer.clone();
-                                report.modifications.push(m);
-                            }
-                        }
-                        if let Some(mut r) = out.resolved {
-                            r.field = pointer.clone();
-                            report.resolved.push(r);
-                        }
-                        Ok(())
-                    }
-                }
-            }
+            (_, Value::String(s)) => self.judge_string(tool, field, s, pointer, report),
             (FieldKind::Money, Value::Number(n)) => {
                 if n.as_u64().is_some() {
                     Ok(())
@@ -487,15 +501,7 @@ impl Sanitizer {
                 for (key, item) in map.iter_mut() {
                     pointer.truncate(len);
                     push_pointer(pointer, key);
-                    let key_field = FieldSpec {
-                        kind: FieldKind::Text,
-                        ..FieldSpec::default()
-                    };
-                    if self.sanitize_str(tool, &key_field, key).verdict != Verdict::Clean {
-                        // The report names the object holding the key, never the key itself.
-                        pointer.truncate(len);
-                        return Err("invalid_key");
-                    }
+                    self.check_key(tool, key, pointer, len)?;
                     self.walk(tool, field, item, pointer, report)?;
                 }
                 pointer.truncate(len);
@@ -503,6 +509,111 @@ impl Sanitizer {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Walks an `opaque` value (struct, map, `serde_json::Value`, vector of structs): nested
+    /// strings are judged as `text`, or as `url` where the schema at `at` declares a URL or the
+    /// field asks for [`Sanitizer::check_nested_urls`]; keys are judged as text; numbers,
+    /// booleans and nulls are left alone.
+    fn walk_opaque(
+        &self,
+        tool: &str,
+        field: &FieldSpec,
+        at: nested::SchemaAt<'_>,
+        value: &mut Value,
+        pointer: &mut String,
+        report: &mut SanitizeReport,
+    ) -> Result<(), &'static str> {
+        match value {
+            Value::String(s) => {
+                let by_option = self
+                    .policy(tool, &field.name)
+                    .is_some_and(|p| p.nested_urls)
+                    && nested::looks_like_url(s);
+                let kind = if at.is_url() || by_option {
+                    FieldKind::Url
+                } else {
+                    FieldKind::Text
+                };
+                let judged_as = FieldSpec {
+                    name: field.name.clone(),
+                    kind,
+                    ..FieldSpec::default()
+                };
+                self.judge_string(tool, &judged_as, s, pointer, report)
+            }
+            Value::Array(items) => {
+                let len = pointer.len();
+                for (i, item) in items.iter_mut().enumerate() {
+                    pointer.truncate(len);
+                    pointer.push('/');
+                    pointer.push_str(&i.to_string());
+                    self.walk_opaque(tool, field, at.item(i), item, pointer, report)?;
+                }
+                pointer.truncate(len);
+                Ok(())
+            }
+            Value::Object(map) => {
+                let len = pointer.len();
+                for (key, item) in map.iter_mut() {
+                    pointer.truncate(len);
+                    push_pointer(pointer, key);
+                    self.check_key(tool, key, pointer, len)?;
+                    self.walk_opaque(tool, field, at.property(key), item, pointer, report)?;
+                }
+                pointer.truncate(len);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A nested object key must be clean text; the report then names the object holding the
+    /// key (`pointer` cut back to `len`), never the key itself.
+    fn check_key(
+        &self,
+        tool: &str,
+        key: &str,
+        pointer: &mut String,
+        len: usize,
+    ) -> Result<(), &'static str> {
+        let key_field = FieldSpec {
+            kind: FieldKind::Text,
+            ..FieldSpec::default()
+        };
+        if self.sanitize_str(tool, &key_field, key).verdict != Verdict::Clean {
+            pointer.truncate(len);
+            return Err("invalid_key");
+        }
+        Ok(())
+    }
+
+    /// Judges one string in place: the value passed on replaces it, modifications and checked
+    /// URLs go to the report under `pointer`.
+    fn judge_string(
+        &self,
+        tool: &str,
+        field: &FieldSpec,
+        s: &mut String,
+        pointer: &str,
+        report: &mut SanitizeReport,
+    ) -> Result<(), &'static str> {
+        let out = self.sanitize_str(tool, field, s);
+        if out.verdict == Verdict::Blocked {
+            return Err(out.reason.unwrap_or("blocked"));
+        }
+        if let Some(v) = out.value.filter(|v| v != s) {
+            *s = v;
+        }
+        for mut m in out.modifications {
+            m.field = pointer.to_string();
+            report.modifications.push(m);
+        }
+        if let Some(mut r) = out.resolved {
+            r.field = pointer.to_string();
+            report.resolved.push(r);
+        }
+        Ok(())
     }
 
     /// Judges one string as a value of `field` of tool `tool` (the per-string step of
@@ -526,13 +637,20 @@ impl Sanitizer {
                     .max_len
                     .map(|m| m as usize)
                     .unwrap_or(self.identifier_max_len);
-                check_identifier(current, max)
+                check_identifier(current, max).and_then(|()| {
+                    let dash_ok = policy.is_some_and(|p| p.leading_dash);
+                    if current.starts_with('-') && !dash_ok {
+                        Err("identifier_leading_dash")
+                    } else {
+                        Ok(())
+                    }
+                })
             }
-            FieldKind::Text => markers(current, true),
-            FieldKind::Name => check_name(current).and_then(|()| markers(current, true)),
+            FieldKind::Text => markers(current, !policy.is_some_and(|p| p.markup_links)),
+            FieldKind::Name => check_name(current).and_then(|()| markers(current, false)),
             FieldKind::Email => {
                 check_email(current, policy.and_then(|p| p.email_domains.as_deref()))
-                    .and_then(|()| markers(current, true))
+                    .and_then(|()| markers(current, false))
             }
             FieldKind::Url => {
                 let default = UrlPolicy::default();
@@ -540,7 +658,7 @@ impl Sanitizer {
                 match url::check_url(current, up, self.resolver.as_ref()) {
                     Ok(r) => {
                         resolved = Some(r);
-                        markers(current, true)
+                        markers(current, false)
                     }
                     Err(e) => Err(e),
                 }
@@ -552,7 +670,7 @@ impl Sanitizer {
                 match root {
                     None => Err("path_no_root"),
                     Some(root) => {
-                        path::confine(current, &root).and_then(|_| markers(current, true))
+                        path::confine(current, &root).and_then(|_| markers(current, false))
                     }
                 }
             }
@@ -803,22 +921,31 @@ fn keep_selector(chars: &[char], keep: &[bool], i: usize) -> bool {
     }
 }
 
-/// Marker patterns on the canonical form.
-fn markers(value: &str, shell: bool) -> Result<(), &'static str> {
+/// Marker patterns on the canonical form, on the payloads hidden in base64 or hex runs, and
+/// (prompt injection only) on the leetspeak readings; `links` also refuses exfiltration markup
+/// (`markup_link`).
+fn markers(value: &str, links: bool) -> Result<(), &'static str> {
     let canon = canon::canonical(value)?;
     if let Some(hidden) = canon.hidden {
         return Err(hidden);
     }
-    if let Some(reason) = patterns::find_marker(&canon.text, shell) {
+    if let Some(reason) = patterns::find_marker(&canon.text, true) {
         return Err(reason);
     }
-    // Base64-wrapped payloads: decoded once and judged like the text around them.
-    if value.len() >= 16 {
-        for decoded in canon::base64_payloads(value) {
+    if links && markup::find(&canon.text) {
+        return Err("markup_link");
+    }
+    if value.len() >= canon::MIN_BASE64_RUN {
+        for decoded in canon::encoded_payloads(value) {
             let inner = canon::canonical(&decoded)?;
-            if let Some(reason) = patterns::find_marker(&inner.text, shell) {
+            if let Some(reason) = patterns::find_marker(&inner.text, true) {
                 return Err(reason);
             }
+        }
+    }
+    for variant in fold::leet_variants(&canon.text) {
+        if patterns::find_marker(&variant, false) == Some("prompt_injection") {
+            return Err("prompt_injection");
         }
     }
     Ok(())
