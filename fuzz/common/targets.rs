@@ -101,14 +101,28 @@ pub fn sanitize(data: &[u8]) {
             }
             if v != value {
                 let again = sanitizer.sanitize_str("fuzz", &field, &v);
-                assert_eq!(again.verdict, Verdict::Clean, "normalized URL is clean: {v:?}");
-                assert_eq!(again.value.as_deref(), Some(v.as_str()), "normalization is stable");
+                assert_eq!(
+                    again.verdict,
+                    Verdict::Clean,
+                    "normalized URL is clean: {v:?}"
+                );
+                assert_eq!(
+                    again.value.as_deref(),
+                    Some(v.as_str()),
+                    "normalization is stable"
+                );
             }
         }
         Verdict::Stripped => {
             let v = out.value.expect("a stripped outcome carries the value");
-            assert!(is_subsequence(&v, &value), "stripping only removes characters");
-            assert!(v.chars().count() < value.chars().count(), "something was removed");
+            assert!(
+                is_subsequence(&v, &value),
+                "stripping only removes characters"
+            );
+            assert!(
+                v.chars().count() < value.chars().count(),
+                "something was removed"
+            );
             let again = sanitizer.sanitize_str("fuzz", &field, &v);
             assert_eq!(
                 again.verdict,
