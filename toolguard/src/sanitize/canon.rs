@@ -1,18 +1,25 @@
 //! The canonical form strings are matched in.
 //!
 //! `canonical(s)`:
-//! 1. decodes percent-encoding and HTML character references (named, decimal, hex; only the
-//!    `;`-terminated forms, as `html-escape` decodes them) in rounds until stable, at most
-//!    [`MAX_DECODE_ROUNDS`] rounds; a string that still decodes after that is
-//!    `excessive_encoding`;
+//! 1. decodes percent-encoding (also IIS `%uXXXX`), HTML character references (named, decimal,
+//!    hex; numeric ones also without their `;`), `\uXXXX`/`\u{X}`/`\xXX` escapes, printable
+//!    three-digit octal escapes and `\/` in rounds until stable, at most [`MAX_DECODE_ROUNDS`]
+//!    rounds; a string that still decodes after that is `excessive_encoding`;
 //! 2. applies Unicode NFKC (fullwidth `＜ｓｙｓｔｅｍ＞`, mathematical letters, ligatures fold to
 //!    ASCII);
-//! 3. lower-cases, then maps each remaining non-ASCII letter to its UTS #39 confusable skeleton
+//! 3. drops non-spacing and enclosing combining marks (`ign\u{0336}ore` reads `ignore`), folds
+//!    look-alike brackets and bars, small capitals, regional indicators and negative
+//!    circled/squared letters to ASCII ([`super::fold`]);
+//! 4. lower-cases, then maps each remaining non-ASCII letter to its UTS #39 confusable skeleton
 //!    when that skeleton is ASCII once combining marks are dropped (Cyrillic `і`, Greek `ο`,
 //!    accented `é` all become plain ASCII letters);
-//! 4. drops format, zero-width, bidi, tag, variation-selector, private-use, unassigned and
-//!    control characters, and folds every run of white space (tab, newline, U+2028, NBSP...) to
-//!    one space.
+//! 5. drops format, zero-width, bidi, tag, variation-selector, private-use, unassigned and
+//!    control characters, and folds every run of white space to one space, or to one line break
+//!    (`\n`) when the run holds one, two (`\n\n`) when it holds more, so turn prefixes after a
+//!    blank line (`\n\nHuman:`) stay visible.
+//!
+//! [`encoded_payloads`] finds base64 (and base64 of base64) and hexadecimal runs to judge the
+//! same way.
 //!
 //! The canonical form is only ever matched against; it is never passed on.
 

@@ -11,17 +11,25 @@
 //!    blocks the call.
 //! 2. **Kind rules** on the value minus what was stripped (identifier charset, name charset and
 //!    scripts, e-mail parser and domain allowlist, URL host checks, path confinement, money).
-//! 3. **Markers** on the [canonical form](canon) (decoded, NFKC, case-folded, confusables folded,
-//!    invisible characters removed) of `text`, `name`, `email`, `url` and `path` values:
-//!    prompt-injection and shell-substitution patterns ([`patterns`]).
+//! 3. **Markers** on the [canonical form](canon) (decoded, NFKC, case-folded, combining marks
+//!    dropped, confusables and look-alike symbols folded, invisible characters removed) of
+//!    `text`, `name`, `email`, `url` and `path` values: prompt-injection and shell-substitution
+//!    patterns ([`patterns`]), override phrases in eight more languages ([`phrases`]), the same
+//!    on base64/hex payloads and (prompt injection only) on leetspeak readings ([`fold`]); in
+//!    `text`, exfiltration markup ([`markup`]).
 //!
 //! `opaque` fields (structs, maps, `serde_json::Value`, vectors of structs) are walked: their
-//! nested strings are judged as `text` and their keys as now; numbers, booleans and nulls are left
-//! alone. `money` fields accept non-negative integers and the currency codes of
-//! [`Currency`](crate::kinds::Currency) only.
+//! nested strings are judged as `text`, or as `url` where the input schema declares a URL
+//! (`format: "uri"`, as nested [`Url`](crate::kinds::Url) fields carry) or the field asks for
+//! it ([`Sanitizer::check_nested_urls`]); see [`nested`] for what is and is not checked. Keys are
+//! judged as text; numbers, booleans and nulls are left alone. `money` fields accept
+//! non-negative integers and the currency codes of [`Currency`](crate::kinds::Currency) only.
 //!
-//! The value passed on is always the original minus what was stripped; it is never "corrected"
-//! (no decoding, no normalization, no case change).
+//! The value passed on is the original minus what was stripped; it is never "corrected" (no
+//! decoding, no case change), with one exception: a URL goes on as the normalized serialization
+//! that was checked ([`ResolvedUrl::url`]), never as sent, so the handler fetches exactly what
+//! was judged. The argument limits the dispatcher applies before parsing are configured here too
+//! ([`Sanitizer::argument_limits`], see [`crate::stage::gate`]).
 //!
 //! # Character policy
 //! | class | `text` | `name` | `identifier`, `email`, `url`, `path`, `money` |
@@ -57,9 +65,22 @@
 //!   name. IDN host labels are stricter (whole-script look-alikes of Latin block too).
 //! - **Strict kinds** (`identifier`, `email`, `url`, `path`, `money`) never strip: an invisible
 //!   character there blocks, so the value passed on is exactly what was checked.
-//! - **Encodings**: the canonical form decodes percent-encoding, HTML references and
-//!   `\uXXXX`/`\xXX` escapes in up to three rounds, and base64 runs of 16+ characters are decoded
-//!   once and judged too. Decoding is for matching only; the value passed on keeps its encoding.
+//! - **Encodings**: the canonical form decodes percent-encoding (also `%uXXXX`), HTML references
+//!   (also numeric ones without `;`: `&#105gnore`), `\uXXXX`/`\xXX`/octal escapes and `\/` in up
+//!   to three rounds; base64 runs of 12+ characters (and base64 inside them) and hexadecimal runs
+//!   of 16+ digits are decoded and judged too. Decoding is for matching only; the value passed
+//!   on keeps its encoding.
+//! - **Combining marks** (`Mn`, `Me`) are dropped from the matching form, so strike-through or
+//!   underlined letters (`ign\u{0336}ore`) match what the plain word matches; clean text keeps
+//!   them. More than [`MAX_COMBINING_MARKS`] on one letter still blocks.
+//! - **Markup links**: markdown images and links and HTML `<img>`/`<a>`/`<iframe>`... pointing at
+//!   an external URL block `text` with `markup_link` (a renderer would fetch them); a bare URL in
+//!   prose passes; [`Sanitizer::allow_markup_links`] allows them per field.
+//! - **Identifiers starting with `-`** block (`identifier_leading_dash`): a handler passing one
+//!   to a command line turns it into an option; [`Sanitizer::allow_leading_dash`] allows them
+//!   per field.
+//! - **URLs** are refused when parsers disagree on their host (`url_ambiguous`, see
+//!   [`url::check_url`]) and passed on normalized.
 //! - **Resolution**: URL host names are not resolved unless a [`HostResolver`] is set
 //!   ([`Sanitizer::with_resolver`]); with one, every resolved address is checked and the
 //!   addresses are returned in [`SanitizeReport::resolved`] for the handler to connect to (DNS
@@ -86,13 +107,16 @@
 //! | `command_substitution` | shell `$(...)` (any spacing), `${...}`, `<(...)` or back-ticked command |
 //! | `identifier_charset` | an identifier with a character other than ASCII letters, digits, `_`, `-` |
 //! | `identifier_length` | an identifier that is empty or longer than its limit (default 128) |
+//! | `identifier_leading_dash` | an identifier starting with `-` (unless [`Sanitizer::allow_leading_dash`]) |
+//! | `markup_link` | markdown or HTML in `text` that links or loads an external URL (unless [`Sanitizer::allow_markup_links`]) |
 //! | `name_charset` | a name with a character other than letters, marks, spaces, apostrophes, hyphens, periods, or without any letter |
 //! | `mixed_script` | a word of a name, or a label of an e-mail domain, mixing scripts (`Pаypal` with a Cyrillic `а`); a name written wholly in one script is fine (`Вера`); an e-mail domain label (Unicode or `xn--`) wholly made of Latin look-alikes blocks too, as URL hosts do |
 //! | `email_invalid` | not a plain RFC 5322 `local@domain` address (display names, domain literals, no TLD, quoted local parts, and `` ` `` `$` `{` `}` in the local part refused) |
 //! | `email_domain_not_allowed` | a recipient domain outside the field's allowlist |
-//! | `url_invalid` | not an absolute URL with a host, or with white space |
+//! | `url_invalid` | not an absolute URL with a host, or with white space or control characters anywhere |
+//! | `url_ambiguous` | a URL whose host parsers read differently: a backslash or percent-encoded byte in the authority, anything but exactly `scheme://` before it (`http:\\h`, `http:/h`, `http:h`, `http:///h`), or a Unicode host written other than as its own form (fullwidth letters, `。`) |
 //! | `url_scheme` | a scheme outside the allowlist (default `https`, `http`) |
-//! | `url_userinfo` | user name or password in the URL |
+//! | `url_userinfo` | user name or password (an `@` in the authority) in the URL |
 //! | `url_private_address` | an IP literal (any notation) or resolved address that is loopback, private, link-local, CGNAT, unspecified, broadcast, multicast, unique-local or reserved |
 //! | `url_internal_host` | `localhost`, `*.localhost`, `*.local`, `*.internal`, `*.home.arpa`, reverse-DNS zones, and single-label (intranet) names |
 //! | `url_mixed_script` | an IDN host label mixing scripts, or wholly made of letters that look Latin (Cyrillic `аррӏе`) |

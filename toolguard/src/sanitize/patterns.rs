@@ -2,9 +2,14 @@
 //! NFKC, confusables folded, invisible characters removed, white space folded to one space).
 //!
 //! Two families:
-//! - `prompt_injection`: chat-template role tags and special tokens, and the instruction-override
-//!   family ("ignore previous instructions" and paraphrases, "you are now a ...", "new
-//!   instructions:", "system prompt", "developer mode", ...);
+//! - `prompt_injection`: chat-template role tags and special tokens (`</system>`, `</s>`,
+//!   `<|im_start|>`, `<start_of_turn>`, `<|eot_id|>`, `[INST]`, `<<SYS>>`, `[TOOL_CALLS]`; the
+//!   canonical form turns `<\/system>`, `‹/system›` and `⟨system⟩` into these), turn prefixes
+//!   after a blank line (`\n\nHuman:`, `\n\nAssistant:`, also written escaped), and the
+//!   instruction-override family ("ignore previous instructions" and paraphrases by meaning:
+//!   "disregard what you were told before", "forget your earlier guidance", "new instructions
+//!   supersede", "your previous instructions are void", "you are now a ...", "system prompt",
+//!   "developer mode", ...); other languages are in [`super::phrases`];
 //! - `command_substitution`: shell `$(...)` with any inner spacing (`$( id )`), `$((...))`,
 //!   `${...}`, process substitution `<(...)`, and back-ticks around a command word or a path.
 //!
