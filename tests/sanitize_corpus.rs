@@ -244,3 +244,43 @@ fn seed_000_false_positive_fixed() {
         Verdict::Clean
     );
 }
+
+/// The override phrases in Spanish, French, German, Portuguese, Italian, Russian, Chinese and
+/// Japanese, and memos in those languages: every attack line blocked as `prompt_injection`,
+/// every memo clean. (Both files are also part of the `text` corpus above.)
+#[test]
+fn multilingual_rates() {
+    let sanitizer = Sanitizer::new();
+    let spec = tool(FieldKind::Text);
+    let judge = |v: &str| {
+        let mut args = json!({ "value": v });
+        sanitizer.sanitize(&spec, &mut args)
+    };
+    let attacks = read_values(&corpus_dir().join("multilingual_attack/text.txt"));
+    let benign = read_values(&corpus_dir().join("multilingual_benign/text.txt"));
+    let caught: Vec<&String> = attacks
+        .iter()
+        .filter(|v| judge(v).reason.as_deref() == Some("prompt_injection"))
+        .collect();
+    let clean: Vec<&String> = benign
+        .iter()
+        .filter(|v| judge(v).verdict == Verdict::Clean)
+        .collect();
+    println!(
+        "multilingual overrides caught: {}/{}, memos clean: {}/{}",
+        caught.len(),
+        attacks.len(),
+        clean.len(),
+        benign.len()
+    );
+    assert!(
+        attacks.len() >= 24 && benign.len() >= 24,
+        "three or more per language"
+    );
+    assert_eq!(
+        caught.len(),
+        attacks.len(),
+        "every override phrase is caught"
+    );
+    assert_eq!(clean.len(), benign.len(), "every memo is clean");
+}
