@@ -195,7 +195,7 @@ fn run(target: &str, body: fn(&[u8]), prefix: &[u8]) {
     let seed: u64 = std::env::var("TOOLGUARD_FUZZ_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(0x5EED_0F_F022);
+        .unwrap_or(0x005E_ED0F_F022);
     for (path, input) in regressions(target) {
         eprintln!("{target}: regression {}", path.display());
         body(&input);
