@@ -101,6 +101,7 @@ async fn every_adapter_shape_meets_the_same_limits() {
         .max_depth(8)
         .max_object_keys(16)
         .max_total_keys(40)
+        .max_items(64)
         .max_string_bytes(300);
     let h = harness(Some(limits));
     let wide: serde_json::Map<String, Value> =
@@ -125,6 +126,11 @@ async fn every_adapter_shape_meets_the_same_limits() {
             "too_many_keys_total",
         ),
         (json!({"note": "hi", "y".repeat(301): 1}), "string_too_long"),
+        (json!({"note": "hi", "x": vec![0; 70]}), "too_many_items"),
+        (
+            json!({"note": "hi", "x": vec![[[0]]; 40]}),
+            "too_many_items",
+        ),
     ];
     for (args, want) in cases {
         for (shape, call) in shapes(&args) {

@@ -5,6 +5,7 @@
 //!
 //! - `many_keys`: 16 objects of 512 keys (the per-object and total key limits) in a
 //!   `serde_json::Value` field, every key and value judged as text.
+//! - `many_strings`: 16 000 short strings (the item limit is 16 384), each judged as text.
 //! - `combining_marks`: four 250 KiB strings of letters each carrying 8 combining marks (the most
 //!   accepted), the canonical form dropping them all.
 //! - `cjk_text`, `cyrillic_text`: four 250 KiB strings of Chinese or Russian prose (NFKC,
@@ -70,6 +71,7 @@ fn inputs() -> Vec<(&'static str, String)> {
     let deep_args = json!({"notes": [], "meta": vec![deep; 900]});
     let docs = vec![
         ("many_keys", json!({"notes": ["hi"], "meta": many})),
+        ("many_strings", json!({"notes": vec!["ok then"; 16_000]})),
         ("combining_marks", notes(marks, 4, 250_000)),
         (
             "cjk_text",

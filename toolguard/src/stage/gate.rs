@@ -3,8 +3,9 @@
 //! Anthropic `tool_use.input`, Gemini `functionCall.args`, [`RawArguments::Value`]).
 //!
 //! The limits ([`Limits`]) are the size in bytes of the compact JSON serialization (for text: of
-//! the text as sent), the nesting depth, the keys of one object, the keys of the whole document
-//! and the length in bytes of one string (keys included). Text is measured by one pass over its
+//! the text as sent), the nesting depth, the keys of one object, the keys of the whole document,
+//! the array elements and object members of the whole document (every one of them costs the
+//! later stages a check) and the length in bytes of one string (keys included). Text is measured by one pass over its
 //! bytes before it is parsed, so an oversized or too deeply nested document is never built; a
 //! parsed value is walked without recursion.
 //!
@@ -17,6 +18,7 @@
 //! | `too_deep` | [`Limits::max_depth`] (default 32 nested arrays/objects) |
 //! | `too_many_keys` | [`Limits::max_object_keys`] (default 512 keys in one object) |
 //! | `too_many_keys_total` | [`Limits::max_total_keys`] (default 8 192 keys in the document) |
+//! | `too_many_items` | [`Limits::max_items`] (default 16 384 array elements and object members in the document) |
 //! | `string_too_long` | [`Limits::max_string_bytes`] (default 256 KiB in one string or key) |
 //!
 //! ```
@@ -47,6 +49,8 @@ pub struct Limits {
     pub max_object_keys: usize,
     /// Most keys in the whole document.
     pub max_total_keys: usize,
+    /// Most array elements and object members in the whole document.
+    pub max_items: usize,
     /// Most bytes in one string or key (as decoded, UTF-8).
     pub max_string_bytes: usize,
 }
@@ -58,6 +62,7 @@ impl Default for Limits {
             max_depth: 32,
             max_object_keys: 512,
             max_total_keys: 8192,
+            max_items: 16_384,
             max_string_bytes: 256 << 10,
         }
     }
@@ -88,6 +93,12 @@ impl Limits {
         self
     }
 
+    /// Sets [`Limits::max_items`].
+    pub fn max_items(mut self, n: usize) -> Self {
+        self.max_items = n;
+        self
+    }
+
     /// Sets [`Limits::max_string_bytes`].
     pub fn max_string_bytes(mut self, n: usize) -> Self {
         self.max_string_bytes = n;
@@ -103,6 +114,7 @@ enum Over {
     Depth,
     ObjectKeys,
     TotalKeys,
+    Items,
     String,
 }
 
@@ -135,6 +147,13 @@ impl Over {
                 format!(
                     "the arguments have more than {} keys in all",
                     limits.max_total_keys
+                ),
+            ),
+            Over::Items => (
+                "too_many_items",
+                format!(
+                    "the arguments have more than {} array elements and object members in all",
+                    limits.max_items
                 ),
             ),
             Over::String => (
@@ -174,10 +193,21 @@ fn scan_text(bytes: &[u8], limits: &Limits) -> Result<(), Over> {
     }
     let mut stack: Vec<Frame> = Vec::new();
     let mut total_keys = 0usize;
+    let mut items = 0usize;
+    // Set right after `[` or `{`: the next token is the container's first item unless it closes.
+    let mut first = false;
     let mut found = Found(None);
     let mut i = 0;
     while i < bytes.len() {
-        match bytes[i] {
+        let b = bytes[i];
+        if first && !b.is_ascii_whitespace() {
+            first = false;
+            if b != b']' && b != b'}' {
+                items += 1;
+            }
+        }
+        match b {
+            b',' => items += 1,
             b'"' => {
                 let end = string_end(bytes, i + 1);
                 if end - (i + 1) > limits.max_string_bytes {
@@ -193,6 +223,7 @@ fn scan_text(bytes: &[u8], limits: &Limits) -> Result<(), Over> {
                     object: bytes[i] == b'{',
                     keys: 0,
                 });
+                first = true;
             }
             b'}' | b']' => {
                 stack.pop();
@@ -212,6 +243,9 @@ fn scan_text(bytes: &[u8], limits: &Limits) -> Result<(), Over> {
             _ => {}
         }
         i += 1;
+    }
+    if items > limits.max_items {
+        found.add(Over::Items);
     }
     found.result()
 }
@@ -250,6 +284,7 @@ fn walk_value(value: &Value, limits: &Limits) -> Result<(), Over> {
     let mut todo: Vec<(&Value, usize)> = vec![(value, 0)];
     let mut bytes = 0usize;
     let mut total_keys = 0usize;
+    let mut item_count = 0usize;
     let mut found = Found(None);
     while let Some((v, depth)) = todo.pop() {
         bytes = bytes.saturating_add(scalar_size(v, limits, &mut found));
@@ -260,6 +295,7 @@ fn walk_value(value: &Value, limits: &Limits) -> Result<(), Over> {
                 }
                 // Brackets and commas.
                 bytes = bytes.saturating_add(items.len().max(1) + 1);
+                item_count += items.len();
                 todo.extend(items.iter().map(|item| (item, depth + 1)));
             }
             Value::Object(map) => {
@@ -274,6 +310,7 @@ fn walk_value(value: &Value, limits: &Limits) -> Result<(), Over> {
                     found.add(Over::TotalKeys);
                 }
                 bytes = bytes.saturating_add(map.len().max(1) + 1);
+                item_count += map.len();
                 for (key, item) in map {
                     // The key, its quotes and the colon.
                     bytes = bytes.saturating_add(string_size(key, limits, &mut found) + 1);
@@ -285,6 +322,9 @@ fn walk_value(value: &Value, limits: &Limits) -> Result<(), Over> {
         if bytes > limits.max_bytes {
             return Err(Over::Bytes);
         }
+    }
+    if item_count > limits.max_items {
+        found.add(Over::Items);
     }
     found.result()
 }
@@ -357,6 +397,7 @@ mod tests {
     #[test]
     fn text_and_value_meet_the_same_limits() {
         let l = Limits::default()
+            .max_items(7)
             .max_depth(3)
             .max_object_keys(2)
             .max_total_keys(4)
@@ -372,6 +413,11 @@ mod tests {
             (json!({"a": "123456"}), Some("string_too_long")),
             (json!({"123456": 1}), Some("string_too_long")),
             (json!({"a": "12345"}), None),
+            (json!({"a": [1, 2, [3, 4]], "b": []}), None),
+            (
+                json!({"a": [1, 2, [3, 4, 5]], "b": []}),
+                Some("too_many_items"),
+            ),
         ];
         for (value, want) in cases {
             let (t, v) = both(value.clone(), &l);
