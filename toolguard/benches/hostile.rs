@@ -10,8 +10,8 @@
 //!   accepted), the canonical form dropping them all.
 //! - `cjk_text`, `cyrillic_text`: four 250 KiB strings of Chinese or Russian prose (NFKC,
 //!   confusable folding, eight-language phrases).
-//! - `deep_nesting`: arrays nested 31 deep (the limit is 32) holding strings, repeated to fill
-//!   the size limit.
+//! - `deep_nesting`: 250 values nested to the depth limit (32 levels with the arguments object),
+//!   each level holding a string.
 //! - `base64_runs`, `leet_words`, `brackets`: 250 KiB strings of base64-looking runs (decoded
 //!   and judged), of letter-and-digit words (two leetspeak readings), and of `[`/`](` fragments
 //!   (the markup-link patterns).
@@ -68,7 +68,7 @@ fn inputs() -> Vec<(&'static str, String)> {
     for _ in 0..30 {
         deep = json!([deep, "sibling text"]);
     }
-    let deep_args = json!({"notes": [], "meta": vec![deep; 900]});
+    let deep_args = json!({"notes": [], "meta": vec![deep; 250]});
     let docs = vec![
         ("many_keys", json!({"notes": ["hi"], "meta": many})),
         ("many_strings", json!({"notes": vec!["ok then"; 16_000]})),
