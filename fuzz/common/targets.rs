@@ -167,17 +167,22 @@ pub fn path(data: &[u8]) {
 }
 
 /// Every provider response parser and stream accumulator: never panic. The input is one JSON
-/// document for the parsers, and the same bytes split into lines as stream events.
+/// document for the parsers, and stream events: the elements of that document when it is an
+/// array, else its lines.
 pub fn providers(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    if let Some(v) = parse::strict_value(&text) {
-        let _ = openai::parse_chat_completion(&v);
-        let _ = openai::parse_chat_choice(&v, 0);
-        let _ = openai::parse_response(&v);
-        let _ = anthropic::parse_message(&v);
-        let _ = gemini::parse_generate_content(&v);
+    let whole = parse::strict_value(&text);
+    if let Some(v) = &whole {
+        let _ = openai::parse_chat_completion(v);
+        let _ = openai::parse_chat_choice(v, 1);
+        let _ = openai::parse_response(v);
+        let _ = anthropic::parse_message(v);
+        let _ = gemini::parse_generate_content(v);
     }
-    let events: Vec<Value> = text.lines().filter_map(parse::strict_value).collect();
+    let events: Vec<Value> = match whole {
+        Some(Value::Array(items)) => items,
+        _ => text.lines().filter_map(parse::strict_value).collect(),
+    };
     let mut chat = openai::ChatStream::new();
     let mut responses = openai::ResponsesStream::new();
     let mut messages = anthropic::MessageStream::new();
