@@ -120,7 +120,8 @@ const PIECES: &[&str] = &[
     "👨‍👩‍👧",
 ];
 
-/// Lines of the sanitizer corpus (attack and benign), decoded: seeds to splice and mutate.
+/// Lines of the sanitizer corpus (attack and benign), decoded, and the provider fixtures: seeds
+/// to splice and mutate.
 fn corpus_seeds() -> Vec<Vec<u8>> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
     let mut seeds = Vec::new();
@@ -137,6 +138,14 @@ fn corpus_seeds() -> Vec<Vec<u8>> {
                         seeds.push(s.into_bytes());
                     }
                 }
+            }
+        }
+    }
+    // Whole provider responses and stream transcripts.
+    if let Ok(entries) = std::fs::read_dir(dir.join("../fixtures/providers")) {
+        for e in entries.flatten() {
+            if let Ok(bytes) = std::fs::read(e.path()) {
+                seeds.push(bytes);
             }
         }
     }
