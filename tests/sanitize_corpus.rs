@@ -93,7 +93,12 @@ fn corpus_rates() {
         for v in &benign {
             let mut args = json!({ "value": v });
             let report = sanitizer.sanitize(&spec, &mut args);
-            if report.verdict == Verdict::Clean && args["value"] == *v {
+            // A URL goes on as its checked, normalized serialization; everything else unchanged.
+            let passed_on = match report.resolved_url("/value") {
+                Some(r) if kind == FieldKind::Url => r.url.clone(),
+                _ => v.clone(),
+            };
+            if report.verdict == Verdict::Clean && args["value"] == *passed_on {
                 b_ok += 1;
             } else {
                 failures.push(format!(
@@ -160,10 +165,17 @@ fn corpus_rates() {
         attack_total >= 300,
         "attack corpus too small: {attack_total}"
     );
-    assert_eq!(benign_clean, benign_total, "every benign value is clean");
     assert_eq!(
-        attack_caught, attack_total,
-        "every attack value has its expected verdict"
+        benign_clean,
+        benign_total,
+        "every benign value is clean:\n{}",
+        failures.join("\n")
+    );
+    assert_eq!(
+        attack_caught,
+        attack_total,
+        "every attack value has its expected verdict:\n{}",
+        failures.join("\n")
     );
     assert!(
         failures.is_empty(),
@@ -231,4 +243,44 @@ fn seed_000_false_positive_fixed() {
             .verdict,
         Verdict::Clean
     );
+}
+
+/// The override phrases in Spanish, French, German, Portuguese, Italian, Russian, Chinese and
+/// Japanese, and memos in those languages: every attack line blocked as `prompt_injection`,
+/// every memo clean. (Both files are also part of the `text` corpus above.)
+#[test]
+fn multilingual_rates() {
+    let sanitizer = Sanitizer::new();
+    let spec = tool(FieldKind::Text);
+    let judge = |v: &str| {
+        let mut args = json!({ "value": v });
+        sanitizer.sanitize(&spec, &mut args)
+    };
+    let attacks = read_values(&corpus_dir().join("multilingual_attack/text.txt"));
+    let benign = read_values(&corpus_dir().join("multilingual_benign/text.txt"));
+    let caught: Vec<&String> = attacks
+        .iter()
+        .filter(|v| judge(v).reason.as_deref() == Some("prompt_injection"))
+        .collect();
+    let clean: Vec<&String> = benign
+        .iter()
+        .filter(|v| judge(v).verdict == Verdict::Clean)
+        .collect();
+    println!(
+        "multilingual overrides caught: {}/{}, memos clean: {}/{}",
+        caught.len(),
+        attacks.len(),
+        clean.len(),
+        benign.len()
+    );
+    assert!(
+        attacks.len() >= 24 && benign.len() >= 24,
+        "three or more per language"
+    );
+    assert_eq!(
+        caught.len(),
+        attacks.len(),
+        "every override phrase is caught"
+    );
+    assert_eq!(clean.len(), benign.len(), "every memo is clean");
 }

@@ -13,6 +13,8 @@
 //!                    [--allow-host H]...     URL host allowlist (`*.h` for sub-domains)
 //!                    [--allow-scheme S]...   URL schemes (default https, http)
 //!                    [--max-len N]           identifier length limit (default 128)
+//!                    [--allow-markup-links]  `text`: allow markdown/HTML links to external URLs
+//!                    [--allow-leading-dash]  `identifier`: allow a leading `-`
 //! ```
 //!
 //! Input: one JSON string per line on standard input (`"O'Brien"`, `"a\u200bb"`); with
@@ -28,8 +30,8 @@
 //! {"verdict":"clean","reason":null,"value":1250}
 //! ```
 //!
-//! `value` is the value to pass on (the original, or the original minus what was stripped), `null`
-//! when blocked. Reason codes are those of `toolguard::sanitize`. Exit status: 0 when every line
+//! `value` is the value to pass on (the original, or the original minus what was stripped; for
+//! `url`, the checked normalized serialization), `null` when blocked. Reason codes are those of `toolguard::sanitize`. Exit status: 0 when every line
 //! was read (whatever the verdicts), 2 on a usage error, 1 on an I/O error.
 
 use std::io::{self, BufRead, BufWriter, Write};
@@ -41,7 +43,8 @@ use toolguard::sanitize::{Sanitizer, Verdict};
 use toolguard::spec::{FieldKind, FieldSpec, ToolSpec};
 
 const USAGE: &str = "usage: toolguard sanitize --kind <identifier|text|name|email|url|path|money|opaque> \
-[--root DIR] [--allow-domain D]... [--allow-host H]... [--allow-scheme S]... [--max-len N]
+[--root DIR] [--allow-domain D]... [--allow-host H]... [--allow-scheme S]... [--max-len N] \
+[--allow-markup-links] [--allow-leading-dash]
 reads one JSON string per line on stdin, writes {\"verdict\",\"reason\",\"value\"} per line on stdout";
 
 const TOOL: &str = "cli";
@@ -109,6 +112,8 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
             "--allow-domain" => sanitizer = sanitizer.allow_email_domains(TOOL, FIELD, [value()?]),
             "--allow-host" => sanitizer = sanitizer.allow_url_hosts(TOOL, FIELD, [value()?]),
             "--allow-scheme" => sanitizer = sanitizer.allow_url_schemes(TOOL, FIELD, [value()?]),
+            "--allow-markup-links" => sanitizer = sanitizer.allow_markup_links(TOOL, FIELD),
+            "--allow-leading-dash" => sanitizer = sanitizer.allow_leading_dash(TOOL, FIELD),
             "--max-len" => {
                 let v = value()?;
                 let n = v

@@ -169,6 +169,14 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
         self
     }
 
+    /// Sets the argument limits (size, depth, keys, string length) every call meets before
+    /// parsing, whichever adapter delivered it; see [`crate::stage::gate`]. Call after
+    /// [`DispatcherBuilder::sanitizer`], which brings its own limits.
+    pub fn argument_limits(mut self, limits: crate::stage::gate::Limits) -> Self {
+        self.sanitizer = self.sanitizer.argument_limits(limits);
+        self
+    }
+
     /// Sets the audit sink (default: an in-memory sink).
     pub fn audit(mut self, sink: impl AuditSink) -> Self {
         self.audit = Some(Arc::new(sink));

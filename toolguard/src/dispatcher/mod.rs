@@ -114,7 +114,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         // The metrics label of a registered tool, even when its arguments do not parse.
         t.tool = core.spec(&call.tool).map(|s| s.name.clone());
         t.at(Stage::Parse);
-        // The argument gate (size, depth, key counts) is the first step of this sequence.
+        stage::gate::check(&call.arguments, core.sanitizer.limits())?;
         let args = stage::parse::arguments(&call.arguments)?;
         t.at(Stage::Registry);
         let tool = stage::registry::lookup(core, &call.tool)?;

@@ -7,7 +7,8 @@ use serde::{Serialize, Serializer};
 use super::{KindError, deserialize_via_new};
 use crate::sanitize::{HostResolver, NoResolution, ResolvedUrl, UrlPolicy, url::check_url};
 
-/// An absolute URL with a host, as the model sent it, plus its parsed [`url::Url`].
+/// An absolute URL with a host, in the normalized form that was checked, plus its parsed
+/// [`url::Url`].
 ///
 /// Construction refuses what no tool should fetch whatever its scheme: user info, IP literals in
 /// any notation that are loopback/private/link-local/..., and internal host names (`localhost`,
@@ -32,18 +33,26 @@ pub struct Url {
 
 impl Url {
     /// Checks and wraps `value`.
+    ///
+    /// The value kept is the normalized serialization that was checked (`HTTPS://Ex.COM/a/../b`
+    /// becomes `https://ex.com/b`), never the string as sent; URLs whose host parsers disagree
+    /// on are refused (`url_ambiguous`, see [`crate::sanitize`]).
     pub fn new(value: impl Into<String>) -> Result<Self, KindError> {
-        let raw = value.into();
-        let parsed = ::url::Url::parse(&raw).map_err(|_| KindError::new("Url", "url_invalid"))?;
+        let sent = value.into();
+        let parsed = ::url::Url::parse(&sent).map_err(|_| KindError::new("Url", "url_invalid"))?;
         let policy = UrlPolicy {
             schemes: vec![parsed.scheme().to_string()],
             hosts: Vec::new(),
         };
-        check_url(&raw, &policy, &NoResolution).map_err(|r| KindError::new("Url", r))?;
-        Ok(Url { raw, parsed })
+        let checked =
+            check_url(&sent, &policy, &NoResolution).map_err(|r| KindError::new("Url", r))?;
+        Ok(Url {
+            raw: checked.url,
+            parsed,
+        })
     }
 
-    /// The URL exactly as received.
+    /// The checked URL, as the `url` crate serializes it.
     pub fn as_str(&self) -> &str {
         &self.raw
     }
@@ -123,6 +132,14 @@ mod tests {
     fn refuses_internal_targets() {
         let u: Url = serde_json::from_str("\"https://example.com/x\"").unwrap();
         assert_eq!(u.as_str(), "https://example.com/x");
+        let n: Url = serde_json::from_str("\"HTTPS://Example.com/a/../b\"").unwrap();
+        assert_eq!(n.as_str(), "https://example.com/b");
+        assert_eq!(
+            Url::new("http://a.example\\@b.example/")
+                .unwrap_err()
+                .reason,
+            "url_ambiguous"
+        );
         for bad in [
             "\"http://127.1/\"",
             "\"http://user@example.com/\"",

@@ -155,6 +155,15 @@ pub fn whole_script_confusable(word: &str) -> bool {
     letters > 1
 }
 
+/// True for a non-spacing or enclosing combining mark (`Mn`, `Me`): what the matching form
+/// drops, so `ign\u{0336}ore` (strike-through) reads `ignore`.
+pub fn is_nonspacing_mark(c: char) -> bool {
+    matches!(
+        c.general_category(),
+        GeneralCategory::NonspacingMark | GeneralCategory::EnclosingMark
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

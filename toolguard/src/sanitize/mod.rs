@@ -11,17 +11,25 @@
 //!    blocks the call.
 //! 2. **Kind rules** on the value minus what was stripped (identifier charset, name charset and
 //!    scripts, e-mail parser and domain allowlist, URL host checks, path confinement, money).
-//! 3. **Markers** on the [canonical form](canon) (decoded, NFKC, case-folded, confusables folded,
-//!    invisible characters removed) of `text`, `name`, `email`, `url` and `path` values:
-//!    prompt-injection and shell-substitution patterns ([`patterns`]).
+//! 3. **Markers** on the [canonical form](canon) (decoded, NFKC, case-folded, combining marks
+//!    dropped, confusables and look-alike symbols folded, invisible characters removed) of
+//!    `text`, `name`, `email`, `url` and `path` values: prompt-injection and shell-substitution
+//!    patterns ([`patterns`]), override phrases in eight more languages ([`phrases`]), the same
+//!    on base64/hex payloads and (prompt injection only) on leetspeak readings ([`fold`]); in
+//!    `text`, exfiltration markup ([`markup`]).
 //!
 //! `opaque` fields (structs, maps, `serde_json::Value`, vectors of structs) are walked: their
-//! nested strings are judged as `text` and their keys as now; numbers, booleans and nulls are left
-//! alone. `money` fields accept non-negative integers and the currency codes of
-//! [`Currency`](crate::kinds::Currency) only.
+//! nested strings are judged as `text`, or as `url` where the input schema declares a URL
+//! (`format: "uri"`, as nested [`Url`](crate::kinds::Url) fields carry) or the field asks for
+//! it ([`Sanitizer::check_nested_urls`]); see [`nested`] for what is and is not checked. Keys are
+//! judged as text; numbers, booleans and nulls are left alone. `money` fields accept
+//! non-negative integers and the currency codes of [`Currency`](crate::kinds::Currency) only.
 //!
-//! The value passed on is always the original minus what was stripped; it is never "corrected"
-//! (no decoding, no normalization, no case change).
+//! The value passed on is the original minus what was stripped; it is never "corrected" (no
+//! decoding, no case change), with one exception: a URL goes on as the normalized serialization
+//! that was checked ([`ResolvedUrl::url`]), never as sent, so the handler fetches exactly what
+//! was judged. The argument limits the dispatcher applies before parsing are configured here too
+//! ([`Sanitizer::argument_limits`], see [`crate::stage::gate`]).
 //!
 //! # Character policy
 //! | class | `text` | `name` | `identifier`, `email`, `url`, `path`, `money` |
@@ -57,9 +65,22 @@
 //!   name. IDN host labels are stricter (whole-script look-alikes of Latin block too).
 //! - **Strict kinds** (`identifier`, `email`, `url`, `path`, `money`) never strip: an invisible
 //!   character there blocks, so the value passed on is exactly what was checked.
-//! - **Encodings**: the canonical form decodes percent-encoding, HTML references and
-//!   `\uXXXX`/`\xXX` escapes in up to three rounds, and base64 runs of 16+ characters are decoded
-//!   once and judged too. Decoding is for matching only; the value passed on keeps its encoding.
+//! - **Encodings**: the canonical form decodes percent-encoding (also `%uXXXX`), HTML references
+//!   (also numeric ones without `;`: `&#105gnore`), `\uXXXX`/`\xXX`/octal escapes and `\/` in up
+//!   to three rounds; base64 runs of 12+ characters (and base64 inside them) and hexadecimal runs
+//!   of 16+ digits are decoded and judged too. Decoding is for matching only; the value passed
+//!   on keeps its encoding.
+//! - **Combining marks** (`Mn`, `Me`) are dropped from the matching form, so strike-through or
+//!   underlined letters (`ign\u{0336}ore`) match what the plain word matches; clean text keeps
+//!   them. More than [`MAX_COMBINING_MARKS`] on one letter still blocks.
+//! - **Markup links**: markdown images and links and HTML `<img>`/`<a>`/`<iframe>`... pointing at
+//!   an external URL block `text` with `markup_link` (a renderer would fetch them); a bare URL in
+//!   prose passes; [`Sanitizer::allow_markup_links`] allows them per field.
+//! - **Identifiers starting with `-`** block (`identifier_leading_dash`): a handler passing one
+//!   to a command line turns it into an option; [`Sanitizer::allow_leading_dash`] allows them
+//!   per field.
+//! - **URLs** are refused when parsers disagree on their host (`url_ambiguous`, see
+//!   [`url::check_url`]) and passed on normalized.
 //! - **Resolution**: URL host names are not resolved unless a [`HostResolver`] is set
 //!   ([`Sanitizer::with_resolver`]); with one, every resolved address is checked and the
 //!   addresses are returned in [`SanitizeReport::resolved`] for the handler to connect to (DNS
@@ -86,13 +107,16 @@
 //! | `command_substitution` | shell `$(...)` (any spacing), `${...}`, `<(...)` or back-ticked command |
 //! | `identifier_charset` | an identifier with a character other than ASCII letters, digits, `_`, `-` |
 //! | `identifier_length` | an identifier that is empty or longer than its limit (default 128) |
+//! | `identifier_leading_dash` | an identifier starting with `-` (unless [`Sanitizer::allow_leading_dash`]) |
+//! | `markup_link` | markdown or HTML in `text` that links or loads an external URL (unless [`Sanitizer::allow_markup_links`]) |
 //! | `name_charset` | a name with a character other than letters, marks, spaces, apostrophes, hyphens, periods, or without any letter |
 //! | `mixed_script` | a word of a name, or a label of an e-mail domain, mixing scripts (`Pаypal` with a Cyrillic `а`); a name written wholly in one script is fine (`Вера`); an e-mail domain label (Unicode or `xn--`) wholly made of Latin look-alikes blocks too, as URL hosts do |
 //! | `email_invalid` | not a plain RFC 5322 `local@domain` address (display names, domain literals, no TLD, quoted local parts, and `` ` `` `$` `{` `}` in the local part refused) |
 //! | `email_domain_not_allowed` | a recipient domain outside the field's allowlist |
-//! | `url_invalid` | not an absolute URL with a host, or with white space |
+//! | `url_invalid` | not an absolute URL with a host, or with white space or control characters anywhere |
+//! | `url_ambiguous` | a URL whose host parsers read differently: a backslash or percent-encoded byte in the authority, anything but exactly `scheme://` before it (`http:\\h`, `http:/h`, `http:h`, `http:///h`), or a Unicode host written other than as its own form (fullwidth letters, `。`) |
 //! | `url_scheme` | a scheme outside the allowlist (default `https`, `http`) |
-//! | `url_userinfo` | user name or password in the URL |
+//! | `url_userinfo` | user name or password (an `@` in the authority) in the URL |
 //! | `url_private_address` | an IP literal (any notation) or resolved address that is loopback, private, link-local, CGNAT, unspecified, broadcast, multicast, unique-local or reserved |
 //! | `url_internal_host` | `localhost`, `*.localhost`, `*.local`, `*.internal`, `*.home.arpa`, reverse-DNS zones, and single-label (intranet) names |
 //! | `url_mixed_script` | an IDN host label mixing scripts, or wholly made of letters that look Latin (Cyrillic `аррӏе`) |
@@ -113,8 +137,12 @@
 
 pub mod canon;
 pub mod chars;
+pub mod fold;
+pub mod markup;
+pub mod nested;
 pub mod path;
 pub mod patterns;
+pub mod phrases;
 pub mod url;
 
 use std::collections::HashMap;
@@ -127,6 +155,7 @@ use serde_json::Value;
 use unicode_security::MixedScript;
 
 use crate::spec::{FieldKind, FieldSpec, ToolSpec};
+use crate::stage::gate::Limits;
 
 pub use self::url::{
     HostResolver, NoResolution, Resolution, ResolvedUrl, SystemResolver, UrlPolicy, is_forbidden_ip,
@@ -238,6 +267,9 @@ struct FieldPolicy {
     email_domains: Option<Vec<String>>,
     url: UrlPolicy,
     root: Option<PathBuf>,
+    markup_links: bool,
+    leading_dash: bool,
+    nested_urls: bool,
 }
 
 /// Per-field sanitization rules of a dispatcher.
@@ -255,6 +287,7 @@ pub struct Sanitizer {
     fields: HashMap<(String, String), FieldPolicy>,
     resolver: Arc<dyn HostResolver>,
     identifier_max_len: usize,
+    limits: Limits,
 }
 
 impl Default for Sanitizer {
@@ -263,6 +296,7 @@ impl Default for Sanitizer {
             fields: HashMap::new(),
             resolver: Arc::new(NoResolution),
             identifier_max_len: DEFAULT_IDENTIFIER_MAX_LEN,
+            limits: Limits::default(),
         }
     }
 }
@@ -272,6 +306,7 @@ impl fmt::Debug for Sanitizer {
         f.debug_struct("Sanitizer")
             .field("fields", &self.fields)
             .field("identifier_max_len", &self.identifier_max_len)
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
@@ -358,6 +393,33 @@ impl Sanitizer {
         self
     }
 
+    /// Lets `text` field `field` of tool `tool` (or the strings nested in that `opaque` field)
+    /// hold markdown or HTML that links or loads an external URL, refused by default as
+    /// `markup_link` (see [`markup`]). For fields whose text is never rendered, or whose
+    /// renderer does not fetch.
+    pub fn allow_markup_links(mut self, tool: &str, field: &str) -> Self {
+        self.policy_mut(tool, field).markup_links = true;
+        self
+    }
+
+    /// Lets identifier field `field` of tool `tool` start with `-`, refused by default as
+    /// `identifier_leading_dash` (a handler passing it to a command line would make it an
+    /// option: `-rf`, `--upload-pack=...`). For identifiers that are never arguments of a
+    /// command, or are always passed after `--`.
+    pub fn allow_leading_dash(mut self, tool: &str, field: &str) -> Self {
+        self.policy_mut(tool, field).leading_dash = true;
+        self
+    }
+
+    /// Judges every string nested in `opaque` field `field` of tool `tool` that starts like a
+    /// URL (`http:`, `https:`, `ftp:`, `//`) with the URL checks of that field, in addition to
+    /// the positions the input schema declares URLs (see [`nested`]). For `serde_json::Value`
+    /// and map fields whose URLs the schema cannot name.
+    pub fn check_nested_urls(mut self, tool: &str, field: &str) -> Self {
+        self.policy_mut(tool, field).nested_urls = true;
+        self
+    }
+
     /// Resolves URL host names through `resolver`, so their addresses are checked and returned
     /// for pinning in [`SanitizeReport::resolved`].
     pub fn with_resolver(mut self, resolver: impl HostResolver + 'static) -> Self {
@@ -369,6 +431,18 @@ impl Sanitizer {
     pub fn identifier_max_len(mut self, max: usize) -> Self {
         self.identifier_max_len = max;
         self
+    }
+
+    /// Sets the argument limits the dispatcher's gate applies to every call before parsing
+    /// (see [`crate::stage::gate`]; default [`Limits::default`]).
+    pub fn argument_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The argument limits of the gate.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     /// Sanitizes `args` (an object valid under `spec.input_schema`) in place.
@@ -386,7 +460,12 @@ impl Sanitizer {
                     let field = spec.field(key).unwrap_or(&default_field);
                     pointer.clear();
                     push_pointer(&mut pointer, key);
-                    r = self.walk(&spec.name, field, value, &mut pointer, &mut report);
+                    r = if field.kind == FieldKind::Opaque {
+                        let at = nested::SchemaAt::field(&spec.input_schema, key);
+                        self.walk_opaque(&spec.name, field, at, value, &mut pointer, &mut report)
+                    } else {
+                        self.walk(&spec.name, field, value, &mut pointer, &mut report)
+                    };
                     if r.is_err() {
                         break;
                     }
@@ -421,38 +500,13 @@ impl Sanitizer {
         report: &mut SanitizeReport,
     ) -> Result<(), &'static str> {
         if field.kind == FieldKind::Opaque {
-            // Structs, maps, `serde_json::Value`, vectors of structs: their nested strings are
-            // judged as `text`; numbers, booleans and nulls are left alone.
-            let text = FieldSpec {
-                name: field.name.clone(),
-                kind: FieldKind::Text,
-                ..FieldSpec::default()
-            };
-            return self.walk(tool, &text, value, pointer, report);
+            // An opaque value outside an arguments object: no schema to read.
+            let root = Value::Null;
+            let at = nested::SchemaAt::field(&root, "");
+            return self.walk_opaque(tool, field, at, value, pointer, report);
         }
         match (field.kind, value) {
-            (_, Value::String(s)) => {
-                let out = self.sanitize_str(tool, field, s);
-                match out.verdict {
-                    Verdict::Blocked => Err(out.reason.unwrap_or("blocked")),
-                    Verdict::Clean | Verdict::Stripped => {
-                        if out.verdict == Verdict::Stripped {
-                            if let Some(v) = out.value {
-                                *s = v;
-                            }
-                            for mut m in out.modifications {
-                                m.field = pointer.clone();
-                                report.modifications.push(m);
-                            }
-                        }
-                        if let Some(mut r) = out.resolved {
-                            r.field = pointer.clone();
-                            report.resolved.push(r);
-                        }
-                        Ok(())
-                    }
-                }
-            }
+            (_, Value::String(s)) => self.judge_string(tool, field, s, pointer, report),
             (FieldKind::Money, Value::Number(n)) => {
                 if n.as_u64().is_some() {
                     Ok(())
@@ -476,15 +530,7 @@ impl Sanitizer {
                 for (key, item) in map.iter_mut() {
                     pointer.truncate(len);
                     push_pointer(pointer, key);
-                    let key_field = FieldSpec {
-                        kind: FieldKind::Text,
-                        ..FieldSpec::default()
-                    };
-                    if self.sanitize_str(tool, &key_field, key).verdict != Verdict::Clean {
-                        // The report names the object holding the key, never the key itself.
-                        pointer.truncate(len);
-                        return Err("invalid_key");
-                    }
+                    self.check_key(tool, key, pointer, len)?;
                     self.walk(tool, field, item, pointer, report)?;
                 }
                 pointer.truncate(len);
@@ -492,6 +538,111 @@ impl Sanitizer {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Walks an `opaque` value (struct, map, `serde_json::Value`, vector of structs): nested
+    /// strings are judged as `text`, or as `url` where the schema at `at` declares a URL or the
+    /// field asks for [`Sanitizer::check_nested_urls`]; keys are judged as text; numbers,
+    /// booleans and nulls are left alone.
+    fn walk_opaque(
+        &self,
+        tool: &str,
+        field: &FieldSpec,
+        at: nested::SchemaAt<'_>,
+        value: &mut Value,
+        pointer: &mut String,
+        report: &mut SanitizeReport,
+    ) -> Result<(), &'static str> {
+        match value {
+            Value::String(s) => {
+                let by_option = self
+                    .policy(tool, &field.name)
+                    .is_some_and(|p| p.nested_urls)
+                    && nested::looks_like_url(s);
+                let kind = if at.is_url() || by_option {
+                    FieldKind::Url
+                } else {
+                    FieldKind::Text
+                };
+                let judged_as = FieldSpec {
+                    name: field.name.clone(),
+                    kind,
+                    ..FieldSpec::default()
+                };
+                self.judge_string(tool, &judged_as, s, pointer, report)
+            }
+            Value::Array(items) => {
+                let len = pointer.len();
+                for (i, item) in items.iter_mut().enumerate() {
+                    pointer.truncate(len);
+                    pointer.push('/');
+                    pointer.push_str(&i.to_string());
+                    self.walk_opaque(tool, field, at.item(i), item, pointer, report)?;
+                }
+                pointer.truncate(len);
+                Ok(())
+            }
+            Value::Object(map) => {
+                let len = pointer.len();
+                for (key, item) in map.iter_mut() {
+                    pointer.truncate(len);
+                    push_pointer(pointer, key);
+                    self.check_key(tool, key, pointer, len)?;
+                    self.walk_opaque(tool, field, at.property(key), item, pointer, report)?;
+                }
+                pointer.truncate(len);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A nested object key must be clean text; the report then names the object holding the
+    /// key (`pointer` cut back to `len`), never the key itself.
+    fn check_key(
+        &self,
+        tool: &str,
+        key: &str,
+        pointer: &mut String,
+        len: usize,
+    ) -> Result<(), &'static str> {
+        let key_field = FieldSpec {
+            kind: FieldKind::Text,
+            ..FieldSpec::default()
+        };
+        if self.sanitize_str(tool, &key_field, key).verdict != Verdict::Clean {
+            pointer.truncate(len);
+            return Err("invalid_key");
+        }
+        Ok(())
+    }
+
+    /// Judges one string in place: the value passed on replaces it, modifications and checked
+    /// URLs go to the report under `pointer`.
+    fn judge_string(
+        &self,
+        tool: &str,
+        field: &FieldSpec,
+        s: &mut String,
+        pointer: &str,
+        report: &mut SanitizeReport,
+    ) -> Result<(), &'static str> {
+        let out = self.sanitize_str(tool, field, s);
+        if out.verdict == Verdict::Blocked {
+            return Err(out.reason.unwrap_or("blocked"));
+        }
+        if let Some(v) = out.value.filter(|v| v != s) {
+            *s = v;
+        }
+        for mut m in out.modifications {
+            m.field = pointer.to_string();
+            report.modifications.push(m);
+        }
+        if let Some(mut r) = out.resolved {
+            r.field = pointer.to_string();
+            report.resolved.push(r);
+        }
+        Ok(())
     }
 
     /// Judges one string as a value of `field` of tool `tool` (the per-string step of
@@ -515,13 +666,20 @@ impl Sanitizer {
                     .max_len
                     .map(|m| m as usize)
                     .unwrap_or(self.identifier_max_len);
-                check_identifier(current, max)
+                check_identifier(current, max).and_then(|()| {
+                    let dash_ok = policy.is_some_and(|p| p.leading_dash);
+                    if current.starts_with('-') && !dash_ok {
+                        Err("identifier_leading_dash")
+                    } else {
+                        Ok(())
+                    }
+                })
             }
-            FieldKind::Text => markers(current, true),
-            FieldKind::Name => check_name(current).and_then(|()| markers(current, true)),
+            FieldKind::Text => markers(current, !policy.is_some_and(|p| p.markup_links)),
+            FieldKind::Name => check_name(current).and_then(|()| markers(current, false)),
             FieldKind::Email => {
                 check_email(current, policy.and_then(|p| p.email_domains.as_deref()))
-                    .and_then(|()| markers(current, true))
+                    .and_then(|()| markers(current, false))
             }
             FieldKind::Url => {
                 let default = UrlPolicy::default();
@@ -529,7 +687,7 @@ impl Sanitizer {
                 match url::check_url(current, up, self.resolver.as_ref()) {
                     Ok(r) => {
                         resolved = Some(r);
-                        markers(current, true)
+                        markers(current, false)
                     }
                     Err(e) => Err(e),
                 }
@@ -541,7 +699,7 @@ impl Sanitizer {
                 match root {
                     None => Err("path_no_root"),
                     Some(root) => {
-                        path::confine(current, &root).and_then(|_| markers(current, true))
+                        path::confine(current, &root).and_then(|_| markers(current, false))
                     }
                 }
             }
@@ -551,11 +709,13 @@ impl Sanitizer {
         if let Err(reason) = kind_result {
             return StrOutcome::blocked(reason);
         }
+        // A URL goes on as the serialization that was checked, never as sent.
+        let normalized = resolved.as_ref().map(|r| r.url.clone());
         match cleaned {
             None => StrOutcome {
                 verdict: Verdict::Clean,
                 reason: None,
-                value: Some(value.to_string()),
+                value: Some(normalized.unwrap_or_else(|| value.to_string())),
                 modifications,
                 resolved,
             },
@@ -790,22 +950,31 @@ fn keep_selector(chars: &[char], keep: &[bool], i: usize) -> bool {
     }
 }
 
-/// Marker patterns on the canonical form.
-fn markers(value: &str, shell: bool) -> Result<(), &'static str> {
+/// Marker patterns on the canonical form, on the payloads hidden in base64 or hex runs, and
+/// (prompt injection only) on the leetspeak readings; `links` also refuses exfiltration markup
+/// (`markup_link`).
+fn markers(value: &str, links: bool) -> Result<(), &'static str> {
     let canon = canon::canonical(value)?;
     if let Some(hidden) = canon.hidden {
         return Err(hidden);
     }
-    if let Some(reason) = patterns::find_marker(&canon.text, shell) {
+    if let Some(reason) = patterns::find_marker(&canon.text, true) {
         return Err(reason);
     }
-    // Base64-wrapped payloads: decoded once and judged like the text around them.
-    if value.len() >= 16 {
-        for decoded in canon::base64_payloads(value) {
+    if links && markup::find(&canon.text) {
+        return Err("markup_link");
+    }
+    if value.len() >= canon::MIN_BASE64_RUN {
+        for decoded in canon::encoded_payloads(value) {
             let inner = canon::canonical(&decoded)?;
-            if let Some(reason) = patterns::find_marker(&inner.text, shell) {
+            if let Some(reason) = patterns::find_marker(&inner.text, true) {
                 return Err(reason);
             }
+        }
+    }
+    for variant in fold::leet_variants(&canon.text) {
+        if patterns::find_marker(&variant, false) == Some("prompt_injection") {
+            return Err("prompt_injection");
         }
     }
     Ok(())

@@ -228,28 +228,71 @@ pub(crate) fn idn_mixed_script(ascii_host: &str) -> bool {
         .any(|label| !label.is_single_script() || super::chars::whole_script_confusable(label))
 }
 
-/// True when the authority of `raw` holds an `@` (even an empty `:@`, which the parser drops).
-fn has_userinfo(raw: &str) -> bool {
-    let Some((_, rest)) = raw.split_once("//") else {
-        return false;
+/// Refuses a URL that parsers read differently, so the host judged here is the host every
+/// client connects to: white space or control characters anywhere (`url_invalid`); an `@` in the
+/// authority (`url_userinfo`); for special schemes anything but exactly `scheme://host`
+/// (`http:\\h`, `http:/h`, `http:h`, `http:///h`), and a backslash or a percent-encoded byte
+/// in the authority (`url_ambiguous`: `http://a.example\@b.example` is `a.example` to WHATWG
+/// parsers and `b.example` to others).
+fn check_unambiguous(raw: &str, parsed: &url::Url) -> Result<(), &'static str> {
+    if raw.is_empty() || raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("url_invalid");
+    }
+    let Some((_, rest)) = raw.split_once(':') else {
+        return Err("url_invalid");
     };
-    let end = rest.find(['/', '\\', '?', '#']).unwrap_or(rest.len());
-    rest[..end].contains('@')
+    let Some(after) = rest.strip_prefix("//") else {
+        // No authority: a special scheme would still find a host (`http:\\h`, `http:h`).
+        return if parsed.is_special() || rest.starts_with('\\') {
+            Err("url_ambiguous")
+        } else {
+            Ok(())
+        };
+    };
+    if after.starts_with(['/', '\\']) {
+        return Err("url_ambiguous");
+    }
+    let authority = &after[..after.find(['/', '?', '#']).unwrap_or(after.len())];
+    if authority.contains('\\') || authority.contains('%') {
+        return Err("url_ambiguous");
+    }
+    if authority.contains('@') {
+        return Err("url_userinfo");
+    }
+    if !authority.is_ascii() {
+        // An IDN host must be written as its own Unicode form: fullwidth letters or ideographic
+        // full stops (`example\u{3002}com`) are mapped by WHATWG parsers and not by others.
+        let host = authority.rsplit_once(':').map_or(authority, |(h, port)| {
+            if port.bytes().all(|b| b.is_ascii_digit()) {
+                h
+            } else {
+                authority
+            }
+        });
+        let (unicode, res) = idna::domain_to_unicode(parsed.host_str().unwrap_or(""));
+        if res.is_err()
+            || unicode.trim_end_matches('.') != host.to_lowercase().trim_end_matches('.')
+        {
+            return Err("url_ambiguous");
+        }
+    }
+    Ok(())
 }
 
-/// Checks one URL string; returns the checked form or a reason code.
+/// Checks one URL string; returns the checked form (with [`ResolvedUrl::url`], the normalized
+/// serialization to pass on instead of `raw`) or a reason code. A URL whose host parsers read
+/// differently is refused first (`url_ambiguous`, `url_userinfo`, `url_invalid`; see the
+/// reason table of [`crate::sanitize`]).
 pub fn check_url(
     raw: &str,
     policy: &UrlPolicy,
     resolver: &dyn HostResolver,
 ) -> Result<ResolvedUrl, &'static str> {
-    if raw.is_empty() || raw.trim() != raw || raw.contains(char::is_whitespace) {
+    if raw.is_empty() || raw.contains(|c: char| c.is_whitespace() || c.is_control()) {
         return Err("url_invalid");
     }
     let url = url::Url::parse(raw).map_err(|_| "url_invalid")?;
-    if has_userinfo(raw) {
-        return Err("url_userinfo");
-    }
+    check_unambiguous(raw, &url)?;
     let scheme = url.scheme();
     let scheme_ok = if policy.schemes.is_empty() {
         scheme == "https" || scheme == "http"
@@ -349,7 +392,6 @@ mod tests {
             "http://0x7f000001/",
             "http://127.1/",
             "http://017700000001/",
-            "http://%31%32%37.0.0.1/",
             "http://[::ffff:127.0.0.1]/",
             "http://[::ffff:7f00:1]/",
             "http://[::ffff:0:127.0.0.1]/",
@@ -486,6 +528,52 @@ mod tests {
             "url_mixed_script"
         );
         assert_eq!(check("http://intranet/").unwrap_err(), "url_internal_host");
+    }
+
+    #[test]
+    fn hosts_parsers_disagree_on_are_refused() {
+        for (s, why) in [
+            ("http://allowed.example\\@evil.example/", "url_ambiguous"),
+            ("http://allowed.example\\.evil.example/", "url_ambiguous"),
+            ("https:\\\\evil.example/", "url_ambiguous"),
+            ("https:/\\evil.example/", "url_ambiguous"),
+            ("https:\\/evil.example/", "url_ambiguous"),
+            ("https:evil.example/", "url_ambiguous"),
+            ("https:/evil.example/", "url_ambiguous"),
+            ("https:///evil.example/", "url_ambiguous"),
+            ("http://evil.example%2f@allowed.example/", "url_ambiguous"),
+            ("http://allowed.example%40evil.example/", "url_invalid"),
+            ("http://%31%32%37.0.0.1/", "url_ambiguous"),
+            ("http://exa%6dple.com/", "url_ambiguous"),
+            ("http://example\u{3002}com/", "url_ambiguous"),
+            ("http://\u{ff45}xample.com/", "url_ambiguous"),
+            ("http://allowed.example@evil.example/", "url_userinfo"),
+            ("http://exa\tmple.com/", "url_invalid"),
+            ("http://example.com/\u{0}", "url_invalid"),
+            ("http://example.com/a\u{85}b", "url_invalid"),
+            (" http://example.com/", "url_invalid"),
+        ] {
+            assert_eq!(check(s).unwrap_err(), why, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn the_checked_form_is_the_normalized_serialization() {
+        for (raw, normalized) in [
+            (
+                "HTTPS://Example.COM/a/../b?x#y",
+                "https://example.com/b?x#y",
+            ),
+            ("https://example.com:443/p\\q", "https://example.com/p/q"),
+            ("http://m\u{fc}nchen.de/", "http://xn--mnchen-3ya.de/"),
+            (
+                "https://example.com/caf\u{e9}",
+                "https://example.com/caf%C3%A9",
+            ),
+        ] {
+            assert_eq!(check(raw).unwrap().url, normalized, "{raw:?}");
+            assert_eq!(check(normalized).unwrap().url, normalized);
+        }
     }
 
     struct Fixed(Vec<IpAddr>);

@@ -11,6 +11,7 @@ pub mod custom;
 pub mod envelope;
 pub mod execute;
 pub(crate) mod finish;
+pub mod gate;
 pub mod idempotency;
 pub mod intent;
 pub(crate) mod normalize;

@@ -9,7 +9,8 @@ use super::Stop;
 use crate::call::RawArguments;
 use crate::outcome::Status;
 
-/// Largest argument document accepted, in bytes.
+/// Default largest argument document, in bytes (the gate's [`super::gate::Limits::max_bytes`],
+/// which runs before this stage and is configurable).
 pub const MAX_ARGUMENT_BYTES: usize = 1 << 20;
 
 /// Parses the model's arguments into a JSON object.
@@ -17,9 +18,6 @@ pub fn arguments(raw: &RawArguments) -> Result<Value, Stop> {
     let value = match raw {
         RawArguments::Value(v) => v.clone(),
         RawArguments::Json(text) => {
-            if text.len() > MAX_ARGUMENT_BYTES {
-                return Err(malformed("too_large", "arguments exceed the size limit"));
-            }
             if text.trim().is_empty() {
                 return Err(malformed(
                     "empty",

@@ -1,0 +1,199 @@
+//! The fuzz target bodies, shared by the cargo-fuzz targets (`fuzz/fuzz_targets/*.rs`, nightly)
+//! and the bounded stable-toolchain harness (`tests/fuzz_targets.rs`). Each function takes
+//! arbitrary bytes, must never panic, and asserts the invariants of its area.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+use toolguard::RawArguments;
+use toolguard::provider::{anthropic, gemini, openai};
+use toolguard::sanitize::{NoResolution, Sanitizer, UrlPolicy, Verdict, canon, path, url};
+use toolguard::spec::{FieldKind, FieldSpec};
+use toolguard::stage::gate::{self, Limits};
+use toolguard::stage::parse;
+
+/// The field kinds the sanitizer target picks from (first input byte).
+pub const KINDS: [FieldKind; 8] = [
+    FieldKind::Text,
+    FieldKind::Name,
+    FieldKind::Identifier,
+    FieldKind::Email,
+    FieldKind::Url,
+    FieldKind::Path,
+    FieldKind::Money,
+    FieldKind::Opaque,
+];
+
+/// A confinement root with a sub-directory and (on unix) a symlink out of it, made once.
+pub fn fuzz_root() -> &'static Path {
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+    ROOT.get_or_init(|| {
+        let base = std::env::temp_dir().join(format!("toolguard-fuzz-{}", std::process::id()));
+        let root = base.join("root");
+        let _ = std::fs::create_dir_all(root.join("docs"));
+        let _ = std::fs::create_dir_all(base.join("outside"));
+        #[cfg(unix)]
+        {
+            let _ = std::os::unix::fs::symlink(base.join("outside"), root.join("escape"));
+        }
+        root
+    })
+}
+
+/// Argument gate and strict parse: never panic; a document that passes the gate never hits
+/// the JSON parser's recursion limit; text and value forms of a compact document agree on depth.
+pub fn arguments(data: &[u8]) {
+    let text = String::from_utf8_lossy(data).into_owned();
+    let limits = Limits::default().max_bytes(1 << 16);
+    let raw = RawArguments::Json(text.clone());
+    let gated = gate::check(&raw, &limits);
+    let parsed = parse::arguments(&raw);
+    if gated.is_ok()
+        && let Err(stop) = &parsed
+    {
+        let message = stop.message.as_deref().unwrap_or("");
+        assert!(
+            !message.contains("recursion limit"),
+            "the gate let a document through that the parser cannot nest: {message}"
+        );
+    }
+    if let Ok(value) = parsed {
+        let value_gate = gate::check(&RawArguments::Value(value.clone()), &limits);
+        let compact = serde_json::to_string(&value).expect("a parsed value serializes");
+        let text_gate = gate::check(&RawArguments::Json(compact), &limits);
+        let depth = |r: &Result<(), toolguard::stage::Stop>| {
+            r.as_ref().err().and_then(|s| s.reason.clone()).as_deref() == Some("too_deep")
+        };
+        assert_eq!(depth(&value_gate), depth(&text_gate), "depth differs");
+    }
+}
+
+/// The sanitizer per kind (first byte picks the kind): never panics; a blocked outcome carries
+/// no value; a clean value is the input (or, for `url`, its checked normalized form, which is
+/// clean again); a stripped value only lost characters and is clean when judged again.
+pub fn sanitize(data: &[u8]) {
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let kind = KINDS[pick as usize % KINDS.len()];
+    let value = String::from_utf8_lossy(rest);
+    let field = FieldSpec {
+        name: "value".into(),
+        kind,
+        root: Some(fuzz_root().to_string_lossy().into_owned()),
+        ..FieldSpec::default()
+    };
+    let sanitizer = Sanitizer::new();
+    let out = sanitizer.sanitize_str("fuzz", &field, &value);
+    let _ = canon::canonical(&value);
+    match out.verdict {
+        Verdict::Blocked => {
+            assert!(out.value.is_none(), "a blocked outcome carries no value");
+            assert!(out.reason.is_some(), "a blocked outcome names its reason");
+        }
+        Verdict::Clean => {
+            let v = out.value.expect("a clean outcome carries the value");
+            if kind != FieldKind::Url {
+                assert_eq!(v, value, "a clean value is passed on unchanged");
+            }
+            if v != value {
+                let again = sanitizer.sanitize_str("fuzz", &field, &v);
+                assert_eq!(
+                    again.verdict,
+                    Verdict::Clean,
+                    "normalized URL is clean: {v:?}"
+                );
+                assert_eq!(
+                    again.value.as_deref(),
+                    Some(v.as_str()),
+                    "normalization is stable"
+                );
+            }
+        }
+        Verdict::Stripped => {
+            let v = out.value.expect("a stripped outcome carries the value");
+            assert!(
+                is_subsequence(&v, &value),
+                "stripping only removes characters"
+            );
+            assert!(
+                v.chars().count() < value.chars().count(),
+                "something was removed"
+            );
+            let again = sanitizer.sanitize_str("fuzz", &field, &v);
+            assert_eq!(
+                again.verdict,
+                Verdict::Clean,
+                "a stripped value is clean when judged again: {v:?} ({:?})",
+                again.reason
+            );
+        }
+    }
+}
+
+fn is_subsequence(small: &str, big: &str) -> bool {
+    let mut it = big.chars();
+    small.chars().all(|c| it.any(|b| b == c))
+}
+
+/// URL checks: never panic; an accepted URL's normalized serialization is accepted again with
+/// the same host, and the `Url` kind accepts it.
+pub fn url(data: &[u8]) {
+    let raw = String::from_utf8_lossy(data);
+    let policy = UrlPolicy::default();
+    if let Ok(checked) = url::check_url(&raw, &policy, &NoResolution) {
+        let again = url::check_url(&checked.url, &policy, &NoResolution)
+            .unwrap_or_else(|e| panic!("normalized {:?} refused: {e}", checked.url));
+        assert_eq!(again.host, checked.host);
+        assert_eq!(again.url, checked.url, "normalization is stable");
+        let kind = toolguard::kinds::Url::new(checked.url.clone());
+        assert!(kind.is_ok(), "the Url kind refuses {:?}", checked.url);
+    }
+}
+
+/// Path confinement: never panics; a confined path is below the root.
+pub fn path(data: &[u8]) {
+    let raw = String::from_utf8_lossy(data);
+    let _ = path::check_lexical(&raw);
+    let root = fuzz_root();
+    if let Ok(p) = path::confine(&raw, root)
+        && let (Ok(real_root), Ok(real)) = (root.canonicalize(), p.canonicalize())
+    {
+        assert!(real.starts_with(&real_root), "{raw:?} escaped to {real:?}");
+    }
+}
+
+/// Every provider response parser and stream accumulator: never panic. The input is one JSON
+/// document for the parsers, and stream events: the elements of that document when it is an
+/// array, else its lines.
+pub fn providers(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let whole = parse::strict_value(&text);
+    if let Some(v) = &whole {
+        let _ = openai::parse_chat_completion(v);
+        let _ = openai::parse_chat_choice(v, 1);
+        let _ = openai::parse_response(v);
+        let _ = anthropic::parse_message(v);
+        let _ = gemini::parse_generate_content(v);
+    }
+    let events: Vec<Value> = match whole {
+        Some(Value::Array(items)) => items,
+        _ => text.lines().filter_map(parse::strict_value).collect(),
+    };
+    let mut chat = openai::ChatStream::new();
+    let mut responses = openai::ResponsesStream::new();
+    let mut messages = anthropic::MessageStream::new();
+    let mut gem = gemini::GenerateContentStream::new();
+    for e in &events {
+        let _ = chat.push(e);
+        let _ = responses.push(e);
+        let _ = messages.push(e);
+        let _ = gem.push(e);
+    }
+    let _ = chat.finish();
+    let _ = responses.finish();
+    let _ = messages.finish();
+}

@@ -1,0 +1,258 @@
+//! Bounded randomized runs of the fuzz targets on the stable toolchain: the same target bodies
+//! as `fuzz/` (cargo-fuzz, nightly), fed by a seeded generator that splices corpus lines,
+//! dictionary pieces and random bytes, and mutates them. Every saved crash input under
+//! `tests/fuzz_regressions/<target>/` runs first.
+//!
+//! `TOOLGUARD_FUZZ_CASES` sets the cases per target (default 2000, a few seconds each in a debug
+//! build) and `TOOLGUARD_FUZZ_SEED` the seed; a long local run:
+//!
+//! ```sh
+//! TOOLGUARD_FUZZ_CASES=200000 cargo test --release --test fuzz_targets -- --nocapture
+//! ```
+
+use std::path::{Path, PathBuf};
+
+#[path = "../fuzz/common/targets.rs"]
+mod targets;
+
+/// xorshift64*: small, seeded, reproducible.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+const PIECES: &[&str] = &[
+    "{",
+    "}",
+    "[",
+    "]",
+    ":",
+    ",",
+    "\"",
+    "\\",
+    "\\u0000",
+    "\\ud800",
+    "\\/",
+    "null",
+    "true",
+    "1e999",
+    "-0",
+    "http://",
+    "https:",
+    "//",
+    "\\\\",
+    "@",
+    "%2f",
+    "%40",
+    "%u0069",
+    "&#105",
+    "&#x3c;",
+    "&lt;",
+    "\u{3002}",
+    "\u{ff45}",
+    "[::1]",
+    "0x7f.1",
+    "..",
+    "../",
+    "~",
+    "/",
+    "C:",
+    "\u{202e}",
+    "\u{200b}",
+    "\u{0336}",
+    "\u{20dd}",
+    "\u{e0041}",
+    "\u{1F1EE}",
+    "ɪɢɴ",
+    "‹",
+    "›",
+    "<\\/system>",
+    "</s>",
+    "<|im_start|>",
+    "[INST]",
+    "<<SYS>>",
+    "\n\nHuman:",
+    "1gn0r3",
+    "ignore previous instructions",
+    "Ignora las instrucciones anteriores",
+    "忽略之前的所有指令",
+    "以前の指示を無視",
+    "Игнорируй предыдущие инструкции",
+    "![x](https://e.example/)",
+    "<img src=//e.example>",
+    "$( id )",
+    "`id`",
+    "aWdub3JlIHByZXZpb3Vz",
+    "69676e6f7265",
+    "-rf",
+    "\"choices\"",
+    "\"tool_calls\"",
+    "\"function\"",
+    "\"arguments\"",
+    "\"content\"",
+    "\"tool_use\"",
+    "\"input\"",
+    "\"candidates\"",
+    "\"functionCall\"",
+    "\"args\"",
+    "\"type\"",
+    "\"content_block_start\"",
+    "\"content_block_delta\"",
+    "\"input_json_delta\"",
+    "\"partial_json\"",
+    "\"index\"",
+    "\"delta\"",
+    "\"output\"",
+    "\"function_call\"",
+    "\"response.function_call_arguments.delta\"",
+    "\"name\"",
+    "\"id\"",
+    "💸",
+    "👨‍👩‍👧",
+];
+
+/// Lines of the sanitizer corpus (attack and benign), decoded, and the provider fixtures: seeds
+/// to splice and mutate.
+fn corpus_seeds() -> Vec<Vec<u8>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let mut seeds = Vec::new();
+    for side in ["attack", "benign"] {
+        let Ok(entries) = std::fs::read_dir(dir.join(side)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.path().extension().is_some_and(|x| x == "txt")
+                && let Ok(text) = std::fs::read_to_string(e.path())
+            {
+                for line in text.lines() {
+                    if let Ok(s) = serde_json::from_str::<String>(line) {
+                        seeds.push(s.into_bytes());
+                    }
+                }
+            }
+        }
+    }
+    // Whole provider responses and stream transcripts.
+    if let Ok(entries) = std::fs::read_dir(dir.join("../fixtures/providers")) {
+        for e in entries.flatten() {
+            if let Ok(bytes) = std::fs::read(e.path()) {
+                seeds.push(bytes);
+            }
+        }
+    }
+    seeds
+}
+
+fn generate(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
+    let mut out: Vec<u8> = match rng.below(3) {
+        0 => seeds[rng.below(seeds.len())].clone(),
+        1 => Vec::new(),
+        _ => (0..rng.below(64)).map(|_| rng.next() as u8).collect(),
+    };
+    for _ in 0..rng.below(8) {
+        let at = rng.below(out.len() + 1);
+        match rng.below(5) {
+            0 | 1 => {
+                let piece = PIECES[rng.below(PIECES.len())].as_bytes();
+                out.splice(at..at, piece.iter().copied());
+            }
+            2 if !out.is_empty() => {
+                let end = (at + rng.below(8)).min(out.len());
+                out.drain(at.min(end)..end);
+            }
+            3 if !out.is_empty() => {
+                let i = rng.below(out.len());
+                out[i] = rng.next() as u8;
+            }
+            _ => {
+                let seed = &seeds[rng.below(seeds.len())];
+                out.splice(at..at, seed.iter().copied());
+            }
+        }
+    }
+    out
+}
+
+fn regressions(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fuzz_regressions")
+        .join(target);
+    let mut files: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path()).ok().map(|b| (e.path(), b)))
+        .collect();
+    files.sort();
+    files
+}
+
+fn run(target: &str, body: fn(&[u8]), prefix: &[u8]) {
+    let cases: usize = std::env::var("TOOLGUARD_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    let seed: u64 = std::env::var("TOOLGUARD_FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x005E_ED0F_F022);
+    for (path, input) in regressions(target) {
+        eprintln!("{target}: regression {}", path.display());
+        body(&input);
+    }
+    let seeds = corpus_seeds();
+    assert!(!seeds.is_empty(), "the corpus seeds are readable");
+    let mut rng = Rng(seed ^ target.len() as u64 | 1);
+    for i in 0..cases {
+        let mut input = prefix.to_vec();
+        if !prefix.is_empty() {
+            input[0] = rng.next() as u8;
+        }
+        input.extend(generate(&mut rng, &seeds));
+        let result = std::panic::catch_unwind(|| body(&input));
+        if let Err(e) = result {
+            let file = std::env::temp_dir().join(format!("toolguard-fuzz-{target}-{i}.bin"));
+            let _ = std::fs::write(&file, &input);
+            panic!(
+                "{target}: case {i} (seed {seed}) failed, input saved to {}: {e:?}",
+                file.display()
+            );
+        }
+    }
+    eprintln!("{target}: {cases} cases, seed {seed}");
+}
+
+#[test]
+fn arguments_gate_and_parse() {
+    run("arguments", targets::arguments, b"");
+}
+
+#[test]
+fn sanitizer_per_kind() {
+    // The first byte picks the kind.
+    run("sanitize", targets::sanitize, b"\0");
+}
+
+#[test]
+fn url_checks() {
+    run("url", targets::url, b"");
+}
+
+#[test]
+fn path_checks() {
+    run("path", targets::path, b"");
+}
+
+#[test]
+fn provider_parsers_and_streams() {
+    run("providers", targets::providers, b"");
+}

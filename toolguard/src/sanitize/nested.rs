@@ -1,0 +1,184 @@
+//! URLs inside nested values: which strings of an `opaque` field (a struct, map, vector of
+//! structs or `serde_json::Value`) get the `url` checks instead of the `text` ones.
+//!
+//! A string is judged as a `url` when
+//! - the tool's input schema declares its position a URL: `format: "uri"` (what
+//!   [`toolguard::Url`](crate::kinds::Url) fields of nested structs carry) or
+//!   `x-toolguard-kind: "url"`, reached through `properties`, `additionalProperties`, `items`,
+//!   `prefixItems`, `$ref` to `$defs`/`definitions`, and the branches of
+//!   `anyOf`/`oneOf`/`allOf` (`Option<Url>`); or
+//! - the field is named in [`Sanitizer::check_nested_urls`](super::Sanitizer::check_nested_urls)
+//!   and the string starts like an absolute or scheme-relative URL (`http:`, `https:`, `ftp:`,
+//!   `//`, `\\`, in any case, after white space).
+//!
+//! Not checked as URLs: URLs inside longer text (they are `text`, and markup around them is
+//! refused as `markup_link`), map keys (judged as text), positions the schema leaves open
+//! (`serde_json::Value`, `additionalProperties: true`) unless the per-field option is set, and
+//! numbers or booleans.
+
+use serde_json::Value;
+
+/// How many `$ref` hops are followed before giving up (cycles).
+const MAX_REF_HOPS: usize = 16;
+
+/// A position in the input schema, with the root the `$ref`s resolve against.
+#[derive(Clone, Copy)]
+pub struct SchemaAt<'a> {
+    root: &'a Value,
+    node: Option<&'a Value>,
+}
+
+impl<'a> SchemaAt<'a> {
+    /// The sub-schema of top-level property `field` of `root`.
+    pub fn field(root: &'a Value, field: &str) -> Self {
+        let at = SchemaAt {
+            root,
+            node: Some(root),
+        };
+        at.property(field)
+    }
+
+    /// The node with `$ref`s followed.
+    fn resolved(&self) -> Option<&'a Value> {
+        let mut node = self.node?;
+        for _ in 0..MAX_REF_HOPS {
+            match node.get("$ref").and_then(Value::as_str) {
+                Some(r) => node = self.root.pointer(r.strip_prefix('#')?)?,
+                None => return Some(node),
+            }
+        }
+        None
+    }
+
+    fn at(&self, node: Option<&'a Value>) -> Self {
+        SchemaAt {
+            root: self.root,
+            node,
+        }
+    }
+
+    /// The branches of `anyOf`, `oneOf` and `allOf`.
+    fn branches(&self) -> impl Iterator<Item = SchemaAt<'a>> + '_ {
+        let node = self.resolved();
+        ["anyOf", "oneOf", "allOf"]
+            .into_iter()
+            .filter_map(move |k| node?.get(k)?.as_array())
+            .flatten()
+            .map(|b| self.at(Some(b)))
+    }
+
+    /// True when this position is declared a URL.
+    pub fn is_url(&self) -> bool {
+        self.is_url_depth(0)
+    }
+
+    fn is_url_depth(&self, depth: usize) -> bool {
+        let Some(node) = self.resolved() else {
+            return false;
+        };
+        let format = node.get("format").and_then(Value::as_str);
+        let kind = node.get("x-toolguard-kind").and_then(Value::as_str);
+        matches!(format, Some("uri"))
+            || matches!(kind, Some("url"))
+            || (depth < MAX_REF_HOPS && self.branches().any(|b| b.is_url_depth(depth + 1)))
+    }
+
+    /// The schema of property `key` of an object at this position.
+    pub fn property(&self, key: &str) -> Self {
+        self.child(0, &|node| {
+            node.get("properties")
+                .and_then(|p| p.get(key))
+                .or_else(|| node.get("additionalProperties").filter(|a| a.is_object()))
+        })
+    }
+
+    /// The schema of item `index` of an array at this position.
+    pub fn item(&self, index: usize) -> Self {
+        self.child(0, &|node| {
+            node.get("prefixItems")
+                .and_then(|p| p.get(index))
+                .or_else(|| node.get("items").filter(|i| i.is_object()))
+        })
+    }
+
+    fn child(&self, depth: usize, pick: &dyn Fn(&'a Value) -> Option<&'a Value>) -> Self {
+        if let Some(node) = self.resolved()
+            && let Some(found) = pick(node)
+        {
+            return self.at(Some(found));
+        }
+        if depth < MAX_REF_HOPS {
+            for b in self.branches() {
+                let c = b.child(depth + 1, pick);
+                if c.node.is_some() {
+                    return c;
+                }
+            }
+        }
+        self.at(None)
+    }
+}
+
+/// True when `s` starts like an absolute or scheme-relative URL.
+pub fn looks_like_url(s: &str) -> bool {
+    let t = s.trim_start().as_bytes();
+    let starts = |p: &[u8]| t.len() >= p.len() && t[..p.len()].eq_ignore_ascii_case(p);
+    starts(b"http:")
+        || starts(b"https:")
+        || starts(b"ftp:")
+        || starts(b"//")
+        || starts(b"\\\\")
+        || starts(b"/\\")
+        || starts(b"\\/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn finds_uri_positions_through_refs_and_options() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "trip": {"$ref": "#/$defs/Trip"},
+                "links": {"type": "array", "items": {"type": "string", "format": "uri"}},
+                "by_name": {"type": "object", "additionalProperties": {"x-toolguard-kind": "url"}},
+                "free": {}
+            },
+            "$defs": {
+                "Trip": {"type": "object", "properties": {
+                    "site": {"anyOf": [{"type": "string", "format": "uri"}, {"type": "null"}]},
+                    "notes": {"type": "array", "items": {"type": "string"}},
+                    "loop": {"$ref": "#/$defs/Trip"}
+                }}
+            }
+        });
+        let trip = SchemaAt::field(&schema, "trip");
+        assert!(trip.property("site").is_url());
+        assert!(
+            trip.property("loop")
+                .property("loop")
+                .property("site")
+                .is_url()
+        );
+        assert!(!trip.property("notes").item(0).is_url());
+        assert!(SchemaAt::field(&schema, "links").item(3).is_url());
+        assert!(SchemaAt::field(&schema, "by_name").property("any").is_url());
+        assert!(!SchemaAt::field(&schema, "free").property("x").is_url());
+        assert!(!SchemaAt::field(&schema, "missing").is_url());
+        let cyclic = json!({"properties": {"a": {"$ref": "#/properties/a"}}});
+        assert!(!SchemaAt::field(&cyclic, "a").is_url());
+    }
+
+    #[test]
+    fn url_prefixes() {
+        for s in ["https://x", " HTTP://x", "//x", "\\\\x", "ftp:x"] {
+            assert!(looks_like_url(s), "{s}");
+        }
+        for s in ["see https://x", "httpx", "/path", "mailto:a@b"] {
+            assert!(!looks_like_url(s), "{s}");
+        }
+    }
+}
