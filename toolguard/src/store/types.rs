@@ -196,6 +196,10 @@ pub struct ApprovalRequest {
     pub created_at_ms: u64,
     /// Void from this instant on (`now < expires_at` is valid).
     pub expires_at_ms: u64,
+    /// HMAC-SHA256 seal over every other field but `version` (see [`crate::seal`]); `None` for
+    /// records written without a host key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seal: Option<String>,
 }
 
 impl ApprovalRequest {
