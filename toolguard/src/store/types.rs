@@ -224,6 +224,20 @@ pub struct ScopeLimit {
     pub window: std::time::Duration,
 }
 
+/// Result of [`super::SessionLedger::commit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoldCommit {
+    /// The reservation is now booked; nobody else can commit it.
+    Committed,
+    /// No live reservation of that entry: released, expired, already committed, or never made.
+    Missing,
+    /// The amount to book is higher than the amount reserved; nothing changed.
+    Exceeds {
+        /// The reserved amount.
+        reserved: u64,
+    },
+}
+
 /// State of an operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
