@@ -97,7 +97,13 @@ pub fn request_digest(
     sha256_hex(request_document(tool, revision, args, tenant, subject).as_bytes())
 }
 
-fn request_document(tool: &str, revision: u32, args: &Value, tenant: &str, subject: &str) -> String {
+fn request_document(
+    tool: &str,
+    revision: u32,
+    args: &Value,
+    tenant: &str,
+    subject: &str,
+) -> String {
     canonical_json(&serde_json::json!({
         "tool": tool,
         "revision": revision,
@@ -273,15 +279,32 @@ mod tests {
         // depends on the secret.
         assert!(!d.ends_with(&request_digest("unlock", 1, &args, "acme", "alice")));
         let other = HostKeys::new("k1", [1u8; 32]).unwrap();
-        assert_ne!(d, keyed_request_digest(&other, "unlock", 1, &args, "acme", "alice"));
-        assert!(request_digest_matches(&k, &d, "unlock", 1, &args, "acme", "alice"));
-        assert!(!request_digest_matches(&k, &d, "unlock", 1, &json!({"pin": "1235"}), "acme", "alice"));
+        assert_ne!(
+            d,
+            keyed_request_digest(&other, "unlock", 1, &args, "acme", "alice")
+        );
+        assert!(request_digest_matches(
+            &k, &d, "unlock", 1, &args, "acme", "alice"
+        ));
+        assert!(!request_digest_matches(
+            &k,
+            &d,
+            "unlock",
+            1,
+            &json!({"pin": "1235"}),
+            "acme",
+            "alice"
+        ));
         let rotated = HostKeys::new("k2", [2u8; 32])
             .unwrap()
             .accept("k1", *b"0123456789abcdef0123456789abcdef")
             .unwrap();
-        assert!(request_digest_matches(&rotated, &d, "unlock", 1, &args, "acme", "alice"));
+        assert!(request_digest_matches(
+            &rotated, &d, "unlock", 1, &args, "acme", "alice"
+        ));
         let retired = HostKeys::new("k2", [2u8; 32]).unwrap();
-        assert!(!request_digest_matches(&retired, &d, "unlock", 1, &args, "acme", "alice"));
+        assert!(!request_digest_matches(
+            &retired, &d, "unlock", 1, &args, "acme", "alice"
+        ));
     }
 }

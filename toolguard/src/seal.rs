@@ -37,7 +37,9 @@ pub enum SealError {
         id: String,
     },
     /// The seal does not match the record, or names a key that is not accepted.
-    #[error("approval `{id}` does not match its seal: a stored field was changed outside toolguard")]
+    #[error(
+        "approval `{id}` does not match its seal: a stored field was changed outside toolguard"
+    )]
     Mismatch {
         /// Approval id.
         id: String,

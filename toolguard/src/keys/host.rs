@@ -26,7 +26,9 @@ const MAX_ID_LEN: usize = 32;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KeyError {
     /// The secret is shorter than [`MIN_SECRET_LEN`] bytes.
-    #[error("host key `{id}`: the secret has {len} bytes; use at least {MIN_SECRET_LEN} random bytes")]
+    #[error(
+        "host key `{id}`: the secret has {len} bytes; use at least {MIN_SECRET_LEN} random bytes"
+    )]
     ShortSecret {
         /// Key id.
         id: String,
@@ -100,7 +102,11 @@ impl HostKeys {
 
     /// Also accepts tags made with an older key (for verification only; new tags use the active
     /// key).
-    pub fn accept(mut self, id: impl Into<String>, secret: impl Into<Vec<u8>>) -> Result<Self, KeyError> {
+    pub fn accept(
+        mut self,
+        id: impl Into<String>,
+        secret: impl Into<Vec<u8>>,
+    ) -> Result<Self, KeyError> {
         let (id, secret) = (id.into(), secret.into());
         check(&id, &secret)?;
         if self.keys.iter().any(|k| k.id == id) {
@@ -193,8 +199,14 @@ mod tests {
             HostKeys::new("k1", [0u8; 31]),
             Err(KeyError::ShortSecret { len: 31, .. })
         ));
-        assert!(matches!(HostKeys::new("", [0u8; 32]), Err(KeyError::BadId(_))));
-        assert!(matches!(HostKeys::new("a:b", [0u8; 32]), Err(KeyError::BadId(_))));
+        assert!(matches!(
+            HostKeys::new("", [0u8; 32]),
+            Err(KeyError::BadId(_))
+        ));
+        assert!(matches!(
+            HostKeys::new("a:b", [0u8; 32]),
+            Err(KeyError::BadId(_))
+        ));
         assert!(matches!(
             keys().accept("k1", [1u8; 32]),
             Err(KeyError::DuplicateId(_))
@@ -213,7 +225,10 @@ mod tests {
             .unwrap()
             .accept("k1", [7u8; 32])
             .unwrap();
-        assert!(rotated.verify("d", b"m", &tag), "an older key still verifies");
+        assert!(
+            rotated.verify("d", b"m", &tag),
+            "an older key still verifies"
+        );
         assert!(rotated.tag("d", b"m").starts_with("k2:"));
         let other = HostKeys::new("k1", [8u8; 32]).unwrap();
         assert!(!other.verify("d", b"m", &tag), "same id, other secret");

@@ -60,18 +60,23 @@ impl LedgerState {
     }
 
     fn fits(&mut self, amount: u64, limits: &[ScopeLimit], now_ms: u64) -> bool {
-        limits
-            .iter()
-            .all(|l| self.counted(&l.scope, l.window, now_ms).saturating_add(amount) <= l.limit)
+        limits.iter().all(|l| {
+            self.counted(&l.scope, l.window, now_ms)
+                .saturating_add(amount)
+                <= l.limit
+        })
     }
 
     fn book(&mut self, entry: &str, amount: u64, scopes: &[String], at_ms: u64) {
         for s in scopes {
-            self.scopes.entry(s.clone()).or_default().push_back(LedgerEntry {
-                id: entry.to_owned(),
-                amount,
-                at_ms,
-            });
+            self.scopes
+                .entry(s.clone())
+                .or_default()
+                .push_back(LedgerEntry {
+                    id: entry.to_owned(),
+                    amount,
+                    at_ms,
+                });
         }
     }
 }
