@@ -301,7 +301,26 @@ impl SqliteStore {
     /// [`Durability`] (open the store with [`Durability::Full`] for a trail that survives power
     /// loss; [`crate::DispatcherBuilder::sqlite`] does).
     pub fn audit_sink(&self) -> StoreResult<crate::audit::SqliteAuditSink> {
-        crate::audit::SqliteAuditSink::shared(&self.path, self.durability, self.worker.clone())
+        crate::audit::SqliteAuditSink::shared(
+            &self.path,
+            self.durability,
+            self.worker.clone(),
+            None,
+        )
+    }
+
+    /// [`audit_sink`](Self::audit_sink), sealing entries with the anchor's host keys and writing
+    /// its checkpoints.
+    pub fn audit_sink_anchored(
+        &self,
+        anchor: crate::audit::AuditAnchor,
+    ) -> StoreResult<crate::audit::SqliteAuditSink> {
+        crate::audit::SqliteAuditSink::shared(
+            &self.path,
+            self.durability,
+            self.worker.clone(),
+            Some(std::sync::Arc::new(anchor)),
+        )
     }
 
     /// The database file.
