@@ -287,9 +287,9 @@ fn sqlite_trail(every: u64, test: &str) -> Option<Trail> {
     Some(Trail {
         sink,
         checkpoints,
-        cleanup: Some(Box::pin(
-            async move { store_support::remove_sqlite(&cpath) },
-        )),
+        cleanup: std::sync::Mutex::new(Some(Box::pin(async move {
+            store_support::remove_sqlite(&cpath)
+        }))),
         rewrite: Box::new(move |f| {
             let (path, s2) = (path.clone(), s2.clone());
             Box::pin(async move {
