@@ -113,6 +113,15 @@ impl MemoryStore {
         Self::default()
     }
 
+    /// Gives mutable access to the stored approval requests, as an attacker with write access to
+    /// the storage would have (tests of the approval seal).
+    pub fn with_approvals<R>(
+        &self,
+        f: impl FnOnce(&mut HashMap<String, ApprovalRequest>) -> R,
+    ) -> R {
+        f(&mut lock(&self.approvals))
+    }
+
     fn shard(&self, key: &str) -> MutexGuard<'_, HashMap<String, IdempotencyRecord>> {
         let mut h = DefaultHasher::new();
         key.hash(&mut h);
