@@ -83,7 +83,10 @@ fn sealed_request(id: &str) -> ApprovalRequest {
 
 /// Each edit an attacker with write access might make, and whether the keyed binding covers the
 /// field (the seal covers every field).
-fn edits() -> Vec<(&'static str, bool, fn(&mut Value))> {
+/// A named edit of the stored JSON body, and whether the keyed binding covers the field.
+type Edit = (&'static str, bool, fn(&mut Value));
+
+fn edits() -> Vec<Edit> {
     vec![
         ("arguments", false, |v| {
             v["arguments"]["to_account"] = json!("acc-mallory")
@@ -361,4 +364,4 @@ seal_suite!(memory, |t| async move { Some(crate::memory(t)) }, #[cfg_attr(any(),
 #[cfg(feature = "sqlite")]
 seal_suite!(sqlite, |t| async move { Some(crate::sqlite(t)) }, #[cfg_attr(any(), ignore)]);
 #[cfg(feature = "postgres")]
-seal_suite!(postgres, |t| crate::postgres(t), #[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]);
+seal_suite!(postgres, crate::postgres, #[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]);

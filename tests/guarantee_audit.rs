@@ -106,14 +106,14 @@ fn rechain_own_key(entries: &mut [AuditEntry], from: usize) {
 }
 
 async fn untouched_trail_verifies(t: &Trail) {
-    filled(&t, 5).await;
-    assert_eq!(verdict(&t).await, Ok(5));
+    filled(t, 5).await;
+    assert_eq!(verdict(t).await, Ok(5));
     assert_eq!(t.checkpoints.all().len(), 5, "one checkpoint per entry");
     assert!(t.checkpoints.all().iter().all(|c| c.verify(&keys())));
 }
 
 async fn delete_last(t: &Trail) {
-    filled(&t, 5).await;
+    filled(t, 5).await;
     (t.rewrite)(Box::new(|e| {
         e.pop();
     }))
@@ -121,7 +121,7 @@ async fn delete_last(t: &Trail) {
     // The shorter chain is intact: only the checkpoint shows what is missing.
     t.sink.verify().await.unwrap();
     assert_eq!(
-        verdict(&t).await,
+        verdict(t).await,
         Err(ChainBreak::Truncated {
             expected: 5,
             last: 4
@@ -130,10 +130,10 @@ async fn delete_last(t: &Trail) {
 }
 
 async fn delete_last_k(t: &Trail) {
-    filled(&t, 6).await;
+    filled(t, 6).await;
     (t.rewrite)(Box::new(|e| e.truncate(3))).await;
     assert_eq!(
-        verdict(&t).await,
+        verdict(t).await,
         Err(ChainBreak::Truncated {
             expected: 6,
             last: 3
@@ -141,7 +141,7 @@ async fn delete_last_k(t: &Trail) {
     );
     (t.rewrite)(Box::new(|e| e.clear())).await;
     assert_eq!(
-        verdict(&t).await,
+        verdict(t).await,
         Err(ChainBreak::Truncated {
             expected: 6,
             last: 0
@@ -150,23 +150,23 @@ async fn delete_last_k(t: &Trail) {
 }
 
 async fn edit_and_rechain(t: &Trail) {
-    filled(&t, 5).await;
+    filled(t, 5).await;
     (t.rewrite)(Box::new(|e| {
         e[2].record.tenant = "mallory".into();
         rechain_plain(e, 2);
     }))
     .await;
-    assert_eq!(verdict(&t).await, Err(ChainBreak::Unsealed { seq: 3 }));
+    assert_eq!(verdict(t).await, Err(ChainBreak::Unsealed { seq: 3 }));
     assert_eq!(
         t.sink.verify().await,
         Err(VerifyError::Broken(ChainBreak::Unsealed { seq: 3 }))
     );
     (t.rewrite)(Box::new(|e| rechain_own_key(e, 2))).await;
-    assert_eq!(verdict(&t).await, Err(ChainBreak::Altered { seq: 3 }));
+    assert_eq!(verdict(t).await, Err(ChainBreak::Altered { seq: 3 }));
 }
 
 async fn reorder(t: &Trail) {
-    filled(&t, 5).await;
+    filled(t, 5).await;
     // Swap the records of entries 2 and 3, keeping sequence numbers and hashes.
     (t.rewrite)(Box::new(|e| {
         let r = e[1].record.clone();
@@ -174,7 +174,7 @@ async fn reorder(t: &Trail) {
         e[2].record = r;
     }))
     .await;
-    assert_eq!(verdict(&t).await, Err(ChainBreak::Altered { seq: 2 }));
+    assert_eq!(verdict(t).await, Err(ChainBreak::Altered { seq: 2 }));
     // Swap whole entries and renumber them.
     (t.rewrite)(Box::new(|e| {
         let r = e[1].record.clone();
@@ -186,13 +186,13 @@ async fn reorder(t: &Trail) {
     }))
     .await;
     assert!(matches!(
-        verdict(&t).await,
+        verdict(t).await,
         Err(ChainBreak::Unlinked { seq: 2 } | ChainBreak::Altered { seq: 2 })
     ));
 }
 
 async fn insert(t: &Trail) {
-    filled(&t, 5).await;
+    filled(t, 5).await;
     // A forged entry 3, the old 3..5 renumbered 4..6, everything after rechained.
     (t.rewrite)(Box::new(|e| {
         let mut forged = e[2].clone();
@@ -204,11 +204,11 @@ async fn insert(t: &Trail) {
         rechain_own_key(e, 2);
     }))
     .await;
-    assert_eq!(verdict(&t).await, Err(ChainBreak::Altered { seq: 3 }));
+    assert_eq!(verdict(t).await, Err(ChainBreak::Altered { seq: 3 }));
 }
 
 async fn append_forged(t: &Trail) {
-    filled(&t, 5).await;
+    filled(t, 5).await;
     (t.rewrite)(Box::new(|e| {
         let mut forged = e[4].clone();
         forged.seq = 6;
@@ -218,11 +218,11 @@ async fn append_forged(t: &Trail) {
         rechain_plain(e, 5);
     }))
     .await;
-    assert_eq!(verdict(&t).await, Err(ChainBreak::Unsealed { seq: 6 }));
+    assert_eq!(verdict(t).await, Err(ChainBreak::Unsealed { seq: 6 }));
 }
 
 async fn forged_or_rewritten_checkpoints(t: &Trail) {
-    filled(&t, 4).await;
+    filled(t, 4).await;
     let mut cps = t.checkpoints.all();
     // The attacker cannot sign a checkpoint for a shorter trail.
     cps[3].seq = 2;
@@ -250,7 +250,7 @@ async fn checkpoint_window(b: &Trail) {
         e[3].record.tenant = "mallory".into();
     }))
     .await;
-    assert_eq!(verdict(&b).await, Err(ChainBreak::Altered { seq: 4 }));
+    assert_eq!(verdict(b).await, Err(ChainBreak::Altered { seq: 4 }));
 }
 
 // ---------------------------------------------------------------- backends
@@ -472,4 +472,4 @@ audit_suite!(memory, |every, _test| async move { crate::memory_trail(every) }, #
 #[cfg(feature = "sqlite")]
 audit_suite!(sqlite, |every, test| async move { crate::sqlite_trail(every, test) }, #[cfg_attr(any(), ignore)]);
 #[cfg(feature = "postgres")]
-audit_suite!(postgres, |every, test| crate::pg_trail(every, test), #[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]);
+audit_suite!(postgres, crate::pg_trail, #[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]);
