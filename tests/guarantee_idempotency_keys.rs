@@ -36,7 +36,10 @@ fn variants_the_sanitizer_folds_are_refused() {
         }
         assert!(check_idempotency_key(v).is_err(), "{v:?} must be refused");
     }
-    assert!(folded > 0, "at least one variant is folded by the sanitizer");
+    assert!(
+        folded > 0,
+        "at least one variant is folded by the sanitizer"
+    );
     assert_eq!(check_idempotency_key(plain), Ok(()));
 }
 
@@ -72,7 +75,9 @@ fn accepted_keys_are_never_rewritten() {
         for kind in kinds {
             let out = s.sanitize_str("t", &field(kind), k);
             match out.verdict {
-                Verdict::Clean => assert_eq!(out.value.as_deref(), Some(k.as_str()), "{k} {kind:?}"),
+                Verdict::Clean => {
+                    assert_eq!(out.value.as_deref(), Some(k.as_str()), "{k} {kind:?}")
+                }
                 Verdict::Blocked => {}
                 Verdict::Stripped => panic!("{k:?} as {kind:?} was rewritten to {:?}", out.value),
             }

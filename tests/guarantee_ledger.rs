@@ -179,6 +179,50 @@ async fn racing_reservations_never_overbook(b: Arc<Backend>) {
     assert_eq!(b.ledger.total("q:subject", HOUR, now).await.unwrap(), 100);
 }
 
+/// Commits racing unattended admissions: five held requests of 10 and twenty admissions of 10
+/// under a limit of 100. However they interleave, exactly five admissions fit and the total ends
+/// at 100 (an admission never sees a hold gone before its booking is there).
+async fn commits_racing_admissions_never_overbook(b: Arc<Backend>) {
+    let now = SystemTime::now();
+    let until = now + HOUR;
+    let lim = [limit("m:session", 100)];
+    for i in 0..5 {
+        assert!(
+            b.ledger
+                .reserve(&format!("op-{i}"), 10, &lim, until, now)
+                .await
+                .unwrap()
+        );
+    }
+    let mut commits = Vec::new();
+    let mut admits = Vec::new();
+    for i in 0..20 {
+        let b2 = b.clone();
+        admits.push(tokio::spawn(async move {
+            let lim = [limit("m:session", 100)];
+            b2.ledger
+                .admit(&format!("e-{i}"), 10, &lim, now)
+                .await
+                .unwrap()
+        }));
+        if i < 5 {
+            let b2 = b.clone();
+            commits.push(tokio::spawn(async move {
+                b2.ledger.commit(&format!("op-{i}"), 10, now).await.unwrap()
+            }));
+        }
+    }
+    for c in commits {
+        assert_eq!(c.await.unwrap(), HoldCommit::Committed);
+    }
+    let mut admitted = 0;
+    for a in admits {
+        admitted += usize::from(a.await.unwrap());
+    }
+    assert_eq!(admitted, 5);
+    assert_eq!(b.ledger.total("m:session", HOUR, now).await.unwrap(), 100);
+}
+
 macro_rules! ledger_suite {
     ($backend:ident, #[$attr:meta]) => {
         mod $backend {
@@ -188,6 +232,7 @@ macro_rules! ledger_suite {
                 expired_reservation_neither_counts_nor_commits,
                 racing_approvers_move_at_most_the_limit,
                 racing_reservations_never_overbook,
+                commits_racing_admissions_never_overbook,
             );
         }
     };

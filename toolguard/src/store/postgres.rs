@@ -893,6 +893,23 @@ impl SessionLedger for PgStore {
             let now_ms = i64_of(unix_millis(now));
             let mut client = self.pool.get().await.map_err(err)?;
             let tx = client.transaction().await.map_err(err)?;
+            // Lock the hold's scopes first, as `admit` and `reserve` do: an admission summing
+            // entries and holds in two statements must not see the hold gone and its booking
+            // not yet there. (A hold's scopes never change, so reading them unlocked is safe.)
+            let held_scopes: Vec<String> = tx
+                .query(
+                    "SELECT scope FROM toolguard_hold_scopes WHERE entry = $1",
+                    &[&entry],
+                )
+                .await
+                .map_err(err)?
+                .iter()
+                .map(|r| r.try_get::<_, String>(0).map_err(err))
+                .collect::<StoreResult<_>>()?;
+            let entry_lock = format!("hold|{entry}");
+            let mut locks: Vec<&str> = held_scopes.iter().map(String::as_str).collect();
+            locks.push(&entry_lock);
+            lock_scopes(&tx, &mut locks).await?;
             let Some((reserved, scopes)) = take_hold(&tx, entry, now_ms).await? else {
                 return Ok(HoldCommit::Missing);
             };
