@@ -220,3 +220,73 @@ impl AuditAnchor {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Fails its first `fail` writes, then keeps checkpoints.
+    #[derive(Default)]
+    struct Flaky {
+        fail: usize,
+        calls: AtomicUsize,
+        kept: MemoryCheckpoints,
+    }
+
+    impl CheckpointSink for Flaky {
+        fn record(&self, checkpoint: Checkpoint) -> BoxFuture<'_, Result<(), AuditError>> {
+            if self.calls.fetch_add(1, Ordering::SeqCst) < self.fail {
+                return Box::pin(std::future::ready(Err(AuditError("down".into()))));
+            }
+            self.kept.record(checkpoint)
+        }
+    }
+
+    fn keys() -> Arc<HostKeys> {
+        Arc::new(HostKeys::new("k1", [3u8; 32]).unwrap())
+    }
+
+    #[tokio::test]
+    async fn writes_every_n_entries_and_retries_a_failed_checkpoint() {
+        let sink = Arc::new(Flaky {
+            fail: 1,
+            ..Flaky::default()
+        });
+        let policy = CheckpointPolicy {
+            every_entries: 3,
+            every: Duration::from_secs(3600),
+        };
+        let anchor = AuditAnchor::new(keys()).checkpoints(sink.clone(), policy);
+        for seq in 1..=3 {
+            anchor.appended(seq, &format!("h{seq}")).await;
+        }
+        assert!(sink.kept.all().is_empty(), "the first write failed");
+        anchor.appended(4, "h4").await;
+        let kept = sink.kept.all();
+        assert_eq!(kept.len(), 1, "retried after the next append");
+        assert_eq!((kept[0].seq, kept[0].head.as_str()), (4, "h4"));
+        assert!(kept[0].verify(&keys()));
+        for seq in 5..=7 {
+            anchor.appended(seq, &format!("h{seq}")).await;
+        }
+        assert_eq!(sink.kept.latest().map(|c| c.seq), Some(7));
+        assert_eq!(sink.kept.all().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn time_makes_a_checkpoint_due() {
+        let sink = Arc::new(MemoryCheckpoints::new());
+        let policy = CheckpointPolicy {
+            every_entries: 1000,
+            every: Duration::ZERO,
+        };
+        let anchor = AuditAnchor::new(keys()).checkpoints(sink.clone(), policy);
+        anchor.appended(1, "h1").await;
+        anchor.appended(2, "h2").await;
+        assert_eq!(sink.all().len(), 2);
+        let mut forged = sink.latest().unwrap();
+        forged.seq = 1;
+        assert!(!forged.verify(&keys()));
+    }
+}
