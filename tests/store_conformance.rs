@@ -590,6 +590,7 @@ fn request(id: &str, created: u64) -> ApprovalRequest {
         cause: "approval_over".into(),
         created_at_ms: created,
         expires_at_ms: created + 60_000,
+        seal: None,
     }
 }
 

@@ -736,7 +736,7 @@ async fn audit_chain(lab: &mut Lab, c: &mut Claims) {
                 && !r.subject.is_empty()
                 && !r.session.is_empty()
                 && r.tool == "transfer_funds"
-                && e.hash.len() == 64
+                && e.hash.rsplit(':').next().is_some_and(|h| h.len() == 64)
         })
     });
     c.check(

@@ -1,11 +1,26 @@
-//! Canonical JSON encoding and SHA-256 digests: the request digest that binds idempotency records
-//! and approvals to one exact action.
+//! Canonical JSON encoding and digests: the request digest that binds idempotency records and
+//! approvals to one exact action, and the approval binding.
+//!
+//! The keyed digests ([`keyed_request_digest`], [`keyed_approval_binding`]) are HMAC-SHA256 tags
+//! under the host's [`HostKeys`], written `<key id>:<hex>`. Unlike a plain SHA-256 over the
+//! arguments, a keyed digest does not let anyone who reads a store, a log or an audit entry
+//! recover a `sensitive` argument by trying candidates (a 4-digit PIN would fall to 10,000
+//! guesses), nor compute the digest of an action of their choosing. After a key rotation, a
+//! stored digest still matches ([`request_digest_matches`]) as long as its key is accepted.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::borrow::Cow;
 
 use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
+
+use crate::keys::HostKeys;
+use crate::store::ApprovalRequest;
+
+/// Domain of [`keyed_request_digest`].
+const REQUEST_DOMAIN: &str = "toolguard/request-digest/v1";
+/// Domain of [`keyed_approval_binding`].
+const BINDING_DOMAIN: &str = "toolguard/approval-binding/v1";
 
 /// Encodes `value` canonically: object keys sorted by code point, no insignificant whitespace,
 /// strings in Unicode NFC. Two values that mean the same encode to the same bytes.
@@ -70,7 +85,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// The request digest of DESIGN.md: SHA-256 over the canonical encoding of tool name,
+/// The request digest of DESIGN.md without a key: SHA-256 over the canonical encoding of tool name,
 /// input-schema revision, sanitized arguments, tenant and subject.
 pub fn request_digest(
     tool: &str,
@@ -79,14 +94,123 @@ pub fn request_digest(
     tenant: &str,
     subject: &str,
 ) -> String {
-    let doc = serde_json::json!({
+    sha256_hex(request_document(tool, revision, args, tenant, subject).as_bytes())
+}
+
+fn request_document(
+    tool: &str,
+    revision: u32,
+    args: &Value,
+    tenant: &str,
+    subject: &str,
+) -> String {
+    canonical_json(&serde_json::json!({
         "tool": tool,
         "revision": revision,
         "arguments": args,
         "tenant": tenant,
         "subject": subject,
-    });
-    sha256_hex(canonical_json(&doc).as_bytes())
+    }))
+}
+
+/// The keyed request digest: HMAC-SHA256 under the active host key over the same canonical
+/// document as [`request_digest`] (tool, input-schema revision, sanitized arguments, tenant,
+/// subject), written `<key id>:<hex>`.
+pub fn keyed_request_digest(
+    keys: &HostKeys,
+    tool: &str,
+    revision: u32,
+    args: &Value,
+    tenant: &str,
+    subject: &str,
+) -> String {
+    keys.tag(
+        REQUEST_DOMAIN,
+        request_document(tool, revision, args, tenant, subject).as_bytes(),
+    )
+}
+
+/// Whether `stored` (a [`keyed_request_digest`], possibly made with an older accepted key) is the
+/// digest of this request. A digest naming a key that is no longer accepted never matches.
+pub fn request_digest_matches(
+    keys: &HostKeys,
+    stored: &str,
+    tool: &str,
+    revision: u32,
+    args: &Value,
+    tenant: &str,
+    subject: &str,
+) -> bool {
+    keys.verify(
+        REQUEST_DOMAIN,
+        request_document(tool, revision, args, tenant, subject).as_bytes(),
+        stored,
+    )
+}
+
+/// The fields of an approval request that decide whether and how the approved action executes,
+/// as one canonical document (the approver's identity is added per decision).
+fn binding_document(request: &ApprovalRequest, approver: Option<&str>) -> String {
+    let provider = request.provider.clone().unwrap_or_default();
+    let mut roles = request.eligible_roles.clone();
+    roles.sort();
+    roles.dedup();
+    canonical_json(&serde_json::json!({
+        "approval_id": request.id,
+        "tool": request.tool,
+        "tenant": request.requester.tenant,
+        "requester": request.requester.subject,
+        "session": request.requester.session_id,
+        "provider": provider.provider,
+        "api_family": provider.api_family,
+        "adapter_revision": provider.adapter_revision,
+        "response_id": provider.response_id,
+        "operation_id": request.operation_id,
+        "call_id": request.call_id,
+        "idempotency": request.idempotency,
+        "request_digest": request.request_digest,
+        "tool_revision": request.tool_revision,
+        "policy_revision": request.policy_revision,
+        "amount": request.amount,
+        "eligible_roles": roles,
+        "approvals_required": request.approvals_required,
+        "created_at_ms": request.created_at_ms,
+        "expires_at_ms": request.expires_at_ms,
+        "cause": request.cause,
+        "approver": approver,
+    }))
+}
+
+/// The keyed approval binding: HMAC-SHA256 under the active host key over every field that
+/// decides whether and how an approved action executes — approval id, tool, tenant, requester
+/// and session, provider path, operation and call ids, idempotency scope, request digest (which
+/// covers the normalized arguments), tool and policy revisions, amount, eligible roles (as a
+/// set), approvers required, creation and expiry, cause — and the approver (`None` for the
+/// request itself). A change to any of them in the store makes [`approval_binding_matches`]
+/// false.
+pub fn keyed_approval_binding(
+    keys: &HostKeys,
+    request: &ApprovalRequest,
+    approver: Option<&str>,
+) -> String {
+    keys.tag(
+        BINDING_DOMAIN,
+        binding_document(request, approver).as_bytes(),
+    )
+}
+
+/// Whether `stored` is the keyed binding of `request` (for `approver`) under an accepted key.
+pub fn approval_binding_matches(
+    keys: &HostKeys,
+    stored: &str,
+    request: &ApprovalRequest,
+    approver: Option<&str>,
+) -> bool {
+    keys.verify(
+        BINDING_DOMAIN,
+        binding_document(request, approver).as_bytes(),
+        stored,
+    )
 }
 
 #[cfg(test)]
@@ -126,5 +250,61 @@ mod tests {
         );
         assert_ne!(base, request_digest("t", 1, &args, "other", "alice"));
         assert_ne!(base, request_digest("t", 1, &args, "acme", "bob"));
+    }
+
+    fn keys() -> HostKeys {
+        HostKeys::new("k1", *b"0123456789abcdef0123456789abcdef").unwrap()
+    }
+
+    /// Pins the keyed request digest: a change to the canonical document, the domain string or
+    /// the tag format would invalidate every stored idempotency record and approval.
+    #[test]
+    /// The value was computed independently with Python's `hmac` module over the canonical document
+    /// `{"arguments":{"amount":5,"pin":"1234"},"revision":3,"subject":"alice","tenant":"acme","tool":"unlock"}`.
+    fn keyed_request_digest_golden() {
+        let args = json!({"pin": "1234", "amount": 5});
+        let d = keyed_request_digest(&keys(), "unlock", 3, &args, "acme", "alice");
+        assert_eq!(
+            d,
+            "k1:c514e66532c89576f9989244b610a1f61b815192762dda86bf189d5eddc57431"
+        );
+    }
+
+    #[test]
+    fn keyed_digest_hides_sensitive_values_and_survives_rotation() {
+        let k = keys();
+        let args = json!({"pin": "1234"});
+        let d = keyed_request_digest(&k, "unlock", 1, &args, "acme", "alice");
+        // The plain digest is what a candidate search would compute; the keyed one differs and
+        // depends on the secret.
+        assert!(!d.ends_with(&request_digest("unlock", 1, &args, "acme", "alice")));
+        let other = HostKeys::new("k1", [1u8; 32]).unwrap();
+        assert_ne!(
+            d,
+            keyed_request_digest(&other, "unlock", 1, &args, "acme", "alice")
+        );
+        assert!(request_digest_matches(
+            &k, &d, "unlock", 1, &args, "acme", "alice"
+        ));
+        assert!(!request_digest_matches(
+            &k,
+            &d,
+            "unlock",
+            1,
+            &json!({"pin": "1235"}),
+            "acme",
+            "alice"
+        ));
+        let rotated = HostKeys::new("k2", [2u8; 32])
+            .unwrap()
+            .accept("k1", *b"0123456789abcdef0123456789abcdef")
+            .unwrap();
+        assert!(request_digest_matches(
+            &rotated, &d, "unlock", 1, &args, "acme", "alice"
+        ));
+        let retired = HostKeys::new("k2", [2u8; 32]).unwrap();
+        assert!(!request_digest_matches(
+            &retired, &d, "unlock", 1, &args, "acme", "alice"
+        ));
     }
 }

@@ -1,8 +1,23 @@
+//! Sealing entries into the chain and checking one entry's seal and link.
+//!
+//! A sink with the host's [`HostKeys`] (every sink built with an [`super::AuditAnchor`], and every
+//! [`super::MemoryAuditSink`]) seals each entry with HMAC-SHA256 under the active key over
+//! `prev_hash`, a newline and the canonical encoding of `[seq, record]`; the hash is written
+//! `<key id>:<hex>`. Without the key, nobody can recompute a valid hash: an edited, inserted or
+//! reordered entry, and every entry rechained after it, fails verification. A sink without keys
+//! writes the plain SHA-256 chain (64 hex digits), which detects accidental damage and naive
+//! edits but not an attacker who recomputes every later hash; a keyed verifier refuses plain
+//! entries ([`ChainBreak::Unsealed`]).
+
 use super::entry::{AuditEntry, AuditRecord};
 use crate::digest::{canonical_json, sha256_hex};
+use crate::keys::HostKeys;
 
 /// The `prev_hash` of the first entry.
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// Domain of the keyed chain links.
+const CHAIN_DOMAIN: &str = "toolguard/audit-chain/v1";
 
 /// Where a chain stopped verifying.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -19,59 +34,155 @@ pub enum ChainBreak {
         /// Sequence number of the entry.
         seq: u64,
     },
+    /// The entry is not sealed with an accepted host key (a plain hash, or an unknown key id),
+    /// where the verifier expects keyed seals.
+    #[error(
+        "audit entry {seq} is not sealed with an accepted host key: it was rewritten without \
+         the key, or the key was retired too early"
+    )]
+    Unsealed {
+        /// Sequence number of the entry.
+        seq: u64,
+    },
+    /// The trail ends before an anchored entry: the newest entries were removed.
+    #[error(
+        "the audit trail ends at entry {last} but entry {expected} was anchored: the newest \
+         entries were removed"
+    )]
+    Truncated {
+        /// The highest anchored sequence number.
+        expected: u64,
+        /// The last stored sequence number (0 for an empty trail).
+        last: u64,
+    },
+    /// The stored entry at an anchored sequence number has another hash than the anchor.
+    #[error("audit entry {seq} differs from its anchored checkpoint: the trail was rewritten")]
+    AnchorMismatch {
+        /// Sequence number of the entry.
+        seq: u64,
+    },
+    /// A checkpoint's tag does not verify under the host keys.
+    #[error("the checkpoint of entry {seq} is not signed with an accepted host key")]
+    ForgedCheckpoint {
+        /// Sequence number the checkpoint names.
+        seq: u64,
+    },
 }
 
 impl ChainBreak {
-    /// Sequence number of the first broken entry.
+    /// Sequence number of the first broken entry (for [`ChainBreak::Truncated`], the anchored
+    /// entry that is missing).
     pub fn seq(&self) -> u64 {
         match self {
-            ChainBreak::Altered { seq } | ChainBreak::Unlinked { seq } => *seq,
+            ChainBreak::Altered { seq }
+            | ChainBreak::Unlinked { seq }
+            | ChainBreak::Unsealed { seq }
+            | ChainBreak::AnchorMismatch { seq }
+            | ChainBreak::ForgedCheckpoint { seq } => *seq,
+            ChainBreak::Truncated { expected, .. } => *expected,
         }
     }
 }
 
-/// SHA-256 over `prev_hash`, a newline, and the canonical JSON encoding of `[seq, record]`
-/// ([`canonical_json`]: object keys sorted, strings NFC, no insignificant whitespace). The
-/// encoding does not depend on field order or on serde_json's features (`preserve_order`), so an
-/// entry read back from any store, by any build, hashes the same.
-fn entry_hash(seq: u64, record: &AuditRecord, prev_hash: &str) -> String {
-    let Ok(value) = serde_json::to_value((seq, record)) else {
-        // A record always serializes; should it not, no valid hash can match it.
-        return String::new();
-    };
+/// `prev_hash`, a newline, and the canonical JSON encoding of `[seq, record]` ([`canonical_json`]:
+/// object keys sorted, strings NFC, no insignificant whitespace), so that an entry read back from
+/// any store, by any build, hashes the same.
+fn material(seq: u64, record: &AuditRecord, prev_hash: &str) -> Option<Vec<u8>> {
+    // A record always serializes; should it not, no valid hash can match it.
+    let value = serde_json::to_value((seq, record)).ok()?;
     let encoded = canonical_json(&value);
     let mut material = Vec::with_capacity(prev_hash.len() + 1 + encoded.len());
     material.extend_from_slice(prev_hash.as_bytes());
     material.push(b'\n');
     material.extend_from_slice(encoded.as_bytes());
-    sha256_hex(&material)
+    Some(material)
 }
 
-/// Seals `record` as entry `seq` after the entry whose hash is `prev_hash`.
-pub fn seal(seq: u64, record: AuditRecord, prev_hash: &str) -> AuditEntry {
-    let hash = entry_hash(seq, &record, prev_hash);
-    AuditEntry {
-        seq,
-        record,
-        prev_hash: prev_hash.to_owned(),
-        hash,
+/// How a sink seals its entries: with the host keys, or with plain SHA-256 (no key).
+#[derive(Debug, Clone)]
+pub(crate) enum Sealer {
+    /// Plain SHA-256 links; verification accepts plain links only.
+    Plain,
+    /// HMAC-SHA256 links under the host keys; verification accepts keyed links only.
+    Keyed(std::sync::Arc<HostKeys>),
+}
+
+impl Sealer {
+    /// Seals `record` as entry `seq` after the entry whose hash is `prev_hash`.
+    pub(crate) fn seal(&self, seq: u64, record: AuditRecord, prev_hash: &str) -> AuditEntry {
+        let hash = match (self, material(seq, &record, prev_hash)) {
+            (_, None) => String::new(),
+            (Sealer::Plain, Some(m)) => sha256_hex(&m),
+            (Sealer::Keyed(keys), Some(m)) => keys.tag(CHAIN_DOMAIN, &m),
+        };
+        AuditEntry {
+            seq,
+            record,
+            prev_hash: prev_hash.to_owned(),
+            hash,
+        }
+    }
+
+    /// Whether `entry`'s hash is its seal (its link to the previous entry is checked apart).
+    pub(crate) fn check(&self, entry: &AuditEntry) -> Result<(), ChainBreak> {
+        let seq = entry.seq;
+        let Some(m) = material(seq, &entry.record, &entry.prev_hash) else {
+            return Err(ChainBreak::Altered { seq });
+        };
+        match self {
+            Sealer::Plain if sha256_hex(&m) == entry.hash => Ok(()),
+            Sealer::Plain => Err(ChainBreak::Altered { seq }),
+            Sealer::Keyed(keys) => {
+                let known = entry
+                    .hash
+                    .split_once(':')
+                    .is_some_and(|(id, _)| keys.ids().any(|k| k == id));
+                if !known {
+                    Err(ChainBreak::Unsealed { seq })
+                } else if keys.verify(CHAIN_DOMAIN, &m, &entry.hash) {
+                    Ok(())
+                } else {
+                    Err(ChainBreak::Altered { seq })
+                }
+            }
+        }
     }
 }
 
-/// Verifies a chain given in sequence order, starting at its first entry (`prev_hash` of the first
-/// entry is taken as given, so a suffix of a longer chain verifies too). Names the first broken
-/// entry.
-pub fn verify_chain(entries: &[AuditEntry]) -> Result<(), ChainBreak> {
-    let mut prev: Option<&AuditEntry> = None;
+/// Seals `record` as entry `seq` after the entry whose hash is `prev_hash`, with the host keys.
+/// There is no public way to seal without a key.
+pub fn seal(
+    keys: &std::sync::Arc<HostKeys>,
+    seq: u64,
+    record: AuditRecord,
+    prev_hash: &str,
+) -> AuditEntry {
+    Sealer::Keyed(keys.clone()).seal(seq, record, prev_hash)
+}
+
+/// Verifies a keyed chain given in sequence order, starting at its first entry (`prev_hash` of
+/// the first entry is taken as given, so a suffix of a longer chain verifies too). Names the
+/// first broken entry.
+pub fn verify_chain(
+    keys: &std::sync::Arc<HostKeys>,
+    entries: &[AuditEntry],
+) -> Result<(), ChainBreak> {
+    check_run(&Sealer::Keyed(keys.clone()), None, entries)
+}
+
+/// Checks links and seals of `entries`, the first linking to `prev` when given.
+pub(crate) fn check_run<'e>(
+    sealer: &Sealer,
+    mut prev: Option<&'e AuditEntry>,
+    entries: &'e [AuditEntry],
+) -> Result<(), ChainBreak> {
     for entry in entries {
         if let Some(p) = prev
             && (entry.prev_hash != p.hash || entry.seq != p.seq + 1)
         {
             return Err(ChainBreak::Unlinked { seq: entry.seq });
         }
-        if entry_hash(entry.seq, &entry.record, &entry.prev_hash) != entry.hash {
-            return Err(ChainBreak::Altered { seq: entry.seq });
-        }
+        sealer.check(entry)?;
         prev = Some(entry);
     }
     Ok(())

@@ -1,25 +1,50 @@
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use super::chain::{ChainBreak, GENESIS_HASH, seal};
+use super::anchor::AuditAnchor;
+use super::chain::{ChainBreak, GENESIS_HASH, Sealer};
 use super::entry::{AuditEntry, AuditRecord};
 use super::query::ChainVerifier;
 use super::{AuditError, AuditSink};
+use crate::keys::HostKeys;
 use crate::tool::BoxFuture;
 
 /// An audit sink that keeps entries in memory; for tests, demos and short-lived processes.
-#[derive(Debug, Default)]
+///
+/// Entries are sealed with HMAC-SHA256: under a fresh random key by default
+/// ([`HostKeys::ephemeral`], nothing outside the process knows it), or under the host keys of an
+/// [`AuditAnchor`] ([`with_anchor`](Self::with_anchor)), which may also write checkpoints.
+#[derive(Debug)]
 pub struct MemoryAuditSink {
     entries: Mutex<Vec<AuditEntry>>,
+    anchor: Arc<AuditAnchor>,
+}
+
+impl Default for MemoryAuditSink {
+    fn default() -> Self {
+        Self::with_anchor(AuditAnchor::new(Arc::new(HostKeys::ephemeral())))
+    }
 }
 
 impl MemoryAuditSink {
-    /// An empty sink.
+    /// An empty sink sealing with a fresh random key.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// An empty sink sealing with the anchor's host keys and writing its checkpoints.
+    pub fn with_anchor(anchor: AuditAnchor) -> Self {
+        MemoryAuditSink {
+            entries: Mutex::new(Vec::new()),
+            anchor: Arc::new(anchor),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<AuditEntry>> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn sealer(&self) -> Sealer {
+        self.anchor.sealer()
     }
 
     /// A copy of every entry, in sequence order.
@@ -45,7 +70,7 @@ impl MemoryAuditSink {
     /// Verifies the stored chain from its start: the first entry must be entry 1, linked to
     /// [`GENESIS_HASH`], so that removing the oldest entries is detected too.
     pub fn verify(&self) -> Result<(), ChainBreak> {
-        ChainVerifier::new().feed(&self.lock())
+        ChainVerifier::with_sealer(self.sealer()).feed(&self.lock())
     }
 
     /// Gives mutable access to the stored entries, as an attacker with write access to the
@@ -57,12 +82,20 @@ impl MemoryAuditSink {
 
 impl AuditSink for MemoryAuditSink {
     fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<u64, AuditError>> {
-        let mut entries = self.lock();
-        let (seq, prev) = match entries.last() {
-            Some(last) => (last.seq + 1, last.hash.clone()),
-            None => (1, GENESIS_HASH.to_owned()),
+        let (seq, head) = {
+            let mut entries = self.lock();
+            let (seq, prev) = match entries.last() {
+                Some(last) => (last.seq + 1, last.hash.clone()),
+                None => (1, GENESIS_HASH.to_owned()),
+            };
+            let entry = self.anchor.sealer().seal(seq, record, &prev);
+            let head = entry.hash.clone();
+            entries.push(entry);
+            (seq, head)
         };
-        entries.push(seal(seq, record, &prev));
-        Box::pin(std::future::ready(Ok(seq)))
+        Box::pin(async move {
+            self.anchor.appended(seq, &head).await;
+            Ok(seq)
+        })
     }
 }

@@ -9,10 +9,13 @@
 use deadpool_postgres::Pool;
 use tokio::sync::{mpsc, oneshot};
 
-use super::chain::{ChainBreak, GENESIS_HASH, seal};
+use std::sync::Arc;
+
+use super::anchor::{AuditAnchor, Checkpoint};
+use super::chain::{ChainBreak, GENESIS_HASH, Sealer};
 use super::columns::{COLUMNS, Columns, limit_of};
 use super::entry::{AuditEntry, AuditRecord};
-use super::query::{AuditQuery, ChainVerifier, VerifyError};
+use super::query::{AuditQuery, ChainVerifier, VerifyError, VerifyReport};
 use super::{AuditError, AuditSink};
 use crate::store::StoreError;
 use crate::store::encode::i64_of;
@@ -25,12 +28,15 @@ pub const MAX_BATCH: usize = 4096;
 const QUEUE: usize = 65_536;
 const VERIFY_CHUNK: i64 = 10_000;
 
-type Reply = oneshot::Sender<Result<u64, AuditError>>;
+/// The stored entry's sequence number and hash.
+type Reply = oneshot::Sender<Result<(u64, String), AuditError>>;
 
 /// An audit trail in PostgreSQL (the table `toolguard_audit` of the configured schema).
 pub struct PgAuditSink {
     queue: mpsc::Sender<(AuditRecord, Reply)>,
     pool: Pool,
+    sealer: Sealer,
+    anchor: Option<Arc<AuditAnchor>>,
 }
 
 impl std::fmt::Debug for PgAuditSink {
@@ -43,7 +49,7 @@ fn aerr(e: impl std::fmt::Display) -> AuditError {
     AuditError(format!("postgres: {e}"))
 }
 
-async fn write_batch(pool: &Pool, batch: Vec<(AuditRecord, Reply)>) {
+async fn write_batch(pool: &Pool, sealer: &Sealer, batch: Vec<(AuditRecord, Reply)>) {
     let mut replies = Vec::with_capacity(batch.len());
     let mut records = Vec::with_capacity(batch.len());
     for (record, reply) in batch {
@@ -91,7 +97,7 @@ async fn write_batch(pool: &Pool, batch: Vec<(AuditRecord, Reply)>) {
         let mut assigned = Vec::with_capacity(n);
         for record in records {
             seq += 1;
-            let entry = seal(seq, record, &prev);
+            let entry = sealer.seal(seq, record, &prev);
             bodies.push(serde_json::to_string(&entry.record).map_err(aerr)?);
             seqs.push(i64_of(seq));
             times.push(i64_of(entry.record.time_ms));
@@ -101,8 +107,8 @@ async fn write_batch(pool: &Pool, batch: Vec<(AuditRecord, Reply)>) {
             tools.push(entry.record.tool);
             prevs.push(entry.prev_hash);
             prev = entry.hash.clone();
+            assigned.push((seq, entry.hash.clone()));
             hashes.push(entry.hash);
-            assigned.push(seq);
         }
         tx.execute(
             "INSERT INTO toolguard_audit
@@ -133,7 +139,7 @@ async fn write_batch(pool: &Pool, batch: Vec<(AuditRecord, Reply)>) {
     }
 }
 
-async fn writer(pool: Pool, mut rx: mpsc::Receiver<(AuditRecord, Reply)>) {
+async fn writer(pool: Pool, sealer: Sealer, mut rx: mpsc::Receiver<(AuditRecord, Reply)>) {
     while let Some(first) = rx.recv().await {
         let mut batch = Vec::with_capacity(64);
         batch.push(first);
@@ -143,7 +149,7 @@ async fn writer(pool: Pool, mut rx: mpsc::Receiver<(AuditRecord, Reply)>) {
                 Err(_) => break,
             }
         }
-        write_batch(&pool, batch).await;
+        write_batch(&pool, &sealer, batch).await;
     }
 }
 
@@ -175,11 +181,34 @@ fn read_entry(row: &tokio_postgres::Row) -> Result<(AuditEntry, Columns), AuditE
 impl PgAuditSink {
     /// Connects (creating the schema and applying migrations if needed) and starts the writer
     /// task on the current Tokio runtime.
+    /// The chain is plain SHA-256 (no key): see [`connect_anchored`](Self::connect_anchored).
     pub async fn connect(config: &PgConfig) -> Result<Self, StoreError> {
+        Self::connect_inner(config, None).await
+    }
+
+    /// Connects as [`connect`](Self::connect) does, sealing entries with the anchor's host keys
+    /// and writing its checkpoints.
+    pub async fn connect_anchored(
+        config: &PgConfig,
+        anchor: AuditAnchor,
+    ) -> Result<Self, StoreError> {
+        Self::connect_inner(config, Some(Arc::new(anchor))).await
+    }
+
+    async fn connect_inner(
+        config: &PgConfig,
+        anchor: Option<Arc<AuditAnchor>>,
+    ) -> Result<Self, StoreError> {
         let pool = connect_pool(config).await?;
+        let sealer = anchor.as_ref().map_or(Sealer::Plain, |a| a.sealer());
         let (queue, rx) = mpsc::channel(QUEUE);
-        tokio::spawn(writer(pool.clone(), rx));
-        Ok(PgAuditSink { queue, pool })
+        tokio::spawn(writer(pool.clone(), sealer.clone(), rx));
+        Ok(PgAuditSink {
+            queue,
+            pool,
+            sealer,
+            anchor,
+        })
     }
 
     async fn select(
@@ -228,8 +257,13 @@ impl AuditSink for PgAuditSink {
                 .send((record, reply))
                 .await
                 .map_err(|_| AuditError("postgres: the audit writer stopped".to_owned()))?;
-            done.await
-                .map_err(|_| AuditError("postgres: the audit writer stopped".to_owned()))?
+            let (seq, head) = done
+                .await
+                .map_err(|_| AuditError("postgres: the audit writer stopped".to_owned()))??;
+            if let Some(anchor) = &self.anchor {
+                anchor.appended(seq, &head).await;
+            }
+            Ok(seq)
         })
     }
 }
@@ -284,17 +318,21 @@ impl AuditQuery for PgAuditSink {
         })
     }
 
-    fn verify(&self) -> BoxFuture<'_, Result<(), VerifyError>> {
+    fn verify_against<'a>(
+        &'a self,
+        checkpoints: &'a [Checkpoint],
+    ) -> BoxFuture<'a, Result<VerifyReport, VerifyError>> {
         Box::pin(async move {
             let sql = format!(
                 "SELECT {COLUMNS} FROM toolguard_audit WHERE seq > $1 ORDER BY seq LIMIT {VERIFY_CHUNK}"
             );
-            let mut verifier = ChainVerifier::new();
+            let mut verifier = ChainVerifier::with_sealer(self.sealer.clone());
+            verifier.expect(checkpoints)?;
             loop {
                 let after = verifier.last().map(|e| i64_of(e.seq)).unwrap_or(0);
                 let rows = self.select(&sql, &[&after]).await?;
                 if rows.is_empty() {
-                    return Ok(());
+                    return Ok(verifier.finish()?);
                 }
                 let disagree = rows.iter().position(|(e, c)| !c.agree(e));
                 let altered = disagree.map(|i| rows[i].0.seq);

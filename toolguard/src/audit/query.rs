@@ -1,9 +1,13 @@
 //! Reading the audit trail back: queries by actor, tool and time, and verification of the whole
 //! stored chain.
 
-use super::chain::{ChainBreak, GENESIS_HASH, verify_chain};
+use std::sync::Arc;
+
+use super::anchor::Checkpoint;
+use super::chain::{ChainBreak, GENESIS_HASH, Sealer, check_run};
 use super::entry::AuditEntry;
 use super::{AuditError, MemoryAuditSink};
+use crate::keys::HostKeys;
 use crate::tool::BoxFuture;
 
 /// Why [`AuditQuery::verify`] did not confirm the stored chain.
@@ -43,8 +47,30 @@ pub trait AuditQuery: Send + Sync + 'static {
     ) -> BoxFuture<'_, Result<Vec<AuditEntry>, AuditError>>;
 
     /// Verifies the whole stored chain from its first entry (which must be entry 1, linked to
-    /// [`GENESIS_HASH`]) and names the first altered, removed or inserted entry.
-    fn verify(&self) -> BoxFuture<'_, Result<(), VerifyError>>;
+    /// [`GENESIS_HASH`]) and names the first altered, removed or inserted entry. A keyed sink
+    /// checks every seal with its host keys.
+    fn verify(&self) -> BoxFuture<'_, Result<(), VerifyError>> {
+        Box::pin(async move { self.verify_against(&[]).await.map(|_| ()) })
+    }
+
+    /// Verifies the whole stored chain as [`verify`](Self::verify) does, and also against
+    /// `checkpoints` kept outside the store: every checkpoint must verify under the host keys
+    /// (keyed sinks), the stored entry at its sequence number must have its hash, and the trail
+    /// must reach the highest one (removing the newest entries is detected). Returns the number
+    /// of entries and the head.
+    fn verify_against<'a>(
+        &'a self,
+        checkpoints: &'a [Checkpoint],
+    ) -> BoxFuture<'a, Result<VerifyReport, VerifyError>>;
+}
+
+/// What a verified trail holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Number of entries (the last sequence number).
+    pub entries: u64,
+    /// Hash of the last entry ([`GENESIS_HASH`] for an empty trail).
+    pub head: String,
 }
 
 impl<T: AuditQuery> AuditQuery for std::sync::Arc<T> {
@@ -74,18 +100,62 @@ impl<T: AuditQuery> AuditQuery for std::sync::Arc<T> {
     fn verify(&self) -> BoxFuture<'_, Result<(), VerifyError>> {
         (**self).verify()
     }
+    fn verify_against<'a>(
+        &'a self,
+        checkpoints: &'a [Checkpoint],
+    ) -> BoxFuture<'a, Result<VerifyReport, VerifyError>> {
+        (**self).verify_against(checkpoints)
+    }
 }
 
-/// Verifies a stored chain read in chunks, in sequence order.
-#[derive(Debug, Default)]
+/// Verifies a stored chain read in chunks, in sequence order, optionally against checkpoints.
+#[derive(Debug)]
 pub struct ChainVerifier {
+    sealer: Sealer,
     last: Option<AuditEntry>,
+    /// Checkpoints by ascending sequence number.
+    anchors: Vec<Checkpoint>,
+    next_anchor: usize,
+}
+
+impl Default for ChainVerifier {
+    fn default() -> Self {
+        Self::with_sealer(Sealer::Plain)
+    }
 }
 
 impl ChainVerifier {
-    /// A verifier expecting entry 1 first.
+    /// A verifier of a plain (keyless) chain, expecting entry 1 first.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A verifier of a chain sealed with `keys`: every entry must carry a seal under an accepted
+    /// key.
+    pub fn keyed(keys: Arc<HostKeys>) -> Self {
+        Self::with_sealer(Sealer::Keyed(keys))
+    }
+
+    pub(crate) fn with_sealer(sealer: Sealer) -> Self {
+        ChainVerifier {
+            sealer,
+            last: None,
+            anchors: Vec::new(),
+            next_anchor: 0,
+        }
+    }
+
+    /// Also checks the chain against `checkpoints`. A keyed verifier refuses a checkpoint whose
+    /// tag does not verify; a plain verifier takes them as given by the host.
+    pub fn expect(&mut self, checkpoints: &[Checkpoint]) -> Result<(), ChainBreak> {
+        if let Sealer::Keyed(keys) = &self.sealer
+            && let Some(bad) = checkpoints.iter().find(|c| !c.verify(keys))
+        {
+            return Err(ChainBreak::ForgedCheckpoint { seq: bad.seq });
+        }
+        self.anchors.extend_from_slice(checkpoints);
+        self.anchors.sort_by_key(|c| c.seq);
+        Ok(())
     }
 
     /// Verifies the next chunk of entries.
@@ -93,19 +163,21 @@ impl ChainVerifier {
         let Some(first) = chunk.first() else {
             return Ok(());
         };
-        match &self.last {
-            Some(prev) => {
-                if first.prev_hash != prev.hash || first.seq != prev.seq + 1 {
-                    return Err(ChainBreak::Unlinked { seq: first.seq });
+        if self.last.is_none() && (first.seq != 1 || first.prev_hash != GENESIS_HASH) {
+            return Err(ChainBreak::Unlinked { seq: first.seq });
+        }
+        check_run(&self.sealer, self.last.as_ref(), chunk)?;
+        for entry in chunk {
+            while let Some(a) = self.anchors.get(self.next_anchor) {
+                if a.seq > entry.seq {
+                    break;
                 }
-            }
-            None => {
-                if first.seq != 1 || first.prev_hash != GENESIS_HASH {
-                    return Err(ChainBreak::Unlinked { seq: first.seq });
+                if a.seq == entry.seq && a.head != entry.hash {
+                    return Err(ChainBreak::AnchorMismatch { seq: a.seq });
                 }
+                self.next_anchor += 1;
             }
         }
-        verify_chain(chunk)?;
         self.last = chunk.last().cloned();
         Ok(())
     }
@@ -113,6 +185,26 @@ impl ChainVerifier {
     /// The last verified entry.
     pub fn last(&self) -> Option<&AuditEntry> {
         self.last.as_ref()
+    }
+
+    /// Ends verification: the trail must reach every checkpoint.
+    pub fn finish(self) -> Result<VerifyReport, ChainBreak> {
+        let last = self.last.as_ref().map(|e| e.seq).unwrap_or(0);
+        if let Some(highest) = self.anchors.last()
+            && highest.seq > last
+        {
+            return Err(ChainBreak::Truncated {
+                expected: highest.seq,
+                last,
+            });
+        }
+        Ok(VerifyReport {
+            entries: last,
+            head: self
+                .last
+                .map(|e| e.hash)
+                .unwrap_or_else(|| GENESIS_HASH.to_owned()),
+        })
     }
 }
 
@@ -165,8 +257,15 @@ impl AuditQuery for MemoryAuditSink {
         Box::pin(std::future::ready(Ok(out)))
     }
 
-    fn verify(&self) -> BoxFuture<'_, Result<(), VerifyError>> {
-        let result = self.with_storage(|e| ChainVerifier::new().feed(e));
+    fn verify_against<'a>(
+        &'a self,
+        checkpoints: &'a [Checkpoint],
+    ) -> BoxFuture<'a, Result<VerifyReport, VerifyError>> {
+        let mut verifier = ChainVerifier::with_sealer(self.sealer());
+        let result = verifier
+            .expect(checkpoints)
+            .and_then(|()| self.with_storage(|e| verifier.feed(e)))
+            .and_then(|()| verifier.finish());
         Box::pin(std::future::ready(result.map_err(VerifyError::from)))
     }
 }

@@ -12,10 +12,11 @@ use std::sync::Arc;
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::{mpsc, oneshot};
 
-use super::chain::{GENESIS_HASH, seal};
+use super::anchor::{AuditAnchor, Checkpoint};
+use super::chain::{GENESIS_HASH, Sealer};
 use super::columns::{COLUMNS, Columns, limit_of};
 use super::entry::{AuditEntry, AuditRecord};
-use super::query::{AuditQuery, ChainVerifier, VerifyError};
+use super::query::{AuditQuery, ChainVerifier, VerifyError, VerifyReport};
 use super::{AuditError, AuditSink};
 use crate::store::StoreError;
 use crate::store::encode::i64_of;
@@ -28,7 +29,8 @@ pub const MAX_BATCH: usize = 4096;
 const QUEUE: usize = 65_536;
 const VERIFY_CHUNK: i64 = 10_000;
 
-type Reply = oneshot::Sender<Result<u64, AuditError>>;
+/// The stored entry's sequence number and hash.
+type Reply = oneshot::Sender<Result<(u64, String), AuditError>>;
 
 /// An audit trail in a SQLite file (the table `toolguard_audit`, beside the tables of
 /// [`crate::store::SqliteStore`]).
@@ -36,6 +38,8 @@ type Reply = oneshot::Sender<Result<u64, AuditError>>;
 pub struct SqliteAuditSink {
     writer: Writer,
     reader: Worker,
+    sealer: Sealer,
+    anchor: Option<Arc<AuditAnchor>>,
 }
 
 /// Who writes the entries.
@@ -48,9 +52,13 @@ enum Writer {
 }
 
 /// Seals `record` after the last stored entry and inserts it (inside the caller's transaction).
-fn append_one(conn: &Connection, record: AuditRecord) -> rusqlite::Result<u64> {
+fn append_one(
+    conn: &Connection,
+    sealer: &Sealer,
+    record: AuditRecord,
+) -> rusqlite::Result<(u64, String)> {
     let (seq, prev) = last_entry(conn)?;
-    let entry = seal(seq + 1, record, &prev);
+    let entry = sealer.seal(seq + 1, record, &prev);
     let body = serde_json::to_string(&entry.record)
         .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
     let mut stmt = conn.prepare_cached(INSERT)?;
@@ -65,7 +73,7 @@ fn append_one(conn: &Connection, record: AuditRecord) -> rusqlite::Result<u64> {
         entry.prev_hash,
         entry.hash,
     ])?;
-    Ok(entry.seq)
+    Ok((entry.seq, entry.hash))
 }
 
 const INSERT: &str = "INSERT INTO toolguard_audit
@@ -94,7 +102,7 @@ fn last_entry(conn: &Connection) -> rusqlite::Result<(u64, String)> {
     })
 }
 
-fn write_batch(conn: &mut Connection, batch: Vec<(AuditRecord, Reply)>) {
+fn write_batch(conn: &mut Connection, sealer: &Sealer, batch: Vec<(AuditRecord, Reply)>) {
     let (records, replies): (Vec<AuditRecord>, Vec<Reply>) = batch.into_iter().unzip();
     let mut assigned = Vec::with_capacity(records.len());
     let result = (|| -> Result<(), String> {
@@ -108,7 +116,7 @@ fn write_batch(conn: &mut Connection, batch: Vec<(AuditRecord, Reply)>) {
             let mut stmt = tx.prepare_cached(INSERT).map_err(|e| e.to_string())?;
             for record in records {
                 seq += 1;
-                let entry = seal(seq, record, &prev);
+                let entry = sealer.seal(seq, record, &prev);
                 let body = serde_json::to_string(&entry.record).map_err(|e| e.to_string())?;
                 stmt.execute(params![
                     i64_of(entry.seq),
@@ -123,7 +131,7 @@ fn write_batch(conn: &mut Connection, batch: Vec<(AuditRecord, Reply)>) {
                 ])
                 .map_err(|e| e.to_string())?;
                 prev = entry.hash;
-                assigned.push(seq);
+                assigned.push((seq, prev.clone()));
             }
         }
         tx.commit().map_err(|e| e.to_string())
@@ -143,7 +151,7 @@ fn write_batch(conn: &mut Connection, batch: Vec<(AuditRecord, Reply)>) {
     }
 }
 
-fn writer(mut conn: Connection, mut rx: mpsc::Receiver<(AuditRecord, Reply)>) {
+fn writer(mut conn: Connection, sealer: Sealer, mut rx: mpsc::Receiver<(AuditRecord, Reply)>) {
     while let Some(first) = rx.blocking_recv() {
         let mut batch = Vec::with_capacity(64);
         batch.push(first);
@@ -153,7 +161,7 @@ fn writer(mut conn: Connection, mut rx: mpsc::Receiver<(AuditRecord, Reply)>) {
                 Err(_) => break,
             }
         }
-        write_batch(&mut conn, batch);
+        write_batch(&mut conn, &sealer, batch);
     }
 }
 
@@ -203,21 +211,43 @@ impl SqliteAuditSink {
         Self::open_with(path, Durability::Full)
     }
 
-    /// Opens the audit trail with the given durability.
+    /// Opens the audit trail with the given durability (plain SHA-256 chain, no key: see
+    /// [`open_anchored`](Self::open_anchored)).
     pub fn open_with(path: impl AsRef<Path>, durability: Durability) -> Result<Self, StoreError> {
-        let path = path.as_ref();
+        Self::open_inner(path.as_ref(), durability, None)
+    }
+
+    /// Opens the audit trail sealing entries with the anchor's host keys and writing its
+    /// checkpoints.
+    pub fn open_anchored(
+        path: impl AsRef<Path>,
+        durability: Durability,
+        anchor: AuditAnchor,
+    ) -> Result<Self, StoreError> {
+        Self::open_inner(path.as_ref(), durability, Some(Arc::new(anchor)))
+    }
+
+    fn open_inner(
+        path: &Path,
+        durability: Durability,
+        anchor: Option<Arc<AuditAnchor>>,
+    ) -> Result<Self, StoreError> {
+        let sealer = anchor.as_ref().map_or(Sealer::Plain, |a| a.sealer());
         let wconn = open_connection(path, durability).map_err(crate::store::sqlite::err)?;
         let rconn = open_connection(path, durability).map_err(crate::store::sqlite::err)?;
         let (queue, rx) = mpsc::channel(QUEUE);
+        let wsealer = sealer.clone();
         std::thread::Builder::new()
             .name("toolguard-sqlite-audit".to_owned())
-            .spawn(move || writer(wconn, rx))
+            .spawn(move || writer(wconn, wsealer, rx))
             .map_err(crate::store::sqlite::err)?;
         let reader = Worker::start(rconn, "toolguard-sqlite-audit-read", false)
             .map_err(crate::store::sqlite::err)?;
         Ok(SqliteAuditSink {
             writer: Writer::Own(queue),
             reader,
+            sealer,
+            anchor,
         })
     }
 
@@ -226,6 +256,7 @@ impl SqliteAuditSink {
         path: &Path,
         durability: Durability,
         worker: Arc<Worker>,
+        anchor: Option<Arc<AuditAnchor>>,
     ) -> Result<Self, StoreError> {
         let rconn = open_connection(path, durability).map_err(crate::store::sqlite::err)?;
         let reader = Worker::start(rconn, "toolguard-sqlite-audit-read", false)
@@ -233,6 +264,8 @@ impl SqliteAuditSink {
         Ok(SqliteAuditSink {
             writer: Writer::Shared(worker),
             reader,
+            sealer: anchor.as_ref().map_or(Sealer::Plain, |a| a.sealer()),
+            anchor,
         })
     }
 
@@ -264,25 +297,36 @@ impl SqliteAuditSink {
     }
 }
 
+impl SqliteAuditSink {
+    async fn store(&self, record: AuditRecord) -> Result<(u64, String), AuditError> {
+        let queue = match &self.writer {
+            Writer::Own(queue) => queue,
+            Writer::Shared(worker) => {
+                let sealer = self.sealer.clone();
+                return worker
+                    .run(move |c| append_one(c, &sealer, record))
+                    .await
+                    .map_err(serr);
+            }
+        };
+        let (reply, done) = oneshot::channel();
+        queue
+            .send((record, reply))
+            .await
+            .map_err(|_| AuditError("sqlite: the audit writer stopped".to_owned()))?;
+        done.await
+            .map_err(|_| AuditError("sqlite: the audit writer stopped".to_owned()))?
+    }
+}
+
 impl AuditSink for SqliteAuditSink {
     fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<u64, AuditError>> {
         Box::pin(async move {
-            let queue = match &self.writer {
-                Writer::Own(queue) => queue,
-                Writer::Shared(worker) => {
-                    return worker
-                        .run(move |c| append_one(c, record))
-                        .await
-                        .map_err(serr);
-                }
-            };
-            let (reply, done) = oneshot::channel();
-            queue
-                .send((record, reply))
-                .await
-                .map_err(|_| AuditError("sqlite: the audit writer stopped".to_owned()))?;
-            done.await
-                .map_err(|_| AuditError("sqlite: the audit writer stopped".to_owned()))?
+            let (seq, head) = self.store(record).await?;
+            if let Some(anchor) = &self.anchor {
+                anchor.appended(seq, &head).await;
+            }
+            Ok(seq)
         })
     }
 }
@@ -348,12 +392,16 @@ impl AuditQuery for SqliteAuditSink {
         })
     }
 
-    fn verify(&self) -> BoxFuture<'_, Result<(), VerifyError>> {
+    fn verify_against<'a>(
+        &'a self,
+        checkpoints: &'a [Checkpoint],
+    ) -> BoxFuture<'a, Result<VerifyReport, VerifyError>> {
         let sql = format!(
             "SELECT {COLUMNS} FROM toolguard_audit WHERE seq > ?1 ORDER BY seq LIMIT {VERIFY_CHUNK}"
         );
         Box::pin(async move {
-            let mut verifier = ChainVerifier::new();
+            let mut verifier = ChainVerifier::with_sealer(self.sealer.clone());
+            verifier.expect(checkpoints)?;
             loop {
                 let after = verifier.last().map(|e| i64_of(e.seq)).unwrap_or(0);
                 let sql = sql.clone();
@@ -367,7 +415,7 @@ impl AuditQuery for SqliteAuditSink {
                     .await
                     .map_err(|e| VerifyError::Unavailable(serr(e)))?;
                 if rows.is_empty() {
-                    return Ok(());
+                    return Ok(verifier.finish()?);
                 }
                 let disagree = rows.iter().position(|(e, c)| !c.agree(e));
                 let altered = disagree.map(|i| rows[i].0.seq);

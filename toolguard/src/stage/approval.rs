@@ -118,6 +118,7 @@ pub(crate) async fn open(
         cause: p.cause.to_owned(),
         created_at_ms: created,
         expires_at_ms: expires,
+        seal: None,
     };
     request.binding_digest = binding_digest(&request, None);
     store.create(&request).await.map_err(|_| {

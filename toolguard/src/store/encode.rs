@@ -11,6 +11,27 @@ CREATE INDEX IF NOT EXISTS toolguard_idempotency_expiry ON toolguard_idempotency
 CREATE INDEX IF NOT EXISTS toolguard_ledger_time ON toolguard_ledger (at_ms);
 "#;
 
+/// Migration 3 of both SQL backends: session-ledger reservations (a hold per entry, and the
+/// scopes it holds). The statements are the same in SQLite and PostgreSQL.
+pub(crate) const LEDGER_HOLDS: &str = r#"
+CREATE TABLE IF NOT EXISTS toolguard_holds (
+    entry TEXT PRIMARY KEY,
+    amount BIGINT NOT NULL,
+    until_ms BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS toolguard_hold_scopes (
+    entry TEXT NOT NULL REFERENCES toolguard_holds (entry) ON DELETE CASCADE,
+    scope TEXT NOT NULL,
+    PRIMARY KEY (scope, entry)
+);
+CREATE INDEX IF NOT EXISTS toolguard_hold_scopes_entry ON toolguard_hold_scopes (entry);
+"#;
+
+/// The live reservations of one scope: `$1`/`?1` scope, `$2`/`?2` now.
+pub(crate) const HELD_SQLITE: &str =
+    "SELECT COALESCE(SUM(h.amount), 0) FROM toolguard_hold_scopes s
+     JOIN toolguard_holds h ON h.entry = s.entry WHERE s.scope = ?1 AND h.until_ms > ?2";
+
 /// A fresh owner token.
 pub(crate) fn new_token() -> String {
     uuid::Uuid::new_v4().simple().to_string()

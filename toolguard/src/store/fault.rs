@@ -48,6 +48,12 @@ pub enum StoreOp {
     LedgerTotal,
     /// [`SessionLedger::hit`].
     LedgerHit,
+    /// [`SessionLedger::reserve`].
+    LedgerReserve,
+    /// [`SessionLedger::release`].
+    LedgerRelease,
+    /// [`SessionLedger::commit`].
+    LedgerCommit,
     /// [`OperationStore::put`].
     OperationPut,
     /// [`OperationStore::get`].
@@ -309,6 +315,33 @@ where
     ) -> BoxFuture<'a, StoreResult<bool>> {
         self.guard(StoreOp::LedgerHit, move || {
             self.inner.hit(scope, max, window, now)
+        })
+    }
+    fn reserve<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        limits: &'a [ScopeLimit],
+        until: SystemTime,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        self.guard(StoreOp::LedgerReserve, move || {
+            self.inner.reserve(entry, amount, limits, until, now)
+        })
+    }
+    fn release<'a>(&'a self, entry: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        self.guard(StoreOp::LedgerRelease, move || {
+            SessionLedger::release(&*self.inner, entry)
+        })
+    }
+    fn commit<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<HoldCommit>> {
+        self.guard(StoreOp::LedgerCommit, move || {
+            self.inner.commit(entry, amount, now)
         })
     }
 }

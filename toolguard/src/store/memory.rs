@@ -23,8 +23,62 @@ const SHARDS: usize = 16;
 pub struct MemoryStore {
     idempotency: Vec<Mutex<HashMap<String, IdempotencyRecord>>>,
     approvals: Mutex<HashMap<String, ApprovalRequest>>,
-    ledger: Mutex<HashMap<String, VecDeque<LedgerEntry>>>,
+    ledger: Mutex<LedgerState>,
     operations: Mutex<HashMap<String, OperationRecord>>,
+}
+
+/// Ledger entries per scope and live reservations, behind one lock so that admissions,
+/// reservations and commits are atomic together.
+#[derive(Debug, Default)]
+struct LedgerState {
+    scopes: HashMap<String, VecDeque<LedgerEntry>>,
+    holds: HashMap<String, Hold>,
+}
+
+/// A reservation: `amount` held in `scopes` while `now < until_ms`.
+#[derive(Debug, Clone)]
+struct Hold {
+    amount: u64,
+    scopes: Vec<String>,
+    until_ms: u64,
+}
+
+impl LedgerState {
+    /// Total of `scope` within `window` plus its live reservations.
+    fn counted(&mut self, scope: &str, window: Duration, now_ms: u64) -> u64 {
+        let held: u64 = self
+            .holds
+            .values()
+            .filter(|h| h.until_ms > now_ms && h.scopes.iter().any(|s| s == scope))
+            .map(|h| h.amount)
+            .fold(0, u64::saturating_add);
+        let booked = match self.scopes.get_mut(scope) {
+            Some(entries) => MemoryStore::window_total(entries, window, now_ms),
+            None => 0,
+        };
+        booked.saturating_add(held)
+    }
+
+    fn fits(&mut self, amount: u64, limits: &[ScopeLimit], now_ms: u64) -> bool {
+        limits.iter().all(|l| {
+            self.counted(&l.scope, l.window, now_ms)
+                .saturating_add(amount)
+                <= l.limit
+        })
+    }
+
+    fn book(&mut self, entry: &str, amount: u64, scopes: &[String], at_ms: u64) {
+        for s in scopes {
+            self.scopes
+                .entry(s.clone())
+                .or_default()
+                .push_back(LedgerEntry {
+                    id: entry.to_owned(),
+                    amount,
+                    at_ms,
+                });
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -39,7 +93,7 @@ impl Default for MemoryStore {
         MemoryStore {
             idempotency: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             approvals: Mutex::new(HashMap::new()),
-            ledger: Mutex::new(HashMap::new()),
+            ledger: Mutex::new(LedgerState::default()),
             operations: Mutex::new(HashMap::new()),
         }
     }
@@ -59,6 +113,15 @@ impl MemoryStore {
         Self::default()
     }
 
+    /// Gives mutable access to the stored approval requests, as an attacker with write access to
+    /// the storage would have (tests of the approval seal).
+    pub fn with_approvals<R>(
+        &self,
+        f: impl FnOnce(&mut HashMap<String, ApprovalRequest>) -> R,
+    ) -> R {
+        f(&mut lock(&self.approvals))
+    }
+
     fn shard(&self, key: &str) -> MutexGuard<'_, HashMap<String, IdempotencyRecord>> {
         let mut h = DefaultHasher::new();
         key.hash(&mut h);
@@ -76,7 +139,7 @@ impl MemoryStore {
         map.get_mut(key)
     }
 
-    fn window_total(entries: &mut VecDeque<LedgerEntry>, window: Duration, now_ms: u64) -> u64 {
+    fn window_total(entries: &VecDeque<LedgerEntry>, window: Duration, now_ms: u64) -> u64 {
         let from = now_ms.saturating_sub(millis(window));
         entries
             .iter()
@@ -319,23 +382,11 @@ impl SessionLedger for MemoryStore {
     ) -> BoxFuture<'a, StoreResult<bool>> {
         let now_ms = unix_millis(now);
         let mut ledger = lock(&self.ledger);
-        for l in limits {
-            let entries = ledger.entry(l.scope.clone()).or_default();
-            let total = Self::window_total(entries, l.window, now_ms);
-            if total.saturating_add(amount) > l.limit {
-                return ready(Ok(false));
-            }
+        if !ledger.fits(amount, limits, now_ms) {
+            return ready(Ok(false));
         }
-        for l in limits {
-            ledger
-                .entry(l.scope.clone())
-                .or_default()
-                .push_back(LedgerEntry {
-                    id: entry.to_owned(),
-                    amount,
-                    at_ms: now_ms,
-                });
-        }
+        let scopes: Vec<String> = limits.iter().map(|l| l.scope.clone()).collect();
+        ledger.book(entry, amount, &scopes, now_ms);
         ready(Ok(true))
     }
 
@@ -346,15 +397,7 @@ impl SessionLedger for MemoryStore {
         scopes: &'a [String],
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        let at_ms = unix_millis(now);
-        let mut ledger = lock(&self.ledger);
-        for s in scopes {
-            ledger.entry(s.clone()).or_default().push_back(LedgerEntry {
-                id: entry.to_owned(),
-                amount,
-                at_ms,
-            });
-        }
+        lock(&self.ledger).book(entry, amount, scopes, unix_millis(now));
         ready(Ok(()))
     }
 
@@ -365,7 +408,7 @@ impl SessionLedger for MemoryStore {
     ) -> BoxFuture<'a, StoreResult<()>> {
         let mut ledger = lock(&self.ledger);
         for s in scopes {
-            if let Some(entries) = ledger.get_mut(s) {
+            if let Some(entries) = ledger.scopes.get_mut(s) {
                 entries.retain(|e| e.id != entry);
             }
         }
@@ -378,12 +421,60 @@ impl SessionLedger for MemoryStore {
         window: Duration,
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<u64>> {
-        let mut ledger = lock(&self.ledger);
-        let total = match ledger.get_mut(scope) {
-            Some(entries) => Self::window_total(entries, window, unix_millis(now)),
-            None => 0,
-        };
+        let total = lock(&self.ledger).counted(scope, window, unix_millis(now));
         ready(Ok(total))
+    }
+
+    fn reserve<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        limits: &'a [ScopeLimit],
+        until: SystemTime,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let now_ms = unix_millis(now);
+        let mut ledger = lock(&self.ledger);
+        ledger.holds.retain(|_, h| h.until_ms > now_ms);
+        if ledger.holds.contains_key(entry) {
+            return ready(Ok(true));
+        }
+        if !ledger.fits(amount, limits, now_ms) {
+            return ready(Ok(false));
+        }
+        let hold = Hold {
+            amount,
+            scopes: limits.iter().map(|l| l.scope.clone()).collect(),
+            until_ms: unix_millis(until),
+        };
+        ledger.holds.insert(entry.to_owned(), hold);
+        ready(Ok(true))
+    }
+
+    fn release<'a>(&'a self, entry: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        ready(Ok(lock(&self.ledger).holds.remove(entry).is_some()))
+    }
+
+    fn commit<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<HoldCommit>> {
+        let now_ms = unix_millis(now);
+        let mut ledger = lock(&self.ledger);
+        let hold = match ledger.holds.get(entry) {
+            Some(h) if h.until_ms > now_ms => h.clone(),
+            _ => return ready(Ok(HoldCommit::Missing)),
+        };
+        if amount > hold.amount {
+            return ready(Ok(HoldCommit::Exceeds {
+                reserved: hold.amount,
+            }));
+        }
+        ledger.holds.remove(entry);
+        ledger.book(entry, amount, &hold.scopes, now_ms);
+        ready(Ok(HoldCommit::Committed))
     }
 
     fn hit<'a>(
@@ -396,7 +487,7 @@ impl SessionLedger for MemoryStore {
         let now_ms = unix_millis(now);
         let from = now_ms.saturating_sub(millis(window));
         let mut ledger = lock(&self.ledger);
-        let entries = ledger.entry(format!("rate|{scope}")).or_default();
+        let entries = ledger.scopes.entry(format!("rate|{scope}")).or_default();
         while entries.front().is_some_and(|e| e.at_ms <= from) {
             entries.pop_front();
         }

@@ -188,6 +188,55 @@ pub trait SessionLedger: Send + Sync + 'static {
         window: Duration,
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<bool>>;
+
+    /// Atomically holds `amount` as reservation `entry` in every scope of `limits` until `until`
+    /// if, for each, the total within its window plus the live reservations plus `amount` stays
+    /// within its limit; otherwise holds nothing and returns `false`. A live reservation counts
+    /// in [`admit`](Self::admit), [`total`](Self::total) and `reserve` of every scope it holds,
+    /// whatever the window, until it is released, committed or `until` passes. A second
+    /// `reserve` of an entry that already holds a live reservation changes nothing and returns
+    /// `true`.
+    ///
+    /// The default refuses (fails closed): a ledger without reservations cannot bound approved
+    /// actions.
+    fn reserve<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        limits: &'a [ScopeLimit],
+        until: SystemTime,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let _ = (entry, amount, limits, until, now);
+        Box::pin(std::future::ready(Err(no_holds())))
+    }
+
+    /// Drops reservation `entry` (rejected or expired approval). Returns whether one was held.
+    fn release<'a>(&'a self, entry: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        let _ = entry;
+        Box::pin(std::future::ready(Err(no_holds())))
+    }
+
+    /// Atomically turns the live reservation `entry` into booked ledger entries of `amount` at
+    /// `now`, in the scopes it held, without a second limit check: the reserved amount was
+    /// counted against every limit from the moment it was reserved, so booking it cannot move a
+    /// total past a limit. `amount` may be lower than the reserved amount (the rest is freed),
+    /// never higher ([`HoldCommit::Exceeds`], nothing changes). Of several racing commits of one
+    /// reservation exactly one returns [`HoldCommit::Committed`]; a released, expired or
+    /// already committed reservation answers [`HoldCommit::Missing`].
+    fn commit<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<HoldCommit>> {
+        let _ = (entry, amount, now);
+        Box::pin(std::future::ready(Err(no_holds())))
+    }
+}
+
+fn no_holds() -> StoreError {
+    StoreError("this session ledger does not support reservations".to_owned())
 }
 
 /// Records of state-changing operations, for the operation-status query.

@@ -18,11 +18,11 @@ use super::{
     ApprovalStore, IdempotencyStore, OperationStore, SessionLedger, StoreError, StoreResult,
 };
 use crate::clock::unix_millis;
-use crate::store::encode::{PURGE_INDEXES, i64_of, millis, new_token, u64_of};
+use crate::store::encode::{LEDGER_HOLDS, PURGE_INDEXES, i64_of, millis, new_token, u64_of};
 use crate::tool::BoxFuture;
 
 /// Current version of the PostgreSQL schema.
-pub const PG_SCHEMA_VERSION: i32 = 2;
+pub const PG_SCHEMA_VERSION: i32 = 3;
 
 const MIGRATIONS: &[&str] = &[
     r#"
@@ -75,6 +75,7 @@ CREATE INDEX IF NOT EXISTS toolguard_audit_tool ON toolguard_audit (tool, seq);
 CREATE INDEX IF NOT EXISTS toolguard_audit_time ON toolguard_audit (time_ms, seq);
 "#,
     PURGE_INDEXES,
+    LEDGER_HOLDS,
 ];
 
 /// Advisory lock key serializing migrations.
@@ -256,7 +257,8 @@ impl PgStore {
             .map_err(err)
     }
 
-    /// Deletes expired idempotency records and ledger entries older than `keep`.
+    /// Deletes expired idempotency records and ledger reservations, and ledger entries older
+    /// than `keep`.
     pub async fn purge(&self, now: SystemTime, keep: Duration) -> StoreResult<u64> {
         let client = self.pool.get().await.map_err(err)?;
         let now_ms = i64_of(unix_millis(now));
@@ -272,7 +274,14 @@ impl PgStore {
             .execute("DELETE FROM toolguard_ledger WHERE at_ms <= $1", &[&before])
             .await
             .map_err(err)?;
-        Ok(a + b)
+        let h = client
+            .execute(
+                "DELETE FROM toolguard_holds WHERE until_ms <= $1",
+                &[&now_ms],
+            )
+            .await
+            .map_err(err)?;
+        Ok(a + b + h)
     }
 }
 
@@ -646,6 +655,76 @@ async fn window_total(
     Ok(u64_of(row.try_get(0).map_err(err)?))
 }
 
+/// The booked total of `scope` in `(from, to]` plus its live reservations at `to`.
+async fn counted(
+    tx: &deadpool_postgres::Transaction<'_>,
+    scope: &str,
+    from: i64,
+    to: i64,
+) -> StoreResult<u64> {
+    let booked = window_total(tx, scope, from, to).await?;
+    let row = tx
+        .query_one(
+            "SELECT COALESCE(SUM(h.amount), 0)::BIGINT FROM toolguard_hold_scopes s
+             JOIN toolguard_holds h ON h.entry = s.entry WHERE s.scope = $1 AND h.until_ms > $2",
+            &[&scope, &to],
+        )
+        .await
+        .map_err(err)?;
+    Ok(booked.saturating_add(u64_of(row.try_get(0).map_err(err)?)))
+}
+
+/// Whether `amount` fits every limit at `now_ms`, reservations included (scopes locked).
+async fn fits(
+    tx: &deadpool_postgres::Transaction<'_>,
+    amount: u64,
+    limits: &[ScopeLimit],
+    now_ms: u64,
+) -> StoreResult<bool> {
+    for l in limits {
+        let from = i64_of(now_ms.saturating_sub(millis(l.window)));
+        if counted(tx, &l.scope, from, i64_of(now_ms))
+            .await?
+            .saturating_add(amount)
+            > l.limit
+        {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Takes the reservation of `entry` for booking: `None` if there is no live one.
+async fn take_hold(
+    tx: &deadpool_postgres::Transaction<'_>,
+    entry: &str,
+    now: i64,
+) -> StoreResult<Option<(u64, Vec<String>)>> {
+    // `FOR UPDATE`: a racing commit waits here, then finds the row gone.
+    let Some(row) = tx
+        .query_opt(
+            "SELECT amount FROM toolguard_holds WHERE entry = $1 AND until_ms > $2 FOR UPDATE",
+            &[&entry, &now],
+        )
+        .await
+        .map_err(err)?
+    else {
+        return Ok(None);
+    };
+    let reserved = u64_of(row.try_get(0).map_err(err)?);
+    let scopes = tx
+        .query(
+            "SELECT scope FROM toolguard_hold_scopes WHERE entry = $1",
+            &[&entry],
+        )
+        .await
+        .map_err(err)?
+        .iter()
+        .map(|r| r.try_get::<_, String>(0).map_err(err))
+        .collect::<StoreResult<Vec<_>>>()?;
+    Ok(Some((reserved, scopes)))
+}
+
 async fn insert_entries(
     tx: &deadpool_postgres::Transaction<'_>,
     scopes: &[&str],
@@ -678,12 +757,8 @@ impl SessionLedger for PgStore {
             let tx = client.transaction().await.map_err(err)?;
             let mut scopes: Vec<&str> = limits.iter().map(|l| l.scope.as_str()).collect();
             lock_scopes(&tx, &mut scopes).await?;
-            for l in limits {
-                let from = i64_of(now_ms.saturating_sub(millis(l.window)));
-                let total = window_total(&tx, &l.scope, from, i64_of(now_ms)).await?;
-                if total.saturating_add(amount) > l.limit {
-                    return Ok(false);
-                }
+            if !fits(&tx, amount, limits, now_ms).await? {
+                return Ok(false);
             }
             let all: Vec<&str> = limits.iter().map(|l| l.scope.as_str()).collect();
             insert_entries(&tx, &all, entry, amount, i64_of(now_ms)).await?;
@@ -736,16 +811,117 @@ impl SessionLedger for PgStore {
         Box::pin(async move {
             let now_ms = unix_millis(now);
             let from = i64_of(now_ms.saturating_sub(millis(window)));
-            let client = self.pool.get().await.map_err(err)?;
-            let row = client
-                .query_one(
-                    "SELECT COALESCE(SUM(amount), 0)::BIGINT FROM toolguard_ledger
-                     WHERE scope = $1 AND at_ms > $2 AND at_ms <= $3",
-                    &[&scope, &from, &i64_of(now_ms)],
-                )
+            let mut client = self.pool.get().await.map_err(err)?;
+            let tx = client.transaction().await.map_err(err)?;
+            let total = counted(&tx, scope, from, i64_of(now_ms)).await?;
+            tx.commit().await.map_err(err)?;
+            Ok(total)
+        })
+    }
+
+    fn reserve<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        limits: &'a [ScopeLimit],
+        until: SystemTime,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let now_ms = unix_millis(now);
+            let mut client = self.pool.get().await.map_err(err)?;
+            let tx = client.transaction().await.map_err(err)?;
+            // The entry's own lock serializes two reservations of one entry.
+            let entry_lock = format!("hold|{entry}");
+            let mut scopes: Vec<&str> = limits.iter().map(|l| l.scope.as_str()).collect();
+            scopes.push(&entry_lock);
+            lock_scopes(&tx, &mut scopes).await?;
+            tx.execute(
+                "DELETE FROM toolguard_holds WHERE entry = $1 AND until_ms <= $2",
+                &[&entry, &i64_of(now_ms)],
+            )
+            .await
+            .map_err(err)?;
+            let held = tx
+                .query_opt("SELECT 1 FROM toolguard_holds WHERE entry = $1", &[&entry])
                 .await
                 .map_err(err)?;
-            Ok(u64_of(row.try_get(0).map_err(err)?))
+            if held.is_some() {
+                return Ok(true);
+            }
+            if !fits(&tx, amount, limits, now_ms).await? {
+                return Ok(false);
+            }
+            tx.execute(
+                "INSERT INTO toolguard_holds (entry, amount, until_ms) VALUES ($1, $2, $3)",
+                &[&entry, &i64_of(amount), &i64_of(unix_millis(until))],
+            )
+            .await
+            .map_err(err)?;
+            let all: Vec<&str> = limits.iter().map(|l| l.scope.as_str()).collect();
+            tx.execute(
+                "INSERT INTO toolguard_hold_scopes (entry, scope)
+                 SELECT DISTINCT $1, s FROM unnest($2::TEXT[]) AS s",
+                &[&entry, &all],
+            )
+            .await
+            .map_err(err)?;
+            tx.commit().await.map_err(err)?;
+            Ok(true)
+        })
+    }
+
+    fn release<'a>(&'a self, entry: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let client = self.pool.get().await.map_err(err)?;
+            let n = client
+                .execute("DELETE FROM toolguard_holds WHERE entry = $1", &[&entry])
+                .await
+                .map_err(err)?;
+            Ok(n == 1)
+        })
+    }
+
+    fn commit<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<HoldCommit>> {
+        Box::pin(async move {
+            let now_ms = i64_of(unix_millis(now));
+            let mut client = self.pool.get().await.map_err(err)?;
+            let tx = client.transaction().await.map_err(err)?;
+            // Lock the hold's scopes first, as `admit` and `reserve` do: an admission summing
+            // entries and holds in two statements must not see the hold gone and its booking
+            // not yet there. (A hold's scopes never change, so reading them unlocked is safe.)
+            let held_scopes: Vec<String> = tx
+                .query(
+                    "SELECT scope FROM toolguard_hold_scopes WHERE entry = $1",
+                    &[&entry],
+                )
+                .await
+                .map_err(err)?
+                .iter()
+                .map(|r| r.try_get::<_, String>(0).map_err(err))
+                .collect::<StoreResult<_>>()?;
+            let entry_lock = format!("hold|{entry}");
+            let mut locks: Vec<&str> = held_scopes.iter().map(String::as_str).collect();
+            locks.push(&entry_lock);
+            lock_scopes(&tx, &mut locks).await?;
+            let Some((reserved, scopes)) = take_hold(&tx, entry, now_ms).await? else {
+                return Ok(HoldCommit::Missing);
+            };
+            if amount > reserved {
+                return Ok(HoldCommit::Exceeds { reserved });
+            }
+            tx.execute("DELETE FROM toolguard_holds WHERE entry = $1", &[&entry])
+                .await
+                .map_err(err)?;
+            let all: Vec<&str> = scopes.iter().map(String::as_str).collect();
+            insert_entries(&tx, &all, entry, amount, now_ms).await?;
+            tx.commit().await.map_err(err)?;
+            Ok(HoldCommit::Committed)
         })
     }
 

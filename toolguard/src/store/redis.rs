@@ -8,6 +8,12 @@
 //! time. Session ledgers are sorted sets (score = time in ms) and admission over all scopes is one
 //! Lua script. Every key starts with the configured prefix.
 //!
+//! A ledger reservation is a string key `prefix:hold:<entry>` (`amount`, end, scopes as JSON)
+//! plus the member `amount:entry` in the sorted set `prefix:holds:<scope>` of every scope it
+//! holds, scored by its end; admission, reservation and commit are each one Lua script. Release
+//! and commit derive the scope keys from the reservation, so all keys under one prefix must be
+//! reachable from one script (a standalone Redis or one cluster slot).
+//!
 //! Record value layout (tab-separated, so that scripts can read it without JSON):
 //! `state owner lease_until_ms expires_at_ms digest_json operation_id_json outcome_json`, with
 //! state `F` (in flight) or `D` (done). The JSON parts never contain a raw tab.
@@ -116,22 +122,39 @@ redis.call('DEL', KEYS[1])
 return 1
 "#;
 
-/// KEYS: scope keys; ARGV: now, amount, member, then (limit, from, window_ms) per key. Entries
-/// outside the window are trimmed, and a set expires a window after its last admission.
-const ADMIT: &str = r#"
-local now = tonumber(ARGV[1])
-local amount = tonumber(ARGV[2])
-for i, k in ipairs(KEYS) do
-  local limit = tonumber(ARGV[1 + 3 * i])
-  local from = ARGV[2 + 3 * i]
-  redis.call('ZREMRANGEBYSCORE', k, '-inf', from)
-  local total = 0
-  for _, m in ipairs(redis.call('ZRANGEBYSCORE', k, '(' .. from, ARGV[1])) do
-    total = total + (tonumber(string.match(m, '^(%d+):')) or 0)
+/// Lua helpers summing a scope's booked entries within a window and its live reservations
+/// (members `amount:...`); both trim what no longer counts.
+const SUMS: &str = r#"
+local function sum(members)
+  local t = 0
+  for _, m in ipairs(members) do
+    t = t + (tonumber(string.match(m, '^(%d+):')) or 0)
   end
+  return t
+end
+local function booked(k, from, now)
+  redis.call('ZREMRANGEBYSCORE', k, '-inf', from)
+  return sum(redis.call('ZRANGEBYSCORE', k, '(' .. from, now))
+end
+local function held(hk, now)
+  redis.call('ZREMRANGEBYSCORE', hk, '-inf', now)
+  return sum(redis.call('ZRANGEBYSCORE', hk, '(' .. now, '+inf'))
+end
+"#;
+
+/// KEYS: n scope keys, then their n hold keys; ARGV: now, amount, member, then (limit, from,
+/// window_ms) per scope. Entries outside the window are trimmed, and a set expires a window after
+/// its last admission.
+const ADMIT: &str = r#"
+local n = #KEYS / 2
+local amount = tonumber(ARGV[2])
+for i = 1, n do
+  local limit = tonumber(ARGV[1 + 3 * i])
+  local total = booked(KEYS[i], ARGV[2 + 3 * i], ARGV[1]) + held(KEYS[n + i], ARGV[1])
   if total + amount > limit then return 0 end
 end
-for i, k in ipairs(KEYS) do
+for i = 1, n do
+  local k = KEYS[i]
   redis.call('ZADD', k, ARGV[1], ARGV[3])
   local window = tonumber(ARGV[3 + 3 * i])
   if redis.call('PTTL', k) < window then
@@ -139,6 +162,74 @@ for i, k in ipairs(KEYS) do
   end
 end
 return 1
+"#;
+
+/// KEYS: the reservation key, n scope keys, their n hold keys; ARGV: now, amount, entry, until,
+/// ttl_ms, scopes (JSON), then (limit, from) per scope. The reservation key holds
+/// `amount\tuntil\tscopes`; each hold set gets the member `amount:entry` scored `until`.
+const RESERVE: &str = r#"
+local n = (#KEYS - 1) / 2
+local now = tonumber(ARGV[1])
+local v = redis.call('GET', KEYS[1])
+if v then
+  local until_ms = string.match(v, '^%d+\t(%d+)\t')
+  if until_ms and tonumber(until_ms) > now then return 1 end
+end
+local amount = tonumber(ARGV[2])
+for i = 1, n do
+  local limit = tonumber(ARGV[5 + 2 * i])
+  local total = booked(KEYS[1 + i], ARGV[6 + 2 * i], ARGV[1]) + held(KEYS[1 + n + i], ARGV[1])
+  if total + amount > limit then return 0 end
+end
+redis.call('SET', KEYS[1], ARGV[2] .. '\t' .. ARGV[4] .. '\t' .. ARGV[6], 'PX', ARGV[5])
+for i = 1, n do
+  local hk = KEYS[1 + n + i]
+  redis.call('ZADD', hk, ARGV[4], ARGV[2] .. ':' .. ARGV[3])
+  if redis.call('PTTL', hk) < tonumber(ARGV[5]) then
+    redis.call('PEXPIRE', hk, ARGV[5])
+  end
+end
+return 1
+"#;
+
+/// Takes the reservation in KEYS[1] apart: its amount, end and scopes (nil if absent).
+const HOLD: &str = r#"
+local function take(now)
+  local v = redis.call('GET', KEYS[1])
+  if not v then return nil end
+  local amount, until_ms, scopes = string.match(v, '^(%d+)\t(%d+)\t(.*)$')
+  if not amount then return nil end
+  return tonumber(amount), tonumber(until_ms), cjson.decode(scopes)
+end
+"#;
+
+/// KEYS: the reservation key; ARGV: key prefix, entry.
+const RELEASE_HOLD: &str = r#"
+local amount, until_ms, scopes = take(0)
+if not amount then return 0 end
+for _, s in ipairs(scopes) do
+  redis.call('ZREM', ARGV[1] .. ':holds:' .. s, amount .. ':' .. ARGV[2])
+end
+redis.call('DEL', KEYS[1])
+return 1
+"#;
+
+/// KEYS: the reservation key; ARGV: key prefix, entry, now, amount, ledger member. Returns
+/// {1, reserved} when booked, {0, 0} when there is no live reservation, {2, reserved} when the
+/// amount exceeds it.
+const COMMIT: &str = r#"
+local reserved, until_ms, scopes = take(0)
+if not reserved or until_ms <= tonumber(ARGV[3]) then return {0, 0} end
+if tonumber(ARGV[4]) > reserved then return {2, reserved} end
+for _, s in ipairs(scopes) do
+  redis.call('ZREM', ARGV[1] .. ':holds:' .. s, reserved .. ':' .. ARGV[2])
+  local k = ARGV[1] .. ':ledger:' .. s
+  redis.call('ZADD', k, ARGV[3], ARGV[5])
+  -- The booked entry must outlive any window: admissions set the expiry again.
+  redis.call('PERSIST', k)
+end
+redis.call('DEL', KEYS[1])
+return {1, reserved}
 "#;
 
 /// KEYS: scope keys; ARGV: at, member.
@@ -180,6 +271,9 @@ struct Scripts {
     replace: Script,
     remove: Script,
     admit: Script,
+    reserve: Script,
+    release_hold: Script,
+    commit: Script,
     record: Script,
     retract: Script,
     hit: Script,
@@ -196,7 +290,10 @@ impl Scripts {
             take_over: Script::new(&format!("{PARSE}{SET_LEASE}{TAKE_OVER}")),
             replace: with_parse(REPLACE),
             remove: with_parse(REMOVE),
-            admit: Script::new(ADMIT),
+            admit: Script::new(&format!("{SUMS}{ADMIT}")),
+            reserve: Script::new(&format!("{SUMS}{RESERVE}")),
+            release_hold: Script::new(&format!("{HOLD}{RELEASE_HOLD}")),
+            commit: Script::new(&format!("{HOLD}{COMMIT}")),
             record: Script::new(RECORD),
             retract: Script::new(RETRACT),
             hit: Script::new(HIT),
@@ -341,6 +438,14 @@ impl RedisStore {
 
     fn scope_key(&self, scope: &str) -> String {
         format!("{}:ledger:{scope}", self.prefix)
+    }
+
+    fn holds_key(&self, scope: &str) -> String {
+        format!("{}:holds:{scope}", self.prefix)
+    }
+
+    fn hold_key(&self, entry: &str) -> String {
+        format!("{}:hold:{entry}", self.prefix)
     }
 
     /// Deletes every key under the prefix (for tests and teardown). Returns how many.
@@ -623,6 +728,9 @@ impl SessionLedger for RedisStore {
                     .arg(now_ms.saturating_sub(millis(l.window)))
                     .arg(millis(l.window).max(1));
             }
+            for l in limits {
+                inv.key(self.holds_key(&l.scope));
+            }
             let mut conn = self.conn.clone();
             let n: i64 = inv.invoke_async(&mut conn).await.map_err(err)?;
             Ok(n == 1)
@@ -681,17 +789,104 @@ impl SessionLedger for RedisStore {
             let now_ms = unix_millis(now);
             let from = now_ms.saturating_sub(millis(window));
             let mut conn = self.conn.clone();
-            let members: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+            let (members, holds): (Vec<String>, Vec<String>) = redis::pipe()
+                .atomic()
+                .cmd("ZRANGEBYSCORE")
                 .arg(self.scope_key(scope))
                 .arg(format!("({from}"))
                 .arg(now_ms)
+                .cmd("ZRANGEBYSCORE")
+                .arg(self.holds_key(scope))
+                .arg(format!("({now_ms}"))
+                .arg("+inf")
                 .query_async(&mut conn)
                 .await
                 .map_err(err)?;
             Ok(members
                 .iter()
+                .chain(&holds)
                 .map(|m| member_amount(m))
                 .fold(0u64, u64::saturating_add))
+        })
+    }
+
+    fn reserve<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        limits: &'a [ScopeLimit],
+        until: SystemTime,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let now_ms = unix_millis(now);
+            let until_ms = unix_millis(until);
+            let mut scopes: Vec<&str> = limits.iter().map(|l| l.scope.as_str()).collect();
+            scopes.sort_unstable();
+            scopes.dedup();
+            let mut inv = self.scripts.reserve.prepare_invoke();
+            inv.key(self.hold_key(entry));
+            inv.arg(now_ms)
+                .arg(amount)
+                .arg(entry)
+                .arg(until_ms)
+                .arg(until_ms.saturating_sub(now_ms).max(1))
+                .arg(serde_json::to_string(&scopes).map_err(err)?);
+            for l in limits {
+                inv.key(self.scope_key(&l.scope));
+                inv.arg(l.limit)
+                    .arg(now_ms.saturating_sub(millis(l.window)));
+            }
+            for l in limits {
+                inv.key(self.holds_key(&l.scope));
+            }
+            let mut conn = self.conn.clone();
+            let n: i64 = inv.invoke_async(&mut conn).await.map_err(err)?;
+            Ok(n == 1)
+        })
+    }
+
+    fn release<'a>(&'a self, entry: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(async move {
+            let mut conn = self.conn.clone();
+            let n: i64 = self
+                .scripts
+                .release_hold
+                .key(self.hold_key(entry))
+                .arg(&self.prefix)
+                .arg(entry)
+                .invoke_async(&mut conn)
+                .await
+                .map_err(err)?;
+            Ok(n == 1)
+        })
+    }
+
+    fn commit<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<HoldCommit>> {
+        Box::pin(async move {
+            let mut conn = self.conn.clone();
+            let (code, reserved): (i64, u64) = self
+                .scripts
+                .commit
+                .key(self.hold_key(entry))
+                .arg(&self.prefix)
+                .arg(entry)
+                .arg(unix_millis(now))
+                .arg(amount)
+                .arg(member(amount, entry))
+                .invoke_async(&mut conn)
+                .await
+                .map_err(err)?;
+            Ok(match code {
+                1 => HoldCommit::Committed,
+                2 => HoldCommit::Exceeds { reserved },
+                _ => HoldCommit::Missing,
+            })
         })
     }
 

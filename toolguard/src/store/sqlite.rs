@@ -18,11 +18,13 @@ use super::{
     ApprovalStore, IdempotencyStore, OperationStore, SessionLedger, StoreError, StoreResult,
 };
 use crate::clock::unix_millis;
-use crate::store::encode::{PURGE_INDEXES, i64_of, millis, new_token, u64_of};
+use crate::store::encode::{
+    HELD_SQLITE, LEDGER_HOLDS, PURGE_INDEXES, i64_of, millis, new_token, u64_of,
+};
 use crate::tool::BoxFuture;
 
 /// Current version of the SQLite schema.
-pub const SQLITE_SCHEMA_VERSION: i64 = 2;
+pub const SQLITE_SCHEMA_VERSION: i64 = 3;
 
 const MIGRATIONS: &[&str] = &[
     r#"
@@ -75,6 +77,7 @@ CREATE INDEX IF NOT EXISTS toolguard_audit_tool ON toolguard_audit (tool, seq);
 CREATE INDEX IF NOT EXISTS toolguard_audit_time ON toolguard_audit (time_ms, seq);
 "#,
     PURGE_INDEXES,
+    LEDGER_HOLDS,
 ];
 
 /// How a SQLite connection syncs to disk.
@@ -297,7 +300,26 @@ impl SqliteStore {
     /// [`Durability`] (open the store with [`Durability::Full`] for a trail that survives power
     /// loss; [`crate::DispatcherBuilder::sqlite`] does).
     pub fn audit_sink(&self) -> StoreResult<crate::audit::SqliteAuditSink> {
-        crate::audit::SqliteAuditSink::shared(&self.path, self.durability, self.worker.clone())
+        crate::audit::SqliteAuditSink::shared(
+            &self.path,
+            self.durability,
+            self.worker.clone(),
+            None,
+        )
+    }
+
+    /// [`audit_sink`](Self::audit_sink), sealing entries with the anchor's host keys and writing
+    /// its checkpoints.
+    pub fn audit_sink_anchored(
+        &self,
+        anchor: crate::audit::AuditAnchor,
+    ) -> StoreResult<crate::audit::SqliteAuditSink> {
+        crate::audit::SqliteAuditSink::shared(
+            &self.path,
+            self.durability,
+            self.worker.clone(),
+            Some(std::sync::Arc::new(anchor)),
+        )
     }
 
     /// The database file.
@@ -316,8 +338,8 @@ impl SqliteStore {
         self.worker.run(f).await
     }
 
-    /// Deletes idempotency records and ledger entries that expired before `now` (ledger entries
-    /// older than `keep`). Returns how many rows were removed.
+    /// Deletes idempotency records and ledger reservations that expired before `now`, and ledger
+    /// entries older than `keep`. Returns how many rows were removed.
     pub async fn purge(&self, now: SystemTime, keep: Duration) -> StoreResult<usize> {
         let now_ms = i64_of(unix_millis(now));
         let before = i64_of(unix_millis(now).saturating_sub(millis(keep)));
@@ -328,7 +350,8 @@ impl SqliteStore {
                     [now_ms],
                 )?;
                 let b = c.execute("DELETE FROM toolguard_ledger WHERE at_ms <= ?1", [before])?;
-                Ok(a + b)
+                let h = c.execute("DELETE FROM toolguard_holds WHERE until_ms <= ?1", [now_ms])?;
+                Ok(a + b + h)
             })
             .await
     }
@@ -628,6 +651,90 @@ fn window_total(c: &Connection, scope: &str, from: i64, to: i64) -> rusqlite::Re
     Ok(u64_of(total))
 }
 
+/// The booked total of `scope` in `(from, to]` plus its live reservations at `to`.
+fn counted(c: &Connection, scope: &str, from: i64, to: i64) -> rusqlite::Result<u64> {
+    let booked = window_total(c, scope, from, to)?;
+    let mut stmt = c.prepare_cached(HELD_SQLITE)?;
+    let held: i64 = stmt.query_row(params![scope, to], |r| r.get(0))?;
+    Ok(booked.saturating_add(u64_of(held)))
+}
+
+/// Whether `amount` fits every limit at `now_ms`, reservations included.
+fn fits(c: &Connection, amount: u64, limits: &[ScopeLimit], now_ms: u64) -> rusqlite::Result<bool> {
+    for l in limits {
+        let from = i64_of(now_ms.saturating_sub(millis(l.window)));
+        if counted(c, &l.scope, from, i64_of(now_ms))?.saturating_add(amount) > l.limit {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn hold(
+    c: &Connection,
+    entry: &str,
+    amount: u64,
+    limits: &[ScopeLimit],
+    until: i64,
+    now: u64,
+) -> rusqlite::Result<bool> {
+    c.execute(
+        "DELETE FROM toolguard_holds WHERE entry = ?1 AND until_ms <= ?2",
+        params![entry, i64_of(now)],
+    )?;
+    let held: Option<i64> = c
+        .query_row(
+            "SELECT amount FROM toolguard_holds WHERE entry = ?1",
+            [entry],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if held.is_some() {
+        return Ok(true);
+    }
+    if !fits(c, amount, limits, now)? {
+        return Ok(false);
+    }
+    c.execute(
+        "INSERT INTO toolguard_holds (entry, amount, until_ms) VALUES (?1, ?2, ?3)",
+        params![entry, i64_of(amount), until],
+    )?;
+    let mut stmt = c.prepare_cached(
+        "INSERT OR IGNORE INTO toolguard_hold_scopes (entry, scope) VALUES (?1, ?2)",
+    )?;
+    for l in limits {
+        stmt.execute(params![entry, l.scope])?;
+    }
+    Ok(true)
+}
+
+fn commit_hold(c: &Connection, entry: &str, amount: u64, now: i64) -> rusqlite::Result<HoldCommit> {
+    let held: Option<i64> = c
+        .query_row(
+            "SELECT amount FROM toolguard_holds WHERE entry = ?1 AND until_ms > ?2",
+            params![entry, now],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let Some(reserved) = held.map(u64_of) else {
+        return Ok(HoldCommit::Missing);
+    };
+    if amount > reserved {
+        return Ok(HoldCommit::Exceeds { reserved });
+    }
+    let scopes: Vec<String> = {
+        let mut stmt =
+            c.prepare_cached("SELECT scope FROM toolguard_hold_scopes WHERE entry = ?1")?;
+        let rows = stmt.query_map([entry], |r| r.get(0))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    c.execute("DELETE FROM toolguard_holds WHERE entry = ?1", [entry])?;
+    for s in &scopes {
+        insert_entry(c, s, entry, amount, now)?;
+    }
+    Ok(HoldCommit::Committed)
+}
+
 fn insert_entry(
     c: &Connection,
     scope: &str,
@@ -655,12 +762,8 @@ impl SessionLedger for SqliteStore {
         let now_ms = unix_millis(now);
         Box::pin(self.worker.run(move |c| {
             let tx = c.savepoint()?;
-            for l in &limits {
-                let from = i64_of(now_ms.saturating_sub(millis(l.window)));
-                let total = window_total(&tx, &l.scope, from, i64_of(now_ms))?;
-                if total.saturating_add(amount) > l.limit {
-                    return Ok(false);
-                }
+            if !fits(&tx, amount, &limits, now_ms)? {
+                return Ok(false);
             }
             for l in &limits {
                 insert_entry(&tx, &l.scope, &entry, amount, i64_of(now_ms))?;
@@ -719,8 +822,52 @@ impl SessionLedger for SqliteStore {
         let from = i64_of(now_ms.saturating_sub(millis(window)));
         Box::pin(
             self.worker
-                .run(move |c| window_total(c, &scope, from, i64_of(now_ms))),
+                .run(move |c| counted(c, &scope, from, i64_of(now_ms))),
         )
+    }
+
+    fn reserve<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        limits: &'a [ScopeLimit],
+        until: SystemTime,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let entry = entry.to_owned();
+        let limits = limits.to_vec();
+        let until = i64_of(unix_millis(until));
+        let now_ms = unix_millis(now);
+        Box::pin(self.worker.run(move |c| {
+            let tx = c.savepoint()?;
+            let held = hold(&tx, &entry, amount, &limits, until, now_ms)?;
+            tx.commit()?;
+            Ok(held)
+        }))
+    }
+
+    fn release<'a>(&'a self, entry: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        let entry = entry.to_owned();
+        Box::pin(self.worker.run(move |c| {
+            let n = c.execute("DELETE FROM toolguard_holds WHERE entry = ?1", [entry])?;
+            Ok(n == 1)
+        }))
+    }
+
+    fn commit<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<HoldCommit>> {
+        let entry = entry.to_owned();
+        let now_ms = i64_of(unix_millis(now));
+        Box::pin(self.worker.run(move |c| {
+            let tx = c.savepoint()?;
+            let out = commit_hold(&tx, &entry, amount, now_ms)?;
+            tx.commit()?;
+            Ok(out)
+        }))
     }
 
     fn hit<'a>(

@@ -196,6 +196,10 @@ pub struct ApprovalRequest {
     pub created_at_ms: u64,
     /// Void from this instant on (`now < expires_at` is valid).
     pub expires_at_ms: u64,
+    /// HMAC-SHA256 seal over every other field but `version` (see [`crate::seal`]); `None` for
+    /// records written without a host key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seal: Option<String>,
 }
 
 impl ApprovalRequest {
@@ -218,6 +222,20 @@ pub struct ScopeLimit {
     pub limit: u64,
     /// Window length.
     pub window: std::time::Duration,
+}
+
+/// Result of [`super::SessionLedger::commit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoldCommit {
+    /// The reservation is now booked; nobody else can commit it.
+    Committed,
+    /// No live reservation of that entry: released, expired, already committed, or never made.
+    Missing,
+    /// The amount to book is higher than the amount reserved; nothing changed.
+    Exceeds {
+        /// The reserved amount.
+        reserved: u64,
+    },
 }
 
 /// State of an operation.

@@ -1,0 +1,245 @@
+//! HMAC-SHA256 keys the host configures once for all replicas.
+//!
+//! One key is *active*: every new tag (request digest, approval binding, approval seal, audit
+//! chain link, checkpoint) is made with it and names it (`<key id>:<hex>`). Older keys stay
+//! *accepted*: a tag naming one of them still verifies, so records made before a rotation keep
+//! working until they expire. Rotation: add the new key as active and keep the old one with
+//! [`HostKeys::accept`] for as long as the longest-lived record it tagged (idempotency TTL,
+//! approval expiry, the audit trail's retention); then drop it. A tag naming an unknown key id
+//! never verifies (fail closed).
+//!
+//! Every tag is `HMAC-SHA256(secret, domain || 0x00 || message)`; the domain string separates the
+//! uses, so a tag made for one purpose is never valid for another.
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// Fewest secret bytes a key may have (256 bits).
+pub const MIN_SECRET_LEN: usize = 32;
+
+/// Longest key id.
+const MAX_ID_LEN: usize = 32;
+
+/// Why a key was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    /// The secret is shorter than [`MIN_SECRET_LEN`] bytes.
+    #[error(
+        "host key `{id}`: the secret has {len} bytes; use at least {MIN_SECRET_LEN} random bytes"
+    )]
+    ShortSecret {
+        /// Key id.
+        id: String,
+        /// Bytes given.
+        len: usize,
+    },
+    /// The key id is empty, too long, or has characters other than ASCII letters, digits, `-`
+    /// and `_`.
+    #[error(
+        "host key id `{0}` is invalid: use 1 to 32 ASCII letters, digits, `-` or `_` (it is \
+         written before every tag, separated by `:`)"
+    )]
+    BadId(String),
+    /// Two keys have the same id.
+    #[error("host key id `{0}` is given twice; every key needs its own id")]
+    DuplicateId(String),
+}
+
+struct Key {
+    id: String,
+    secret: Vec<u8>,
+}
+
+/// The host's MAC keys: one active key and older keys accepted for verification.
+///
+/// The secrets never appear in `Debug` output, errors or logs. What they protect: without a
+/// secret, write access to a store is not enough to forge a request digest, an approval seal or
+/// an audit chain link; and a `sensitive` argument cannot be recovered from a stored digest by
+/// trying candidates.
+pub struct HostKeys {
+    keys: Vec<Key>,
+}
+
+impl std::fmt::Debug for HostKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ids: Vec<&str> = self.keys.iter().map(|k| k.id.as_str()).collect();
+        f.debug_struct("HostKeys")
+            .field("active", &ids.first())
+            .field("ids", &ids)
+            .finish_non_exhaustive()
+    }
+}
+
+fn check(id: &str, secret: &[u8]) -> Result<(), KeyError> {
+    let id_ok = !id.is_empty()
+        && id.len() <= MAX_ID_LEN
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !id_ok {
+        return Err(KeyError::BadId(id.to_owned()));
+    }
+    if secret.len() < MIN_SECRET_LEN {
+        return Err(KeyError::ShortSecret {
+            id: id.to_owned(),
+            len: secret.len(),
+        });
+    }
+    Ok(())
+}
+
+impl HostKeys {
+    /// Keys with `secret` (at least [`MIN_SECRET_LEN`] random bytes) active under `id`.
+    pub fn new(id: impl Into<String>, secret: impl Into<Vec<u8>>) -> Result<Self, KeyError> {
+        let (id, secret) = (id.into(), secret.into());
+        check(&id, &secret)?;
+        Ok(HostKeys {
+            keys: vec![Key { id, secret }],
+        })
+    }
+
+    /// Also accepts tags made with an older key (for verification only; new tags use the active
+    /// key).
+    pub fn accept(
+        mut self,
+        id: impl Into<String>,
+        secret: impl Into<Vec<u8>>,
+    ) -> Result<Self, KeyError> {
+        let (id, secret) = (id.into(), secret.into());
+        check(&id, &secret)?;
+        if self.keys.iter().any(|k| k.id == id) {
+            return Err(KeyError::DuplicateId(id));
+        }
+        self.keys.push(Key { id, secret });
+        Ok(self)
+    }
+
+    /// Keys with a fresh random secret, for tests and single-process use: nothing tagged with
+    /// them verifies after a restart.
+    pub fn ephemeral() -> Self {
+        let secret: Vec<u8> = (0..2)
+            .flat_map(|_| *uuid::Uuid::new_v4().as_bytes())
+            .collect();
+        HostKeys {
+            keys: vec![Key {
+                id: "ephemeral".to_owned(),
+                secret,
+            }],
+        }
+    }
+
+    /// Id of the active key.
+    pub fn active_id(&self) -> &str {
+        // `new` and `ephemeral` create the active key; nothing removes it.
+        self.keys.first().map(|k| k.id.as_str()).unwrap_or_default()
+    }
+
+    /// Ids of every accepted key, the active one first.
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.keys.iter().map(|k| k.id.as_str())
+    }
+
+    fn mac(key: &Key, domain: &str, message: &[u8]) -> HmacSha256 {
+        // HMAC takes keys of any length.
+        let mut mac = match HmacSha256::new_from_slice(&key.secret) {
+            Ok(m) => m,
+            Err(_) => unreachable_hmac(),
+        };
+        mac.update(domain.as_bytes());
+        mac.update(&[0]);
+        mac.update(message);
+        mac
+    }
+
+    /// The tag of `message` in `domain` under the active key: `<key id>:<64 hex digits>`.
+    pub(crate) fn tag(&self, domain: &str, message: &[u8]) -> String {
+        let Some(key) = self.keys.first() else {
+            return String::new();
+        };
+        let out = Self::mac(key, domain, message).finalize().into_bytes();
+        format!("{}:{}", key.id, hex::encode(out))
+    }
+
+    /// Whether `tag` is the tag of `message` in `domain` under an accepted key (compared in
+    /// constant time).
+    pub(crate) fn verify(&self, domain: &str, message: &[u8], tag: &str) -> bool {
+        let Some((id, hex_mac)) = tag.split_once(':') else {
+            return false;
+        };
+        let Some(key) = self.keys.iter().find(|k| k.id == id) else {
+            return false;
+        };
+        let Ok(bytes) = hex::decode(hex_mac) else {
+            return false;
+        };
+        Self::mac(key, domain, message).verify_slice(&bytes).is_ok()
+    }
+}
+
+/// `Hmac::new_from_slice` fails only for MACs with a fixed key size, which HMAC is not.
+#[cold]
+fn unreachable_hmac() -> HmacSha256 {
+    // Falls back to an all-zero key rather than panicking; never reached for HMAC-SHA256.
+    <HmacSha256 as hmac::digest::KeyInit>::new(&Default::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys() -> HostKeys {
+        HostKeys::new("k1", [7u8; 32]).unwrap()
+    }
+
+    #[test]
+    fn refuses_short_secrets_and_bad_ids() {
+        assert!(matches!(
+            HostKeys::new("k1", [0u8; 31]),
+            Err(KeyError::ShortSecret { len: 31, .. })
+        ));
+        assert!(matches!(
+            HostKeys::new("", [0u8; 32]),
+            Err(KeyError::BadId(_))
+        ));
+        assert!(matches!(
+            HostKeys::new("a:b", [0u8; 32]),
+            Err(KeyError::BadId(_))
+        ));
+        assert!(matches!(
+            keys().accept("k1", [1u8; 32]),
+            Err(KeyError::DuplicateId(_))
+        ));
+    }
+
+    #[test]
+    fn tags_verify_under_accepted_keys_only() {
+        let old = keys();
+        let tag = old.tag("d", b"m");
+        assert!(tag.starts_with("k1:"));
+        assert!(old.verify("d", b"m", &tag));
+        assert!(!old.verify("e", b"m", &tag), "domains separate uses");
+        assert!(!old.verify("d", b"n", &tag));
+        let rotated = HostKeys::new("k2", [9u8; 32])
+            .unwrap()
+            .accept("k1", [7u8; 32])
+            .unwrap();
+        assert!(
+            rotated.verify("d", b"m", &tag),
+            "an older key still verifies"
+        );
+        assert!(rotated.tag("d", b"m").starts_with("k2:"));
+        let other = HostKeys::new("k1", [8u8; 32]).unwrap();
+        assert!(!other.verify("d", b"m", &tag), "same id, other secret");
+        assert!(!rotated.verify("d", b"m", "k3:00"));
+        assert!(!rotated.verify("d", b"m", "garbage"));
+    }
+
+    #[test]
+    fn debug_shows_no_secret() {
+        let text = format!("{:?}", keys());
+        assert!(text.contains("k1"));
+        assert!(!text.contains("7, 7"));
+    }
+}
