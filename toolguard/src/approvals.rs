@@ -9,6 +9,7 @@ use crate::clock::unix_millis;
 use crate::digest::request_digest;
 use crate::dispatcher::{Answer, Dispatcher, Trace, redact};
 use crate::metrics;
+use crate::notify::{ApprovalEvent, ApprovalEventKind::Approved};
 use crate::outcome::{Status, ToolOutcome};
 use crate::sanitize::{ResolvedUrl, Verdict};
 use crate::stage::approval::binding_digest;
@@ -39,10 +40,14 @@ enum Verb<'r> {
 }
 
 impl<S: Send + Sync + 'static> Approvals<'_, S> {
-    /// Pending requests of `tenant` that have not expired, oldest first.
+    /// Pending requests of `tenant` that have not expired, oldest first. Requests whose time
+    /// ran out are closed as expired on the way (and their notifiers told).
     pub async fn pending(&self, tenant: &str) -> Result<Vec<ApprovalRequest>, StoreError> {
         let now_ms = unix_millis(self.d.inner.clock.now());
         let mut pending = self.d.inner.approvals.pending(tenant).await?;
+        for due in pending.iter().filter(|r| now_ms >= r.expires_at_ms) {
+            self.expire_if_due(&due.id).await;
+        }
         pending.retain(|r| now_ms < r.expires_at_ms);
         Ok(pending)
     }
@@ -109,9 +114,28 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
         {
             return Err(stored);
         }
-        metrics::approval_pending(&request.tool, -1.0);
         self.store_outcome(&request, &stored).await;
+        self.closed(&request, stored.status);
         Ok(stored)
+    }
+
+    /// Metrics and notification of a request that left the pending state with `status`.
+    fn closed(&self, request: &ApprovalRequest, status: Status) {
+        let notifiers = &self.d.inner.notifiers;
+        let now_ms = notifiers.now_ms();
+        if request.state != ApprovalState::Executed {
+            metrics::approval_pending(&request.tool, &request.requester.tenant, -1.0);
+        }
+        if request.state != ApprovalState::Expired {
+            let decision = if request.state == ApprovalState::Rejected {
+                "rejected"
+            } else {
+                "approved"
+            };
+            let seconds = now_ms.saturating_sub(request.created_at_ms) as f64 / 1000.0;
+            metrics::approval_latency(&request.tool, &request.requester.tenant, decision, seconds);
+        }
+        notifiers.emit(ApprovalEvent::closed(request, status, now_ms));
     }
 
     async fn store_outcome(&self, request: &ApprovalRequest, stored: &StoredOutcome) {
@@ -372,6 +396,8 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
             {
                 return Err(lost_race());
             }
+            let (notifiers, at) = (&inner.notifiers, unix_millis(inner.clock.now()));
+            notifiers.emit(ApprovalEvent::of(Approved, &request, None, at));
             let ticket = crate::outcome::ApprovalTicket {
                 approval_id: request.id.clone(),
                 preview: request.preview.clone(),
@@ -399,7 +425,7 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
             return Err(lost_race());
         }
         request.version = version + 1;
-        metrics::approval_pending(&request.tool, -1.0);
+        metrics::approval_pending(&request.tool, &request.requester.tenant, -1.0);
 
         // Re-authorize the requester as they are now, then recheck and execute.
         let result = self
@@ -418,6 +444,7 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
             tracing::error!(approval = %request.id, "approval request could not be marked executed");
         }
         self.store_outcome(&request, &stored).await;
+        self.closed(&request, answer.status);
         Ok(answer)
     }
 

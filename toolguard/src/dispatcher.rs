@@ -92,6 +92,7 @@ pub(crate) struct Inner<S: Send + Sync + 'static> {
     pub(crate) idempotency_ttl: HashMap<String, Duration>,
     pub(crate) fail_open_read_only: bool,
     pub(crate) refresher: Option<PrincipalRefresher>,
+    pub(crate) notifiers: crate::notify::Notifiers,
 }
 
 /// Runs tool calls through the guard pipeline. Cheap to clone.
@@ -124,6 +125,7 @@ pub struct DispatcherBuilder<S: Send + Sync + 'static> {
     idempotency_ttl: HashMap<String, Duration>,
     fail_open_read_only: bool,
     refresher: Option<PrincipalRefresher>,
+    pub(crate) notifiers: Vec<Arc<dyn crate::notify::ApprovalNotifier>>,
     error: Option<BuildError>,
 }
 
@@ -146,6 +148,7 @@ impl Dispatcher<()> {
             idempotency_ttl: HashMap::new(),
             fail_open_read_only: false,
             refresher: None,
+            notifiers: Vec::new(),
             error: None,
         }
     }
@@ -180,6 +183,7 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             idempotency_ttl: self.idempotency_ttl,
             fail_open_read_only: self.fail_open_read_only,
             refresher: self.refresher,
+            notifiers: self.notifiers,
             error,
         }
     }
@@ -355,6 +359,11 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             );
         }
         let memory = Arc::new(MemoryStore::new());
+        let audit: Arc<dyn AuditSink> = self
+            .audit
+            .unwrap_or_else(|| Arc::new(MemoryAuditSink::new()));
+        let notifiers =
+            crate::notify::Notifiers::new(self.notifiers, audit.clone(), self.clock.clone());
         Ok(Dispatcher {
             inner: Arc::new(Inner {
                 tools,
@@ -362,9 +371,7 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
                 state: self.state,
                 authorizer: self.authorizer,
                 sanitizer: self.sanitizer,
-                audit: self
-                    .audit
-                    .unwrap_or_else(|| Arc::new(MemoryAuditSink::new())),
+                audit,
                 clock: self.clock,
                 principal_max_age: self.principal_max_age,
                 policy: self.policy,
@@ -375,6 +382,7 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
                 idempotency_ttl: self.idempotency_ttl,
                 fail_open_read_only: self.fail_open_read_only,
                 refresher: self.refresher,
+                notifiers,
             }),
         })
     }
@@ -660,9 +668,10 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
                     cause,
                     amount: decision.amount,
                 };
-                match stage::approval::open(&*inner.approvals, &inner.policy, pending, now).await {
+                let (store, notifiers) = (&*inner.approvals, &inner.notifiers);
+                let opened = stage::approval::open(store, &inner.policy, notifiers, pending, now);
+                match opened.await {
                     Ok(ticket) => {
-                        metrics::approval_pending(&spec.name, 1.0);
                         t.approval_id = Some(ticket.approval_id.clone());
                         Ok(Answer::pending(ticket))
                     }

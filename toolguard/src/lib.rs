@@ -20,6 +20,7 @@ mod erased;
 pub mod error;
 pub mod kinds;
 pub mod metrics;
+pub mod notify;
 pub mod operations;
 pub mod outcome;
 pub mod provider;

@@ -10,6 +10,7 @@ use super::policy::RiskPolicy;
 use crate::call::{Principal, ToolCall};
 use crate::clock::unix_millis;
 use crate::digest::{canonical_json, sha256_hex};
+use crate::notify::{ApprovalEvent, ApprovalEventKind::Opened, Notifiers};
 use crate::outcome::{ApprovalTicket, Status};
 use crate::spec::ToolSpec;
 use crate::store::{ApprovalRequest, ApprovalState, ApprovalStore, ScopedKey};
@@ -79,10 +80,11 @@ pub struct Pending<'a> {
     pub amount: Option<u64>,
 }
 
-/// Stores a new approval request and returns its ticket.
-pub async fn open(
+/// Stores a new approval request, tells the notifiers, and returns its ticket.
+pub(crate) async fn open(
     store: &dyn ApprovalStore,
     policy: &RiskPolicy,
+    notifiers: &Notifiers,
     p: Pending<'_>,
     now: SystemTime,
 ) -> Result<ApprovalTicket, Stop> {
@@ -121,6 +123,8 @@ pub async fn open(
             "approvals are unavailable; nothing was done",
         )
     })?;
+    crate::metrics::approval_pending(&request.tool, &request.requester.tenant, 1.0);
+    notifiers.emit(ApprovalEvent::of(Opened, &request, None, created));
     Ok(ApprovalTicket {
         approval_id: request.id,
         preview: request.preview,
