@@ -190,9 +190,14 @@ impl<S: Send + Sync + 'static> Shared<S> {
         self.one(reviewer, id).await?;
         let outcome = match verb {
             Verb::Approve => decide::approve(&self.dispatcher, reviewer, id).await,
-            Verb::Reject(reason) => decide::reject(&self.dispatcher, reviewer, id, reason.trim()).await,
+            Verb::Reject(reason) => {
+                decide::reject(&self.dispatcher, reviewer, id, reason.trim()).await
+            }
         };
-        let after = decide::get(&self.dispatcher, reviewer, id).await.ok().flatten();
+        let after = decide::get(&self.dispatcher, reviewer, id)
+            .await
+            .ok()
+            .flatten();
         if let Some(r) = &after
             && r.state != toolguard::store::ApprovalState::Pending
         {

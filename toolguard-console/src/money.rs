@@ -81,9 +81,15 @@ mod tests {
 
     #[test]
     fn amounts_read_as_a_teller_writes_them() {
-        assert_eq!(format_amount(2_000_000, Some(Currency::USD)), "20,000.00 USD");
+        assert_eq!(
+            format_amount(2_000_000, Some(Currency::USD)),
+            "20,000.00 USD"
+        );
         assert_eq!(format_amount(5, Some(Currency::EUR)), "0.05 EUR");
-        assert_eq!(format_amount(1_234_567, Some(Currency::JPY)), "1,234,567 JPY");
+        assert_eq!(
+            format_amount(1_234_567, Some(Currency::JPY)),
+            "1,234,567 JPY"
+        );
         assert_eq!(format_amount(999, None), "999 (minor units)");
         assert_eq!(
             format_amount(u64::MAX, Some(Currency::USD)),

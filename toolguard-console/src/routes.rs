@@ -51,8 +51,14 @@ pub(crate) fn router<S: Send + Sync + 'static>(shared: Arc<Shared<S>>) -> Router
         .route("/api/requests/{id}/approve", post(api_approve::<S>))
         .route("/api/requests/{id}/reject", post(api_reject::<S>))
         .route("/api/history", get(api_history::<S>))
-        .route("/assets/console.css", get(|| asset("text/css; charset=utf-8", CSS)))
-        .route("/assets/console.js", get(|| asset("text/javascript; charset=utf-8", JS)))
+        .route(
+            "/assets/console.css",
+            get(|| asset("text/css; charset=utf-8", CSS)),
+        )
+        .route(
+            "/assets/console.js",
+            get(|| asset("text/javascript; charset=utf-8", JS)),
+        )
         .layer(axum::middleware::map_response(security_headers))
         .with_state(shared)
 }
@@ -291,7 +297,10 @@ async fn api_decide<S: Send + Sync + 'static>(
             Verb::Approve
         };
         let (out, after) = c.decide(&me, headers, token, id, verb).await?;
-        Ok((decision_status(&out), json!({ "outcome": out, "request": after })))
+        Ok((
+            decision_status(&out),
+            json!({ "outcome": out, "request": after }),
+        ))
     };
     match result.await {
         Ok((status, body)) => (status, axum::Json(body)).into_response(),

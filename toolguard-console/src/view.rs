@@ -54,8 +54,10 @@ pub struct RequestView {
     pub tool_description: String,
     /// The tool's risk (`low` … `critical`).
     pub risk: String,
-    /// Why approval is needed.
+    /// Why approval is needed (code: `critical`, `approval_over`, `session_limit`, `policy`).
     pub cause: String,
+    /// The same in words.
+    pub cause_text: String,
     /// Requester (subject) and tenant.
     pub requester: String,
     /// Tenant.
@@ -112,6 +114,7 @@ impl RequestView {
             tool_description: spec.map(|s| s.description.clone()).unwrap_or_default(),
             risk: spec.map_or("unknown", |s| s.risk.as_str()).to_owned(),
             cause: request.cause.clone(),
+            cause_text: cause_text(&request.cause).to_owned(),
             requester: request.requester.subject.clone(),
             tenant: request.requester.tenant.clone(),
             arguments: arguments(request, spec),
@@ -170,7 +173,11 @@ fn ineligible(request: &ApprovalRequest, viewer: &Principal, now_ms: u64) -> Opt
         "this request expired".to_owned()
     } else if viewer.subject == request.requester.subject {
         "you requested this action; another person must decide".to_owned()
-    } else if request.decisions.iter().any(|d| d.approver == viewer.subject) {
+    } else if request
+        .decisions
+        .iter()
+        .any(|d| d.approver == viewer.subject)
+    {
         "you already decided; another approver must complete it".to_owned()
     } else if !request.eligible_roles.iter().any(|r| viewer.has_role(r)) {
         format!(
@@ -191,7 +198,11 @@ fn arguments(request: &ApprovalRequest, spec: Option<&ToolSpec>) -> Vec<Argument
     let redacted = spec.map(|s| redact(s, &request.arguments));
     let mut names: Vec<&String> = Vec::new();
     if let Some(spec) = spec {
-        names.extend(spec.fields.iter().filter_map(|f| map.get_key_value(&f.name).map(|(k, _)| k)));
+        names.extend(
+            spec.fields
+                .iter()
+                .filter_map(|f| map.get_key_value(&f.name).map(|(k, _)| k)),
+        );
     }
     let mut rest: Vec<&String> = map.keys().filter(|k| !names.contains(k)).collect();
     rest.sort();
@@ -216,6 +227,18 @@ fn arguments(request: &ApprovalRequest, spec: Option<&ToolSpec>) -> Vec<Argument
             }
         })
         .collect()
+}
+
+/// A reviewer's reading of a cause code.
+fn cause_text(cause: &str) -> &'static str {
+    match cause {
+        "critical" => "the tool is critical: every call needs a human",
+        "approval_over" => "the amount is over the tool's approval threshold",
+        "session_limit" => "the agent session's cumulative limit would be exceeded",
+        "subject_limit" => "the customer's cumulative limit would be exceeded",
+        "policy" => "a policy rule asks for a human",
+        _ => "the risk policy asks for a human",
+    }
 }
 
 fn display(v: &Value) -> String {

@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::audit::{AuditEvent, AuditRecord, AuditSink};
 use crate::clock::{Clock, unix_millis};
 use crate::dispatcher::DispatcherBuilder;
+use crate::kinds::Currency;
 use crate::outcome::Status;
 use crate::stage::Stage;
 use crate::store::{ApprovalRequest, ApprovalState};
@@ -65,6 +66,8 @@ pub struct ApprovalEvent {
     pub cause: String,
     /// Amount in minor units, when the tool has an amount field.
     pub amount: Option<u64>,
+    /// Currency of the amount, when the tool has a `currency` argument.
+    pub currency: Option<Currency>,
     /// Distinct approvals given so far.
     pub approvals_given: usize,
     /// Distinct approvals needed.
@@ -97,6 +100,10 @@ impl ApprovalEvent {
             requester: request.requester.subject.clone(),
             cause: request.cause.clone(),
             amount: request.amount,
+            currency: request
+                .arguments
+                .get("currency")
+                .and_then(|c| serde_json::from_value(c.clone()).ok()),
             approvals_given: request.approvers().len(),
             approvals_required: request.approvals_required,
             approver: request.decisions.last().map(|d| d.approver.clone()),
