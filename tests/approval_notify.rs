@@ -26,7 +26,10 @@ impl ApprovalNotifier for Recorder {
         self.events.lock().unwrap().push(event.clone());
         if event.kind == ApprovalEventKind::Decided {
             tokio::spawn(async move {
-                report.undeliverable(&event, "test_undeliverable").await.unwrap();
+                report
+                    .undeliverable(&event, "test_undeliverable")
+                    .await
+                    .unwrap();
             });
         }
     }
@@ -119,7 +122,11 @@ async fn notifiers_hear_of_opening_progress_decision_and_expiry_and_a_panic_chan
     assert_eq!(out.status, Status::PendingApproval);
     assert_eq!(h.kinds(&wire), vec![Opened, Approved]);
     let out = h.d.approvals().approve(&wire, &dave_approver()).await;
-    assert_eq!(out.status, Status::Ok, "a panicking notifier changes no outcome");
+    assert_eq!(
+        out.status,
+        Status::Ok,
+        "a panicking notifier changes no outcome"
+    );
     assert_eq!(h.ledger.transfers(), 1);
     assert_eq!(h.kinds(&wire), vec![Opened, Approved, Decided]);
     let last = h.events.lock().unwrap().last().unwrap().clone();
