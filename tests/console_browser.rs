@@ -306,7 +306,13 @@ async fn reviewers_decide_in_a_real_browser() {
         .unwrap();
     assert_eq!(text(&c, "h1").await, "Not allowed");
     shot(&c, "refused").await;
-    c.goto(&format!("{base}/login")).await.unwrap();
+    c.find(Locator::Css("main form button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.wait().for_element(Locator::Id("login")).await.unwrap();
 
     // Dual control: tina gives the first approval, omar the second.
     sign_in(&c, &base, "tina").await;

@@ -251,8 +251,15 @@ pub(crate) fn history(f: &Frame<'_>, views: &[RequestView]) -> Markup {
     layout(f, "Decided requests", body)
 }
 
-/// A refusal page (sign-in needed, forbidden, not found, CSRF).
-pub(crate) fn refusal(base: &str, title: &str, heading: &str, message: &str) -> Markup {
+/// A refusal page (sign-in needed, forbidden, not found, CSRF), with the host's sign-out form
+/// when there is one (a signed-in user without access can switch accounts).
+pub(crate) fn refusal(
+    base: &str,
+    title: &str,
+    heading: &str,
+    message: &str,
+    logout: Option<&str>,
+) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -261,7 +268,16 @@ pub(crate) fn refusal(base: &str, title: &str, heading: &str, message: &str) -> 
                 title { (heading) " · " (title) }
                 link rel="stylesheet" href={ (base) "/assets/console.css" };
             }
-            body { main { h1 { (heading) } p id="refusal" { (message) } p { a href={ (base) "/requests" } { "Pending approvals" } } } }
+            body {
+                main {
+                    h1 { (heading) }
+                    p id="refusal" { (message) }
+                    p { a href={ (base) "/requests" } { "Pending approvals" } }
+                    @if let Some(url) = logout {
+                        form method="post" action=(url) { button.reject type="submit" { "Sign out" } }
+                    }
+                }
+            }
         }
     }
 }

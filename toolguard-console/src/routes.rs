@@ -129,7 +129,10 @@ fn html_refusal<S: Send + Sync + 'static>(c: &Shared<S>, r: Refusal) -> Response
         StatusCode::NOT_FOUND => "Not found",
         _ => "Not possible",
     };
-    let page = pages::refusal(&c.base, &c.title, heading, &r.message);
+    let logout = (r.status != StatusCode::UNAUTHORIZED)
+        .then_some(c.logout.as_deref())
+        .flatten();
+    let page = pages::refusal(&c.base, &c.title, heading, &r.message, logout);
     (r.status, Html(page.into_string())).into_response()
 }
 
