@@ -85,7 +85,12 @@ pub async fn propose(
     out.approval.map(|a| a.approval_id)
 }
 
-fn dispatcher(bank: Arc<Bank>, audit: Arc<MemoryAuditSink>, history: History) -> Dispatcher<Bank> {
+fn dispatcher(
+    bank: Arc<Bank>,
+    audit: Arc<MemoryAuditSink>,
+    history: History,
+    console_url: &str,
+) -> Dispatcher<Bank> {
     let policy = RiskPolicy::new()
         .approver_roles(["teller"])
         .tool_approver_roles("wire_abroad", ["teller", "compliance"])
@@ -104,7 +109,7 @@ fn dispatcher(bank: Arc<Bank>, audit: Arc<MemoryAuditSink>, history: History) ->
         std::env::var("TOOLGUARD_WEBHOOK_SECRET"),
     ) {
         let format = toolguard_console::webhook::Format::Chat {
-            console_url: "http://127.0.0.1:8088/console".to_owned(),
+            console_url: console_url.to_owned(),
         };
         match toolguard_console::webhook::WebhookNotifier::with(
             &url,
@@ -124,7 +129,10 @@ pub async fn start(addr: &str) -> std::io::Result<Demo> {
     let bank = Arc::new(Bank::seeded());
     let audit = Arc::new(MemoryAuditSink::new());
     let history = History::new();
-    let desk = dispatcher(bank.clone(), audit.clone(), history.clone());
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let url = format!("http://{}", listener.local_addr()?);
+    let console_url = format!("{url}/console");
+    let desk = dispatcher(bank.clone(), audit.clone(), history.clone(), &console_url);
     let sessions = Sessions::default();
     let console = Console::new(desk.clone(), sessions.clone())
         .mounted_at("/console")
@@ -140,8 +148,6 @@ pub async fn start(addr: &str) -> std::io::Result<Demo> {
         .route("/logout", post(login::sign_out))
         .with_state(sessions)
         .nest("/console", console);
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let url = format!("http://{}", listener.local_addr()?);
     tokio::spawn(async move {
         if let Err(err) = axum::serve(listener, app).await {
             eprintln!("the console server stopped: {err}");
