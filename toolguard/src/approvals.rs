@@ -34,10 +34,14 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
 }
 
 impl<S: Send + Sync + 'static> Approvals<'_, S> {
-    /// Pending requests of `viewer`'s tenant that have not expired, oldest first.
+    /// Pending requests of `viewer`'s tenant that have not expired, oldest first. Requests whose
+    /// time ran out are closed as expired on the way (and their notifiers told).
     pub async fn pending(&self, viewer: &Principal) -> Result<Vec<ApprovalRequest>, StoreError> {
         let now_ms = unix_millis(self.core.now());
         let mut pending = self.core.stores.approvals.pending(&viewer.tenant).await?;
+        for due in pending.iter().filter(|r| now_ms >= r.expires_at_ms) {
+            stage::approval::expire_if_due(self.core, &due.id).await;
+        }
         pending.retain(|r| now_ms < r.expires_at_ms);
         Ok(pending)
     }

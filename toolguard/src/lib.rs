@@ -21,6 +21,7 @@ pub mod error;
 pub mod keys;
 pub mod kinds;
 pub mod metrics;
+pub mod notify;
 pub mod operations;
 pub mod outcome;
 pub mod provider;

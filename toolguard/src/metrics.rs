@@ -1,6 +1,7 @@
 //! Metrics through the `metrics` facade, labelled by tool. Names follow seed practice:
 //! `tool_call_count`, `tool_validation_failures`, `tool_injection_blocks`, `tool_idempotency_hits`,
-//! `tool_approval_pending` (gauge), `tool_execution_duration` (histogram, seconds).
+//! `tool_approval_pending` (gauge, by tool and tenant), `tool_execution_duration` (histogram,
+//! seconds), `tool_approval_latency` (histogram, seconds from request to decision).
 
 use crate::outcome::Status;
 
@@ -34,7 +35,20 @@ pub fn idempotency_hit(tool: &str) {
     metrics::counter!("tool_idempotency_hits", "tool" => tool.to_owned()).increment(1);
 }
 
-/// Moves the pending-approval gauge of `tool` by `delta`.
-pub fn approval_pending(tool: &str, delta: f64) {
-    metrics::gauge!("tool_approval_pending", "tool" => tool.to_owned()).increment(delta);
+/// Moves the pending-approval gauge of `tool` in `tenant` by `delta`.
+pub fn approval_pending(tool: &str, tenant: &str, delta: f64) {
+    metrics::gauge!("tool_approval_pending", "tool" => tool.to_owned(), "tenant" => tenant.to_owned())
+        .increment(delta);
+}
+
+/// Records the time from a request's opening to its decision (`tool_approval_latency`, seconds),
+/// labelled by tool, tenant and `decision` (`approved`, `rejected`).
+pub fn approval_latency(tool: &str, tenant: &str, decision: &'static str, seconds: f64) {
+    metrics::histogram!(
+        "tool_approval_latency",
+        "tool" => tool.to_owned(),
+        "tenant" => tenant.to_owned(),
+        "decision" => decision
+    )
+    .record(seconds);
 }

@@ -16,6 +16,8 @@ pub enum AuditEvent {
     Decision,
     /// A query or reconciliation of an operation's status.
     OperationStatus,
+    /// An approval notification that could not be delivered (see [`crate::notify`]).
+    Notification,
 }
 
 /// The placeholder written instead of a `sensitive` field's value.

@@ -86,6 +86,7 @@ pub struct DispatcherBuilder<S: Send + Sync + 'static> {
     tools: Vec<Arc<dyn ErasedTool<S>>>,
     authorizer: Box<dyn Authorizer>,
     refresher: Option<Box<dyn PrincipalRefresher>>,
+    pub(crate) notifiers: Vec<Arc<dyn crate::notify::ApprovalNotifier>>,
     sanitizer: Sanitizer,
     audit: Option<Arc<dyn AuditSink>>,
     clock: Arc<dyn Clock>,
@@ -115,6 +116,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             tools: Vec::new(),
             authorizer: Box::new(AllowAuthenticated),
             refresher: None,
+            notifiers: Vec::new(),
             sanitizer: Sanitizer::default(),
             audit: None,
             clock: Arc::new(SystemClock),
@@ -302,6 +304,11 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             ledger: Deadlined::new(self.ledger.unwrap_or_else(|| memory.clone()), deadline),
             operations: Deadlined::new(self.operations.unwrap_or(memory), deadline),
         };
+        let audit: Arc<dyn AuditSink> = self
+            .audit
+            .unwrap_or_else(|| Arc::new(MemoryAuditSink::new()));
+        let notifiers =
+            crate::notify::Notifiers::new(self.notifiers, audit.clone(), self.clock.clone());
         let core = Core {
             tools,
             order,
@@ -309,9 +316,7 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             authorizer: self.authorizer,
             refresher: self.refresher,
             sanitizer: self.sanitizer,
-            audit: self
-                .audit
-                .unwrap_or_else(|| Arc::new(MemoryAuditSink::new())),
+            audit,
             clock: self.clock,
             principal_max_age: self.principal_max_age,
             policy: self.policy,
@@ -319,6 +324,7 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             idempotency_ttl: self.idempotency_ttl,
             fail_open_read_only: self.fail_open_read_only,
             custom: self.custom,
+            notifiers,
         };
         Ok(Dispatcher {
             core: Arc::new(core),

@@ -14,6 +14,7 @@ use super::trace::{Answer, Exit};
 use crate::call::{Principal, ToolCall};
 use crate::clock::unix_millis;
 use crate::digest::{canonical_json, sha256_hex};
+use crate::notify::{ApprovalEvent, ApprovalEventKind::{Approved, Opened}, Notifiers};
 use crate::outcome::{ApprovalTicket, Status};
 use crate::spec::ToolSpec;
 use crate::store::{
@@ -89,6 +90,7 @@ pub(crate) struct Pending<'a> {
 pub(crate) async fn open(
     store: &dyn ApprovalStore,
     policy: &RiskPolicy,
+    notifiers: &Notifiers,
     p: Pending<'_>,
     now: SystemTime,
 ) -> Result<ApprovalTicket, Stop> {
@@ -128,7 +130,8 @@ pub(crate) async fn open(
             "approvals are unavailable; nothing was done",
         )
     })?;
-    crate::metrics::approval_pending(&request.tool, 1.0);
+    crate::metrics::approval_pending(&request.tool, &request.requester.tenant, 1.0);
+    notifiers.emit(ApprovalEvent::of(Opened, &request, None, created));
     Ok(ApprovalTicket {
         approval_id: request.id,
         preview: request.preview,
@@ -293,6 +296,9 @@ pub(crate) async fn decide<S: Send + Sync + 'static>(
     let given = request.approvers().len();
     if given < request.approvals_required as usize {
         update(core, request, version).await?;
+        let at = unix_millis(core.now());
+        core.notifiers
+            .emit(ApprovalEvent::of(Approved, request, None, at));
         let ticket = ApprovalTicket {
             approval_id: request.id.clone(),
             preview: request.preview.clone(),
@@ -308,7 +314,7 @@ pub(crate) async fn decide<S: Send + Sync + 'static>(
     request.state = ApprovalState::Executing;
     update(core, request, version).await?;
     request.version = version + 1;
-    crate::metrics::approval_pending(&request.tool, -1.0);
+    crate::metrics::approval_pending(&request.tool, &request.requester.tenant, -1.0);
     Ok(())
 }
 
@@ -345,6 +351,7 @@ pub(crate) async fn executed<S: Send + Sync + 'static>(
     }
     let key = request.idempotency.as_ref();
     super::settle::operation(core, &request.tool, key, &request.operation_id, &stored).await;
+    closed(core, &request, answer.status);
 }
 
 /// Closes request `id` as expired if its time is up; returns the expired outcome then.
@@ -379,10 +386,29 @@ async fn close<S: Send + Sync + 'static>(
     if let Err(stop) = update(core, &request, version).await {
         return Err((stop, stored));
     }
-    crate::metrics::approval_pending(&request.tool, -1.0);
     let key = request.idempotency.as_ref();
     super::settle::operation(core, &request.tool, key, &request.operation_id, &stored).await;
+    closed(core, &request, stored.status);
     Ok(stored)
+}
+
+/// Metrics and notification of a request that left the pending state with `status`.
+fn closed<S: Send + Sync + 'static>(core: &Core<S>, request: &ApprovalRequest, status: Status) {
+    let notifiers = &core.notifiers;
+    let now_ms = notifiers.now_ms();
+    if request.state != ApprovalState::Executed {
+        crate::metrics::approval_pending(&request.tool, &request.requester.tenant, -1.0);
+    }
+    if request.state != ApprovalState::Expired {
+        let decision = if request.state == ApprovalState::Rejected {
+            "rejected"
+        } else {
+            "approved"
+        };
+        let seconds = now_ms.saturating_sub(request.created_at_ms) as f64 / 1000.0;
+        crate::metrics::approval_latency(&request.tool, &request.requester.tenant, decision, seconds);
+    }
+    notifiers.emit(ApprovalEvent::closed(request, status, now_ms));
 }
 
 /// The ownership check: the call's idempotency record still belongs to the request's
@@ -496,7 +522,7 @@ pub(crate) async fn ask<S: Send + Sync + 'static>(
         cause,
         amount: decision.amount,
     };
-    let ticket = open(&*core.stores.approvals, &core.policy, pending, core.now()).await?;
+    let ticket = open(&*core.stores.approvals, &core.policy, &core.notifiers, pending, core.now()).await?;
     t.approval_id = Some(ticket.approval_id.clone());
     Ok(Answer::pending(ticket))
 }

@@ -58,6 +58,7 @@ pub(crate) struct Core<S: Send + Sync + 'static> {
     pub(crate) idempotency_ttl: HashMap<String, Duration>,
     pub(crate) fail_open_read_only: bool,
     pub(crate) custom: CustomStages,
+    pub(crate) notifiers: crate::notify::Notifiers,
 }
 
 impl<S: Send + Sync + 'static> Core<S> {
