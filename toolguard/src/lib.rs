@@ -25,6 +25,9 @@ pub mod metrics;
 pub mod operations;
 pub mod outcome;
 pub mod provider;
+#[cfg(feature = "mcp-proxy")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp-proxy")))]
+pub mod proxy;
 pub mod sanitize;
 pub mod spec;
 pub mod stage;
