@@ -38,7 +38,10 @@ fn a_valid_file_passes_with_its_revision_and_tools() {
     let (code, out, err) = run(&["policy", "check", file.to_str().expect("utf-8")]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("valid, revision "), "{out}");
-    assert!(out.contains("write_file") && out.contains("read_text_file"), "{out}");
+    assert!(
+        out.contains("write_file") && out.contains("read_text_file"),
+        "{out}"
+    );
 }
 
 #[test]

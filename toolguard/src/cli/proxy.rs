@@ -63,14 +63,22 @@ fn policy(args: &[String]) -> ExitCode {
     };
     let names: Vec<&str> = policy.tool_names().collect();
     if command.is_empty() {
-        println!("{file}: valid, revision {}, declares {} tool(s): {}", policy.revision(), names.len(), names.join(", "));
+        println!(
+            "{file}: valid, revision {}, declares {} tool(s): {}",
+            policy.revision(),
+            names.len(),
+            names.join(", ")
+        );
         return ExitCode::SUCCESS;
     }
     check_against_upstream(&policy, command)
 }
 
 #[cfg(all(feature = "policy", feature = "mcp-proxy"))]
-fn check_against_upstream(policy: &toolguard::declare::policy::Policy, command: &[String]) -> ExitCode {
+fn check_against_upstream(
+    policy: &toolguard::declare::policy::Policy,
+    command: &[String],
+) -> ExitCode {
     let run = async {
         let upstream = toolguard::proxy::Upstream::spawn(command).await?;
         let offered = upstream.offered().await;
@@ -82,8 +90,18 @@ fn check_against_upstream(policy: &toolguard::declare::policy::Policy, command: 
     match runtime().and_then(|rt| rt.block_on(run).map_err(|e| e.to_string())) {
         Ok((offered, specs)) => {
             let exposed: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
-            let hidden: Vec<&str> = offered.iter().map(|o| o.name.as_str()).filter(|n| !exposed.contains(n)).collect();
-            println!("{}: valid against the upstream, revision {}; exposed: {}; hidden: {}", policy.file().display(), policy.revision(), exposed.join(", "), hidden.join(", "));
+            let hidden: Vec<&str> = offered
+                .iter()
+                .map(|o| o.name.as_str())
+                .filter(|n| !exposed.contains(n))
+                .collect();
+            println!(
+                "{}: valid against the upstream, revision {}; exposed: {}; hidden: {}",
+                policy.file().display(),
+                policy.revision(),
+                exposed.join(", "),
+                hidden.join(", ")
+            );
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -95,7 +113,9 @@ fn check_against_upstream(policy: &toolguard::declare::policy::Policy, command: 
 
 #[cfg(all(feature = "policy", not(feature = "mcp-proxy")))]
 fn check_against_upstream(_: &toolguard::declare::policy::Policy, _: &[String]) -> ExitCode {
-    usage("checking against an upstream needs the `mcp-proxy` feature: cargo install ... --features cli,mcp-proxy")
+    usage(
+        "checking against an upstream needs the `mcp-proxy` feature: cargo install ... --features cli,mcp-proxy",
+    )
 }
 
 #[cfg(not(feature = "policy"))]

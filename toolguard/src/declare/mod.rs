@@ -168,7 +168,9 @@ pub fn declare(
     let schema = schema::tighten(input_schema, decl);
     let mut spec = ToolSpec::new(
         name,
-        decl.description.clone().unwrap_or_else(|| description.to_owned()),
+        decl.description
+            .clone()
+            .unwrap_or_else(|| description.to_owned()),
         schema,
         Value::Bool(true),
     );

@@ -341,7 +341,11 @@ impl Policy {
             .tools
             .iter()
             .map(|(n, (l, e))| (n.as_str(), *l, e))
-            .chain(self.default_tool.iter().map(|(l, e)| ("default_tool", *l, e)));
+            .chain(
+                self.default_tool
+                    .iter()
+                    .map(|(l, e)| ("default_tool", *l, e)),
+            );
         for (name, line, entry) in entries {
             check_entry(name, entry).map_err(|m| self.error(Some(line), m))?;
         }
@@ -350,13 +354,20 @@ impl Policy {
                 .parse::<std::net::SocketAddr>()
                 .is_ok_and(|a| a.ip().is_loopback());
             if !loopback {
-                let at = self.source.find("reviewer_listen").map(|i| line_of(&self.source, i));
+                let at = self
+                    .source
+                    .find("reviewer_listen")
+                    .map(|i| line_of(&self.source, i));
                 return Err(self.error(at, format!("`reviewer_listen = \"{listen}\"` must be a loopback address with a port, e.g. `127.0.0.1:7411`")));
             }
         }
         for (i, t) in self.tokens.iter().enumerate() {
             if t.token.len() < 16 {
-                let at = self.source.match_indices("[[tokens]]").nth(i).map(|(p, _)| line_of(&self.source, p));
+                let at = self
+                    .source
+                    .match_indices("[[tokens]]")
+                    .nth(i)
+                    .map(|(p, _)| line_of(&self.source, p));
                 return Err(self.error(at, "a token needs at least 16 characters: generate one with `openssl rand -hex 32`"));
             }
         }
@@ -400,7 +411,13 @@ impl Policy {
         for (name, (line, _)) in &self.tools {
             if !offered.iter().any(|o| &o.name == name) {
                 let names: Vec<&str> = offered.iter().map(|o| o.name.as_str()).collect();
-                return Err(self.error(Some(*line), format!("tool `{name}` is not offered by the upstream server; it offers: {}", names.join(", "))));
+                return Err(self.error(
+                    Some(*line),
+                    format!(
+                        "tool `{name}` is not offered by the upstream server; it offers: {}",
+                        names.join(", ")
+                    ),
+                ));
             }
         }
         let mut specs = Vec::new();
@@ -410,8 +427,13 @@ impl Policy {
                 (None, Some(default)) => default,
                 (None, None) => continue,
             };
-            let spec = declare(&o.name, &o.description, &o.input_schema, &entry.declaration())
-                .map_err(|e| self.error(Some(*line), e.to_string()))?;
+            let spec = declare(
+                &o.name,
+                &o.description,
+                &o.input_schema,
+                &entry.declaration(),
+            )
+            .map_err(|e| self.error(Some(*line), e.to_string()))?;
             specs.push(spec);
         }
         Ok(specs)
@@ -439,16 +461,22 @@ impl Policy {
             p = entry_limits(p, name, e);
         }
         let always = self.clone();
-        p.require_approval_when(move |spec, _, _| always.entry(&spec.name).is_some_and(|e| e.approval))
+        p.require_approval_when(move |spec, _, _| {
+            always.entry(&spec.name).is_some_and(|e| e.approval)
+        })
     }
 
     /// The sanitizer with each field's allowlists (path roots travel in the specs).
     pub fn sanitizer(&self, specs: &[ToolSpec]) -> Sanitizer {
         let mut s = Sanitizer::new();
         for spec in specs {
-            let Some(entry) = self.entry(&spec.name) else { continue };
+            let Some(entry) = self.entry(&spec.name) else {
+                continue;
+            };
             for (pointer, f) in &entry.fields {
-                let Some(field) = super::pointer_property(pointer) else { continue };
+                let Some(field) = super::pointer_property(pointer) else {
+                    continue;
+                };
                 let n = spec.name.as_str();
                 if !f.allow_domains.is_empty() {
                     s = s.allow_email_domains(n, &field, f.allow_domains.clone());
@@ -467,14 +495,21 @@ impl Policy {
     /// The principal of a local stdio proxy (`[principal]`).
     pub fn local_principal(&self, default_session: &str) -> Option<Principal> {
         let p = self.principal.as_ref()?;
-        let mut principal = Principal::new(&p.tenant, &p.subject, p.session.as_deref().unwrap_or(default_session));
+        let mut principal = Principal::new(
+            &p.tenant,
+            &p.subject,
+            p.session.as_deref().unwrap_or(default_session),
+        );
         principal.roles = p.roles.clone();
         Some(principal)
     }
 
     /// The principal a bearer token maps to (constant-time comparison).
     pub fn token_principal(&self, token: &str, session: &str) -> Option<Principal> {
-        let t = self.tokens.iter().find(|t| constant_time_eq(t.token.as_bytes(), token.as_bytes()))?;
+        let t = self
+            .tokens
+            .iter()
+            .find(|t| constant_time_eq(t.token.as_bytes(), token.as_bytes()))?;
         let mut p = Principal::new(&t.tenant, &t.subject, session);
         p.roles = t.roles.clone();
         Some(p)
@@ -512,22 +547,31 @@ fn check_entry(name: &str, e: &ToolEntry) -> Result<(), String> {
     rules::approval_over_needs_amount(name, &d).map_err(|e| e.to_string())?;
     for (pointer, f) in &d.fields {
         if super::pointer_property(pointer).is_none() {
-            return Err(format!("tool `{name}`, field `{pointer}`: field rules take the JSON pointer of a top-level property, e.g. `fields.\"/path\"`"));
+            return Err(format!(
+                "tool `{name}`, field `{pointer}`: field rules take the JSON pointer of a top-level property, e.g. `fields.\"/path\"`"
+            ));
         }
         rules::path_root(name, pointer, f).map_err(|e| e.to_string())?;
         if let Some(p) = &f.pattern {
             rules::pattern_portable(name, pointer, p).map_err(|e| e.to_string())?;
         }
         if f.kind == Some(FieldKind::Money) && f.sensitive {
-            return Err(format!("tool `{name}`, field `{pointer}`: a money field cannot be `sensitive`"));
+            return Err(format!(
+                "tool `{name}`, field `{pointer}`: a money field cannot be `sensitive`"
+            ));
         }
     }
     let needs_amount = e.session_limit.is_some() || e.max_per_call.is_some();
     if needs_amount && e.amount.is_none() {
-        return Err(format!("tool `{name}`: `session_limit` and `max_per_call` measure the amount field: add `amount = \"/<field>\"`"));
+        return Err(format!(
+            "tool `{name}`: `session_limit` and `max_per_call` measure the amount field: add `amount = \"/<field>\"`"
+        ));
     }
-    if e.roles.as_ref().is_some_and(Vec::is_empty) || e.tenants.as_ref().is_some_and(Vec::is_empty) {
-        return Err(format!("tool `{name}`: an empty `roles`/`tenants` list lets nobody call the tool: remove the tool or list who may call it"));
+    if e.roles.as_ref().is_some_and(Vec::is_empty) || e.tenants.as_ref().is_some_and(Vec::is_empty)
+    {
+        return Err(format!(
+            "tool `{name}`: an empty `roles`/`tenants` list lets nobody call the tool: remove the tool or list who may call it"
+        ));
     }
     Ok(())
 }
@@ -550,7 +594,9 @@ impl Authorizer for PolicyAuthorizer {
             return Err("tenant_not_granted".to_owned());
         }
         match &entry.roles {
-            Some(roles) if !roles.iter().any(|r| principal.has_role(r)) => Err("missing_role".to_owned()),
+            Some(roles) if !roles.iter().any(|r| principal.has_role(r)) => {
+                Err("missing_role".to_owned())
+            }
             _ => Ok(()),
         }
     }
@@ -558,11 +604,18 @@ impl Authorizer for PolicyAuthorizer {
 
 /// 1-based line of byte offset `at`.
 pub fn line_of(source: &str, at: usize) -> usize {
-    source.as_bytes()[..at.min(source.len())].iter().filter(|b| **b == b'\n').count() + 1
+    source.as_bytes()[..at.min(source.len())]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     let da = Sha256::digest(a);
     let db = Sha256::digest(b);
-    da.iter().zip(db.iter()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    da.iter()
+        .zip(db.iter())
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+        == 0
 }

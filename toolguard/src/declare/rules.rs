@@ -82,7 +82,9 @@ pub fn identity_properties(name: &str, schema: &Value) -> Rule {
 /// Rule 11: declarations that cannot mean what they say.
 pub fn contradictions(name: &str, d: &Declaration) -> Rule {
     let problem = if d.read_only && (d.idempotent || d.approval_over.is_some() || d.approval) {
-        Some("`read_only = true` contradicts `idempotent`, `approval` and `approval_over`: remove them or set `read_only = false`")
+        Some(
+            "`read_only = true` contradicts `idempotent`, `approval` and `approval_over`: remove them or set `read_only = false`",
+        )
     } else if d.approval_over == Some(0) {
         Some("`approval_over = 0` would ask for approval of every call: use `approval = true`")
     } else if d.approvals == Some(0) {
@@ -92,7 +94,9 @@ pub fn contradictions(name: &str, d: &Declaration) -> Rule {
     } else if d.key_reuse == crate::spec::KeyReuse::KeyWins && !d.idempotent {
         Some("`key_reuse = \"key_wins\"` needs `idempotent = true`")
     } else if d.approval && !d.idempotent {
-        Some("`approval = true` needs `idempotent = true`: a pending approval is stored under the call's idempotency key, so a retry finds it instead of opening a second one")
+        Some(
+            "`approval = true` needs `idempotent = true`: a pending approval is stored under the call's idempotency key, so a retry finds it instead of opening a second one",
+        )
     } else {
         None
     };
@@ -148,7 +152,10 @@ pub fn described(name: &str, description: &str, schema: &Value, d: &Declaration)
     }
     for (prop, sub) in properties(schema) {
         let pointer = format!("/{prop}");
-        let declared = d.fields.get(&pointer).and_then(|f| f.description.as_deref());
+        let declared = d
+            .fields
+            .get(&pointer)
+            .and_then(|f| f.description.as_deref());
         if !has(sub.get("description").and_then(Value::as_str)) && !has(declared) {
             return fail(
                 name,
@@ -202,7 +209,11 @@ fn field_rules(name: &str, schema: &Value, d: &Declaration, pointer: &str, f: &F
     }
     let url = f.kind == Some(FieldKind::Url);
     if (!f.allow_hosts.is_empty() || !f.allow_schemes.is_empty()) && !url {
-        return fail(name, at, "`allow_hosts`/`allow_schemes` need `kind = \"url\"`");
+        return fail(
+            name,
+            at,
+            "`allow_hosts`/`allow_schemes` need `kind = \"url\"`",
+        );
     }
     if !f.allow_domains.is_empty() && f.kind != Some(FieldKind::Email) {
         return fail(name, at, "`allow_domains` needs `kind = \"email\"`");
@@ -214,14 +225,22 @@ fn field_rules(name: &str, schema: &Value, d: &Declaration, pointer: &str, f: &F
 pub fn path_root(name: &str, pointer: &str, f: &FieldDecl) -> Rule {
     let is_path = f.kind == Some(FieldKind::Path);
     match (&f.root, is_path) {
-        (Some(_), false) => fail(name, Some(pointer), "`root` applies to `kind = \"path\"` fields only"),
+        (Some(_), false) => fail(
+            name,
+            Some(pointer),
+            "`root` applies to `kind = \"path\"` fields only",
+        ),
         (None, true) => fail(
             name,
             Some(pointer),
             "a path field needs `root = \"/absolute/dir\"`: a model-chosen path must be confined below a real directory",
         ),
         (Some(root), true) => match root_problem(root) {
-            Some(p) => fail(name, Some(pointer), format!("`root = \"{root}\"` {p}; give an absolute directory such as `/srv/data`")),
+            Some(p) => fail(
+                name,
+                Some(pointer),
+                format!("`root = \"{root}\"` {p}; give an absolute directory such as `/srv/data`"),
+            ),
             None => Ok(()),
         },
         (None, false) => Ok(()),
@@ -233,12 +252,19 @@ pub fn root_problem(root: &str) -> Option<&'static str> {
     let bytes = root.as_bytes();
     let rest = if let Some(rest) = root.strip_prefix('/') {
         rest
-    } else if bytes.len() >= 3 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':' && matches!(bytes[2], b'/' | b'\\') {
+    } else if bytes.len() >= 3
+        && bytes[0].is_ascii_alphabetic()
+        && bytes[1] == b':'
+        && matches!(bytes[2], b'/' | b'\\')
+    {
         &root[3..]
     } else {
         return Some("is not an absolute path");
     };
-    let segments: Vec<&str> = rest.split(['/', '\\']).filter(|s| !s.is_empty() && *s != ".").collect();
+    let segments: Vec<&str> = rest
+        .split(['/', '\\'])
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect();
     if segments.contains(&"..") {
         Some("contains `..`")
     } else if segments.is_empty() {
@@ -256,7 +282,9 @@ pub fn pattern_portable(name: &str, pointer: &str, pattern: &str) -> Rule {
         Err(e) => fail(
             name,
             Some(pointer),
-            format!("`pattern` does not compile as a portable regular expression (no look-around or back-references): {e}"),
+            format!(
+                "`pattern` does not compile as a portable regular expression (no look-around or back-references): {e}"
+            ),
         ),
     }
 }
@@ -268,7 +296,14 @@ pub fn amount_field(name: &str, schema: &Value, d: &Declaration) -> Rule {
     };
     let sub = pointer_property(pointer).and_then(|p| schema.get("properties")?.get(p).cloned());
     match sub {
-        None => fail(name, Some(pointer), format!("`amount` names no property; the properties are: {}", property_list(schema))),
+        None => fail(
+            name,
+            Some(pointer),
+            format!(
+                "`amount` names no property; the properties are: {}",
+                property_list(schema)
+            ),
+        ),
         Some(s) if !has_type(&s, "integer") => fail(
             name,
             Some(pointer),
@@ -301,12 +336,27 @@ pub fn high_risk_bounds(name: &str, schema: &Value, d: &Declaration) -> Rule {
     for (prop, sub) in properties(schema) {
         let pointer = format!("/{prop}");
         let f = d.fields.get(&pointer).cloned().unwrap_or_default();
-        let bounded_kind = matches!(f.kind, Some(FieldKind::Identifier | FieldKind::Email | FieldKind::Url));
-        if has_type(sub, "string") && !bounded_kind && f.max_len.is_none() && sub.get("maxLength").is_none() {
-            return fail(name, Some(&pointer), "a high-risk tool needs `max_len` on every string field");
+        let bounded_kind = matches!(
+            f.kind,
+            Some(FieldKind::Identifier | FieldKind::Email | FieldKind::Url)
+        );
+        if has_type(sub, "string")
+            && !bounded_kind
+            && f.max_len.is_none()
+            && sub.get("maxLength").is_none()
+        {
+            return fail(
+                name,
+                Some(&pointer),
+                "a high-risk tool needs `max_len` on every string field",
+            );
         }
         if has_type(sub, "array") && f.max_items.is_none() && sub.get("maxItems").is_none() {
-            return fail(name, Some(&pointer), "a high-risk tool needs `max_items` on every array field");
+            return fail(
+                name,
+                Some(&pointer),
+                "a high-risk tool needs `max_items` on every array field",
+            );
         }
     }
     Ok(())
@@ -315,19 +365,29 @@ pub fn high_risk_bounds(name: &str, schema: &Value, d: &Declaration) -> Rule {
 /// A model-supplied key field must not collide with a property of the upstream schema.
 fn key_field(name: &str, schema: &Value, d: &Declaration) -> Rule {
     match &d.idempotency_key {
-        KeySource::Field(f) if !d.idempotent => fail(name, None, format!("`idempotency_key = {{ field = \"{f}\" }}` needs `idempotent = true`")),
+        KeySource::Field(f) if !d.idempotent => fail(
+            name,
+            None,
+            format!("`idempotency_key = {{ field = \"{f}\" }}` needs `idempotent = true`"),
+        ),
         KeySource::Field(f) if schema.get("properties").and_then(|p| p.get(f)).is_some() => fail(
             name,
             Some(&format!("/{f}")),
             "the key field would replace a property the upstream expects: choose another name",
         ),
-        KeySource::Field(f) if !crate::provider::is_valid_tool_name(f) => fail(name, Some(&format!("/{f}")), "the key field name must match ^[a-zA-Z][a-zA-Z0-9_]{0,63}$"),
+        KeySource::Field(f) if !crate::provider::is_valid_tool_name(f) => fail(
+            name,
+            Some(&format!("/{f}")),
+            "the key field name must match ^[a-zA-Z][a-zA-Z0-9_]{0,63}$",
+        ),
         _ => Ok(()),
     }
 }
 
 /// Words that make a property name money-like: `total_usd`, `unitPrice`, `FEES`.
-const MONEY_WORDS: [&str; 7] = ["amount", "price", "cost", "fee", "total", "balance", "cents"];
+const MONEY_WORDS: [&str; 7] = [
+    "amount", "price", "cost", "fee", "total", "balance", "cents",
+];
 
 /// Whether one word of `name` is a money word or its plural (the macro's rule 3).
 pub fn is_money_name(name: &str) -> bool {
@@ -348,18 +408,28 @@ pub fn is_money_name(name: &str) -> bool {
     }
     words.extend((!current.is_empty()).then_some(current));
     words.iter().any(|w| {
-        MONEY_WORDS.contains(&w.as_str()) || w.strip_suffix('s').is_some_and(|s| MONEY_WORDS.contains(&s))
+        MONEY_WORDS.contains(&w.as_str())
+            || w.strip_suffix('s')
+                .is_some_and(|s| MONEY_WORDS.contains(&s))
     })
 }
 
 /// The top-level properties of an object schema.
 pub(crate) fn properties(schema: &Value) -> impl Iterator<Item = (&String, &Value)> {
-    schema.get("properties").and_then(Value::as_object).into_iter().flatten()
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
 }
 
 fn property_list(schema: &Value) -> String {
     let names: Vec<String> = properties(schema).map(|(p, _)| format!("`/{p}`")).collect();
-    if names.is_empty() { "(none)".to_owned() } else { names.join(", ") }
+    if names.is_empty() {
+        "(none)".to_owned()
+    } else {
+        names.join(", ")
+    }
 }
 
 /// Whether `schema`'s `type` is or includes `ty`.

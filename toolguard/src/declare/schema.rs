@@ -36,7 +36,9 @@ pub(crate) fn tighten(schema: &Value, decl: &Declaration) -> Value {
             continue;
         };
         let string_target = if has_type(&Value::Object(sub.clone()), "array") {
-            sub.entry("items").or_insert_with(|| json!({})).as_object_mut()
+            sub.entry("items")
+                .or_insert_with(|| json!({}))
+                .as_object_mut()
         } else {
             Some(&mut *sub)
         };
@@ -49,9 +51,11 @@ pub(crate) fn tighten(schema: &Value, decl: &Declaration) -> Value {
         let description = f.description.clone().or_else(|| {
             (f.kind == Some(FieldKind::Path)).then(|| {
                 let old = sub.get("description").and_then(Value::as_str).unwrap_or("");
-                format!("{old} Relative path below the allowed directory (no leading `/`, no `..`).")
-                    .trim()
-                    .to_owned()
+                format!(
+                    "{old} Relative path below the allowed directory (no leading `/`, no `..`)."
+                )
+                .trim()
+                .to_owned()
             })
         });
         set(sub, "description", description.map(Value::from));

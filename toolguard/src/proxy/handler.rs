@@ -42,7 +42,10 @@ impl GuardedServer {
 }
 
 /// The host's idempotency key from the request `_meta`.
-fn host_key(request: &CallToolRequestParams, context: &RequestContext<RoleServer>) -> Option<String> {
+fn host_key(
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> Option<String> {
     let from = |meta: &Map<String, Value>| {
         meta.get(IDEMPOTENCY_KEY_META)
             .and_then(Value::as_str)
@@ -68,7 +71,9 @@ impl ServerHandler for GuardedServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let current = self.guard.current();
-        Ok(ListToolsResult::with_all_items(current.server.tools().to_vec()))
+        Ok(ListToolsResult::with_all_items(
+            current.server.tools().to_vec(),
+        ))
     }
 
     async fn call_tool(

@@ -83,11 +83,17 @@ pub struct Guard {
 
 impl Guard {
     /// Loads the policy file, starts the upstream command and opens the store.
-    pub async fn start(file: impl AsRef<Path>, command: &[String]) -> Result<Arc<Guard>, ProxyError> {
+    pub async fn start(
+        file: impl AsRef<Path>,
+        command: &[String],
+    ) -> Result<Arc<Guard>, ProxyError> {
         let file = file.as_ref().to_path_buf();
         let policy = Policy::load(&file)?;
         let upstream = Upstream::spawn(command).await?;
-        let store = Arc::new(SqliteStore::open_with(policy.store_path(), Durability::Full)?);
+        let store = Arc::new(SqliteStore::open_with(
+            policy.store_path(),
+            Durability::Full,
+        )?);
         let audit = Arc::new(store.audit_sink()?);
         let session = format!("proxy-{}", uuid::Uuid::new_v4().simple());
         let current = build(&policy, &upstream, &store, &audit, &session).await?;
@@ -122,8 +128,14 @@ impl Guard {
     /// revision. On error the policy in force stays.
     pub async fn reload(&self) -> Result<u32, ProxyError> {
         let policy = Policy::load(&self.file)?;
-        let (dispatcher, server) =
-            build(&policy, &self.upstream, &self.store, &self.audit, &self.session).await?;
+        let (dispatcher, server) = build(
+            &policy,
+            &self.upstream,
+            &self.store,
+            &self.audit,
+            &self.session,
+        )
+        .await?;
         let revision = policy.revision();
         let next = Arc::new(Current {
             policy,
@@ -176,7 +188,11 @@ async fn build(
         .store(store.clone())
         .audit(audit.clone())
         .build()?;
-    let name = policy.proxy.name.clone().unwrap_or_else(|| "toolguard".to_owned());
+    let name = policy
+        .proxy
+        .name
+        .clone()
+        .unwrap_or_else(|| "toolguard".to_owned());
     let server = McpServer::new(dispatcher.clone(), principal)?.with_name(name);
     Ok((dispatcher, server))
 }

@@ -96,11 +96,16 @@ async fn read_request(stream: &mut TcpStream) -> Result<Request, u16> {
     let head = std::str::from_utf8(&buf[..head_end]).map_err(|_| 400u16)?;
     let mut lines = head.split("\r\n");
     let mut first = lines.next().unwrap_or("").split(' ');
-    let (method, path) = (first.next().unwrap_or("").to_owned(), first.next().unwrap_or("").to_owned());
+    let (method, path) = (
+        first.next().unwrap_or("").to_owned(),
+        first.next().unwrap_or("").to_owned(),
+    );
     let mut length = 0usize;
     let mut token = None;
     for line in lines {
-        let Some((name, value)) = line.split_once(':') else { return Err(400) };
+        let Some((name, value)) = line.split_once(':') else {
+            return Err(400);
+        };
         let value = value.trim();
         match name.trim().to_ascii_lowercase().as_str() {
             "content-length" => length = value.parse().map_err(|_| 400u16)?,
@@ -121,7 +126,12 @@ async fn read_request(stream: &mut TcpStream) -> Result<Request, u16> {
         body.extend_from_slice(&chunk[..n]);
     }
     body.truncate(length);
-    Ok(Request { method, path, token, body })
+    Ok(Request {
+        method,
+        path,
+        token,
+        body,
+    })
 }
 
 async fn route(guard: &Guard, request: Request) -> (u16, Value) {
@@ -132,7 +142,10 @@ async fn route(guard: &Guard, request: Request) -> (u16, Value) {
         .as_deref()
         .and_then(|t| current.policy.token_principal(t, session))
     else {
-        return (401, json!({"error": "send `Authorization: Bearer <token>` with a token of the policy file's [[tokens]]"}));
+        return (
+            401,
+            json!({"error": "send `Authorization: Bearer <token>` with a token of the policy file's [[tokens]]"}),
+        );
     };
     let segments: Vec<&str> = request.path.trim_matches('/').split('/').collect();
     match (request.method.as_str(), segments.as_slice()) {
@@ -151,7 +164,10 @@ async fn route(guard: &Guard, request: Request) -> (u16, Value) {
             };
             (200, serde_json::to_value(&outcome).unwrap_or(Value::Null))
         }
-        _ => (404, json!({"error": "unknown path: GET /policy, GET /approvals, POST /approvals/{id}/approve|reject"})),
+        _ => (
+            404,
+            json!({"error": "unknown path: GET /policy, GET /approvals, POST /approvals/{id}/approve|reject"}),
+        ),
     }
 }
 
@@ -177,6 +193,9 @@ async fn pending(dispatcher: &crate::Dispatcher<()>, viewer: &Principal) -> (u16
                     .collect(),
             ),
         ),
-        Err(e) => (503, json!({"error": format!("approval store unavailable: {e}")})),
+        Err(e) => (
+            503,
+            json!({"error": format!("approval store unavailable: {e}")}),
+        ),
     }
 }

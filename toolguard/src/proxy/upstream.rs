@@ -34,7 +34,9 @@ impl Upstream {
         let transport = TokioChildProcess::new(cmd)
             .map_err(|e| ProxyError::Upstream(format!("cannot start `{program}`: {e}")))?;
         let service = ().serve(transport).await.map_err(|e| {
-            ProxyError::Upstream(format!("`{program}` did not initialize an MCP session: {e}"))
+            ProxyError::Upstream(format!(
+                "`{program}` did not initialize an MCP session: {e}"
+            ))
         })?;
         Ok(Upstream { service })
     }
@@ -95,7 +97,9 @@ fn result_value(result: CallToolResult) -> Result<Value, ToolError> {
             .collect::<Vec<_>>()
             .join("\n");
         let cut: String = text.chars().take(MAX_ERROR_TEXT).collect();
-        return Err(ToolError::Failed(format!("the upstream tool failed: {cut}")));
+        return Err(ToolError::Failed(format!(
+            "the upstream tool failed: {cut}"
+        )));
     }
     if let Some(structured) = result.structured_content.filter(Value::is_object) {
         return Ok(structured);
