@@ -1,7 +1,7 @@
 //! The `toolguard` command.
 //!
 //! Built with the `cli` feature:
-//! `cargo run -p toolguard --features cli -- sanitize --kind <kind> [options]`.
+//! `cargo run -p toolguard-rs --features cli -- sanitize --kind <kind> [options]`.
 //!
 //! `toolguard policy check` and `toolguard mcp-proxy` (features `policy`, `mcp-proxy`) are
 //! described in `src/cli/proxy.rs`.
