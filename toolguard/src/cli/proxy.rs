@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! toolguard policy check FILE [-- UPSTREAM_CMD...]
-//! toolguard mcp-proxy --policy FILE -- UPSTREAM_CMD...
+//! toolguard mcp-proxy --policy FILE [--listen 127.0.0.1:PORT] -- UPSTREAM_CMD...
 //! ```
 //!
 //! `policy check` validates a policy file without serving anything: syntax, unknown keys, and the
@@ -12,12 +12,13 @@
 //! usage error.
 //!
 //! `mcp-proxy` serves MCP on standard input and output in front of the upstream (see
-//! `toolguard::proxy`). Exit status 1 when it cannot start.
+//! `toolguard::proxy`), or with `--listen` over Streamable HTTP at `http://ADDR/mcp` (feature
+//! `mcp-proxy-http`; callers send bearer tokens). Exit status 1 when it cannot start.
 
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: toolguard policy check FILE [-- UPSTREAM_CMD...]
-       toolguard mcp-proxy --policy FILE -- UPSTREAM_CMD...";
+       toolguard mcp-proxy --policy FILE [--listen 127.0.0.1:PORT] -- UPSTREAM_CMD...";
 
 /// Runs the subcommand `args[0]` names if it is one of this module's; `None` otherwise.
 pub fn run(args: &[String]) -> Option<ExitCode> {
@@ -123,20 +124,45 @@ fn policy(_: &[String]) -> ExitCode {
     usage("`policy` needs the `policy` feature: cargo install ... --features cli,policy")
 }
 
+/// `--policy FILE [--listen ADDR]`.
+#[cfg(feature = "mcp-proxy")]
+fn proxy_options(opts: &[String]) -> Result<(String, Option<String>), String> {
+    let mut policy = None;
+    let mut listen = None;
+    let mut it = opts.iter();
+    while let Some(flag) = it.next() {
+        let (name, inline) = match flag.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_owned())),
+            None => (flag.as_str(), None),
+        };
+        let value = inline
+            .or_else(|| it.next().cloned())
+            .ok_or_else(|| format!("`{name}` needs a value"))?;
+        match name {
+            "--policy" => policy = Some(value),
+            "--listen" => listen = Some(value),
+            other => return Err(format!("unknown option `{other}`")),
+        }
+    }
+    Ok((policy.ok_or("`--policy FILE` is required")?, listen))
+}
+
 #[cfg(feature = "mcp-proxy")]
 fn mcp_proxy(args: &[String]) -> ExitCode {
     let (opts, command) = split_command(args);
-    let file = match opts {
-        [flag, file] if flag == "--policy" => file.clone(),
-        [flag] if flag.starts_with("--policy=") => flag["--policy=".len()..].to_owned(),
-        _ => return usage("`mcp-proxy` takes `--policy FILE -- UPSTREAM_CMD...`"),
+    let (file, listen) = match proxy_options(opts) {
+        Ok(o) => o,
+        Err(e) => return usage(&e),
     };
     if command.is_empty() {
         return usage("give the upstream MCP server's command after `--`");
     }
     let run = async {
         let guard = toolguard::proxy::Guard::start(&file, command).await?;
-        guard.serve_stdio().await
+        match listen {
+            None => guard.serve_stdio().await,
+            Some(addr) => serve_http(guard, &addr).await,
+        }
     };
     match runtime().and_then(|rt| rt.block_on(run).map_err(|e| e.to_string())) {
         Ok(()) => ExitCode::SUCCESS,
@@ -145,6 +171,28 @@ fn mcp_proxy(args: &[String]) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+#[cfg(feature = "mcp-proxy-http")]
+async fn serve_http(
+    guard: std::sync::Arc<toolguard::proxy::Guard>,
+    addr: &str,
+) -> Result<(), toolguard::proxy::ProxyError> {
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        toolguard::proxy::ProxyError::Upstream(format!("cannot listen on {addr}: {e}"))
+    })?;
+    eprintln!("toolguard: serving MCP at http://{addr}/mcp");
+    guard.serve_http(listener).await
+}
+
+#[cfg(all(feature = "mcp-proxy", not(feature = "mcp-proxy-http")))]
+async fn serve_http(
+    _: std::sync::Arc<toolguard::proxy::Guard>,
+    _: &str,
+) -> Result<(), toolguard::proxy::ProxyError> {
+    Err(toolguard::proxy::ProxyError::Upstream(
+        "`--listen` needs the `mcp-proxy-http` feature: cargo install ... --features cli,mcp-proxy-http".to_owned(),
+    ))
 }
 
 #[cfg(not(feature = "mcp-proxy"))]

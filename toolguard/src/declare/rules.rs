@@ -194,7 +194,11 @@ fn field_rules(name: &str, schema: &Value, d: &Declaration, pointer: &str, f: &F
         return fail(name, at, "`min_len` is greater than `max_len`");
     }
     if f.max_items == Some(0) || f.max_len == Some(0) {
-        return fail(name, at, "`max_items = 0` or `max_len = 0` admits no value: give a positive bound");
+        return fail(
+            name,
+            at,
+            "`max_items = 0` or `max_len = 0` admits no value: give a positive bound",
+        );
     }
     if f.max_items.is_some() && !has_type(sub, "array") {
         return fail(name, at, "`max_items` applies to array fields only");

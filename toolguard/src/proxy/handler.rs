@@ -11,8 +11,11 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 
 use super::{Guard, ProxyError};
-use crate::Status;
-use crate::provider::mcp::{IDEMPOTENCY_KEY_META, call_tool_result, unknown_tool_error};
+use crate::provider::ADAPTER_REVISION;
+use crate::provider::mcp::{
+    IDEMPOTENCY_KEY_META, PROVIDER, TOOLS_CALL, call_tool_result, unknown_tool_error,
+};
+use crate::{Principal, ProviderContext, RawArguments, Status, ToolCall};
 
 /// The proxy as an MCP server: `tools/list` and `tools/call` go to the dispatcher of the policy
 /// in force (a reload takes effect at the next request).
@@ -38,6 +41,27 @@ impl GuardedServer {
             .await
             .map_err(|e| crate::provider::mcp::McpServeError::Session(e.to_string()))?;
         Ok(())
+    }
+}
+
+impl GuardedServer {
+    /// The caller: over Streamable HTTP the principal of the request's verified bearer token,
+    /// over stdio the policy file's `[principal]`.
+    fn principal(&self, context: &RequestContext<RoleServer>) -> Result<Principal, ErrorData> {
+        #[cfg(feature = "mcp-proxy-http")]
+        if let Some(parts) = context.extensions.get::<http::request::Parts>() {
+            return self
+                .guard
+                .http_principal(parts)
+                .ok_or_else(|| ErrorData::invalid_request("no valid bearer token", None));
+        }
+        #[cfg(not(feature = "mcp-proxy-http"))]
+        let _ = context;
+        self.guard
+            .current()
+            .policy
+            .local_principal(self.guard.session())
+            .ok_or_else(|| ErrorData::invalid_request("the policy file names no [principal]", None))
     }
 }
 
@@ -87,10 +111,23 @@ impl ServerHandler for GuardedServer {
             NumberOrString::String(s) => format!("mcp-{s}"),
         };
         let current = self.guard.current();
-        let outcome = current
-            .server
-            .call_with_key(call_id, &request.name, request.arguments, key)
-            .await;
+        let principal = self.principal(&context)?;
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let mut call = ToolCall::new(
+            call_id,
+            request.name.as_ref(),
+            RawArguments::Value(arguments),
+        );
+        if let Some(key) = key {
+            call = call.with_idempotency_key(key);
+        }
+        let call = call.with_provider(ProviderContext {
+            provider: PROVIDER.to_owned(),
+            api_family: TOOLS_CALL.to_owned(),
+            adapter_revision: ADAPTER_REVISION.to_owned(),
+            response_id: None,
+        });
+        let outcome = current.dispatcher.dispatch(call, &principal).await;
         if outcome.status == Status::UnknownTool {
             return Err(unknown_tool_error(&request.name));
         }

@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use crate::audit::SqliteAuditSink;
+use crate::call::Principal;
 use crate::declare::policy::{Policy, PolicyError};
 use crate::dispatcher::{BuildError, Dispatcher};
 use crate::provider::mcp::{McpServeError, McpServer};
@@ -28,6 +29,9 @@ use crate::store::{Durability, SqliteStore, StoreError};
 use crate::tool::ToolHandle;
 
 mod handler;
+#[cfg(feature = "mcp-proxy-http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp-proxy-http")))]
+pub mod http;
 mod reload;
 pub mod reviewer;
 mod upstream;
@@ -61,6 +65,13 @@ pub enum ProxyError {
     Reviewer(String),
 }
 
+/// Verifies a bearer token of a Streamable HTTP caller and names its principal (the host's own
+/// verifier: JWT, introspection, ...). Without one, the policy file's `[[tokens]]` are used.
+pub trait TokenVerifier: Send + Sync + 'static {
+    /// The principal `token` stands for, `None` when it is not valid.
+    fn verify(&self, token: &str, session: &str) -> Option<Principal>;
+}
+
 /// The policy in force and the dispatcher built from it.
 pub struct Current {
     /// The policy.
@@ -79,6 +90,7 @@ pub struct Guard {
     audit: Arc<SqliteAuditSink>,
     session: String,
     current: RwLock<Arc<Current>>,
+    verifier: Option<Arc<dyn TokenVerifier>>,
 }
 
 impl Guard {
@@ -86,6 +98,15 @@ impl Guard {
     pub async fn start(
         file: impl AsRef<Path>,
         command: &[String],
+    ) -> Result<Arc<Guard>, ProxyError> {
+        Self::start_with_verifier(file, command, None).await
+    }
+
+    /// [`Guard::start`] with the host's bearer-token verifier for Streamable HTTP callers.
+    pub async fn start_with_verifier(
+        file: impl AsRef<Path>,
+        command: &[String],
+        verifier: Option<Arc<dyn TokenVerifier>>,
     ) -> Result<Arc<Guard>, ProxyError> {
         let file = file.as_ref().to_path_buf();
         let policy = Policy::load(&file)?;
@@ -108,6 +129,7 @@ impl Guard {
                 dispatcher: current.0,
                 server: current.1,
             })),
+            verifier,
         }))
     }
 
@@ -116,6 +138,19 @@ impl Guard {
         match self.current.read() {
             Ok(c) => c.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// The session id of the local principal (one per proxy process).
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    /// The principal of a bearer token: the host's verifier, else the policy's `[[tokens]]`.
+    pub fn token_principal(&self, token: &str, session: &str) -> Option<Principal> {
+        match &self.verifier {
+            Some(v) => v.verify(token, session),
+            None => self.current().policy.token_principal(token, session),
         }
     }
 
@@ -152,6 +187,15 @@ impl Guard {
     /// Serves MCP on stdio until the client disconnects, with reloads and the reviewer endpoint
     /// running beside it.
     pub async fn serve_stdio(self: Arc<Self>) -> Result<(), ProxyError> {
+        if self.current().policy.principal.is_none() {
+            return Err(ProxyError::NoPrincipal(self.file.display().to_string()));
+        }
+        self.clone().spawn_side_tasks().await?;
+        GuardedServer::new(self.clone()).serve_stdio().await
+    }
+
+    /// Starts the reviewer endpoint (when configured) and the policy watcher.
+    pub async fn spawn_side_tasks(self: Arc<Self>) -> Result<(), ProxyError> {
         let policy = &self.current().policy;
         if let Some(listen) = policy.proxy.reviewer_listen.clone() {
             let listener = tokio::net::TcpListener::bind(&listen)
@@ -161,7 +205,7 @@ impl Guard {
             tokio::spawn(reviewer::serve(listener, self.clone()));
         }
         tokio::spawn(reload::watch(self.clone()));
-        GuardedServer::new(self.clone()).serve_stdio().await
+        Ok(())
     }
 }
 
@@ -173,9 +217,10 @@ async fn build(
     audit: &Arc<SqliteAuditSink>,
     session: &str,
 ) -> Result<(Dispatcher<()>, McpServer<()>), ProxyError> {
+    // The MCP export only; calls run as the principal the handler picks per request.
     let principal = policy
         .local_principal(session)
-        .ok_or_else(|| ProxyError::NoPrincipal(policy.file().display().to_string()))?;
+        .unwrap_or_else(|| Principal::new("", "", session));
     let offered = upstream.offered().await?;
     let specs = policy.declare_offered(&offered)?;
     let sanitizer = policy.sanitizer(&specs);
