@@ -20,7 +20,9 @@ use toolguard::audit::{AuditQuery, SqliteAuditSink};
 
 const REVIEWER_TOKEN: &str = "reviewer-token-0123456789abcdef";
 
-/// The `toolguard` binary, (re)built with the features the README's test command uses.
+/// The `toolguard` binary, (re)built with the features the README's test command uses (an
+/// example target brings in the dev-dependencies, so the features match `cargo test` and nothing
+/// is rebuilt after it).
 fn proxy_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     let profile_dir = exe
@@ -30,7 +32,7 @@ fn proxy_binary() -> PathBuf {
     let mut build = std::process::Command::new(env!("CARGO"));
     build
         .args(["build", "--quiet", "--workspace", "--all-features"])
-        .args(["--bin", "toolguard"])
+        .args(["--bin", "toolguard", "--example", "mcp_server"])
         .current_dir(env!("CARGO_MANIFEST_DIR"));
     if !cfg!(debug_assertions) {
         build.arg("--release");

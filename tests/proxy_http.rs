@@ -25,6 +25,9 @@ fn proxy_binary() -> PathBuf {
             "--all-features",
             "--bin",
             "toolguard",
+            // An example brings in the dev-dependencies: the features match `cargo test`.
+            "--example",
+            "mcp_server",
         ])
         .current_dir(env!("CARGO_MANIFEST_DIR"));
     if !cfg!(debug_assertions) {
@@ -128,6 +131,21 @@ async fn post(
         .and_then(|s| s.parse().ok())
         .expect("status");
     (status, head.to_ascii_lowercase(), body.to_owned())
+}
+
+/// The status of `GET path` on the reviewer endpoint with `token`.
+async fn get_status(port: u16, token: &str, path: &str) -> u16 {
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect");
+    let request = format!("GET {path} HTTP/1.1\r\nauthorization: Bearer {token}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).await.expect("read");
+    raw.split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status")
 }
 
 /// The JSON-RPC message of a response body (JSON, or the `data:` of an SSE event; chunked
@@ -266,6 +284,10 @@ async fn streamable_http_callers_are_the_principals_of_their_tokens() {
         !dir.join("escape.txt").exists(),
         "nothing reached the upstream"
     );
+
+    // The reviewer endpoint lists approvals to approvers only.
+    assert_eq!(get_status(reviewer_port, AGENT, "/approvals").await, 403);
+    assert_eq!(get_status(reviewer_port, REVIEWER, "/approvals").await, 200);
 
     let _ = child.kill().await;
     let _ = std::fs::remove_dir_all(&dir);

@@ -26,6 +26,9 @@ fn proxy_binary() -> PathBuf {
             "--all-features",
             "--bin",
             "toolguard",
+            // An example brings in the dev-dependencies: the features match `cargo test`.
+            "--example",
+            "mcp_server",
         ])
         .current_dir(env!("CARGO_MANIFEST_DIR"));
     if !cfg!(debug_assertions) {

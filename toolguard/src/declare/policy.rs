@@ -492,6 +492,20 @@ impl Policy {
         s
     }
 
+    /// Every role that may approve some tool (`[approvals] roles`, default `approver`, and each
+    /// tool's `approver_roles`).
+    pub fn approver_roles(&self) -> Vec<String> {
+        let mut roles = self
+            .approvals
+            .roles
+            .clone()
+            .unwrap_or_else(|| vec!["approver".to_owned()]);
+        for (_, e) in self.tools.values() {
+            roles.extend(e.approver_roles.iter().flatten().cloned());
+        }
+        roles
+    }
+
     /// The principal of a local stdio proxy (`[principal]`).
     pub fn local_principal(&self, default_session: &str) -> Option<Principal> {
         let p = self.principal.as_ref()?;

@@ -11,7 +11,7 @@
 //! | `POST /approvals/{id}/approve` | the call's outcome after the decision (`ok` once executed) |
 //! | `POST /approvals/{id}/reject` with `{"reason": "..."}` | the outcome (`approval_rejected`) |
 //!
-//! Errors: `401` without a known token, `404` for an unknown path or request, `400` for a bad
+//! Errors: `401` without a known token, `403` when its principal holds no approver role, `404` for an unknown path or request, `400` for a bad
 //! request, `413` for a request over 16 KiB; bodies are `{"error": "..."}`.
 //!
 //! ```text
@@ -62,6 +62,7 @@ async fn connection(mut stream: TcpStream, guard: Arc<Guard>) -> std::io::Result
         200 => "OK",
         400 => "Bad Request",
         401 => "Unauthorized",
+        403 => "Forbidden",
         404 => "Not Found",
         408 => "Request Timeout",
         413 => "Payload Too Large",
@@ -148,8 +149,17 @@ async fn route(guard: &Guard, request: Request) -> (u16, Value) {
         );
     };
     let segments: Vec<&str> = request.path.trim_matches('/').split('/').collect();
+    let reviewer = current
+        .policy
+        .approver_roles()
+        .iter()
+        .any(|r| viewer.has_role(r));
     match (request.method.as_str(), segments.as_slice()) {
         ("GET", ["policy"]) => (200, json!({"revision": current.policy.revision()})),
+        (_, ["approvals", ..]) if !reviewer => (
+            403,
+            json!({"error": "the token's principal holds no approver role"}),
+        ),
         ("GET", ["approvals"]) => pending(&current.dispatcher, &viewer).await,
         ("POST", ["approvals", id, verb @ ("approve" | "reject")]) => {
             let approvals = current.dispatcher.approvals();
