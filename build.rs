@@ -2,7 +2,8 @@
 //! so that without it they are reported as ignored rather than passed.
 //!
 //! `TOOLGUARD_PG_URL` set (non-empty) enables `cfg(toolguard_pg)`, `TOOLGUARD_REDIS_URL` enables
-//! `cfg(toolguard_redis)`; the PostgreSQL and Redis tests carry
+//! `cfg(toolguard_redis)`, `TOOLGUARD_NPM_PREFIX` (where the reference MCP servers are installed)
+//! enables `cfg(toolguard_npm)`; the PostgreSQL and Redis tests carry
 //! `#[cfg_attr(not(toolguard_pg), ignore = "...")]` and the like.
 //!
 //! A `node` program that runs (`node --version`) enables `cfg(toolguard_node)`, for the test that
@@ -13,6 +14,7 @@ fn main() {
     for (var, cfg) in [
         ("TOOLGUARD_PG_URL", "toolguard_pg"),
         ("TOOLGUARD_REDIS_URL", "toolguard_redis"),
+        ("TOOLGUARD_NPM_PREFIX", "toolguard_npm"),
     ] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
         println!("cargo::rerun-if-env-changed={var}");

@@ -17,7 +17,7 @@
 //!   (the markup-link patterns).
 //! - `gate_refusal`: an over-deep 1 MiB document, refused by the gate before parsing.
 //!
-//! `cargo bench -p toolguard --bench hostile -- --warm-up-time 1 --measurement-time 5`
+//! `cargo bench -p toolguard-rs --bench hostile -- --warm-up-time 1 --measurement-time 5`
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};

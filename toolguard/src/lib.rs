@@ -9,11 +9,13 @@
 //! the host's authenticated [`Principal`], never from arguments.
 
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod approvals;
 pub mod audit;
 pub mod call;
 pub mod clock;
+pub mod declare;
 pub mod digest;
 pub mod dispatcher;
 mod erased;
@@ -25,6 +27,9 @@ pub mod notify;
 pub mod operations;
 pub mod outcome;
 pub mod provider;
+#[cfg(feature = "mcp-proxy")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp-proxy")))]
+pub mod proxy;
 pub mod sanitize;
 pub mod seal;
 pub mod spec;
@@ -50,6 +55,12 @@ pub use stage::principal::{PrincipalRefresher, RefreshError};
 pub use store::{MemoryStore, OperationState};
 pub use tool::{BoxFuture, Owned, Reconciled, Tool, ToolContext, ToolHandle};
 pub use toolguard_macros::{tool, toolset};
+
+/// The JSON Schema crate tool argument and result types derive [`JsonSchema`] with; a crate using
+/// toolguard needs no `schemars` dependency of its own (`#[derive(toolguard::JsonSchema)]` with
+/// `#[schemars(crate = "toolguard::schemars")]`).
+pub use schemars;
+pub use schemars::JsonSchema;
 
 /// Items the generated code uses. Not public API.
 #[doc(hidden)]

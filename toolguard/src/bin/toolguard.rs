@@ -1,7 +1,10 @@
 //! The `toolguard` command.
 //!
 //! Built with the `cli` feature:
-//! `cargo run -p toolguard --features cli -- sanitize --kind <kind> [options]`.
+//! `cargo run -p toolguard-rs --features cli -- sanitize --kind <kind> [options]`.
+//!
+//! `toolguard policy check` and `toolguard mcp-proxy` (features `policy`, `mcp-proxy`) are
+//! described in `src/cli/proxy.rs`.
 //!
 //! # `toolguard sanitize`
 //! Judges values the way the dispatcher's sanitizer judges a string field of that kind.
@@ -33,6 +36,9 @@
 //! `value` is the value to pass on (the original, or the original minus what was stripped; for
 //! `url`, the checked normalized serialization), `null` when blocked. Reason codes are those of `toolguard::sanitize`. Exit status: 0 when every line
 //! was read (whatever the verdicts), 2 on a usage error, 1 on an I/O error.
+
+#[path = "../cli/proxy.rs"]
+mod proxy_cli;
 
 use std::io::{self, BufRead, BufWriter, Write};
 use std::process::ExitCode;
@@ -191,6 +197,9 @@ fn run(opts: &Options) -> io::Result<()> {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(code) = proxy_cli::run(&args) {
+        return code;
+    }
     let opts = match parse_args(&args) {
         Ok(o) => o,
         Err(msg) => {

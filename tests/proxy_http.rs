@@ -1,0 +1,294 @@
+//! `toolguard mcp-proxy --listen`: the proxy served over MCP Streamable HTTP on 127.0.0.1 in
+//! front of the reference file-system server, each call's principal taken from its request's
+//! bearer token. Driven by plain HTTP/1.1 requests carrying MCP JSON-RPC (rmcp's HTTP client
+//! needs `reqwest` with a TLS stack, which this workspace does not build).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const AGENT: &str = "agent-token-0123456789abcdef";
+const REVIEWER: &str = "reviewer-token-0123456789abcdef";
+
+fn proxy_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let profile_dir = exe.parent().and_then(|d| d.parent()).expect("profile dir");
+    let mut build = std::process::Command::new(env!("CARGO"));
+    build
+        .args([
+            "build",
+            "--quiet",
+            "--workspace",
+            "--all-features",
+            "--bin",
+            "toolguard",
+            // An example brings in the dev-dependencies: the features match `cargo test`.
+            "--example",
+            "mcp_server",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if !cfg!(debug_assertions) {
+        build.arg("--release");
+    }
+    assert!(
+        build.status().expect("cargo runs").success(),
+        "building toolguard failed"
+    );
+    profile_dir.join(format!("toolguard{}", std::env::consts::EXE_SUFFIX))
+}
+
+fn filesystem_server() -> PathBuf {
+    let prefix =
+        std::env::var("TOOLGUARD_NPM_PREFIX").expect("TOOLGUARD_NPM_PREFIX (set by .ci/run)");
+    let entry = Path::new(&prefix)
+        .join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    assert!(
+        entry.exists(),
+        "{} is missing: run `.ci/run`",
+        entry.display()
+    );
+    entry
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port()
+}
+
+fn policy(data: &Path, reviewer_port: u16) -> String {
+    format!(
+        r#"[proxy]
+store = "audit.sqlite"
+reviewer_listen = "127.0.0.1:{reviewer_port}"
+
+[[tokens]]
+token = "{AGENT}"
+tenant = "acme"
+subject = "agent"
+roles = ["agent"]
+
+[[tokens]]
+token = "{REVIEWER}"
+tenant = "acme"
+subject = "alice"
+roles = ["approver"]
+
+[tools.read_text_file]
+risk = "low"
+read_only = true
+roles = ["agent"]
+fields."/path" = {{ kind = "path", root = "{data}", max_len = 256 }}
+
+[tools.write_file]
+risk = "medium"
+read_only = false
+roles = ["agent"]
+fields."/path" = {{ kind = "path", root = "{data}", max_len = 256 }}
+fields."/content" = {{ max_len = 1000 }}
+"#,
+        data = data.display()
+    )
+}
+
+/// One HTTP exchange: status, headers (lowercase names) and body.
+async fn post(
+    port: u16,
+    token: Option<&str>,
+    session: Option<&str>,
+    body: &Value,
+) -> (u16, String, String) {
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect");
+    let body = body.to_string();
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nconnection: close\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    if let Some(t) = token {
+        head.push_str(&format!("authorization: Bearer {t}\r\n"));
+    }
+    if let Some(s) = session {
+        head.push_str(&format!(
+            "mcp-session-id: {s}\r\nmcp-protocol-version: 2025-06-18\r\n"
+        ));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).await.expect("write head");
+    stream.write_all(body.as_bytes()).await.expect("write body");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await.expect("read");
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP response");
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status");
+    (status, head.to_ascii_lowercase(), body.to_owned())
+}
+
+/// The status of `GET path` on the reviewer endpoint with `token`.
+async fn get_status(port: u16, token: &str, path: &str) -> u16 {
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect");
+    let request = format!("GET {path} HTTP/1.1\r\nauthorization: Bearer {token}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).await.expect("read");
+    raw.split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status")
+}
+
+/// The JSON-RPC message of a response body (JSON, or the `data:` of an SSE event; chunked
+/// framing is skipped by looking for the JSON object).
+fn message(body: &str) -> Value {
+    let start = body.find('{').expect("a JSON object in the body");
+    let end = body.rfind('}').expect("end of the JSON object");
+    serde_json::from_str(&body[start..=end]).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+/// The model-facing payload of a `tools/call` response.
+fn payload(body: &str) -> Value {
+    let m = message(body);
+    let text = m["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{m}"));
+    serde_json::from_str(text).expect("JSON text")
+}
+
+fn tool_call(id: u64, name: &str, args: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}})
+}
+
+#[tokio::test]
+#[cfg_attr(
+    not(toolguard_npm),
+    ignore = "needs TOOLGUARD_NPM_PREFIX (set by .ci/run)"
+)]
+async fn streamable_http_callers_are_the_principals_of_their_tokens() {
+    let dir = std::env::temp_dir().join(format!("tg-http-{}", uuid::Uuid::new_v4().simple()));
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).expect("dirs");
+    std::fs::write(data.join("notes.txt"), "over http\n").expect("notes");
+    let (port, reviewer_port) = (free_port(), free_port());
+    std::fs::write(dir.join("policy.toml"), policy(&data, reviewer_port)).expect("policy");
+
+    let mut child = tokio::process::Command::new(proxy_binary())
+        .arg("mcp-proxy")
+        .arg("--policy")
+        .arg(dir.join("policy.toml"))
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--")
+        .arg("node")
+        .arg(filesystem_server())
+        .arg(&dir)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn the proxy");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "the proxy did not listen");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}});
+    // No token, or an unknown one: refused before MCP.
+    assert_eq!(post(port, None, None, &init).await.0, 401);
+    assert_eq!(
+        post(port, Some("not-a-valid-token-000000"), None, &init)
+            .await
+            .0,
+        401
+    );
+
+    let (status, head, body) = post(port, Some(AGENT), None, &init).await;
+    assert_eq!(status, 200, "{head}\n{body}");
+    assert_eq!(message(&body)["result"]["serverInfo"]["name"], "toolguard");
+    let session = head
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id: "))
+        .expect("a session id")
+        .trim()
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let (status, _, _) = post(port, Some(AGENT), Some(&session), &initialized).await;
+    assert!(status == 202 || status == 200, "{status}");
+
+    let (_, _, body) = post(
+        port,
+        Some(AGENT),
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    )
+    .await;
+    let mut names: Vec<String> = message(&body)["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| t["name"].as_str().expect("name").to_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["read_text_file", "write_file"]);
+
+    let (_, _, body) = post(
+        port,
+        Some(AGENT),
+        Some(&session),
+        &tool_call(3, "read_text_file", json!({"path": "notes.txt"})),
+    )
+    .await;
+    let read = payload(&body);
+    assert_eq!(read["status"], "ok", "{read}");
+    assert!(read["data"].to_string().contains("over http"), "{read}");
+
+    // The same session with the reviewer's token: that principal has no `agent` role.
+    let (_, _, body) = post(
+        port,
+        Some(REVIEWER),
+        Some(&session),
+        &tool_call(4, "read_text_file", json!({"path": "notes.txt"})),
+    )
+    .await;
+    assert_eq!(payload(&body)["status"], "forbidden", "{body}");
+
+    let (_, _, body) = post(
+        port,
+        Some(AGENT),
+        Some(&session),
+        &tool_call(
+            5,
+            "write_file",
+            json!({"path": "../escape.txt", "content": "x"}),
+        ),
+    )
+    .await;
+    let refused = payload(&body);
+    assert_eq!(refused["status"], "blocked", "{refused}");
+    assert_eq!(refused["reason"], "path_traversal");
+    assert!(
+        !dir.join("escape.txt").exists(),
+        "nothing reached the upstream"
+    );
+
+    // The reviewer endpoint lists approvals to approvers only.
+    assert_eq!(get_status(reviewer_port, AGENT, "/approvals").await, 403);
+    assert_eq!(get_status(reviewer_port, REVIEWER, "/approvals").await, 200);
+
+    let _ = child.kill().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,202 @@
+//! Tools declared at run time: a [`ToolSpec`] built from a JSON Schema (e.g. the `inputSchema` an
+//! MCP server announces) plus a [`Declaration`], checked by the same safety rules `#[tool]` enforces
+//! at compile time ([`rules`]), and a [`RuntimeTool`] whose handler forwards the call.
+//!
+//! ```
+//! use serde_json::json;
+//! use toolguard::declare::{Declaration, FieldDecl, declare};
+//! use toolguard::{FieldKind, Risk};
+//!
+//! let schema = json!({
+//!     "type": "object",
+//!     "properties": {"path": {"type": "string", "description": "file to read"}},
+//!     "required": ["path"]
+//! });
+//! let mut decl = Declaration::new(Risk::Low, true);
+//! decl.fields.insert(
+//!     "/path".to_owned(),
+//!     FieldDecl { kind: Some(FieldKind::Path), root: Some("/srv/data".into()), max_len: Some(256), ..FieldDecl::default() },
+//! );
+//! let spec = declare("read_file", "Reads a file.", &schema, &decl).unwrap();
+//! assert_eq!(spec.input_schema["properties"]["path"]["maxLength"], 256);
+//! assert!(declare("read_file", "", &schema, &Declaration::new(Risk::High, false)).is_err());
+//! ```
+//!
+//! With the `policy` feature, [`policy`] reads these declarations (and who may call what) from a
+//! TOML file.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::spec::{FieldKind, KeyReuse, Risk, ToolSpec};
+
+#[cfg(feature = "policy")]
+#[cfg_attr(docsrs, doc(cfg(feature = "policy")))]
+pub mod policy;
+pub mod rules;
+mod schema;
+mod tool;
+
+pub use rules::DeclareError;
+pub use tool::{ForwardFn, RuntimeTool};
+
+/// Where a state-changing call's idempotency key comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum KeySource {
+    /// The host supplies it (over MCP: the request's `_meta["toolguard/idempotencyKey"]`).
+    #[default]
+    Host,
+    /// The model supplies it in this argument, which the declaration adds to the schema and which
+    /// is not forwarded.
+    Field(String),
+}
+
+/// What a run-time tool declares about itself, beside its JSON Schema.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Declaration {
+    /// Replaces the description the upstream gives.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Risk level (required).
+    pub risk: Risk,
+    /// Reads only (`true`) or changes state (`false`); required, never guessed.
+    pub read_only: bool,
+    /// State-changing calls execute at most once per idempotency key.
+    #[serde(default)]
+    pub idempotent: bool,
+    /// Where the idempotency key comes from (default: the host).
+    #[serde(default)]
+    pub idempotency_key: KeySource,
+    /// Reuse of a key with other arguments.
+    #[serde(default)]
+    pub key_reuse: KeyReuse,
+    /// Every call waits for a human.
+    #[serde(default)]
+    pub approval: bool,
+    /// Amounts strictly above this need approval (needs `amount`).
+    #[serde(default)]
+    pub approval_over: Option<u64>,
+    /// Distinct approvers an approval needs (default 1).
+    #[serde(default)]
+    pub approvals: Option<u8>,
+    /// JSON pointer of the amount field (`/amount`).
+    #[serde(default)]
+    pub amount: Option<String>,
+    /// Execution deadline in milliseconds (default 30 s).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// Per-field rules by JSON pointer of a top-level property (`/path`); a field's kind applies
+    /// to every string nested in it.
+    #[serde(default)]
+    pub fields: BTreeMap<String, FieldDecl>,
+}
+
+impl Declaration {
+    /// A declaration with the given risk and effect and nothing else.
+    pub fn new(risk: Risk, read_only: bool) -> Self {
+        Declaration {
+            description: None,
+            risk,
+            read_only,
+            idempotent: false,
+            idempotency_key: KeySource::Host,
+            key_reuse: KeyReuse::Conflict,
+            approval: false,
+            approval_over: None,
+            approvals: None,
+            amount: None,
+            timeout_ms: None,
+            fields: BTreeMap::new(),
+        }
+    }
+}
+
+/// Rules of one argument field of a run-time tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct FieldDecl {
+    /// What the field holds (default `text` for strings).
+    #[serde(default)]
+    pub kind: Option<FieldKind>,
+    /// Description for the model (replaces the schema's).
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Redacted in audit entries.
+    #[serde(default)]
+    pub sensitive: bool,
+    /// Minimum length in characters.
+    #[serde(default)]
+    pub min_len: Option<u64>,
+    /// Maximum length in characters.
+    #[serde(default)]
+    pub max_len: Option<u64>,
+    /// Maximum number of items of an array field.
+    #[serde(default)]
+    pub max_items: Option<u64>,
+    /// Regular expression the whole value must match.
+    #[serde(default)]
+    pub pattern: Option<String>,
+    /// Confinement root of a `path` field (absolute). The model sends paths relative to it; the
+    /// forwarded value is the root joined with the checked relative path.
+    #[serde(default)]
+    pub root: Option<String>,
+    /// E-mail recipient domains allowed (`*.example.com` for sub-domains).
+    #[serde(default)]
+    pub allow_domains: Vec<String>,
+    /// URL hosts allowed (`*.example.com` for sub-domains).
+    #[serde(default)]
+    pub allow_hosts: Vec<String>,
+    /// URL schemes allowed (default `https`, `http`).
+    #[serde(default)]
+    pub allow_schemes: Vec<String>,
+}
+
+/// Builds the [`ToolSpec`] of tool `name` from its JSON Schema and `decl`, after checking every
+/// rule of [`rules`]. The input schema is tightened by the declaration (lengths, patterns, item
+/// bounds, amount minimum, the key field, `additionalProperties: false`).
+pub fn declare(
+    name: &str,
+    description: &str,
+    input_schema: &Value,
+    decl: &Declaration,
+) -> Result<ToolSpec, DeclareError> {
+    rules::check(name, description, input_schema, decl)?;
+    let schema = schema::tighten(input_schema, decl);
+    let mut spec = ToolSpec::new(
+        name,
+        decl.description
+            .clone()
+            .unwrap_or_else(|| description.to_owned()),
+        schema,
+        Value::Bool(true),
+    );
+    spec.risk = decl.risk;
+    spec.read_only = decl.read_only;
+    spec.idempotent = decl.idempotent;
+    spec.key_reuse = decl.key_reuse;
+    spec.idempotency_key_field = match &decl.idempotency_key {
+        KeySource::Field(f) if decl.idempotent => Some(f.clone()),
+        _ => None,
+    };
+    spec.approval_over = decl.approval_over;
+    spec.approvals = decl.approvals.unwrap_or(1);
+    if let Some(ms) = decl.timeout_ms {
+        spec.timeout = std::time::Duration::from_millis(ms);
+    }
+    spec.fields = schema::field_specs(&spec.input_schema, decl);
+    spec.revision = schema::revision_of(&spec);
+    Ok(spec)
+}
+
+/// The top-level property a field pointer names (`/path` → `path`), if it is one segment.
+pub fn pointer_property(pointer: &str) -> Option<String> {
+    let rest = pointer.strip_prefix('/')?;
+    if rest.is_empty() || rest.contains('/') {
+        return None;
+    }
+    Some(rest.replace("~1", "/").replace("~0", "~"))
+}

@@ -1,0 +1,649 @@
+//! The policy file (TOML): per tool its [`Declaration`] and who may call it, session limits,
+//! approval settings, sanitizer allowlists, the caller of a local proxy, bearer tokens, and a
+//! default for tools the file does not name (hidden unless `[default_tool]` is given).
+//!
+//! Every error names the file and line and says what to change: unknown keys, wrong types, rule
+//! violations ([`super::rules`]) and tool names the upstream does not offer.
+//!
+//! ```toml
+//! [proxy]
+//! store = "toolguard.sqlite"          # stores and audit trail, relative to this file
+//! reviewer_listen = "127.0.0.1:7411"  # reviewer endpoint (approvals)
+//!
+//! [principal]                          # the caller of a local stdio proxy
+//! tenant = "acme"
+//! subject = "agent"
+//! roles = ["agent"]
+//!
+//! [[tokens]]                           # bearer tokens of reviewers (and HTTP clients)
+//! token = "reviewer-secret"
+//! tenant = "acme"
+//! subject = "alice"
+//! roles = ["approver"]
+//!
+//! [tools.read_text_file]
+//! risk = "low"
+//! read_only = true
+//! roles = ["agent"]
+//! fields."/path" = { kind = "path", root = "/srv/data", max_len = 256 }
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use toml::Spanned;
+
+use super::{Declaration, FieldDecl, KeySource, declare, rules};
+use crate::call::Principal;
+use crate::sanitize::Sanitizer;
+use crate::spec::{FieldKind, KeyReuse, Risk, ToolSpec};
+use crate::stage::authorize::Authorizer;
+use crate::stage::policy::{OnExceed, RiskPolicy};
+
+/// A policy file error: where (file, line) and what to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{}: {message}", file.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct PolicyError {
+    /// The policy file.
+    pub file: PathBuf,
+    /// 1-based line, when the error has a place in the file.
+    pub line: Option<usize>,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+/// `[proxy]`: how `toolguard mcp-proxy` runs.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxySection {
+    /// Server name announced to the client (default `toolguard`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// SQLite file for stores and audit trail, relative to the policy file (default
+    /// `toolguard.sqlite` beside it).
+    #[serde(default)]
+    pub store: Option<String>,
+    /// Address of the reviewer endpoint (loopback only), e.g. `127.0.0.1:7411`.
+    #[serde(default)]
+    pub reviewer_listen: Option<String>,
+    /// Seconds between checks of the file for changes (default 1; 0 turns polling off, `SIGHUP`
+    /// still reloads).
+    #[serde(default)]
+    pub reload_poll_secs: Option<u64>,
+}
+
+/// `[principal]`: who calls through a local stdio proxy.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrincipalSection {
+    /// Tenant.
+    pub tenant: String,
+    /// Subject.
+    pub subject: String,
+    /// Roles.
+    #[serde(default)]
+    pub roles: Vec<String>,
+    /// Session id (default: one per proxy process).
+    #[serde(default)]
+    pub session: Option<String>,
+}
+
+/// `[[tokens]]`: a static bearer token mapped to a principal (for the demo; hosts plug in their
+/// own verifier).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenEntry {
+    /// The token (compared in constant time).
+    pub token: String,
+    /// Tenant.
+    pub tenant: String,
+    /// Subject.
+    pub subject: String,
+    /// Roles.
+    #[serde(default)]
+    pub roles: Vec<String>,
+}
+
+/// `[approvals]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalsSection {
+    /// Roles that may approve (default `approver`).
+    #[serde(default)]
+    pub roles: Option<Vec<String>>,
+    /// Seconds an approval request stays open (default 900).
+    #[serde(default)]
+    pub ttl_secs: Option<u64>,
+}
+
+/// A session rate: at most `calls` per `window_secs`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateDecl {
+    /// Calls allowed in the window.
+    pub calls: u32,
+    /// Window in seconds.
+    pub window_secs: u64,
+}
+
+/// A cumulative amount limit per session.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitDecl {
+    /// Total of amounts allowed in the window.
+    pub amount: u64,
+    /// Window in seconds.
+    pub window_secs: u64,
+    /// `deny` (default) or `approval`.
+    #[serde(default)]
+    pub on_exceed: Exceed,
+}
+
+/// What exceeding a limit does.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Exceed {
+    /// `policy_denied`.
+    #[default]
+    Deny,
+    /// The call waits for approval.
+    Approval,
+}
+
+/// `[tools.NAME]` (and `[default_tool]`): the declaration plus who may call and limits.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolEntry {
+    /// See [`Declaration::description`].
+    #[serde(default)]
+    pub description: Option<String>,
+    /// See [`Declaration::risk`].
+    pub risk: Risk,
+    /// See [`Declaration::read_only`].
+    pub read_only: bool,
+    /// See [`Declaration::idempotent`].
+    #[serde(default)]
+    pub idempotent: bool,
+    /// See [`Declaration::idempotency_key`].
+    #[serde(default)]
+    pub idempotency_key: KeySource,
+    /// See [`Declaration::key_reuse`].
+    #[serde(default)]
+    pub key_reuse: KeyReuse,
+    /// See [`Declaration::approval`].
+    #[serde(default)]
+    pub approval: bool,
+    /// See [`Declaration::approval_over`].
+    #[serde(default)]
+    pub approval_over: Option<u64>,
+    /// See [`Declaration::approvals`].
+    #[serde(default)]
+    pub approvals: Option<u8>,
+    /// See [`Declaration::amount`].
+    #[serde(default)]
+    pub amount: Option<String>,
+    /// See [`Declaration::timeout_ms`].
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// See [`Declaration::fields`].
+    #[serde(default)]
+    pub fields: BTreeMap<String, FieldDecl>,
+    /// Tenants whose principals may call (default: any).
+    #[serde(default)]
+    pub tenants: Option<Vec<String>>,
+    /// Roles of which the caller needs one (default: any authenticated principal).
+    #[serde(default)]
+    pub roles: Option<Vec<String>>,
+    /// Roles that may approve this tool's calls (default `[approvals] roles`).
+    #[serde(default)]
+    pub approver_roles: Option<Vec<String>>,
+    /// Calls per session and window.
+    #[serde(default)]
+    pub session_rate: Option<RateDecl>,
+    /// Cumulative amount per session and window (needs `amount`).
+    #[serde(default)]
+    pub session_limit: Option<LimitDecl>,
+    /// Largest amount of one call (needs `amount`).
+    #[serde(default)]
+    pub max_per_call: Option<u64>,
+}
+
+impl ToolEntry {
+    /// The declaration part.
+    pub fn declaration(&self) -> Declaration {
+        Declaration {
+            description: self.description.clone(),
+            risk: self.risk,
+            read_only: self.read_only,
+            idempotent: self.idempotent,
+            idempotency_key: self.idempotency_key.clone(),
+            key_reuse: self.key_reuse,
+            approval: self.approval,
+            approval_over: self.approval_over,
+            approvals: self.approvals,
+            amount: self.amount.clone(),
+            timeout_ms: self.timeout_ms,
+            fields: self.fields.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    #[serde(default)]
+    proxy: ProxySection,
+    #[serde(default)]
+    principal: Option<PrincipalSection>,
+    #[serde(default)]
+    tokens: Vec<TokenEntry>,
+    #[serde(default)]
+    approvals: ApprovalsSection,
+    #[serde(default)]
+    tools: BTreeMap<Spanned<String>, Spanned<ToolEntry>>,
+    #[serde(default)]
+    default_tool: Option<Spanned<ToolEntry>>,
+}
+
+/// A loaded, checked policy file.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    file: PathBuf,
+    source: String,
+    revision: u32,
+    /// `[proxy]`.
+    pub proxy: ProxySection,
+    /// `[principal]`.
+    pub principal: Option<PrincipalSection>,
+    /// `[[tokens]]`.
+    pub tokens: Vec<TokenEntry>,
+    /// `[approvals]`.
+    pub approvals: ApprovalsSection,
+    tools: BTreeMap<String, (usize, ToolEntry)>,
+    default_tool: Option<(usize, ToolEntry)>,
+}
+
+/// One tool an upstream server offers: name, description and input schema.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Offered {
+    /// Tool name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub input_schema: Value,
+}
+
+impl Policy {
+    /// Reads and checks the policy file at `file`.
+    pub fn load(file: impl AsRef<Path>) -> Result<Policy, PolicyError> {
+        let file = file.as_ref().to_path_buf();
+        let source = std::fs::read_to_string(&file).map_err(|e| PolicyError {
+            file: file.clone(),
+            line: None,
+            message: format!("cannot read the policy file: {e}"),
+        })?;
+        Self::parse(file, source)
+    }
+
+    /// Checks `source` as the policy file `file` (used for error messages and relative paths).
+    pub fn parse(file: impl Into<PathBuf>, source: String) -> Result<Policy, PolicyError> {
+        let file = file.into();
+        let raw: Raw = toml::from_str(&source).map_err(|e| PolicyError {
+            line: e.span().map(|s| line_of(&source, s.start)),
+            file: file.clone(),
+            message: e.message().trim().to_owned(),
+        })?;
+        let line = |at: usize| line_of(&source, at);
+        let tools = raw
+            .tools
+            .into_iter()
+            .map(|(k, v)| {
+                let at = line(k.span().start);
+                (k.into_inner(), (at, v.into_inner()))
+            })
+            .collect();
+        let default_tool = raw
+            .default_tool
+            .map(|d| (line(d.span().start), d.into_inner()));
+        let digest = Sha256::digest(source.as_bytes());
+        let policy = Policy {
+            revision: u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]]).max(1),
+            file,
+            source,
+            proxy: raw.proxy,
+            principal: raw.principal,
+            tokens: raw.tokens,
+            approvals: raw.approvals,
+            tools,
+            default_tool,
+        };
+        policy.check()?;
+        Ok(policy)
+    }
+
+    fn error(&self, line: Option<usize>, message: impl Into<String>) -> PolicyError {
+        PolicyError {
+            file: self.file.clone(),
+            line,
+            message: message.into(),
+        }
+    }
+
+    /// The checks that need no upstream schema.
+    fn check(&self) -> Result<(), PolicyError> {
+        let entries = self
+            .tools
+            .iter()
+            .map(|(n, (l, e))| (n.as_str(), *l, e))
+            .chain(
+                self.default_tool
+                    .iter()
+                    .map(|(l, e)| ("default_tool", *l, e)),
+            );
+        for (name, line, entry) in entries {
+            check_entry(name, entry).map_err(|m| self.error(Some(line), m))?;
+        }
+        if let Some(listen) = &self.proxy.reviewer_listen {
+            let loopback = listen
+                .parse::<std::net::SocketAddr>()
+                .is_ok_and(|a| a.ip().is_loopback());
+            if !loopback {
+                let at = self
+                    .source
+                    .find("reviewer_listen")
+                    .map(|i| line_of(&self.source, i));
+                return Err(self.error(at, format!("`reviewer_listen = \"{listen}\"` must be a loopback address with a port, e.g. `127.0.0.1:7411`")));
+            }
+        }
+        for (i, t) in self.tokens.iter().enumerate() {
+            if t.token.len() < 16 {
+                let at = self
+                    .source
+                    .match_indices("[[tokens]]")
+                    .nth(i)
+                    .map(|(p, _)| line_of(&self.source, p));
+                return Err(self.error(at, "a token needs at least 16 characters: generate one with `openssl rand -hex 32`"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The file.
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
+    /// The policy revision: derived from the file's contents, so every change gives a new one
+    /// (approvals bound to another revision no longer execute), also across restarts.
+    pub fn revision(&self) -> u32 {
+        self.revision
+    }
+
+    /// Names of the tools the file declares.
+    pub fn tool_names(&self) -> impl Iterator<Item = &str> {
+        self.tools.keys().map(String::as_str)
+    }
+
+    /// The entry of `tool` (the default entry for tools the file does not name, if any).
+    pub fn entry(&self, tool: &str) -> Option<&ToolEntry> {
+        self.tools
+            .get(tool)
+            .or(self.default_tool.as_ref())
+            .map(|(_, e)| e)
+    }
+
+    /// The SQLite file of stores and audit trail (relative paths are taken from the policy
+    /// file's directory).
+    pub fn store_path(&self) -> PathBuf {
+        let dir = self.file.parent().unwrap_or(Path::new("."));
+        dir.join(self.proxy.store.as_deref().unwrap_or("toolguard.sqlite"))
+    }
+
+    /// The declared specs of the `offered` tools the policy exposes; a tool the file names that
+    /// is not offered is an error, as is a declaration the tool's schema breaks a rule of.
+    pub fn declare_offered(&self, offered: &[Offered]) -> Result<Vec<ToolSpec>, PolicyError> {
+        for (name, (line, _)) in &self.tools {
+            if !offered.iter().any(|o| &o.name == name) {
+                let names: Vec<&str> = offered.iter().map(|o| o.name.as_str()).collect();
+                return Err(self.error(
+                    Some(*line),
+                    format!(
+                        "tool `{name}` is not offered by the upstream server; it offers: {}",
+                        names.join(", ")
+                    ),
+                ));
+            }
+        }
+        let mut specs = Vec::new();
+        for o in offered {
+            let (line, entry) = match (self.tools.get(&o.name), &self.default_tool) {
+                (Some(found), _) => found,
+                (None, Some(default)) => default,
+                (None, None) => continue,
+            };
+            let spec = declare(
+                &o.name,
+                &o.description,
+                &o.input_schema,
+                &entry.declaration(),
+            )
+            .map_err(|e| self.error(Some(*line), e.to_string()))?;
+            specs.push(spec);
+        }
+        Ok(specs)
+    }
+
+    /// The authorizer: tools the file does not cover are refused; covered tools need one of the
+    /// listed tenants and roles.
+    pub fn authorizer(&self) -> PolicyAuthorizer {
+        PolicyAuthorizer {
+            policy: Arc::new(self.clone()),
+        }
+    }
+
+    /// The risk policy: limits, rates, approver roles, approval TTL, `approval = true` tools and
+    /// this file's revision.
+    pub fn risk_policy(&self) -> RiskPolicy {
+        let mut p = RiskPolicy::new().revision(self.revision);
+        if let Some(roles) = &self.approvals.roles {
+            p = p.approver_roles(roles.clone());
+        }
+        if let Some(ttl) = self.approvals.ttl_secs {
+            p = p.approval_ttl(Duration::from_secs(ttl));
+        }
+        for (name, (_, e)) in &self.tools {
+            p = entry_limits(p, name, e);
+        }
+        let always = self.clone();
+        p.require_approval_when(move |spec, _, _| {
+            always.entry(&spec.name).is_some_and(|e| e.approval)
+        })
+    }
+
+    /// The sanitizer with each field's allowlists (path roots travel in the specs).
+    pub fn sanitizer(&self, specs: &[ToolSpec]) -> Sanitizer {
+        let mut s = Sanitizer::new();
+        for spec in specs {
+            let Some(entry) = self.entry(&spec.name) else {
+                continue;
+            };
+            for (pointer, f) in &entry.fields {
+                let Some(field) = super::pointer_property(pointer) else {
+                    continue;
+                };
+                let n = spec.name.as_str();
+                if !f.allow_domains.is_empty() {
+                    s = s.allow_email_domains(n, &field, f.allow_domains.clone());
+                }
+                if !f.allow_hosts.is_empty() {
+                    s = s.allow_url_hosts(n, &field, f.allow_hosts.clone());
+                }
+                if !f.allow_schemes.is_empty() {
+                    s = s.allow_url_schemes(n, &field, f.allow_schemes.clone());
+                }
+            }
+        }
+        s
+    }
+
+    /// Every role that may approve some tool (`[approvals] roles`, default `approver`, and each
+    /// tool's `approver_roles`).
+    pub fn approver_roles(&self) -> Vec<String> {
+        let mut roles = self
+            .approvals
+            .roles
+            .clone()
+            .unwrap_or_else(|| vec!["approver".to_owned()]);
+        for (_, e) in self.tools.values() {
+            roles.extend(e.approver_roles.iter().flatten().cloned());
+        }
+        roles
+    }
+
+    /// The principal of a local stdio proxy (`[principal]`).
+    pub fn local_principal(&self, default_session: &str) -> Option<Principal> {
+        let p = self.principal.as_ref()?;
+        let mut principal = Principal::new(
+            &p.tenant,
+            &p.subject,
+            p.session.as_deref().unwrap_or(default_session),
+        );
+        principal.roles = p.roles.clone();
+        Some(principal)
+    }
+
+    /// The principal a bearer token maps to (constant-time comparison).
+    pub fn token_principal(&self, token: &str, session: &str) -> Option<Principal> {
+        let t = self
+            .tokens
+            .iter()
+            .find(|t| constant_time_eq(t.token.as_bytes(), token.as_bytes()))?;
+        let mut p = Principal::new(&t.tenant, &t.subject, session);
+        p.roles = t.roles.clone();
+        Some(p)
+    }
+}
+
+fn entry_limits(mut p: RiskPolicy, name: &str, e: &ToolEntry) -> RiskPolicy {
+    if let Some(r) = e.session_rate {
+        p = p.session_rate(name, r.calls, Duration::from_secs(r.window_secs));
+    }
+    if let Some(l) = e.session_limit {
+        let on = match l.on_exceed {
+            Exceed::Deny => OnExceed::Deny,
+            Exceed::Approval => OnExceed::RequireApproval,
+        };
+        p = p.session_limit(name, l.amount, Duration::from_secs(l.window_secs), on);
+    }
+    if let Some(max) = e.max_per_call {
+        p = p.max_per_call(name, max);
+    }
+    if let Some(roles) = &e.approver_roles {
+        p = p.tool_approver_roles(name, roles.clone());
+    }
+    p
+}
+
+/// The declaration rules that need no schema, and the entry's own consistency.
+fn check_entry(name: &str, e: &ToolEntry) -> Result<(), String> {
+    let d = e.declaration();
+    if name != "default_tool" {
+        rules::tool_name(name).map_err(|e| e.to_string())?;
+    }
+    rules::contradictions(name, &d).map_err(|e| e.to_string())?;
+    rules::high_risk_idempotent(name, &d).map_err(|e| e.to_string())?;
+    rules::approval_over_needs_amount(name, &d).map_err(|e| e.to_string())?;
+    for (pointer, f) in &d.fields {
+        if super::pointer_property(pointer).is_none() {
+            return Err(format!(
+                "tool `{name}`, field `{pointer}`: field rules take the JSON pointer of a top-level property, e.g. `fields.\"/path\"`"
+            ));
+        }
+        rules::path_root(name, pointer, f).map_err(|e| e.to_string())?;
+        if let Some(p) = &f.pattern {
+            rules::pattern_portable(name, pointer, p).map_err(|e| e.to_string())?;
+        }
+        if f.kind == Some(FieldKind::Money) && f.sensitive {
+            return Err(format!(
+                "tool `{name}`, field `{pointer}`: a money field cannot be `sensitive`"
+            ));
+        }
+    }
+    let needs_amount = e.session_limit.is_some() || e.max_per_call.is_some();
+    if needs_amount && e.amount.is_none() {
+        return Err(format!(
+            "tool `{name}`: `session_limit` and `max_per_call` measure the amount field: add `amount = \"/<field>\"`"
+        ));
+    }
+    if e.roles.as_ref().is_some_and(Vec::is_empty) || e.tenants.as_ref().is_some_and(Vec::is_empty)
+    {
+        return Err(format!(
+            "tool `{name}`: an empty `roles`/`tenants` list lets nobody call the tool: remove the tool or list who may call it"
+        ));
+    }
+    Ok(())
+}
+
+/// Decides per tool from the policy file: tools it does not cover are refused
+/// (`tool_not_granted`), a foreign tenant gets `tenant_not_granted`, a missing role `missing_role`.
+#[derive(Debug, Clone)]
+pub struct PolicyAuthorizer {
+    policy: Arc<Policy>,
+}
+
+impl PolicyAuthorizer {
+    /// The policy's answer for `principal` and `spec`: `Err(reason code)` when refused.
+    fn decide(&self, principal: &Principal, spec: &ToolSpec) -> Result<(), String> {
+        let Some(entry) = self.policy.entry(&spec.name) else {
+            return Err("tool_not_granted".to_owned());
+        };
+        if let Some(tenants) = &entry.tenants
+            && !tenants.contains(&principal.tenant)
+        {
+            return Err("tenant_not_granted".to_owned());
+        }
+        match &entry.roles {
+            Some(roles) if !roles.iter().any(|r| principal.has_role(r)) => {
+                Err("missing_role".to_owned())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Authorizer for PolicyAuthorizer {
+    fn authorize<'a>(
+        &'a self,
+        principal: &'a Principal,
+        spec: &'a ToolSpec,
+    ) -> crate::tool::BoxFuture<'a, Result<(), crate::stage::authorize::AuthorizeError>> {
+        let decided = self
+            .decide(principal, spec)
+            .map_err(crate::stage::authorize::AuthorizeError::refused);
+        Box::pin(async move { decided })
+    }
+}
+
+/// 1-based line of byte offset `at`.
+pub fn line_of(source: &str, at: usize) -> usize {
+    source.as_bytes()[..at.min(source.len())]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let da = Sha256::digest(a);
+    let db = Sha256::digest(b);
+    da.iter()
+        .zip(db.iter())
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+        == 0
+}

@@ -1,0 +1,145 @@
+//! The input schema as the declaration tightens it, and the field rules the dispatcher applies.
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use super::rules::has_type;
+use super::{Declaration, KeySource, pointer_property};
+use crate::spec::{FieldKind, FieldSpec, ToolSpec};
+
+/// Length and pattern of a model-supplied idempotency key (as `#[tool]` generates it).
+const KEY_PATTERN: &str = "^[A-Za-z0-9_-]{8,128}$";
+
+/// `schema` with the declaration's bounds written into it: `maxLength`, `minLength`, `pattern`,
+/// `maxItems`, descriptions, `minimum: 0` on the amount, the key field, and no properties beyond
+/// the declared ones (`additionalProperties: false`).
+pub(crate) fn tighten(schema: &Value, decl: &Declaration) -> Value {
+    let mut schema = schema.clone();
+    let Some(root) = schema.as_object_mut() else {
+        return schema;
+    };
+    root.remove("$schema");
+    root.insert("type".to_owned(), json!("object"));
+    root.insert("additionalProperties".to_owned(), json!(false));
+    let props = root
+        .entry("properties")
+        .or_insert_with(|| json!({}))
+        .as_object_mut();
+    let Some(props) = props else {
+        return schema;
+    };
+    for (pointer, f) in &decl.fields {
+        let Some(sub) = pointer_property(pointer)
+            .and_then(|p| props.get_mut(&p))
+            .and_then(Value::as_object_mut)
+        else {
+            continue;
+        };
+        let string_target = if has_type(&Value::Object(sub.clone()), "array") {
+            sub.entry("items")
+                .or_insert_with(|| json!({}))
+                .as_object_mut()
+        } else {
+            Some(&mut *sub)
+        };
+        if let Some(target) = string_target {
+            set(target, "maxLength", f.max_len.map(Value::from));
+            set(target, "minLength", f.min_len.map(Value::from));
+            set(target, "pattern", f.pattern.clone().map(Value::from));
+        }
+        set(sub, "maxItems", f.max_items.map(Value::from));
+        let description = f.description.clone().or_else(|| {
+            (f.kind == Some(FieldKind::Path)).then(|| {
+                let old = sub.get("description").and_then(Value::as_str).unwrap_or("");
+                format!(
+                    "{old} Relative path below the allowed directory (no leading `/`, no `..`)."
+                )
+                .trim()
+                .to_owned()
+            })
+        });
+        set(sub, "description", description.map(Value::from));
+    }
+    if let Some(sub) = decl
+        .amount
+        .as_deref()
+        .and_then(pointer_property)
+        .and_then(|p| props.get_mut(&p))
+        .and_then(Value::as_object_mut)
+    {
+        sub.insert("minimum".to_owned(), json!(0));
+    }
+    if let KeySource::Field(field) = &decl.idempotency_key
+        && decl.idempotent
+    {
+        props.insert(
+            field.clone(),
+            json!({"type": "string", "pattern": KEY_PATTERN, "description":
+                "A unique key per intended action; repeat it only to retry the same action."}),
+        );
+        let required = root.entry("required").or_insert_with(|| json!([]));
+        if let Some(list) = required.as_array_mut() {
+            list.push(json!(field));
+        }
+    }
+    schema
+}
+
+/// Sets `key` to `value` when there is one.
+fn set(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
+    if let Some(v) = value {
+        map.insert(key.to_owned(), v);
+    }
+}
+
+/// The dispatcher's field rules: every top-level property, strings default to `text`, numbers,
+/// booleans and nulls to `opaque`, declared fields as declared.
+pub(crate) fn field_specs(schema: &Value, decl: &Declaration) -> Vec<FieldSpec> {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    super::rules::properties(schema)
+        .map(|(name, sub)| {
+            let pointer = format!("/{}", name.replace('~', "~0").replace('/', "~1"));
+            let f = decl.fields.get(&pointer).cloned().unwrap_or_default();
+            let scalar = ["integer", "number", "boolean", "null"]
+                .iter()
+                .any(|t| has_type(sub, t));
+            let kind = f.kind.unwrap_or(if scalar {
+                FieldKind::Opaque
+            } else {
+                FieldKind::Text
+            });
+            FieldSpec {
+                name: name.clone(),
+                kind,
+                description: sub
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                sensitive: f.sensitive,
+                amount: decl.amount.as_deref() == Some(pointer.as_str()),
+                optional: !required.contains(&name.as_str()),
+                min_len: f.min_len,
+                max_len: f.max_len,
+                pattern: f.pattern.clone(),
+                min: None,
+                max: None,
+                root: f.root.clone(),
+            }
+        })
+        .collect()
+}
+
+/// A revision that changes whenever the tool's contract (schemas, effect, rules) changes, so an
+/// approval bound to an earlier contract no longer executes. Never 0.
+pub(crate) fn revision_of(spec: &ToolSpec) -> u32 {
+    let mut copy = spec.clone();
+    copy.revision = 0;
+    let bytes = serde_json::to_vec(&copy).unwrap_or_default();
+    let digest = Sha256::digest(&bytes);
+    let n = u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]]);
+    n.max(1)
+}

@@ -1,0 +1,136 @@
+//! The MCP server side of the proxy: answers from the policy in force at each request.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, NumberOrString,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Map, Value};
+
+use super::{Guard, ProxyError};
+use crate::provider::ADAPTER_REVISION;
+use crate::provider::mcp::{
+    IDEMPOTENCY_KEY_META, PROVIDER, TOOLS_CALL, call_tool_result, unknown_tool_error,
+};
+use crate::{Principal, ProviderContext, RawArguments, Status, ToolCall};
+
+/// The proxy as an MCP server: `tools/list` and `tools/call` go to the dispatcher of the policy
+/// in force (a reload takes effect at the next request).
+#[derive(Clone)]
+pub struct GuardedServer {
+    guard: Arc<Guard>,
+}
+
+impl GuardedServer {
+    /// A server over `guard`.
+    pub fn new(guard: Arc<Guard>) -> Self {
+        GuardedServer { guard }
+    }
+
+    /// Serves one MCP session on standard input and output until the client disconnects.
+    pub async fn serve_stdio(self) -> Result<(), ProxyError> {
+        let running = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| crate::provider::mcp::McpServeError::Initialize(e.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| crate::provider::mcp::McpServeError::Session(e.to_string()))?;
+        Ok(())
+    }
+}
+
+impl GuardedServer {
+    /// The caller: over Streamable HTTP the principal of the request's verified bearer token,
+    /// over stdio the policy file's `[principal]`.
+    fn principal(&self, context: &RequestContext<RoleServer>) -> Result<Principal, ErrorData> {
+        #[cfg(feature = "mcp-proxy-http")]
+        if let Some(parts) = context.extensions.get::<http::request::Parts>() {
+            return self
+                .guard
+                .http_principal(parts)
+                .ok_or_else(|| ErrorData::invalid_request("no valid bearer token", None));
+        }
+        #[cfg(not(feature = "mcp-proxy-http"))]
+        let _ = context;
+        self.guard
+            .current()
+            .policy
+            .local_principal(self.guard.session())
+            .ok_or_else(|| ErrorData::invalid_request("the policy file names no [principal]", None))
+    }
+}
+
+/// The host's idempotency key from the request `_meta`.
+fn host_key(
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> Option<String> {
+    let from = |meta: &Map<String, Value>| {
+        meta.get(IDEMPOTENCY_KEY_META)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    from(&context.meta.0.0).or_else(|| request.meta.as_ref().and_then(|m| from(&m.0.0)))
+}
+
+impl ServerHandler for GuardedServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        let name = self.guard.current().policy.proxy.name.clone();
+        config.server_info = Implementation::new(
+            name.unwrap_or_else(|| "toolguard".to_owned()),
+            env!("CARGO_PKG_VERSION"),
+        );
+        config
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let current = self.guard.current();
+        Ok(ListToolsResult::with_all_items(
+            current.server.tools().to_vec(),
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let key = host_key(&request, &context);
+        let call_id = match &context.id {
+            NumberOrString::Number(n) => format!("mcp-{n}"),
+            NumberOrString::String(s) => format!("mcp-{s}"),
+        };
+        let current = self.guard.current();
+        let principal = self.principal(&context)?;
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let mut call = ToolCall::new(
+            call_id,
+            request.name.as_ref(),
+            RawArguments::Value(arguments),
+        );
+        if let Some(key) = key {
+            call = call.with_idempotency_key(key);
+        }
+        let call = call.with_provider(ProviderContext {
+            provider: PROVIDER.to_owned(),
+            api_family: TOOLS_CALL.to_owned(),
+            adapter_revision: ADAPTER_REVISION.to_owned(),
+            response_id: None,
+        });
+        let outcome = current.dispatcher.dispatch(call, &principal).await;
+        if outcome.status == Status::UnknownTool {
+            return Err(unknown_tool_error(&request.name));
+        }
+        Ok(call_tool_result(&outcome).into())
+    }
+}

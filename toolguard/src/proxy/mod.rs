@@ -1,0 +1,243 @@
+//! `toolguard mcp-proxy`: the whole guard pipeline in front of an existing MCP server.
+//!
+//! The proxy starts the upstream server as a child process and speaks MCP to it over its stdio
+//! (rmcp's client). It serves MCP itself on its own stdio: `tools/list` answers the upstream's
+//! tools the policy file exposes, with their schemas tightened by the declarations
+//! ([`crate::declare`]); every `tools/call` runs through a [`Dispatcher`] (all stages, stores and
+//! audit trail in SQLite) before it is forwarded, and results go back enveloped as untrusted
+//! output.
+//!
+//! Calls run as the policy file's `[principal]`. Approvals wait in the SQLite store; reviewers
+//! decide them over the local reviewer endpoint ([`reviewer`]), authenticated by the bearer tokens
+//! of `[[tokens]]`. The policy file is reloaded when it changes (polled) and on `SIGHUP`: a reload
+//! builds a new dispatcher on the same stores with the new policy revision, so approvals bound to
+//! the old revision are refused when decided.
+//!
+//! ```text
+//! toolguard mcp-proxy --policy fs.toml -- npx @modelcontextprotocol/server-filesystem /srv/data
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use crate::audit::SqliteAuditSink;
+use crate::call::Principal;
+use crate::declare::policy::{Policy, PolicyError};
+use crate::dispatcher::{BuildError, Dispatcher};
+use crate::provider::mcp::{McpServeError, McpServer};
+use crate::store::{Durability, SqliteStore, StoreError};
+use crate::tool::ToolHandle;
+
+mod handler;
+#[cfg(feature = "mcp-proxy-http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp-proxy-http")))]
+pub mod http;
+mod reload;
+pub mod reviewer;
+mod upstream;
+
+pub use handler::GuardedServer;
+pub use upstream::Upstream;
+
+/// Why the proxy could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    /// The policy file is invalid.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// The upstream server could not be started or answered wrongly.
+    #[error("upstream MCP server: {0}")]
+    Upstream(String),
+    /// The SQLite store could not be opened.
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    /// The dispatcher refused the declared tools.
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// Serving MCP failed.
+    #[error(transparent)]
+    Serve(#[from] McpServeError),
+    /// The policy file names no caller.
+    #[error("{0}: a stdio proxy runs calls as `[principal]` (tenant, subject, roles): add it")]
+    NoPrincipal(String),
+    /// The reviewer endpoint could not listen.
+    #[error("reviewer endpoint: {0}")]
+    Reviewer(String),
+}
+
+/// Verifies a bearer token of a Streamable HTTP caller and names its principal (the host's own
+/// verifier: JWT, introspection, ...). Without one, the policy file's `[[tokens]]` are used.
+pub trait TokenVerifier: Send + Sync + 'static {
+    /// The principal `token` stands for, `None` when it is not valid.
+    fn verify(&self, token: &str, session: &str) -> Option<Principal>;
+}
+
+/// The policy in force and the dispatcher built from it.
+pub struct Current {
+    /// The policy.
+    pub policy: Policy,
+    /// The dispatcher (stores shared by every revision).
+    pub dispatcher: Dispatcher<()>,
+    /// The MCP view of the dispatcher for the local principal.
+    pub server: McpServer<()>,
+}
+
+/// The proxy's state: the upstream, the stores and the policy in force.
+pub struct Guard {
+    file: PathBuf,
+    upstream: Upstream,
+    store: Arc<SqliteStore>,
+    audit: Arc<SqliteAuditSink>,
+    session: String,
+    current: RwLock<Arc<Current>>,
+    verifier: Option<Arc<dyn TokenVerifier>>,
+}
+
+impl Guard {
+    /// Loads the policy file, starts the upstream command and opens the store.
+    pub async fn start(
+        file: impl AsRef<Path>,
+        command: &[String],
+    ) -> Result<Arc<Guard>, ProxyError> {
+        Self::start_with_verifier(file, command, None).await
+    }
+
+    /// [`Guard::start`] with the host's bearer-token verifier for Streamable HTTP callers.
+    pub async fn start_with_verifier(
+        file: impl AsRef<Path>,
+        command: &[String],
+        verifier: Option<Arc<dyn TokenVerifier>>,
+    ) -> Result<Arc<Guard>, ProxyError> {
+        let file = file.as_ref().to_path_buf();
+        let policy = Policy::load(&file)?;
+        let upstream = Upstream::spawn(command).await?;
+        let store = Arc::new(SqliteStore::open_with(
+            policy.store_path(),
+            Durability::Full,
+        )?);
+        let audit = Arc::new(store.audit_sink()?);
+        let session = format!("proxy-{}", uuid::Uuid::new_v4().simple());
+        let current = build(&policy, &upstream, &store, &audit, &session).await?;
+        Ok(Arc::new(Guard {
+            file,
+            upstream,
+            store,
+            audit,
+            session,
+            current: RwLock::new(Arc::new(Current {
+                policy,
+                dispatcher: current.0,
+                server: current.1,
+            })),
+            verifier,
+        }))
+    }
+
+    /// The policy and dispatcher in force.
+    pub fn current(&self) -> Arc<Current> {
+        match self.current.read() {
+            Ok(c) => c.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// The session id of the local principal (one per proxy process).
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    /// The principal of a bearer token: the host's verifier, else the policy's `[[tokens]]`.
+    pub fn token_principal(&self, token: &str, session: &str) -> Option<Principal> {
+        match &self.verifier {
+            Some(v) => v.verify(token, session),
+            None => self.current().policy.token_principal(token, session),
+        }
+    }
+
+    /// The policy file.
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
+    /// Reads the policy file again and, when it is valid, puts it in force; returns the new
+    /// revision. On error the policy in force stays.
+    pub async fn reload(&self) -> Result<u32, ProxyError> {
+        let policy = Policy::load(&self.file)?;
+        let (dispatcher, server) = build(
+            &policy,
+            &self.upstream,
+            &self.store,
+            &self.audit,
+            &self.session,
+        )
+        .await?;
+        let revision = policy.revision();
+        let next = Arc::new(Current {
+            policy,
+            dispatcher,
+            server,
+        });
+        match self.current.write() {
+            Ok(mut c) => *c = next,
+            Err(poisoned) => *poisoned.into_inner() = next,
+        }
+        Ok(revision)
+    }
+
+    /// Serves MCP on stdio until the client disconnects, with reloads and the reviewer endpoint
+    /// running beside it.
+    pub async fn serve_stdio(self: Arc<Self>) -> Result<(), ProxyError> {
+        if self.current().policy.principal.is_none() {
+            return Err(ProxyError::NoPrincipal(self.file.display().to_string()));
+        }
+        self.clone().spawn_side_tasks().await?;
+        GuardedServer::new(self.clone()).serve_stdio().await
+    }
+
+    /// Starts the reviewer endpoint (when configured) and the policy watcher.
+    pub async fn spawn_side_tasks(self: Arc<Self>) -> Result<(), ProxyError> {
+        let policy = &self.current().policy;
+        if let Some(listen) = policy.proxy.reviewer_listen.clone() {
+            let listener = tokio::net::TcpListener::bind(&listen)
+                .await
+                .map_err(|e| ProxyError::Reviewer(format!("cannot listen on {listen}: {e}")))?;
+            tracing::info!(%listen, "reviewer endpoint");
+            tokio::spawn(reviewer::serve(listener, self.clone()));
+        }
+        tokio::spawn(reload::watch(self.clone()));
+        Ok(())
+    }
+}
+
+/// Builds a dispatcher for `policy` over the upstream's tools and the shared stores.
+async fn build(
+    policy: &Policy,
+    upstream: &Upstream,
+    store: &Arc<SqliteStore>,
+    audit: &Arc<SqliteAuditSink>,
+    session: &str,
+) -> Result<(Dispatcher<()>, McpServer<()>), ProxyError> {
+    // The MCP export only; calls run as the principal the handler picks per request.
+    let principal = policy
+        .local_principal(session)
+        .unwrap_or_else(|| Principal::new("", "", session));
+    let offered = upstream.offered().await?;
+    let specs = policy.declare_offered(&offered)?;
+    let sanitizer = policy.sanitizer(&specs);
+    let handles = specs.into_iter().map(|s| ToolHandle::new(upstream.tool(s)));
+    let dispatcher = Dispatcher::builder(())
+        .tools(handles)
+        .authorizer(policy.authorizer())
+        .sanitizer(sanitizer)
+        .policy(policy.risk_policy())
+        .store(store.clone())
+        .audit(audit.clone())
+        .build()?;
+    let name = policy
+        .proxy
+        .name
+        .clone()
+        .unwrap_or_else(|| "toolguard".to_owned());
+    let server = McpServer::new(dispatcher.clone(), principal)?.with_name(name);
+    Ok((dispatcher, server))
+}
