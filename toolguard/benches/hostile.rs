@@ -3,7 +3,7 @@
 //! in a release build. Arguments arrive as text (the OpenAI path, parsed strictly); the audit
 //! sink discards entries so memory stays flat.
 //!
-//! - `many_keys`: 16 objects of 512 keys (the per-object and total key limits) in a
+//! - `many_keys`: 16 objects of 510 keys (near the per-object and total key limits) in a
 //!   `serde_json::Value` field, every key and value judged as text.
 //! - `many_strings`: 16 000 short strings (the item limit is 16 384), each judged as text.
 //! - `combining_marks`: four 250 KiB strings of letters each carrying 8 combining marks (the most
@@ -57,7 +57,7 @@ fn notes(unit: &str, n: usize, bytes: usize) -> Value {
 fn inputs() -> Vec<(&'static str, String)> {
     let many: serde_json::Map<String, Value> = (0..16)
         .map(|i| {
-            let inner: serde_json::Map<String, Value> = (0..512)
+            let inner: serde_json::Map<String, Value> = (0..510)
                 .map(|j| (format!("key {i} {j}"), json!(format!("value {j} of {i}"))))
                 .collect();
             (format!("group {i}"), Value::Object(inner))

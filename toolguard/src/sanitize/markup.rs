@@ -37,7 +37,12 @@ fn source() -> String {
 /// The compiled `markup_link` patterns.
 pub fn regex() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(&source()).expect("markup link regex"))
+    RE.get_or_init(|| {
+        regex::RegexBuilder::new(&source())
+            .dfa_size_limit(super::phrases::DFA_SIZE_LIMIT)
+            .build()
+            .expect("markup link regex")
+    })
 }
 
 /// True when a canonical string holds markup that loads or links an external URL.

@@ -117,7 +117,10 @@ fn ascii_words(source: &str) -> String {
 pub fn prompt_injection() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
-        Regex::new(&ascii_words(&prompt_injection_source())).expect("prompt injection regex")
+        regex::RegexBuilder::new(&ascii_words(&prompt_injection_source()))
+            .dfa_size_limit(super::phrases::DFA_SIZE_LIMIT)
+            .build()
+            .expect("prompt injection regex")
     })
 }
 

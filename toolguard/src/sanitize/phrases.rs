@@ -29,6 +29,10 @@ struct Language {
     phrases: &'static [&'static str],
 }
 
+/// Room for the lazy DFA of the large marker regexes (default 2 MiB): with too little, long
+/// text makes it clear its cache over and over and fall back to the slow engines.
+pub const DFA_SIZE_LIMIT: usize = 64 << 20;
+
 const GAP: &str = r"[^.!?;]{0,40}?";
 const CJK_GAP: &str = r"[^。！？；.!?]{0,12}?";
 
@@ -134,7 +138,12 @@ pub fn regex() -> &'static Regex {
         let mut sources: Vec<String> = LANGUAGES.iter().map(language_source).collect();
         sources.push(cjk_source());
         let source = fold_pattern(&sources.join("|")).replace(' ', r"\s+");
-        Regex::new(&source).expect("multilingual override regex")
+        // A large alternation: room for the lazy DFA's states, so it never falls back to the
+        // slow engines on long text.
+        regex::RegexBuilder::new(&source)
+            .dfa_size_limit(DFA_SIZE_LIMIT)
+            .build()
+            .expect("multilingual override regex")
     })
 }
 
