@@ -209,7 +209,6 @@ impl Notifiers {
 impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
     /// Adds a notifier told when approval requests open, progress, are decided or expire.
     /// Several notifiers may be added; each gets every event.
-    #[must_use]
     pub fn notifier(mut self, notifier: impl ApprovalNotifier) -> Self {
         self.notifiers.push(Arc::new(notifier));
         self
