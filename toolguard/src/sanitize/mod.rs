@@ -804,53 +804,17 @@ fn scan(value: &str, kind: FieldKind) -> Result<(Option<String>, Vec<Modificatio
             flag_tags_left -= 1;
             Action::Keep
         } else {
-            match class {
-                CharClass::Normal => {
-                    if c == '\u{1F3F4}' && lenient {
-                        flag_tags_left = flag_tag_run(&chars, i + 1);
-                    }
-                    Action::Keep
-                }
-                CharClass::Tab | CharClass::Newline => {
-                    if kind == FieldKind::Text {
-                        Action::Keep
-                    } else {
-                        Action::Block("control_char")
-                    }
-                }
-                CharClass::CarriageReturn | CharClass::LineSeparator => {
-                    if lenient {
-                        Action::Strip
-                    } else {
-                        Action::Block("control_char")
-                    }
-                }
-                CharClass::Control => Action::Block("control_char"),
-                CharClass::Bidi => Action::Block("bidi_control"),
-                CharClass::Tag => Action::Block("tag_character"),
-                CharClass::ZeroWidth if lenient => {
-                    if keep_joiner(c, last_base, last_non_mark, chars.get(i + 1).copied()) {
-                        Action::Keep
-                    } else {
-                        Action::Strip
-                    }
-                }
-                CharClass::VariationSelector if lenient => {
-                    if keep_selector(&chars, &keep, i) {
-                        Action::Keep
-                    } else {
-                        Action::Strip
-                    }
-                }
-                CharClass::Format | CharClass::PrivateUse | CharClass::Unassigned if lenient => {
-                    Action::Strip
-                }
-                CharClass::ZeroWidth | CharClass::Format | CharClass::VariationSelector => {
-                    Action::Block("invisible_char")
-                }
-                CharClass::PrivateUse => Action::Block("private_use"),
-                CharClass::Unassigned => Action::Block("unassigned"),
+            if c == '\u{1F3F4}' && lenient && class == CharClass::Normal {
+                flag_tags_left = flag_tag_run(&chars, i + 1);
             }
+            let context = Context {
+                kind,
+                lenient,
+                last_base,
+                last_non_mark,
+                next: chars.get(i + 1).copied(),
+            };
+            char_action(c, class, &context, &chars, &keep, i)
         };
         let is_mark = chars::is_mark(c);
         if !is_mark {
@@ -886,6 +850,67 @@ fn scan(value: &str, kind: FieldKind) -> Result<(Option<String>, Vec<Modificatio
         .filter(|(_, k)| **k)
         .map(|(c, _)| *c)
         .collect();
+    Ok((Some(cleaned), modifications(stripped)))
+}
+
+/// What the scan knows around one character.
+struct Context {
+    kind: FieldKind,
+    lenient: bool,
+    /// The last kept character that is not a variation selector or emoji component.
+    last_base: Option<char>,
+    /// The last character (kept or not) that is not a combining mark.
+    last_non_mark: Option<char>,
+    /// The character after this one.
+    next: Option<char>,
+}
+
+/// What the scan does with character `c` (at `i` of `chars`) of class `class`.
+fn char_action(
+    c: char,
+    class: CharClass,
+    cx: &Context,
+    chars: &[char],
+    keep: &[bool],
+    i: usize,
+) -> Action {
+    let lenient = cx.lenient;
+    match class {
+        CharClass::Normal => Action::Keep,
+        CharClass::Tab | CharClass::Newline if cx.kind == FieldKind::Text => Action::Keep,
+        CharClass::Tab | CharClass::Newline => Action::Block("control_char"),
+        CharClass::CarriageReturn | CharClass::LineSeparator if lenient => Action::Strip,
+        CharClass::CarriageReturn | CharClass::LineSeparator => Action::Block("control_char"),
+        CharClass::Control => Action::Block("control_char"),
+        CharClass::Bidi => Action::Block("bidi_control"),
+        CharClass::Tag => Action::Block("tag_character"),
+        CharClass::ZeroWidth if lenient => {
+            if keep_joiner(c, cx.last_base, cx.last_non_mark, cx.next) {
+                Action::Keep
+            } else {
+                Action::Strip
+            }
+        }
+        CharClass::VariationSelector if lenient => {
+            if keep_selector(chars, keep, i) {
+                Action::Keep
+            } else {
+                Action::Strip
+            }
+        }
+        CharClass::Format | CharClass::PrivateUse | CharClass::Unassigned if lenient => {
+            Action::Strip
+        }
+        CharClass::ZeroWidth | CharClass::Format | CharClass::VariationSelector => {
+            Action::Block("invisible_char")
+        }
+        CharClass::PrivateUse => Action::Block("private_use"),
+        CharClass::Unassigned => Action::Block("unassigned"),
+    }
+}
+
+/// The stripped characters grouped by what they were, with their positions.
+fn modifications(stripped: Vec<(CharClass, usize)>) -> Vec<Modification> {
     let mut mods: Vec<Modification> = Vec::new();
     for (class, pos) in stripped {
         let what = match class {
@@ -905,7 +930,7 @@ fn scan(value: &str, kind: FieldKind) -> Result<(Option<String>, Vec<Modificatio
             }),
         }
     }
-    Ok((Some(cleaned), mods))
+    mods
 }
 
 /// ZWJ inside an emoji ZWJ sequence, or ZWJ/ZWNJ between letters of a joining script.
