@@ -7,7 +7,9 @@
 //! `#[cfg_attr(not(toolguard_pg), ignore = "...")]` and the like.
 //!
 //! A `node` program that runs (`node --version`) enables `cfg(toolguard_node)`, for the test that
-//! drives the MCP server with the official TypeScript SDK (`tests/mcp_sdk.rs`).
+//! drives the MCP server with the official TypeScript SDK (`tests/mcp_sdk.rs`); a `chromedriver`
+//! (or `TOOLGUARD_CHROMEDRIVER`) that runs enables `cfg(toolguard_chromium)`, for the approval
+//! console's browser test (`tests/console_browser.rs`).
 
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
@@ -30,5 +32,15 @@ fn main() {
         .is_ok_and(|out| out.status.success());
     if node {
         println!("cargo::rustc-cfg=toolguard_node");
+    }
+    println!("cargo::rustc-check-cfg=cfg(toolguard_chromium)");
+    println!("cargo::rerun-if-env-changed=TOOLGUARD_CHROMEDRIVER");
+    let driver = std::env::var("TOOLGUARD_CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into());
+    let chromium = std::process::Command::new(driver)
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if chromium {
+        println!("cargo::rustc-cfg=toolguard_chromium");
     }
 }

@@ -179,6 +179,10 @@ async fn approve(c: &Client) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(toolguard_chromium),
+    ignore = "needs Debian's chromium and chromium-driver (`.ci/run` installs them)"
+)]
 async fn reviewers_decide_in_a_real_browser() {
     let driver = start_driver().await;
     let demo = app::start("127.0.0.1:0").await.unwrap();
