@@ -183,192 +183,27 @@ impl<'a> OpenApi<'a> {
                 return Ok(json!({}));
             }
             _ => {
-                return Err(LowerError::Unsupported {
-                    pointer: at.to_string(),
-                    reason: "a schema that accepts nothing (or is not a schema)".to_owned(),
-                });
+                return Err(unsupported(
+                    at,
+                    "a schema that accepts nothing (or is not a schema)",
+                ));
             }
         };
         if map.contains_key("anyOf") && map.contains_key("oneOf") {
             return Err(unsupported(at, "anyOf together with oneOf"));
         }
-        let mut out = Map::new();
-        let mut moved: Vec<(String, Value)> = Vec::new();
-        let mut nullable = false;
-
+        let mut draft = Draft::default();
         if let Some(reference) = map.get("$ref") {
-            let reference = reference.as_str().unwrap_or_default();
-            if self.active.iter().any(|r| r == reference) {
-                return Err(LowerError::Recursive {
-                    pointer: at.child("$ref").to_string(),
-                });
-            }
-            let target = resolve_ref(self.root, reference).ok_or_else(|| LowerError::BadRef {
-                pointer: at.child("$ref").to_string(),
-                reference: reference.to_owned(),
-            })?;
-            self.active.push(reference.to_owned());
-            // Lossy steps inside the target are recorded at the target's own location.
-            let target_at = Pointer::from_fragment(reference);
-            let inlined = self.lower(target, &target_at, depth + 1);
-            self.active.pop();
-            if let Value::Object(inner) = inlined? {
-                out = inner;
-            }
+            draft.out = self.inline_ref(reference, at, depth)?;
         }
-
         for (key, value) in map {
-            let here = at.child(key);
-            match key.as_str() {
-                "required" if !map.contains_key("properties") => {
-                    self.record(&here, "required moved to description");
-                    moved.push((key.clone(), value.clone()));
-                }
-                "$ref" | "$defs" | "definitions" | "required" => {}
-                "type" => match value {
-                    Value::String(t) if t == "null" => {
-                        nullable = true;
-                        self.record(&here, "type null lowered to nullable");
-                    }
-                    Value::String(t) => {
-                        out.insert(key.clone(), json!(t));
-                    }
-                    Value::Array(types) => {
-                        let mut kept: Vec<&Value> = Vec::new();
-                        for t in types {
-                            if t == "null" {
-                                nullable = true;
-                            } else {
-                                kept.push(t);
-                            }
-                        }
-                        match kept.as_slice() {
-                            [] => {}
-                            [one] => {
-                                out.insert(key.clone(), (*one).clone());
-                            }
-                            many => {
-                                self.record(&here, "type union lowered to anyOf");
-                                let branches: Vec<Value> =
-                                    many.iter().map(|t| json!({ "type": t })).collect();
-                                out.insert("anyOf".to_owned(), Value::Array(branches));
-                            }
-                        }
-                    }
-                    _ => return Err(unsupported(&here, "type is not a string or an array")),
-                },
-                "properties" => {
-                    let props = value
-                        .as_object()
-                        .ok_or_else(|| unsupported(&here, "not a map"))?;
-                    let mut lowered = Map::new();
-                    for (name, sub) in props {
-                        if !is_gemini_key(name) {
-                            return Err(LowerError::Unsupported {
-                                pointer: here.child(name).to_string(),
-                                reason: format!(
-                                    "property name {name:?} must match [a-zA-Z_][a-zA-Z0-9_]{{0,63}}"
-                                ),
-                            });
-                        }
-                        lowered.insert(name.clone(), self.node(sub, &here.child(name), depth + 2)?);
-                    }
-                    let required: Vec<Value> = map
-                        .get("required")
-                        .and_then(Value::as_array)
-                        .map(|r| {
-                            r.iter()
-                                .filter(|n| n.as_str().is_some_and(|n| lowered.contains_key(n)))
-                                .cloned()
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    out.insert(key.clone(), Value::Object(lowered));
-                    if !required.is_empty() {
-                        out.insert("required".to_owned(), Value::Array(required));
-                    }
-                }
-                "items" => {
-                    if value.is_array() {
-                        self.record(&here, "tuple items moved to description");
-                        moved.push((key.clone(), value.clone()));
-                    } else {
-                        out.insert(key.clone(), self.node(value, &here, depth + 1)?);
-                    }
-                }
-                "anyOf" | "oneOf" => {
-                    let branches = value
-                        .as_array()
-                        .ok_or_else(|| unsupported(&here, "not an array"))?;
-                    if key == "oneOf" {
-                        self.record(&here, "oneOf lowered to anyOf");
-                    }
-                    let mut lowered = Vec::new();
-                    for (i, sub) in branches.iter().enumerate() {
-                        let branch_at = here.child(&i.to_string());
-                        let branch = self.lower(sub, &branch_at, depth + 2)?;
-                        if branch == json!({"nullable": true}) {
-                            nullable = true;
-                        } else {
-                            self.check(&branch, &branch_at)?;
-                            lowered.push(branch);
-                        }
-                    }
-                    if let Some(Value::Array(existing)) = out.get_mut("anyOf") {
-                        existing.extend(lowered);
-                    } else {
-                        out.insert("anyOf".to_owned(), Value::Array(lowered));
-                    }
-                }
-                "const" => {
-                    if value.is_string() {
-                        out.insert("enum".to_owned(), json!([value]));
-                        out.entry("type".to_owned())
-                            .or_insert_with(|| json!("string"));
-                    } else if value.is_null() {
-                        nullable = true;
-                        self.record(&here, "const null lowered to nullable");
-                    } else {
-                        self.record(&here, "non-string const moved to description");
-                        moved.push((key.clone(), value.clone()));
-                    }
-                }
-                "enum" => {
-                    let values = value
-                        .as_array()
-                        .ok_or_else(|| unsupported(&here, "not an array"))?;
-                    if values.iter().any(Value::is_null) {
-                        nullable = true;
-                    }
-                    let strings: Vec<&Value> = values.iter().filter(|v| !v.is_null()).collect();
-                    if strings.iter().all(|v| v.is_string()) {
-                        out.insert(key.clone(), json!(strings));
-                        if !map.contains_key("type") {
-                            out.insert("type".to_owned(), json!("string"));
-                        }
-                    } else {
-                        self.record(&here, "non-string enum moved to description");
-                        moved.push((key.clone(), value.clone()));
-                    }
-                }
-                "format" => {
-                    if value.as_str().is_some_and(|f| FORMATS.contains(&f)) {
-                        out.insert(key.clone(), value.clone());
-                    } else {
-                        self.record(&here, "format moved to description");
-                        moved.push((key.clone(), value.clone()));
-                    }
-                }
-                k if KEEP.contains(&k) => {
-                    out.insert(key.clone(), value.clone());
-                }
-                k if DROPPED.contains(&k) => self.record(&here, format!("{k} dropped")),
-                k => {
-                    self.record(&here, format!("{k} moved to description"));
-                    moved.push((key.clone(), value.clone()));
-                }
-            }
+            self.keyword(map, key, value, &at.child(key), depth, &mut draft)?;
         }
+        let Draft {
+            mut out,
+            moved,
+            nullable,
+        } = draft;
         describe(&mut out, &moved);
         if merge_string_constants(&mut out) {
             self.record(at, "anyOf of string constants merged into one enum");
@@ -379,6 +214,278 @@ impl<'a> OpenApi<'a> {
         }
         Ok(Value::Object(out))
     }
+
+    /// The lowered target of a `$ref`, the start of the node that holds it; a `$ref` already
+    /// being inlined (recursion) or one that does not resolve is refused.
+    fn inline_ref(
+        &mut self,
+        reference: &Value,
+        at: &Pointer,
+        depth: usize,
+    ) -> Result<Map<String, Value>, LowerError> {
+        let reference = reference.as_str().unwrap_or_default();
+        if self.active.iter().any(|r| r == reference) {
+            return Err(LowerError::Recursive {
+                pointer: at.child("$ref").to_string(),
+            });
+        }
+        let target = resolve_ref(self.root, reference).ok_or_else(|| LowerError::BadRef {
+            pointer: at.child("$ref").to_string(),
+            reference: reference.to_owned(),
+        })?;
+        self.active.push(reference.to_owned());
+        // Lossy steps inside the target are recorded at the target's own location.
+        let target_at = Pointer::from_fragment(reference);
+        let inlined = self.lower(target, &target_at, depth + 1);
+        self.active.pop();
+        match inlined? {
+            Value::Object(inner) => Ok(inner),
+            _ => Ok(Map::new()),
+        }
+    }
+
+    /// Lowers one keyword of the node `map` into `draft`: kept, lowered, dropped or moved into
+    /// the description.
+    fn keyword(
+        &mut self,
+        map: &'a Map<String, Value>,
+        key: &str,
+        value: &'a Value,
+        here: &Pointer,
+        depth: usize,
+        draft: &mut Draft,
+    ) -> Result<(), LowerError> {
+        match key {
+            "required" if !map.contains_key("properties") => {
+                self.move_out(draft, here, "required moved to description", key, value);
+            }
+            "$ref" | "$defs" | "definitions" | "required" => {}
+            "type" => self.lower_type(value, here, draft)?,
+            "properties" => self.properties(map, value, here, depth, &mut draft.out)?,
+            "items" if value.is_array() => {
+                self.move_out(draft, here, "tuple items moved to description", key, value);
+            }
+            "items" => {
+                let lowered = self.node(value, here, depth + 1)?;
+                draft.out.insert(key.to_owned(), lowered);
+            }
+            "anyOf" | "oneOf" => self.branches(key, value, here, depth, draft)?,
+            "const" => self.lower_const(value, here, draft),
+            "enum" => self.lower_enum(map, value, here, draft)?,
+            "format" if value.as_str().is_some_and(|f| FORMATS.contains(&f)) => {
+                draft.out.insert(key.to_owned(), value.clone());
+            }
+            "format" => self.move_out(draft, here, "format moved to description", key, value),
+            k if KEEP.contains(&k) => {
+                draft.out.insert(key.to_owned(), value.clone());
+            }
+            k if DROPPED.contains(&k) => self.record(here, format!("{k} dropped")),
+            k => self.move_out(draft, here, format!("{k} moved to description"), key, value),
+        }
+        Ok(())
+    }
+
+    /// Records `what` at `here` and moves `key: value` into the description.
+    fn move_out(
+        &mut self,
+        draft: &mut Draft,
+        here: &Pointer,
+        what: impl Into<String>,
+        key: &str,
+        value: &Value,
+    ) {
+        self.record(here, what);
+        draft.moved.push((key.to_owned(), value.clone()));
+    }
+
+    /// `type`: `null` becomes `nullable`, a union of one type that type, a union of several an
+    /// `anyOf` of one branch a type.
+    fn lower_type(
+        &mut self,
+        value: &Value,
+        here: &Pointer,
+        draft: &mut Draft,
+    ) -> Result<(), LowerError> {
+        let types = match value {
+            Value::String(t) if t == "null" => {
+                draft.nullable = true;
+                self.record(here, "type null lowered to nullable");
+                return Ok(());
+            }
+            Value::String(t) => {
+                draft.out.insert("type".to_owned(), json!(t));
+                return Ok(());
+            }
+            Value::Array(types) => types,
+            _ => return Err(unsupported(here, "type is not a string or an array")),
+        };
+        let mut kept: Vec<&Value> = Vec::new();
+        for t in types {
+            if t == "null" {
+                draft.nullable = true;
+            } else {
+                kept.push(t);
+            }
+        }
+        match kept.as_slice() {
+            [] => {}
+            [one] => {
+                draft.out.insert("type".to_owned(), (*one).clone());
+            }
+            many => {
+                self.record(here, "type union lowered to anyOf");
+                let branches: Vec<Value> = many.iter().map(|t| json!({ "type": t })).collect();
+                draft.out.insert("anyOf".to_owned(), Value::Array(branches));
+            }
+        }
+        Ok(())
+    }
+
+    /// `properties`, each name checked against Gemini's key rule and each schema lowered and
+    /// checked; `required` keeps the names among them.
+    fn properties(
+        &mut self,
+        map: &Map<String, Value>,
+        value: &'a Value,
+        here: &Pointer,
+        depth: usize,
+        out: &mut Map<String, Value>,
+    ) -> Result<(), LowerError> {
+        let props = value
+            .as_object()
+            .ok_or_else(|| unsupported(here, "not a map"))?;
+        let mut lowered = Map::new();
+        for (name, sub) in props {
+            if !is_gemini_key(name) {
+                return Err(LowerError::Unsupported {
+                    pointer: here.child(name).to_string(),
+                    reason: format!(
+                        "property name {name:?} must match [a-zA-Z_][a-zA-Z0-9_]{{0,63}}"
+                    ),
+                });
+            }
+            lowered.insert(name.clone(), self.node(sub, &here.child(name), depth + 2)?);
+        }
+        let required = required_among(map, &lowered);
+        out.insert("properties".to_owned(), Value::Object(lowered));
+        if !required.is_empty() {
+            out.insert("required".to_owned(), Value::Array(required));
+        }
+        Ok(())
+    }
+
+    /// `anyOf` or `oneOf` (recorded as lowered to `anyOf`): a branch that only allows `null`
+    /// makes the node nullable, every other branch is lowered, checked and added to `anyOf`.
+    fn branches(
+        &mut self,
+        key: &str,
+        value: &'a Value,
+        here: &Pointer,
+        depth: usize,
+        draft: &mut Draft,
+    ) -> Result<(), LowerError> {
+        let branches = value
+            .as_array()
+            .ok_or_else(|| unsupported(here, "not an array"))?;
+        if key == "oneOf" {
+            self.record(here, "oneOf lowered to anyOf");
+        }
+        let mut lowered = Vec::new();
+        for (i, sub) in branches.iter().enumerate() {
+            let branch_at = here.child(&i.to_string());
+            let branch = self.lower(sub, &branch_at, depth + 2)?;
+            if branch == json!({"nullable": true}) {
+                draft.nullable = true;
+            } else {
+                self.check(&branch, &branch_at)?;
+                lowered.push(branch);
+            }
+        }
+        if let Some(Value::Array(existing)) = draft.out.get_mut("anyOf") {
+            existing.extend(lowered);
+        } else {
+            draft.out.insert("anyOf".to_owned(), Value::Array(lowered));
+        }
+        Ok(())
+    }
+
+    /// `const`: a string becomes a one-value string `enum`, `null` makes the node nullable,
+    /// anything else moves into the description.
+    fn lower_const(&mut self, value: &Value, here: &Pointer, draft: &mut Draft) {
+        if value.is_string() {
+            draft.out.insert("enum".to_owned(), json!([value]));
+            draft
+                .out
+                .entry("type".to_owned())
+                .or_insert_with(|| json!("string"));
+        } else if value.is_null() {
+            draft.nullable = true;
+            self.record(here, "const null lowered to nullable");
+        } else {
+            self.move_out(
+                draft,
+                here,
+                "non-string const moved to description",
+                "const",
+                value,
+            );
+        }
+    }
+
+    /// `enum`: a `null` value makes the node nullable; string values stay a string `enum`,
+    /// any other value moves the whole `enum` into the description.
+    fn lower_enum(
+        &mut self,
+        map: &Map<String, Value>,
+        value: &Value,
+        here: &Pointer,
+        draft: &mut Draft,
+    ) -> Result<(), LowerError> {
+        let values = value
+            .as_array()
+            .ok_or_else(|| unsupported(here, "not an array"))?;
+        if values.iter().any(Value::is_null) {
+            draft.nullable = true;
+        }
+        let strings: Vec<&Value> = values.iter().filter(|v| !v.is_null()).collect();
+        if strings.iter().all(|v| v.is_string()) {
+            draft.out.insert("enum".to_owned(), json!(strings));
+            if !map.contains_key("type") {
+                draft.out.insert("type".to_owned(), json!("string"));
+            }
+        } else {
+            self.move_out(
+                draft,
+                here,
+                "non-string enum moved to description",
+                "enum",
+                value,
+            );
+        }
+        Ok(())
+    }
+}
+
+/// A node being lowered: the keywords it keeps, those moved into its description, and whether
+/// it accepts `null`.
+#[derive(Default)]
+struct Draft {
+    out: Map<String, Value>,
+    moved: Vec<(String, Value)>,
+    nullable: bool,
+}
+
+/// The names of the node's `required` that are among its lowered properties.
+fn required_among(map: &Map<String, Value>, lowered: &Map<String, Value>) -> Vec<Value> {
+    map.get("required")
+        .and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .filter(|n| n.as_str().is_some_and(|n| lowered.contains_key(n)))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// An `anyOf` whose branches are each one string constant (how schemars writes a documented

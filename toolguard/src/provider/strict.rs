@@ -244,175 +244,153 @@ impl Strict<'_> {
         });
     }
 
+    /// Lowers one schema node: each keyword in turn, then the strict form checks on the result.
     fn node(&mut self, schema: &Value, at: &Pointer, depth: usize) -> Result<Value, LowerError> {
         self.budget.visit(depth)?;
-        let map = match schema {
-            Value::Object(map) => map,
-            Value::Bool(b) => {
-                return Err(LowerError::NotStrict {
-                    pointer: at.to_string(),
-                    reason: format!("boolean schema `{b}` (an unconstrained or empty value)"),
-                });
-            }
-            _ => {
-                return Err(LowerError::Unsupported {
-                    pointer: at.to_string(),
-                    reason: "a schema must be an object or a boolean".to_owned(),
-                });
-            }
-        };
-        if map.is_empty() {
-            return Err(LowerError::NotStrict {
-                pointer: at.to_string(),
-                reason: "empty schema (any value)".to_owned(),
-            });
-        }
-        if map.contains_key("anyOf") && map.contains_key("oneOf") {
-            return Err(LowerError::NotStrict {
-                pointer: at.to_string(),
-                reason: "anyOf together with oneOf".to_owned(),
-            });
-        }
-        let mut out = Map::new();
-        let mut moved: Vec<(String, Value)> = Vec::new();
+        let map = strict_map(schema, at)?;
+        let mut draft = Draft::default();
         for (key, value) in map {
-            let here = at.child(key);
-            match key.as_str() {
-                "properties" => {
-                    let props = value
-                        .as_object()
-                        .ok_or_else(|| unsupported(&here, "not a map"))?;
-                    let mut lowered = Map::new();
-                    for (name, sub) in props {
-                        lowered.insert(name.clone(), self.node(sub, &here.child(name), depth + 2)?);
-                    }
-                    out.insert(key.clone(), Value::Object(lowered));
-                }
-                "$defs" | "definitions" => {
-                    let defs = value
-                        .as_object()
-                        .ok_or_else(|| unsupported(&here, "not a map"))?;
-                    let mut lowered = Map::new();
-                    for (name, sub) in defs {
-                        lowered.insert(name.clone(), self.node(sub, &here.child(name), depth + 2)?);
-                    }
-                    out.insert(key.clone(), Value::Object(lowered));
-                }
-                "items" => {
-                    if value.is_array() {
-                        return Err(LowerError::NotStrict {
-                            pointer: here.to_string(),
-                            reason: "tuple `items`".to_owned(),
-                        });
-                    }
-                    out.insert(key.clone(), self.node(value, &here, depth + 1)?);
-                }
-                "anyOf" | "oneOf" => {
-                    let branches = value
-                        .as_array()
-                        .ok_or_else(|| unsupported(&here, "not an array"))?;
-                    let mut lowered = Vec::with_capacity(branches.len());
-                    for (i, sub) in branches.iter().enumerate() {
-                        lowered.push(self.node(sub, &here.child(&i.to_string()), depth + 2)?);
-                    }
-                    if key == "oneOf" {
-                        self.record(&here, "oneOf lowered to anyOf");
-                    }
-                    if let Some(Value::Array(existing)) = out.get_mut("anyOf") {
-                        existing.extend(lowered);
-                    } else {
-                        out.insert("anyOf".to_owned(), Value::Array(lowered));
-                    }
-                }
-                "additionalProperties" => match value {
-                    Value::Bool(false) => {}
-                    Value::Bool(true) => self.record(&here, "additionalProperties: true closed"),
-                    _ => {
-                        return Err(LowerError::NotStrict {
-                            pointer: here.to_string(),
-                            reason: "a map (additionalProperties with a schema) has no strict form"
-                                .to_owned(),
-                        });
-                    }
-                },
-                "format" => {
-                    let known = value
-                        .as_str()
-                        .is_some_and(|f| self.profile.formats.contains(&f));
-                    if known {
-                        out.insert(key.clone(), value.clone());
-                    } else {
-                        self.record(&here, "format moved to description");
-                        moved.push((key.clone(), value.clone()));
-                    }
-                }
-                "required" if !is_object_schema(map) => {
-                    self.record(&here, "required moved to description");
-                    moved.push((key.clone(), value.clone()));
-                }
-                "required" => {}
-                "$ref" => {
-                    let reference = value.as_str().unwrap_or_default();
-                    resolve_chain(self.root, reference, &here)?;
-                    out.insert(key.clone(), value.clone());
-                }
-                k if STRUCTURAL.contains(&k) || self.profile.keep.contains(&k) => {
-                    out.insert(key.clone(), value.clone());
-                }
-                k if DROPPED.contains(&k) => self.record(&here, format!("{k} dropped")),
-                k => {
-                    self.record(&here, format!("{k} moved to description"));
-                    moved.push((key.clone(), value.clone()));
-                }
-            }
+            self.keyword(map, key, value, &at.child(key), depth, &mut draft)?;
         }
+        let Draft { mut out, moved } = draft;
         describe(&mut out, &moved);
-
         if is_object_schema(map) {
             if map.contains_key("anyOf") || map.contains_key("oneOf") {
-                return Err(LowerError::NotStrict {
-                    pointer: at.to_string(),
-                    reason: "an object schema together with anyOf/oneOf (e.g. a flattened enum)"
-                        .to_owned(),
-                });
+                return Err(not_strict(
+                    at,
+                    "an object schema together with anyOf/oneOf (e.g. a flattened enum)",
+                ));
             }
             self.close_object(map, &mut out, at)?;
         }
-        if !["type", "anyOf", "$ref", "enum", "const"]
-            .iter()
-            .any(|k| out.contains_key(*k))
-        {
-            return Err(LowerError::NotStrict {
-                pointer: at.to_string(),
-                reason: "a schema without type, anyOf, $ref, enum or const (it accepts any value)"
-                    .to_owned(),
-            });
-        }
-        let is_array = match out.get("type") {
-            Some(Value::String(t)) => t == "array",
-            Some(Value::Array(ts)) => ts.iter().any(|t| t == "array"),
-            _ => false,
-        };
-        if is_array && !out.contains_key("items") {
-            return Err(LowerError::NotStrict {
-                pointer: at.to_string(),
-                reason: "an array without items (a tuple, or an array of any values)".to_owned(),
-            });
-        }
-        if let Some(reference) = out.get("$ref").cloned() {
-            // A `$ref` must stand alone: wrap it when anything else is left beside it.
-            if out.len() > 1 {
-                if out.contains_key("anyOf") {
-                    return Err(LowerError::NotStrict {
-                        pointer: at.to_string(),
-                        reason: "$ref combined with anyOf/oneOf".to_owned(),
-                    });
-                }
-                out.remove("$ref");
-                out.insert("anyOf".to_owned(), json!([{ "$ref": reference }]));
-            }
-        }
+        check_strict_form(&out, at)?;
+        wrap_ref(&mut out, at)?;
         Ok(Value::Object(out))
+    }
+
+    /// Lowers one keyword of the node `map` into `draft`: kept, lowered, dropped or moved into
+    /// the description.
+    fn keyword(
+        &mut self,
+        map: &Map<String, Value>,
+        key: &str,
+        value: &Value,
+        here: &Pointer,
+        depth: usize,
+        draft: &mut Draft,
+    ) -> Result<(), LowerError> {
+        match key {
+            "properties" | "$defs" | "definitions" => {
+                let lowered = self.named_schemas(value, here, depth)?;
+                draft.out.insert(key.to_owned(), lowered);
+            }
+            "items" => {
+                if value.is_array() {
+                    return Err(not_strict(here, "tuple `items`"));
+                }
+                let lowered = self.node(value, here, depth + 1)?;
+                draft.out.insert(key.to_owned(), lowered);
+            }
+            "anyOf" | "oneOf" => self.branches(key, value, here, depth, &mut draft.out)?,
+            "additionalProperties" => self.additional_properties(value, here)?,
+            "format"
+                if value
+                    .as_str()
+                    .is_some_and(|f| self.profile.formats.contains(&f)) =>
+            {
+                draft.out.insert(key.to_owned(), value.clone());
+            }
+            "format" => self.move_out(draft, here, "format moved to description", key, value),
+            "required" if !is_object_schema(map) => {
+                self.move_out(draft, here, "required moved to description", key, value);
+            }
+            "required" => {}
+            "$ref" => {
+                let reference = value.as_str().unwrap_or_default();
+                resolve_chain(self.root, reference, here)?;
+                draft.out.insert(key.to_owned(), value.clone());
+            }
+            k if STRUCTURAL.contains(&k) || self.profile.keep.contains(&k) => {
+                draft.out.insert(key.to_owned(), value.clone());
+            }
+            k if DROPPED.contains(&k) => self.record(here, format!("{k} dropped")),
+            k => self.move_out(draft, here, format!("{k} moved to description"), key, value),
+        }
+        Ok(())
+    }
+
+    /// Records `what` at `here` and moves `key: value` into the description.
+    fn move_out(
+        &mut self,
+        draft: &mut Draft,
+        here: &Pointer,
+        what: impl Into<String>,
+        key: &str,
+        value: &Value,
+    ) {
+        self.record(here, what);
+        draft.moved.push((key.to_owned(), value.clone()));
+    }
+
+    /// Lowers each schema of a name-to-schema map (`properties`, `$defs`, `definitions`).
+    fn named_schemas(
+        &mut self,
+        value: &Value,
+        here: &Pointer,
+        depth: usize,
+    ) -> Result<Value, LowerError> {
+        let schemas = value
+            .as_object()
+            .ok_or_else(|| unsupported(here, "not a map"))?;
+        let mut lowered = Map::new();
+        for (name, sub) in schemas {
+            lowered.insert(name.clone(), self.node(sub, &here.child(name), depth + 2)?);
+        }
+        Ok(Value::Object(lowered))
+    }
+
+    /// Lowers the branches of `anyOf` or `oneOf` (recorded as lowered to `anyOf`) into the
+    /// node's `anyOf`.
+    fn branches(
+        &mut self,
+        key: &str,
+        value: &Value,
+        here: &Pointer,
+        depth: usize,
+        out: &mut Map<String, Value>,
+    ) -> Result<(), LowerError> {
+        let branches = value
+            .as_array()
+            .ok_or_else(|| unsupported(here, "not an array"))?;
+        let mut lowered = Vec::with_capacity(branches.len());
+        for (i, sub) in branches.iter().enumerate() {
+            lowered.push(self.node(sub, &here.child(&i.to_string()), depth + 2)?);
+        }
+        if key == "oneOf" {
+            self.record(here, "oneOf lowered to anyOf");
+        }
+        if let Some(Value::Array(existing)) = out.get_mut("anyOf") {
+            existing.extend(lowered);
+        } else {
+            out.insert("anyOf".to_owned(), Value::Array(lowered));
+        }
+        Ok(())
+    }
+
+    /// `additionalProperties`: `false` stays (the object is closed anyway), `true` is closed and
+    /// recorded, a schema (a map) is refused.
+    fn additional_properties(&mut self, value: &Value, here: &Pointer) -> Result<(), LowerError> {
+        match value {
+            Value::Bool(false) => Ok(()),
+            Value::Bool(true) => {
+                self.record(here, "additionalProperties: true closed");
+                Ok(())
+            }
+            _ => Err(not_strict(
+                here,
+                "a map (additionalProperties with a schema) has no strict form",
+            )),
+        }
     }
 
     /// `additionalProperties: false`, and (for OpenAI) every property required, optional ones
@@ -474,6 +452,84 @@ impl Strict<'_> {
             Value::Array(names.into_iter().map(Value::String).collect()),
         );
         Ok(())
+    }
+}
+
+/// A node being lowered: the keywords it keeps, and those moved into its description.
+#[derive(Default)]
+struct Draft {
+    out: Map<String, Value>,
+    moved: Vec<(String, Value)>,
+}
+
+/// The keyword map of a schema node, refusing what has no strict form: a boolean schema, an
+/// empty schema, `anyOf` together with `oneOf`.
+fn strict_map<'s>(schema: &'s Value, at: &Pointer) -> Result<&'s Map<String, Value>, LowerError> {
+    let map = match schema {
+        Value::Object(map) => map,
+        Value::Bool(b) => {
+            return Err(LowerError::NotStrict {
+                pointer: at.to_string(),
+                reason: format!("boolean schema `{b}` (an unconstrained or empty value)"),
+            });
+        }
+        _ => return Err(unsupported(at, "a schema must be an object or a boolean")),
+    };
+    if map.is_empty() {
+        return Err(not_strict(at, "empty schema (any value)"));
+    }
+    if map.contains_key("anyOf") && map.contains_key("oneOf") {
+        return Err(not_strict(at, "anyOf together with oneOf"));
+    }
+    Ok(map)
+}
+
+/// Refuses a lowered node that accepts any value (no `type`, `anyOf`, `$ref`, `enum` or
+/// `const`), or an array without `items`.
+fn check_strict_form(out: &Map<String, Value>, at: &Pointer) -> Result<(), LowerError> {
+    if !["type", "anyOf", "$ref", "enum", "const"]
+        .iter()
+        .any(|k| out.contains_key(*k))
+    {
+        return Err(not_strict(
+            at,
+            "a schema without type, anyOf, $ref, enum or const (it accepts any value)",
+        ));
+    }
+    let is_array = match out.get("type") {
+        Some(Value::String(t)) => t == "array",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "array"),
+        _ => false,
+    };
+    if is_array && !out.contains_key("items") {
+        return Err(not_strict(
+            at,
+            "an array without items (a tuple, or an array of any values)",
+        ));
+    }
+    Ok(())
+}
+
+/// A `$ref` must stand alone: wraps it in a one-branch `anyOf` when anything else is left
+/// beside it (refused when that is an `anyOf` already).
+fn wrap_ref(out: &mut Map<String, Value>, at: &Pointer) -> Result<(), LowerError> {
+    let Some(reference) = out.get("$ref").cloned() else {
+        return Ok(());
+    };
+    if out.len() > 1 {
+        if out.contains_key("anyOf") {
+            return Err(not_strict(at, "$ref combined with anyOf/oneOf"));
+        }
+        out.remove("$ref");
+        out.insert("anyOf".to_owned(), json!([{ "$ref": reference }]));
+    }
+    Ok(())
+}
+
+fn not_strict(at: &Pointer, reason: &str) -> LowerError {
+    LowerError::NotStrict {
+        pointer: at.to_string(),
+        reason: reason.to_owned(),
     }
 }
 
