@@ -85,7 +85,7 @@ fn aerr(e: impl std::fmt::Display) -> AuditError {
 }
 
 fn serr(e: StoreError) -> AuditError {
-    AuditError(e.0)
+    AuditError(e.message().to_owned())
 }
 
 fn last_entry(conn: &Connection) -> rusqlite::Result<(u64, String)> {

@@ -33,7 +33,7 @@ impl<T: ?Sized> Deadlined<T> {
             tokio::time::timeout(deadline, op)
                 .await
                 .unwrap_or_else(|_| {
-                    Err(StoreError(format!(
+                    Err(StoreError::new(format!(
                         "{what}: no answer within {} ms",
                         deadline.as_millis()
                     )))

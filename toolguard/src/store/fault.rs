@@ -135,7 +135,7 @@ impl<B> FaultyStore<B> {
         let fault = self.fault(op);
         Box::pin(async move {
             match fault {
-                Some(Fault::Fail) => Err(StoreError(format!("injected failure of {op:?}"))),
+                Some(Fault::Fail) => Err(StoreError::new(format!("injected failure of {op:?}"))),
                 Some(Fault::Stall(by)) => {
                     tokio::time::sleep(by).await;
                     run().await

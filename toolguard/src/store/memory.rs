@@ -330,7 +330,7 @@ impl ApprovalStore for MemoryStore {
     fn create<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, StoreResult<()>> {
         let mut map = lock(&self.approvals);
         if map.contains_key(&request.id) {
-            return ready(Err(StoreError(format!(
+            return ready(Err(StoreError::new(format!(
                 "approval request `{}` already exists",
                 request.id
             ))));

@@ -32,9 +32,50 @@ use std::time::{Duration, SystemTime};
 use crate::tool::BoxFuture;
 
 /// A store could not answer. Tools that are not read-only fail closed (`unavailable`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("store unavailable: {0}")]
-pub struct StoreError(pub String);
+///
+/// The message names the backend and what failed; the backend's own error, when there is one,
+/// is kept as the [`source`](std::error::Error::source).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("store unavailable: {message}")]
+pub struct StoreError {
+    message: String,
+    #[source]
+    source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl StoreError {
+    /// An error with `message` and no underlying cause.
+    pub fn new(message: impl Into<String>) -> Self {
+        StoreError {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// An error of `backend` caused by `source` (kept as the error's source).
+    pub fn caused_by(
+        backend: &str,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        StoreError {
+            message: format!("{backend}: {source}"),
+            source: Some(std::sync::Arc::new(source)),
+        }
+    }
+
+    /// What failed, without the `store unavailable` prefix.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl PartialEq for StoreError {
+    fn eq(&self, other: &Self) -> bool {
+        self.message == other.message
+    }
+}
+
+impl Eq for StoreError {}
 
 /// Result of a store operation.
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -236,7 +277,7 @@ pub trait SessionLedger: Send + Sync + 'static {
 }
 
 fn no_holds() -> StoreError {
-    StoreError("this session ledger does not support reservations".to_owned())
+    StoreError::new("this session ledger does not support reservations".to_owned())
 }
 
 /// Records of state-changing operations, for the operation-status query.

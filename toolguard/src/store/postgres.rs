@@ -115,8 +115,8 @@ impl PgConfig {
     }
 }
 
-pub(crate) fn err(e: impl std::fmt::Display) -> StoreError {
-    StoreError(format!("postgres: {e}"))
+pub(crate) fn err(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    StoreError::caused_by("postgres", e)
 }
 
 fn valid_schema(s: &str) -> bool {
@@ -130,7 +130,7 @@ fn valid_schema(s: &str) -> bool {
 /// Builds the pool and applies the migrations.
 pub(crate) async fn connect_pool(config: &PgConfig) -> StoreResult<Pool> {
     if !valid_schema(&config.schema) {
-        return Err(StoreError(format!(
+        return Err(StoreError::new(format!(
             "postgres: schema name `{}` must be lowercase letters, digits and `_`",
             config.schema
         )));
@@ -243,7 +243,7 @@ impl PgStore {
     /// Refuses to drop `public`.
     pub async fn drop_schema(&self) -> StoreResult<()> {
         if self.schema == "public" {
-            return Err(StoreError(
+            return Err(StoreError::new(
                 "postgres: refusing to drop the `public` schema".to_owned(),
             ));
         }
@@ -374,7 +374,7 @@ impl IdempotencyStore for PgStore {
                     return Ok(Reservation::Existing(read_record(&row)?));
                 }
             }
-            Err(StoreError(
+            Err(StoreError::new(
                 "postgres: the idempotency record kept changing".to_owned(),
             ))
         })

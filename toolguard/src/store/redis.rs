@@ -29,8 +29,8 @@ use crate::clock::unix_millis;
 use crate::store::encode::{millis, new_token};
 use crate::tool::BoxFuture;
 
-fn err(e: impl std::fmt::Display) -> StoreError {
-    StoreError(format!("redis: {e}"))
+fn err(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    StoreError::caused_by("redis", e)
 }
 
 /// Lua helper that splits a record value.
@@ -361,7 +361,7 @@ fn parse(v: &str) -> StoreResult<Parsed> {
     let mut next = || {
         parts
             .next()
-            .ok_or_else(|| StoreError("redis: malformed idempotency record".to_owned()))
+            .ok_or_else(|| StoreError::new("redis: malformed idempotency record".to_owned()))
     };
     let state = next()?;
     let owner = next()?.to_owned();

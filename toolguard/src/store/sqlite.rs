@@ -90,8 +90,8 @@ pub enum Durability {
     Full,
 }
 
-pub(crate) fn err(e: impl std::fmt::Display) -> StoreError {
-    StoreError(format!("sqlite: {e}"))
+pub(crate) fn err(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    StoreError::caused_by("sqlite", e)
 }
 
 /// Opens `path`, sets WAL mode and the pragmas, and applies pending migrations.
@@ -227,17 +227,17 @@ impl Worker {
             Box::new(move |committed: Result<(), String>| {
                 let out = match committed {
                     Ok(()) => out.map_err(err),
-                    Err(e) => Err(StoreError(format!("sqlite: commit failed: {e}"))),
+                    Err(e) => Err(StoreError::new(format!("sqlite: commit failed: {e}"))),
                 };
                 let _ = done.send(out);
             })
         });
         self.tx
             .send(job)
-            .map_err(|_| StoreError("sqlite: the connection thread stopped".to_owned()))?;
+            .map_err(|_| StoreError::new("sqlite: the connection thread stopped".to_owned()))?;
         match result.await {
             Ok(r) => r,
-            Err(_) => Err(StoreError(
+            Err(_) => Err(StoreError::new(
                 "sqlite: the connection thread dropped the statement".to_owned(),
             )),
         }
