@@ -109,9 +109,89 @@ pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
     let args_ident = args_ident(decl);
     let name = decl.name();
     let description = decl.description().unwrap_or_default().to_owned();
+    let tool_doc = if description.is_empty() {
+        format!("The `{name}` tool.")
+    } else {
+        description.clone()
+    };
+    let (impl_generics, state) = impl_state(decl, self_ty);
+    let ok_ty = ok_type(decl);
+
+    let args_struct = args_struct(decl, &name, &args_ident);
+    let name_constants = name_constants(decl, &name);
+    let type_checks = type_checks(decl, &ok_ty);
+    let spec = spec_body(decl, &name, &description, &args_ident, &ok_ty);
+    let hook = |method: &str, path: &Option<syn::Path>| {
+        path.as_ref()
+            .map(|path| hook_method(method, path, self_ty, &state, &args_ident))
+    };
+    let preflight = hook("preflight", &decl.attrs.preflight);
+    let authorize = hook("authorize", &decl.attrs.authorize);
+    let reconcile = hook("reconcile", &decl.attrs.reconcile);
+    let call = call_method(decl, self_ty, &state, &args_ident);
+
+    quote! {
+        #args_struct
+
+        #[doc = #tool_doc]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::default::Default)]
+        #vis struct #tool_ident;
+
+        #name_constants
+
+        #type_checks
+
+        // The output bound is stated higher-ranked so that it is checked where the tool is
+        // used, not here: an unfit output type is then reported once, by `output_check`.
+        impl #impl_generics #k::Tool<#state> for #tool_ident
+        where
+            for<'__tg> #ok_ty: #p::ToolOutput,
+        {
+            type Args = #args_ident;
+            type Output = #ok_ty;
+
+            fn spec(&self) -> #k::ToolSpec {
+                #spec
+            }
+
+            #preflight
+            #authorize
+            #reconcile
+
+            #call
+        }
+    }
+}
+
+/// The `Tool` impl's generics and state type: the toolset's type for methods, the context's
+/// state when the function names one, and otherwise any state (`__S`).
+fn impl_state(decl: &ToolDecl, self_ty: Option<&Type>) -> (TokenStream, TokenStream) {
+    match (self_ty, &decl.ctx_state) {
+        (Some(s), _) => (quote!(), quote!(#s)),
+        (None, Some(s)) => (quote!(), quote!(#s)),
+        (None, None) => (
+            quote!(<__S: ::core::marker::Send + ::core::marker::Sync + 'static>),
+            quote!(__S),
+        ),
+    }
+}
+
+/// The success type of the tool's result (`()` when the function returns none).
+fn ok_type(decl: &ToolDecl) -> TokenStream {
+    match &decl.ok_ty {
+        Some(t) => quote!(#t),
+        None => quote!(()),
+    }
+}
+
+/// The `<Name>Args` struct: one field per argument, plus the idempotency key when the tool
+/// asks for one.
+fn args_struct(decl: &ToolDecl, name: &str, args_ident: &Ident) -> TokenStream {
+    let p = paths::private();
+    let vis = &decl.vis;
     let serde_crate = paths::serde_crate_str();
     let schemars_crate = paths::schemars_crate_str();
-
+    let args_doc = format!("Arguments of the `{name}` tool, as the model proposes them.");
     let fields = decl.args.iter().map(field);
     let key_field = decl.key_argument().then(|| {
         let key = format_ident!("{}", KEY_FIELD);
@@ -121,27 +201,22 @@ pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
             pub #key: ::std::string::String,
         }
     });
+    quote! {
+        #[doc = #args_doc]
+        #[derive(#p::serde::Serialize, #p::serde::Deserialize, #p::schemars::JsonSchema)]
+        #[serde(crate = #serde_crate, deny_unknown_fields)]
+        #[schemars(crate = #schemars_crate)]
+        #vis struct #args_ident {
+            #(#fields)*
+            #key_field
+        }
+    }
+}
 
-    let args_doc = format!("Arguments of the `{name}` tool, as the model proposes them.");
-    let tool_doc = if description.is_empty() {
-        format!("The `{name}` tool.")
-    } else {
-        description.clone()
-    };
-
-    let (impl_generics, state): (TokenStream, TokenStream) = match (self_ty, &decl.ctx_state) {
-        (Some(s), _) => (quote!(), quote!(#s)),
-        (None, Some(s)) => (quote!(), quote!(#s)),
-        (None, None) => (
-            quote!(<__S: ::core::marker::Send + ::core::marker::Sync + 'static>),
-            quote!(__S),
-        ),
-    };
-
-    let ok_ty = match &decl.ok_ty {
-        Some(t) => quote!(#t),
-        None => quote!(()),
-    };
+/// Compile-time checks on the declared types, each spanned at the type it checks: the output
+/// must be serializable, and the amount field an unsigned integer.
+fn type_checks(decl: &ToolDecl, ok_ty: &TokenStream) -> TokenStream {
+    let p = paths::private();
     let ok_span = decl
         .ok_ty
         .as_ref()
@@ -165,18 +240,23 @@ pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
             };
         }
     });
+    quote! {
+        #output_check
+        #amount_check
+    }
+}
 
-    let spec = spec_body(decl, &name, &description, &args_ident, &ok_ty);
-    let name_constants = name_constants(decl, &name);
-
-    let hook = |method: &str, path: &Option<syn::Path>| {
-        path.as_ref()
-            .map(|path| hook_method(method, path, self_ty, &state, &args_ident))
-    };
-    let preflight = hook("preflight", &decl.attrs.preflight);
-    let authorize = hook("authorize", &decl.attrs.authorize);
-    let reconcile = hook("reconcile", &decl.attrs.reconcile);
-
+/// The `Tool::call` method: unpacks the arguments into locals, calls the function (on the
+/// toolset's state for `&self` methods, with the context when it takes one) and converts its
+/// error into a `ToolError`.
+fn call_method(
+    decl: &ToolDecl,
+    self_ty: Option<&Type>,
+    state: &TokenStream,
+    args_ident: &Ident,
+) -> TokenStream {
+    let k = paths::krate();
+    let p = paths::private();
     let locals: Vec<Ident> = (0..decl.args.len())
         .map(|i| Ident::new(&format!("__arg_{i}"), Span::mixed_site()))
         .collect();
@@ -205,57 +285,20 @@ pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
         let key = format_ident!("{}", KEY_FIELD);
         quote!(#key: _,)
     });
-
     quote! {
-        #[doc = #args_doc]
-        #[derive(#p::serde::Serialize, #p::serde::Deserialize, #p::schemars::JsonSchema)]
-        #[serde(crate = #serde_crate, deny_unknown_fields)]
-        #[schemars(crate = #schemars_crate)]
-        #vis struct #args_ident {
-            #(#fields)*
-            #key_field
-        }
-
-        #[doc = #tool_doc]
-        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::default::Default)]
-        #vis struct #tool_ident;
-
-        #name_constants
-
-        #output_check
-        #amount_check
-
-        // The output bound is stated higher-ranked so that it is checked where the tool is
-        // used, not here: an unfit output type is then reported once, by `output_check`.
-        impl #impl_generics #k::Tool<#state> for #tool_ident
-        where
-            for<'__tg> #ok_ty: #p::ToolOutput,
-        {
-            type Args = #args_ident;
-            type Output = #ok_ty;
-
-            fn spec(&self) -> #k::ToolSpec {
-                #spec
-            }
-
-            #preflight
-            #authorize
-            #reconcile
-
-            fn call<'a>(
-                &'a self,
-                ctx: &'a #k::ToolContext<#state>,
-                args: Self::Args,
-            ) -> #k::BoxFuture<'a, ::core::result::Result<Self::Output, #k::ToolError>> {
-                ::std::boxed::Box::pin(async move {
-                    let _ = ctx;
-                    let #args_ident { #(#field_idents: #locals,)* #key_ignore } = args;
-                    match #call {
-                        ::core::result::Result::Ok(v) => ::core::result::Result::Ok(v),
-                        ::core::result::Result::Err(e) => ::core::result::Result::Err(#convert),
-                    }
-                })
-            }
+        fn call<'a>(
+            &'a self,
+            ctx: &'a #k::ToolContext<#state>,
+            args: Self::Args,
+        ) -> #k::BoxFuture<'a, ::core::result::Result<Self::Output, #k::ToolError>> {
+            ::std::boxed::Box::pin(async move {
+                let _ = ctx;
+                let #args_ident { #(#field_idents: #locals,)* #key_ignore } = args;
+                match #call {
+                    ::core::result::Result::Ok(v) => ::core::result::Result::Ok(v),
+                    ::core::result::Result::Err(e) => ::core::result::Result::Err(#convert),
+                }
+            })
         }
     }
 }

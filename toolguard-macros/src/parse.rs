@@ -10,7 +10,7 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{
     Attribute, Expr, ExprLit, ExprUnary, FnArg, GenericArgument, GenericParam, Lit, Meta, Pat,
-    PathArguments, ReturnType, Signature, Token, Type, UnOp, Visibility,
+    PatType, PathArguments, ReturnType, Signature, Token, Type, UnOp, Visibility,
 };
 
 use toolguard_rules::kinds::REFUSED_KINDS;
@@ -130,105 +130,101 @@ pub fn tool_attrs(tokens: TokenStream, errors: &mut Errors) -> ToolAttrs {
 
 /// Parses one `#[arg(...)]` attribute into `out`.
 pub fn arg_attrs(attr: &Attribute, out: &mut ArgAttrs, errors: &mut Errors) {
-    let metas = match &attr.meta {
-        Meta::List(list) => {
-            match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(list.tokens.clone()) {
-                Ok(m) => m,
-                Err(e) => {
-                    errors.add(syn::Error::new(
-                        e.span(),
-                        format!(
-                            "{e}; `#[arg]` takes a comma-separated list such as \
-                             `#[arg(max_len = 140, description = \"...\")]`"
-                        ),
-                    ));
-                    return;
-                }
-            }
-        }
-        _ => {
-            errors.spanned(
-                attr,
-                "`#[arg]` needs options, e.g. `#[arg(max_len = 140)]`; remove it if there are none",
-            );
-            return;
-        }
+    let Some(metas) = arg_metas(attr, errors) else {
+        return;
     };
     for meta in metas {
-        let key = meta_key(&meta);
-        let span = meta.span();
-        match key.as_str() {
-            "description" => set(
-                &mut out.description,
-                string_value(&meta, errors),
-                span,
-                &key,
-                errors,
-            ),
-            "pattern" => {
-                let v = string_value(&meta, errors);
-                set(&mut out.pattern, v, span, &key, errors)
-            }
-            "root" => set(
-                &mut out.root,
-                string_value(&meta, errors),
-                span,
-                &key,
-                errors,
-            ),
-            "min_len" => set(
-                &mut out.min_len,
-                int_value(&meta, errors),
-                span,
-                &key,
-                errors,
-            ),
-            "max_items" => set(
-                &mut out.max_items,
-                int_value(&meta, errors),
-                span,
-                &key,
-                errors,
-            ),
-            "max_len" => set(
-                &mut out.max_len,
-                int_value(&meta, errors),
-                span,
-                &key,
-                errors,
-            ),
-            "min" => set(
-                &mut out.min,
-                number_value(&meta, errors),
-                span,
-                &key,
-                errors,
-            ),
-            "max" => set(
-                &mut out.max,
-                number_value(&meta, errors),
-                span,
-                &key,
-                errors,
-            ),
-            "sensitive" => set(&mut out.sensitive, flag(&meta, errors), span, &key, errors),
-            "amount" => set(&mut out.amount, flag(&meta, errors), span, &key, errors),
-            "kind" => {
-                let v = string_value(&meta, errors).map(|s| {
-                    let kind = Kind::from_name(&s.value);
-                    match s.value.as_str() {
-                        _ if kind.is_some() => {}
-                        // Refused with its reason by `validate`.
-                        k if REFUSED_KINDS.contains(&k) => out.refused_kind = Some(s.clone()),
-                        other => errors.push(s.span, Kind::unknown(other)),
-                    }
-                    Sp::new(kind, s.span)
-                });
-                set(&mut out.kind, v, span, &key, errors)
-            }
-            _ => unknown_key(&meta, &key, "arg", &ARG_KEYS, errors),
+        arg_option(&meta, out, errors);
+    }
+}
+
+/// The comma-separated options of an `#[arg(...)]` attribute, or `None` after reporting why
+/// they cannot be read.
+fn arg_metas(attr: &Attribute, errors: &mut Errors) -> Option<Punctuated<Meta, Token![,]>> {
+    let Meta::List(list) = &attr.meta else {
+        errors.spanned(
+            attr,
+            "`#[arg]` needs options, e.g. `#[arg(max_len = 140)]`; remove it if there are none",
+        );
+        return None;
+    };
+    match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(list.tokens.clone()) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            errors.add(syn::Error::new(
+                e.span(),
+                format!(
+                    "{e}; `#[arg]` takes a comma-separated list such as \
+                     `#[arg(max_len = 140, description = \"...\")]`"
+                ),
+            ));
+            None
         }
     }
+}
+
+/// Stores one `#[arg(...)]` option in its slot of `out`, reporting an unknown or repeated key.
+fn arg_option(meta: &Meta, out: &mut ArgAttrs, errors: &mut Errors) {
+    let key = meta_key(meta);
+    let span = meta.span();
+    match key.as_str() {
+        "description" | "pattern" | "root" => {
+            let v = string_value(meta, errors);
+            let slot = match key.as_str() {
+                "description" => &mut out.description,
+                "pattern" => &mut out.pattern,
+                _ => &mut out.root,
+            };
+            set(slot, v, span, &key, errors)
+        }
+        "min_len" | "max_items" | "max_len" => {
+            let v = int_value(meta, errors);
+            let slot = match key.as_str() {
+                "min_len" => &mut out.min_len,
+                "max_items" => &mut out.max_items,
+                _ => &mut out.max_len,
+            };
+            set(slot, v, span, &key, errors)
+        }
+        "min" | "max" => {
+            let v = number_value(meta, errors);
+            let slot = if key == "min" {
+                &mut out.min
+            } else {
+                &mut out.max
+            };
+            set(slot, v, span, &key, errors)
+        }
+        "sensitive" | "amount" => {
+            let v = flag(meta, errors);
+            let slot = if key == "sensitive" {
+                &mut out.sensitive
+            } else {
+                &mut out.amount
+            };
+            set(slot, v, span, &key, errors)
+        }
+        "kind" => {
+            let v = kind_value(meta, out, errors);
+            set(&mut out.kind, v, span, &key, errors)
+        }
+        _ => unknown_key(meta, &key, "arg", &ARG_KEYS, errors),
+    }
+}
+
+/// The value of `kind = "..."`: a known kind, or `None` inside for a kind that is refused (kept
+/// in `out.refused_kind` for `validate` to explain) or unknown (reported here).
+fn kind_value(meta: &Meta, out: &mut ArgAttrs, errors: &mut Errors) -> Option<Sp<Option<Kind>>> {
+    string_value(meta, errors).map(|s| {
+        let kind = Kind::from_name(&s.value);
+        match s.value.as_str() {
+            _ if kind.is_some() => {}
+            // Refused with its reason by `validate`.
+            k if REFUSED_KINDS.contains(&k) => out.refused_kind = Some(s.clone()),
+            other => errors.push(s.span, Kind::unknown(other)),
+        }
+        Sp::new(kind, s.span)
+    })
 }
 
 /// Reads a function signature (with its attributes) into a [`ToolDecl`], removing the `#[arg]`
@@ -243,6 +239,60 @@ pub fn tool_decl(
     in_toolset: bool,
     errors: &mut Errors,
 ) -> ToolDecl {
+    refuse_signature_shape(sig, errors);
+
+    let mut receiver = if in_toolset {
+        Some(Receiver::None)
+    } else {
+        None
+    };
+    let mut ctx_state = None;
+    let mut args = Vec::new();
+    let mut position = 0usize;
+    for input in sig.inputs.iter_mut() {
+        match input {
+            FnArg::Receiver(r) => {
+                if receiver_is_shared_ref(r, in_toolset, errors) {
+                    receiver = Some(Receiver::Ref);
+                }
+                strip_param_attrs(&mut r.attrs);
+            }
+            FnArg::Typed(pt) => {
+                let index = position;
+                position += 1;
+                if !context_param(pt, index, in_toolset, &mut ctx_state, errors) {
+                    args.extend(arg_decl(pt, errors));
+                }
+            }
+        }
+    }
+
+    let (ok_ty, err_ty) = result_types(&sig.output, sig.ident.span(), errors);
+
+    let mut doc_lines = Vec::new();
+    for a in fn_attrs {
+        if a.path().is_ident("doc") {
+            doc_line(a, &mut doc_lines);
+        }
+    }
+
+    ToolDecl {
+        fn_ident: sig.ident.clone(),
+        vis: vis.clone(),
+        is_async: sig.asyncness.is_some(),
+        attrs,
+        doc: join_doc(&doc_lines),
+        ctx_state,
+        receiver,
+        args,
+        ok_ty,
+        err_ty,
+    }
+}
+
+/// Reports signature features a tool function cannot have: type or const generics, `unsafe`,
+/// variadic parameters.
+fn refuse_signature_shape(sig: &Signature, errors: &mut Errors) {
     for param in &sig.generics.params {
         match param {
             GenericParam::Type(t) => errors.spanned(
@@ -275,133 +325,111 @@ pub fn tool_decl(
     if let Some(v) = &sig.variadic {
         errors.push(v.span(), "a tool function cannot be variadic");
     }
+}
 
-    let mut receiver = if in_toolset {
-        Some(Receiver::None)
+/// Whether a `self` parameter is the one a tool accepts, `&self` in a toolset; reports any other.
+fn receiver_is_shared_ref(r: &syn::Receiver, in_toolset: bool, errors: &mut Errors) -> bool {
+    if !in_toolset {
+        errors.spanned(
+            r,
+            "`self` in a `#[tool]` function: tools on methods go in an `impl` block \
+             marked `#[toolset]`",
+        );
+    } else if r.reference.is_none() {
+        errors.spanned(
+            r,
+            "a toolset method cannot take `self` by value: one state value serves \
+             every call. Take `&self`",
+        );
+    } else if r.mutability.is_some() {
+        errors.spanned(
+            r,
+            "a toolset method cannot take `&mut self`: calls run concurrently on \
+             shared state. Take `&self` and use interior mutability (a `Mutex`, \
+             atomics, a pool) for changes",
+        );
     } else {
-        None
+        return true;
+    }
+    false
+}
+
+/// Whether the parameter at `index` is the `ctx: &ToolContext<S>` context. If it is, checks
+/// that it comes first and carries no `#[arg]`, records its state type in `ctx_state` and
+/// strips its attributes.
+fn context_param(
+    pt: &mut PatType,
+    index: usize,
+    in_toolset: bool,
+    ctx_state: &mut Option<Type>,
+    errors: &mut Errors,
+) -> bool {
+    let Some(state) = context_state(&pt.ty, errors) else {
+        return false;
     };
-    let mut ctx_state = None;
-    let mut args = Vec::new();
-    let mut position = 0usize;
-    for input in sig.inputs.iter_mut() {
-        match input {
-            FnArg::Receiver(r) => {
-                if !in_toolset {
-                    errors.spanned(
-                        r,
-                        "`self` in a `#[tool]` function: tools on methods go in an `impl` block \
-                         marked `#[toolset]`",
-                    );
-                } else if r.reference.is_none() {
-                    errors.spanned(
-                        r,
-                        "a toolset method cannot take `self` by value: one state value serves \
-                         every call. Take `&self`",
-                    );
-                } else if r.mutability.is_some() {
-                    errors.spanned(
-                        r,
-                        "a toolset method cannot take `&mut self`: calls run concurrently on \
-                         shared state. Take `&self` and use interior mutability (a `Mutex`, \
-                         atomics, a pool) for changes",
-                    );
-                } else {
-                    receiver = Some(Receiver::Ref);
-                }
-                strip_param_attrs(&mut r.attrs);
-                continue;
-            }
-            FnArg::Typed(pt) => {
-                let index = position;
-                position += 1;
-                if let Some(state) = context_state(&pt.ty, errors) {
-                    if index != 0 {
-                        errors.spanned(
-                            pt,
-                            if in_toolset {
-                                "`ctx: &ToolContext<_>` must come first, right after `&self`: \
-                                 move it before the argument parameters"
-                            } else {
-                                "`ctx: &ToolContext<_>` must be the first parameter: move it \
-                                 before the argument parameters"
-                            },
-                        );
-                    } else if ctx_state.is_none() {
-                        ctx_state = state;
-                    }
-                    for a in pt.attrs.iter().filter(|a| a.path().is_ident("arg")) {
-                        errors.spanned(
-                            a,
-                            "`#[arg]` on the context: `ctx` is the trusted side of the call, not \
-                             an argument the model sends. Remove the attribute",
-                        );
-                    }
-                    strip_param_attrs(&mut pt.attrs);
-                    continue;
-                }
-                let mut arg_attrs = ArgAttrs::default();
-                let mut doc_lines = Vec::new();
-                pt.attrs.retain(|a| {
-                    if a.path().is_ident("arg") {
-                        arg_attrs_into(a, &mut arg_attrs, errors);
-                        false
-                    } else if a.path().is_ident("doc") {
-                        doc_line(a, &mut doc_lines);
-                        false
-                    } else {
-                        true
-                    }
-                });
-                let ident = match &*pt.pat {
-                    Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
-                        pi.ident.clone()
-                    }
-                    other => {
-                        errors.spanned(
-                            other,
-                            "tool parameters must be plain names (`to: String`): the name \
-                             becomes the argument field's name",
-                        );
-                        continue;
-                    }
-                };
-                let (field_ty, by_ref) = field_type(&pt.ty, errors);
-                args.push(ArgDecl {
-                    name: unraw(&ident),
-                    ident,
-                    ty: (*pt.ty).clone(),
-                    field_ty,
-                    by_ref,
-                    doc: join_doc(&doc_lines),
-                    attrs: arg_attrs,
-                    tokens: quote::quote!(#pt),
-                });
-            }
-        }
+    if index != 0 {
+        errors.spanned(
+            &*pt,
+            if in_toolset {
+                "`ctx: &ToolContext<_>` must come first, right after `&self`: \
+                 move it before the argument parameters"
+            } else {
+                "`ctx: &ToolContext<_>` must be the first parameter: move it \
+                 before the argument parameters"
+            },
+        );
+    } else if ctx_state.is_none() {
+        *ctx_state = state;
     }
+    for a in pt.attrs.iter().filter(|a| a.path().is_ident("arg")) {
+        errors.spanned(
+            a,
+            "`#[arg]` on the context: `ctx` is the trusted side of the call, not \
+             an argument the model sends. Remove the attribute",
+        );
+    }
+    strip_param_attrs(&mut pt.attrs);
+    true
+}
 
-    let (ok_ty, err_ty) = result_types(&sig.output, sig.ident.span(), errors);
-
+/// One argument parameter as an [`ArgDecl`], taking its `#[arg]` options and doc comments off
+/// the parameter; `None` after reporting a pattern that is not a plain name.
+fn arg_decl(pt: &mut PatType, errors: &mut Errors) -> Option<ArgDecl> {
+    let mut arg_attrs = ArgAttrs::default();
     let mut doc_lines = Vec::new();
-    for a in fn_attrs {
-        if a.path().is_ident("doc") {
+    pt.attrs.retain(|a| {
+        if a.path().is_ident("arg") {
+            arg_attrs_into(a, &mut arg_attrs, errors);
+            false
+        } else if a.path().is_ident("doc") {
             doc_line(a, &mut doc_lines);
+            false
+        } else {
+            true
         }
-    }
-
-    ToolDecl {
-        fn_ident: sig.ident.clone(),
-        vis: vis.clone(),
-        is_async: sig.asyncness.is_some(),
-        attrs,
+    });
+    let ident = match &*pt.pat {
+        Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => pi.ident.clone(),
+        other => {
+            errors.spanned(
+                other,
+                "tool parameters must be plain names (`to: String`): the name \
+                 becomes the argument field's name",
+            );
+            return None;
+        }
+    };
+    let (field_ty, by_ref) = field_type(&pt.ty, errors);
+    Some(ArgDecl {
+        name: unraw(&ident),
+        ident,
+        ty: (*pt.ty).clone(),
+        field_ty,
+        by_ref,
         doc: join_doc(&doc_lines),
-        ctx_state,
-        receiver,
-        args,
-        ok_ty,
-        err_ty,
-    }
+        attrs: arg_attrs,
+        tokens: quote::quote!(#pt),
+    })
 }
 
 fn arg_attrs_into(attr: &Attribute, out: &mut ArgAttrs, errors: &mut Errors) {

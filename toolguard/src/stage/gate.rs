@@ -194,7 +194,8 @@ fn scan_text(bytes: &[u8], limits: &Limits) -> Result<(), Over> {
     let mut stack: Vec<Frame> = Vec::new();
     let mut total_keys = 0usize;
     let mut items = 0usize;
-    // Set right after `[` or `{`: the next token is the container's first item unless it closes.
+    // Set right after an opening bracket or brace: the next token is the container's first item
+    // unless it closes it.
     let mut first = false;
     let mut found = Found(None);
     let mut i = 0;
