@@ -145,12 +145,18 @@ async fn notifiers_hear_of_opening_progress_decision_and_expiry_and_a_panic_chan
     assert_eq!(h.kinds(&refused), vec![Opened]);
     // Expiry, noticed when the queue is read.
     h.clock.advance(Duration::from_secs(601));
-    h.d.approvals().pending(&toolguard::Principal::new("acme", "viewer", "console")).await.unwrap();
+    h.d.approvals()
+        .pending(&toolguard::Principal::new("acme", "viewer", "console"))
+        .await
+        .unwrap();
     assert_eq!(h.kinds(&refused), vec![Opened, Expired]);
     let expired = h.events.lock().unwrap().last().unwrap().clone();
     assert_eq!(expired.status, Some(Status::ApprovalExpired));
     // Reading again announces nothing twice.
-    h.d.approvals().pending(&toolguard::Principal::new("acme", "viewer", "console")).await.unwrap();
+    h.d.approvals()
+        .pending(&toolguard::Principal::new("acme", "viewer", "console"))
+        .await
+        .unwrap();
     assert_eq!(h.kinds(&refused), vec![Opened, Expired]);
 }
 

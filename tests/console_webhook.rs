@@ -356,7 +356,13 @@ async fn an_expired_request_is_announced_when_the_queue_is_read() {
     let h = harness_with_clock(vec![hook], clock.clone());
     let id = h.transfer("key-expiry-1").await;
     clock.advance(Duration::from_secs(601));
-    assert!(h.d.approvals().pending(&toolguard::Principal::new("acme", "viewer", "console")).await.unwrap().is_empty());
+    assert!(
+        h.d.approvals()
+            .pending(&toolguard::Principal::new("acme", "viewer", "console"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     eventually("the expired event", || seen.lock().unwrap().len() == 2).await;
     let event: ApprovalEvent = serde_json::from_slice(&seen.lock().unwrap()[1].1).unwrap();
     assert_eq!(event.kind, ApprovalEventKind::Expired);

@@ -249,8 +249,8 @@ fn memory(_test: &str) -> Approvals {
 
 #[cfg(feature = "sqlite")]
 fn sqlite(test: &str) -> Approvals {
-    use toolguard::store::SqliteStore;
     use rusqlite::{self, OptionalExtension};
+    use toolguard::store::SqliteStore;
 
     let path = store_support::sqlite_path(test);
     let store = Arc::new(SqliteStore::open(&path).unwrap());

@@ -272,9 +272,9 @@ fn memory_trail(every: u64) -> Option<Trail> {
 
 #[cfg(feature = "sqlite")]
 fn sqlite_trail(every: u64, test: &str) -> Option<Trail> {
+    use rusqlite;
     use toolguard::audit::SqliteAuditSink;
     use toolguard::store::Durability;
-    use rusqlite;
 
     let path = store_support::sqlite_path(test);
     let checkpoints = Arc::new(MemoryCheckpoints::new());
@@ -348,11 +348,7 @@ enum SqlValue {
 
 #[cfg(feature = "sqlite")]
 impl rusqlite::ToSql for SqlValue {
-    fn to_sql(
-        &self,
-    ) -> rusqlite::Result<
-        rusqlite::types::ToSqlOutput<'_>,
-    > {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
         match self {
             SqlValue::Int(i) => i.to_sql(),
             SqlValue::Text(t) => t.to_sql(),
@@ -396,30 +392,17 @@ async fn pg_trail(every: u64, test: &str) -> Option<Trail> {
                     .unwrap();
                 for e in &entries {
                     let (sql, values) = insert_row(e);
-                    let params: Vec<
-                        Box<
-                            dyn tokio_postgres::types::ToSql
-                                + Sync
-                                + Send,
-                        >,
-                    > = values
+                    let params: Vec<Box<dyn tokio_postgres::types::ToSql + Sync + Send>> = values
                         .into_iter()
-                        .map(
-                            |v| -> Box<
-                                dyn tokio_postgres::types::ToSql
-                                    + Sync
-                                    + Send,
-                            > {
-                                match v {
-                                    SqlValue::Int(i) => Box::new(i),
-                                    SqlValue::Text(t) => Box::new(t),
-                                }
-                            },
-                        )
+                        .map(|v| -> Box<dyn tokio_postgres::types::ToSql + Sync + Send> {
+                            match v {
+                                SqlValue::Int(i) => Box::new(i),
+                                SqlValue::Text(t) => Box::new(t),
+                            }
+                        })
                         .collect();
-                    let refs: Vec<
-                        &(dyn tokio_postgres::types::ToSql + Sync),
-                    > = params.iter().map(|p| &**p as _).collect();
+                    let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+                        params.iter().map(|p| &**p as _).collect();
                     tx.execute(&sql, &refs).await.unwrap();
                 }
                 tx.commit().await.unwrap();

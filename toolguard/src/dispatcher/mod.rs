@@ -123,7 +123,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         stage::validate::arguments(&tool.input, &args)?;
         t.at(Stage::Sanitize);
         let clean = stage::sanitize::run(core, tool, args, t)?;
-        stage::intent::record(spec, call, &clean.args, p, t)?;
+        stage::intent::record(core.keys.as_deref(), spec, call, &clean.args, p, t)?;
         self.custom(StagePoint::AfterSanitize, call, p, spec, &clean.args)
             .await?;
         t.at(Stage::Principal);

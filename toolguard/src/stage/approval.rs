@@ -14,7 +14,11 @@ use super::trace::{Answer, Exit};
 use crate::call::{Principal, ToolCall};
 use crate::clock::unix_millis;
 use crate::digest::{canonical_json, sha256_hex};
-use crate::notify::{ApprovalEvent, ApprovalEventKind::{Approved, Opened}, Notifiers};
+use crate::notify::{
+    ApprovalEvent,
+    ApprovalEventKind::{Approved, Opened},
+    Notifiers,
+};
 use crate::outcome::{ApprovalTicket, Status};
 use crate::spec::ToolSpec;
 use crate::store::{
@@ -406,7 +410,12 @@ fn closed<S: Send + Sync + 'static>(core: &Core<S>, request: &ApprovalRequest, s
             "approved"
         };
         let seconds = now_ms.saturating_sub(request.created_at_ms) as f64 / 1000.0;
-        crate::metrics::approval_latency(&request.tool, &request.requester.tenant, decision, seconds);
+        crate::metrics::approval_latency(
+            &request.tool,
+            &request.requester.tenant,
+            decision,
+            seconds,
+        );
     }
     notifiers.emit(ApprovalEvent::closed(request, status, now_ms));
 }
@@ -522,7 +531,14 @@ pub(crate) async fn ask<S: Send + Sync + 'static>(
         cause,
         amount: decision.amount,
     };
-    let ticket = open(&*core.stores.approvals, &core.policy, &core.notifiers, pending, core.now()).await?;
+    let ticket = open(
+        &*core.stores.approvals,
+        &core.policy,
+        &core.notifiers,
+        pending,
+        core.now(),
+    )
+    .await?;
     t.approval_id = Some(ticket.approval_id.clone());
     Ok(Answer::pending(ticket))
 }

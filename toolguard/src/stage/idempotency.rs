@@ -52,6 +52,11 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
     t: &mut Trace,
 ) -> Result<Option<Held>, Exit> {
     let digest = t.request_digest.clone().unwrap_or_default();
+    let args = t.arguments_for_operation.clone().unwrap_or_default();
+    let keys = core.keys.as_deref();
+    let same = |stored: &str| {
+        stored == digest || super::intent::digest_matches(keys, stored, spec, &args, principal)
+    };
     // `None` inside: a wait too long to represent, i.e. no deadline.
     let wait_until = call.wait_in_progress.map(|w| Instant::now().checked_add(w));
     let waiting = || wait_until.is_some_and(|until| until.is_none_or(|u| Instant::now() < u));
@@ -60,6 +65,7 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
         principal,
         key: t.idempotency_key.clone(),
         request_digest: &digest,
+        same_request: &same,
         operation_id: t.operation_id.as_deref(),
         ttl: core.idempotency_ttl(spec),
         fail_open: core.fail_open_read_only,
@@ -90,6 +96,8 @@ struct Ask<'a> {
     principal: &'a Principal,
     key: Option<String>,
     request_digest: &'a str,
+    /// Whether a stored digest is this request's (under any accepted key).
+    same_request: &'a (dyn Fn(&str) -> bool + Sync),
     operation_id: Option<&'a str>,
     ttl: Duration,
     fail_open: bool,
@@ -170,7 +178,7 @@ async fn reserve(
         }
         Reservation::Existing(record) => record,
     };
-    let same_request = record.request_digest == request_digest;
+    let same_request = (r.same_request)(&record.request_digest);
     if !same_request && spec.key_reuse == KeyReuse::Conflict {
         return Err(Stop::new(
             Status::IdempotencyConflict,
