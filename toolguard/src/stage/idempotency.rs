@@ -111,6 +111,46 @@ pub fn valid_host_key(key: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':'))
 }
 
+/// Refuses an idempotency key, as the host or the model sent it (before sanitizing), that
+/// contains anything a sanitizer step could strip or fold: two distinct keys must never become
+/// one (see [`crate::keys::check_idempotency_key`]). Applies whatever pattern or kind the tool
+/// declared for its key field. Nothing is reserved or executed for a refused key.
+pub(crate) fn check_raw_key(spec: &ToolSpec, call: &ToolCall, raw: &Value) -> Result<(), Stop> {
+    let field = spec.idempotency_key_field.as_deref();
+    let (source, key) = match (&call.idempotency_key, field) {
+        (Some(k), _) => ("the host-supplied idempotency key", k.as_str()),
+        (None, Some(f)) => match raw.get(f).and_then(Value::as_str) {
+            Some(k) => ("the idempotency key argument", k),
+            None => return Ok(()),
+        },
+        (None, None) => return Ok(()),
+    };
+    crate::keys::check_idempotency_key(key).map_err(|code| {
+        let name = field.unwrap_or("idempotency_key");
+        Stop::new(
+            Status::InvalidArguments,
+            key_reason(code),
+            format!(
+                "{source} (`{name}`) is not acceptable ({code}): use 1 to {} characters from \
+                 A-Z a-z 0-9 . _ ~ = -, e.g. a UUID; keys are never cleaned",
+                crate::keys::MAX_IDEMPOTENCY_KEY_LEN
+            ),
+        )
+    })
+}
+
+/// The stable reason code of a refused key.
+fn key_reason(code: &str) -> &'static str {
+    match code {
+        "empty" => "idempotency_key_empty",
+        "too_long" => "idempotency_key_too_long",
+        "non_ascii" => "idempotency_key_non_ascii",
+        "control_char" => "idempotency_key_control_char",
+        "whitespace" => "idempotency_key_whitespace",
+        _ => "idempotency_key_disallowed_char",
+    }
+}
+
 /// The key of a call: the host's, else the model's argument field. State-changing tools that are
 /// idempotent or of high risk must have one.
 pub fn extract_key(spec: &ToolSpec, call: &ToolCall, args: &Value) -> Result<Option<String>, Stop> {
