@@ -1,11 +1,12 @@
 //! Guarantees wired into the pipeline, attacked through `dispatch`: idempotency keys never
 //! collide through sanitizing, whatever the tool declared for its key field; a host-supplied key
-//! is held to the same rule.
+//! is held to the same rule; an approval record altered in the store is refused.
 
 use std::sync::Arc;
 
 use serde_json::json;
-use toolguard::{Dispatcher, HostKeys, MemoryAuditSink, Status, ToolCall, ToolOutcome};
+use toolguard::store::{ApprovalRequest, ApprovalState, ApprovalStore, MemoryStore};
+use toolguard::{Dispatcher, HostKeys, MemoryAuditSink, RiskPolicy, Status, ToolCall, ToolOutcome};
 use toolguard_suite::*;
 
 struct H {
@@ -89,4 +90,110 @@ async fn host_supplied_keys_follow_the_same_rule() {
         "{out:?}"
     );
     assert_eq!(h.ledger.runs(), 0);
+}
+
+/// A dispatcher whose approval requests are sealed under the host keys, over a store the test
+/// can write to directly.
+fn approvals_harness(keys: bool) -> (Dispatcher<Ledger>, Arc<Ledger>, Arc<MemoryStore>) {
+    let ledger = Arc::new(Ledger::seeded());
+    let store = Arc::new(MemoryStore::new());
+    let mut b = Dispatcher::builder_arc(ledger.clone())
+        .tool(WireOut)
+        .store(store.clone())
+        .policy(RiskPolicy::new().approver_roles(["approver"]));
+    if keys {
+        b = b.host_keys(HostKeys::ephemeral());
+    }
+    (b.build().expect("dispatcher builds"), ledger, store)
+}
+
+/// Opens a dual-control wire of `amount` and returns its approval id.
+async fn open_wire(d: &Dispatcher<Ledger>, key: &str) -> String {
+    let call = ToolCall::new(
+        key,
+        "wire_out",
+        json!({"amount": 50, "idempotency_key": key}),
+    );
+    let out = d.dispatch(call, &alice()).await;
+    assert_eq!(out.status, Status::PendingApproval, "{out:?}");
+    out.approval.expect("a ticket").approval_id
+}
+
+type Edit = fn(&mut ApprovalRequest);
+
+/// Store writes that would turn a request into a different authority.
+fn edits() -> Vec<(&'static str, Edit)> {
+    vec![
+        ("dual control lowered to one approver", |r| {
+            r.approvals_required = 1
+        }),
+        ("eligible roles widened", |r| {
+            r.eligible_roles.push("support".to_owned())
+        }),
+        ("expiry extended", |r| {
+            r.expires_at_ms = r.expires_at_ms.saturating_add(86_400_000)
+        }),
+        ("amount lowered", |r| r.amount = r.amount.map(|a| a / 2)),
+        ("requester changed", |r| {
+            r.requester.subject = "mallory".to_owned()
+        }),
+    ]
+}
+
+#[tokio::test]
+async fn a_sealed_approval_altered_in_the_store_is_refused() {
+    let (d, ledger, store) = approvals_harness(true);
+    for (i, (what, edit)) in edits().into_iter().enumerate() {
+        let id = open_wire(&d, &format!("wire-tamper-{i}")).await;
+        let mut stored = ApprovalStore::get(&*store, &id).await.unwrap().unwrap();
+        edit(&mut stored);
+        let v = stored.version;
+        assert!(store.update(&stored, v).await.unwrap(), "{what}");
+        let out = d.approvals().approve(&bob_approver(), &id).await;
+        assert_eq!(out.status, Status::ApprovalRejected, "{what}: {out:?}");
+        assert_eq!(out.reason.as_deref(), Some("binding_mismatch"), "{what}");
+        let closed = ApprovalStore::get(&*store, &id).await.unwrap().unwrap();
+        assert_eq!(closed.state, ApprovalState::Rejected, "{what}");
+        assert_eq!(ledger.transfers(), 0, "{what}: nothing executes");
+    }
+}
+
+#[tokio::test]
+async fn dual_control_cannot_be_lowered_by_a_store_write() {
+    // With keys: one approval on a request edited down to one approver does not execute.
+    let (d, ledger, store) = approvals_harness(true);
+    let id = open_wire(&d, "wire-dual-1").await;
+    let mut stored = ApprovalStore::get(&*store, &id).await.unwrap().unwrap();
+    stored.approvals_required = 1;
+    let v = stored.version;
+    assert!(store.update(&stored, v).await.unwrap());
+    let out = d.approvals().approve(&bob_approver(), &id).await;
+    assert_eq!(out.reason.as_deref(), Some("binding_mismatch"), "{out:?}");
+    assert_eq!(ledger.transfers(), 0);
+    // An untampered request still needs and accepts two approvers.
+    let id = open_wire(&d, "wire-dual-2").await;
+    let first = d.approvals().approve(&bob_approver(), &id).await;
+    assert_eq!(first.status, Status::PendingApproval, "{first:?}");
+    let second = d.approvals().approve(&dave_approver(), &id).await;
+    assert_eq!(second.status, Status::Ok, "{second:?}");
+    assert_eq!(ledger.transfers(), 1);
+    let done = ApprovalStore::get(&*store, &id).await.unwrap().unwrap();
+    assert_eq!(done.state, ApprovalState::Executed);
+    assert!(done.seal.is_some(), "every write is sealed");
+}
+
+#[tokio::test]
+async fn without_host_keys_a_store_writer_can_lower_dual_control() {
+    // The documented downgrade: without keys nothing seals the record, so write access to the
+    // approval store is enough to turn a dual-control request into a single-approver one.
+    let (d, ledger, store) = approvals_harness(false);
+    let id = open_wire(&d, "wire-unsealed-1").await;
+    let mut stored = ApprovalStore::get(&*store, &id).await.unwrap().unwrap();
+    assert!(stored.seal.is_none());
+    stored.approvals_required = 1;
+    let v = stored.version;
+    assert!(store.update(&stored, v).await.unwrap());
+    let out = d.approvals().approve(&bob_approver(), &id).await;
+    assert_eq!(out.status, Status::Ok, "{out:?}");
+    assert_eq!(ledger.transfers(), 1);
 }

@@ -119,6 +119,10 @@ async fn decision<S: Send + Sync + 'static>(
     verb: Verb<'_>,
     t: &mut Trace,
 ) -> Result<Answer, Exit> {
+    // Nothing stored is trusted before the record's seal verifies.
+    if !approval::seal_intact(core, &request) {
+        return Err(approval::close_mismatched(core, request).await);
+    }
     approval::check_open(core, &request).await?;
     stage::principal::fresh(core, approver)?;
     approval::check_approver(&request, approver)?;
