@@ -1,12 +1,18 @@
 //! Guarantees wired into the pipeline, attacked through `dispatch`: idempotency keys never
 //! collide through sanitizing, whatever the tool declared for its key field; a host-supplied key
-//! is held to the same rule; an approval record altered in the store is refused.
+//! is held to the same rule; an approval record altered in the store is refused; an approved
+//! action does not run for a stale requester.
 
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use serde_json::json;
+use toolguard::Clock;
 use toolguard::store::{ApprovalRequest, ApprovalState, ApprovalStore, MemoryStore};
-use toolguard::{Dispatcher, HostKeys, MemoryAuditSink, RiskPolicy, Status, ToolCall, ToolOutcome};
+use toolguard::{
+    Dispatcher, HostKeys, ManualClock, MemoryAuditSink, Principal, RiskPolicy, Status, ToolCall,
+    ToolOutcome,
+};
 use toolguard_suite::*;
 
 struct H {
@@ -195,5 +201,95 @@ async fn without_host_keys_a_store_writer_can_lower_dual_control() {
     assert!(store.update(&stored, v).await.unwrap());
     let out = d.approvals().approve(&bob_approver(), &id).await;
     assert_eq!(out.status, Status::Ok, "{out:?}");
+    assert_eq!(ledger.transfers(), 1);
+}
+
+/// A dual-control dispatcher whose principals go stale after one minute, on a manual clock.
+fn stale_harness(
+    refresher: bool,
+) -> (
+    Dispatcher<Ledger>,
+    Arc<Ledger>,
+    Arc<ManualClock>,
+    Arc<MemoryAuditSink>,
+) {
+    let ledger = Arc::new(Ledger::seeded());
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    let audit = Arc::new(MemoryAuditSink::new());
+    let mut b = Dispatcher::builder_arc(ledger.clone())
+        .tool(WireOut)
+        .host_keys(HostKeys::ephemeral())
+        .clock(clock.clone())
+        .audit(audit.clone())
+        .principal_max_age(Duration::from_secs(60))
+        .policy(RiskPolicy::new().approver_roles(["approver"]));
+    if refresher {
+        let c = clock.clone();
+        b = b.principal_refresher(move |p: &Principal| {
+            let mut fresh = p.clone();
+            fresh.authenticated_at = c.now();
+            Some(fresh)
+        });
+    }
+    (b.build().expect("dispatcher builds"), ledger, clock, audit)
+}
+
+/// `p` as authenticated at the clock's current time.
+fn now_as(p: Principal, clock: &ManualClock) -> Principal {
+    let mut p = p;
+    p.authenticated_at = clock.now();
+    p
+}
+
+#[tokio::test]
+async fn a_stale_requester_fails_closed_without_a_refresher() {
+    let (d, ledger, clock, audit) = stale_harness(false);
+    let alice = now_as(alice(), &clock);
+    let call = ToolCall::new(
+        "w",
+        "wire_out",
+        json!({"amount": 50, "idempotency_key": "stale-key-1"}),
+    );
+    let out = d.dispatch(call, &alice).await;
+    assert_eq!(out.status, Status::PendingApproval, "{out:?}");
+    let id = out.approval.unwrap().approval_id;
+    clock.advance(Duration::from_secs(120));
+    let first = d
+        .approvals()
+        .approve(&now_as(bob_approver(), &clock), &id)
+        .await;
+    assert_eq!(first.status, Status::PendingApproval, "{first:?}");
+    let second = d
+        .approvals()
+        .approve(&now_as(dave_approver(), &clock), &id)
+        .await;
+    assert_eq!(second.status, Status::Forbidden, "{second:?}");
+    assert_eq!(second.reason.as_deref(), Some("requester_stale"));
+    assert_eq!(ledger.transfers(), 0, "the stored snapshot does not run");
+    let entry = audit.get(second.audit_seq.unwrap()).unwrap();
+    assert_eq!(entry.record.reason.as_deref(), Some("requester_stale"));
+}
+
+#[tokio::test]
+async fn a_refreshed_requester_runs_once() {
+    let (d, ledger, clock, _) = stale_harness(true);
+    let alice = now_as(alice(), &clock);
+    let call = ToolCall::new(
+        "w",
+        "wire_out",
+        json!({"amount": 50, "idempotency_key": "fresh-key-1"}),
+    );
+    let id = d.dispatch(call, &alice).await.approval.unwrap().approval_id;
+    clock.advance(Duration::from_secs(120));
+    let first = d
+        .approvals()
+        .approve(&now_as(bob_approver(), &clock), &id)
+        .await;
+    assert_eq!(first.status, Status::PendingApproval, "{first:?}");
+    let second = d
+        .approvals()
+        .approve(&now_as(dave_approver(), &clock), &id)
+        .await;
+    assert_eq!(second.status, Status::Ok, "{second:?}");
     assert_eq!(ledger.transfers(), 1);
 }
