@@ -77,6 +77,7 @@ async fn harness(ineligible: Ineligible) -> H {
         .tool(TransferFunds)
         .tool(WireOut)
         .tool(RotateKey)
+        .host_keys(toolguard::HostKeys::ephemeral())
         .audit(MemoryAuditSink::new())
         .store(Arc::new(MemoryStore::new()))
         .policy(RiskPolicy::new().approver_roles(["approver"]))

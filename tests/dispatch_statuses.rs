@@ -31,6 +31,7 @@ fn harness() -> Harness {
         .tool(PanickyPreflight)
         .tool(PanickyAuthorize)
         .tool(SaveToken)
+        .host_keys(toolguard::HostKeys::ephemeral())
         .audit(audit.clone())
         .authorizer(RoleAuthorizer::new().require("flaky", ["operator", "tester"]))
         .build()
@@ -113,7 +114,10 @@ async fn ok_executes_and_audits_the_sanitized_arguments() {
     assert_eq!(e.record.call_id, "call-1");
     assert_eq!(e.record.idempotency_key.as_deref(), Some("key-ok-0001"));
     assert_eq!(e.record.operation_id, out.operation_id);
-    assert_eq!(e.record.request_digest.as_ref().map(String::len), Some(64));
+    // Keyed under the host key: `<key id>:<64 hex digits>`.
+    let digest = e.record.request_digest.as_deref().unwrap();
+    let hex = digest.strip_prefix("ephemeral:").expect("a keyed digest");
+    assert_eq!(hex.len(), 64, "{digest}");
     assert_eq!(e.record.arguments.as_ref().unwrap()["amount"], 2_500);
 }
 
@@ -500,6 +504,42 @@ async fn sensitive_values_never_reach_the_audit_trail() {
         let text = serde_json::to_string(&entry).unwrap();
         assert!(!text.contains(secret), "{text}");
     }
+    // The audited digest is keyed: the plain digest of the request (which anyone could
+    // recompute from a guessed token) appears nowhere.
+    let digest = e.record.request_digest.clone().expect("a request digest");
+    assert!(digest.starts_with("ephemeral:"), "{digest}");
+    let plain = toolguard::digest::request_digest(
+        "save_token",
+        toolguard::Tool::<Ledger>::spec(&SaveToken).revision,
+        &json!({"service": "mailer", "token": secret}),
+        &alice().tenant,
+        &alice().subject,
+    );
+    for entry in h.audit.entries() {
+        let text = serde_json::to_string(&entry).unwrap();
+        assert!(!text.contains(&plain), "{text}");
+    }
+}
+
+#[test]
+fn a_dispatcher_with_sensitive_fields_needs_host_keys() {
+    let err = Dispatcher::builder(Ledger::seeded())
+        .tool(GetBalance)
+        .tool(SaveToken)
+        .build()
+        .err()
+        .expect("refused without host keys");
+    match &err {
+        toolguard::BuildError::MissingHostKeys { tools } => {
+            assert_eq!(tools, &["save_token".to_owned()]);
+        }
+        other => panic!("unexpected error: {other}"),
+    }
+    let message = err.to_string();
+    assert!(
+        message.contains("save_token") && message.contains(".host_keys("),
+        "{message}"
+    );
 }
 
 #[tokio::test]

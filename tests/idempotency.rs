@@ -308,7 +308,7 @@ async fn keys_are_scoped_by_tenant_and_subject() {
 async fn host_supplied_keys_take_precedence_and_are_checked() {
     let h = harness();
     let call = ToolCall::new("c", "transfer_funds", transfer(10, "model-key-01"))
-        .with_idempotency_key("host:turn-7.call-1");
+        .with_idempotency_key("host.turn-7.call-1");
     let a = h.d.dispatch(call.clone(), &alice()).await;
     let mut other = call.clone();
     other.arguments = transfer(10, "model-key-02").into();

@@ -638,6 +638,7 @@ async fn builder_options_take_the_name_constants() {
 
     let dispatcher = Dispatcher::builder(Bank { fee: 7 })
         .tool(TransferFunds)
+        .host_keys(toolguard::HostKeys::ephemeral())
         .policy(RiskPolicy::new().max_per_call(TransferFunds::NAME, 500))
         .build()
         .expect("dispatcher builds");

@@ -111,6 +111,23 @@ fn subject<'a>(p: &'a Principal, call_id: &'a str, tool: &'a str, started: Insta
     }
 }
 
+/// The requester an approved action runs for must be fresh now, like a caller of `dispatch`:
+/// the refresher's answer, or without a refresher the stored snapshot, which goes stale. A
+/// stale requester fails closed (`requester_stale`); the action does not run.
+fn requester_fresh<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    requester: &Principal,
+) -> Result<(), Stop> {
+    stage::principal::fresh(core, requester).map_err(|_| {
+        Stop::new(
+            Status::Forbidden,
+            "requester_stale",
+            "the requester's authentication is too old to run the approved action; nothing \
+             was done (configure principal_refresher, or the requester asks again)",
+        )
+    })
+}
+
 /// The stage sequence of a decision on `request`.
 async fn decision<S: Send + Sync + 'static>(
     core: &Core<S>,
@@ -119,6 +136,10 @@ async fn decision<S: Send + Sync + 'static>(
     verb: Verb<'_>,
     t: &mut Trace,
 ) -> Result<Answer, Exit> {
+    // Nothing stored is trusted before the record's seal verifies.
+    if !approval::seal_intact(core, &request) {
+        return Err(approval::close_mismatched(core, request).await);
+    }
     approval::check_open(core, &request).await?;
     stage::principal::fresh(core, approver)?;
     approval::check_approver(&request, approver)?;
@@ -144,6 +165,7 @@ async fn decision<S: Send + Sync + 'static>(
     let executed = async {
         t.at(Stage::Principal);
         let requester = stage::principal::refreshed(core, &request.requester).await?;
+        requester_fresh(core, &requester)?;
         t.at(Stage::Permit);
         stage::authorize::permit(core, &requester, spec).await?;
         let decoded = tool

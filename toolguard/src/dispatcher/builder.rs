@@ -12,6 +12,7 @@ use super::Dispatcher;
 use crate::audit::{AuditSink, MemoryAuditSink};
 use crate::clock::{Clock, SystemClock};
 use crate::erased::ErasedTool;
+use crate::keys::HostKeys;
 use crate::sanitize::Sanitizer;
 use crate::spec::Risk;
 use crate::stage;
@@ -74,6 +75,19 @@ pub enum BuildError {
         /// The tool's field nearest to it, if one is near.
         nearest: Option<String>,
     },
+    /// Tools declare `sensitive` fields but the dispatcher has no host keys: a plain digest of
+    /// their arguments would let anyone reading a store or the audit recover the values by trying
+    /// candidates.
+    #[error(
+        "tool(s) {} declare sensitive fields but no host keys were configured; call \
+         `.host_keys(HostKeys::new(id, secret)?)` with a secret shared by all replicas \
+         (`HostKeys::ephemeral()` in tests)",
+        .tools.join(", ")
+    )]
+    MissingHostKeys {
+        /// The tools with `sensitive` fields.
+        tools: Vec<String>,
+    },
 }
 
 /// Default maximum age of a principal's authentication.
@@ -100,6 +114,7 @@ pub struct DispatcherBuilder<S: Send + Sync + 'static> {
     idempotency_ttl: HashMap<String, Duration>,
     fail_open_read_only: bool,
     custom: CustomStages,
+    keys: Option<Arc<HostKeys>>,
 }
 
 impl<S: Send + Sync + 'static> Dispatcher<S> {
@@ -130,6 +145,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             idempotency_ttl: HashMap::new(),
             fail_open_read_only: false,
             custom: CustomStages::default(),
+            keys: None,
         }
     }
 }
@@ -282,10 +298,31 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
         self
     }
 
+    /// The host's MAC keys: request digests (idempotency records, approvals, audit entries)
+    /// become HMAC-SHA256 under the active key, so a `sensitive` value cannot be recovered from
+    /// them by trying candidates. Give every replica the same keys; rotate with
+    /// [`HostKeys::accept`] (older digests keep matching while their key is accepted).
+    /// Required when any tool has a `sensitive` field.
+    pub fn host_keys(mut self, keys: HostKeys) -> Self {
+        self.keys = Some(Arc::new(keys));
+        self
+    }
+
     /// Checks the registry and every option's tool and field names, and compiles every schema
-    /// once.
+    /// once. Refuses tools with `sensitive` fields without [`host_keys`](Self::host_keys).
     pub fn build(self) -> Result<Dispatcher<S>, BuildError> {
         let (tools, order) = register(self.tools)?;
+        if self.keys.is_none() {
+            let sensitive: Vec<String> = order
+                .iter()
+                .filter_map(|name| tools.get(name))
+                .filter(|r| r.spec().fields.iter().any(|f| f.sensitive))
+                .map(|r| r.spec().name.clone())
+                .collect();
+            if !sensitive.is_empty() {
+                return Err(BuildError::MissingHostKeys { tools: sensitive });
+            }
+        }
         names::check(
             &tools,
             &self.policy,
@@ -325,6 +362,7 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             fail_open_read_only: self.fail_open_read_only,
             custom: self.custom,
             notifiers,
+            keys: self.keys,
         };
         Ok(Dispatcher {
             core: Arc::new(core),

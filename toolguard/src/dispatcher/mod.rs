@@ -121,9 +121,10 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         let spec = tool.spec();
         t.at(Stage::Validate);
         stage::validate::arguments(&tool.input, &args)?;
+        stage::idempotency::check_raw_key(spec, call, &args)?;
         t.at(Stage::Sanitize);
         let clean = stage::sanitize::run(core, tool, args, t)?;
-        stage::intent::record(spec, call, &clean.args, p, t)?;
+        stage::intent::record(core.keys.as_deref(), spec, call, &clean.args, p, t)?;
         self.custom(StagePoint::AfterSanitize, call, p, spec, &clean.args)
             .await?;
         t.at(Stage::Principal);

@@ -14,6 +14,7 @@ use super::trace::{Answer, Exit};
 use crate::call::{Principal, ToolCall};
 use crate::clock::unix_millis;
 use crate::digest::{canonical_json, sha256_hex};
+use crate::keys::HostKeys;
 use crate::notify::{
     ApprovalEvent,
     ApprovalEventKind::{Approved, Opened},
@@ -92,6 +93,7 @@ pub(crate) struct Pending<'a> {
 
 /// Stores a new approval request and returns its ticket.
 pub(crate) async fn open(
+    keys: Option<&HostKeys>,
     store: &dyn ApprovalStore,
     policy: &RiskPolicy,
     notifiers: &Notifiers,
@@ -127,6 +129,7 @@ pub(crate) async fn open(
         seal: None,
     };
     request.binding_digest = binding_digest(&request, None);
+    let request = with_seal(keys, request);
     store.create(&request).await.map_err(|_| {
         Stop::new(
             Status::Unavailable,
@@ -257,6 +260,34 @@ pub(crate) fn sealed<S: Send + Sync + 'static>(
         && core.policy.current_revision() == request.policy_revision
 }
 
+/// `request` sealed under the host keys (every field but `version`), as written to the store;
+/// unchanged without keys.
+fn with_seal(keys: Option<&HostKeys>, request: ApprovalRequest) -> ApprovalRequest {
+    match keys {
+        Some(keys) => request.sealed(keys),
+        None => request,
+    }
+}
+
+/// Whether the stored record is the one the pipeline wrote: with host keys its seal verifies
+/// (a write to the approval store alone cannot change any field that decides whether or how
+/// the action executes); without keys there is nothing to verify.
+pub(crate) fn seal_intact<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    request: &ApprovalRequest,
+) -> bool {
+    match core.keys.as_deref() {
+        Some(keys) => match crate::seal::verify_approval_seal(keys, request) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(approval = %request.id, reason = e.reason(), "approval seal refused");
+                false
+            }
+        },
+        None => true,
+    }
+}
+
 /// Closes a request whose stored action no longer matches its seal (reason `binding_mismatch`).
 pub(crate) async fn close_mismatched<S: Send + Sync + 'static>(
     core: &Core<S>,
@@ -328,7 +359,8 @@ async fn update<S: Send + Sync + 'static>(
     request: &ApprovalRequest,
     version: u64,
 ) -> Result<(), Stop> {
-    match core.stores.approvals.update(request, version).await {
+    let request = with_seal(core.keys.as_deref(), request.clone());
+    match core.stores.approvals.update(&request, version).await {
         Ok(true) => Ok(()),
         Ok(false) => Err(lost_race()),
         Err(_) => Err(unavailable()),
@@ -344,6 +376,7 @@ pub(crate) async fn executed<S: Send + Sync + 'static>(
     let stored = answer.stored(Some(&request.operation_id));
     let version = request.version;
     request.state = ApprovalState::Executed;
+    request = with_seal(core.keys.as_deref(), request);
     if !core
         .stores
         .approvals
@@ -532,6 +565,7 @@ pub(crate) async fn ask<S: Send + Sync + 'static>(
         amount: decision.amount,
     };
     let ticket = open(
+        core.keys.as_deref(),
         &*core.stores.approvals,
         &core.policy,
         &core.notifiers,

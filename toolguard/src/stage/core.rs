@@ -59,6 +59,9 @@ pub(crate) struct Core<S: Send + Sync + 'static> {
     pub(crate) fail_open_read_only: bool,
     pub(crate) custom: CustomStages,
     pub(crate) notifiers: crate::notify::Notifiers,
+    /// The host's MAC keys (keyed request digests); `None` only when no tool has a `sensitive`
+    /// field.
+    pub(crate) keys: Option<Arc<crate::keys::HostKeys>>,
 }
 
 impl<S: Send + Sync + 'static> Core<S> {

@@ -52,6 +52,11 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
     t: &mut Trace,
 ) -> Result<Option<Held>, Exit> {
     let digest = t.request_digest.clone().unwrap_or_default();
+    let args = t.arguments_for_operation.clone().unwrap_or_default();
+    let keys = core.keys.as_deref();
+    let same = |stored: &str| {
+        stored == digest || super::intent::digest_matches(keys, stored, spec, &args, principal)
+    };
     // `None` inside: a wait too long to represent, i.e. no deadline.
     let wait_until = call.wait_in_progress.map(|w| Instant::now().checked_add(w));
     let waiting = || wait_until.is_some_and(|until| until.is_none_or(|u| Instant::now() < u));
@@ -60,6 +65,7 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
         principal,
         key: t.idempotency_key.clone(),
         request_digest: &digest,
+        same_request: &same,
         operation_id: t.operation_id.as_deref(),
         ttl: core.idempotency_ttl(spec),
         fail_open: core.fail_open_read_only,
@@ -90,6 +96,8 @@ struct Ask<'a> {
     principal: &'a Principal,
     key: Option<String>,
     request_digest: &'a str,
+    /// Whether a stored digest is this request's (under any accepted key).
+    same_request: &'a (dyn Fn(&str) -> bool + Sync),
     operation_id: Option<&'a str>,
     ttl: Duration,
     fail_open: bool,
@@ -101,6 +109,46 @@ pub fn valid_host_key(key: &str) -> bool {
         && key
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':'))
+}
+
+/// Refuses an idempotency key, as the host or the model sent it (before sanitizing), that
+/// contains anything a sanitizer step could strip or fold: two distinct keys must never become
+/// one (see [`crate::keys::check_idempotency_key`]). Applies whatever pattern or kind the tool
+/// declared for its key field. Nothing is reserved or executed for a refused key.
+pub(crate) fn check_raw_key(spec: &ToolSpec, call: &ToolCall, raw: &Value) -> Result<(), Stop> {
+    let field = spec.idempotency_key_field.as_deref();
+    let (source, key) = match (&call.idempotency_key, field) {
+        (Some(k), _) => ("the host-supplied idempotency key", k.as_str()),
+        (None, Some(f)) => match raw.get(f).and_then(Value::as_str) {
+            Some(k) => ("the idempotency key argument", k),
+            None => return Ok(()),
+        },
+        (None, None) => return Ok(()),
+    };
+    crate::keys::check_idempotency_key(key).map_err(|code| {
+        let name = field.unwrap_or("idempotency_key");
+        Stop::new(
+            Status::InvalidArguments,
+            key_reason(code),
+            format!(
+                "{source} (`{name}`) is not acceptable ({code}): use 1 to {} characters from \
+                 A-Z a-z 0-9 . _ ~ = -, e.g. a UUID; keys are never cleaned",
+                crate::keys::MAX_IDEMPOTENCY_KEY_LEN
+            ),
+        )
+    })
+}
+
+/// The stable reason code of a refused key.
+fn key_reason(code: &str) -> &'static str {
+    match code {
+        "empty" => "idempotency_key_empty",
+        "too_long" => "idempotency_key_too_long",
+        "non_ascii" => "idempotency_key_non_ascii",
+        "control_char" => "idempotency_key_control_char",
+        "whitespace" => "idempotency_key_whitespace",
+        _ => "idempotency_key_disallowed_char",
+    }
 }
 
 /// The key of a call: the host's, else the model's argument field. State-changing tools that are
@@ -170,7 +218,7 @@ async fn reserve(
         }
         Reservation::Existing(record) => record,
     };
-    let same_request = record.request_digest == request_digest;
+    let same_request = (r.same_request)(&record.request_digest);
     if !same_request && spec.key_reuse == KeyReuse::Conflict {
         return Err(Stop::new(
             Status::IdempotencyConflict,

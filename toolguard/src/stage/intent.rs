@@ -9,12 +9,14 @@ use super::idempotency::{action_arguments, extract_key};
 use super::trace::Trace;
 use crate::audit::REDACTED;
 use crate::call::{Principal, ToolCall};
-use crate::digest::request_digest;
+use crate::digest::{keyed_request_digest, request_digest, request_digest_matches};
+use crate::keys::HostKeys;
 use crate::spec::ToolSpec;
 
 /// The intent stage: records the call's key, digest, arguments and operation id in `t`.
 /// A missing or unacceptable idempotency key stops the call (`invalid_arguments`).
 pub(crate) fn record(
+    keys: Option<&HostKeys>,
     spec: &ToolSpec,
     call: &ToolCall,
     args: &Value,
@@ -22,7 +24,7 @@ pub(crate) fn record(
     t: &mut Trace,
 ) -> Result<(), Stop> {
     t.idempotency_key = extract_key(spec, call, args)?;
-    t.request_digest = Some(digest(spec, args, principal));
+    t.request_digest = Some(digest(keys, spec, args, principal));
     t.arguments = Some(redact(spec, args));
     t.arguments_for_operation = Some(args.clone());
     if !spec.read_only {
@@ -31,15 +33,41 @@ pub(crate) fn record(
     Ok(())
 }
 
-/// The request digest of `args` (normalized) for `principal`.
-pub(crate) fn digest(spec: &ToolSpec, args: &Value, principal: &Principal) -> String {
-    request_digest(
-        &spec.name,
-        spec.revision,
-        &action_arguments(spec, args),
-        &principal.tenant,
-        &principal.subject,
-    )
+/// The request digest of `args` (normalized) for `principal`: keyed (HMAC-SHA256 under the
+/// active host key) when the dispatcher has [`HostKeys`], the plain SHA-256 digest otherwise
+/// (only dispatchers without `sensitive` fields may run without keys).
+pub(crate) fn digest(
+    keys: Option<&HostKeys>,
+    spec: &ToolSpec,
+    args: &Value,
+    principal: &Principal,
+) -> String {
+    let action = action_arguments(spec, args);
+    let (tool, rev) = (&spec.name, spec.revision);
+    let (tenant, subject) = (&principal.tenant, &principal.subject);
+    match keys {
+        Some(keys) => keyed_request_digest(keys, tool, rev, &action, tenant, subject),
+        None => request_digest(tool, rev, &action, tenant, subject),
+    }
+}
+
+/// Whether `stored` is the request digest of `args` (normalized) for `principal`. With keys, a
+/// digest made under any still accepted key matches (key rotation keeps idempotency records and
+/// approvals valid); a plain digest never matches a keyed dispatcher.
+pub(crate) fn digest_matches(
+    keys: Option<&HostKeys>,
+    stored: &str,
+    spec: &ToolSpec,
+    args: &Value,
+    principal: &Principal,
+) -> bool {
+    let action = action_arguments(spec, args);
+    let (tool, rev) = (&spec.name, spec.revision);
+    let (tenant, subject) = (&principal.tenant, &principal.subject);
+    match keys {
+        Some(keys) => request_digest_matches(keys, stored, tool, rev, &action, tenant, subject),
+        None => stored == request_digest(tool, rev, &action, tenant, subject),
+    }
 }
 
 /// `args` with every `sensitive` field replaced by [`REDACTED`].

@@ -18,6 +18,13 @@ pub(crate) fn again<S: Send + Sync + 'static>(
     super::validate::arguments(&tool.input, &args).ok()?;
     // Modifications were recorded when the call was made; a trace of its own keeps them apart.
     let sanitized = super::sanitize::run(core, tool, args, &mut Trace::default()).ok()?;
-    let digest = super::intent::digest(tool.spec(), &sanitized.args, &request.requester);
-    (sanitized.clean && digest == request.request_digest).then_some(sanitized)
+    let keys = core.keys.as_deref();
+    let same = super::intent::digest_matches(
+        keys,
+        &request.request_digest,
+        tool.spec(),
+        &sanitized.args,
+        &request.requester,
+    );
+    (sanitized.clean && same).then_some(sanitized)
 }
