@@ -89,9 +89,9 @@ fn command_substitution_source() -> String {
         // $(cmd), $( cmd ), $((1+2)), $( "x" ); not accounting negatives like $(1,200), nor
         // "$ (" with a space, which no shell substitutes.
         // Also `$(<file)`, `$({ id; })`, `$($x)`, and a file-descriptor redirection `$(0<&196;...)`.
-        r#"\$\(\s*(?:\(|[a-z_./~'"\\`<>{$-]|\d+\s*[<>])"#.to_string(),
-        // ${IFS}, ${HOME}, ${!x}, ${#x}
-        r"\$\s*\{\s*[a-z_#!@]".to_string(),
+        r#"\$\(\s*(?:\(|[a-z_./~'"\\`<>\x7B$-]|\d+\s*[<>])"#.to_string(),
+        // ${IFS}, ${HOME}, ${!x}, ${#x} (the brace written `\x7B`)
+        r"\$\s*\x7B\s*[a-z_#!@]".to_string(),
         // <(cmd), >(cmd)
         format!(r"[<>]\(\s*(?:{COMMANDS})\b"),
         // `cmd ...`
