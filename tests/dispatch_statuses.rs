@@ -428,6 +428,10 @@ async fn registry_refuses_duplicates_and_unsafe_declarations() {
         ),
         "{err:?}"
     );
+    // The schema compiler's error is kept as the source, and the message names where it failed.
+    let source = std::error::Error::source(&err).expect("the compiler's error is the source");
+    assert!(source.to_string().contains("/type"), "{source}");
+    assert!(err.to_string().contains("bad_schema"), "{err}");
 
     let bad_output = SpecTool::new("bad_output", json!({"type": 12}), json!("x"));
     let err = refused(bad_output);

@@ -41,7 +41,7 @@ pub use approvals::Approvals;
 pub use audit::{AuditEntry, AuditSink, MemoryAuditSink};
 pub use call::{Principal, ProviderContext, RawArguments, ToolCall};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use dispatcher::{BuildError, Dispatcher, DispatcherBuilder};
+pub use dispatcher::{BuildError, Dispatcher, DispatcherBuilder, SchemaError};
 pub use error::{NotFoundClass, ToolError};
 pub use keys::{HostKeys, check_idempotency_key};
 pub use kinds::{Cents, Currency, Email, Identifier, Money, SafePath, Url};

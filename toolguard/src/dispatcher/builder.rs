@@ -36,14 +36,14 @@ pub enum BuildError {
     #[error("tool `{0}` is registered twice")]
     DuplicateTool(String),
     /// A tool's schema does not compile.
-    #[error("tool `{tool}` has an invalid {which} schema: {message}")]
+    #[error("tool `{tool}` has an invalid {which} schema: {source}")]
     InvalidSchema {
         /// The tool.
         tool: String,
         /// `input` or `output`.
         which: &'static str,
-        /// What the schema compiler said.
-        message: String,
+        /// What the schema compiler refused, with the schema location it names.
+        source: SchemaError,
     },
     /// A tool's declaration is unsafe (e.g. a high-risk state-changing tool without idempotency).
     #[error("tool `{tool}` is declared unsafely: {message}")]
@@ -89,6 +89,40 @@ pub enum BuildError {
         tools: Vec<String>,
     },
 }
+
+/// The schema compiler's error, kept whole as the source of [`BuildError::InvalidSchema`].
+///
+/// Two values compare equal when they print the same message.
+#[derive(Debug, Clone)]
+pub struct SchemaError(Arc<jsonschema::ValidationError<'static>>);
+
+impl SchemaError {
+    /// The JSON pointer, inside the schema, of the keyword the compiler refused.
+    #[must_use]
+    pub fn schema_path(&self) -> String {
+        self.0.schema_path().to_string()
+    }
+}
+
+impl std::fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (at `{}`)", self.0, self.0.schema_path())
+    }
+}
+
+impl std::error::Error for SchemaError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.0)
+    }
+}
+
+impl PartialEq for SchemaError {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for SchemaError {}
 
 /// Default maximum age of a principal's authentication.
 pub const DEFAULT_PRINCIPAL_MAX_AGE: Duration = Duration::from_secs(12 * 3600);
@@ -391,10 +425,10 @@ fn register<S: Send + Sync + 'static>(
         }
         crate::spec::check_identity_properties(&spec.input_schema).map_err(unsafe_decl)?;
         let compile = |schema: &Value, which| {
-            stage::validate::compile(schema).map_err(|message| BuildError::InvalidSchema {
+            stage::validate::compile(schema).map_err(|error| BuildError::InvalidSchema {
                 tool: name.clone(),
                 which,
-                message,
+                source: SchemaError(Arc::new(error)),
             })
         };
         let input = compile(&spec.input_schema, "input")?;

@@ -41,7 +41,7 @@ use tracing::Instrument;
 
 pub use crate::stage::finish::MAX_LABEL_CHARS;
 pub use crate::stage::intent::redact;
-pub use builder::{BuildError, DEFAULT_PRINCIPAL_MAX_AGE, DispatcherBuilder};
+pub use builder::{BuildError, DEFAULT_PRINCIPAL_MAX_AGE, DispatcherBuilder, SchemaError};
 #[cfg(feature = "tower")]
 pub use service::DispatchRequest;
 

@@ -10,8 +10,8 @@ use crate::outcome::{ArgumentError, Status};
 pub const MAX_REPORTED_ERRORS: usize = 32;
 
 /// Compiles a tool schema.
-pub fn compile(schema: &Value) -> Result<Validator, String> {
-    jsonschema::validator_for(schema).map_err(|e| e.to_string())
+pub fn compile(schema: &Value) -> Result<Validator, jsonschema::ValidationError<'static>> {
+    jsonschema::validator_for(schema)
 }
 
 /// Validates `args`, reporting each error with its JSON pointer.
