@@ -254,32 +254,7 @@ pub fn path_root(name: &str, pointer: &str, f: &FieldDecl) -> Rule {
     }
 }
 
-/// Why `root` cannot confine paths: not absolute, the file-system root, or with `..`.
-pub fn root_problem(root: &str) -> Option<&'static str> {
-    let bytes = root.as_bytes();
-    let rest = if let Some(rest) = root.strip_prefix('/') {
-        rest
-    } else if bytes.len() >= 3
-        && bytes[0].is_ascii_alphabetic()
-        && bytes[1] == b':'
-        && matches!(bytes[2], b'/' | b'\\')
-    {
-        &root[3..]
-    } else {
-        return Some("is not an absolute path");
-    };
-    let segments: Vec<&str> = rest
-        .split(['/', '\\'])
-        .filter(|s| !s.is_empty() && *s != ".")
-        .collect();
-    if segments.contains(&"..") {
-        Some("contains `..`")
-    } else if segments.is_empty() {
-        Some("is the file-system root, which confines nothing")
-    } else {
-        None
-    }
-}
+pub use toolguard_rules::root::root_problem;
 
 /// A pattern must compile with the `regex` crate (no look-around, no back-references), so it
 /// means the same to the schema validator and to every provider.
