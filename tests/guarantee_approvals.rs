@@ -157,8 +157,8 @@ impl World {
             Box::new(move |v| *s2.lock().unwrap() = v.clone()),
         )
         .await;
-        let v = seen.lock().unwrap().clone();
-        v
+        let mut body = seen.lock().unwrap();
+        std::mem::take(&mut *body)
     }
 }
 

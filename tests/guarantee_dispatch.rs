@@ -328,3 +328,46 @@ async fn sqlite_shortcut_anchors_the_trail() {
     drop(d);
     store_support::remove_sqlite(&path);
 }
+
+/// A `Deny` subject limit counts what waits for approval in every session of the subject: a
+/// second session's request that does not fit is refused with `subject_limit`, and no request
+/// is stored for it.
+#[tokio::test]
+async fn a_subject_limit_counts_pending_requests_of_every_session() {
+    let bank = Arc::new(Ledger::seeded());
+    let audit = Arc::new(MemoryAuditSink::new());
+    let policy = RiskPolicy::new()
+        .approver_roles(["approver"])
+        .subject_limit(
+            "wire_out",
+            100,
+            Duration::from_secs(3600),
+            toolguard::OnExceed::Deny,
+        );
+    let d = Dispatcher::builder_arc(bank.clone())
+        .tool(WireOut)
+        .host_keys(HostKeys::ephemeral())
+        .audit(audit.clone())
+        .policy(policy)
+        .build()
+        .unwrap();
+    let wire = async |session: &str, key: &str| {
+        let p = toolguard::Principal::new("acme", "alice", session);
+        let call = ToolCall::new(
+            key,
+            "wire_out",
+            json!({"amount": 60, "idempotency_key": key}),
+        );
+        d.dispatch(call, &p).await
+    };
+    let first = wire("sess-a", "subject-key-1").await;
+    assert_eq!(first.status, Status::PendingApproval, "{first:?}");
+    let second = wire("sess-b", "subject-key-2").await;
+    assert_eq!(second.status, Status::PolicyDenied, "{second:?}");
+    assert_eq!(second.reason.as_deref(), Some("subject_limit"));
+    let entry = audit.get(second.audit_seq.unwrap()).unwrap();
+    assert_eq!(entry.record.reason.as_deref(), Some("subject_limit"));
+    let open = d.approvals().pending(&bob_approver()).await.unwrap();
+    assert_eq!(open.len(), 1, "only the first request was stored");
+    assert_eq!(bank.transfers(), 0);
+}

@@ -1378,10 +1378,17 @@ mod pipeline_faults {
         let out = f.call(1_500_000, "reserve-key-1").await;
         f.assert_closed(&out, "ledger_unavailable").await;
         let open = f.d.approvals().pending(&bob_approver()).await.unwrap();
-        assert!(open.is_empty(), "no request is stored without its reservation");
+        assert!(
+            open.is_empty(),
+            "no request is stored without its reservation"
+        );
         f.store.heal_all();
         let retry = f.call(1_500_000, "reserve-key-1").await;
-        assert_eq!(retry.status, Status::PendingApproval, "the key was released");
+        assert_eq!(
+            retry.status,
+            Status::PendingApproval,
+            "the key was released"
+        );
     }
 
     #[tokio::test]

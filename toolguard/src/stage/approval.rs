@@ -1,7 +1,11 @@
 //! Approval: a call that needs a human becomes an [`ApprovalRequest`] bound by digest to the exact
-//! action, with a preview of the normalized arguments that will execute. A decision loads the
-//! request, checks it is open and sealed and the approver eligible, and closes it (rejected,
-//! expired, or executing once enough approvers agreed).
+//! action, with a preview of the normalized arguments that will execute, and its amount reserved
+//! in the session ledger until it is decided or expires (a `Deny` limit it does not fit refuses
+//! the call before anything is stored). A decision loads the request, checks it is open and
+//! sealed, its binding and everything current configuration decides (revisions, eligible roles,
+//! approvers required, amount) unchanged and the approver eligible, and closes it (rejected,
+//! expired or refused, releasing the reservation; or executing once enough approvers agreed,
+//! where the execution commits it).
 
 use std::time::SystemTime;
 
