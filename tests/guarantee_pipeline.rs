@@ -188,22 +188,6 @@ async fn dual_control_cannot_be_lowered_by_a_store_write() {
     assert!(done.seal.is_some(), "every write is sealed");
 }
 
-#[tokio::test]
-async fn without_host_keys_a_store_writer_can_lower_dual_control() {
-    // The documented downgrade: without keys nothing seals the record, so write access to the
-    // approval store is enough to turn a dual-control request into a single-approver one.
-    let (d, ledger, store) = approvals_harness(false);
-    let id = open_wire(&d, "wire-unsealed-1").await;
-    let mut stored = ApprovalStore::get(&*store, &id).await.unwrap().unwrap();
-    assert!(stored.seal.is_none());
-    stored.approvals_required = 1;
-    let v = stored.version;
-    assert!(store.update(&stored, v).await.unwrap());
-    let out = d.approvals().approve(&bob_approver(), &id).await;
-    assert_eq!(out.status, Status::Ok, "{out:?}");
-    assert_eq!(ledger.transfers(), 1);
-}
-
 /// A dual-control dispatcher whose principals go stale after one minute, on a manual clock.
 fn stale_harness(
     refresher: bool,

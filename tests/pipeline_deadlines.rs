@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::json;
 use store_support::{Backend, SharedAudit};
 use toolguard::store::{
-    ApprovalRequest, ApprovalStore, FaultyStore, IdempotencyRecord, IdempotencyStore,
+    ApprovalRequest, ApprovalStore, FaultyStore, HoldCommit, IdempotencyRecord, IdempotencyStore,
     OperationRecord, OperationState, OperationStore, Reservation, ScopeLimit, ScopedKey,
     SessionLedger, StoreOp, StoreResult, StoredOutcome,
 };
@@ -437,6 +437,27 @@ impl SessionLedger for Shared {
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<bool>> {
         self.ledger.hit(scope, max, window, now)
+    }
+    fn reserve<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        limits: &'a [ScopeLimit],
+        until: SystemTime,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        self.ledger.reserve(entry, amount, limits, until, now)
+    }
+    fn release<'a>(&'a self, entry: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        self.ledger.release(entry)
+    }
+    fn commit<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<HoldCommit>> {
+        self.ledger.commit(entry, amount, now)
     }
 }
 

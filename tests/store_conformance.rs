@@ -1363,12 +1363,32 @@ mod pipeline_faults {
     }
 
     #[tokio::test]
-    async fn ledger_record_fails_closed() {
+    async fn ledger_commit_fails_closed() {
         let f = faulty();
         let id = f.pending("record-key-1").await;
-        f.store.fail(StoreOp::LedgerRecord);
+        f.store.fail(StoreOp::LedgerCommit);
         let out = f.d.approvals().approve(&bob_approver(), &id).await;
         f.assert_closed(&out, "ledger_unavailable").await;
+    }
+
+    #[tokio::test]
+    async fn ledger_reserve_fails_closed() {
+        let f = faulty();
+        f.store.fail(StoreOp::LedgerReserve);
+        let out = f.call(1_500_000, "reserve-key-1").await;
+        f.assert_closed(&out, "ledger_unavailable").await;
+        let open = f.d.approvals().pending(&bob_approver()).await.unwrap();
+        assert!(
+            open.is_empty(),
+            "no request is stored without its reservation"
+        );
+        f.store.heal_all();
+        let retry = f.call(1_500_000, "reserve-key-1").await;
+        assert_eq!(
+            retry.status,
+            Status::PendingApproval,
+            "the key was released"
+        );
     }
 
     #[tokio::test]

@@ -35,10 +35,20 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
 
 impl<S: Send + Sync + 'static> Approvals<'_, S> {
     /// Pending requests of `viewer`'s tenant that have not expired, oldest first. Requests whose
-    /// time ran out are closed as expired on the way (and their notifiers told).
+    /// time ran out are closed as expired on the way (and their notifiers told). With host keys,
+    /// a record whose seal does not verify, or whose sealed requester belongs to another tenant
+    /// than the store's index says, is left out (and logged): an approver is never shown an
+    /// action the dispatcher would refuse to run.
     pub async fn pending(&self, viewer: &Principal) -> Result<Vec<ApprovalRequest>, StoreError> {
         let now_ms = unix_millis(self.core.now());
         let mut pending = self.core.stores.approvals.pending(&viewer.tenant).await?;
+        pending.retain(|r| {
+            let tenant = r.requester.tenant == viewer.tenant;
+            if !tenant {
+                tracing::warn!(approval = %r.id, "pending approval of another tenant left out");
+            }
+            tenant && approval::seal_intact(self.core, r)
+        });
         for due in pending.iter().filter(|r| now_ms >= r.expires_at_ms) {
             stage::approval::expire_if_due(self.core, &due.id).await;
         }
@@ -153,13 +163,16 @@ async fn decision<S: Send + Sync + 'static>(
     let spec = tool.spec();
     // The stored action is normalized again and its digests compared before anything else.
     let intact = stage::normalize::again(core, tool, &request)
-        .filter(|_| approval::sealed(core, &request, spec));
+        .filter(|clean| approval::sealed(core, &request, spec, &clean.args));
     let Some(clean) = intact else {
         return Err(approval::close_mismatched(core, request).await);
     };
     if !approval::owned(core, &request).await? {
         return Err(approval::close_mismatched(core, request).await);
     }
+    // The amount booked is the one measured from the re-normalized action (equal to the bound
+    // one, checked above), never a stored field.
+    let amount = stage::policy::measure_amount(spec, &clean.args)?;
     approval::decide(core, &mut request, approver, verb).await?;
     // The requester is re-authorized as they are now, then the action is rechecked and executed.
     let executed = async {
@@ -181,7 +194,7 @@ async fn decision<S: Send + Sync + 'static>(
             )
             .with_resolved_urls(clean.resolved);
         t.at(Stage::Policy);
-        let decision = stage::policy::approved(&requester, spec, request.amount);
+        let decision = stage::policy::approved(&request.requester, spec, amount);
         stage::execution(core, tool, decoded, ctx, &decision, true, t).await
     };
     let answer = Answer::from_result(executed.await);

@@ -213,6 +213,35 @@ pub fn approval_binding_matches(
     )
 }
 
+/// The binding of `request` (for `approver`) as a dispatcher computes it: the
+/// [`keyed_approval_binding`] with host keys; without keys a plain SHA-256 over the same
+/// document, which anyone with write access to the approval store can recompute (the documented
+/// downgrade of a dispatcher without keys).
+pub fn approval_binding(
+    keys: Option<&HostKeys>,
+    request: &ApprovalRequest,
+    approver: Option<&str>,
+) -> String {
+    match keys {
+        Some(keys) => keyed_approval_binding(keys, request, approver),
+        None => sha256_hex(binding_document(request, approver).as_bytes()),
+    }
+}
+
+/// Whether `stored` is the [`approval_binding`] of `request` (for `approver`): with keys under
+/// any accepted key, without keys the plain digest.
+pub fn approval_binding_is(
+    keys: Option<&HostKeys>,
+    stored: &str,
+    request: &ApprovalRequest,
+    approver: Option<&str>,
+) -> bool {
+    match keys {
+        Some(keys) => approval_binding_matches(keys, stored, request, approver),
+        None => stored == approval_binding(None, request, approver),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@
 //! then unknown and nothing executes) or put back an *earlier* sealed version of the same record
 //! (a rollback). A rollback cannot make an action execute twice when the approval's amount is
 //! held by a ledger reservation (a committed reservation cannot be committed again) and its
-//! outcome is stored under its idempotency key; see `WIRING.md`.
+//! outcome is stored under its idempotency key: a second run answers `reservation_missing`.
 
 use serde_json::Value;
 

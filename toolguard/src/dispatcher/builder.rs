@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::Dispatcher;
-use crate::audit::{AuditSink, MemoryAuditSink};
+use crate::audit::{AuditAnchor, AuditSink, CheckpointPolicy, CheckpointSink, MemoryAuditSink};
 use crate::clock::{Clock, SystemClock};
 use crate::erased::ErasedTool;
 use crate::keys::HostKeys;
@@ -88,6 +88,10 @@ pub enum BuildError {
         /// The tools with `sensitive` fields.
         tools: Vec<String>,
     },
+    /// The audit trail cannot be set up as configured: audit checkpoints without host keys or
+    /// with a sink the host built itself, or the SQLite audit table could not be opened.
+    #[error("audit trail: {0}")]
+    Audit(String),
 }
 
 /// The schema compiler's error, kept whole as the source of [`BuildError::InvalidSchema`].
@@ -149,6 +153,11 @@ pub struct DispatcherBuilder<S: Send + Sync + 'static> {
     fail_open_read_only: bool,
     custom: CustomStages,
     keys: Option<Arc<HostKeys>>,
+    /// The SQLite store whose file also keeps the audit trail ([`DispatcherBuilder::sqlite`]);
+    /// its sink is opened at build, anchored when host keys are given.
+    #[cfg(feature = "sqlite")]
+    sqlite_audit: Option<Arc<crate::store::SqliteStore>>,
+    checkpoints: Option<(Arc<dyn CheckpointSink>, CheckpointPolicy)>,
 }
 
 impl<S: Send + Sync + 'static> Dispatcher<S> {
@@ -180,6 +189,9 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             fail_open_read_only: false,
             custom: CustomStages::default(),
             keys: None,
+            #[cfg(feature = "sqlite")]
+            sqlite_audit: None,
+            checkpoints: None,
         }
     }
 }
@@ -229,9 +241,31 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
         self
     }
 
-    /// Sets the audit sink (default: an in-memory sink).
+    /// Sets the audit sink (default: an in-memory sink, sealed under the host keys when
+    /// [`host_keys`](Self::host_keys) are given). A sink the host builds itself is anchored by the
+    /// host (`MemoryAuditSink::with_anchor`, `SqliteAuditSink::open_anchored`,
+    /// `PgAuditSink::connect_anchored`).
     pub fn audit(mut self, sink: impl AuditSink) -> Self {
         self.audit = Some(Arc::new(sink));
+        #[cfg(feature = "sqlite")]
+        {
+            self.sqlite_audit = None;
+        }
+        self
+    }
+
+    /// Writes signed checkpoints of the audit chain head to `sink` as `policy` says, so that
+    /// removing the newest entries from the trail is detected
+    /// ([`AuditQuery::verify_against`](crate::audit::AuditQuery::verify_against)). Applies to the
+    /// built-in sinks the builder opens (the default in-memory sink and
+    /// [`sqlite`](Self::sqlite)'s) and needs [`host_keys`](Self::host_keys); [`build`](Self::build)
+    /// refuses it otherwise.
+    pub fn audit_checkpoints(
+        mut self,
+        sink: Arc<dyn CheckpointSink>,
+        policy: CheckpointPolicy,
+    ) -> Self {
+        self.checkpoints = Some((sink, policy));
         self
     }
 
@@ -275,6 +309,8 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
     /// Keeps every store and the audit trail in the SQLite file at `path`, created if missing
     /// (feature `sqlite`; see [`crate::store::SqliteStore`]). Store statements and audit entries
     /// share one connection and its group commits, fully synced ([`crate::store::Durability::Full`]).
+    /// With [`host_keys`](Self::host_keys) (given before or after this call) the trail is sealed
+    /// under them and writes the [`audit_checkpoints`](Self::audit_checkpoints), if any.
     #[cfg(feature = "sqlite")]
     pub fn sqlite(
         self,
@@ -284,8 +320,10 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             path,
             crate::store::Durability::Full,
         )?);
-        let audit = store.audit_sink()?;
-        Ok(self.store(store).audit(audit))
+        let mut builder = self.store(store.clone());
+        builder.audit = None;
+        builder.sqlite_audit = Some(store);
+        Ok(builder)
     }
 
     /// Sets the idempotency store alone.
@@ -345,6 +383,7 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
     /// Checks the registry and every option's tool and field names, and compiles every schema
     /// once. Refuses tools with `sensitive` fields without [`host_keys`](Self::host_keys).
     pub fn build(self) -> Result<Dispatcher<S>, BuildError> {
+        let audit = self.audit_sink()?;
         let (tools, order) = register(self.tools)?;
         if self.keys.is_none() {
             let sensitive: Vec<String> = order
@@ -375,9 +414,6 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             ledger: Deadlined::new(self.ledger.unwrap_or_else(|| memory.clone()), deadline),
             operations: Deadlined::new(self.operations.unwrap_or(memory), deadline),
         };
-        let audit: Arc<dyn AuditSink> = self
-            .audit
-            .unwrap_or_else(|| Arc::new(MemoryAuditSink::new()));
         let notifiers =
             crate::notify::Notifiers::new(self.notifiers, audit.clone(), self.clock.clone());
         let core = Core {
@@ -400,6 +436,44 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
         };
         Ok(Dispatcher {
             core: Arc::new(core),
+        })
+    }
+}
+
+impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
+    /// The audit sink to build with: the host's own, else the SQLite store's, else an in-memory
+    /// one; the built-in ones anchored under the host keys (with the checkpoints, if any).
+    fn audit_sink(&self) -> Result<Arc<dyn AuditSink>, BuildError> {
+        let anchor = self.keys.clone().map(|keys| match &self.checkpoints {
+            Some((sink, policy)) => AuditAnchor::new(keys).checkpoints(sink.clone(), *policy),
+            None => AuditAnchor::new(keys),
+        });
+        if self.checkpoints.is_some() && anchor.is_none() {
+            let message = "audit_checkpoints needs host keys (call `.host_keys(..)`)";
+            return Err(BuildError::Audit(message.to_owned()));
+        }
+        if let Some(audit) = &self.audit {
+            if self.checkpoints.is_some() {
+                let message = "audit_checkpoints applies to the built-in sinks; give a sink you \
+                               build yourself its own AuditAnchor with checkpoints";
+                return Err(BuildError::Audit(message.to_owned()));
+            }
+            return Ok(audit.clone());
+        }
+        #[cfg(feature = "sqlite")]
+        if let Some(store) = &self.sqlite_audit {
+            let opened = match anchor {
+                Some(anchor) => store.audit_sink_anchored(anchor),
+                None => store.audit_sink(),
+            };
+            return match opened {
+                Ok(sink) => Ok(Arc::new(sink)),
+                Err(err) => Err(BuildError::Audit(err.to_string())),
+            };
+        }
+        Ok(match anchor {
+            Some(anchor) => Arc::new(MemoryAuditSink::with_anchor(anchor)),
+            None => Arc::new(MemoryAuditSink::new()),
         })
     }
 }

@@ -1,11 +1,15 @@
 //! Approval: a call that needs a human becomes an [`ApprovalRequest`] bound by digest to the exact
-//! action, with a preview of the normalized arguments that will execute. A decision loads the
-//! request, checks it is open and sealed and the approver eligible, and closes it (rejected,
-//! expired, or executing once enough approvers agreed).
+//! action, with a preview of the normalized arguments that will execute, and its amount reserved
+//! in the session ledger until it is decided or expires (a `Deny` limit it does not fit refuses
+//! the call before anything is stored). A decision loads the request, checks it is open and
+//! sealed, its binding and everything current configuration decides (revisions, eligible roles,
+//! approvers required, amount) unchanged and the approver eligible, and closes it (rejected,
+//! expired or refused, releasing the reservation; or executing once enough approvers agreed,
+//! where the execution commits it).
 
 use std::time::SystemTime;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Stop;
 use super::core::Core;
@@ -13,7 +17,7 @@ use super::policy::RiskPolicy;
 use super::trace::{Answer, Exit};
 use crate::call::{Principal, ToolCall};
 use crate::clock::unix_millis;
-use crate::digest::{canonical_json, sha256_hex};
+use crate::digest::{approval_binding, approval_binding_is, canonical_json};
 use crate::keys::HostKeys;
 use crate::notify::{
     ApprovalEvent,
@@ -23,29 +27,18 @@ use crate::notify::{
 use crate::outcome::{ApprovalTicket, Status};
 use crate::spec::ToolSpec;
 use crate::store::{
-    ApprovalDecision, ApprovalRequest, ApprovalState, ApprovalStore, ScopedKey, StoredOutcome,
+    ApprovalDecision, ApprovalRequest, ApprovalState, ApprovalStore, ScopeLimit, ScopedKey,
+    SessionLedger, StoredOutcome,
 };
 
-/// The binding digest of DESIGN.md: provider path, operation, response and call ids, idempotency
-/// key, request digest, contract and policy revisions, and (for a decision) the approver.
+/// The binding digest of a dispatcher without host keys: a plain SHA-256 over the document of
+/// [`crate::digest::approval_binding`] (approval id, tool, tenant, requester and session, provider
+/// path, operation and call ids, idempotency scope, request digest, tool and policy revisions,
+/// amount, eligible roles, approvers required, creation, expiry, cause) and, for a decision, the
+/// approver. Anyone with write access to the approval store can recompute it; with host keys the
+/// dispatcher uses the keyed binding instead.
 pub fn binding_digest(request: &ApprovalRequest, approver: Option<&str>) -> String {
-    let provider = request.provider.clone().unwrap_or_default();
-    let doc = json!({
-        "provider": provider.provider,
-        "api_family": provider.api_family,
-        "adapter_revision": provider.adapter_revision,
-        "response_id": provider.response_id,
-        "operation_id": request.operation_id,
-        "call_id": request.call_id,
-        "idempotency_key": request.idempotency.as_ref().map(|k| &k.key),
-        "request_digest": request.request_digest,
-        "input_schema_revision": request.tool_revision,
-        "output_schema_revision": request.tool_revision,
-        "effect_revision": request.tool_revision,
-        "policy_revision": request.policy_revision,
-        "approver": approver,
-    });
-    sha256_hex(canonical_json(&doc).as_bytes())
+    approval_binding(None, request, approver)
 }
 
 /// A human-readable preview of exactly what will execute (sensitive fields redacted).
@@ -89,12 +82,23 @@ pub(crate) struct Pending<'a> {
     pub cause: &'a str,
     /// Amount measured.
     pub amount: Option<u64>,
+    /// What the request holds in the ledger while it waits (see
+    /// [`super::policy::approval_holds`]).
+    pub holds: &'a [ScopeLimit],
+}
+
+/// The session ledger and approval store a request is opened in.
+pub(crate) struct Backing<'a> {
+    /// Where the pending amount is reserved.
+    pub ledger: &'a dyn SessionLedger,
+    /// Where the request is stored.
+    pub approvals: &'a dyn ApprovalStore,
 }
 
 /// Stores a new approval request and returns its ticket.
 pub(crate) async fn open(
     keys: Option<&HostKeys>,
-    store: &dyn ApprovalStore,
+    backing: Backing<'_>,
     policy: &RiskPolicy,
     notifiers: &Notifiers,
     p: Pending<'_>,
@@ -128,15 +132,18 @@ pub(crate) async fn open(
         expires_at_ms: expires,
         seal: None,
     };
-    request.binding_digest = binding_digest(&request, None);
+    request.binding_digest = approval_binding(keys, &request, None);
     let request = with_seal(keys, request);
-    store.create(&request).await.map_err(|_| {
-        Stop::new(
+    let amount = p.amount.unwrap_or(0);
+    reserve(backing.ledger, &request, amount, p.holds, now).await?;
+    if backing.approvals.create(&request).await.is_err() {
+        release_hold(backing.ledger, &request).await;
+        return Err(Stop::new(
             Status::Unavailable,
             "approval_store_unavailable",
             "approvals are unavailable; nothing was done",
-        )
-    })?;
+        ));
+    }
     crate::metrics::approval_pending(&request.tool, &request.requester.tenant, 1.0);
     notifiers.emit(ApprovalEvent::of(Opened, &request, None, created));
     Ok(ApprovalTicket {
@@ -144,6 +151,73 @@ pub(crate) async fn open(
         preview: request.preview,
         expires_at_ms: expires,
     })
+}
+
+/// The ledger entry the request's reservation is held under: its operation id (the entry the
+/// booked amount keeps), else its approval id.
+pub(crate) fn hold_entry(request: &ApprovalRequest) -> &str {
+    if request.operation_id.is_empty() {
+        &request.id
+    } else {
+        &request.operation_id
+    }
+}
+
+/// Holds `amount` for `request` in every scope of `holds` until the request expires. A
+/// `Deny`-mode limit the amount does not fit refuses the call (`policy_denied`, reason
+/// `session_limit` or `subject_limit`) before any request is stored; a ledger that does not
+/// answer, or cannot hold amounts, makes it `unavailable`.
+async fn reserve(
+    ledger: &dyn SessionLedger,
+    request: &ApprovalRequest,
+    amount: u64,
+    holds: &[ScopeLimit],
+    now: SystemTime,
+) -> Result<(), Stop> {
+    let until = std::time::UNIX_EPOCH + std::time::Duration::from_millis(request.expires_at_ms);
+    let entry = hold_entry(request);
+    match ledger.reserve(entry, amount, holds, until, now).await {
+        Ok(true) => Ok(()),
+        Ok(false) => {
+            let code = refused_limit(ledger, amount, holds, now).await;
+            Err(Stop::new(
+                Status::PolicyDenied,
+                code,
+                "the cumulative limit for this session is reached, counting the amounts that wait \
+                 for approval; nothing was done",
+            ))
+        }
+        Err(_) => Err(super::policy::unavailable()),
+    }
+}
+
+/// Which bounded scope of `holds` has no room for `amount` (for the reason code).
+async fn refused_limit(
+    ledger: &dyn SessionLedger,
+    amount: u64,
+    holds: &[ScopeLimit],
+    now: SystemTime,
+) -> &'static str {
+    let bounded = holds.iter().filter(|h| h.limit != u64::MAX);
+    for hold in bounded.clone() {
+        let total = ledger.total(&hold.scope, hold.window, now).await;
+        if total.is_ok_and(|t| t.saturating_add(amount) > hold.limit) {
+            return super::policy::limit_code(&hold.scope);
+        }
+    }
+    bounded
+        .map(|h| super::policy::limit_code(&h.scope))
+        .next()
+        .unwrap_or("session_limit")
+}
+
+/// Drops the reservation of `request` (rejected, expired, refused, or its action did not run);
+/// nothing when it was committed. A reservation that cannot be dropped stops counting when the
+/// request expires.
+async fn release_hold(ledger: &dyn SessionLedger, request: &ApprovalRequest) {
+    if let Err(err) = ledger.release(hold_entry(request)).await {
+        tracing::warn!(approval = %request.id, error = %err, "approval reservation not released");
+    }
 }
 
 /// A human's decision.
@@ -248,16 +322,29 @@ pub(crate) fn check_approver(request: &ApprovalRequest, approver: &Principal) ->
     Ok(())
 }
 
-/// The seal check: the request's binding digest and the tool and policy revisions it was
-/// opened under are still the current ones.
+/// The binding check: the request's binding digest matches its fields (keyed with host keys),
+/// and everything that decides whether or how the action executes is what current configuration
+/// says for the re-normalized action: tool and policy revisions, eligible roles (as a set),
+/// approvers required, and the amount measured from `normalized`. A configuration change since
+/// the request opened voids it too (fail closed).
 pub(crate) fn sealed<S: Send + Sync + 'static>(
     core: &Core<S>,
     request: &ApprovalRequest,
     spec: &ToolSpec,
+    normalized: &Value,
 ) -> bool {
-    binding_digest(request, None) == request.binding_digest
+    let keys = core.keys.as_deref();
+    let amount = super::policy::measure_amount(spec, normalized).ok();
+    approval_binding_is(keys, &request.binding_digest, request, None)
         && spec.revision == request.tool_revision
         && core.policy.current_revision() == request.policy_revision
+        && role_set(&core.policy.eligible_roles(&spec.name)) == role_set(&request.eligible_roles)
+        && spec.approvals.max(1) == request.approvals_required
+        && amount == Some(request.amount)
+}
+
+fn role_set(roles: &[String]) -> std::collections::BTreeSet<&str> {
+    roles.iter().map(String::as_str).collect()
 }
 
 /// `request` sealed under the host keys (every field but `version`), as written to the store;
@@ -314,7 +401,7 @@ pub(crate) async fn decide<S: Send + Sync + 'static>(
         approver: approver.subject.clone(),
         approve: reason.is_none(),
         at_ms: unix_millis(core.now()),
-        digest: binding_digest(request, Some(&approver.subject)),
+        digest: approval_binding(core.keys.as_deref(), request, Some(&approver.subject)),
         reason: reason.clone(),
     });
     if reason.is_some() {
@@ -386,10 +473,19 @@ pub(crate) async fn executed<S: Send + Sync + 'static>(
     {
         tracing::error!(approval = %request.id, "approval request could not be marked executed");
     }
-    let key = request.idempotency.as_ref();
-    super::settle::operation(core, &request.tool, key, &request.operation_id, &stored).await;
+    release_hold(&*core.stores.ledger, &request).await;
+    // A request whose reservation was already used (an earlier record put back in the store)
+    // did not run now; the outcome stored for the call stays the one of the run that happened.
+    if answer.reason.as_deref() != Some(RESERVATION_MISSING) {
+        let key = request.idempotency.as_ref();
+        super::settle::operation(core, &request.tool, key, &request.operation_id, &stored).await;
+    }
     closed(core, &request, answer.status);
 }
+
+/// The reason of an approved action whose ledger reservation is gone: released, expired, or
+/// already committed by an earlier run of the same request.
+pub(crate) const RESERVATION_MISSING: &str = "reservation_missing";
 
 /// Closes request `id` as expired if its time is up; returns the expired outcome then.
 pub(crate) async fn expire_if_due<S: Send + Sync + 'static>(
@@ -423,6 +519,7 @@ async fn close<S: Send + Sync + 'static>(
     if let Err(stop) = update(core, &request, version).await {
         return Err((stop, stored));
     }
+    release_hold(&*core.stores.ledger, &request).await;
     let key = request.idempotency.as_ref();
     super::settle::operation(core, &request.tool, key, &request.operation_id, &stored).await;
     closed(core, &request, stored.status);
@@ -563,10 +660,15 @@ pub(crate) async fn ask<S: Send + Sync + 'static>(
         idempotency: Some(key),
         cause,
         amount: decision.amount,
+        holds: &decision.holds,
+    };
+    let backing = Backing {
+        ledger: &*core.stores.ledger,
+        approvals: &*core.stores.approvals,
     };
     let ticket = open(
         core.keys.as_deref(),
-        &*core.stores.approvals,
+        backing,
         &core.policy,
         &core.notifiers,
         pending,

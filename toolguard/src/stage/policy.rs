@@ -216,6 +216,10 @@ pub struct PolicyDecision {
     pub approval_cause: Option<String>,
     /// Limits to admit the amount against right before execution.
     pub limits: Vec<ScopeLimit>,
+    /// What an approval request holds while it waits (see [`approval_holds`]): the session and
+    /// subject scopes, each with its limit when that limit is in `Deny` mode, unbounded
+    /// otherwise.
+    pub holds: Vec<ScopeLimit>,
 }
 
 impl PolicyDecision {
@@ -277,6 +281,35 @@ pub fn subject_scope(p: &Principal, tool: &str) -> String {
     )
 }
 
+/// The ledger reservation of an approval request for `p`'s call of `tool`, in both the session
+/// and the subject scope: `deny` limits (scope, limit, window) keep their bound, every other scope
+/// is held unbounded, so that the pending amount counts in later calls' totals but only a
+/// `Deny`-mode limit can refuse it.
+pub fn approval_holds(p: &Principal, tool: &str, deny: &[ScopeLimit]) -> Vec<ScopeLimit> {
+    [session_scope(p, tool), subject_scope(p, tool)]
+        .into_iter()
+        .map(|scope| {
+            deny.iter()
+                .find(|l| l.scope == scope)
+                .cloned()
+                .unwrap_or(ScopeLimit {
+                    scope,
+                    limit: u64::MAX,
+                    window: Duration::ZERO,
+                })
+        })
+        .collect()
+}
+
+/// The reason code of a refused reservation in `scope`: `session_limit` or `subject_limit`.
+pub(crate) fn limit_code(scope: &str) -> &'static str {
+    if scope.starts_with("subject|") {
+        "subject_limit"
+    } else {
+        "session_limit"
+    }
+}
+
 /// The stop of a call whose ledger did not answer.
 pub(crate) fn unavailable() -> Stop {
     Stop::new(
@@ -307,28 +340,20 @@ pub(crate) async fn stage<S: Send + Sync + 'static>(
     }
 }
 
-/// The policy of an approved action: its amount is recorded (without a limit check) in the
+/// The policy of an approved action: its amount (re-measured from the re-normalized stored
+/// arguments) is booked by committing the reservation the request held since it opened, in the
 /// requester's session and subject scopes, so later calls see it in their totals.
 pub(crate) fn approved(
     requester: &Principal,
     spec: &ToolSpec,
     amount: Option<u64>,
 ) -> PolicyDecision {
-    let scopes = [
-        session_scope(requester, &spec.name),
-        subject_scope(requester, &spec.name),
-    ];
+    let holds = approval_holds(requester, &spec.name, &[]);
     PolicyDecision {
         amount,
         approval_cause: None,
-        limits: scopes
-            .into_iter()
-            .map(|scope| ScopeLimit {
-                scope,
-                limit: u64::MAX,
-                window: Duration::ZERO,
-            })
-            .collect(),
+        limits: holds.clone(),
+        holds,
     }
 }
 
@@ -385,6 +410,7 @@ pub(crate) async fn evaluate(
         decision.approval_cause = Some("policy".to_owned());
     }
 
+    let mut deny = Vec::new();
     let limits = [
         (
             rules.session_amount,
@@ -419,11 +445,16 @@ pub(crate) async fn evaluate(
                 }
             }
         }
-        decision.limits.push(ScopeLimit {
+        let scoped = ScopeLimit {
             scope,
             limit: limit.limit,
             window: limit.window,
-        });
+        };
+        if limit.on_exceed == OnExceed::Deny {
+            deny.push(scoped.clone());
+        }
+        decision.limits.push(scoped);
     }
+    decision.holds = approval_holds(principal, &spec.name, &deny);
     Ok(decision)
 }

@@ -1,7 +1,9 @@
 //! Recheck: right before execution, the tool's resource authorization and business preflight run
 //! again (state may have changed since the call was admitted or approved), and the call's amount
-//! is admitted to the session ledger against its limits (an approved amount is recorded without
-//! a limit check). A ledger that does not answer is `unavailable`: nothing executes unseen.
+//! is admitted to the session ledger against its limits. An approved action commits the
+//! reservation its request held since it opened (counted against every `Deny` limit all along);
+//! a reservation already committed, released or expired means the action does not run. A ledger
+//! that does not answer is `unavailable`: nothing executes unseen.
 
 use super::Stop;
 use super::core::Core;
@@ -10,12 +12,18 @@ use super::trace::Trace;
 use crate::erased::DecodedArgs;
 use crate::outcome::Status;
 use crate::spec::ToolSpec;
-use crate::store::OperationState;
+use crate::store::{HoldCommit, OperationState};
 use crate::tool::ToolContext;
 
-/// The ledger entry a call's amount is recorded under: its operation id, else its call id.
+/// The ledger entry a call's amount is recorded under: its operation id, else (an approved
+/// read-only action) its approval id, else its call id. An approved action's reservation is held
+/// under the same entry ([`super::approval::hold_entry`]).
 pub(crate) fn ledger_entry(t: &Trace, call_id: &str) -> String {
-    t.operation_id.clone().unwrap_or_else(|| call_id.to_owned())
+    t.operation_id
+        .clone()
+        .filter(|id| !id.is_empty())
+        .or_else(|| t.approval_id.clone())
+        .unwrap_or_else(|| call_id.to_owned())
 }
 
 /// The recheck stage. Returns the ledger scopes the amount was admitted to (to retract when
@@ -40,19 +48,15 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
             .map_err(Stop::from_tool_error)?;
     }
     let scopes = decision.scopes();
-    if let Some(amount) = decision.amount.filter(|_| !scopes.is_empty()) {
+    if approved {
+        commit(core, &ledger_entry(t, ctx.call_id()), decision.amount).await?;
+    } else if let Some(amount) = decision.amount.filter(|_| !scopes.is_empty()) {
         let entry = ledger_entry(t, ctx.call_id());
         let ledger = &*core.stores.ledger;
-        let now = core.now();
         // A late write can only over-count, never let an amount through unseen.
-        let admitted = if approved {
-            ledger
-                .record(&entry, amount, &scopes, now)
-                .await
-                .map(|_| true)
-        } else {
-            ledger.admit(&entry, amount, &decision.limits, now).await
-        };
+        let admitted = ledger
+            .admit(&entry, amount, &decision.limits, core.now())
+            .await;
         match admitted {
             Ok(true) => {}
             Ok(false) => {
@@ -78,4 +82,29 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
         .await?;
     }
     Ok(scopes)
+}
+
+/// Books an approved action's `amount` (0 without an amount) by committing the reservation held
+/// under `entry`. Of racing commits (two approvers, two replicas, an earlier record put back in
+/// the approval store) exactly one succeeds; the others do not execute.
+async fn commit<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    entry: &str,
+    amount: Option<u64>,
+) -> Result<(), Stop> {
+    let amount = amount.unwrap_or(0);
+    match core.stores.ledger.commit(entry, amount, core.now()).await {
+        Ok(HoldCommit::Committed) => Ok(()),
+        Ok(HoldCommit::Missing) => Err(Stop::new(
+            Status::PreconditionFailed,
+            super::approval::RESERVATION_MISSING,
+            "this approval's reservation was already used, released or expired; nothing was done",
+        )),
+        Ok(HoldCommit::Exceeds { .. }) => Err(Stop::new(
+            Status::ApprovalRejected,
+            "binding_mismatch",
+            "the amount differs from the approved one; nothing was done",
+        )),
+        Err(_) => Err(super::policy::unavailable()),
+    }
 }

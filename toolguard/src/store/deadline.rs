@@ -189,6 +189,28 @@ impl<T: SessionLedger + ?Sized> SessionLedger for Deadlined<T> {
     ) -> BoxFuture<'a, StoreResult<bool>> {
         self.timed("ledger hit", self.inner.hit(scope, max, window, now))
     }
+    fn reserve<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        limits: &'a [ScopeLimit],
+        until: SystemTime,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let run = self.inner.reserve(entry, amount, limits, until, now);
+        self.timed("ledger reserve", run)
+    }
+    fn release<'a>(&'a self, entry: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        self.timed("ledger release", self.inner.release(entry))
+    }
+    fn commit<'a>(
+        &'a self,
+        entry: &'a str,
+        amount: u64,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<HoldCommit>> {
+        self.timed("ledger commit", self.inner.commit(entry, amount, now))
+    }
 }
 
 impl<T: OperationStore + ?Sized> OperationStore for Deadlined<T> {
