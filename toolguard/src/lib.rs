@@ -17,6 +17,7 @@ pub mod call;
 pub mod clock;
 pub mod declare;
 pub mod digest;
+pub mod detect;
 pub mod dispatcher;
 mod erased;
 pub mod error;

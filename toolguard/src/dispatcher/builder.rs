@@ -88,6 +88,10 @@ pub enum BuildError {
         /// The tools with `sensitive` fields.
         tools: Vec<String>,
     },
+    /// A detection option has a value that would disable or break its rule (a zero window, a
+    /// band above `approval_over`, ...).
+    #[error(transparent)]
+    Detection(#[from] crate::detect::DetectionConfigError),
 }
 
 /// Default maximum age of a principal's authentication.
@@ -115,6 +119,7 @@ pub struct DispatcherBuilder<S: Send + Sync + 'static> {
     fail_open_read_only: bool,
     custom: CustomStages,
     keys: Option<Arc<HostKeys>>,
+    detection: Option<crate::detect::Detection>,
 }
 
 impl<S: Send + Sync + 'static> Dispatcher<S> {
@@ -146,6 +151,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             fail_open_read_only: false,
             custom: CustomStages::default(),
             keys: None,
+            detection: None,
         }
     }
 }
@@ -308,6 +314,12 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
         self
     }
 
+    /// Feeds every finished call to a detector with these rules (see [`crate::detect`]).
+    pub fn detection(mut self, detection: crate::detect::Detection) -> Self {
+        self.detection = Some(detection);
+        self
+    }
+
     /// Checks the registry and every option's tool and field names, and compiles every schema
     /// once. Refuses tools with `sensitive` fields without [`host_keys`](Self::host_keys).
     pub fn build(self) -> Result<Dispatcher<S>, BuildError> {
@@ -330,6 +342,9 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             &*self.authorizer,
             self.idempotency_ttl.keys(),
         )?;
+        if let Some(detection) = &self.detection {
+            names::check_detection(&tools, detection)?;
+        }
         let memory = Arc::new(MemoryStore::new());
         let deadline = self.store_deadline;
         let stores = Stores {
@@ -363,6 +378,10 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             custom: self.custom,
             notifiers,
             keys: self.keys,
+            detector: self.detection.map(|config| crate::detect::observe::Detector {
+                config,
+                deadline,
+            }),
         };
         Ok(Dispatcher {
             core: Arc::new(core),
