@@ -155,7 +155,7 @@ fn replica(store: Arc<dyn DetectionStore>, clock: Arc<ManualClock>, alerts: Coll
 fn transfer(id: &str, amount: u64) -> ToolCall {
     let args = json!({
         "from_account": "acc-alice-1", "to_account": "ext-9", "amount": amount,
-        "currency": "USD", "idempotency_key": format!("key-{id}"),
+        "currency": "USD", "idempotency_key": format!("replica-key-{id}"),
     });
     ToolCall::new(id, "transfer_funds", args.to_string())
 }
