@@ -406,10 +406,21 @@ async fn detection_alerts_are_posted_signed_with_their_evidence() {
     let mut rules = Vec::new();
     for (headers, body) in &seen {
         assert_eq!(headers[EVENT_HEADER], "alert");
-        assert!(headers[DELIVERY_HEADER].to_str().unwrap().starts_with("alert."));
+        assert!(
+            headers[DELIVERY_HEADER]
+                .to_str()
+                .unwrap()
+                .starts_with("alert.")
+        );
         let signature = headers[SIGNATURE_HEADER].to_str().unwrap();
-        verify_signature(SECRET, signature, body, SystemTime::now(), Duration::from_secs(60))
-            .unwrap();
+        verify_signature(
+            SECRET,
+            signature,
+            body,
+            SystemTime::now(),
+            Duration::from_secs(60),
+        )
+        .unwrap();
         let alert: Alert = serde_json::from_slice(body).unwrap();
         assert_eq!(alert.evidence.call_ids, ["call-1", "call-2"]);
         let seqs: Vec<u64> = outs.iter().map(|o| o.audit_seq.unwrap()).collect();

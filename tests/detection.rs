@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
-use toolguard::audit::AuditEvent;
 use toolguard::Clock;
+use toolguard::audit::AuditEvent;
 use toolguard::detect::{
     Alert, AlertScope, CollectingSink, Detection, DetectionStore, Mark, Marks,
     MemoryDetectionStore, Response, Rule, SessionResponse, Threshold,
@@ -119,12 +119,18 @@ async fn injection_blocks_in_one_session_alert() {
     let p = alice();
     let mut outs = Vec::new();
     for _ in 0..5 {
-        let out = lab.call("echo_note", json!({ "note": INJECTION }), &p).await;
+        let out = lab
+            .call("echo_note", json!({ "note": INJECTION }), &p)
+            .await;
         assert_eq!(out.status, Status::Blocked);
         outs.push(out);
     }
     let fired = lab.fired(Rule::InjectionBlocks);
-    assert_eq!(fired.len(), 2, "one per session and one per subject: {fired:?}");
+    assert_eq!(
+        fired.len(),
+        2,
+        "one per session and one per subject: {fired:?}"
+    );
     let session = fired
         .iter()
         .find(|a| matches!(a.scope, AlertScope::Session { .. }))
@@ -158,19 +164,24 @@ async fn four_injection_blocks_stay_silent() {
 #[tokio::test]
 async fn blocks_across_many_subjects_alert_once_per_tenant() {
     let threshold = Threshold::new(3, 60 * MIN);
-    let mut lab = lab(Detection::new().tool_threshold(
-        Rule::BlocksAcrossSubjects,
-        "echo_note",
-        threshold,
-    ));
+    let mut lab =
+        lab(Detection::new().tool_threshold(Rule::BlocksAcrossSubjects, "echo_note", threshold));
     let mut outs = Vec::new();
     for user in ["ann", "ben", "cat", "dan"] {
         let p = Principal::new("acme", user, format!("s-{user}"));
-        outs.push(lab.call("echo_note", json!({ "note": INJECTION }), &p).await);
+        outs.push(
+            lab.call("echo_note", json!({ "note": INJECTION }), &p)
+                .await,
+        );
     }
     let fired = lab.fired(Rule::BlocksAcrossSubjects);
     assert_eq!(fired.len(), 1, "{fired:?}");
-    assert_eq!(fired[0].scope, AlertScope::Tenant { tenant: "acme".into() });
+    assert_eq!(
+        fired[0].scope,
+        AlertScope::Tenant {
+            tenant: "acme".into()
+        }
+    );
     assert_eq!(fired[0].evidence.call_ids, ids(&outs[..3]));
     assert_eq!(fired[0].evidence.audit_seqs, seqs(&outs[..3]));
     lab.assert_audited(&fired[0]);
@@ -179,14 +190,12 @@ async fn blocks_across_many_subjects_alert_once_per_tenant() {
 #[tokio::test]
 async fn blocks_from_few_subjects_do_not_count_as_many() {
     let threshold = Threshold::new(3, 60 * MIN);
-    let mut lab = lab(Detection::new().tool_threshold(
-        Rule::BlocksAcrossSubjects,
-        "echo_note",
-        threshold,
-    ));
+    let mut lab =
+        lab(Detection::new().tool_threshold(Rule::BlocksAcrossSubjects, "echo_note", threshold));
     for user in ["ann", "ann", "ben", "ben"] {
         let p = Principal::new("acme", user, format!("s-{user}"));
-        lab.call("echo_note", json!({ "note": INJECTION }), &p).await;
+        lab.call("echo_note", json!({ "note": INJECTION }), &p)
+            .await;
     }
     assert!(lab.fired(Rule::BlocksAcrossSubjects).is_empty());
 }
@@ -194,16 +203,25 @@ async fn blocks_from_few_subjects_do_not_count_as_many() {
 #[tokio::test]
 async fn the_same_transfer_executed_twice_is_a_duplicate() {
     let mut lab = lab(Detection::new().disable(Rule::Structuring));
-    let first = lab.call("transfer_funds", transfer(5_000, "pay-rent-0001"), &alice()).await;
+    let first = lab
+        .call("transfer_funds", transfer(5_000, "pay-rent-0001"), &alice())
+        .await;
     // A replay of the same key is not a second execution.
-    let replay = lab.call("transfer_funds", transfer(5_000, "pay-rent-0001"), &alice()).await;
+    let replay = lab
+        .call("transfer_funds", transfer(5_000, "pay-rent-0001"), &alice())
+        .await;
     assert!(replay.replayed);
     assert!(lab.fired(Rule::DuplicateExecution).is_empty());
-    let second = lab.call("transfer_funds", transfer(5_000, "pay-rent-0002"), &alice()).await;
+    let second = lab
+        .call("transfer_funds", transfer(5_000, "pay-rent-0002"), &alice())
+        .await;
     assert_eq!((first.status, second.status), (Status::Ok, Status::Ok));
     let fired = lab.fired(Rule::DuplicateExecution);
     assert_eq!(fired.len(), 1);
-    assert_eq!(fired[0].evidence.call_ids, vec![first.call_id.clone(), second.call_id.clone()]);
+    assert_eq!(
+        fired[0].evidence.call_ids,
+        vec![first.call_id.clone(), second.call_id.clone()]
+    );
     assert_eq!(fired[0].evidence.audit_seqs, seqs(&[first, second]));
     lab.assert_audited(&fired[0]);
 }
@@ -211,23 +229,36 @@ async fn the_same_transfer_executed_twice_is_a_duplicate() {
 #[tokio::test]
 async fn different_transfers_are_no_duplicate() {
     let mut lab = lab(Detection::new().disable(Rule::Structuring));
-    lab.call("transfer_funds", transfer(5_000, "pay-rent-0001"), &alice()).await;
-    lab.call("transfer_funds", transfer(5_001, "pay-rent-0002"), &alice()).await;
+    lab.call("transfer_funds", transfer(5_000, "pay-rent-0001"), &alice())
+        .await;
+    lab.call("transfer_funds", transfer(5_001, "pay-rent-0002"), &alice())
+        .await;
     // The same transfer in another session, and after the window, is not a duplicate either.
     let other = Principal::new("acme", "alice", "sess-other");
-    lab.call("transfer_funds", transfer(5_000, "pay-rent-0003"), &other).await;
+    lab.call("transfer_funds", transfer(5_000, "pay-rent-0003"), &other)
+        .await;
     lab.clock.advance(11 * MIN);
-    lab.call("transfer_funds", transfer(5_000, "pay-rent-0004"), &alice()).await;
+    lab.call("transfer_funds", transfer(5_000, "pay-rent-0004"), &alice())
+        .await;
     assert_eq!(lab.ledger.transfers(), 4);
     assert!(lab.fired(Rule::DuplicateExecution).is_empty());
 }
 
 async fn conflicts(lab: &mut Lab, n: u64) -> Vec<ToolOutcome> {
-    lab.call("transfer_funds", transfer(1_000, "order-77-refund"), &alice()).await;
+    lab.call(
+        "transfer_funds",
+        transfer(1_000, "order-77-refund"),
+        &alice(),
+    )
+    .await;
     let mut outs = Vec::new();
     for i in 1..=n {
         let out = lab
-            .call("transfer_funds", transfer(1_000 + i, "order-77-refund"), &alice())
+            .call(
+                "transfer_funds",
+                transfer(1_000 + i, "order-77-refund"),
+                &alice(),
+            )
             .await;
         assert_eq!(out.status, Status::IdempotencyConflict);
         outs.push(out);
@@ -243,7 +274,10 @@ async fn idempotency_conflicts_per_subject_alert() {
     assert_eq!(fired.len(), 1);
     assert_eq!(
         fired[0].scope,
-        AlertScope::Subject { tenant: "acme".into(), subject: "alice".into() }
+        AlertScope::Subject {
+            tenant: "acme".into(),
+            subject: "alice".into()
+        }
     );
     assert_eq!(fired[0].evidence.call_ids, ids(&outs));
     assert_eq!(fired[0].evidence.audit_seqs, seqs(&outs));
@@ -262,7 +296,11 @@ async fn pending(lab: &mut Lab, n: usize) -> Vec<ToolOutcome> {
     for i in 0..n {
         let p = Principal::new("acme", "alice", format!("sess-{i}"));
         let out = lab
-            .call("transfer_funds", transfer(2_000_000, &format!("big-wire-{i:04}")), &p)
+            .call(
+                "transfer_funds",
+                transfer(2_000_000, &format!("big-wire-{i:04}")),
+                &p,
+            )
             .await;
         assert_eq!(out.status, Status::PendingApproval);
         outs.push(out);
@@ -286,7 +324,10 @@ async fn an_approval_backlog_alerts() {
     let fired = lab.fired(Rule::ApprovalBacklog);
     assert_eq!(fired.len(), 1, "once per quiet period: {fired:?}");
     assert_eq!(fired[0].evidence.call_ids, ids(&outs[..3]));
-    assert_eq!(fired[0].evidence.audit_seqs, vec![outs[2].audit_seq.unwrap()]);
+    assert_eq!(
+        fired[0].evidence.audit_seqs,
+        vec![outs[2].audit_seq.unwrap()]
+    );
     lab.assert_audited(&fired[0]);
 }
 
@@ -303,11 +344,19 @@ async fn a_slow_decision_alerts_and_a_quick_one_does_not() {
     let outs = pending(&mut lab, 2).await;
     let id = |o: &ToolOutcome| o.approval.as_ref().unwrap().approval_id.clone();
     lab.clock.advance(4 * MIN);
-    let quick = lab.d.approvals().approve(&bob_approver(), &id(&outs[0])).await;
+    let quick = lab
+        .d
+        .approvals()
+        .approve(&bob_approver(), &id(&outs[0]))
+        .await;
     assert_eq!(quick.status, Status::Ok);
     assert!(lab.fired(Rule::DecisionLatency).is_empty());
     lab.clock.advance(2 * MIN);
-    let slow = lab.d.approvals().reject(&bob_approver(), &id(&outs[1]), "too late").await;
+    let slow = lab
+        .d
+        .approvals()
+        .reject(&bob_approver(), &id(&outs[1]), "too late")
+        .await;
     assert_eq!(slow.status, Status::ApprovalRejected);
     let fired = lab.fired(Rule::DecisionLatency);
     assert_eq!(fired.len(), 1);
@@ -323,7 +372,9 @@ async fn unusual_unicode_in_one_session_alerts() {
     let mut lab = lab(Detection::new());
     let mut outs = Vec::new();
     for _ in 0..3 {
-        let out = lab.call("echo_note", json!({ "note": BIDI }), &alice()).await;
+        let out = lab
+            .call("echo_note", json!({ "note": BIDI }), &alice())
+            .await;
         assert_eq!(out.reason.as_deref(), Some("bidi_control"));
         outs.push(out);
     }
@@ -332,28 +383,40 @@ async fn unusual_unicode_in_one_session_alerts() {
     assert_eq!(fired[0].evidence.call_ids, ids(&outs));
     assert_eq!(fired[0].evidence.audit_seqs, seqs(&outs));
     lab.assert_audited(&fired[0]);
-    assert!(lab.fired(Rule::InjectionBlocks).is_empty(), "3 blocks are under 5");
+    assert!(
+        lab.fired(Rule::InjectionBlocks).is_empty(),
+        "3 blocks are under 5"
+    );
 }
 
 #[tokio::test]
 async fn two_unusual_unicode_calls_stay_silent() {
     let mut lab = lab(Detection::new());
     for _ in 0..2 {
-        lab.call("echo_note", json!({ "note": BIDI }), &alice()).await;
+        lab.call("echo_note", json!({ "note": BIDI }), &alice())
+            .await;
     }
-    lab.call("echo_note", json!({ "note": "plain text" }), &alice()).await;
+    lab.call("echo_note", json!({ "note": "plain text" }), &alice())
+        .await;
     assert!(lab.alerts.alerts().is_empty());
 }
 
 #[tokio::test]
 async fn amounts_just_under_approval_over_are_structuring() {
     let mut lab = lab(Detection::new().disable(Rule::DuplicateExecution));
-    let a = lab.call("transfer_funds", transfer(800_000, "split-0001"), &alice()).await;
-    let b = lab.call("transfer_funds", transfer(990_000, "split-0002"), &alice()).await;
+    let a = lab
+        .call("transfer_funds", transfer(800_000, "split-0001"), &alice())
+        .await;
+    let b = lab
+        .call("transfer_funds", transfer(990_000, "split-0002"), &alice())
+        .await;
     let fired = lab.fired(Rule::Structuring);
     assert_eq!(fired.len(), 2, "session and subject: {fired:?}");
     for alert in &fired {
-        assert_eq!(alert.evidence.call_ids, vec![a.call_id.clone(), b.call_id.clone()]);
+        assert_eq!(
+            alert.evidence.call_ids,
+            vec![a.call_id.clone(), b.call_id.clone()]
+        );
         assert_eq!(alert.evidence.audit_seqs, seqs(&[a.clone(), b.clone()]));
         lab.assert_audited(alert);
     }
@@ -363,9 +426,16 @@ async fn amounts_just_under_approval_over_are_structuring() {
 async fn amounts_outside_the_band_are_not_structuring() {
     let mut lab = lab(Detection::new());
     // 74.99% of approval_over, then over it (that one needs approval anyway).
-    lab.call("transfer_funds", transfer(749_999, "split-0001"), &alice()).await;
-    lab.call("transfer_funds", transfer(1_000_001, "split-0002"), &alice()).await;
-    lab.call("transfer_funds", transfer(760_000, "split-0003"), &alice()).await;
+    lab.call("transfer_funds", transfer(749_999, "split-0001"), &alice())
+        .await;
+    lab.call(
+        "transfer_funds",
+        transfer(1_000_001, "split-0002"),
+        &alice(),
+    )
+    .await;
+    lab.call("transfer_funds", transfer(760_000, "split-0003"), &alice())
+        .await;
     assert!(lab.fired(Rule::Structuring).is_empty());
 }
 
@@ -374,11 +444,16 @@ async fn incident(lab: &mut Lab) -> Vec<ToolOutcome> {
     let mut outs = Vec::new();
     for i in 1..=6 {
         let key = format!("confirm-transfer-{i:04}");
-        outs.push(lab.call("transfer_funds", transfer(800_000, &key), &alice()).await);
+        outs.push(
+            lab.call("transfer_funds", transfer(800_000, &key), &alice())
+                .await,
+        );
         if i == 2 {
             let rules: Vec<String> = lab.alerts.alerts().iter().map(|a| a.rule.clone()).collect();
             assert!(
-                rules.iter().any(|r| r == "structuring" || r == "duplicate_execution"),
+                rules
+                    .iter()
+                    .any(|r| r == "structuring" || r == "duplicate_execution"),
                 "alert on the second transfer: {rules:?}"
             );
         }
@@ -394,7 +469,8 @@ async fn incident(lab: &mut Lab) -> Vec<ToolOutcome> {
 async fn the_incident_alerts_on_the_second_transfer() {
     // As in the bank: the session limit holds the incident to one transfer; detection sees the
     // second attempt all the same.
-    let policy = RiskPolicy::new().session_limit("transfer_funds", 1_000_000, 60 * MIN, OnExceed::Deny);
+    let policy =
+        RiskPolicy::new().session_limit("transfer_funds", 1_000_000, 60 * MIN, OnExceed::Deny);
     let mut lab = lab_with(Detection::new(), policy);
     let outs = incident(&mut lab).await;
     assert_eq!(outs[1].status, Status::PolicyDenied);
@@ -417,23 +493,51 @@ async fn the_session_hold_stops_the_rest_of_the_incident_until_lifted() {
     assert_eq!(lab.ledger.transfers(), 2);
     let alert = &lab.fired(Rule::Structuring)[0];
     assert_eq!(alert.response.as_deref(), Some("hold"));
-    let held = lab.audit.entries().into_iter().find(|e| e.record.event == AuditEvent::Response);
+    let held = lab
+        .audit
+        .entries()
+        .into_iter()
+        .find(|e| e.record.event == AuditEvent::Response);
     assert_eq!(held.unwrap().record.reason.as_deref(), Some("session_held"));
     // Read-only calls go on.
-    let balance = lab.call("get_balance", json!({"account": "acc-alice-1"}), &alice()).await;
+    let balance = lab
+        .call("get_balance", json!({"account": "acc-alice-1"}), &alice())
+        .await;
     assert_eq!(balance.status, Status::Ok);
 
     // Only a reviewer lifts it, and the lift is audited.
     let err = lab.d.detection().lift(&alice(), "sess-alice", "mine").await;
     assert!(err.is_err());
-    let held_now = lab.d.detection().response(&bob_approver(), "sess-alice").await.unwrap();
+    let held_now = lab
+        .d
+        .detection()
+        .response(&bob_approver(), "sess-alice")
+        .await
+        .unwrap();
     assert_eq!(held_now.map(|r| r.rule), Some("structuring".to_owned()));
-    assert!(lab.d.detection().lift(&bob_approver(), "sess-alice", "customer called").await.unwrap());
-    let lifted = lab.audit.entries().into_iter().rev().find(|e| e.record.event == AuditEvent::Response);
+    assert!(
+        lab.d
+            .detection()
+            .lift(&bob_approver(), "sess-alice", "customer called")
+            .await
+            .unwrap()
+    );
+    let lifted = lab
+        .audit
+        .entries()
+        .into_iter()
+        .rev()
+        .find(|e| e.record.event == AuditEvent::Response);
     let lifted = lifted.unwrap().record;
     assert_eq!(lifted.reason.as_deref(), Some("response_lifted"));
     assert_eq!(lifted.approver.as_deref(), Some("bob"));
-    let after = lab.call("transfer_funds", transfer(5_000, "after-lift-0001"), &alice()).await;
+    let after = lab
+        .call(
+            "transfer_funds",
+            transfer(5_000, "after-lift-0001"),
+            &alice(),
+        )
+        .await;
     assert_eq!(after.status, Status::Ok);
     lab.audit.verify().unwrap();
 }
@@ -443,16 +547,23 @@ async fn a_block_refuses_state_changes_for_its_period() {
     let detection = Detection::new().respond(Rule::UnusualUnicode, Response::Block(10 * MIN));
     let mut lab = lab(detection);
     for _ in 0..3 {
-        lab.call("echo_note", json!({ "note": BIDI }), &alice()).await;
+        lab.call("echo_note", json!({ "note": BIDI }), &alice())
+            .await;
     }
-    let refused = lab.call("transfer_funds", transfer(5_000, "blocked-0001"), &alice()).await;
+    let refused = lab
+        .call("transfer_funds", transfer(5_000, "blocked-0001"), &alice())
+        .await;
     assert_eq!(refused.status, Status::PolicyDenied);
     assert_eq!(refused.reason.as_deref(), Some("session_blocked"));
     let other = Principal::new("acme", "alice", "sess-other");
-    let elsewhere = lab.call("transfer_funds", transfer(5_000, "blocked-0002"), &other).await;
+    let elsewhere = lab
+        .call("transfer_funds", transfer(5_000, "blocked-0002"), &other)
+        .await;
     assert_eq!(elsewhere.status, Status::Ok);
     lab.clock.advance(11 * MIN);
-    let later = lab.call("transfer_funds", transfer(5_000, "blocked-0003"), &alice()).await;
+    let later = lab
+        .call("transfer_funds", transfer(5_000, "blocked-0003"), &alice())
+        .await;
     assert_eq!(later.status, Status::Ok);
 }
 
@@ -464,36 +575,77 @@ async fn replicas_sharing_a_store_raise_one_alert() {
     let mut b = lab(detection);
     b.clock.set(a.clock.now());
     b.n = 100;
-    a.call("transfer_funds", transfer(800_000, "replica-0001"), &alice()).await;
-    b.call("transfer_funds", transfer(850_000, "replica-0002"), &alice()).await;
-    b.call("transfer_funds", transfer(860_000, "replica-0003"), &alice()).await;
-    let all: Vec<Alert> = a.alerts.alerts().into_iter().chain(b.alerts.alerts()).collect();
+    a.call(
+        "transfer_funds",
+        transfer(800_000, "replica-0001"),
+        &alice(),
+    )
+    .await;
+    b.call(
+        "transfer_funds",
+        transfer(850_000, "replica-0002"),
+        &alice(),
+    )
+    .await;
+    b.call(
+        "transfer_funds",
+        transfer(860_000, "replica-0003"),
+        &alice(),
+    )
+    .await;
+    let all: Vec<Alert> = a
+        .alerts
+        .alerts()
+        .into_iter()
+        .chain(b.alerts.alerts())
+        .collect();
     let session: Vec<&Alert> = all
         .iter()
         .filter(|x| x.rule == "structuring" && x.scope.kind() == "session")
         .collect();
     assert_eq!(session.len(), 1, "{all:?}");
-    assert_eq!(session[0].evidence.call_ids, vec!["call-1".to_owned(), "call-101".to_owned()]);
+    assert_eq!(
+        session[0].evidence.call_ids,
+        vec!["call-1".to_owned(), "call-101".to_owned()]
+    );
 }
 
 /// A detection store whose every operation fails.
 struct DownStore;
 
 fn down<T: Send + 'static>() -> BoxFuture<'static, StoreResult<T>> {
-    Box::pin(std::future::ready(Err(StoreError::new("detection store is down"))))
+    Box::pin(std::future::ready(Err(StoreError::new(
+        "detection store is down",
+    ))))
 }
 
 impl DetectionStore for DownStore {
-    fn observe<'a>(&'a self, _: &'a str, _: Mark, _: Duration, _: usize, _: SystemTime) -> BoxFuture<'a, StoreResult<Marks>> {
+    fn observe<'a>(
+        &'a self,
+        _: &'a str,
+        _: Mark,
+        _: Duration,
+        _: usize,
+        _: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<Marks>> {
         down()
     }
-    fn claim<'a>(&'a self, _: &'a str, _: Duration, _: SystemTime) -> BoxFuture<'a, StoreResult<bool>> {
+    fn claim<'a>(
+        &'a self,
+        _: &'a str,
+        _: Duration,
+        _: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
         down()
     }
     fn respond<'a>(&'a self, _: &'a SessionResponse) -> BoxFuture<'a, StoreResult<()>> {
         down()
     }
-    fn response<'a>(&'a self, _: &'a str, _: SystemTime) -> BoxFuture<'a, StoreResult<Option<SessionResponse>>> {
+    fn response<'a>(
+        &'a self,
+        _: &'a str,
+        _: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<Option<SessionResponse>>> {
         down()
     }
     fn lift<'a>(&'a self, _: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
@@ -505,21 +657,31 @@ impl DetectionStore for DownStore {
 async fn a_down_store_fails_open_for_alerts_and_closed_for_holds() {
     // Without responses, calls go on as if there were no detector.
     let mut open = lab(Detection::new().store(Arc::new(DownStore)));
-    let out = open.call("transfer_funds", transfer(800_000, "down-0001"), &alice()).await;
+    let out = open
+        .call("transfer_funds", transfer(800_000, "down-0001"), &alice())
+        .await;
     assert_eq!(out.status, Status::Ok);
     for _ in 0..5 {
-        let out = open.call("echo_note", json!({ "note": INJECTION }), &alice()).await;
+        let out = open
+            .call("echo_note", json!({ "note": INJECTION }), &alice())
+            .await;
         assert_eq!(out.status, Status::Blocked);
     }
     assert!(open.alerts.alerts().is_empty());
 
     // With a hold configured, a hold that cannot be read means approval required.
-    let detection = Detection::new().store(Arc::new(DownStore)).respond(Rule::Structuring, Response::Hold);
+    let detection = Detection::new()
+        .store(Arc::new(DownStore))
+        .respond(Rule::Structuring, Response::Hold);
     let mut closed = lab(detection);
-    let out = closed.call("transfer_funds", transfer(5_000, "down-0002"), &alice()).await;
+    let out = closed
+        .call("transfer_funds", transfer(5_000, "down-0002"), &alice())
+        .await;
     assert_eq!(out.status, Status::PendingApproval, "{out:?}");
     assert_eq!(closed.ledger.transfers(), 0);
-    let read = closed.call("get_balance", json!({"account": "acc-alice-1"}), &alice()).await;
+    let read = closed
+        .call("get_balance", json!({"account": "acc-alice-1"}), &alice())
+        .await;
     assert_eq!(read.status, Status::Ok);
 }
 
@@ -531,7 +693,13 @@ fn build_error(detection: Detection) -> String {
         .build()
         .err()
         .expect("the configuration is refused");
-    assert!(matches!(err, BuildError::UnknownTool { .. } | BuildError::Detection(_)), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            BuildError::UnknownTool { .. } | BuildError::Detection(_)
+        ),
+        "{err:?}"
+    );
     err.to_string()
 }
 
@@ -539,19 +707,49 @@ fn build_error(detection: Detection) -> String {
 fn configuration_mistakes_are_build_errors_naming_the_option() {
     let one = Threshold::new(2, MIN);
     let msg = build_error(Detection::new().tool_threshold(Rule::Structuring, "transfer_fund", one));
-    assert!(msg.contains("Detection names tool `transfer_fund`") && msg.contains("transfer_funds"), "{msg}");
-    let msg = build_error(Detection::new().threshold(Rule::DuplicateExecution, Threshold::new(2, Duration::ZERO)));
-    assert!(msg.contains("`threshold`") && msg.contains("duplicate_execution") && msg.contains("zero window"), "{msg}");
-    let msg = build_error(Detection::new().tool_threshold(Rule::Structuring, "echo_note", Threshold::new(0, MIN)));
-    assert!(msg.contains("`tool_threshold`") && msg.contains("echo_note") && msg.contains("count of 0"), "{msg}");
+    assert!(
+        msg.contains("Detection names tool `transfer_fund`") && msg.contains("transfer_funds"),
+        "{msg}"
+    );
+    let msg = build_error(
+        Detection::new().threshold(Rule::DuplicateExecution, Threshold::new(2, Duration::ZERO)),
+    );
+    assert!(
+        msg.contains("`threshold`")
+            && msg.contains("duplicate_execution")
+            && msg.contains("zero window"),
+        "{msg}"
+    );
+    let msg = build_error(Detection::new().tool_threshold(
+        Rule::Structuring,
+        "echo_note",
+        Threshold::new(0, MIN),
+    ));
+    assert!(
+        msg.contains("`tool_threshold`") && msg.contains("echo_note") && msg.contains("count of 0"),
+        "{msg}"
+    );
     let msg = build_error(Detection::new().structuring_band("transfer_funds", 900_000, 1_200_000));
-    assert!(msg.contains("`structuring_band`") && msg.contains("above approval_over"), "{msg}");
+    assert!(
+        msg.contains("`structuring_band`") && msg.contains("above approval_over"),
+        "{msg}"
+    );
     let msg = build_error(Detection::new().structuring_band("echo_note", 1, 2));
     assert!(msg.contains("no amount field"), "{msg}");
+    let msg =
+        build_error(Detection::new().threshold(Rule::InjectionBlocks, Threshold::new(10_001, MIN)));
+    assert!(
+        msg.contains("injection_blocks") && msg.contains("above 10000"),
+        "{msg}"
+    );
     let msg = build_error(Detection::new().band_percent(0));
     assert!(msg.contains("`band_percent`"), "{msg}");
     let msg = build_error(Detection::new().decision_sla(Duration::ZERO));
     assert!(msg.contains("`decision_sla`"), "{msg}");
-    let msg = build_error(Detection::new().respond(Rule::Structuring, Response::Block(Duration::ZERO)));
-    assert!(msg.contains("`respond`") && msg.contains("structuring"), "{msg}");
+    let msg =
+        build_error(Detection::new().respond(Rule::Structuring, Response::Block(Duration::ZERO)));
+    assert!(
+        msg.contains("`respond`") && msg.contains("structuring"),
+        "{msg}"
+    );
 }

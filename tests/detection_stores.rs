@@ -13,10 +13,13 @@ use toolguard::detect::{
     CollectingSink, Detection, DetectionStore, Mark, MemoryDetectionStore, Response, ResponseKind,
     Rule, SessionResponse,
 };
-use toolguard::{Dispatcher, ManualClock, MemoryAuditSink, MemoryStore, Principal, Status, ToolCall};
+use toolguard::{
+    Dispatcher, ManualClock, MemoryAuditSink, MemoryStore, Principal, Status, ToolCall,
+};
 use toolguard_suite::*;
 
-type Cleanup = Box<dyn FnOnce() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send>;
+type Cleanup =
+    Box<dyn FnOnce() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send>;
 
 fn nothing() -> Cleanup {
     Box::new(|| Box::pin(async {}))
@@ -32,9 +35,8 @@ async fn sqlite(test: &str) -> Option<(Arc<dyn DetectionStore>, Cleanup)> {
     let path = store_support::sqlite_path(test);
     let store = Arc::new(toolguard::store::SqliteStore::open(&path).unwrap());
     let detect = SqliteDetectionStore::new(store).await.unwrap();
-    let cleanup: Cleanup = Box::new(move || {
-        Box::pin(async move { store_support::remove_sqlite(&path) })
-    });
+    let cleanup: Cleanup =
+        Box::new(move || Box::pin(async move { store_support::remove_sqlite(&path) }));
     Some((Arc::new(detect), cleanup))
 }
 
@@ -43,12 +45,13 @@ async fn postgres(test: &str) -> Option<(Arc<dyn DetectionStore>, Cleanup)> {
     use toolguard::detect::store::PgDetectionStore;
     use toolguard::store::{PgConfig, PgStore};
     let url = store_support::pg_url(test)?;
-    let config = PgConfig::new(url).schema(store_support::unique(test)).pool_size(4);
+    let config = PgConfig::new(url)
+        .schema(store_support::unique(test))
+        .pool_size(4);
     let store = PgStore::connect(&config).await.unwrap();
     let detect = PgDetectionStore::new(&store).await.unwrap();
-    let cleanup: Cleanup = Box::new(move || {
-        Box::pin(async move { store.drop_schema().await.unwrap() })
-    });
+    let cleanup: Cleanup =
+        Box::new(move || Box::pin(async move { store.drop_schema().await.unwrap() }));
     Some((Arc::new(detect), cleanup))
 }
 
@@ -57,7 +60,9 @@ async fn redis(test: &str) -> Option<(Arc<dyn DetectionStore>, Cleanup)> {
     use toolguard::detect::store::RedisDetectionStore;
     use toolguard::store::RedisStore;
     let url = store_support::redis_url(test)?;
-    let store = RedisStore::connect(&url, store_support::unique(test)).await.unwrap();
+    let store = RedisStore::connect(&url, store_support::unique(test))
+        .await
+        .unwrap();
     let detect = RedisDetectionStore::new(&store);
     let cleanup: Cleanup = Box::new(move || {
         Box::pin(async move {
@@ -83,18 +88,30 @@ async fn marks_stay_bounded(store: Arc<dyn DetectionStore>) {
     let t0 = SystemTime::now();
     for i in 0..10 {
         let at = t0 + Duration::from_secs(i);
-        let marks = store.observe("scope-a", mark(&format!("c{i}"), at, None), WINDOW, 3, at).await.unwrap();
+        let marks = store
+            .observe("scope-a", mark(&format!("c{i}"), at, None), WINDOW, 3, at)
+            .await
+            .unwrap();
         assert_eq!(marks.0.len(), (i as usize + 1).min(3));
     }
     let later = t0 + WINDOW + Duration::from_secs(30);
-    let marks = store.observe("scope-a", mark("late", later, None), WINDOW, 3, later).await.unwrap();
+    let marks = store
+        .observe("scope-a", mark("late", later, None), WINDOW, 3, later)
+        .await
+        .unwrap();
     let ids: Vec<&str> = marks.0.iter().map(|m| m.call_id.as_str()).collect();
     assert_eq!(ids, ["late"], "marks older than the window are gone");
     assert_eq!(marks.0[0].audit_seq, Some(7));
     for (call, key) in [("k1", "ann"), ("k2", "ann"), ("k3", "ben")] {
-        store.observe("scope-b", mark(call, t0, Some(key)), WINDOW, 10, t0).await.unwrap();
+        store
+            .observe("scope-b", mark(call, t0, Some(key)), WINDOW, 10, t0)
+            .await
+            .unwrap();
     }
-    let marks = store.observe("scope-b", mark("k4", t0, Some("ann")), WINDOW, 10, t0).await.unwrap();
+    let marks = store
+        .observe("scope-b", mark("k4", t0, Some("ann")), WINDOW, 10, t0)
+        .await
+        .unwrap();
     let ids: Vec<&str> = marks.0.iter().map(|m| m.call_id.as_str()).collect();
     assert_eq!(ids, ["k3", "k4"], "one mark per key");
 }
@@ -128,8 +145,14 @@ async fn responses_live_until_lifted(store: Arc<dyn DetectionStore>) {
         ..hold.clone()
     };
     store.respond(&block).await.unwrap();
-    assert_eq!(store.response(&hold.key(), now).await.unwrap(), Some(hold.clone()));
-    assert_eq!(store.response(&block.key(), now).await.unwrap(), Some(block.clone()));
+    assert_eq!(
+        store.response(&hold.key(), now).await.unwrap(),
+        Some(hold.clone())
+    );
+    assert_eq!(
+        store.response(&block.key(), now).await.unwrap(),
+        Some(block.clone())
+    );
     let after = now + Duration::from_secs(61);
     assert_eq!(store.response(&block.key(), after).await.unwrap(), None);
     assert!(store.lift(&hold.key()).await.unwrap());
@@ -137,7 +160,11 @@ async fn responses_live_until_lifted(store: Arc<dyn DetectionStore>) {
     assert!(!store.lift(&hold.key()).await.unwrap());
 }
 
-fn replica(store: Arc<dyn DetectionStore>, clock: Arc<ManualClock>, alerts: CollectingSink) -> Dispatcher<Ledger> {
+fn replica(
+    store: Arc<dyn DetectionStore>,
+    clock: Arc<ManualClock>,
+    alerts: CollectingSink,
+) -> Dispatcher<Ledger> {
     let detection = Detection::new()
         .store(store)
         .sink(alerts)
@@ -168,8 +195,14 @@ async fn replicas_agree(store: Arc<dyn DetectionStore>) {
     let a = replica(store.clone(), clock.clone(), alerts.clone());
     let b = replica(store, clock, alerts.clone());
     let p = Principal::new("acme", "alice", format!("sess-{}", uuid_like()));
-    assert_eq!(a.dispatch(transfer("r1", 800_000), &p).await.status, Status::Ok);
-    assert_eq!(b.dispatch(transfer("r2", 900_000), &p).await.status, Status::Ok);
+    assert_eq!(
+        a.dispatch(transfer("r1", 800_000), &p).await.status,
+        Status::Ok
+    );
+    assert_eq!(
+        b.dispatch(transfer("r2", 900_000), &p).await.status,
+        Status::Ok
+    );
     let session: Vec<_> = alerts
         .alerts()
         .into_iter()
@@ -178,13 +211,28 @@ async fn replicas_agree(store: Arc<dyn DetectionStore>) {
     assert_eq!(session.len(), 1, "{session:?}");
     assert_eq!(session[0].evidence.call_ids, ["r1", "r2"]);
     let held = a.dispatch(transfer("r3", 5_000), &p).await;
-    assert_eq!(held.status, Status::PendingApproval, "replica a sees b's hold");
-    assert!(b.detection().lift(&bob_approver(), &p.session_id, "checked").await.unwrap());
-    assert_eq!(a.dispatch(transfer("r4", 5_000), &p).await.status, Status::Ok);
+    assert_eq!(
+        held.status,
+        Status::PendingApproval,
+        "replica a sees b's hold"
+    );
+    assert!(
+        b.detection()
+            .lift(&bob_approver(), &p.session_id, "checked")
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        a.dispatch(transfer("r4", 5_000), &p).await.status,
+        Status::Ok
+    );
 }
 
 fn uuid_like() -> u128 {
-    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_nanos()
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
 }
 
 macro_rules! backend_suite {
@@ -212,6 +260,60 @@ backend_suite!(memory,);
 #[cfg(feature = "sqlite")]
 backend_suite!(sqlite,);
 #[cfg(feature = "postgres")]
-backend_suite!(postgres, cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run"));
+backend_suite!(
+    postgres,
+    cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")
+);
 #[cfg(feature = "redis")]
-backend_suite!(redis, cfg_attr(not(toolguard_redis), ignore = "set TOOLGUARD_REDIS_URL to run"));
+backend_suite!(
+    redis,
+    cfg_attr(
+        not(toolguard_redis),
+        ignore = "set TOOLGUARD_REDIS_URL to run"
+    )
+);
+
+/// Idle scopes (window over) and spent claims are purged from the SQL backends.
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn sqlite_purges_idle_scopes() {
+    use toolguard::detect::store::SqliteDetectionStore;
+    let path = store_support::sqlite_path("detect_purge");
+    let store = Arc::new(toolguard::store::SqliteStore::open(&path).unwrap());
+    let detect = SqliteDetectionStore::new(store).await.unwrap();
+    let t0 = SystemTime::now();
+    detect
+        .observe("idle", mark("c1", t0, None), WINDOW, 3, t0)
+        .await
+        .unwrap();
+    detect.claim("alert|idle", WINDOW, t0).await.unwrap();
+    assert_eq!(detect.purge(t0).await.unwrap(), 0, "nothing is idle yet");
+    assert_eq!(detect.purge(t0 + WINDOW).await.unwrap(), 2);
+    store_support::remove_sqlite(&path);
+}
+
+/// Idle scopes (window over) and spent claims are purged from the SQL backends.
+#[cfg(feature = "postgres")]
+#[tokio::test]
+#[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]
+async fn postgres_purges_idle_scopes() {
+    use toolguard::detect::store::PgDetectionStore;
+    use toolguard::store::{PgConfig, PgStore};
+    let Some(url) = store_support::pg_url("detect_purge") else {
+        return;
+    };
+    let config = PgConfig::new(url)
+        .schema(store_support::unique("detect_purge"))
+        .pool_size(2);
+    let store = PgStore::connect(&config).await.unwrap();
+    let detect = PgDetectionStore::new(&store).await.unwrap();
+    let t0 = SystemTime::now();
+    detect
+        .observe("idle", mark("c1", t0, None), WINDOW, 3, t0)
+        .await
+        .unwrap();
+    detect.claim("alert|idle", WINDOW, t0).await.unwrap();
+    assert_eq!(detect.purge(t0).await.unwrap(), 0, "nothing is idle yet");
+    assert_eq!(detect.purge(t0 + WINDOW).await.unwrap(), 2);
+    store.drop_schema().await.unwrap();
+}

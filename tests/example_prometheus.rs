@@ -12,7 +12,10 @@ async fn every_prometheus_claim_holds() {
         .unwrap();
     let mut claims = replay::run().await;
     let scrape = handle.render();
-    assert!(scrape.lines().filter(|l| replay::shown(l)).count() >= 3, "{scrape}");
+    assert!(
+        scrape.lines().filter(|l| replay::shown(l)).count() >= 3,
+        "{scrape}"
+    );
     replay::check_scrape(&mut claims, &scrape);
     let labels: Vec<&str> = claims.all().iter().map(|c| c.what.as_str()).collect();
     assert_eq!(labels, CLAIMS);

@@ -61,7 +61,10 @@ pub async fn run() -> Claims {
         n += 1;
         ToolCall::new(format!("call_{n}"), "transfer_funds", args.to_string())
     };
-    for (key, memo) in [("invoice-4471-a", memo_tags.as_str()), ("invoice-4471-b", memo_split)] {
+    for (key, memo) in [
+        ("invoice-4471-a", memo_tags.as_str()),
+        ("invoice-4471-b", memo_split),
+    ] {
         let out = dispatcher.dispatch(call(pay(key, memo)), &alice).await;
         show(&format!("transfer with memo {key}"), &out);
     }
@@ -70,7 +73,10 @@ pub async fn run() -> Claims {
     let mut outs = Vec::new();
     for i in 1..=6 {
         let out = dispatcher
-            .dispatch(call(pay(&format!("confirm-transfer-{i:04}"), "Invoice 4471")), &alice)
+            .dispatch(
+                call(pay(&format!("confirm-transfer-{i:04}"), "Invoice 4471")),
+                &alice,
+            )
             .await;
         show(&format!("transfer {i}"), &out);
         if i == 2 {
@@ -86,7 +92,9 @@ pub async fn run() -> Claims {
     }
     c.check(
         "the session hold turns transfers 3 to 6 into approval requests",
-        outs[2..].iter().all(|o| o.status == Status::PendingApproval),
+        outs[2..]
+            .iter()
+            .all(|o| o.status == Status::PendingApproval),
     );
     c.check("two transfers executed, not six", ledger.transfers() == 2);
     let entries = audit.entries();

@@ -6,7 +6,6 @@
 //!   band, executed (duplicate and structuring scopes updated, alerts claimed once).
 //! - `blocked`: a call the sanitizer blocks (injection and across-subjects scopes updated).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use criterion::{Criterion, criterion_group, criterion_main};

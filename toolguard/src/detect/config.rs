@@ -115,6 +115,9 @@ impl Threshold {
     }
 }
 
+/// Largest threshold count: a scope keeps at most this many marks, so state stays bounded.
+pub const MAX_COUNT: u32 = 10_000;
+
 /// Default share of `approval_over` that forms the structuring band, in percent: amounts from
 /// 75% of `approval_over` up to `approval_over` itself.
 pub const DEFAULT_BAND_PERCENT: u64 = 25;
@@ -201,7 +204,8 @@ impl Detection {
 
     /// Sets `rule`'s threshold for `tool` alone.
     pub fn tool_threshold(mut self, rule: Rule, tool: &str, threshold: Threshold) -> Self {
-        self.tool_thresholds.insert((rule, tool.to_owned()), threshold);
+        self.tool_thresholds
+            .insert((rule, tool.to_owned()), threshold);
         self
     }
 
@@ -277,7 +281,10 @@ impl Detection {
         spec: impl Fn(&str) -> Option<&'a ToolSpec>,
     ) -> Result<(), DetectionConfigError> {
         let fail = |option, message: String| Err(DetectionConfigError { option, message });
-        let global = self.thresholds.iter().map(|(r, t)| ("threshold", *r, None, t));
+        let global = self
+            .thresholds
+            .iter()
+            .map(|(r, t)| ("threshold", *r, None, t));
         let per_tool = self
             .tool_thresholds
             .iter()
@@ -286,6 +293,10 @@ impl Detection {
             let on = tool.map(|t| format!(" for tool `{t}`")).unwrap_or_default();
             if t.count == 0 {
                 return fail(option, format!("rule `{rule}`{on} has a count of 0"));
+            }
+            if t.count > MAX_COUNT {
+                let message = format!("rule `{rule}`{on} has a count above {MAX_COUNT}");
+                return fail(option, message);
             }
             if t.window.is_zero() {
                 return fail(option, format!("rule `{rule}`{on} has a zero window"));

@@ -40,9 +40,12 @@ pub(crate) mod respond;
 pub(crate) mod rules;
 pub mod store;
 
-pub use alert::{Alert, AlertScope, AlertSink, ChannelSink, CollectingSink, Evidence, LogSink, Severity};
+pub use alert::{
+    Alert, AlertScope, AlertSink, ChannelSink, CollectingSink, Evidence, LogSink, Severity,
+};
 pub use config::{
-    DEFAULT_BAND_PERCENT, DEFAULT_DECISION_SLA, Detection, DetectionConfigError, Rule, Threshold,
+    DEFAULT_BAND_PERCENT, DEFAULT_DECISION_SLA, Detection, DetectionConfigError, MAX_COUNT, Rule,
+    Threshold,
 };
 pub use respond::{Detections, LiftError, Response, ResponseKind, SessionResponse};
 pub use rules::UNICODE_REASONS;

@@ -90,10 +90,7 @@ impl Detector {
         !self.config.responses.is_empty()
     }
 
-    async fn timed<T>(
-        &self,
-        fut: crate::tool::BoxFuture<'_, StoreResult<T>>,
-    ) -> StoreResult<T> {
+    async fn timed<T>(&self, fut: crate::tool::BoxFuture<'_, StoreResult<T>>) -> StoreResult<T> {
         match tokio::time::timeout(self.deadline, fut).await {
             Ok(r) => r,
             Err(_) => Err(StoreError::new("detection store: deadline exceeded")),
@@ -161,19 +158,7 @@ async fn run<S: Send + Sync + 'static>(
     obs: &Observation,
 ) {
     for check in rules::checks(&d.config, spec, obs) {
-        let keep = usize::try_from(check.threshold.count).unwrap_or(usize::MAX);
-        let mark = obs.mark(check.key.clone());
-        let scope = &check.store_scope;
-        let window = check.threshold.window;
-        let counted = d.config.store.observe(scope, mark, window, keep, obs.at);
-        match d.timed(counted).await {
-            Ok(marks) if marks.0.len() >= keep => fire(core, d, &check, marks, obs).await,
-            Ok(_) => {}
-            Err(err) => {
-                tracing::warn!(error = %err, rule = %check.rule, "detection store failed; the call was not counted");
-                failed("observe");
-            }
-        }
+        count(core, d, &check, obs).await;
     }
     if obs.event == AuditEvent::Call
         && !obs.replayed
@@ -203,7 +188,9 @@ async fn backlog<S: Send + Sync + 'static>(core: &Core<S>, d: &Detector, obs: &O
         .filter(|r| r.tool == obs.tool && now_ms < r.expires_at_ms)
         .map(|r| Mark {
             call_id: r.call_id.clone(),
-            audit_seq: (r.call_id == obs.call_id).then_some(obs.audit_seq).flatten(),
+            audit_seq: (r.call_id == obs.call_id)
+                .then_some(obs.audit_seq)
+                .flatten(),
             at_ms: r.created_at_ms,
             key: None,
         })
@@ -231,20 +218,29 @@ async fn latency<S: Send + Sync + 'static>(core: &Core<S>, d: &Detector, obs: &O
     if waited <= millis(d.config.decision_sla) {
         return;
     }
-    let check = rules::slow_decision(&d.config, obs);
+    count(core, d, &rules::slow_decision(&d.config, obs), obs).await;
+}
+
+/// Counts `obs` under `check` and raises the alert when the count reaches the threshold. A
+/// store failure is logged and counted; the call is not.
+async fn count<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    d: &Detector,
+    check: &Check,
+    obs: &Observation,
+) {
     let keep = usize::try_from(check.threshold.count).unwrap_or(usize::MAX);
-    let counted = d.config.store.observe(
-        &check.store_scope,
-        obs.mark(None),
-        check.threshold.window,
-        keep,
-        obs.at,
-    );
+    let mark = obs.mark(check.key.clone());
+    let window = check.threshold.window;
+    let counted = d
+        .config
+        .store
+        .observe(&check.store_scope, mark, window, keep, obs.at);
     match d.timed(counted).await {
-        Ok(marks) if marks.0.len() >= keep => fire(core, d, &check, marks, obs).await,
+        Ok(marks) if marks.0.len() >= keep => fire(core, d, check, marks, obs).await,
         Ok(_) => {}
         Err(err) => {
-            tracing::warn!(error = %err, "detection store failed; the decision was not counted");
+            tracing::warn!(error = %err, rule = %check.rule, "detection store failed; the call was not counted");
             failed("observe");
         }
     }
@@ -260,7 +256,14 @@ async fn fire<S: Send + Sync + 'static>(
     obs: &Observation,
 ) {
     let claim_key = format!("alert|{}", check.store_scope);
-    match d.timed(d.config.store.claim(&claim_key, check.threshold.window, obs.at)).await {
+    match d
+        .timed(
+            d.config
+                .store
+                .claim(&claim_key, check.threshold.window, obs.at),
+        )
+        .await
+    {
         Ok(true) => {}
         Ok(false) => return,
         Err(err) => {
@@ -338,7 +341,10 @@ async fn respond<S: Send + Sync + 'static>(
     let since_ms = unix_millis(obs.at);
     let (kind, until_ms) = match response {
         Response::Hold => (ResponseKind::Hold, None),
-        Response::Block(p) => (ResponseKind::Block, Some(since_ms.saturating_add(millis(p)))),
+        Response::Block(p) => (
+            ResponseKind::Block,
+            Some(since_ms.saturating_add(millis(p))),
+        ),
     };
     let put = SessionResponse {
         tenant: obs.tenant.clone(),
@@ -362,7 +368,14 @@ async fn respond<S: Send + Sync + 'static>(
         session: obs.session.clone(),
         tool: obs.tool.clone(),
         call_id: obs.call_id.clone(),
-        reason: Some(format!("session_{}", if kind == ResponseKind::Hold { "held" } else { "blocked" })),
+        reason: Some(format!(
+            "session_{}",
+            if kind == ResponseKind::Hold {
+                "held"
+            } else {
+                "blocked"
+            }
+        )),
         arguments: serde_json::to_value(&put).ok(),
         ..AuditRecord::default()
     };

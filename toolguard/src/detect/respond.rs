@@ -109,7 +109,9 @@ pub(crate) async fn gate<S: Send + Sync + 'static>(
             "session_hold_unknown"
         }
     };
-    decision.approval_cause.get_or_insert_with(|| cause.to_owned());
+    decision
+        .approval_cause
+        .get_or_insert_with(|| cause.to_owned());
     Ok(())
 }
 
@@ -146,7 +148,11 @@ impl<S: Send + Sync + 'static> Detections<'_, S> {
         viewer: &Principal,
         session: &str,
     ) -> Result<Option<SessionResponse>, LiftError> {
-        let detector = self.core.detector.as_ref().ok_or(LiftError::NotConfigured)?;
+        let detector = self
+            .core
+            .detector
+            .as_ref()
+            .ok_or(LiftError::NotConfigured)?;
         let key = session_key(&viewer.tenant, session);
         Ok(detector.response(&key, self.core.now()).await?)
     }
@@ -167,7 +173,9 @@ impl<S: Send + Sync + 'static> Detections<'_, S> {
             .map_err(|s| LiftError::Forbidden(s.reason.unwrap_or_default()))?;
         let roles = core.policy.eligible_roles("");
         if !reviewer.roles.iter().any(|r| roles.contains(r)) {
-            return Err(LiftError::Forbidden(format!("needs one of the roles {roles:?}")));
+            return Err(LiftError::Forbidden(format!(
+                "needs one of the roles {roles:?}"
+            )));
         }
         let key = session_key(&reviewer.tenant, session);
         let now_ms = unix_millis(core.now());

@@ -78,7 +78,14 @@ fn check(
         AlertScope::Subject { subject, .. } => subject.as_str(),
         AlertScope::Tenant { .. } => "",
     };
-    let parts = [rule.as_str(), scope.kind(), &obs.tenant, id, &obs.tool, extra];
+    let parts = [
+        rule.as_str(),
+        scope.kind(),
+        &obs.tenant,
+        id,
+        &obs.tool,
+        extra,
+    ];
     Check {
         rule,
         store_scope: scope_key(&parts),
@@ -96,18 +103,42 @@ pub(crate) fn checks(config: &Detection, spec: &ToolSpec, obs: &Observation) -> 
     let call = obs.event == AuditEvent::Call && !obs.replayed;
     let blocked = call && obs.status == Some(Status::Blocked);
     if blocked && on(Rule::InjectionBlocks) {
-        out.push(check(config, Rule::InjectionBlocks, obs, obs.session_scope(), ""));
-        out.push(check(config, Rule::InjectionBlocks, obs, obs.subject_scope(), ""));
+        out.push(check(
+            config,
+            Rule::InjectionBlocks,
+            obs,
+            obs.session_scope(),
+            "",
+        ));
+        out.push(check(
+            config,
+            Rule::InjectionBlocks,
+            obs,
+            obs.subject_scope(),
+            "",
+        ));
     }
     if blocked && on(Rule::BlocksAcrossSubjects) {
-        let mut c = check(config, Rule::BlocksAcrossSubjects, obs, obs.tenant_scope(), "");
+        let mut c = check(
+            config,
+            Rule::BlocksAcrossSubjects,
+            obs,
+            obs.tenant_scope(),
+            "",
+        );
         c.key = Some(obs.subject.clone());
         out.push(c);
     }
     let unicode_block =
         blocked && UNICODE_REASONS.contains(&obs.reason.as_deref().unwrap_or_default());
     if call && (unicode_block || obs.unicode_stripped) && on(Rule::UnusualUnicode) {
-        out.push(check(config, Rule::UnusualUnicode, obs, obs.session_scope(), ""));
+        out.push(check(
+            config,
+            Rule::UnusualUnicode,
+            obs,
+            obs.session_scope(),
+            "",
+        ));
     }
     let executed = matches!(obs.event, AuditEvent::Call | AuditEvent::Decision)
         && !obs.replayed
@@ -124,10 +155,26 @@ pub(crate) fn checks(config: &Detection, spec: &ToolSpec, obs: &Observation) -> 
         let scope = obs.subject_scope();
         out.push(check(config, Rule::IdempotencyConflicts, obs, scope, ""));
     }
-    let in_band = |amount: u64| config.band(spec).is_some_and(|(lo, hi)| (lo..=hi).contains(&amount));
+    let in_band = |amount: u64| {
+        config
+            .band(spec)
+            .is_some_and(|(lo, hi)| (lo..=hi).contains(&amount))
+    };
     if call && on(Rule::Structuring) && obs.amount.is_some_and(in_band) {
-        out.push(check(config, Rule::Structuring, obs, obs.session_scope(), ""));
-        out.push(check(config, Rule::Structuring, obs, obs.subject_scope(), ""));
+        out.push(check(
+            config,
+            Rule::Structuring,
+            obs,
+            obs.session_scope(),
+            "",
+        ));
+        out.push(check(
+            config,
+            Rule::Structuring,
+            obs,
+            obs.subject_scope(),
+            "",
+        ));
     }
     out
 }

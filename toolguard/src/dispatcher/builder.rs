@@ -378,10 +378,9 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             custom: self.custom,
             notifiers,
             keys: self.keys,
-            detector: self.detection.map(|config| crate::detect::observe::Detector {
-                config,
-                deadline,
-            }),
+            detector: self
+                .detection
+                .map(|config| crate::detect::observe::Detector { config, deadline }),
         };
         Ok(Dispatcher {
             core: Arc::new(core),

@@ -94,7 +94,11 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
     };
     let seen = core.detector.as_ref().and_then(|_| {
         let spec = core.spec(&tool_label)?;
-        Some(crate::detect::observe::Observation::of(&record, spec, core.now()))
+        Some(crate::detect::observe::Observation::of(
+            &record,
+            spec,
+            core.now(),
+        ))
     });
     match super::execute::contained(core.audit.append(record)).await {
         Ok(Ok(seq)) => outcome.audit_seq = Some(seq),

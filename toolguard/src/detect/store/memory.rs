@@ -30,7 +30,8 @@ pub struct MemoryDetectionStore {
 
 impl std::fmt::Debug for MemoryDetectionStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MemoryDetectionStore").finish_non_exhaustive()
+        f.debug_struct("MemoryDetectionStore")
+            .finish_non_exhaustive()
     }
 }
 

@@ -54,6 +54,20 @@ impl PgDetectionStore {
         drop(client);
         Ok(PgDetectionStore { pool })
     }
+
+    /// Deletes marks and claims whose window ended before `now` (idle scopes); how many rows.
+    pub async fn purge(&self, now: SystemTime) -> StoreResult<u64> {
+        let now = i64_of(unix_millis(now));
+        let client = self.pool.get().await.map_err(err)?;
+        let mut removed = 0;
+        for sql in [
+            "DELETE FROM toolguard_detect_marks WHERE until_ms <= $1",
+            "DELETE FROM toolguard_detect_claims WHERE until_ms <= $1",
+        ] {
+            removed += client.execute(sql, &[&now]).await.map_err(err)?;
+        }
+        Ok(removed)
+    }
 }
 
 impl DetectionStore for PgDetectionStore {

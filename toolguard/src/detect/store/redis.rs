@@ -122,7 +122,8 @@ impl DetectionStore for RedisDetectionStore {
             let mut cmd = redis::cmd("SET");
             cmd.arg(self.key("response", &response.key())).arg(body);
             if let Some(until) = response.until_ms {
-                cmd.arg("PX").arg(until.saturating_sub(response.since_ms).max(1));
+                cmd.arg("PX")
+                    .arg(until.saturating_sub(response.since_ms).max(1));
             }
             let _: () = cmd.query_async(&mut conn).await.map_err(err)?;
             Ok(())

@@ -47,8 +47,14 @@ impl SqliteDetectionStore {
         let now = i64_of(unix_millis(now));
         self.store
             .with_connection(move |c| {
-                let a = c.execute("DELETE FROM toolguard_detect_marks WHERE until_ms <= ?1", [now])?;
-                let b = c.execute("DELETE FROM toolguard_detect_claims WHERE until_ms <= ?1", [now])?;
+                let a = c.execute(
+                    "DELETE FROM toolguard_detect_marks WHERE until_ms <= ?1",
+                    [now],
+                )?;
+                let b = c.execute(
+                    "DELETE FROM toolguard_detect_claims WHERE until_ms <= ?1",
+                    [now],
+                )?;
                 Ok(a + b)
             })
             .await
