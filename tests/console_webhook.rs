@@ -374,3 +374,60 @@ async fn an_expired_request_is_announced_when_the_queue_is_read() {
     );
     assert_eq!(h.ledger.transfers(), 0);
 }
+
+#[tokio::test]
+async fn detection_alerts_are_posted_signed_with_their_evidence() {
+    use toolguard::detect::{Alert, Detection};
+    let (url, seen) = receiver(Behaviour::FailFirst(1)).await;
+    let hook = WebhookNotifier::with(&url, SECRET, Format::Json, fast_retry(2_000)).unwrap();
+    let d = Dispatcher::builder(Ledger::seeded())
+        .tool(TransferFunds)
+        .store(Arc::new(MemoryStore::new()))
+        .detection(Detection::new().sink(hook))
+        .build()
+        .unwrap();
+    let mut outs = Vec::new();
+    for i in 1..=2 {
+        let args = json!({
+            "from_account": "acc-alice-1", "to_account": "ext-9", "amount": 800_000,
+            "currency": "USD", "idempotency_key": format!("hook-alert-{i:04}"),
+        });
+        let call = ToolCall::new(format!("call-{i}"), "transfer_funds", args.to_string());
+        outs.push(d.dispatch(call, &alice()).await);
+    }
+    // Duplicate execution, structuring per session and per subject: three alerts, the first
+    // attempt of one refused and retried.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while seen.lock().unwrap().len() < 4 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 4, "three alerts, one retried");
+    let mut rules = Vec::new();
+    for (headers, body) in &seen {
+        assert_eq!(headers[EVENT_HEADER], "alert");
+        assert!(
+            headers[DELIVERY_HEADER]
+                .to_str()
+                .unwrap()
+                .starts_with("alert.")
+        );
+        let signature = headers[SIGNATURE_HEADER].to_str().unwrap();
+        verify_signature(
+            SECRET,
+            signature,
+            body,
+            SystemTime::now(),
+            Duration::from_secs(60),
+        )
+        .unwrap();
+        let alert: Alert = serde_json::from_slice(body).unwrap();
+        assert_eq!(alert.evidence.call_ids, ["call-1", "call-2"]);
+        let seqs: Vec<u64> = outs.iter().map(|o| o.audit_seq.unwrap()).collect();
+        assert_eq!(alert.evidence.audit_seqs, seqs);
+        rules.push(alert.rule);
+    }
+    rules.sort();
+    rules.dedup();
+    assert_eq!(rules, ["duplicate_execution", "structuring"]);
+}

@@ -4,6 +4,9 @@
 //! dispatcher's audit trail (kind `notification`, reason `webhook_undeliverable`,
 //! `webhook_rejected` or `webhook_overloaded`).
 //!
+//! It is also a detection [`AlertSink`](toolguard::detect::AlertSink): alerts are POSTed to the
+//! same URL, signed alike, with `Toolguard-Event: alert`.
+//!
 //! # Signature
 //!
 //! Every request carries
@@ -175,8 +178,46 @@ impl ApprovalNotifier for WebhookNotifier {
                 record(&report, &event, "webhook_overloaded").await;
                 return;
             };
-            if let Err(code) = deliver(&inner, &event, body).await {
+            let (kind, delivery) = (kind_str(event.kind), delivery_id(&event));
+            if let Err(code) = deliver(&inner, kind, &delivery, body).await {
                 record(&report, &event, code).await;
+            }
+        });
+    }
+}
+
+/// Detection alerts go to the same URL, signed alike, with event header `alert`: the JSON
+/// [`Alert`](toolguard::detect::Alert), or for [`Format::Chat`] a one-line summary. An alert
+/// that cannot be delivered is logged (target `toolguard::alert`); the alert's own audit entry
+/// already records it.
+impl toolguard::detect::AlertSink for WebhookNotifier {
+    fn alert(&self, alert: &toolguard::detect::Alert) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::error!(rule = %alert.rule, "no async runtime to deliver the alert webhook on");
+            return;
+        };
+        let body = match &self.inner.format {
+            Format::Json => serde_json::to_vec(alert).unwrap_or_default(),
+            Format::Chat { .. } => serde_json::to_vec(&serde_json::json!({
+                "text": format!("Alert ({:?}) {}: {}", alert.severity, alert.rule, alert.summary)
+            }))
+            .unwrap_or_default(),
+        };
+        let delivery = format!(
+            "alert.{}.{}.{}",
+            alert.rule,
+            alert.at_ms,
+            alert.audit_seq.unwrap_or_default()
+        );
+        let inner = self.inner.clone();
+        let rule = alert.rule.clone();
+        runtime.spawn(async move {
+            let Ok(_slot) = inner.slots.clone().try_acquire_owned() else {
+                tracing::warn!(target: "toolguard::alert", %rule, "alert webhook overloaded; not delivered");
+                return;
+            };
+            if let Err(code) = deliver(&inner, "alert", &delivery, body).await {
+                tracing::warn!(target: "toolguard::alert", %rule, reason = code, "alert webhook undeliverable");
             }
         });
     }
@@ -190,10 +231,13 @@ async fn record(report: &NotifyReport, event: &ApprovalEvent, code: &str) {
 }
 
 /// Tries until a 2xx answer, a permanent refusal, or the time bound; `Err` holds the reason code.
-async fn deliver(inner: &Inner, event: &ApprovalEvent, body: Vec<u8>) -> Result<(), &'static str> {
+async fn deliver(
+    inner: &Inner,
+    kind: &str,
+    delivery: &str,
+    body: Vec<u8>,
+) -> Result<(), &'static str> {
     let started = tokio::time::Instant::now();
-    let delivery = delivery_id(event);
-    let kind = kind_str(event.kind);
     let mut backoff = inner.retry.initial_backoff;
     loop {
         let signature = sign(&inner.secret, unix_secs(SystemTime::now()), &body);
@@ -203,7 +247,7 @@ async fn deliver(inner: &Inner, event: &ApprovalEvent, body: Vec<u8>) -> Result<
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(SIGNATURE_HEADER, signature)
             .header(EVENT_HEADER, kind)
-            .header(DELIVERY_HEADER, &delivery)
+            .header(DELIVERY_HEADER, delivery)
             .body(body.clone())
             .send()
             .await;

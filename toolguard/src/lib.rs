@@ -16,6 +16,7 @@ pub mod audit;
 pub mod call;
 pub mod clock;
 pub mod declare;
+pub mod detect;
 pub mod digest;
 pub mod dispatcher;
 mod erased;

@@ -18,6 +18,10 @@ pub enum AuditEvent {
     OperationStatus,
     /// An approval notification that could not be delivered (see [`crate::notify`]).
     Notification,
+    /// A detection rule fired (see [`crate::detect`]); the reason is the rule.
+    Alert,
+    /// A detection response was put in force or lifted (see [`crate::detect`]).
+    Response,
 }
 
 /// The placeholder written instead of a `sensitive` field's value.

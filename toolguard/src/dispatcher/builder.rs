@@ -92,6 +92,10 @@ pub enum BuildError {
     /// with a sink the host built itself, or the SQLite audit table could not be opened.
     #[error("audit trail: {0}")]
     Audit(String),
+    /// A detection option has a value that would disable or break its rule (a zero window, a
+    /// band above `approval_over`, ...).
+    #[error(transparent)]
+    Detection(#[from] crate::detect::DetectionConfigError),
 }
 
 /// The schema compiler's error, kept whole as the source of [`BuildError::InvalidSchema`].
@@ -158,6 +162,7 @@ pub struct DispatcherBuilder<S: Send + Sync + 'static> {
     #[cfg(feature = "sqlite")]
     sqlite_audit: Option<Arc<crate::store::SqliteStore>>,
     checkpoints: Option<(Arc<dyn CheckpointSink>, CheckpointPolicy)>,
+    detection: Option<crate::detect::Detection>,
 }
 
 impl<S: Send + Sync + 'static> Dispatcher<S> {
@@ -192,6 +197,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             #[cfg(feature = "sqlite")]
             sqlite_audit: None,
             checkpoints: None,
+            detection: None,
         }
     }
 }
@@ -380,6 +386,12 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
         self
     }
 
+    /// Feeds every finished call to a detector with these rules (see [`crate::detect`]).
+    pub fn detection(mut self, detection: crate::detect::Detection) -> Self {
+        self.detection = Some(detection);
+        self
+    }
+
     /// Checks the registry and every option's tool and field names, and compiles every schema
     /// once. Refuses tools with `sensitive` fields without [`host_keys`](Self::host_keys).
     pub fn build(self) -> Result<Dispatcher<S>, BuildError> {
@@ -403,6 +415,9 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             &*self.authorizer,
             self.idempotency_ttl.keys(),
         )?;
+        if let Some(detection) = &self.detection {
+            names::check_detection(&tools, detection)?;
+        }
         let memory = Arc::new(MemoryStore::new());
         let deadline = self.store_deadline;
         let stores = Stores {
@@ -433,6 +448,9 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             custom: self.custom,
             notifiers,
             keys: self.keys,
+            detector: self
+                .detection
+                .map(|config| crate::detect::observe::Detector { config, deadline }),
         };
         Ok(Dispatcher {
             core: Arc::new(core),

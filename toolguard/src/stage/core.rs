@@ -62,6 +62,8 @@ pub(crate) struct Core<S: Send + Sync + 'static> {
     /// The host's MAC keys (keyed request digests); `None` only when no tool has a `sensitive`
     /// field.
     pub(crate) keys: Option<Arc<crate::keys::HostKeys>>,
+    /// The detector fed by every finished call, if detection is configured.
+    pub(crate) detector: Option<crate::detect::observe::Detector>,
 }
 
 impl<S: Send + Sync + 'static> Core<S> {

@@ -92,6 +92,14 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
         replayed: outcome.replayed,
         duration_us: u64::try_from(about.started.elapsed().as_micros()).unwrap_or(u64::MAX),
     };
+    let seen = core.detector.as_ref().and_then(|_| {
+        let spec = core.spec(&tool_label)?;
+        Some(crate::detect::observe::Observation::of(
+            &record,
+            spec,
+            core.now(),
+        ))
+    });
     match super::execute::contained(core.audit.append(record)).await {
         Ok(Ok(seq)) => outcome.audit_seq = Some(seq),
         Ok(Err(err)) => tracing::error!(error = %err, "audit entry could not be written"),
@@ -99,6 +107,10 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
     }
     metrics::call_finished(&tool_label, outcome.status);
     tracing::Span::current().record("toolguard.status", outcome.status.as_str());
+    if let Some(mut seen) = seen {
+        seen.audit_seq = outcome.audit_seq;
+        crate::detect::observe::observe(core, seen).await;
+    }
     outcome
 }
 

@@ -331,7 +331,10 @@ pub(crate) async fn stage<S: Send + Sync + 'static>(
 ) -> Result<PolicyDecision, super::trace::Exit> {
     let ledger = &*core.stores.ledger;
     match evaluate(&core.policy, ledger, spec, args, principal, core.now()).await {
-        Ok(decision) => Ok(decision),
+        Ok(mut decision) => {
+            crate::detect::respond::gate(core, spec, principal, &mut decision).await?;
+            Ok(decision)
+        }
         Err(stop) if stop.status == Status::PolicyDenied => {
             let stage = super::Stage::Policy;
             Err(super::replay::or_stop(core, spec, principal, stage, stop, t).await)

@@ -29,7 +29,7 @@ use crate::clock::unix_millis;
 use crate::store::encode::{millis, new_token};
 use crate::tool::BoxFuture;
 
-fn err(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+pub(crate) fn err(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
     StoreError::caused_by("redis", e)
 }
 
@@ -430,6 +430,11 @@ impl RedisStore {
     /// The key prefix.
     pub fn prefix(&self) -> &str {
         &self.prefix
+    }
+
+    /// A handle on the store's connection (shared by other state kept under the prefix).
+    pub(crate) fn connection(&self) -> ConnectionManager {
+        self.conn.clone()
     }
 
     fn idem_key(&self, key: &ScopedKey) -> String {

@@ -51,6 +51,24 @@ pub(super) fn check<'a, S: Send + Sync + 'static>(
     Ok(())
 }
 
+/// Checks the tool names and values of a detection configuration.
+pub(super) fn check_detection<S: Send + Sync + 'static>(
+    tools: &HashMap<String, Registered<S>>,
+    detection: &crate::detect::Detection,
+) -> Result<(), BuildError> {
+    for tool in sorted(detection.configured_tools()) {
+        if !tools.contains_key(tool) {
+            return Err(BuildError::UnknownTool {
+                option: "Detection",
+                tool: tool.to_owned(),
+                nearest: nearest(tool, tools.keys().map(String::as_str)),
+            });
+        }
+    }
+    detection.check(|name| tools.get(name).map(Registered::spec))?;
+    Ok(())
+}
+
 /// `names` in a stable order, so the first unknown name reported does not vary between runs.
 fn sorted<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
     let mut names: Vec<&str> = names.collect();

@@ -1,0 +1,384 @@
+//! The detector at work: every finished call ([`Observation`]) is counted under the rules it
+//! feeds; a count reaching its threshold raises one [`Alert`] (claimed in the store, so replicas
+//! raise it once), which goes to the audit trail, the metric `tool_alerts{rule}`, the sinks and,
+//! if configured, a session response.
+//!
+//! Alerting fails open: a detection store that fails or exceeds the store deadline is logged
+//! and counted (`tool_detection_failures{op}`) and the call's outcome is untouched.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::{Duration, SystemTime};
+
+use super::alert::{Alert, AlertScope, Evidence};
+use super::config::{Detection, Rule};
+use super::respond::{Response, ResponseKind, SessionResponse};
+use super::rules::{self, Check};
+use super::store::{Mark, Marks, millis, session_key};
+use crate::audit::{AuditEvent, AuditRecord};
+use crate::clock::unix_millis;
+use crate::outcome::Status;
+use crate::spec::ToolSpec;
+use crate::stage::core::Core;
+use crate::store::{StoreError, StoreResult};
+
+/// What the detector learns about one finished call (from its audit record).
+#[derive(Debug, Clone)]
+pub(crate) struct Observation {
+    pub(crate) event: AuditEvent,
+    pub(crate) status: Option<Status>,
+    pub(crate) reason: Option<String>,
+    pub(crate) tenant: String,
+    pub(crate) subject: String,
+    pub(crate) session: String,
+    pub(crate) tool: String,
+    pub(crate) call_id: String,
+    pub(crate) audit_seq: Option<u64>,
+    pub(crate) at: SystemTime,
+    pub(crate) amount: Option<u64>,
+    /// The request digest: normalized arguments, idempotency key and call id excluded.
+    pub(crate) digest: Option<String>,
+    pub(crate) unicode_stripped: bool,
+    pub(crate) replayed: bool,
+    pub(crate) approval_id: Option<String>,
+}
+
+impl Observation {
+    /// The observation of the call `record` describes, of tool `spec`.
+    pub(crate) fn of(record: &AuditRecord, spec: &ToolSpec, at: SystemTime) -> Self {
+        let amount = record
+            .arguments
+            .as_ref()
+            .and_then(|args| crate::stage::policy::amount_of(spec, args));
+        Observation {
+            event: record.event,
+            status: record.status,
+            reason: record.reason.clone(),
+            tenant: record.tenant.clone(),
+            subject: record.subject.clone(),
+            session: record.session.clone(),
+            tool: spec.name.clone(),
+            call_id: record.call_id.clone(),
+            audit_seq: None,
+            at,
+            amount,
+            digest: record.request_digest.clone(),
+            unicode_stripped: !record.modifications.is_empty(),
+            replayed: record.replayed,
+            approval_id: record.approval_id.clone(),
+        }
+    }
+
+    fn mark(&self, key: Option<String>) -> Mark {
+        Mark {
+            call_id: self.call_id.clone(),
+            audit_seq: self.audit_seq,
+            at_ms: unix_millis(self.at),
+            key,
+        }
+    }
+}
+
+/// A configured detector: the rules and their store, every store call under `deadline`.
+pub(crate) struct Detector {
+    pub(crate) config: Detection,
+    pub(crate) deadline: Duration,
+}
+
+impl Detector {
+    /// Whether any rule has a response (only then do calls read the session's response).
+    pub(crate) fn responds(&self) -> bool {
+        !self.config.responses.is_empty()
+    }
+
+    async fn timed<T>(&self, fut: crate::tool::BoxFuture<'_, StoreResult<T>>) -> StoreResult<T> {
+        match tokio::time::timeout(self.deadline, fut).await {
+            Ok(r) => r,
+            Err(_) => Err(StoreError::new("detection store: deadline exceeded")),
+        }
+    }
+
+    /// The response in force for session key `key`.
+    pub(crate) async fn response(
+        &self,
+        key: &str,
+        now: SystemTime,
+    ) -> StoreResult<Option<SessionResponse>> {
+        self.timed(self.config.store.response(key, now)).await
+    }
+
+    /// Lifts the response of session key `key`.
+    pub(crate) async fn lift(&self, key: &str) -> StoreResult<bool> {
+        self.timed(self.config.store.lift(key)).await
+    }
+}
+
+/// Counts a failed detection store operation `op` (logged by the caller).
+pub(crate) fn failed(op: &'static str) {
+    metrics::counter!("tool_detection_failures", "op" => op).increment(1);
+}
+
+/// Appends `record` to the audit trail (a failing or panicking sink is logged); its sequence.
+pub(crate) async fn append<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    record: AuditRecord,
+) -> Option<u64> {
+    match crate::stage::execute::contained(core.audit.append(record)).await {
+        Ok(Ok(seq)) => Some(seq),
+        Ok(Err(err)) => {
+            tracing::error!(error = %err, "detection audit entry could not be written");
+            None
+        }
+        Err(_) => {
+            tracing::error!("the audit sink panicked; the detection entry was not written");
+            None
+        }
+    }
+}
+
+/// Feeds the finished call `obs` to the detector, if one is configured. Never fails the call;
+/// a panic inside is contained.
+pub(crate) async fn observe<S: Send + Sync + 'static>(core: &Core<S>, obs: Observation) {
+    let Some(detector) = core.detector.as_ref() else {
+        return;
+    };
+    let Some(spec) = core.spec(&obs.tool) else {
+        return;
+    };
+    let run = run(core, detector, spec, &obs);
+    if crate::stage::execute::contained(run).await.is_err() {
+        tracing::error!("the detector panicked; the call was not counted");
+        failed("panic");
+    }
+}
+
+async fn run<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    d: &Detector,
+    spec: &ToolSpec,
+    obs: &Observation,
+) {
+    for check in rules::checks(&d.config, spec, obs) {
+        count(core, d, &check, obs).await;
+    }
+    if obs.event == AuditEvent::Call
+        && !obs.replayed
+        && obs.status == Some(Status::PendingApproval)
+        && d.config.enabled(Rule::ApprovalBacklog)
+    {
+        backlog(core, d, obs).await;
+    }
+    if obs.event == AuditEvent::Decision && d.config.enabled(Rule::DecisionLatency) {
+        latency(core, d, obs).await;
+    }
+}
+
+/// Rule 5a: the pending requests of the call's tool in its tenant.
+async fn backlog<S: Send + Sync + 'static>(core: &Core<S>, d: &Detector, obs: &Observation) {
+    let check = rules::backlog(&d.config, obs);
+    let pending = match core.stores.approvals.pending(&obs.tenant).await {
+        Ok(p) => p,
+        Err(err) => {
+            tracing::warn!(error = %err, "approval store failed; the backlog was not measured");
+            return failed("backlog");
+        }
+    };
+    let now_ms = unix_millis(obs.at);
+    let mut marks: Vec<Mark> = pending
+        .iter()
+        .filter(|r| r.tool == obs.tool && now_ms < r.expires_at_ms)
+        .map(|r| Mark {
+            call_id: r.call_id.clone(),
+            audit_seq: (r.call_id == obs.call_id)
+                .then_some(obs.audit_seq)
+                .flatten(),
+            at_ms: r.created_at_ms,
+            key: None,
+        })
+        .collect();
+    marks.sort_by_key(|m| m.at_ms);
+    if marks.len() >= usize::try_from(check.threshold.count).unwrap_or(usize::MAX) {
+        fire(core, d, &check, Marks(marks), obs).await;
+    }
+}
+
+/// Rule 5b: the decision's time since the request opened, against the SLA.
+async fn latency<S: Send + Sync + 'static>(core: &Core<S>, d: &Detector, obs: &Observation) {
+    let Some(id) = obs.approval_id.as_deref() else {
+        return;
+    };
+    let request = match core.stores.approvals.get(id).await {
+        Ok(Some(r)) => r,
+        Ok(None) => return,
+        Err(err) => {
+            tracing::warn!(error = %err, "approval store failed; the decision was not timed");
+            return failed("latency");
+        }
+    };
+    let waited = unix_millis(obs.at).saturating_sub(request.created_at_ms);
+    if waited <= millis(d.config.decision_sla) {
+        return;
+    }
+    count(core, d, &rules::slow_decision(&d.config, obs), obs).await;
+}
+
+/// Counts `obs` under `check` and raises the alert when the count reaches the threshold. A
+/// store failure is logged and counted; the call is not.
+async fn count<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    d: &Detector,
+    check: &Check,
+    obs: &Observation,
+) {
+    let keep = usize::try_from(check.threshold.count).unwrap_or(usize::MAX);
+    let mark = obs.mark(check.key.clone());
+    let window = check.threshold.window;
+    let counted = d
+        .config
+        .store
+        .observe(&check.store_scope, mark, window, keep, obs.at);
+    match d.timed(counted).await {
+        Ok(marks) if marks.0.len() >= keep => fire(core, d, check, marks, obs).await,
+        Ok(_) => {}
+        Err(err) => {
+            tracing::warn!(error = %err, rule = %check.rule, "detection store failed; the call was not counted");
+            failed("observe");
+        }
+    }
+}
+
+/// Raises the alert of `check` once (claimed in the store for its window): audit entry, metric,
+/// response, sinks.
+async fn fire<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    d: &Detector,
+    check: &Check,
+    marks: Marks,
+    obs: &Observation,
+) {
+    let claim_key = format!("alert|{}", check.store_scope);
+    match d
+        .timed(
+            d.config
+                .store
+                .claim(&claim_key, check.threshold.window, obs.at),
+        )
+        .await
+    {
+        Ok(true) => {}
+        Ok(false) => return,
+        Err(err) => {
+            // Fail open toward alerting: a duplicate alert beats a missed one.
+            tracing::warn!(error = %err, "detection store could not claim the alert; raising it");
+            failed("claim");
+        }
+    }
+    let mut alert = alert_of(check, marks, obs);
+    let response = respond(core, d, check, obs).await;
+    alert.response = response.map(|k| k.as_str().to_owned());
+    alert.audit_seq = append(core, alert_record(&alert, obs)).await;
+    metrics::counter!("tool_alerts", "rule" => check.rule.as_str()).increment(1);
+    for sink in &d.config.sinks {
+        if catch_unwind(AssertUnwindSafe(|| sink.alert(&alert))).is_err() {
+            tracing::error!(rule = %check.rule, "an alert sink panicked");
+        }
+    }
+}
+
+fn alert_of(check: &Check, marks: Marks, obs: &Observation) -> Alert {
+    let t = check.threshold;
+    let summary = format!(
+        "{} {} within {}s for tool `{}` ({} scope)",
+        marks.0.len(),
+        check.rule.as_str().replace('_', " "),
+        t.window.as_secs(),
+        obs.tool,
+        check.scope.kind(),
+    );
+    Alert {
+        rule: check.rule.as_str().to_owned(),
+        severity: check.rule.severity(),
+        scope: check.scope.clone(),
+        tool: obs.tool.clone(),
+        summary,
+        evidence: Evidence {
+            call_ids: marks.0.iter().map(|m| m.call_id.clone()).collect(),
+            audit_seqs: marks.0.iter().filter_map(|m| m.audit_seq).collect(),
+        },
+        at_ms: unix_millis(obs.at),
+        audit_seq: None,
+        response: None,
+    }
+}
+
+/// The audit entry of an alert: event `alert`, reason the rule, the alert as arguments.
+fn alert_record(alert: &Alert, obs: &Observation) -> AuditRecord {
+    AuditRecord {
+        event: AuditEvent::Alert,
+        time_ms: alert.at_ms,
+        tenant: obs.tenant.clone(),
+        subject: obs.subject.clone(),
+        session: obs.session.clone(),
+        tool: obs.tool.clone(),
+        call_id: obs.call_id.clone(),
+        reason: Some(alert.rule.clone()),
+        arguments: serde_json::to_value(alert).ok(),
+        ..AuditRecord::default()
+    }
+}
+
+/// Puts the rule's response in force for the observed call's session (not for tenant-wide
+/// alerts) and writes its audit entry; what was put in force.
+async fn respond<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    d: &Detector,
+    check: &Check,
+    obs: &Observation,
+) -> Option<ResponseKind> {
+    let response = *d.config.responses.get(&check.rule)?;
+    if matches!(check.scope, AlertScope::Tenant { .. }) {
+        return None;
+    }
+    let since_ms = unix_millis(obs.at);
+    let (kind, until_ms) = match response {
+        Response::Hold => (ResponseKind::Hold, None),
+        Response::Block(p) => (
+            ResponseKind::Block,
+            Some(since_ms.saturating_add(millis(p))),
+        ),
+    };
+    let put = SessionResponse {
+        tenant: obs.tenant.clone(),
+        session: obs.session.clone(),
+        kind,
+        rule: check.rule.as_str().to_owned(),
+        call_id: obs.call_id.clone(),
+        since_ms,
+        until_ms,
+    };
+    if let Err(err) = d.timed(d.config.store.respond(&put)).await {
+        tracing::error!(error = %err, session = %session_key(&obs.tenant, &obs.session), "the response could not be put in force");
+        failed("respond");
+        return None;
+    }
+    let record = AuditRecord {
+        event: AuditEvent::Response,
+        time_ms: since_ms,
+        tenant: obs.tenant.clone(),
+        subject: obs.subject.clone(),
+        session: obs.session.clone(),
+        tool: obs.tool.clone(),
+        call_id: obs.call_id.clone(),
+        reason: Some(format!(
+            "session_{}",
+            if kind == ResponseKind::Hold {
+                "held"
+            } else {
+                "blocked"
+            }
+        )),
+        arguments: serde_json::to_value(&put).ok(),
+        ..AuditRecord::default()
+    };
+    append(core, record).await;
+    Some(kind)
+}

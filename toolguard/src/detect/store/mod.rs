@@ -1,0 +1,114 @@
+//! Where the detector keeps its state, shared by every replica of a dispatcher: per scope the
+//! recent marks of a rule (trimmed to the rule's window and count, so state stays bounded), the
+//! alerts already raised (so replicas raise each once), and the responses in force per session.
+//!
+//! Every backend applies [`Marks::admit`] atomically per scope: the in-memory store under a lock,
+//! SQLite on its connection thread, PostgreSQL under a row lock, Redis in a Lua script.
+
+mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "redis")]
+mod redis;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+pub use memory::MemoryDetectionStore;
+#[cfg(feature = "postgres")]
+pub use postgres::PgDetectionStore;
+#[cfg(feature = "redis")]
+pub use redis::RedisDetectionStore;
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteDetectionStore;
+
+use super::respond::SessionResponse;
+use crate::clock::unix_millis;
+use crate::store::StoreResult;
+use crate::tool::BoxFuture;
+
+/// One observed call in a rule's scope: the evidence an alert carries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mark {
+    /// Provider call id of the call.
+    pub call_id: String,
+    /// Sequence number of the call's audit entry (absent if the entry could not be written).
+    pub audit_seq: Option<u64>,
+    /// When the call finished, in milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// A distinct key (the subject, for rules counting distinct subjects): a newer mark with the
+    /// same key replaces the older one, so the scope counts keys rather than calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+}
+
+/// The marks of one scope, oldest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Marks(pub Vec<Mark>);
+
+impl Marks {
+    /// Adds `mark`, drops marks older than `window` before `now` and a mark with the same key,
+    /// and keeps the newest `keep`. This is the one update every backend applies atomically.
+    pub fn admit(&mut self, mark: Mark, window: Duration, keep: usize, now: SystemTime) {
+        let from = unix_millis(now).saturating_sub(millis(window));
+        self.0
+            .retain(|m| m.at_ms > from && (mark.key.is_none() || m.key != mark.key));
+        self.0.push(mark);
+        let excess = self.0.len().saturating_sub(keep.max(1));
+        self.0.drain(..excess);
+    }
+}
+
+/// `d` in whole milliseconds, saturating.
+pub(crate) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The detector's state, in a store every replica shares.
+pub trait DetectionStore: Send + Sync + 'static {
+    /// Atomically applies [`Marks::admit`] to the marks of `scope` and returns them.
+    fn observe<'a>(
+        &'a self,
+        scope: &'a str,
+        mark: Mark,
+        window: Duration,
+        keep: usize,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<Marks>>;
+
+    /// Claims `key` for `ttl`: `true` for the first claim while no earlier claim is live, so of
+    /// several replicas seeing one crossing exactly one raises the alert.
+    fn claim<'a>(
+        &'a self,
+        key: &'a str,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<bool>>;
+
+    /// Puts `response` in force for its session (replacing the one in force).
+    fn respond<'a>(&'a self, response: &'a SessionResponse) -> BoxFuture<'a, StoreResult<()>>;
+
+    /// The response in force for `session` (a key from [`session_key`]) at `now`, if any.
+    fn response<'a>(
+        &'a self,
+        session: &'a str,
+        now: SystemTime,
+    ) -> BoxFuture<'a, StoreResult<Option<SessionResponse>>>;
+
+    /// Removes the response in force for `session`; returns whether there was one.
+    fn lift<'a>(&'a self, session: &'a str) -> BoxFuture<'a, StoreResult<bool>>;
+}
+
+/// The store key of a session's response: tenant and session, length-prefixed.
+pub fn session_key(tenant: &str, session: &str) -> String {
+    format!("{}:{tenant}|{session}", tenant.len())
+}
+
+/// Whether `response` is in force at `now_ms` (a hold has no end; a block ends).
+pub(crate) fn live(response: &SessionResponse, now_ms: u64) -> bool {
+    response.until_ms.is_none_or(|until| now_ms < until)
+}
