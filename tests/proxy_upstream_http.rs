@@ -68,6 +68,22 @@ async fn the_proxy_guards_the_reference_everything_server_over_streamable_http()
     let dir = Scratch::new("tg-upstream-http");
     let port = free_port();
     std::fs::write(dir.join("policy.toml"), policy(port, "", false)).expect("policy");
+    // `policy check` against the upstream: what is exposed and what stays hidden.
+    let check = std::process::Command::new(proxy_support::proxy_binary())
+        .args(["policy", "check"])
+        .arg(dir.join("policy.toml"))
+        .args(["--upstream-url", &upstream.url])
+        .output()
+        .expect("run toolguard");
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert!(stdout.contains("exposed: echo; hidden: "), "{stdout}");
+    assert!(stdout.contains("get-env"), "{stdout}");
+
     let mut cmd = proxy_command(&dir.join("policy.toml"));
     cmd.arg("--upstream-url").arg(&upstream.url);
     let changes = ListChanges::default();
@@ -293,6 +309,18 @@ async fn an_upstream_that_is_down_answers_garbage_or_never_answers_fails_the_sta
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("no TLS stack"), "{stderr}");
+
+    // The token variable only means something for a URL upstream.
+    let mut command = proxy_command(&dir.join("policy.toml"));
+    command.args(["--", "node", "--version"]).envs([secret]);
+    let out = command.output().await.expect("run toolguard");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("policy.toml:6:")
+            && stderr.contains("applies to an upstream reached with `--upstream-url`"),
+        "{stderr}"
+    );
 
     // Both a URL and a command: a usage error.
     let mut both = proxy_command(&dir.join("policy.toml"));
