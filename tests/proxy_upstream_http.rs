@@ -329,3 +329,32 @@ async fn an_upstream_that_is_down_answers_garbage_or_never_answers_fails_the_sta
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not both"));
 }
+
+#[tokio::test]
+#[cfg_attr(
+    not(toolguard_npm),
+    ignore = "needs TOOLGUARD_NPM_PREFIX (set by .ci/run)"
+)]
+async fn a_call_to_an_upstream_that_went_down_fails_within_the_deadline() {
+    let mut upstream = Everything::start().await;
+    let dir = Scratch::new("tg-upstream-gone");
+    let keys = "upstream_timeout_secs = 5";
+    std::fs::write(dir.join("policy.toml"), policy(free_port(), keys, false)).expect("policy");
+    let mut cmd = proxy_command(&dir.join("policy.toml"));
+    cmd.arg("--upstream-url").arg(&upstream.url);
+    let client = connect(cmd, ()).await;
+    let echo = send(&client, call("echo", json!({"message": "up"}), None)).await;
+    assert_eq!(echo["status"], "ok", "{echo}");
+
+    upstream.stop().await;
+    let started = std::time::Instant::now();
+    let gone = tokio::time::timeout(
+        Duration::from_secs(30),
+        send(&client, call("echo", json!({"message": "down"}), None)),
+    )
+    .await
+    .expect("the proxy answers, it does not hang");
+    assert_eq!(gone["status"], "failed", "{gone}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    client.cancel().await.expect("close the session");
+}

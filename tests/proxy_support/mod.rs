@@ -221,6 +221,11 @@ impl Everything {
         }
     }
 
+    /// Stops the server (it is also stopped when dropped).
+    pub async fn stop(&mut self) {
+        let _ = self._child.kill().await;
+    }
+
     /// MCP requests (POSTs) the server has received so far.
     pub fn posts(&self) -> usize {
         self.posts.load(Ordering::SeqCst)
