@@ -305,6 +305,7 @@ fn the_example_policies_are_valid() {
     for file in [
         "examples/policies/filesystem.toml",
         "examples/policies/memory.toml",
+        "examples/policies/everything.toml",
     ] {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
         Policy::load(&path).unwrap_or_else(|e| panic!("{e}"));
@@ -326,4 +327,33 @@ fn granted(
             toolguard::AuthorizeError::Refused(reason) => reason,
             other => other.to_string(),
         })
+}
+
+#[test]
+fn upstream_settings_name_a_variable_and_a_usable_deadline() {
+    let ok =
+        parse("[proxy]\nupstream_token_env = \"UPSTREAM_MCP_TOKEN\"\nupstream_timeout_secs = 5\n")
+            .expect("valid");
+    assert_eq!(
+        ok.proxy.upstream_timeout(),
+        std::time::Duration::from_secs(5)
+    );
+    assert_eq!(
+        parse("").expect("valid").proxy.upstream_timeout(),
+        std::time::Duration::from_secs(30)
+    );
+    // A token pasted where the variable's name belongs.
+    refused(
+        "[proxy]\nname = \"x\"\nupstream_token_env = \"sk-live-0123456789abcdef\"\n",
+        3,
+        &[
+            "`upstream_token_env` names the environment variable",
+            "never the token itself",
+        ],
+    );
+    refused(
+        "[proxy]\nupstream_timeout_secs = 0\n",
+        2,
+        &["`upstream_timeout_secs = 0`"],
+    );
 }

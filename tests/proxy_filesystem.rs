@@ -6,61 +6,23 @@
 //! policy confines paths to `data/`, so every refusal below is the proxy's, and the upstream's
 //! state shows that nothing reached it. Approvals are decided over the proxy's reviewer endpoint.
 
+mod proxy_support;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use proxy_support::{
+    call, connect, free_port, npm_server, proxy_binary, proxy_command, send, wait_for_port,
+};
 use rmcp::RoleClient;
-use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, CallToolResult, RequestMetaObject};
 use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
-use serde_json::{Map, Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use serde_json::{Value, json};
 use toolguard::audit::{AuditQuery, SqliteAuditSink};
 
 const REVIEWER_TOKEN: &str = "reviewer-token-0123456789abcdef";
 
-/// The `toolguard` binary, (re)built with the features the README's test command uses (an
-/// example target brings in the dev-dependencies, so the features match `cargo test` and nothing
-/// is rebuilt after it).
-fn proxy_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target profile dir");
-    let mut build = std::process::Command::new(env!("CARGO"));
-    build
-        .args(["build", "--quiet", "--workspace", "--all-features"])
-        .args(["--bin", "toolguard", "--example", "mcp_server"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if !cfg!(debug_assertions) {
-        build.arg("--release");
-    }
-    assert!(
-        build.status().expect("cargo runs").success(),
-        "building toolguard failed"
-    );
-    profile_dir.join(format!("toolguard{}", std::env::consts::EXE_SUFFIX))
-}
-
-/// The reference server's entry point under `TOOLGUARD_NPM_PREFIX`.
 fn filesystem_server() -> PathBuf {
-    let prefix = std::env::var("TOOLGUARD_NPM_PREFIX")
-        .expect("TOOLGUARD_NPM_PREFIX names the npm prefix `.ci/run` installs the servers into");
-    let entry = Path::new(&prefix)
-        .join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
-    assert!(
-        entry.exists(),
-        "{} is missing: run `.ci/run` (or `npm install --prefix $TOOLGUARD_NPM_PREFIX @modelcontextprotocol/server-filesystem`)",
-        entry.display()
-    );
-    entry
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
+    npm_server("server-filesystem")
 }
 
 struct Setup {
@@ -143,55 +105,19 @@ fields."/content" = {{ kind = "text", max_len = {content_max}, description = "Th
     }
 
     async fn start(&self) -> RunningService<RoleClient, ()> {
-        let mut cmd = tokio::process::Command::new(proxy_binary());
-        cmd.arg("mcp-proxy")
-            .arg("--policy")
-            .arg(&self.policy)
-            .arg("--")
+        let mut cmd = proxy_command(&self.policy);
+        cmd.arg("--")
             .arg("node")
             .arg(filesystem_server())
             .arg(&self.dir);
-        let transport = TokioChildProcess::new(cmd).expect("spawn the proxy");
-        let client = ().serve(transport).await.expect("MCP initialization through the proxy");
-        self.wait_for_reviewer().await;
+        let client = connect(cmd, ()).await;
+        wait_for_port(self.port, "the reviewer endpoint").await;
         client
-    }
-
-    async fn wait_for_reviewer(&self) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while tokio::net::TcpStream::connect(("127.0.0.1", self.port))
-            .await
-            .is_err()
-        {
-            assert!(
-                Instant::now() < deadline,
-                "the reviewer endpoint did not come up"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
     }
 
     /// One request to the reviewer endpoint: status and JSON body.
     async fn reviewer(&self, method: &str, path: &str, token: Option<&str>) -> (u16, Value) {
-        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", self.port))
-            .await
-            .expect("connect");
-        let auth = token
-            .map(|t| format!("authorization: Bearer {t}\r\n"))
-            .unwrap_or_default();
-        let request = format!(
-            "{method} {path} HTTP/1.1\r\nhost: localhost\r\n{auth}content-length: 0\r\n\r\n"
-        );
-        stream.write_all(request.as_bytes()).await.expect("write");
-        let mut raw = String::new();
-        stream.read_to_string(&mut raw).await.expect("read");
-        let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP response");
-        let status = head
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .expect("a status");
-        (status, serde_json::from_str(body).expect("a JSON body"))
+        proxy_support::reviewer(self.port, token, method, path, "").await
     }
 
     async fn revision(&self) -> u64 {
@@ -223,29 +149,6 @@ impl Drop for Setup {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn call(name: &str, args: Value, key: Option<&str>) -> CallToolRequestParams {
-    let map: Map<String, Value> = args.as_object().cloned().expect("object arguments");
-    let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(map);
-    if let Some(key) = key {
-        let mut meta = RequestMetaObject::default();
-        meta.0
-            .0
-            .insert("toolguard/idempotencyKey".to_owned(), json!(key));
-        params.meta = Some(meta);
-    }
-    params
-}
-
-/// The model-facing JSON of a result.
-fn payload(result: &CallToolResult) -> Value {
-    let block = serde_json::to_value(&result.content).expect("serializable");
-    serde_json::from_str(block[0]["text"].as_str().expect("a text block")).expect("JSON text")
-}
-
-async fn send(client: &RunningService<RoleClient, ()>, params: CallToolRequestParams) -> Value {
-    payload(&client.call_tool(params).await.expect("tools/call answers"))
 }
 
 #[tokio::test]

@@ -1,64 +1,19 @@
 //! `toolguard mcp-proxy --listen`: the proxy served over MCP Streamable HTTP on 127.0.0.1 in
 //! front of the reference file-system server, each call's principal taken from its request's
-//! bearer token. Driven by plain HTTP/1.1 requests carrying MCP JSON-RPC (rmcp's HTTP client
-//! needs `reqwest` with a TLS stack, which this workspace does not build).
+//! bearer token. Driven by plain HTTP/1.1 requests carrying MCP JSON-RPC, so that the exact
+//! status codes of refused requests (401 before MCP) are visible.
 
-use std::path::{Path, PathBuf};
+mod proxy_support;
+
+use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
+use proxy_support::{Scratch, free_port, npm_server, proxy_command, wait_for_port};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const AGENT: &str = "agent-token-0123456789abcdef";
 const REVIEWER: &str = "reviewer-token-0123456789abcdef";
-
-fn proxy_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let profile_dir = exe.parent().and_then(|d| d.parent()).expect("profile dir");
-    let mut build = std::process::Command::new(env!("CARGO"));
-    build
-        .args([
-            "build",
-            "--quiet",
-            "--workspace",
-            "--all-features",
-            "--bin",
-            "toolguard",
-            // An example brings in the dev-dependencies: the features match `cargo test`.
-            "--example",
-            "mcp_server",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if !cfg!(debug_assertions) {
-        build.arg("--release");
-    }
-    assert!(
-        build.status().expect("cargo runs").success(),
-        "building toolguard failed"
-    );
-    profile_dir.join(format!("toolguard{}", std::env::consts::EXE_SUFFIX))
-}
-
-fn filesystem_server() -> PathBuf {
-    let prefix =
-        std::env::var("TOOLGUARD_NPM_PREFIX").expect("TOOLGUARD_NPM_PREFIX (set by .ci/run)");
-    let entry = Path::new(&prefix)
-        .join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
-    assert!(
-        entry.exists(),
-        "{} is missing: run `.ci/run`",
-        entry.display()
-    );
-    entry
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port")
-        .port()
-}
 
 fn policy(data: &Path, reviewer_port: u16) -> String {
     format!(
@@ -135,17 +90,9 @@ async fn post(
 
 /// The status of `GET path` on the reviewer endpoint with `token`.
 async fn get_status(port: u16, token: &str, path: &str) -> u16 {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+    proxy_support::reviewer(port, Some(token), "GET", path, "")
         .await
-        .expect("connect");
-    let request = format!("GET {path} HTTP/1.1\r\nauthorization: Bearer {token}\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.expect("write");
-    let mut raw = String::new();
-    stream.read_to_string(&mut raw).await.expect("read");
-    raw.split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("status")
+        .0
 }
 
 /// The JSON-RPC message of a response body (JSON, or the `data:` of an SSE event; chunked
@@ -175,35 +122,25 @@ fn tool_call(id: u64, name: &str, args: Value) -> Value {
     ignore = "needs TOOLGUARD_NPM_PREFIX (set by .ci/run)"
 )]
 async fn streamable_http_callers_are_the_principals_of_their_tokens() {
-    let dir = std::env::temp_dir().join(format!("tg-http-{}", uuid::Uuid::new_v4().simple()));
+    let dir = Scratch::new("tg-http");
     let data = dir.join("data");
     std::fs::create_dir_all(&data).expect("dirs");
     std::fs::write(data.join("notes.txt"), "over http\n").expect("notes");
     let (port, reviewer_port) = (free_port(), free_port());
     std::fs::write(dir.join("policy.toml"), policy(&data, reviewer_port)).expect("policy");
 
-    let mut child = tokio::process::Command::new(proxy_binary())
-        .arg("mcp-proxy")
-        .arg("--policy")
-        .arg(dir.join("policy.toml"))
+    let mut child = proxy_command(&dir.join("policy.toml"))
         .arg("--listen")
         .arg(format!("127.0.0.1:{port}"))
         .arg("--")
         .arg("node")
-        .arg(filesystem_server())
-        .arg(&dir)
+        .arg(npm_server("server-filesystem"))
+        .arg(&dir.0)
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .spawn()
         .expect("spawn the proxy");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .is_err()
-    {
-        assert!(Instant::now() < deadline, "the proxy did not listen");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_for_port(port, "the proxy").await;
 
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}});
@@ -290,5 +227,4 @@ async fn streamable_http_callers_are_the_principals_of_their_tokens() {
     assert_eq!(get_status(reviewer_port, REVIEWER, "/approvals").await, 200);
 
     let _ = child.kill().await;
-    let _ = std::fs::remove_dir_all(&dir);
 }

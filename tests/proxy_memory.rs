@@ -2,57 +2,17 @@
 //! (`@modelcontextprotocol/server-memory` from npm, installed by `.ci/run` under
 //! `TOOLGUARD_NPM_PREFIX`), driven by rmcp's client. The upstream's state is its memory file.
 
-use std::path::{Path, PathBuf};
+mod proxy_support;
+
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolRequestParams, RequestMetaObject};
-use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
-use serde_json::{Map, Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use proxy_support::{
+    ListChanges, Scratch, call, connect, free_port, npm_server, proxy_command, reviewer, send,
+    wait_for_port,
+};
+use serde_json::{Value, json};
 
 const TOKEN: &str = "memory-reviewer-token-0123456789";
-
-fn proxy_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let profile_dir = exe.parent().and_then(|d| d.parent()).expect("profile dir");
-    let mut build = std::process::Command::new(env!("CARGO"));
-    build
-        .args([
-            "build",
-            "--quiet",
-            "--workspace",
-            "--all-features",
-            "--bin",
-            "toolguard",
-            // An example brings in the dev-dependencies: the features match `cargo test`.
-            "--example",
-            "mcp_server",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if !cfg!(debug_assertions) {
-        build.arg("--release");
-    }
-    assert!(
-        build.status().expect("cargo runs").success(),
-        "building toolguard failed"
-    );
-    profile_dir.join(format!("toolguard{}", std::env::consts::EXE_SUFFIX))
-}
-
-fn memory_server() -> PathBuf {
-    let prefix =
-        std::env::var("TOOLGUARD_NPM_PREFIX").expect("TOOLGUARD_NPM_PREFIX (set by .ci/run)");
-    let entry =
-        Path::new(&prefix).join("node_modules/@modelcontextprotocol/server-memory/dist/index.js");
-    assert!(
-        entry.exists(),
-        "{} is missing: run `.ci/run`",
-        entry.display()
-    );
-    entry
-}
 
 fn policy(port: u16) -> String {
     format!(
@@ -96,55 +56,49 @@ fields."/entityNames" = {{ kind = "identifier", max_items = 10 }}
 }
 
 struct Memory {
-    dir: PathBuf,
+    dir: Scratch,
     port: u16,
 }
 
 impl Memory {
+    /// A scratch directory with the policy file (`extra` appended to it).
+    fn new(extra: &str) -> Memory {
+        let memory = Memory {
+            dir: Scratch::new("tg-memory"),
+            port: free_port(),
+        };
+        memory.write_policy(extra);
+        memory
+    }
+
+    fn write_policy(&self, extra: &str) {
+        let text = format!("{}{extra}", policy(self.port));
+        std::fs::write(self.dir.join("policy.toml"), text).expect("policy");
+    }
+
+    /// The proxy in front of the memory server, its graph in the scratch directory.
+    fn command(&self) -> tokio::process::Command {
+        let mut cmd = proxy_command(&self.dir.join("policy.toml"));
+        cmd.arg("--")
+            .arg("node")
+            .arg(npm_server("server-memory"))
+            .env("MEMORY_FILE_PATH", self.dir.join("memory.jsonl"));
+        cmd
+    }
+
     fn graph(&self) -> String {
         std::fs::read_to_string(self.dir.join("memory.jsonl")).unwrap_or_default()
     }
 
+    async fn revision(&self) -> Value {
+        self.reviewer("GET", "/policy", "").await["revision"].clone()
+    }
+
     async fn reviewer(&self, method: &str, path: &str, body: &str) -> Value {
-        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", self.port))
-            .await
-            .expect("connect");
-        let req = format!(
-            "{method} {path} HTTP/1.1\r\nauthorization: Bearer {TOKEN}\r\ncontent-length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        s.write_all(req.as_bytes()).await.expect("write");
-        let mut raw = String::new();
-        s.read_to_string(&mut raw).await.expect("read");
-        let (head, body) = raw.split_once("\r\n\r\n").expect("response");
-        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-        serde_json::from_str(body).expect("json")
+        let (status, answer) = reviewer(self.port, Some(TOKEN), method, path, body).await;
+        assert_eq!(status, 200, "{answer}");
+        answer
     }
-}
-
-impl Drop for Memory {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn call(name: &str, args: Value, key: Option<&str>) -> CallToolRequestParams {
-    let map: Map<String, Value> = args.as_object().cloned().expect("object");
-    let mut p = CallToolRequestParams::new(name.to_owned()).with_arguments(map);
-    if let Some(key) = key {
-        let mut meta = RequestMetaObject::default();
-        meta.0
-            .0
-            .insert("toolguard/idempotencyKey".to_owned(), json!(key));
-        p.meta = Some(meta);
-    }
-    p
-}
-
-async fn send(client: &RunningService<RoleClient, ()>, p: CallToolRequestParams) -> Value {
-    let result = client.call_tool(p).await.expect("tools/call");
-    let block = serde_json::to_value(&result.content).expect("json");
-    serde_json::from_str(block[0]["text"].as_str().expect("text")).expect("json text")
 }
 
 #[tokio::test]
@@ -153,32 +107,9 @@ async fn send(client: &RunningService<RoleClient, ()>, p: CallToolRequestParams)
     ignore = "needs TOOLGUARD_NPM_PREFIX (set by .ci/run)"
 )]
 async fn the_proxy_guards_the_reference_memory_server() {
-    let dir = std::env::temp_dir().join(format!("tg-memory-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port")
-        .port();
-    let memory = Memory { dir, port };
-    std::fs::write(memory.dir.join("policy.toml"), policy(port)).expect("policy");
-
-    let mut cmd = tokio::process::Command::new(proxy_binary());
-    cmd.arg("mcp-proxy")
-        .arg("--policy")
-        .arg(memory.dir.join("policy.toml"))
-        .arg("--")
-        .arg("node")
-        .arg(memory_server())
-        .env("MEMORY_FILE_PATH", memory.dir.join("memory.jsonl"));
-    let client = ().serve(TokioChildProcess::new(cmd).expect("spawn")).await.expect("initialize");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .is_err()
-    {
-        assert!(Instant::now() < deadline, "reviewer endpoint");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let memory = Memory::new("");
+    let client = connect(memory.command(), ()).await;
+    wait_for_port(memory.port, "the reviewer endpoint").await;
 
     let mut names: Vec<String> = client
         .list_all_tools()
@@ -269,5 +200,47 @@ async fn the_proxy_guards_the_reference_memory_server() {
 
     let graph = send(&client, call("read_graph", json!({}), None)).await;
     assert_eq!(graph["status"], "ok", "{graph}");
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+#[cfg_attr(
+    not(toolguard_npm),
+    ignore = "needs TOOLGUARD_NPM_PREFIX (set by .ci/run)"
+)]
+async fn a_reload_that_changes_the_exposed_tools_notifies_the_client() {
+    let extra = "\n[tools.search_nodes]\nrisk = \"low\"\nread_only = true\n";
+    let memory = Memory::new("");
+    let changes = ListChanges::default();
+    let client = connect(memory.command(), changes.clone()).await;
+    wait_for_port(memory.port, "the reviewer endpoint").await;
+    let info = client.peer_info().expect("the proxy's server info");
+    let announced = info
+        .capabilities
+        .tools
+        .as_ref()
+        .and_then(|t| t.list_changed);
+    assert_eq!(
+        announced,
+        Some(true),
+        "the proxy announces tools.listChanged"
+    );
+    assert_eq!(client.list_all_tools().await.expect("tools/list").len(), 4);
+
+    // A new revision with the same tools: nothing to announce.
+    memory.write_policy("\n# a comment changes the revision, not the tools\n");
+    let first = memory.revision().await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while memory.revision().await == first {
+        assert!(Instant::now() < deadline, "the policy was not reloaded");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(changes.count(), 0, "same tools, no notification");
+
+    // One more tool exposed: the client hears of it and lists it.
+    memory.write_policy(extra);
+    changes.reach(1).await;
+    assert_eq!(client.list_all_tools().await.expect("tools/list").len(), 5);
     client.cancel().await.expect("close");
 }

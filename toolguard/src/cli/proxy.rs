@@ -1,24 +1,26 @@
 //! The `mcp-proxy` and `policy check` subcommands of the `toolguard` command.
 //!
 //! ```text
-//! toolguard policy check FILE [-- UPSTREAM_CMD...]
-//! toolguard mcp-proxy --policy FILE [--listen 127.0.0.1:PORT] -- UPSTREAM_CMD...
+//! toolguard policy check FILE [--upstream-url URL | -- UPSTREAM_CMD...]
+//! toolguard mcp-proxy --policy FILE [--listen 127.0.0.1:PORT] (--upstream-url URL | -- UPSTREAM_CMD...)
 //! ```
 //!
 //! `policy check` validates a policy file without serving anything: syntax, unknown keys, and the
-//! declaration rules that need no schema; given an upstream command, it also starts the upstream,
-//! lists its tools and checks every declaration against its schema (and that every tool the file
-//! names is offered). Exit status 0 when valid, 1 when not (the error names file and line), 2 on a
-//! usage error.
+//! declaration rules that need no schema; given an upstream, it also connects to it, lists its
+//! tools and checks every declaration against its schema (and that every tool the file names is
+//! offered). Exit status 0 when valid, 1 when not (the error names file and line), 2 on a usage
+//! error.
 //!
 //! `mcp-proxy` serves MCP on standard input and output in front of the upstream (see
 //! `toolguard::proxy`), or with `--listen` over Streamable HTTP at `http://ADDR/mcp` (feature
-//! `mcp-proxy-http`; callers send bearer tokens). Exit status 1 when it cannot start.
+//! `mcp-proxy-http`; callers send bearer tokens). The upstream is a command after `--` (a child
+//! process over stdio) or, with `--upstream-url`, a Streamable HTTP endpoint (feature
+//! `mcp-proxy-upstream-http`); exactly one of the two. Exit status 1 when it cannot start.
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: toolguard policy check FILE [-- UPSTREAM_CMD...]
-       toolguard mcp-proxy --policy FILE [--listen 127.0.0.1:PORT] -- UPSTREAM_CMD...";
+const USAGE: &str = "usage: toolguard policy check FILE [--upstream-url URL | -- UPSTREAM_CMD...]
+       toolguard mcp-proxy --policy FILE [--listen 127.0.0.1:PORT] (--upstream-url URL | -- UPSTREAM_CMD...)";
 
 /// Runs the subcommand `args[0]` names if it is one of this module's; `None` otherwise.
 pub fn run(args: &[String]) -> Option<ExitCode> {
@@ -49,12 +51,20 @@ fn split_command(args: &[String]) -> (&[String], &[String]) {
 #[cfg(feature = "policy")]
 fn policy(args: &[String]) -> ExitCode {
     let (opts, command) = split_command(args);
-    let [verb, file] = opts else {
-        return usage("`policy` takes `check FILE`");
+    let (verb, file, rest) = match opts {
+        [verb, file, rest @ ..] => (verb, file, rest),
+        _ => return usage("`policy` takes `check FILE`"),
     };
     if verb != "check" {
         return usage(&format!("unknown `policy` command `{verb}`"));
     }
+    let url = match rest {
+        [] => None,
+        [flag, url] if flag == "--upstream-url" => Some(url.clone()),
+        _ => {
+            return usage("`policy check FILE` takes `--upstream-url URL` or `-- UPSTREAM_CMD...`");
+        }
+    };
     let policy = match toolguard::declare::policy::Policy::load(file) {
         Ok(p) => p,
         Err(e) => {
@@ -63,25 +73,55 @@ fn policy(args: &[String]) -> ExitCode {
         }
     };
     let names: Vec<&str> = policy.tool_names().collect();
-    if command.is_empty() {
-        println!(
-            "{file}: valid, revision {}, declares {} tool(s): {}",
-            policy.revision(),
-            names.len(),
-            names.join(", ")
-        );
-        return ExitCode::SUCCESS;
+    match upstream_target(url, command) {
+        Ok(Some(target)) => check_against_upstream(&policy, target),
+        Ok(None) => {
+            println!(
+                "{file}: valid, revision {}, declares {} tool(s): {}",
+                policy.revision(),
+                names.len(),
+                names.join(", ")
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => usage(&e),
     }
-    check_against_upstream(&policy, command)
+}
+
+/// The upstream named on the command line: `--upstream-url URL` or a command after `--`, never
+/// both; `None` when neither.
+#[cfg(feature = "policy")]
+fn upstream_target(url: Option<String>, command: &[String]) -> Result<Option<Upstream>, String> {
+    match (url, command.is_empty()) {
+        (Some(_), false) => Err(
+            "give the upstream either as `--upstream-url URL` or as a command after `--`, not both"
+                .to_owned(),
+        ),
+        (Some(url), true) => Ok(Some(Upstream::Url(url))),
+        (None, false) => Ok(Some(Upstream::Command(command.to_vec()))),
+        (None, true) => Ok(None),
+    }
+}
+
+/// The upstream as the proxy names it.
+#[cfg(feature = "mcp-proxy")]
+type Upstream = toolguard::proxy::UpstreamTarget;
+
+/// The upstream as the command line names it (without the proxy, only to refuse it clearly).
+#[cfg(all(feature = "policy", not(feature = "mcp-proxy")))]
+#[expect(dead_code, reason = "without the proxy an upstream is only refused")]
+enum Upstream {
+    Command(Vec<String>),
+    Url(String),
 }
 
 #[cfg(all(feature = "policy", feature = "mcp-proxy"))]
 fn check_against_upstream(
     policy: &toolguard::declare::policy::Policy,
-    command: &[String],
+    target: Upstream,
 ) -> ExitCode {
     let run = async {
-        let upstream = toolguard::proxy::Upstream::spawn(command).await?;
+        let upstream = toolguard::proxy::Upstream::open(&target, policy).await?;
         let offered = upstream.offered().await;
         upstream.close().await;
         let offered = offered?;
@@ -113,7 +153,8 @@ fn check_against_upstream(
 }
 
 #[cfg(all(feature = "policy", not(feature = "mcp-proxy")))]
-fn check_against_upstream(_: &toolguard::declare::policy::Policy, _: &[String]) -> ExitCode {
+fn check_against_upstream(_: &toolguard::declare::policy::Policy, target: Upstream) -> ExitCode {
+    drop(target);
     usage(
         "checking against an upstream needs the `mcp-proxy` feature: cargo install ... --features cli,mcp-proxy",
     )
@@ -124,11 +165,19 @@ fn policy(_: &[String]) -> ExitCode {
     usage("`policy` needs the `policy` feature: cargo install ... --features cli,policy")
 }
 
-/// `--policy FILE [--listen ADDR]`.
+/// The options of `mcp-proxy`.
 #[cfg(feature = "mcp-proxy")]
-fn proxy_options(opts: &[String]) -> Result<(String, Option<String>), String> {
-    let mut policy = None;
-    let mut listen = None;
+#[derive(Default)]
+struct ProxyOptions {
+    policy: Option<String>,
+    listen: Option<String>,
+    upstream_url: Option<String>,
+}
+
+/// `--policy FILE [--listen ADDR] [--upstream-url URL]` (also as `--name=value`).
+#[cfg(feature = "mcp-proxy")]
+fn proxy_options(opts: &[String]) -> Result<ProxyOptions, String> {
+    let mut parsed = ProxyOptions::default();
     let mut it = opts.iter();
     while let Some(flag) = it.next() {
         let (name, inline) = match flag.split_once('=') {
@@ -138,27 +187,36 @@ fn proxy_options(opts: &[String]) -> Result<(String, Option<String>), String> {
         let value = inline
             .or_else(|| it.next().cloned())
             .ok_or_else(|| format!("`{name}` needs a value"))?;
-        match name {
-            "--policy" => policy = Some(value),
-            "--listen" => listen = Some(value),
+        let slot = match name {
+            "--policy" => &mut parsed.policy,
+            "--listen" => &mut parsed.listen,
+            "--upstream-url" => &mut parsed.upstream_url,
             other => return Err(format!("unknown option `{other}`")),
+        };
+        if slot.replace(value).is_some() {
+            return Err(format!("`{name}` is given twice"));
         }
     }
-    Ok((policy.ok_or("`--policy FILE` is required")?, listen))
+    if parsed.policy.is_none() {
+        return Err("`--policy FILE` is required".to_owned());
+    }
+    Ok(parsed)
 }
 
 #[cfg(feature = "mcp-proxy")]
 fn mcp_proxy(args: &[String]) -> ExitCode {
     let (opts, command) = split_command(args);
-    let (file, listen) = match proxy_options(opts) {
+    let (file, listen, target) = match proxy_options(opts).and_then(|o| {
+        let target = upstream_target(o.upstream_url, command)?.ok_or(
+            "give the upstream MCP server as `--upstream-url URL` or as a command after `--`",
+        )?;
+        Ok((o.policy.unwrap_or_default(), o.listen, target))
+    }) {
         Ok(o) => o,
         Err(e) => return usage(&e),
     };
-    if command.is_empty() {
-        return usage("give the upstream MCP server's command after `--`");
-    }
     let run = async {
-        let guard = toolguard::proxy::Guard::start(&file, command).await?;
+        let guard = toolguard::proxy::Guard::start_with(&file, &target, None).await?;
         match listen {
             None => guard.serve_stdio().await,
             Some(addr) => serve_http(guard, &addr).await,

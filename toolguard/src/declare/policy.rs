@@ -75,6 +75,21 @@ pub struct ProxySection {
     /// still reloads).
     #[serde(default)]
     pub reload_poll_secs: Option<u64>,
+    /// Name of the environment variable holding the bearer token sent to an upstream reached over
+    /// Streamable HTTP (`--upstream-url`); the file names the variable, never the secret.
+    #[serde(default)]
+    pub upstream_token_env: Option<String>,
+    /// Seconds the upstream has to start and list its tools, and to answer each forwarded call
+    /// (default 30).
+    #[serde(default)]
+    pub upstream_timeout_secs: Option<u64>,
+}
+
+impl ProxySection {
+    /// How long the upstream may take to start, list its tools or answer one call.
+    pub fn upstream_timeout(&self) -> Duration {
+        Duration::from_secs(self.upstream_timeout_secs.unwrap_or(30))
+    }
 }
 
 /// `[principal]`: who calls through a local stdio proxy.
@@ -354,13 +369,11 @@ impl Policy {
                 .parse::<std::net::SocketAddr>()
                 .is_ok_and(|a| a.ip().is_loopback());
             if !loopback {
-                let at = self
-                    .source
-                    .find("reviewer_listen")
-                    .map(|i| line_of(&self.source, i));
+                let at = self.key_line("reviewer_listen");
                 return Err(self.error(at, format!("`reviewer_listen = \"{listen}\"` must be a loopback address with a port, e.g. `127.0.0.1:7411`")));
             }
         }
+        self.check_upstream_keys()?;
         for (i, t) in self.tokens.iter().enumerate() {
             if t.token.len() < 16 {
                 let at = self
@@ -372,6 +385,37 @@ impl Policy {
             }
         }
         Ok(())
+    }
+
+    /// `upstream_token_env` is a variable name (not a token pasted in its place) and
+    /// `upstream_timeout_secs` is not 0.
+    fn check_upstream_keys(&self) -> Result<(), PolicyError> {
+        if let Some(var) = &self.proxy.upstream_token_env {
+            let mut chars = var.chars();
+            let name = chars
+                .next()
+                .is_some_and(|c| c.is_ascii_uppercase() || c == '_')
+                && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+            if !name {
+                return Err(self.error(
+                    self.key_line("upstream_token_env"),
+                    "`upstream_token_env` names the environment variable that holds the upstream's bearer token (capitals, digits, `_`, e.g. `UPSTREAM_MCP_TOKEN`), never the token itself",
+                ));
+            }
+        }
+        if self.proxy.upstream_timeout_secs == Some(0) {
+            return Err(self.error(
+                self.key_line("upstream_timeout_secs"),
+                "`upstream_timeout_secs = 0` would fail every upstream request: give seconds, e.g. 30",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The line of the first occurrence of `key` in the file, for messages about a `[proxy]`
+    /// setting.
+    pub fn key_line(&self, key: &str) -> Option<usize> {
+        self.source.find(key).map(|i| line_of(&self.source, i))
     }
 
     /// The file.

@@ -6,7 +6,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, NumberOrString,
     PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 
@@ -80,13 +80,21 @@ fn host_key(
 
 impl ServerHandler for GuardedServer {
     fn get_info(&self) -> ServerConfig {
-        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        let mut config = ServerConfig::new(capabilities);
         let name = self.guard.current().policy.proxy.name.clone();
         config.server_info = Implementation::new(
             name.unwrap_or_else(|| "toolguard".to_owned()),
             env!("CARGO_PKG_VERSION"),
         );
         config
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.guard.add_client(context.peer);
     }
 
     async fn list_tools(

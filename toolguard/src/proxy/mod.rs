@@ -1,7 +1,8 @@
 //! `toolguard mcp-proxy`: the whole guard pipeline in front of an existing MCP server.
 //!
-//! The proxy starts the upstream server as a child process and speaks MCP to it over its stdio
-//! (rmcp's client). It serves MCP itself on its own stdio: `tools/list` answers the upstream's
+//! The proxy starts the upstream server as a child process and speaks MCP to it over its stdio,
+//! or reaches it over Streamable HTTP ([`UpstreamTarget`]; rmcp's client either way). It serves
+//! MCP itself on its own stdio (or over Streamable HTTP, [`http`]): `tools/list` answers the upstream's
 //! tools the policy file exposes, with their schemas tightened by the declarations
 //! ([`crate::declare`]); every `tools/call` runs through a [`Dispatcher`] (all stages, stores and
 //! audit trail in SQLite) before it is forwarded, and results go back enveloped as untrusted
@@ -11,10 +12,13 @@
 //! decide them over the local reviewer endpoint ([`reviewer`]), authenticated by the bearer tokens
 //! of `[[tokens]]`. The policy file is reloaded when it changes (polled) and on `SIGHUP`: a reload
 //! builds a new dispatcher on the same stores with the new policy revision, so approvals bound to
-//! the old revision are refused when decided.
+//! the old revision are refused when decided. When a reload, or the upstream's own
+//! `notifications/tools/list_changed`, changes the tools the proxy exposes, connected clients are
+//! sent `notifications/tools/list_changed`.
 //!
 //! ```text
 //! toolguard mcp-proxy --policy fs.toml -- npx @modelcontextprotocol/server-filesystem /srv/data
+//! toolguard mcp-proxy --policy everything.toml --upstream-url http://127.0.0.1:3001/mcp
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -28,6 +32,7 @@ use crate::provider::mcp::{McpServeError, McpServer};
 use crate::store::{Durability, SqliteStore, StoreError};
 use crate::tool::ToolHandle;
 
+mod clients;
 mod handler;
 #[cfg(feature = "mcp-proxy-http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp-proxy-http")))]
@@ -37,7 +42,7 @@ pub mod reviewer;
 mod upstream;
 
 pub use handler::GuardedServer;
-pub use upstream::Upstream;
+pub use upstream::{Upstream, UpstreamTarget};
 
 /// Why the proxy could not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -91,6 +96,7 @@ pub struct Guard {
     session: String,
     current: RwLock<Arc<Current>>,
     verifier: Option<Arc<dyn TokenVerifier>>,
+    clients: clients::Clients,
 }
 
 impl Guard {
@@ -108,16 +114,28 @@ impl Guard {
         command: &[String],
         verifier: Option<Arc<dyn TokenVerifier>>,
     ) -> Result<Arc<Guard>, ProxyError> {
+        let target = UpstreamTarget::Command(command.to_vec());
+        Self::start_with(file, &target, verifier).await
+    }
+
+    /// Loads the policy file, connects to the upstream at `target` (a command or a Streamable
+    /// HTTP URL) and opens the store; `verifier` checks Streamable HTTP callers' bearer tokens
+    /// (`None`: the policy file's `[[tokens]]`).
+    pub async fn start_with(
+        file: impl AsRef<Path>,
+        target: &UpstreamTarget,
+        verifier: Option<Arc<dyn TokenVerifier>>,
+    ) -> Result<Arc<Guard>, ProxyError> {
         let file = file.as_ref().to_path_buf();
         let policy = Policy::load(&file)?;
-        let upstream = Upstream::spawn(command).await?;
+        let upstream = Upstream::open(target, &policy).await?;
         let store = Arc::new(SqliteStore::open_with(
             policy.store_path(),
             Durability::Full,
         )?);
         let audit = Arc::new(store.audit_sink()?);
         let session = format!("proxy-{}", uuid::Uuid::new_v4().simple());
-        let current = build(&policy, &upstream, &store, &audit, &session).await?;
+        let (dispatcher, server) = build(&policy, &upstream, &store, &audit, &session).await?;
         Ok(Arc::new(Guard {
             file,
             upstream,
@@ -126,10 +144,11 @@ impl Guard {
             session,
             current: RwLock::new(Arc::new(Current {
                 policy,
-                dispatcher: current.0,
-                server: current.1,
+                dispatcher,
+                server,
             })),
             verifier,
+            clients: clients::Clients::default(),
         }))
     }
 
@@ -163,6 +182,18 @@ impl Guard {
     /// revision. On error the policy in force stays.
     pub async fn reload(&self) -> Result<u32, ProxyError> {
         let policy = Policy::load(&self.file)?;
+        self.install(policy).await
+    }
+
+    /// Lists the upstream's tools again and rebuilds the dispatcher for the policy in force
+    /// (after the upstream announced a change); returns the revision.
+    pub async fn refresh_upstream_tools(&self) -> Result<u32, ProxyError> {
+        self.install(self.current().policy.clone()).await
+    }
+
+    /// Builds a dispatcher for `policy` over the upstream's current tools and puts it in force;
+    /// connected clients are notified when the exposed tools changed.
+    async fn install(&self, policy: Policy) -> Result<u32, ProxyError> {
         let (dispatcher, server) = build(
             &policy,
             &self.upstream,
@@ -177,11 +208,26 @@ impl Guard {
             dispatcher,
             server,
         });
+        let changed = self.current().server.tools() != next.server.tools();
         match self.current.write() {
             Ok(mut c) => *c = next,
             Err(poisoned) => *poisoned.into_inner() = next,
         }
+        if changed {
+            let reached = self.clients.tools_changed().await;
+            tracing::info!(reached, "the exposed tools changed: clients notified");
+        }
         Ok(revision)
+    }
+
+    /// Registers a connected client for `notifications/tools/list_changed`.
+    pub fn add_client(&self, peer: rmcp::service::Peer<rmcp::RoleServer>) {
+        self.clients.add(peer);
+    }
+
+    /// The upstream.
+    pub fn upstream(&self) -> &Upstream {
+        &self.upstream
     }
 
     /// Serves MCP on stdio until the client disconnects, with reloads and the reviewer endpoint
@@ -205,6 +251,7 @@ impl Guard {
             tokio::spawn(reviewer::serve(listener, self.clone()));
         }
         tokio::spawn(reload::watch(self.clone()));
+        tokio::spawn(reload::follow_upstream(self.clone()));
         Ok(())
     }
 }

@@ -1,4 +1,5 @@
-//! Reloads the policy file when its contents change (polled) and on `SIGHUP`.
+//! Reloads the policy file when its contents change (polled) and on `SIGHUP`; lists the
+//! upstream's tools again when the upstream announces `notifications/tools/list_changed`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,6 +49,18 @@ pub(super) async fn watch(guard: Arc<Guard>) {
                 guard.file().display()
             ),
             Err(e) => eprintln!("toolguard: policy not reloaded, the previous one stays: {e}"),
+        }
+    }
+}
+
+/// Runs until the process ends: each `notifications/tools/list_changed` of the upstream rebuilds
+/// the dispatcher over the upstream's new tool list. A list the policy no longer fits (a tool the
+/// file names is gone) is reported on standard error and the tools in force stay.
+pub(super) async fn follow_upstream(guard: Arc<Guard>) {
+    loop {
+        guard.upstream().tools_changed().await;
+        if let Err(e) = guard.refresh_upstream_tools().await {
+            eprintln!("toolguard: the upstream's tools changed, the previous ones stay: {e}");
         }
     }
 }

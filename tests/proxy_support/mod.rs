@@ -1,0 +1,273 @@
+//! Shared setup of the `toolguard mcp-proxy` tests: the `toolguard` binary, the reference MCP
+//! servers from npm (installed by `.ci/run` under `TOOLGUARD_NPM_PREFIX`), scratch directories,
+//! free ports, the reviewer endpoint, and `tools/call` helpers for rmcp's client.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, RequestMetaObject};
+use rmcp::service::RunningService;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+
+/// The `toolguard` binary, (re)built with the features the README's test command uses (an
+/// example target brings in the dev-dependencies, so the features match `cargo test` and nothing
+/// is rebuilt after it).
+pub fn proxy_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target profile dir");
+    let mut build = std::process::Command::new(env!("CARGO"));
+    build
+        .args(["build", "--quiet", "--workspace", "--all-features"])
+        .args(["--bin", "toolguard", "--example", "mcp_server"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if !cfg!(debug_assertions) {
+        build.arg("--release");
+    }
+    assert!(
+        build.status().expect("cargo runs").success(),
+        "building toolguard failed"
+    );
+    profile_dir.join(format!("toolguard{}", std::env::consts::EXE_SUFFIX))
+}
+
+/// The entry point of the reference server `@modelcontextprotocol/<package>` under
+/// `TOOLGUARD_NPM_PREFIX`.
+pub fn npm_server(package: &str) -> PathBuf {
+    let prefix = std::env::var("TOOLGUARD_NPM_PREFIX")
+        .expect("TOOLGUARD_NPM_PREFIX names the npm prefix `.ci/run` installs the servers into");
+    let entry = Path::new(&prefix)
+        .join("node_modules/@modelcontextprotocol")
+        .join(package)
+        .join("dist/index.js");
+    assert!(
+        entry.exists(),
+        "{} is missing: run `.ci/run` (it installs the reference servers)",
+        entry.display()
+    );
+    entry
+}
+
+/// A free TCP port on 127.0.0.1.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// Waits until something listens on `port` (at most 30 s).
+pub async fn wait_for_port(port: u16, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "{what} did not listen on {port}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A scratch directory under the system's temporary directory, removed on drop.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    /// A new empty directory named after `prefix`.
+    pub fn new(prefix: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("{prefix}-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        Scratch(dir)
+    }
+
+    /// A path inside.
+    pub fn join(&self, path: impl AsRef<Path>) -> PathBuf {
+        self.0.join(path)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The `mcp-proxy` command line up to `--` (the upstream follows).
+pub fn proxy_command(policy: &Path) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(proxy_binary());
+    cmd.arg("mcp-proxy").arg("--policy").arg(policy);
+    cmd
+}
+
+/// Starts `cmd` (a `toolguard mcp-proxy` on stdio) and initializes rmcp's client `handler` with
+/// it.
+pub async fn connect<H: rmcp::ClientHandler>(
+    cmd: tokio::process::Command,
+    handler: H,
+) -> RunningService<RoleClient, H> {
+    let transport = rmcp::transport::TokioChildProcess::new(cmd).expect("spawn the proxy");
+    handler
+        .serve(transport)
+        .await
+        .expect("MCP initialization through the proxy")
+}
+
+/// One request to the reviewer endpoint on `port`: status and JSON body (`Value::Null` when the
+/// body is not JSON).
+pub async fn reviewer(
+    port: u16,
+    token: Option<&str>,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> (u16, Value) {
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect to the reviewer endpoint");
+    let auth = token
+        .map(|t| format!("authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nhost: localhost\r\n{auth}content-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).await.expect("read");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP response");
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status");
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+/// `tools/call` parameters, with the host's idempotency key in `_meta` when given.
+pub fn call(name: &str, args: Value, key: Option<&str>) -> CallToolRequestParams {
+    let map: Map<String, Value> = args.as_object().cloned().expect("object arguments");
+    let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(map);
+    if let Some(key) = key {
+        let mut meta = RequestMetaObject::default();
+        meta.0
+            .0
+            .insert("toolguard/idempotencyKey".to_owned(), json!(key));
+        params.meta = Some(meta);
+    }
+    params
+}
+
+/// The model-facing JSON of a result (the proxy's envelope in the first text block).
+pub fn payload(result: &CallToolResult) -> Value {
+    let block = serde_json::to_value(&result.content).expect("serializable");
+    serde_json::from_str(block[0]["text"].as_str().expect("a text block")).expect("JSON text")
+}
+
+/// Calls a tool through the proxy and returns the model-facing JSON.
+pub async fn send<H: rmcp::ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    params: CallToolRequestParams,
+) -> Value {
+    payload(&client.call_tool(params).await.expect("tools/call answers"))
+}
+
+/// The reference "everything" server in its Streamable HTTP mode on a free port, with a count of
+/// the MCP requests it received (it logs one line per POST on standard output).
+pub struct Everything {
+    /// Its MCP endpoint.
+    pub url: String,
+    posts: Arc<AtomicUsize>,
+    _child: tokio::process::Child,
+}
+
+impl Everything {
+    /// Starts the server and waits until it listens.
+    pub async fn start() -> Everything {
+        let port = free_port();
+        let mut child = tokio::process::Command::new("node")
+            .arg(npm_server("server-everything"))
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the everything server");
+        let posts = Arc::new(AtomicUsize::new(0));
+        let stdout = child.stdout.take().expect("stdout");
+        let counter = posts.clone();
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stdout).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if line.contains("Received MCP POST request") {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        });
+        wait_for_port(port, "the everything server").await;
+        Everything {
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            posts,
+            _child: child,
+        }
+    }
+
+    /// Stops the server (it is also stopped when dropped).
+    pub async fn stop(&mut self) {
+        let _ = self._child.kill().await;
+    }
+
+    /// MCP requests (POSTs) the server has received so far.
+    pub fn posts(&self) -> usize {
+        self.posts.load(Ordering::SeqCst)
+    }
+
+    /// Waits until the server has received `n` POSTs, then a moment longer, and returns the
+    /// count (which a request that should not have reached it would push past `n`).
+    pub async fn settle_at(&self, n: usize) -> usize {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.posts() < n && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        self.posts()
+    }
+}
+
+/// A client that counts `notifications/tools/list_changed`.
+#[derive(Clone, Default)]
+pub struct ListChanges(Arc<AtomicUsize>);
+
+impl rmcp::ClientHandler for ListChanges {
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl ListChanges {
+    /// Notifications received so far.
+    pub fn count(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// Waits (at most 20 s) until `n` notifications arrived.
+    pub async fn reach(&self, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.count() < n {
+            assert!(
+                Instant::now() < deadline,
+                "no notifications/tools/list_changed"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
