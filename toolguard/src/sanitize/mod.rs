@@ -137,6 +137,7 @@
 
 pub mod canon;
 pub mod chars;
+pub mod fast;
 pub mod fold;
 pub mod markup;
 pub mod nested;
@@ -249,12 +250,24 @@ pub struct StrOutcome {
     pub resolved: Option<ResolvedUrl>,
 }
 
-impl StrOutcome {
+/// The judgement of one string as the sanitizer works with it: [`StrOutcome`] without a copy
+/// of a value that goes on unchanged.
+struct Judged {
+    verdict: Verdict,
+    reason: Option<&'static str>,
+    /// What goes on instead of the value: the stripped value, or a URL's normalized
+    /// serialization; `None` when the value goes on as it is (or is blocked).
+    replacement: Option<String>,
+    modifications: Vec<Modification>,
+    resolved: Option<ResolvedUrl>,
+}
+
+impl Judged {
     fn blocked(reason: &'static str) -> Self {
-        StrOutcome {
+        Judged {
             verdict: Verdict::Blocked,
             reason: Some(reason),
-            value: None,
+            replacement: None,
             modifications: Vec::new(),
             resolved: None,
         }
@@ -284,7 +297,8 @@ struct FieldPolicy {
 /// ```
 #[derive(Clone)]
 pub struct Sanitizer {
-    fields: HashMap<(String, String), FieldPolicy>,
+    /// Field rules by tool, then field: looked up without building a key.
+    fields: HashMap<String, HashMap<String, FieldPolicy>>,
     resolver: Arc<dyn HostResolver>,
     identifier_max_len: usize,
     limits: Limits,
@@ -331,17 +345,23 @@ impl Sanitizer {
 
     fn policy_mut(&mut self, tool: &str, field: &str) -> &mut FieldPolicy {
         self.fields
-            .entry((tool.to_string(), field.to_string()))
+            .entry(tool.to_string())
+            .or_default()
+            .entry(field.to_string())
             .or_default()
     }
 
     /// The (tool, field) pairs that have rules, for the dispatcher's build-time name check.
     pub(crate) fn configured_fields(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.fields.keys().map(|(t, f)| (t.as_str(), f.as_str()))
+        self.fields.iter().flat_map(|(tool, fields)| {
+            fields
+                .keys()
+                .map(move |field| (tool.as_str(), field.as_str()))
+        })
     }
 
     fn policy(&self, tool: &str, field: &str) -> Option<&FieldPolicy> {
-        self.fields.get(&(tool.to_string(), field.to_string()))
+        self.fields.get(tool)?.get(field)
     }
 
     /// Allows only these recipient domains (exact, case-insensitive; `*.example.com` for
@@ -506,7 +526,7 @@ impl Sanitizer {
             return self.walk_opaque(tool, field, at, value, pointer, report);
         }
         match (field.kind, value) {
-            (_, Value::String(s)) => self.judge_string(tool, field, s, pointer, report),
+            (_, Value::String(s)) => self.judge_string(tool, field, field.kind, s, pointer, report),
             (FieldKind::Money, Value::Number(n)) => {
                 if n.as_u64().is_some() {
                     Ok(())
@@ -564,12 +584,7 @@ impl Sanitizer {
                 } else {
                     FieldKind::Text
                 };
-                let judged_as = FieldSpec {
-                    name: field.name.clone(),
-                    kind,
-                    ..FieldSpec::default()
-                };
-                self.judge_string(tool, &judged_as, s, pointer, report)
+                self.judge_string(tool, field, kind, s, pointer, report)
             }
             Value::Array(items) => {
                 let len = pointer.len();
@@ -606,11 +621,8 @@ impl Sanitizer {
         pointer: &mut String,
         len: usize,
     ) -> Result<(), &'static str> {
-        let key_field = FieldSpec {
-            kind: FieldKind::Text,
-            ..FieldSpec::default()
-        };
-        if self.sanitize_str(tool, &key_field, key).verdict != Verdict::Clean {
+        let key_field = FieldSpec::default();
+        if self.judge(tool, &key_field, FieldKind::Text, key).verdict != Verdict::Clean {
             pointer.truncate(len);
             return Err("invalid_key");
         }
@@ -623,15 +635,16 @@ impl Sanitizer {
         &self,
         tool: &str,
         field: &FieldSpec,
+        kind: FieldKind,
         s: &mut String,
         pointer: &str,
         report: &mut SanitizeReport,
     ) -> Result<(), &'static str> {
-        let out = self.sanitize_str(tool, field, s);
+        let out = self.judge(tool, field, kind, s);
         if out.verdict == Verdict::Blocked {
             return Err(out.reason.unwrap_or("blocked"));
         }
-        if let Some(v) = out.value.filter(|v| v != s) {
+        if let Some(v) = out.replacement.filter(|v| v != s) {
             *s = v;
         }
         for mut m in out.modifications {
@@ -648,14 +661,31 @@ impl Sanitizer {
     /// Judges one string as a value of `field` of tool `tool` (the per-string step of
     /// [`Sanitizer::sanitize`]).
     pub fn sanitize_str(&self, tool: &str, field: &FieldSpec, value: &str) -> StrOutcome {
+        let judged = self.judge(tool, field, field.kind, value);
+        let value = match judged.verdict {
+            Verdict::Blocked => None,
+            _ => Some(judged.replacement.unwrap_or_else(|| value.to_string())),
+        };
+        StrOutcome {
+            verdict: judged.verdict,
+            reason: judged.reason,
+            value,
+            modifications: judged.modifications,
+            resolved: judged.resolved,
+        }
+    }
+
+    /// Judges one string as a value of kind `kind` of `field` of tool `tool` (whose policy
+    /// applies), without copying a value that goes on unchanged.
+    fn judge(&self, tool: &str, field: &FieldSpec, kind: FieldKind, value: &str) -> Judged {
         // A string inside an `opaque` value (a struct, map or `serde_json::Value`) is free text.
-        let kind = match field.kind {
+        let kind = match kind {
             FieldKind::Opaque => FieldKind::Text,
             kind => kind,
         };
         let (cleaned, modifications) = match scan(value, kind) {
             Ok(x) => x,
-            Err(reason) => return StrOutcome::blocked(reason),
+            Err(reason) => return Judged::blocked(reason),
         };
         let current: &str = cleaned.as_deref().unwrap_or(value);
         let policy = self.policy(tool, &field.name);
@@ -707,22 +737,21 @@ impl Sanitizer {
             FieldKind::Opaque => markers(current, true),
         };
         if let Err(reason) = kind_result {
-            return StrOutcome::blocked(reason);
+            return Judged::blocked(reason);
         }
-        // A URL goes on as the serialization that was checked, never as sent.
-        let normalized = resolved.as_ref().map(|r| r.url.clone());
         match cleaned {
-            None => StrOutcome {
+            None => Judged {
                 verdict: Verdict::Clean,
                 reason: None,
-                value: Some(normalized.unwrap_or_else(|| value.to_string())),
+                // A URL goes on as the serialization that was checked, never as sent.
+                replacement: resolved.as_ref().map(|r| r.url.clone()),
                 modifications,
                 resolved,
             },
-            Some(v) => StrOutcome {
+            Some(v) => Judged {
                 verdict: Verdict::Stripped,
                 reason: None,
-                value: Some(v),
+                replacement: Some(v),
                 modifications,
                 resolved,
             },
@@ -979,6 +1008,14 @@ fn keep_selector(chars: &[char], keep: &[bool], i: usize) -> bool {
 /// (prompt injection only) on the leetspeak readings; `links` also refuses exfiltration markup
 /// (`markup_link`).
 fn markers(value: &str, links: bool) -> Result<(), &'static str> {
+    if fast::proves_clean(value) {
+        return Ok(());
+    }
+    full_markers(value, links)
+}
+
+/// [`markers`] without the ASCII fast path: the canonical form and every pattern.
+fn full_markers(value: &str, links: bool) -> Result<(), &'static str> {
     let canon = canon::canonical(value)?;
     if let Some(hidden) = canon.hidden {
         return Err(hidden);
@@ -1100,7 +1137,8 @@ pub(crate) fn check_email(value: &str, domains: Option<&[String]>) -> Result<(),
 
 /// A currency code of [`crate::kinds::Currency`].
 fn check_currency(value: &str) -> Result<(), &'static str> {
-    serde_json::from_value::<crate::kinds::Currency>(Value::String(value.to_string()))
+    use serde::de::value::{Error, StrDeserializer};
+    crate::kinds::Currency::deserialize(StrDeserializer::<Error>::new(value))
         .map(|_| ())
         .map_err(|_| "money_invalid")
 }
