@@ -16,7 +16,9 @@
 //!    `text`, `name`, `email`, `url` and `path` values: prompt-injection and shell-substitution
 //!    patterns ([`patterns`]), override phrases in eight more languages ([`phrases`]), the same
 //!    on base64/hex payloads and (prompt injection only) on leetspeak readings ([`fold`]); in
-//!    `text`, exfiltration markup ([`markup`]).
+//!    `text`, exfiltration markup ([`markup`]). A printable-ASCII value with none of the bytes
+//!    and none of the anchor words these need is proven clean by the ASCII fast path
+//!    ([`fast`]) without building the canonical form.
 //!
 //! `opaque` fields (structs, maps, `serde_json::Value`, vectors of structs) are walked: their
 //! nested strings are judged as `text`, or as `url` where the input schema declares a URL
@@ -828,7 +830,8 @@ fn scan(value: &str, kind: FieldKind) -> Result<(Option<String>, Vec<Modificatio
     let mut last_base: Option<char> = None;
     let mut last_non_mark: Option<char> = None;
     for (i, &c) in chars.iter().enumerate() {
-        let class = chars::classify(c);
+        let info = chars::info(c);
+        let class = info.class;
         let action = if flag_tags_left > 0 {
             flag_tags_left -= 1;
             Action::Keep
@@ -845,13 +848,13 @@ fn scan(value: &str, kind: FieldKind) -> Result<(Option<String>, Vec<Modificatio
             };
             char_action(c, class, &context, &chars, &keep, i)
         };
-        let is_mark = chars::is_mark(c);
+        let is_mark = info.mark;
         if !is_mark {
             last_non_mark = Some(c);
         }
         match action {
             Action::Keep => {
-                if class != CharClass::VariationSelector && !chars::is_emoji_component(c) {
+                if class != CharClass::VariationSelector && !info.emoji_component {
                     last_base = Some(c);
                 }
                 if is_mark {
