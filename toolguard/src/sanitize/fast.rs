@@ -48,19 +48,28 @@ fn letter(b: u8) -> u8 {
     }
 }
 
-/// True for a character [`super::fold::leet_variants`] reads as a letter inside a word.
-fn is_leet(b: u8) -> bool {
-    matches!(
-        b,
-        b'0' | b'1' | b'3' | b'4' | b'5' | b'7' | b'8' | b'9' | b'@' | b'$' | b'!'
-    )
-}
+/// Byte class bits of [`CLASSES`].
+const TRIGGER: u8 = 1;
+const BASE64: u8 = 2;
+const LEET: u8 = 4;
+const WORD: u8 = 8;
 
-/// True for a byte that sends a value the full way (see the module documentation).
-fn is_trigger(b: u8) -> bool {
-    !(0x20..0x7f).contains(&b)
-        || matches!(
-            b,
+/// The class bits of every byte, so the scan looks each byte up once: [`TRIGGER`] for a byte
+/// that sends a value the full way (see the module documentation), [`BASE64`] for a character
+/// of a base64 (standard or URL-safe) run, [`LEET`] for a character
+/// [`super::fold::leet_variants`] reads as a letter inside a word, [`WORD`] for a character of
+/// such a word (letters, digits, `@ $ !`).
+const CLASSES: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0usize;
+    while b < 256 {
+        let c = b as u8;
+        let mut class = 0;
+        if c < 0x20 || c >= 0x7f {
+            class |= TRIGGER;
+        }
+        if matches!(
+            c,
             b'%' | b'&'
                 | b'\\'
                 | b'<'
@@ -74,12 +83,35 @@ fn is_trigger(b: u8) -> bool {
                 | b'}'
                 | b'|'
                 | b'~'
-        )
+        ) {
+            class |= TRIGGER;
+        }
+        if c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'-' | b'_' | b'=') {
+            class |= BASE64;
+        }
+        if matches!(
+            c,
+            b'0' | b'1' | b'3' | b'4' | b'5' | b'7' | b'8' | b'9' | b'@' | b'$' | b'!'
+        ) {
+            class |= LEET;
+        }
+        if c.is_ascii_alphanumeric() || matches!(c, b'@' | b'$' | b'!') {
+            class |= WORD;
+        }
+        table[b] = class;
+        b += 1;
+    }
+    table
+};
+
+/// True for a character [`super::fold::leet_variants`] reads as a letter inside a word.
+fn is_leet(b: u8) -> bool {
+    CLASSES[usize::from(b)] & LEET != 0
 }
 
-/// True for a character of a base64 (standard or URL-safe) run.
-fn is_base64(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_' | b'=')
+/// True for a character of a word of [`super::fold::leet_variants`].
+fn is_word(b: u8) -> bool {
+    CLASSES[usize::from(b)] & WORD != 0
 }
 
 /// The anchor words, read as [`letter`] reads text, compiled once.
@@ -117,16 +149,17 @@ pub fn proves_clean(value: &str) -> bool {
     let mut mixed_sign = false;
     let (mut letters, mut leet, mut sign) = (false, false, false);
     for &b in bytes {
-        if is_trigger(b) {
+        let class = CLASSES[usize::from(b)];
+        if class & TRIGGER != 0 {
             return false;
         }
-        run = if is_base64(b) { run + 1 } else { 0 };
+        run = if class & BASE64 != 0 { run + 1 } else { 0 };
         if run >= MIN_BASE64_RUN {
             return false;
         }
-        if b.is_ascii_alphanumeric() || is_leet(b) {
+        if class & WORD != 0 {
             letters |= b.is_ascii_alphabetic();
-            leet |= is_leet(b);
+            leet |= class & LEET != 0;
             sign |= matches!(b, b'@' | b'!');
         } else {
             mixed_sign |= letters && leet && sign;
@@ -163,13 +196,13 @@ fn squash(bytes: &[u8], out: &mut [u8], signs: bool) -> usize {
     let mut start = 0;
     while start < bytes.len() {
         let b = bytes[start];
-        if !(b.is_ascii_alphanumeric() || is_leet(b)) {
+        if !is_word(b) {
             start += 1;
             continue;
         }
         let end = bytes[start..]
             .iter()
-            .position(|&b| !(b.is_ascii_alphanumeric() || is_leet(b)))
+            .position(|&b| !is_word(b))
             .map_or(bytes.len(), |i| start + i);
         let word = &bytes[start..end];
         let mixed =

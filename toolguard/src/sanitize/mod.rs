@@ -1030,11 +1030,17 @@ fn full_markers(value: &str, links: bool) -> Result<(), &'static str> {
         return Err("markup_link");
     }
     if value.len() >= canon::MIN_BASE64_RUN {
+        // A payload repeated is judged once; one the fast path proves clean holds no marker.
+        let mut judged = std::collections::HashSet::new();
         for decoded in canon::encoded_payloads(value) {
+            if fast::proves_clean(&decoded) || judged.contains(&decoded) {
+                continue;
+            }
             let inner = canon::canonical(&decoded)?;
             if let Some(reason) = patterns::find_marker(&inner.text, true) {
                 return Err(reason);
             }
+            judged.insert(decoded);
         }
     }
     for variant in fold::leet_variants(&canon.text) {
@@ -1109,7 +1115,8 @@ pub(crate) fn check_email(value: &str, domains: Option<&[String]>) -> Result<(),
     if local.starts_with('"') || local.contains(['`', '$', '{', '}']) {
         return Err("email_invalid");
     }
-    if !local.is_single_script() {
+    // ASCII is one script (Latin, with Common digits and signs): only other text can mix.
+    if !local.is_ascii() && !local.is_single_script() {
         return Err("mixed_script");
     }
     let domain = addr.domain().trim_end_matches('.').to_lowercase();
