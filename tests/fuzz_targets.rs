@@ -272,7 +272,7 @@ fn provider_parsers_and_streams() {
 
 #[cfg(feature = "mcp")]
 #[test]
-#[ignore = "the in-memory session does not answer the initialize request yet; run with --ignored"]
+#[ignore = "waits forever on its first case in this harness (not yet diagnosed); run with --ignored"]
 fn mcp_message_path() {
     run("mcp", targets::mcp, b"");
 }
