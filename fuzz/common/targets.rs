@@ -197,3 +197,106 @@ pub fn providers(data: &[u8]) {
     let _ = responses.finish();
     let _ = messages.finish();
 }
+
+/// The tool the MCP message path serves: takes a note, answers its length.
+#[cfg(feature = "mcp")]
+#[toolguard::tool(risk = "low")]
+async fn note(
+    ctx: &toolguard::ToolContext<()>,
+    /// The note.
+    text: String,
+) -> Result<usize, toolguard::ToolError> {
+    let _ = ctx;
+    Ok(text.len())
+}
+
+/// The id of the sentinel ping sent after the fuzzed message.
+#[cfg(feature = "mcp")]
+const SENTINEL: &str = "toolguard-fuzz-sentinel";
+
+/// The MCP message path: the first line of the input is sent as one raw JSON-RPC message to
+/// an initialized server (`McpServer::serve_io` over an in-memory pipe), then a ping. The
+/// server never panics or hangs, keeps the session (the ping is answered), and answers the
+/// message with its own id whenever that id can be read, unless the message is a response
+/// (an object with `result` or `error` and no `method`), which JSON-RPC never answers.
+#[cfg(feature = "mcp")]
+pub fn mcp(data: &[u8]) {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    let runtime = RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+    });
+    let line = data.split(|b| *b == b'\n').next().unwrap_or_default();
+    runtime.block_on(mcp_session(line));
+}
+
+/// The id a reply to `line` must carry, if one is owed (see [`mcp`]).
+#[cfg(feature = "mcp")]
+fn owed_reply(line: &[u8]) -> Option<Value> {
+    let text = String::from_utf8_lossy(line);
+    let text = text.strip_suffix('\r').unwrap_or(&text);
+    let id = toolguard::provider::json::jsonrpc_id(text)?;
+    let response = toolguard::provider::json::parse(text)
+        .ok()
+        .and_then(|v| v.as_object().cloned())
+        .is_some_and(|o| {
+            !o.contains_key("method") && (o.contains_key("result") || o.contains_key("error"))
+        });
+    (!response).then_some(id)
+}
+
+#[cfg(feature = "mcp")]
+async fn mcp_session(line: &[u8]) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let dispatcher = toolguard::Dispatcher::builder(())
+        .tool(Note)
+        .audit(toolguard::MemoryAuditSink::new())
+        .build()
+        .expect("dispatcher");
+    let who = toolguard::Principal::new("acme", "alice", "fuzz");
+    let server = toolguard::provider::mcp::McpServer::new(dispatcher, who).expect("export");
+    let (server_end, client_end) = tokio::io::duplex(1 << 16);
+    let serving = tokio::spawn(async move {
+        let (read, write) = tokio::io::split(server_end);
+        let _ = server.serve_io(read, write).await;
+    });
+    let (read, mut write) = tokio::io::split(client_end);
+    let mut read = tokio::io::BufReader::new(read);
+    let mut send = async |bytes: &[u8]| {
+        write.write_all(bytes).await.expect("write");
+        write.write_all(b"\n").await.expect("write");
+    };
+    send(br#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"fuzz","version":"1"}}}"#).await;
+    let mut reply = String::new();
+    read.read_line(&mut reply).await.expect("initialize reply");
+    send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+    send(line).await;
+    let ping = format!(r#"{{"jsonrpc":"2.0","id":"{SENTINEL}","method":"ping"}}"#);
+    send(ping.as_bytes()).await;
+    let mut owed = owed_reply(line);
+    let mut pinged = false;
+    while !pinged || owed.is_some() {
+        let mut reply = String::new();
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            read.read_line(&mut reply),
+        )
+        .await;
+        let Ok(Ok(n)) = read else {
+            panic!("no reply (owed id {owed:?}, ping answered: {pinged})");
+        };
+        assert!(n > 0, "the session ended (owed id {owed:?})");
+        let reply: Value = serde_json::from_str(&reply)
+            .unwrap_or_else(|e| panic!("the reply is not JSON ({e}): {reply:?}"));
+        let id = reply.get("id").cloned().unwrap_or(Value::Null);
+        if owed.as_ref() == Some(&id) {
+            owed = None;
+        } else if id == SENTINEL {
+            pinged = true;
+        }
+    }
+    drop(write);
+    let _ = serving.await;
+}

@@ -480,74 +480,224 @@ pub fn fold_pattern(source: &str) -> String {
     out
 }
 
-/// Brings `s` to its canonical matching form. `Err("excessive_encoding")` when `s` is encoded
-/// more than [`MAX_DECODE_ROUNDS`] times.
-pub fn canonical(s: &str) -> Result<Canonical, &'static str> {
-    let (decoded, decode_rounds) = decode_layers(s).map_err(|_| "excessive_encoding")?;
-    let mut text = String::with_capacity(decoded.len());
-    let mut hidden = None;
-    // Line breaks in the pending white-space run (`None`: no run pending).
-    let mut pending: Option<usize> = None;
-    let mut push = |c: char, text: &mut String, hidden: &mut Option<&'static str>| {
+/// What the matching form makes of one non-ASCII character once it is normalized: the same
+/// for every occurrence, so it is worked out once per character and kept in a [`FoldCache`].
+#[derive(Debug, Clone, Copy)]
+struct FoldedChar {
+    /// The character this entry is for (`'\0'`: an empty slot; NUL is ASCII and never cached).
+    c: char,
+    /// Its sanitizer class.
+    class: CharClass,
+    /// White space (of class `Normal`): starts or continues a white-space run.
+    space: bool,
+    /// A non-spacing or enclosing mark (of class `Normal`): dropped.
+    mark: bool,
+    /// Length of the folded text in `bytes`; [`FoldedChar::UNCACHED`] when it does not fit.
+    len: u8,
+    /// The folded text (UTF-8) of a `Normal` character that is neither space nor mark.
+    bytes: [u8; FoldedChar::CAPACITY],
+}
+
+impl FoldedChar {
+    const CAPACITY: usize = 22;
+    const UNCACHED: u8 = u8::MAX;
+    const EMPTY: FoldedChar = FoldedChar {
+        c: '\0',
+        class: CharClass::Normal,
+        space: false,
+        mark: false,
+        len: 0,
+        bytes: [0; FoldedChar::CAPACITY],
+    };
+
+    fn new(c: char) -> Self {
         let class = classify(c);
-        match class {
-            CharClass::Normal if c.is_whitespace() => {
-                pending.get_or_insert(0);
-            }
-            CharClass::Normal if is_nonspacing_mark(c) => {}
-            CharClass::Normal => {
-                if let Some(breaks) = pending.take()
-                    && !text.is_empty()
-                {
-                    text.push_str(match breaks {
-                        0 => " ",
-                        1 => "\n",
-                        _ => "\n\n",
-                    });
+        let normal = class == CharClass::Normal;
+        let space = normal && c.is_whitespace();
+        let mark = normal && !space && is_nonspacing_mark(c);
+        let mut entry = FoldedChar {
+            c,
+            class,
+            space,
+            mark,
+            ..FoldedChar::EMPTY
+        };
+        if normal && !space && !mark {
+            let mut folded = String::new();
+            fold_char(c, &mut folded);
+            match folded.len() {
+                n if n <= FoldedChar::CAPACITY => {
+                    entry.bytes[..n].copy_from_slice(folded.as_bytes());
+                    entry.len = n as u8;
                 }
-                if c.is_ascii() {
-                    text.push(c.to_ascii_lowercase());
-                } else if let Some(f) = fold_symbol(c) {
-                    text.push(f);
+                _ => entry.len = FoldedChar::UNCACHED,
+            }
+        }
+        entry
+    }
+}
+
+/// The matching form of a normalized non-ASCII character that is not space, mark or invisible:
+/// its look-alike ASCII symbol or its folded letters.
+fn fold_char(c: char, out: &mut String) {
+    match fold_symbol(c) {
+        Some(f) => out.push(f),
+        None => push_folded(c, out),
+    }
+}
+
+/// A direct-mapped cache of [`FoldedChar`]s, one per thread: long non-Latin text uses few
+/// distinct characters, so each is classified and folded (general category, decomposition,
+/// confusable skeleton) once instead of at every occurrence.
+struct FoldCache {
+    slots: Box<[FoldedChar]>,
+}
+
+impl FoldCache {
+    const SLOTS: usize = 4096;
+
+    fn new() -> Self {
+        FoldCache {
+            slots: vec![FoldedChar::EMPTY; FoldCache::SLOTS].into_boxed_slice(),
+        }
+    }
+
+    fn get(&mut self, c: char) -> &FoldedChar {
+        let slot = &mut self.slots[c as usize % FoldCache::SLOTS];
+        if slot.c != c {
+            *slot = FoldedChar::new(c);
+        }
+        slot
+    }
+}
+
+thread_local! {
+    static FOLD_CACHE: std::cell::RefCell<FoldCache> = std::cell::RefCell::new(FoldCache::new());
+}
+
+/// Builds the canonical text from normalized characters: white space folded, marks and
+/// invisible characters dropped, the rest lower-cased and folded.
+struct CanonicalWriter {
+    text: String,
+    /// Line breaks in the pending white-space run (`None`: no run pending).
+    pending: Option<usize>,
+    /// Set when a bidi control or tag character shows up after decoding.
+    hidden: Option<&'static str>,
+    decoded: bool,
+}
+
+impl CanonicalWriter {
+    /// Emits the pending white-space run before a visible character.
+    fn flush_space(&mut self) {
+        if let Some(breaks) = self.pending.take()
+            && !self.text.is_empty()
+        {
+            self.text.push_str(match breaks {
+                0 => " ",
+                1 => "\n",
+                _ => "\n\n",
+            });
+        }
+    }
+
+    fn push_ascii(&mut self, b: u8) {
+        match b {
+            b' ' | b'\t' | b'\r' => {
+                self.pending.get_or_insert(0);
+            }
+            b'\n' => *self.pending.get_or_insert(0) += 1,
+            0x00..=0x1f | 0x7f => {}
+            _ => {
+                self.flush_space();
+                self.text.push(char::from(b.to_ascii_lowercase()));
+            }
+        }
+    }
+
+    fn push_other(&mut self, c: char, cache: &mut FoldCache) {
+        let entry = cache.get(c);
+        match entry.class {
+            CharClass::Normal if entry.space => {
+                self.pending.get_or_insert(0);
+            }
+            CharClass::Normal if entry.mark => {}
+            CharClass::Normal => {
+                let entry = *entry;
+                self.flush_space();
+                if entry.len == FoldedChar::UNCACHED {
+                    fold_char(c, &mut self.text);
                 } else {
-                    push_folded(c, text);
+                    // Copied from a `String`, whole: valid UTF-8.
+                    let folded = std::str::from_utf8(&entry.bytes[..usize::from(entry.len)])
+                        .unwrap_or_default();
+                    self.text.push_str(folded);
                 }
             }
             CharClass::Newline | CharClass::LineSeparator => {
-                *pending.get_or_insert(0) += 1;
+                *self.pending.get_or_insert(0) += 1;
             }
             CharClass::Tab | CharClass::CarriageReturn => {
-                pending.get_or_insert(0);
+                self.pending.get_or_insert(0);
             }
-            CharClass::Bidi | CharClass::Tag if decode_rounds > 0 => *hidden = Some(class.code()),
+            class @ (CharClass::Bidi | CharClass::Tag) if self.decoded => {
+                self.hidden = Some(class.code());
+            }
             _ => {}
         }
+    }
+
+    fn push(&mut self, c: char, cache: &mut FoldCache) {
+        if c.is_ascii() {
+            self.push_ascii(c as u8);
+        } else {
+            self.push_other(c, cache);
+        }
+    }
+}
+
+/// Brings `s` to its canonical matching form. `Err("excessive_encoding")` when `s` is encoded
+/// more than [`MAX_DECODE_ROUNDS`] times.
+///
+/// One pass over the decoded text, linear in its length: ASCII is lower-cased in place, every
+/// other character is classified and folded once per thread ([`FoldCache`]), and the NFKC
+/// normalizer only runs when the quick check cannot rule out a change.
+pub fn canonical(s: &str) -> Result<Canonical, &'static str> {
+    let (decoded, decode_rounds) = decode_layers(s).map_err(|_| "excessive_encoding")?;
+    let mut writer = CanonicalWriter {
+        text: String::with_capacity(decoded.len()),
+        pending: None,
+        hidden: None,
+        decoded: decode_rounds > 0,
     };
     // Controls revealed by decoding (`%0d%0a`, `%00`, `&#0;`): more in the decoded string than
     // in the original. Tab and line feed written as such stay ordinary white space.
     if decode_rounds > 0 {
         let controls = |s: &str| s.chars().filter(|c| c.is_control()).count();
         if controls(&decoded) > controls(s) {
-            hidden = Some("control_char");
+            writer.hidden = Some("control_char");
         }
     }
-    // Most text is already in NFKC; the quick check skips the normalizer for it.
-    let normalized = decoded.is_ascii()
-        || unicode_normalization::is_nfkc_quick(decoded.chars())
-            == unicode_normalization::IsNormalized::Yes;
-    if normalized {
-        for c in decoded.chars() {
-            push(c, &mut text, &mut hidden);
+    if decoded.is_ascii() {
+        for &b in decoded.as_bytes() {
+            writer.push_ascii(b);
         }
     } else {
-        for c in decoded.nfkc() {
-            push(c, &mut text, &mut hidden);
-        }
+        FOLD_CACHE.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            // Most text is already in NFKC; the quick check skips the normalizer for it.
+            if unicode_normalization::is_nfkc_quick(decoded.chars())
+                == unicode_normalization::IsNormalized::Yes
+            {
+                decoded.chars().for_each(|c| writer.push(c, &mut cache));
+            } else {
+                decoded.nfkc().for_each(|c| writer.push(c, &mut cache));
+            }
+        });
     }
     Ok(Canonical {
-        text,
+        text: writer.text,
         decode_rounds,
-        hidden,
+        hidden: writer.hidden,
     })
 }
 

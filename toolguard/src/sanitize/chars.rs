@@ -164,6 +164,63 @@ pub fn is_nonspacing_mark(c: char) -> bool {
     )
 }
 
+/// The properties of one character the character scan looks at, worked out together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CharInfo {
+    /// Its class ([`classify`]).
+    pub class: CharClass,
+    /// A combining mark ([`is_mark`]).
+    pub mark: bool,
+    /// An emoji component ([`is_emoji_component`]).
+    pub emoji_component: bool,
+}
+
+impl CharInfo {
+    fn of(c: char) -> Self {
+        CharInfo {
+            class: classify(c),
+            mark: is_mark(c),
+            emoji_component: is_emoji_component(c),
+        }
+    }
+}
+
+/// A direct-mapped cache of [`CharInfo`] by character, one per thread: text uses few distinct
+/// characters, so the Unicode property tables are searched once per character, not at every
+/// occurrence.
+struct InfoCache {
+    slots: Box<[(char, CharInfo)]>,
+}
+
+const INFO_SLOTS: usize = 4096;
+
+thread_local! {
+    static INFO_CACHE: std::cell::RefCell<InfoCache> = std::cell::RefCell::new(InfoCache {
+        // `'\0'` is ASCII and never cached, so it marks an empty slot.
+        slots: vec![('\0', CharInfo::of('\0')); INFO_SLOTS].into_boxed_slice(),
+    });
+}
+
+/// [`classify`], [`is_mark`] and [`is_emoji_component`] of `c` at once, cached per thread for
+/// characters outside ASCII.
+pub fn info(c: char) -> CharInfo {
+    if c.is_ascii() {
+        return CharInfo {
+            class: classify(c),
+            mark: false,
+            emoji_component: false,
+        };
+    }
+    INFO_CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let slot = &mut cache.slots[c as usize % INFO_SLOTS];
+        if slot.0 != c {
+            *slot = (c, CharInfo::of(c));
+        }
+        slot.1
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,6 +256,15 @@ mod tests {
         assert_eq!(classify('\u{F0000}'), CharClass::PrivateUse);
         assert_eq!(classify('\u{FFFF}'), CharClass::Unassigned);
         assert_eq!(classify('\u{2028}'), CharClass::LineSeparator);
+        for c in ['a', '\u{0301}', '\u{1F3FB}', 'Д', '\u{200B}', '\u{202E}'] {
+            // Twice: once worked out, once from the cache.
+            for _ in 0..2 {
+                let i = info(c);
+                assert_eq!(i.class, classify(c));
+                assert_eq!(i.mark, is_mark(c));
+                assert_eq!(i.emoji_component, is_emoji_component(c));
+            }
+        }
         for c in ['a', 'é', '李', 'Д', '😀', ' ', '\u{00A0}', '\''] {
             assert_eq!(classify(c), CharClass::Normal, "{c}");
         }

@@ -16,7 +16,9 @@
 //!    `text`, `name`, `email`, `url` and `path` values: prompt-injection and shell-substitution
 //!    patterns ([`patterns`]), override phrases in eight more languages ([`phrases`]), the same
 //!    on base64/hex payloads and (prompt injection only) on leetspeak readings ([`fold`]); in
-//!    `text`, exfiltration markup ([`markup`]).
+//!    `text`, exfiltration markup ([`markup`]). A printable-ASCII value with none of the bytes
+//!    and none of the anchor words these need is proven clean by the ASCII fast path
+//!    ([`fast`]) without building the canonical form.
 //!
 //! `opaque` fields (structs, maps, `serde_json::Value`, vectors of structs) are walked: their
 //! nested strings are judged as `text`, or as `url` where the input schema declares a URL
@@ -137,6 +139,7 @@
 
 pub mod canon;
 pub mod chars;
+pub mod fast;
 pub mod fold;
 pub mod markup;
 pub mod nested;
@@ -249,12 +252,24 @@ pub struct StrOutcome {
     pub resolved: Option<ResolvedUrl>,
 }
 
-impl StrOutcome {
+/// The judgement of one string as the sanitizer works with it: [`StrOutcome`] without a copy
+/// of a value that goes on unchanged.
+struct Judged {
+    verdict: Verdict,
+    reason: Option<&'static str>,
+    /// What goes on instead of the value: the stripped value, or a URL's normalized
+    /// serialization; `None` when the value goes on as it is (or is blocked).
+    replacement: Option<String>,
+    modifications: Vec<Modification>,
+    resolved: Option<ResolvedUrl>,
+}
+
+impl Judged {
     fn blocked(reason: &'static str) -> Self {
-        StrOutcome {
+        Judged {
             verdict: Verdict::Blocked,
             reason: Some(reason),
-            value: None,
+            replacement: None,
             modifications: Vec::new(),
             resolved: None,
         }
@@ -284,7 +299,8 @@ struct FieldPolicy {
 /// ```
 #[derive(Clone)]
 pub struct Sanitizer {
-    fields: HashMap<(String, String), FieldPolicy>,
+    /// Field rules by tool, then field: looked up without building a key.
+    fields: HashMap<String, HashMap<String, FieldPolicy>>,
     resolver: Arc<dyn HostResolver>,
     identifier_max_len: usize,
     limits: Limits,
@@ -331,17 +347,23 @@ impl Sanitizer {
 
     fn policy_mut(&mut self, tool: &str, field: &str) -> &mut FieldPolicy {
         self.fields
-            .entry((tool.to_string(), field.to_string()))
+            .entry(tool.to_string())
+            .or_default()
+            .entry(field.to_string())
             .or_default()
     }
 
     /// The (tool, field) pairs that have rules, for the dispatcher's build-time name check.
     pub(crate) fn configured_fields(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.fields.keys().map(|(t, f)| (t.as_str(), f.as_str()))
+        self.fields.iter().flat_map(|(tool, fields)| {
+            fields
+                .keys()
+                .map(move |field| (tool.as_str(), field.as_str()))
+        })
     }
 
     fn policy(&self, tool: &str, field: &str) -> Option<&FieldPolicy> {
-        self.fields.get(&(tool.to_string(), field.to_string()))
+        self.fields.get(tool)?.get(field)
     }
 
     /// Allows only these recipient domains (exact, case-insensitive; `*.example.com` for
@@ -506,7 +528,7 @@ impl Sanitizer {
             return self.walk_opaque(tool, field, at, value, pointer, report);
         }
         match (field.kind, value) {
-            (_, Value::String(s)) => self.judge_string(tool, field, s, pointer, report),
+            (_, Value::String(s)) => self.judge_string(tool, field, field.kind, s, pointer, report),
             (FieldKind::Money, Value::Number(n)) => {
                 if n.as_u64().is_some() {
                     Ok(())
@@ -564,12 +586,7 @@ impl Sanitizer {
                 } else {
                     FieldKind::Text
                 };
-                let judged_as = FieldSpec {
-                    name: field.name.clone(),
-                    kind,
-                    ..FieldSpec::default()
-                };
-                self.judge_string(tool, &judged_as, s, pointer, report)
+                self.judge_string(tool, field, kind, s, pointer, report)
             }
             Value::Array(items) => {
                 let len = pointer.len();
@@ -606,11 +623,8 @@ impl Sanitizer {
         pointer: &mut String,
         len: usize,
     ) -> Result<(), &'static str> {
-        let key_field = FieldSpec {
-            kind: FieldKind::Text,
-            ..FieldSpec::default()
-        };
-        if self.sanitize_str(tool, &key_field, key).verdict != Verdict::Clean {
+        let key_field = FieldSpec::default();
+        if self.judge(tool, &key_field, FieldKind::Text, key).verdict != Verdict::Clean {
             pointer.truncate(len);
             return Err("invalid_key");
         }
@@ -623,15 +637,16 @@ impl Sanitizer {
         &self,
         tool: &str,
         field: &FieldSpec,
+        kind: FieldKind,
         s: &mut String,
         pointer: &str,
         report: &mut SanitizeReport,
     ) -> Result<(), &'static str> {
-        let out = self.sanitize_str(tool, field, s);
+        let out = self.judge(tool, field, kind, s);
         if out.verdict == Verdict::Blocked {
             return Err(out.reason.unwrap_or("blocked"));
         }
-        if let Some(v) = out.value.filter(|v| v != s) {
+        if let Some(v) = out.replacement.filter(|v| v != s) {
             *s = v;
         }
         for mut m in out.modifications {
@@ -648,14 +663,31 @@ impl Sanitizer {
     /// Judges one string as a value of `field` of tool `tool` (the per-string step of
     /// [`Sanitizer::sanitize`]).
     pub fn sanitize_str(&self, tool: &str, field: &FieldSpec, value: &str) -> StrOutcome {
+        let judged = self.judge(tool, field, field.kind, value);
+        let value = match judged.verdict {
+            Verdict::Blocked => None,
+            _ => Some(judged.replacement.unwrap_or_else(|| value.to_string())),
+        };
+        StrOutcome {
+            verdict: judged.verdict,
+            reason: judged.reason,
+            value,
+            modifications: judged.modifications,
+            resolved: judged.resolved,
+        }
+    }
+
+    /// Judges one string as a value of kind `kind` of `field` of tool `tool` (whose policy
+    /// applies), without copying a value that goes on unchanged.
+    fn judge(&self, tool: &str, field: &FieldSpec, kind: FieldKind, value: &str) -> Judged {
         // A string inside an `opaque` value (a struct, map or `serde_json::Value`) is free text.
-        let kind = match field.kind {
+        let kind = match kind {
             FieldKind::Opaque => FieldKind::Text,
             kind => kind,
         };
         let (cleaned, modifications) = match scan(value, kind) {
             Ok(x) => x,
-            Err(reason) => return StrOutcome::blocked(reason),
+            Err(reason) => return Judged::blocked(reason),
         };
         let current: &str = cleaned.as_deref().unwrap_or(value);
         let policy = self.policy(tool, &field.name);
@@ -707,22 +739,21 @@ impl Sanitizer {
             FieldKind::Opaque => markers(current, true),
         };
         if let Err(reason) = kind_result {
-            return StrOutcome::blocked(reason);
+            return Judged::blocked(reason);
         }
-        // A URL goes on as the serialization that was checked, never as sent.
-        let normalized = resolved.as_ref().map(|r| r.url.clone());
         match cleaned {
-            None => StrOutcome {
+            None => Judged {
                 verdict: Verdict::Clean,
                 reason: None,
-                value: Some(normalized.unwrap_or_else(|| value.to_string())),
+                // A URL goes on as the serialization that was checked, never as sent.
+                replacement: resolved.as_ref().map(|r| r.url.clone()),
                 modifications,
                 resolved,
             },
-            Some(v) => StrOutcome {
+            Some(v) => Judged {
                 verdict: Verdict::Stripped,
                 reason: None,
-                value: Some(v),
+                replacement: Some(v),
                 modifications,
                 resolved,
             },
@@ -799,7 +830,8 @@ fn scan(value: &str, kind: FieldKind) -> Result<(Option<String>, Vec<Modificatio
     let mut last_base: Option<char> = None;
     let mut last_non_mark: Option<char> = None;
     for (i, &c) in chars.iter().enumerate() {
-        let class = chars::classify(c);
+        let info = chars::info(c);
+        let class = info.class;
         let action = if flag_tags_left > 0 {
             flag_tags_left -= 1;
             Action::Keep
@@ -816,13 +848,13 @@ fn scan(value: &str, kind: FieldKind) -> Result<(Option<String>, Vec<Modificatio
             };
             char_action(c, class, &context, &chars, &keep, i)
         };
-        let is_mark = chars::is_mark(c);
+        let is_mark = info.mark;
         if !is_mark {
             last_non_mark = Some(c);
         }
         match action {
             Action::Keep => {
-                if class != CharClass::VariationSelector && !chars::is_emoji_component(c) {
+                if class != CharClass::VariationSelector && !info.emoji_component {
                     last_base = Some(c);
                 }
                 if is_mark {
@@ -979,6 +1011,14 @@ fn keep_selector(chars: &[char], keep: &[bool], i: usize) -> bool {
 /// (prompt injection only) on the leetspeak readings; `links` also refuses exfiltration markup
 /// (`markup_link`).
 fn markers(value: &str, links: bool) -> Result<(), &'static str> {
+    if fast::proves_clean(value) {
+        return Ok(());
+    }
+    full_markers(value, links)
+}
+
+/// [`markers`] without the ASCII fast path: the canonical form and every pattern.
+fn full_markers(value: &str, links: bool) -> Result<(), &'static str> {
     let canon = canon::canonical(value)?;
     if let Some(hidden) = canon.hidden {
         return Err(hidden);
@@ -990,11 +1030,17 @@ fn markers(value: &str, links: bool) -> Result<(), &'static str> {
         return Err("markup_link");
     }
     if value.len() >= canon::MIN_BASE64_RUN {
+        // A payload repeated is judged once; one the fast path proves clean holds no marker.
+        let mut judged = std::collections::HashSet::new();
         for decoded in canon::encoded_payloads(value) {
+            if fast::proves_clean(&decoded) || judged.contains(&decoded) {
+                continue;
+            }
             let inner = canon::canonical(&decoded)?;
             if let Some(reason) = patterns::find_marker(&inner.text, true) {
                 return Err(reason);
             }
+            judged.insert(decoded);
         }
     }
     for variant in fold::leet_variants(&canon.text) {
@@ -1069,7 +1115,8 @@ pub(crate) fn check_email(value: &str, domains: Option<&[String]>) -> Result<(),
     if local.starts_with('"') || local.contains(['`', '$', '{', '}']) {
         return Err("email_invalid");
     }
-    if !local.is_single_script() {
+    // ASCII is one script (Latin, with Common digits and signs): only other text can mix.
+    if !local.is_ascii() && !local.is_single_script() {
         return Err("mixed_script");
     }
     let domain = addr.domain().trim_end_matches('.').to_lowercase();
@@ -1100,7 +1147,8 @@ pub(crate) fn check_email(value: &str, domains: Option<&[String]>) -> Result<(),
 
 /// A currency code of [`crate::kinds::Currency`].
 fn check_currency(value: &str) -> Result<(), &'static str> {
-    serde_json::from_value::<crate::kinds::Currency>(Value::String(value.to_string()))
+    use serde::de::value::{Error, StrDeserializer};
+    crate::kinds::Currency::deserialize(StrDeserializer::<Error>::new(value))
         .map(|_| ())
         .map_err(|_| "money_invalid")
 }

@@ -102,6 +102,42 @@ fn command_substitution_source() -> String {
     .join("|")
 }
 
+/// Words one of which every `prompt_injection` and `squashed_injection` pattern without a
+/// bracket, `#`, `&`, `\\` or line break in it needs (written with separators, as in the
+/// patterns): the anchors of the ASCII fast path ([`super::fast`]). Each pattern's required
+/// alternation is listed whole: the nouns (override patterns, "new instructions:", "reveal your
+/// prompt"), the verbs ("ignore everything above", "from now on, ignore"), and the words of
+/// the remaining phrases.
+pub(super) fn anchor_words() -> Vec<&'static str> {
+    let mut words: Vec<&'static str> = Vec::new();
+    for list in [VERBS, NOUNS, OVERRIDE_NOUNS, STRONG_NOUNS] {
+        words.extend(list.split('|'));
+    }
+    words.extend([
+        // Paraphrases: "pay no attention to the previous orders", "new orders override".
+        "instruction",
+        "orders",
+        "guidance",
+        // "you are now ...", "you are in ... mode", "you are no longer ...".
+        "you are",
+        // "system prompt", "begin system message", "developer mode", "do anything now".
+        "system",
+        "admin",
+        "developer",
+        "mode",
+        "do anything now",
+        // "act as an unrestricted ...", "pretend you are ...".
+        "unrestricted",
+        "unfiltered",
+        "jailbroken",
+        "uncensored",
+        "evil",
+        "rogue",
+        "pretend",
+    ]);
+    words
+}
+
 /// Rewrites Unicode-aware `\b`, `\w`, `\W` into their ASCII forms. The canonical form is ASCII
 /// wherever a pattern can match, and ASCII word boundaries keep the regex on its DFA engines
 /// for non-ASCII haystacks too (a non-ASCII letter next to a keyword counts as a boundary, which

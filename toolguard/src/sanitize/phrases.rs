@@ -27,6 +27,9 @@ struct Language {
     scopes: &'static str,
     nouns: &'static str,
     phrases: &'static [&'static str],
+    /// For each of `phrases`, in order, a word it cannot match without (alternatives with
+    /// `|`): the fast path's anchors ([`anchor_words`]).
+    phrase_anchors: &'static [&'static str],
 }
 
 /// Room for the lazy DFA of the large marker regexes (default 2 MiB): with too little, long
@@ -46,6 +49,7 @@ const LANGUAGES: [Language; 6] = [
             r"(?:olvida|olvide|ignora|ignore|olvidá)\s+(?:todo\s+)?lo\s+que\s+(?:se\s+)?(?:te|le|les)\s+(?:han\s+|habían\s+)?(?:dijeron|dije|dicho|indicaron|indicado|ordenaron|ordenado|pidieron)",
             r"nuevas\s+instrucciones\s+(?:reemplazan|anulan|sustituyen|prevalecen)",
         ],
+        phrase_anchors: &["olvid|ignor|olvidá", "nuevas"],
     },
     // French
     Language {
@@ -56,6 +60,7 @@ const LANGUAGES: [Language; 6] = [
             r"oubli(?:e|ez)\s+tout\s+ce\s+qu['’](?:on|il)\s+(?:t['’]a|vous\s+a)\s+(?:dit|demandé|ordonné|appris)",
             r"(?:les\s+)?nouvelles\s+(?:instructions|consignes|règles)\s+(?:remplacent|annulent|priment)",
         ],
+        phrase_anchors: &["oubli", "nouvelles"],
     },
     // German
     Language {
@@ -67,6 +72,11 @@ const LANGUAGES: [Language; 6] = [
             r"(?:vorherigen|bisherigen|obigen|alle|ursprünglichen|früheren)\s+(?:\S+\s+){0,2}?(?:anweisungen|regeln|vorgaben|befehle|richtlinien)\s+(?:\S+\s+){0,2}?(?:ignorieren|vergessen|missachten|verwerfen)",
             r"neue\s+(?:anweisungen|regeln)\s+(?:ersetzen|überschreiben|haben\s+vorrang)",
         ],
+        phrase_anchors: &[
+            "vergiss",
+            "anweisungen|regeln|vorgaben|befehle|richtlinien",
+            "neue",
+        ],
     },
     // Portuguese
     Language {
@@ -77,6 +87,7 @@ const LANGUAGES: [Language; 6] = [
             r"esque(?:ça|ce|çam)\s+tudo\s+(?:o\s+)?que\s+(?:te|lhe|você|vocês)\s+(?:foi\s+|foram\s+)?(?:disseram|dito|disse|falaram|ensinaram|mandaram)",
             r"novas\s+instruções\s+(?:substituem|anulam|prevalecem)",
         ],
+        phrase_anchors: &["esque", "novas"],
     },
     // Italian
     Language {
@@ -87,6 +98,7 @@ const LANGUAGES: [Language; 6] = [
             r"dimentica(?:te)?\s+tutto\s+(?:quello|quanto|ciò)\s+che\s+ti\s+(?:è\s+stato|hanno|ho)\s+(?:detto|ordinato|insegnato)",
             r"nuove\s+istruzioni\s+(?:sostituiscono|annullano|prevalgono)",
         ],
+        phrase_anchors: &["dimentica", "nuove"],
     },
     // Russian
     Language {
@@ -97,6 +109,7 @@ const LANGUAGES: [Language; 6] = [
             r"забудь(?:те)?\s+(?:всё|все),?\s+что\s+(?:тебе|вам)\s+(?:\S+\s+)?(?:говорили|сказали|было\s+сказано|приказали)",
             r"новые\s+(?:инструкции|правила|указания)\s+(?:отменяют|заменяют|важнее)",
         ],
+        phrase_anchors: &["забудь", "новые"],
     },
 ];
 
@@ -129,6 +142,24 @@ fn cjk_source() -> String {
         r"新しい(?:指示|命令|ルール)(?:が|は)(?:優先|上書き)".to_string(),
     ]
     .join("|")
+}
+
+/// Words one of which every phrase of the five Latin-script languages and Russian needs (its
+/// nouns, or the word [`Language::phrase_anchors`] names), brought to the canonical form;
+/// Chinese and Japanese phrases need Han or kana characters. The anchors of the ASCII fast
+/// path ([`super::fast`]).
+pub(super) fn anchor_words() -> Vec<String> {
+    let mut words = Vec::new();
+    for l in &LANGUAGES {
+        assert_eq!(
+            l.phrases.len(),
+            l.phrase_anchors.len(),
+            "one anchor per phrase"
+        );
+        let lists = std::iter::once(l.nouns).chain(l.phrase_anchors.iter().copied());
+        words.extend(lists.flat_map(|list| list.split('|')).map(fold_pattern));
+    }
+    words
 }
 
 /// The compiled phrases of every language.
