@@ -780,7 +780,7 @@ async fn lock_scopes(
     scopes.dedup();
     for s in scopes.iter() {
         tx_exec(
-            &tx,
+            tx,
             "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
             &[s],
         )
@@ -797,7 +797,7 @@ async fn window_total(
     to: i64,
 ) -> StoreResult<u64> {
     let row = tx_one(
-        &tx,
+        tx,
         "SELECT COALESCE(SUM(amount), 0)::BIGINT FROM toolguard_ledger
              WHERE scope = $1 AND at_ms > $2 AND at_ms <= $3",
         &[&scope, &from, &to],
@@ -816,7 +816,7 @@ async fn counted(
 ) -> StoreResult<u64> {
     let booked = window_total(tx, scope, from, to).await?;
     let row = tx_one(
-        &tx,
+        tx,
         "SELECT COALESCE(SUM(h.amount), 0)::BIGINT FROM toolguard_hold_scopes s
              JOIN toolguard_holds h ON h.entry = s.entry WHERE s.scope = $1 AND h.until_ms > $2",
         &[&scope, &to],
@@ -854,7 +854,7 @@ async fn take_hold(
 ) -> StoreResult<Option<(u64, Vec<String>)>> {
     // `FOR UPDATE`: a racing commit waits here, then finds the row gone.
     let Some(row) = tx_opt(
-        &tx,
+        tx,
         "SELECT amount FROM toolguard_holds WHERE entry = $1 AND until_ms > $2 FOR UPDATE",
         &[&entry, &now],
     )
@@ -865,7 +865,7 @@ async fn take_hold(
     };
     let reserved = u64_of(row.try_get(0).map_err(err)?);
     let scopes = tx_rows(
-        &tx,
+        tx,
         "SELECT scope FROM toolguard_hold_scopes WHERE entry = $1",
         &[&entry],
     )
@@ -886,7 +886,7 @@ async fn insert_entries(
 ) -> StoreResult<()> {
     let scopes: Vec<&str> = scopes.to_vec();
     tx_exec(
-        &tx,
+        tx,
         "INSERT INTO toolguard_ledger (scope, entry, amount, at_ms)
          SELECT s, $2, $3, $4 FROM unnest($1::TEXT[]) AS s",
         &[&scopes, &entry, &i64_of(amount), &at],

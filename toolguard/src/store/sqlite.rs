@@ -283,17 +283,17 @@ impl SqliteStore {
         self.worker
             .run(move |c| {
                 let a = exec(
-                    &c,
+                    c,
                     "DELETE FROM toolguard_idempotency WHERE expires_at_ms <= ?1",
                     [now_ms],
                 )?;
                 let b = exec(
-                    &c,
+                    c,
                     "DELETE FROM toolguard_ledger WHERE at_ms <= ?1",
                     [before],
                 )?;
                 let h = exec(
-                    &c,
+                    c,
                     "DELETE FROM toolguard_holds WHERE until_ms <= ?1",
                     [now_ms],
                 )?;
@@ -436,7 +436,7 @@ impl IdempotencyStore for SqliteStore {
         let until = i64_of(unix_millis(now).saturating_add(millis(lease)));
         Box::pin(self.worker.run(move |c| {
             let n = exec(
-                &c,
+                c,
                 "UPDATE toolguard_idempotency SET lease_until_ms = ?1,
                     expires_at_ms = MAX(expires_at_ms, ?1)
                  WHERE key = ?2 AND owner = ?3 AND outcome IS NULL",
@@ -459,7 +459,7 @@ impl IdempotencyStore for SqliteStore {
         Box::pin(self.worker.run(move |c| {
             let token = new_token();
             row(
-                &c,
+                c,
                 "UPDATE toolguard_idempotency SET owner = ?1, lease_until_ms = ?2,
                     expires_at_ms = MAX(expires_at_ms, ?2)
                  WHERE key = ?3 AND outcome IS NULL AND lease_until_ms <= ?4 AND expires_at_ms > ?4
@@ -485,7 +485,7 @@ impl IdempotencyStore for SqliteStore {
         Box::pin(self.worker.run(move |c| {
             let body = to_json(&outcome)?;
             let n = exec(
-                &c,
+                c,
                 "UPDATE toolguard_idempotency SET outcome = ?1, owner = NULL, expires_at_ms = ?2
                  WHERE key = ?3 AND operation_id = ?4",
                 params![body, expires, k, op],
@@ -503,7 +503,7 @@ impl IdempotencyStore for SqliteStore {
         let op = operation_id.to_owned();
         Box::pin(self.worker.run(move |c| {
             let n = exec(
-                &c,
+                c,
                 "DELETE FROM toolguard_idempotency WHERE key = ?1 AND operation_id = ?2",
                 params![k, op],
             )?;
@@ -532,7 +532,7 @@ impl ApprovalStore for SqliteStore {
         Box::pin(self.worker.run(move |c| {
             let body = to_json(&r)?;
             exec(
-                &c,
+                c,
                 "INSERT INTO toolguard_approvals (id, tenant, state, created_at_ms, version, body)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![
@@ -552,7 +552,7 @@ impl ApprovalStore for SqliteStore {
         let id = id.to_owned();
         Box::pin(self.worker.run(move |c| {
             let body: Option<String> = row(
-                &c,
+                c,
                 "SELECT body FROM toolguard_approvals WHERE id = ?1",
                 [id],
                 |r| r.get(0),
@@ -588,7 +588,7 @@ impl ApprovalStore for SqliteStore {
         Box::pin(self.worker.run(move |c| {
             let body = to_json(&next)?;
             let n = exec(
-                &c,
+                c,
                 "UPDATE toolguard_approvals SET state = ?1, version = ?2, body = ?3
                  WHERE id = ?4 AND version = ?5",
                 params![
@@ -641,12 +641,12 @@ fn hold(
     now: u64,
 ) -> rusqlite::Result<bool> {
     exec(
-        &c,
+        c,
         "DELETE FROM toolguard_holds WHERE entry = ?1 AND until_ms <= ?2",
         params![entry, i64_of(now)],
     )?;
     let held: Option<i64> = row(
-        &c,
+        c,
         "SELECT amount FROM toolguard_holds WHERE entry = ?1",
         [entry],
         |r| r.get(0),
@@ -659,7 +659,7 @@ fn hold(
         return Ok(false);
     }
     exec(
-        &c,
+        c,
         "INSERT INTO toolguard_holds (entry, amount, until_ms) VALUES (?1, ?2, ?3)",
         params![entry, i64_of(amount), until],
     )?;
@@ -674,7 +674,7 @@ fn hold(
 
 fn commit_hold(c: &Connection, entry: &str, amount: u64, now: i64) -> rusqlite::Result<HoldCommit> {
     let held: Option<i64> = row(
-        &c,
+        c,
         "SELECT amount FROM toolguard_holds WHERE entry = ?1 AND until_ms > ?2",
         params![entry, now],
         |r| r.get(0),
@@ -692,7 +692,7 @@ fn commit_hold(c: &Connection, entry: &str, amount: u64, now: i64) -> rusqlite::
         let rows = stmt.query_map([entry], |r| r.get(0))?;
         rows.collect::<rusqlite::Result<_>>()?
     };
-    exec(&c, "DELETE FROM toolguard_holds WHERE entry = ?1", [entry])?;
+    exec(c, "DELETE FROM toolguard_holds WHERE entry = ?1", [entry])?;
     for s in &scopes {
         insert_entry(c, s, entry, amount, now)?;
     }
@@ -814,7 +814,7 @@ impl SessionLedger for SqliteStore {
     fn release<'a>(&'a self, entry: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
         let entry = entry.to_owned();
         Box::pin(self.worker.run(move |c| {
-            let n = exec(&c, "DELETE FROM toolguard_holds WHERE entry = ?1", [entry])?;
+            let n = exec(c, "DELETE FROM toolguard_holds WHERE entry = ?1", [entry])?;
             Ok(n == 1)
         }))
     }
