@@ -1199,10 +1199,25 @@ mod sqlite {
     approvals_operations_audit!(sqlite);
 }
 
+/// SQLite fully synced with the trail through the store's connection (`.sqlite()`).
+#[cfg(feature = "sqlite")]
+mod sqlite_shared {
+    idempotency_and_ledger!(sqlite_shared);
+    approvals_operations_audit!(sqlite_shared);
+}
+
 #[cfg(feature = "postgres")]
 mod postgres {
     idempotency_and_ledger!(postgres, #[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]);
     approvals_operations_audit!(postgres, #[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]);
+}
+
+/// PostgreSQL with the trail through the store's pool: covered writes commit without waiting
+/// for the disk.
+#[cfg(feature = "postgres")]
+mod postgres_shared {
+    idempotency_and_ledger!(postgres_shared, #[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]);
+    approvals_operations_audit!(postgres_shared, #[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]);
 }
 
 /// Redis holds idempotency records and session ledgers only.

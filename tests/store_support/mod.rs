@@ -52,6 +52,9 @@ pub struct Backend {
     pub operations: Option<Arc<dyn OperationStore>>,
     pub audit: Option<Arc<dyn AuditBackend>>,
     pub tamper: Option<Tamper>,
+    /// The PostgreSQL store, for backends built on one.
+    #[cfg(feature = "postgres")]
+    pub pg: Option<Arc<toolguard::store::PgStore>>,
     cleanup: std::sync::Mutex<Option<Cleanup>>,
 }
 
@@ -119,6 +122,8 @@ pub async fn memory(_test: &str) -> Option<Backend> {
         operations: Some(store),
         audit: Some(audit),
         tamper: Some(tamper),
+        #[cfg(feature = "postgres")]
+        pg: None,
         cleanup: std::sync::Mutex::new(None),
     })
 }
@@ -137,16 +142,10 @@ pub fn remove_sqlite(path: &std::path::Path) {
     }
 }
 
+/// Tampers with the audit trail of the SQLite file at `tpath`.
 #[cfg(feature = "sqlite")]
-pub async fn sqlite(test: &str) -> Option<Backend> {
-    use toolguard::audit::SqliteAuditSink;
-    use toolguard::store::SqliteStore;
-
-    let path = sqlite_path(test);
-    let store = Arc::new(SqliteStore::open(&path).expect("open sqlite store"));
-    let audit = Arc::new(SqliteAuditSink::open(&path).expect("open sqlite audit"));
-    let tpath = path.clone();
-    let tamper: Tamper = Arc::new(move |kind, seq| {
+fn sqlite_tamper(tpath: std::path::PathBuf) -> Tamper {
+    Arc::new(move |kind, seq| {
         let path = tpath.clone();
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
@@ -166,7 +165,18 @@ pub async fn sqlite(test: &str) -> Option<Backend> {
             .await
             .expect("tamper task");
         })
-    });
+    })
+}
+
+#[cfg(feature = "sqlite")]
+pub async fn sqlite(test: &str) -> Option<Backend> {
+    use toolguard::audit::SqliteAuditSink;
+    use toolguard::store::SqliteStore;
+
+    let path = sqlite_path(test);
+    let store = Arc::new(SqliteStore::open(&path).expect("open sqlite store"));
+    let audit = Arc::new(SqliteAuditSink::open(&path).expect("open sqlite audit"));
+    let tamper = sqlite_tamper(path.clone());
     let cpath = path.clone();
     Some(Backend {
         name: "sqlite",
@@ -176,6 +186,34 @@ pub async fn sqlite(test: &str) -> Option<Backend> {
         operations: Some(store),
         audit: Some(audit),
         tamper: Some(tamper),
+        #[cfg(feature = "postgres")]
+        pg: None,
+        cleanup: std::sync::Mutex::new(Some(Box::new(move || {
+            Box::pin(async move { remove_sqlite(&cpath) })
+        }))),
+    })
+}
+
+/// SQLite as `DispatcherBuilder::sqlite` sets it up: fully synced, the audit trail written
+/// through the store's connection (the writes a later synced write covers answered at commit).
+#[cfg(feature = "sqlite")]
+pub async fn sqlite_shared(test: &str) -> Option<Backend> {
+    use toolguard::store::{Durability, SqliteStore};
+
+    let path = sqlite_path(test);
+    let store = Arc::new(SqliteStore::open_with(&path, Durability::Full).expect("open sqlite"));
+    let audit = Arc::new(store.audit_sink().expect("shared sqlite audit"));
+    let cpath = path.clone();
+    Some(Backend {
+        name: "sqlite_shared",
+        idem: store.clone(),
+        ledger: store.clone(),
+        approvals: Some(store.clone()),
+        operations: Some(store),
+        audit: Some(audit),
+        tamper: Some(sqlite_tamper(path)),
+        #[cfg(feature = "postgres")]
+        pg: None,
         cleanup: std::sync::Mutex::new(Some(Box::new(move || {
             Box::pin(async move { remove_sqlite(&cpath) })
         }))),
@@ -223,6 +261,8 @@ pub async fn postgres(test: &str) -> Option<Backend> {
     let s2 = store.clone();
     Some(Backend {
         name: "postgres",
+        #[cfg(feature = "postgres")]
+        pg: Some(store.clone()),
         idem: store.clone(),
         ledger: store.clone(),
         approvals: Some(store.clone()),
@@ -235,6 +275,17 @@ pub async fn postgres(test: &str) -> Option<Backend> {
             })
         }))),
     })
+}
+
+/// PostgreSQL with the audit trail through the store's pool (`PgStore::audit_sink`): the writes
+/// a later synced write covers commit without waiting for the disk.
+#[cfg(feature = "postgres")]
+pub async fn postgres_shared(test: &str) -> Option<Backend> {
+    let mut backend = postgres(test).await?;
+    let store = backend.pg.clone()?;
+    backend.name = "postgres_shared";
+    backend.audit = Some(Arc::new(store.audit_sink()));
+    Some(backend)
 }
 
 #[cfg(feature = "redis")]
@@ -267,6 +318,8 @@ pub async fn redis(test: &str) -> Option<Backend> {
         operations: None,
         audit: None,
         tamper: None,
+        #[cfg(feature = "postgres")]
+        pg: None,
         cleanup: std::sync::Mutex::new(Some(Box::new(move || {
             Box::pin(async move {
                 let _ = s2.clear().await;

@@ -4,7 +4,9 @@
 //!
 //! - `dispatch_high_risk/<backend>`: an idempotent high-risk tool with a fresh key per call,
 //!   64 concurrent tasks, every store (and, for SQLite and PostgreSQL, the audit trail) on the
-//!   backend. Throughput in calls/s.
+//!   backend. Throughput in calls/s. SQLite and PostgreSQL run twice: with the trail written
+//!   through the store (`.sqlite()`, `PgStore::audit_sink`: a call waits for the disk twice)
+//!   and with a sink of its own (`*_separate_audit`: every write waits for the disk).
 //! - `audit_append/<backend>`: appends from 256 concurrent tasks through group commit; each
 //!   append resolves once its batch committed. Throughput in entries/s.
 //! - `audit_query/<backend>/{actor,tool,time}`: the three queries (limit 50) over a trail of
@@ -22,7 +24,7 @@ use serde_json::json;
 use toolguard::audit::{
     AuditEvent, AuditQuery, AuditRecord, AuditSink, MemoryAuditSink, PgAuditSink, SqliteAuditSink,
 };
-use toolguard::store::{MemoryStore, PgConfig, PgStore, RedisStore};
+use toolguard::store::{Durability, MemoryStore, PgConfig, PgStore, RedisStore, SqliteStore};
 use toolguard::{Dispatcher, Principal, Status, ToolCall, ToolContext, ToolError, tool};
 
 /// Shared state of the bench tool.
@@ -154,26 +156,54 @@ fn dispatch_high_risk(c: &mut Criterion) {
     drop(sqlite);
     remove_db(&path);
 
+    // The same file with a trail of its own (`SqliteAuditSink::open`): every write synced.
+    let path = temp_db("dispatch");
+    let store = Arc::new(SqliteStore::open_with(&path, Durability::Full).expect("sqlite"));
+    let sqlite = base()
+        .store(store)
+        .audit(SqliteAuditSink::open(&path).expect("sqlite audit"))
+        .build()
+        .expect("dispatcher");
+    g.bench_function("sqlite_separate_audit", |b| {
+        b.to_async(&rt)
+            .iter_custom(|iters| storm(&sqlite, &seq, iters * TASKS * 8))
+    });
+    drop(sqlite);
+    remove_db(&path);
+
     if let Some(url) = pg_url() {
-        let config = PgConfig::new(url).schema(unique("dispatch")).pool_size(16);
-        let (store, audit) = rt.block_on(async {
-            (
-                PgStore::connect(&config).await.expect("pg store"),
-                PgAuditSink::connect(&config).await.expect("pg audit"),
-            )
-        });
-        let store = Arc::new(store);
-        let pg = base()
-            .store(store.clone())
-            .audit(audit)
-            .build()
-            .expect("dispatcher");
-        g.bench_function("postgres", |b| {
-            b.to_async(&rt)
-                .iter_custom(|iters| storm(&pg, &seq, iters * TASKS * 8))
-        });
-        drop(pg);
-        let _ = rt.block_on(store.drop_schema());
+        // `shared`: the trail through the store's pool (`PgStore::audit_sink`), so that the
+        // writes a later synced write of the call covers do not wait for the disk; `separate`:
+        // a sink of its own (`PgAuditSink::connect`), every write synced.
+        for shared in [true, false] {
+            let config = PgConfig::new(url.clone())
+                .schema(unique("dispatch"))
+                .pool_size(16);
+            let (store, audit) = rt.block_on(async {
+                let store = PgStore::connect(&config).await.expect("pg store");
+                let audit = match shared {
+                    true => store.audit_sink(),
+                    false => PgAuditSink::connect(&config).await.expect("pg audit"),
+                };
+                (Arc::new(store), audit)
+            });
+            let pg = base()
+                .store(store.clone())
+                .audit(audit)
+                .build()
+                .expect("dispatcher");
+            let name = if shared {
+                "postgres"
+            } else {
+                "postgres_separate_audit"
+            };
+            g.bench_function(name, |b| {
+                b.to_async(&rt)
+                    .iter_custom(|iters| storm(&pg, &seq, iters * TASKS * 8))
+            });
+            drop(pg);
+            let _ = rt.block_on(store.drop_schema());
+        }
     }
 
     if let Some(url) = redis_url() {

@@ -49,6 +49,12 @@ fn aerr(e: impl std::fmt::Display) -> AuditError {
     AuditError(format!("postgres: {e}"))
 }
 
+/// Inserts a sealed batch, one array per column.
+const INSERT: &str = "INSERT INTO toolguard_audit
+    (seq, time_ms, tenant, subject, tool, status, record, prev_hash, hash)
+    SELECT * FROM unnest($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::TEXT[],
+                         $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::TEXT[])";
+
 async fn write_batch(pool: &Pool, sealer: &Sealer, batch: Vec<(AuditRecord, Reply)>) {
     let mut replies = Vec::with_capacity(batch.len());
     let mut records = Vec::with_capacity(batch.len());
@@ -58,21 +64,20 @@ async fn write_batch(pool: &Pool, sealer: &Sealer, batch: Vec<(AuditRecord, Repl
     }
     let result = async {
         let mut client = pool.get().await.map_err(aerr)?;
+        let head_stmt = client
+            .prepare_cached("SELECT seq, hash FROM toolguard_audit ORDER BY seq DESC LIMIT 1")
+            .await
+            .map_err(aerr)?;
+        let insert_stmt = client.prepare_cached(INSERT).await.map_err(aerr)?;
         let tx = client.transaction().await.map_err(aerr)?;
-        // One lock per schema: trails in other schemas do not wait for this one.
-        tx.execute(
+        // One lock per schema: trails in other schemas do not wait for this one. The head is
+        // read after the lock, in a statement of its own (a snapshot taken after it).
+        tx.batch_execute(
             "SELECT pg_advisory_xact_lock(hashtextextended('toolguard_audit:' || current_schema(), 0))",
-            &[],
         )
         .await
         .map_err(aerr)?;
-        let head = tx
-            .query_opt(
-                "SELECT seq, hash FROM toolguard_audit ORDER BY seq DESC LIMIT 1",
-                &[],
-            )
-            .await
-            .map_err(aerr)?;
+        let head = tx.query_opt(&head_stmt, &[]).await.map_err(aerr)?;
         let (mut seq, mut prev) = match head {
             Some(r) => (
                 u64::try_from(r.try_get::<_, i64>(0).map_err(aerr)?).unwrap_or(0),
@@ -111,10 +116,7 @@ async fn write_batch(pool: &Pool, sealer: &Sealer, batch: Vec<(AuditRecord, Repl
             hashes.push(entry.hash);
         }
         tx.execute(
-            "INSERT INTO toolguard_audit
-                (seq, time_ms, tenant, subject, tool, status, record, prev_hash, hash)
-             SELECT * FROM unnest($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::TEXT[],
-                                  $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::TEXT[])",
+            &insert_stmt,
             &[
                 &seqs, &times, &tenants, &subjects, &tools, &statuses, &bodies, &prevs, &hashes,
             ],
@@ -199,16 +201,20 @@ impl PgAuditSink {
         config: &PgConfig,
         anchor: Option<Arc<AuditAnchor>>,
     ) -> Result<Self, StoreError> {
-        let pool = connect_pool(config).await?;
+        Ok(Self::on_pool(connect_pool(config).await?, anchor))
+    }
+
+    /// A sink on `pool` (migrated), with its writer task started on the current Tokio runtime.
+    pub(crate) fn on_pool(pool: Pool, anchor: Option<Arc<AuditAnchor>>) -> Self {
         let sealer = anchor.as_ref().map_or(Sealer::Plain, |a| a.sealer());
         let (queue, rx) = mpsc::channel(QUEUE);
         tokio::spawn(writer(pool.clone(), sealer.clone(), rx));
-        Ok(PgAuditSink {
+        PgAuditSink {
             queue,
             pool,
             sealer,
             anchor,
-        })
+        }
     }
 
     async fn select(

@@ -20,7 +20,7 @@ use super::query::{AuditQuery, ChainVerifier, VerifyError, VerifyReport};
 use super::{AuditError, AuditSink};
 use crate::store::StoreError;
 use crate::store::encode::i64_of;
-use crate::store::sqlite::{Durability, Worker, open_connection};
+use crate::store::sqlite::{Durability, Mode, Worker, open_connection};
 use crate::tool::BoxFuture;
 
 /// Most entries committed in one transaction.
@@ -51,16 +51,16 @@ enum Writer {
     Shared(Arc<Worker>),
 }
 
-/// Seals `record` after the last stored entry and inserts it (inside the caller's transaction).
+/// Seals `record` after the last stored entry and inserts it with its stored form `body`
+/// (inside the caller's transaction).
 fn append_one(
     conn: &Connection,
     sealer: &Sealer,
     record: AuditRecord,
+    body: String,
 ) -> rusqlite::Result<(u64, String)> {
     let (seq, prev) = last_entry(conn)?;
     let entry = sealer.seal(seq + 1, record, &prev);
-    let body = serde_json::to_string(&entry.record)
-        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
     let mut stmt = conn.prepare_cached(INSERT)?;
     stmt.execute(params![
         i64_of(entry.seq),
@@ -90,11 +90,8 @@ fn serr(e: StoreError) -> AuditError {
 
 fn last_entry(conn: &Connection) -> rusqlite::Result<(u64, String)> {
     let last: Option<(i64, String)> = conn
-        .query_row(
-            "SELECT seq, hash FROM toolguard_audit ORDER BY seq DESC LIMIT 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
+        .prepare_cached("SELECT seq, hash FROM toolguard_audit ORDER BY seq DESC LIMIT 1")?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
     Ok(match last {
         Some((seq, hash)) => (u64::try_from(seq).unwrap_or(0), hash),
@@ -241,7 +238,7 @@ impl SqliteAuditSink {
             .name("toolguard-sqlite-audit".to_owned())
             .spawn(move || writer(wconn, wsealer, rx))
             .map_err(crate::store::sqlite::err)?;
-        let reader = Worker::start(rconn, "toolguard-sqlite-audit-read", false)
+        let reader = Worker::start(rconn, "toolguard-sqlite-audit-read", Mode::Single)
             .map_err(crate::store::sqlite::err)?;
         Ok(SqliteAuditSink {
             writer: Writer::Own(queue),
@@ -259,7 +256,7 @@ impl SqliteAuditSink {
         anchor: Option<Arc<AuditAnchor>>,
     ) -> Result<Self, StoreError> {
         let rconn = open_connection(path, durability).map_err(crate::store::sqlite::err)?;
-        let reader = Worker::start(rconn, "toolguard-sqlite-audit-read", false)
+        let reader = Worker::start(rconn, "toolguard-sqlite-audit-read", Mode::Single)
             .map_err(crate::store::sqlite::err)?;
         Ok(SqliteAuditSink {
             writer: Writer::Shared(worker),
@@ -303,8 +300,10 @@ impl SqliteAuditSink {
             Writer::Own(queue) => queue,
             Writer::Shared(worker) => {
                 let sealer = self.sealer.clone();
+                // Encoded here, off the connection's thread; sealing needs the chain head.
+                let body = serde_json::to_string(&record).map_err(aerr)?;
                 return worker
-                    .run(move |c| append_one(c, &sealer, record))
+                    .run(move |c| append_one(c, &sealer, record, body))
                     .await
                     .map_err(serr);
             }

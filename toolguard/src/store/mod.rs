@@ -14,6 +14,8 @@ pub mod postgres;
 pub mod redis;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+#[cfg(feature = "sqlite")]
+pub(crate) mod sqlite_worker;
 mod types;
 
 #[cfg(feature = "testing")]

@@ -8,6 +8,8 @@
 //! column, approvals compare-and-set on `version`, and the ledger serializes admissions per scope
 //! with transaction-level advisory locks.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
@@ -129,6 +131,24 @@ fn valid_schema(s: &str) -> bool {
 
 /// Builds the pool and applies the migrations.
 pub(crate) async fn connect_pool(config: &PgConfig) -> StoreResult<Pool> {
+    let pool = build_pool(config, Commits::Synced)?;
+    migrate(&pool, &config.schema).await?;
+    Ok(pool)
+}
+
+/// How the sessions of a pool commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Commits {
+    /// A commit returns once it is on disk (the server's `synchronous_commit`).
+    Synced,
+    /// `synchronous_commit = off`: a commit returns once it is visible; it reaches the disk
+    /// with the next synced commit (which flushes the log up to itself) or within the server's
+    /// `wal_writer_delay`.
+    Relaxed,
+}
+
+/// A pool of at most `config.pool_size` sessions on the schema (connected on first use).
+fn build_pool(config: &PgConfig, commits: Commits) -> StoreResult<Pool> {
     if !valid_schema(&config.schema) {
         return Err(StoreError::new(format!(
             "postgres: schema name `{}` must be lowercase letters, digits and `_`",
@@ -136,7 +156,11 @@ pub(crate) async fn connect_pool(config: &PgConfig) -> StoreResult<Pool> {
         )));
     }
     let mut pg: tokio_postgres::Config = config.url.parse().map_err(err)?;
-    pg.options(format!("-c search_path=\"{}\"", config.schema));
+    let relaxed = match commits {
+        Commits::Synced => "",
+        Commits::Relaxed => " -c synchronous_commit=off",
+    };
+    pg.options(format!("-c search_path=\"{}\"{relaxed}", config.schema));
     pg.connect_timeout(Duration::from_secs(10));
     let manager = Manager::from_config(
         pg,
@@ -145,13 +169,17 @@ pub(crate) async fn connect_pool(config: &PgConfig) -> StoreResult<Pool> {
             recycling_method: RecyclingMethod::Fast,
         },
     );
-    let pool = Pool::builder(manager)
+    Pool::builder(manager)
         .max_size(config.pool_size)
         .wait_timeout(Some(Duration::from_secs(10)))
         .create_timeout(Some(Duration::from_secs(10)))
         .runtime(deadpool_postgres::Runtime::Tokio1)
         .build()
-        .map_err(err)?;
+        .map_err(err)
+}
+
+/// Creates `schema` if missing and applies the pending migrations under an advisory lock.
+async fn migrate(pool: &Pool, schema: &str) -> StoreResult<()> {
     let mut client = pool.get().await.map_err(err)?;
     let tx = client.transaction().await.map_err(err)?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
@@ -160,7 +188,7 @@ pub(crate) async fn connect_pool(config: &PgConfig) -> StoreResult<Pool> {
     tx.batch_execute(&format!(
         "CREATE SCHEMA IF NOT EXISTS \"{s}\"; SET LOCAL search_path TO \"{s}\";
          CREATE TABLE IF NOT EXISTS toolguard_schema_version (version INTEGER NOT NULL);",
-        s = config.schema
+        s = schema
     ))
     .await
     .map_err(err)?;
@@ -185,8 +213,80 @@ pub(crate) async fn connect_pool(config: &PgConfig) -> StoreResult<Pool> {
             .map_err(err)?;
         }
     }
-    tx.commit().await.map_err(err)?;
-    Ok(pool)
+    tx.commit().await.map_err(err)
+}
+
+/// Parameters of a statement.
+type Params<'p> = &'p [&'p (dyn tokio_postgres::types::ToSql + Sync)];
+
+/// Runs `sql` in `tx`, prepared once per session.
+async fn tx_exec(
+    tx: &deadpool_postgres::Transaction<'_>,
+    sql: &str,
+    params: Params<'_>,
+) -> Result<u64, tokio_postgres::Error> {
+    let stmt = tx.prepare_cached(sql).await?;
+    tx.execute(&stmt, params).await
+}
+
+/// The one row of `sql` in `tx`, prepared once per session.
+async fn tx_one(
+    tx: &deadpool_postgres::Transaction<'_>,
+    sql: &str,
+    params: Params<'_>,
+) -> Result<tokio_postgres::Row, tokio_postgres::Error> {
+    let stmt = tx.prepare_cached(sql).await?;
+    tx.query_one(&stmt, params).await
+}
+
+/// The row of `sql` in `tx`, if any, prepared once per session.
+async fn tx_opt(
+    tx: &deadpool_postgres::Transaction<'_>,
+    sql: &str,
+    params: Params<'_>,
+) -> Result<Option<tokio_postgres::Row>, tokio_postgres::Error> {
+    let stmt = tx.prepare_cached(sql).await?;
+    tx.query_opt(&stmt, params).await
+}
+
+/// The rows of `sql` in `tx`, prepared once per session.
+async fn tx_rows(
+    tx: &deadpool_postgres::Transaction<'_>,
+    sql: &str,
+    params: Params<'_>,
+) -> Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
+    let stmt = tx.prepare_cached(sql).await?;
+    tx.query(&stmt, params).await
+}
+
+/// Runs `sql` on `c`, prepared once per session.
+async fn c_exec(
+    c: &deadpool_postgres::ClientWrapper,
+    sql: &str,
+    params: Params<'_>,
+) -> Result<u64, tokio_postgres::Error> {
+    let stmt = c.prepare_cached(sql).await?;
+    c.execute(&stmt, params).await
+}
+
+/// The row of `sql` on `c`, if any, prepared once per session.
+async fn c_opt(
+    c: &deadpool_postgres::ClientWrapper,
+    sql: &str,
+    params: Params<'_>,
+) -> Result<Option<tokio_postgres::Row>, tokio_postgres::Error> {
+    let stmt = c.prepare_cached(sql).await?;
+    c.query_opt(&stmt, params).await
+}
+
+/// The rows of `sql` on `c`, prepared once per session.
+async fn c_rows(
+    c: &deadpool_postgres::ClientWrapper,
+    sql: &str,
+    params: Params<'_>,
+) -> Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
+    let stmt = c.prepare_cached(sql).await?;
+    c.query(&stmt, params).await
 }
 
 fn to_json<T: serde::Serialize>(v: &T) -> StoreResult<String> {
@@ -214,6 +314,11 @@ fn from_json<T: serde::de::DeserializeOwned>(s: &str) -> StoreResult<T> {
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool,
+    /// Sessions with `synchronous_commit = off`, for the writes a call's later synced write
+    /// covers (see [`PgStore::audit_sink`]).
+    relaxed: Pool,
+    /// Whether those writes use `relaxed`: set once an audit trail shares the store's pool.
+    defer: Arc<AtomicBool>,
     schema: String,
 }
 
@@ -230,8 +335,45 @@ impl PgStore {
     pub async fn connect(config: &PgConfig) -> StoreResult<Self> {
         Ok(PgStore {
             pool: connect_pool(config).await?,
+            relaxed: build_pool(config, Commits::Relaxed)?,
+            defer: Arc::new(AtomicBool::new(false)),
             schema: config.schema.clone(),
         })
+    }
+
+    /// An audit trail in the store's schema, appending through the store's pool (group
+    /// commit, as [`PgAuditSink::connect`](crate::audit::PgAuditSink::connect)).
+    ///
+    /// Its synced commit of a call's entry comes after every other write of the call, so from
+    /// then on the store commits the writes that a later write of the same call covers (the
+    /// idempotency reservation, its completion or release, the final operation record) without
+    /// waiting for the disk (`synchronous_commit = off`): the operation record written before
+    /// the handler runs (synced) flushes the log up to itself, reservation included, and the
+    /// audit entry does so for the rest, so a call's outcome is on disk before its caller sees
+    /// it, with two waits for the disk per call instead of five. Call it inside a Tokio runtime:
+    /// the sink's writer task starts on it.
+    pub fn audit_sink(&self) -> crate::audit::PgAuditSink {
+        self.defer.store(true, Ordering::Relaxed);
+        crate::audit::PgAuditSink::on_pool(self.pool.clone(), None)
+    }
+
+    /// [`audit_sink`](Self::audit_sink), sealing entries with the anchor's host keys and
+    /// writing its checkpoints.
+    pub fn audit_sink_anchored(
+        &self,
+        anchor: crate::audit::AuditAnchor,
+    ) -> crate::audit::PgAuditSink {
+        self.defer.store(true, Ordering::Relaxed);
+        crate::audit::PgAuditSink::on_pool(self.pool.clone(), Some(Arc::new(anchor)))
+    }
+
+    /// The pool for a write that a later synced write of the same call covers.
+    fn covered(&self) -> &Pool {
+        if self.defer.load(Ordering::Relaxed) {
+            &self.relaxed
+        } else {
+            &self.pool
+        }
     }
 
     /// The connection pool (for maintenance and tests).
@@ -263,24 +405,27 @@ impl PgStore {
         let client = self.pool.get().await.map_err(err)?;
         let now_ms = i64_of(unix_millis(now));
         let before = i64_of(unix_millis(now).saturating_sub(millis(keep)));
-        let a = client
-            .execute(
-                "DELETE FROM toolguard_idempotency WHERE expires_at_ms <= $1",
-                &[&now_ms],
-            )
-            .await
-            .map_err(err)?;
-        let b = client
-            .execute("DELETE FROM toolguard_ledger WHERE at_ms <= $1", &[&before])
-            .await
-            .map_err(err)?;
-        let h = client
-            .execute(
-                "DELETE FROM toolguard_holds WHERE until_ms <= $1",
-                &[&now_ms],
-            )
-            .await
-            .map_err(err)?;
+        let a = c_exec(
+            &client,
+            "DELETE FROM toolguard_idempotency WHERE expires_at_ms <= $1",
+            &[&now_ms],
+        )
+        .await
+        .map_err(err)?;
+        let b = c_exec(
+            &client,
+            "DELETE FROM toolguard_ledger WHERE at_ms <= $1",
+            &[&before],
+        )
+        .await
+        .map_err(err)?;
+        let h = c_exec(
+            &client,
+            "DELETE FROM toolguard_holds WHERE until_ms <= $1",
+            &[&now_ms],
+        )
+        .await
+        .map_err(err)?;
         Ok(a + b + h)
     }
 }
@@ -326,7 +471,7 @@ impl IdempotencyStore for PgStore {
             // Never before the lease ends: a short TTL must not free a key mid-flight.
             let expires = i64_of(now_ms.saturating_add(millis(ttl.max(lease))));
             let now_ms = i64_of(now_ms);
-            let client = self.pool.get().await.map_err(err)?;
+            let client = self.covered().get().await.map_err(err)?;
             let insert = client
                 .prepare_cached(
                     "INSERT INTO toolguard_idempotency AS t
@@ -391,7 +536,7 @@ impl IdempotencyStore for PgStore {
         Box::pin(async move {
             let body = to_json(&outcome)?;
             let expires = i64_of(unix_millis(now).saturating_add(millis(ttl)));
-            let client = self.pool.get().await.map_err(err)?;
+            let client = self.covered().get().await.map_err(err)?;
             let stmt = client
                 .prepare_cached(
                     "UPDATE toolguard_idempotency SET outcome = $1, owner = NULL, expires_at_ms = $2
@@ -413,12 +558,15 @@ impl IdempotencyStore for PgStore {
         owner: &'a str,
     ) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
-            let client = self.pool.get().await.map_err(err)?;
-            let n = client
-                .execute(
+            let client = self.covered().get().await.map_err(err)?;
+            let stmt = client
+                .prepare_cached(
                     "DELETE FROM toolguard_idempotency WHERE key = $1 AND owner = $2 AND outcome IS NULL",
-                    &[&key.storage_key(), &owner],
                 )
+                .await
+                .map_err(err)?;
+            let n = client
+                .execute(&stmt, &[&key.storage_key(), &owner])
                 .await
                 .map_err(err)?;
             Ok(n == 1)
@@ -435,15 +583,15 @@ impl IdempotencyStore for PgStore {
         Box::pin(async move {
             let until = i64_of(unix_millis(now).saturating_add(millis(lease)));
             let client = self.pool.get().await.map_err(err)?;
-            let n = client
-                .execute(
-                    "UPDATE toolguard_idempotency SET lease_until_ms = $1,
+            let n = c_exec(
+                &client,
+                "UPDATE toolguard_idempotency SET lease_until_ms = $1,
                         expires_at_ms = GREATEST(expires_at_ms, $1)
                      WHERE key = $2 AND owner = $3 AND outcome IS NULL",
-                    &[&until, &key.storage_key(), &owner],
-                )
-                .await
-                .map_err(err)?;
+                &[&until, &key.storage_key(), &owner],
+            )
+            .await
+            .map_err(err)?;
             Ok(n == 1)
         })
     }
@@ -460,17 +608,17 @@ impl IdempotencyStore for PgStore {
             let now_ms = i64_of(now_ms);
             let token = new_token();
             let client = self.pool.get().await.map_err(err)?;
-            let row = client
-                .query_opt(
-                    "UPDATE toolguard_idempotency SET owner = $1, lease_until_ms = $2,
+            let row = c_opt(
+                &client,
+                "UPDATE toolguard_idempotency SET owner = $1, lease_until_ms = $2,
                         expires_at_ms = GREATEST(expires_at_ms, $2)
                      WHERE key = $3 AND outcome IS NULL AND lease_until_ms <= $4
                        AND expires_at_ms > $4
                      RETURNING owner",
-                    &[&token, &until, &key.storage_key(), &now_ms],
-                )
-                .await
-                .map_err(err)?;
+                &[&token, &until, &key.storage_key(), &now_ms],
+            )
+            .await
+            .map_err(err)?;
             Ok(row.map(|_| token))
         })
     }
@@ -487,14 +635,14 @@ impl IdempotencyStore for PgStore {
             let body = to_json(&outcome)?;
             let expires = i64_of(unix_millis(now).saturating_add(millis(ttl)));
             let client = self.pool.get().await.map_err(err)?;
-            let n = client
-                .execute(
-                    "UPDATE toolguard_idempotency SET outcome = $1, owner = NULL, expires_at_ms = $2
+            let n = c_exec(
+                &client,
+                "UPDATE toolguard_idempotency SET outcome = $1, owner = NULL, expires_at_ms = $2
                      WHERE key = $3 AND operation_id = $4",
-                    &[&body, &expires, &key.storage_key(), &operation_id],
-                )
-                .await
-                .map_err(err)?;
+                &[&body, &expires, &key.storage_key(), &operation_id],
+            )
+            .await
+            .map_err(err)?;
             Ok(n == 1)
         })
     }
@@ -506,13 +654,13 @@ impl IdempotencyStore for PgStore {
     ) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
             let client = self.pool.get().await.map_err(err)?;
-            let n = client
-                .execute(
-                    "DELETE FROM toolguard_idempotency WHERE key = $1 AND operation_id = $2",
-                    &[&key.storage_key(), &operation_id],
-                )
-                .await
-                .map_err(err)?;
+            let n = c_exec(
+                &client,
+                "DELETE FROM toolguard_idempotency WHERE key = $1 AND operation_id = $2",
+                &[&key.storage_key(), &operation_id],
+            )
+            .await
+            .map_err(err)?;
             Ok(n == 1)
         })
     }
@@ -541,21 +689,21 @@ impl ApprovalStore for PgStore {
         Box::pin(async move {
             let body = to_json(request)?;
             let client = self.pool.get().await.map_err(err)?;
-            client
-                .execute(
-                    "INSERT INTO toolguard_approvals (id, tenant, state, created_at_ms, version, body)
+            c_exec(
+                &client,
+                "INSERT INTO toolguard_approvals (id, tenant, state, created_at_ms, version, body)
                      VALUES ($1, $2, $3, $4, $5, $6)",
-                    &[
-                        &request.id,
-                        &request.requester.tenant,
-                        &ApprovalState::as_str(request.state),
-                        &i64_of(request.created_at_ms),
-                        &i64_of(request.version),
-                        &body,
-                    ],
-                )
-                .await
-                .map_err(err)?;
+                &[
+                    &request.id,
+                    &request.requester.tenant,
+                    &ApprovalState::as_str(request.state),
+                    &i64_of(request.created_at_ms),
+                    &i64_of(request.version),
+                    &body,
+                ],
+            )
+            .await
+            .map_err(err)?;
             Ok(())
         })
     }
@@ -563,10 +711,13 @@ impl ApprovalStore for PgStore {
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<ApprovalRequest>>> {
         Box::pin(async move {
             let client = self.pool.get().await.map_err(err)?;
-            let row = client
-                .query_opt("SELECT body FROM toolguard_approvals WHERE id = $1", &[&id])
-                .await
-                .map_err(err)?;
+            let row = c_opt(
+                &client,
+                "SELECT body FROM toolguard_approvals WHERE id = $1",
+                &[&id],
+            )
+            .await
+            .map_err(err)?;
             match row {
                 Some(r) => Ok(Some(from_json(&r.try_get::<_, String>(0).map_err(err)?)?)),
                 None => Ok(None),
@@ -577,14 +728,14 @@ impl ApprovalStore for PgStore {
     fn pending<'a>(&'a self, tenant: &'a str) -> BoxFuture<'a, StoreResult<Vec<ApprovalRequest>>> {
         Box::pin(async move {
             let client = self.pool.get().await.map_err(err)?;
-            let rows = client
-                .query(
-                    "SELECT body FROM toolguard_approvals WHERE tenant = $1 AND state = 'pending'
+            let rows = c_rows(
+                &client,
+                "SELECT body FROM toolguard_approvals WHERE tenant = $1 AND state = 'pending'
                      ORDER BY created_at_ms, id",
-                    &[&tenant],
-                )
-                .await
-                .map_err(err)?;
+                &[&tenant],
+            )
+            .await
+            .map_err(err)?;
             rows.iter()
                 .map(|r| from_json(&r.try_get::<_, String>(0).map_err(err)?))
                 .collect()
@@ -601,20 +752,20 @@ impl ApprovalStore for PgStore {
             next.version = expected_version.saturating_add(1);
             let body = to_json(&next)?;
             let client = self.pool.get().await.map_err(err)?;
-            let n = client
-                .execute(
-                    "UPDATE toolguard_approvals SET state = $1, version = $2, body = $3
+            let n = c_exec(
+                &client,
+                "UPDATE toolguard_approvals SET state = $1, version = $2, body = $3
                      WHERE id = $4 AND version = $5",
-                    &[
-                        &ApprovalState::as_str(next.state),
-                        &i64_of(next.version),
-                        &body,
-                        &next.id,
-                        &i64_of(expected_version),
-                    ],
-                )
-                .await
-                .map_err(err)?;
+                &[
+                    &ApprovalState::as_str(next.state),
+                    &i64_of(next.version),
+                    &body,
+                    &next.id,
+                    &i64_of(expected_version),
+                ],
+            )
+            .await
+            .map_err(err)?;
             Ok(n == 1)
         })
     }
@@ -628,7 +779,8 @@ async fn lock_scopes(
     scopes.sort_unstable();
     scopes.dedup();
     for s in scopes.iter() {
-        tx.execute(
+        tx_exec(
+            tx,
             "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
             &[s],
         )
@@ -644,14 +796,14 @@ async fn window_total(
     from: i64,
     to: i64,
 ) -> StoreResult<u64> {
-    let row = tx
-        .query_one(
-            "SELECT COALESCE(SUM(amount), 0)::BIGINT FROM toolguard_ledger
+    let row = tx_one(
+        tx,
+        "SELECT COALESCE(SUM(amount), 0)::BIGINT FROM toolguard_ledger
              WHERE scope = $1 AND at_ms > $2 AND at_ms <= $3",
-            &[&scope, &from, &to],
-        )
-        .await
-        .map_err(err)?;
+        &[&scope, &from, &to],
+    )
+    .await
+    .map_err(err)?;
     Ok(u64_of(row.try_get(0).map_err(err)?))
 }
 
@@ -663,14 +815,14 @@ async fn counted(
     to: i64,
 ) -> StoreResult<u64> {
     let booked = window_total(tx, scope, from, to).await?;
-    let row = tx
-        .query_one(
-            "SELECT COALESCE(SUM(h.amount), 0)::BIGINT FROM toolguard_hold_scopes s
+    let row = tx_one(
+        tx,
+        "SELECT COALESCE(SUM(h.amount), 0)::BIGINT FROM toolguard_hold_scopes s
              JOIN toolguard_holds h ON h.entry = s.entry WHERE s.scope = $1 AND h.until_ms > $2",
-            &[&scope, &to],
-        )
-        .await
-        .map_err(err)?;
+        &[&scope, &to],
+    )
+    .await
+    .map_err(err)?;
     Ok(booked.saturating_add(u64_of(row.try_get(0).map_err(err)?)))
 }
 
@@ -701,27 +853,27 @@ async fn take_hold(
     now: i64,
 ) -> StoreResult<Option<(u64, Vec<String>)>> {
     // `FOR UPDATE`: a racing commit waits here, then finds the row gone.
-    let Some(row) = tx
-        .query_opt(
-            "SELECT amount FROM toolguard_holds WHERE entry = $1 AND until_ms > $2 FOR UPDATE",
-            &[&entry, &now],
-        )
-        .await
-        .map_err(err)?
+    let Some(row) = tx_opt(
+        tx,
+        "SELECT amount FROM toolguard_holds WHERE entry = $1 AND until_ms > $2 FOR UPDATE",
+        &[&entry, &now],
+    )
+    .await
+    .map_err(err)?
     else {
         return Ok(None);
     };
     let reserved = u64_of(row.try_get(0).map_err(err)?);
-    let scopes = tx
-        .query(
-            "SELECT scope FROM toolguard_hold_scopes WHERE entry = $1",
-            &[&entry],
-        )
-        .await
-        .map_err(err)?
-        .iter()
-        .map(|r| r.try_get::<_, String>(0).map_err(err))
-        .collect::<StoreResult<Vec<_>>>()?;
+    let scopes = tx_rows(
+        tx,
+        "SELECT scope FROM toolguard_hold_scopes WHERE entry = $1",
+        &[&entry],
+    )
+    .await
+    .map_err(err)?
+    .iter()
+    .map(|r| r.try_get::<_, String>(0).map_err(err))
+    .collect::<StoreResult<Vec<_>>>()?;
     Ok(Some((reserved, scopes)))
 }
 
@@ -733,7 +885,8 @@ async fn insert_entries(
     at: i64,
 ) -> StoreResult<()> {
     let scopes: Vec<&str> = scopes.to_vec();
-    tx.execute(
+    tx_exec(
+        tx,
         "INSERT INTO toolguard_ledger (scope, entry, amount, at_ms)
          SELECT s, $2, $3, $4 FROM unnest($1::TEXT[]) AS s",
         &[&scopes, &entry, &i64_of(amount), &at],
@@ -791,13 +944,13 @@ impl SessionLedger for PgStore {
         Box::pin(async move {
             let client = self.pool.get().await.map_err(err)?;
             let all: Vec<&str> = scopes.iter().map(String::as_str).collect();
-            client
-                .execute(
-                    "DELETE FROM toolguard_ledger WHERE entry = $1 AND scope = ANY($2::TEXT[])",
-                    &[&entry, &all],
-                )
-                .await
-                .map_err(err)?;
+            c_exec(
+                &client,
+                "DELETE FROM toolguard_ledger WHERE entry = $1 AND scope = ANY($2::TEXT[])",
+                &[&entry, &all],
+            )
+            .await
+            .map_err(err)?;
             Ok(())
         })
     }
@@ -836,30 +989,36 @@ impl SessionLedger for PgStore {
             let mut scopes: Vec<&str> = limits.iter().map(|l| l.scope.as_str()).collect();
             scopes.push(&entry_lock);
             lock_scopes(&tx, &mut scopes).await?;
-            tx.execute(
+            tx_exec(
+                &tx,
                 "DELETE FROM toolguard_holds WHERE entry = $1 AND until_ms <= $2",
                 &[&entry, &i64_of(now_ms)],
             )
             .await
             .map_err(err)?;
-            let held = tx
-                .query_opt("SELECT 1 FROM toolguard_holds WHERE entry = $1", &[&entry])
-                .await
-                .map_err(err)?;
+            let held = tx_opt(
+                &tx,
+                "SELECT 1 FROM toolguard_holds WHERE entry = $1",
+                &[&entry],
+            )
+            .await
+            .map_err(err)?;
             if held.is_some() {
                 return Ok(true);
             }
             if !fits(&tx, amount, limits, now_ms).await? {
                 return Ok(false);
             }
-            tx.execute(
+            tx_exec(
+                &tx,
                 "INSERT INTO toolguard_holds (entry, amount, until_ms) VALUES ($1, $2, $3)",
                 &[&entry, &i64_of(amount), &i64_of(unix_millis(until))],
             )
             .await
             .map_err(err)?;
             let all: Vec<&str> = limits.iter().map(|l| l.scope.as_str()).collect();
-            tx.execute(
+            tx_exec(
+                &tx,
                 "INSERT INTO toolguard_hold_scopes (entry, scope)
                  SELECT DISTINCT $1, s FROM unnest($2::TEXT[]) AS s",
                 &[&entry, &all],
@@ -874,10 +1033,13 @@ impl SessionLedger for PgStore {
     fn release<'a>(&'a self, entry: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
             let client = self.pool.get().await.map_err(err)?;
-            let n = client
-                .execute("DELETE FROM toolguard_holds WHERE entry = $1", &[&entry])
-                .await
-                .map_err(err)?;
+            let n = c_exec(
+                &client,
+                "DELETE FROM toolguard_holds WHERE entry = $1",
+                &[&entry],
+            )
+            .await
+            .map_err(err)?;
             Ok(n == 1)
         })
     }
@@ -895,16 +1057,16 @@ impl SessionLedger for PgStore {
             // Lock the hold's scopes first, as `admit` and `reserve` do: an admission summing
             // entries and holds in two statements must not see the hold gone and its booking
             // not yet there. (A hold's scopes never change, so reading them unlocked is safe.)
-            let held_scopes: Vec<String> = tx
-                .query(
-                    "SELECT scope FROM toolguard_hold_scopes WHERE entry = $1",
-                    &[&entry],
-                )
-                .await
-                .map_err(err)?
-                .iter()
-                .map(|r| r.try_get::<_, String>(0).map_err(err))
-                .collect::<StoreResult<_>>()?;
+            let held_scopes: Vec<String> = tx_rows(
+                &tx,
+                "SELECT scope FROM toolguard_hold_scopes WHERE entry = $1",
+                &[&entry],
+            )
+            .await
+            .map_err(err)?
+            .iter()
+            .map(|r| r.try_get::<_, String>(0).map_err(err))
+            .collect::<StoreResult<_>>()?;
             let entry_lock = format!("hold|{entry}");
             let mut locks: Vec<&str> = held_scopes.iter().map(String::as_str).collect();
             locks.push(&entry_lock);
@@ -915,9 +1077,13 @@ impl SessionLedger for PgStore {
             if amount > reserved {
                 return Ok(HoldCommit::Exceeds { reserved });
             }
-            tx.execute("DELETE FROM toolguard_holds WHERE entry = $1", &[&entry])
-                .await
-                .map_err(err)?;
+            tx_exec(
+                &tx,
+                "DELETE FROM toolguard_holds WHERE entry = $1",
+                &[&entry],
+            )
+            .await
+            .map_err(err)?;
             let all: Vec<&str> = scopes.iter().map(String::as_str).collect();
             insert_entries(&tx, &all, entry, amount, now_ms).await?;
             tx.commit().await.map_err(err)?;
@@ -941,14 +1107,14 @@ impl SessionLedger for PgStore {
             let tx = client.transaction().await.map_err(err)?;
             let mut scopes = vec![scope.as_str()];
             lock_scopes(&tx, &mut scopes).await?;
-            tx.execute(
+            tx_exec(
+                &tx,
                 "DELETE FROM toolguard_ledger WHERE scope = $1 AND at_ms <= $2",
                 &[&scope, &from],
             )
             .await
             .map_err(err)?;
-            let counted: i64 = tx
-                .query_one(
+            let counted: i64 = tx_one(&tx,
                     "SELECT COUNT(*) FROM toolguard_ledger WHERE scope = $1 AND at_ms > $2 AND at_ms <= $3",
                     &[&scope, &from, &now_ms],
                 )
@@ -970,14 +1136,23 @@ impl OperationStore for PgStore {
     fn put<'a>(&'a self, record: &'a OperationRecord) -> BoxFuture<'a, StoreResult<()>> {
         Box::pin(async move {
             let body = to_json(record)?;
-            let client = self.pool.get().await.map_err(err)?;
-            client
-                .execute(
+            // The record written before the handler runs is synced (it also flushes the call's
+            // reservation); the others are covered by the call's audit entry.
+            let pool = match record.state {
+                OperationState::Executing => &self.pool,
+                _ => self.covered(),
+            };
+            let client = pool.get().await.map_err(err)?;
+            let stmt = client
+                .prepare_cached(
                     "INSERT INTO toolguard_operations (id, updated_at_ms, body) VALUES ($1, $2, $3)
                      ON CONFLICT (id) DO UPDATE SET updated_at_ms = excluded.updated_at_ms,
                         body = excluded.body",
-                    &[&record.id, &i64_of(record.updated_at_ms), &body],
                 )
+                .await
+                .map_err(err)?;
+            client
+                .execute(&stmt, &[&record.id, &i64_of(record.updated_at_ms), &body])
                 .await
                 .map_err(err)?;
             Ok(())
@@ -987,13 +1162,11 @@ impl OperationStore for PgStore {
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<OperationRecord>>> {
         Box::pin(async move {
             let client = self.pool.get().await.map_err(err)?;
-            let row = client
-                .query_opt(
-                    "SELECT body FROM toolguard_operations WHERE id = $1",
-                    &[&id],
-                )
+            let stmt = client
+                .prepare_cached("SELECT body FROM toolguard_operations WHERE id = $1")
                 .await
                 .map_err(err)?;
+            let row = client.query_opt(&stmt, &[&id]).await.map_err(err)?;
             match row {
                 Some(r) => Ok(Some(from_json(&r.try_get::<_, String>(0).map_err(err)?)?)),
                 None => Ok(None),

@@ -7,11 +7,9 @@
 //! The audit trail of the same file is written by [`crate::audit::SqliteAuditSink`].
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
-use tokio::sync::oneshot;
 
 use super::types::*;
 use super::{
@@ -21,6 +19,7 @@ use crate::clock::unix_millis;
 use crate::store::encode::{
     HELD_SQLITE, LEDGER_HOLDS, PURGE_INDEXES, i64_of, millis, new_token, u64_of,
 };
+pub(crate) use crate::store::sqlite_worker::{Mode, Worker};
 use crate::tool::BoxFuture;
 
 /// Current version of the SQLite schema.
@@ -86,7 +85,18 @@ pub enum Durability {
     /// `synchronous = NORMAL` (WAL): a committed transaction survives a crash of the process; a
     /// power loss may roll back the last commits. The store's default.
     Process,
-    /// `synchronous = FULL`: every commit is on disk before it returns. The audit sink's default.
+    /// Synced to disk: every commit is on disk before it returns. The audit sink's default.
+    ///
+    /// A [`SqliteStore`] commits with `synchronous = NORMAL` and syncs the write-ahead log on a
+    /// thread of its own, so that one sync covers every transaction committed before it while
+    /// the connection goes on committing. Once an audit trail writes through the store's
+    /// connection ([`SqliteStore::audit_sink`], as [`crate::DispatcherBuilder::sqlite`] does),
+    /// the writes of a call that its later writes follow (the idempotency reservation, its
+    /// completion or release, the final operation record) are answered at commit and reach the
+    /// disk with the next synced commit: the operation record written before the handler runs
+    /// (synced) covers the reservation, and the call's audit entry (synced, after every other
+    /// write of the call) covers the rest, so a call's outcome is on disk before its caller
+    /// sees it.
     Full,
 }
 
@@ -143,105 +153,19 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     tx.commit()
 }
 
-/// What a job leaves to do once its batch committed (or failed to).
-type Reply = Box<dyn FnOnce(Result<(), String>) + Send>;
-type Job = Box<dyn FnOnce(&mut Connection) -> Reply + Send>;
-
-/// Most jobs committed in one transaction.
-const MAX_JOBS: usize = 256;
-
-/// One connection on its own thread, running the jobs sent to it in order.
-///
-/// A batched worker takes every job queued (up to [`MAX_JOBS`]), runs them in order inside one
-/// `BEGIN IMMEDIATE` transaction and answers each only after the `COMMIT`, so that nothing is
-/// reported done before it is stored, and one commit serves many concurrent calls. A job that
-/// fails leaves nothing behind (single statements, or a savepoint for several) and does not
-/// affect the others.
-#[derive(Debug)]
-pub(crate) struct Worker {
-    tx: mpsc::Sender<Job>,
+/// Runs the cached statement `sql` with `params`; returns the rows changed.
+fn exec(c: &Connection, sql: &str, params: impl rusqlite::Params) -> rusqlite::Result<usize> {
+    c.prepare_cached(sql)?.execute(params)
 }
 
-fn run_batch(conn: &mut Connection, jobs: Vec<Job>) {
-    if conn.execute_batch("BEGIN IMMEDIATE").is_err() {
-        // Could not take the write lock in time: run each job on its own.
-        for job in jobs {
-            job(conn)(Ok(()));
-        }
-        return;
-    }
-    let mut replies = Vec::with_capacity(jobs.len());
-    let mut lost = false;
-    for job in jobs {
-        replies.push(job(conn));
-        // SQLite rolled the whole transaction back (I/O error, disk full): what follows would
-        // run outside it, so report the batch as failed.
-        lost |= conn.is_autocommit();
-    }
-    let committed = if lost {
-        Err("the transaction was rolled back".to_owned())
-    } else {
-        conn.execute_batch("COMMIT").map_err(|e| e.to_string())
-    };
-    if committed.is_err() && !conn.is_autocommit() {
-        let _ = conn.execute_batch("ROLLBACK");
-    }
-    for reply in replies {
-        reply(committed.clone());
-    }
-}
-
-impl Worker {
-    pub(crate) fn start(mut conn: Connection, name: &str, batched: bool) -> std::io::Result<Self> {
-        let (tx, rx) = mpsc::channel::<Job>();
-        std::thread::Builder::new()
-            .name(name.to_owned())
-            .spawn(move || {
-                while let Ok(first) = rx.recv() {
-                    if !batched {
-                        first(&mut conn)(Ok(()));
-                        continue;
-                    }
-                    let mut jobs = vec![first];
-                    while jobs.len() < MAX_JOBS {
-                        match rx.try_recv() {
-                            Ok(job) => jobs.push(job),
-                            Err(_) => break,
-                        }
-                    }
-                    run_batch(&mut conn, jobs);
-                }
-            })?;
-        Ok(Worker { tx })
-    }
-
-    /// Runs `f` on the connection's thread and waits for its result without blocking.
-    pub(crate) async fn run<T, F>(&self, f: F) -> StoreResult<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
-    {
-        let (done, result) = oneshot::channel();
-        let job: Job = Box::new(move |conn| {
-            let out = f(conn);
-            Box::new(move |committed: Result<(), String>| {
-                let out = match committed {
-                    Ok(()) => out.map_err(err),
-                    Err(e) => Err(StoreError::new(format!("sqlite: commit failed: {e}"))),
-                };
-                let _ = done.send(out);
-            })
-        });
-        self.tx
-            .send(job)
-            .map_err(|_| StoreError::new("sqlite: the connection thread stopped".to_owned()))?;
-        match result.await {
-            Ok(r) => r,
-            Err(_) => Err(StoreError::new(
-                "sqlite: the connection thread dropped the statement".to_owned(),
-            )),
-        }
-    }
+/// The first row of the cached statement `sql` with `params`, read by `f`.
+fn row<T>(
+    c: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    f: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    c.prepare_cached(sql)?.query_row(params, f)
 }
 
 fn to_json<T: serde::Serialize>(v: &T) -> rusqlite::Result<String> {
@@ -286,7 +210,18 @@ impl SqliteStore {
     pub fn open_with(path: impl AsRef<Path>, durability: Durability) -> StoreResult<Self> {
         let path = path.as_ref().to_path_buf();
         let conn = open_connection(&path, durability).map_err(err)?;
-        let worker = Worker::start(conn, "toolguard-sqlite", true).map_err(err)?;
+        let wal = match durability {
+            Durability::Process => None,
+            Durability::Full => {
+                // Commits only write the log; the worker's sync thread puts it on disk.
+                conn.pragma_update(None, "synchronous", "NORMAL")
+                    .map_err(err)?;
+                let mut wal = path.as_os_str().to_owned();
+                wal.push("-wal");
+                Some(PathBuf::from(wal))
+            }
+        };
+        let worker = Worker::start(conn, "toolguard-sqlite", Mode::Batched { wal }).map_err(err)?;
         Ok(SqliteStore {
             worker: std::sync::Arc::new(worker),
             path,
@@ -300,6 +235,7 @@ impl SqliteStore {
     /// [`Durability`] (open the store with [`Durability::Full`] for a trail that survives power
     /// loss; [`crate::DispatcherBuilder::sqlite`] does).
     pub fn audit_sink(&self) -> StoreResult<crate::audit::SqliteAuditSink> {
+        self.worker.allow_deferral();
         crate::audit::SqliteAuditSink::shared(
             &self.path,
             self.durability,
@@ -314,6 +250,7 @@ impl SqliteStore {
         &self,
         anchor: crate::audit::AuditAnchor,
     ) -> StoreResult<crate::audit::SqliteAuditSink> {
+        self.worker.allow_deferral();
         crate::audit::SqliteAuditSink::shared(
             &self.path,
             self.durability,
@@ -345,12 +282,21 @@ impl SqliteStore {
         let before = i64_of(unix_millis(now).saturating_sub(millis(keep)));
         self.worker
             .run(move |c| {
-                let a = c.execute(
+                let a = exec(
+                    c,
                     "DELETE FROM toolguard_idempotency WHERE expires_at_ms <= ?1",
                     [now_ms],
                 )?;
-                let b = c.execute("DELETE FROM toolguard_ledger WHERE at_ms <= ?1", [before])?;
-                let h = c.execute("DELETE FROM toolguard_holds WHERE until_ms <= ?1", [now_ms])?;
+                let b = exec(
+                    c,
+                    "DELETE FROM toolguard_ledger WHERE at_ms <= ?1",
+                    [before],
+                )?;
+                let h = exec(
+                    c,
+                    "DELETE FROM toolguard_holds WHERE until_ms <= ?1",
+                    [now_ms],
+                )?;
                 Ok(a + b + h)
             })
             .await
@@ -402,11 +348,13 @@ impl IdempotencyStore for SqliteStore {
         // Never before the lease ends: a short TTL must not free a key mid-flight.
         let expires = i64_of(now_ms.saturating_add(millis(ttl.max(lease))));
         let now_ms = i64_of(now_ms);
-        Box::pin(self.worker.run(move |c| {
-            let owner = new_token();
+        let owner = new_token();
+        // Answered at commit: the reservation reaches the disk with the call's next synced
+        // write (see `Durability::Full`).
+        Box::pin(self.worker.run_deferred(move |c| {
             // One statement: insert, or take the row over if it expired.
             let won: Option<String> = c
-                .query_row(
+                .prepare_cached(
                     "INSERT INTO toolguard_idempotency
                         (key, request_digest, operation_id, owner, lease_until_ms, outcome, expires_at_ms)
                      VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6)
@@ -419,6 +367,8 @@ impl IdempotencyStore for SqliteStore {
                         expires_at_ms = excluded.expires_at_ms
                      WHERE toolguard_idempotency.expires_at_ms <= ?7
                      RETURNING owner",
+                )?
+                .query_row(
                     params![k, digest, op, owner, lease_until, expires, now_ms],
                     |r| r.get(0),
                 )
@@ -426,7 +376,9 @@ impl IdempotencyStore for SqliteStore {
             if let Some(owner) = won {
                 return Ok(Reservation::Reserved { owner });
             }
-            let existing = c.query_row(SELECT_RECORD, params![k, now_ms], read_record)?;
+            let existing = c
+                .prepare_cached(SELECT_RECORD)?
+                .query_row(params![k, now_ms], read_record)?;
             Ok(Reservation::Existing(existing))
         }))
     }
@@ -442,13 +394,15 @@ impl IdempotencyStore for SqliteStore {
         let k = key.storage_key();
         let owner = owner.to_owned();
         let expires = i64_of(unix_millis(now).saturating_add(millis(ttl)));
-        Box::pin(self.worker.run(move |c| {
-            let body = to_json(&outcome)?;
-            let n = c.execute(
-                "UPDATE toolguard_idempotency SET outcome = ?1, owner = NULL, expires_at_ms = ?2
-                 WHERE key = ?3 AND owner = ?4 AND outcome IS NULL",
-                params![body, expires, k, owner],
-            )?;
+        let body = to_json(&outcome);
+        // Answered at commit: the call's audit entry, synced after it, covers it.
+        Box::pin(self.worker.run_deferred(move |c| {
+            let n = c
+                .prepare_cached(
+                    "UPDATE toolguard_idempotency SET outcome = ?1, owner = NULL, expires_at_ms = ?2
+                     WHERE key = ?3 AND owner = ?4 AND outcome IS NULL",
+                )?
+                .execute(params![body?, expires, k, owner])?;
             Ok(n == 1)
         }))
     }
@@ -460,11 +414,12 @@ impl IdempotencyStore for SqliteStore {
     ) -> BoxFuture<'a, StoreResult<bool>> {
         let k = key.storage_key();
         let owner = owner.to_owned();
-        Box::pin(self.worker.run(move |c| {
-            let n = c.execute(
-                "DELETE FROM toolguard_idempotency WHERE key = ?1 AND owner = ?2 AND outcome IS NULL",
-                params![k, owner],
-            )?;
+        Box::pin(self.worker.run_deferred(move |c| {
+            let n = c
+                .prepare_cached(
+                    "DELETE FROM toolguard_idempotency WHERE key = ?1 AND owner = ?2 AND outcome IS NULL",
+                )?
+                .execute(params![k, owner])?;
             Ok(n == 1)
         }))
     }
@@ -480,7 +435,8 @@ impl IdempotencyStore for SqliteStore {
         let owner = owner.to_owned();
         let until = i64_of(unix_millis(now).saturating_add(millis(lease)));
         Box::pin(self.worker.run(move |c| {
-            let n = c.execute(
+            let n = exec(
+                c,
                 "UPDATE toolguard_idempotency SET lease_until_ms = ?1,
                     expires_at_ms = MAX(expires_at_ms, ?1)
                  WHERE key = ?2 AND owner = ?3 AND outcome IS NULL",
@@ -502,7 +458,8 @@ impl IdempotencyStore for SqliteStore {
         let now_ms = i64_of(now_ms);
         Box::pin(self.worker.run(move |c| {
             let token = new_token();
-            c.query_row(
+            row(
+                c,
                 "UPDATE toolguard_idempotency SET owner = ?1, lease_until_ms = ?2,
                     expires_at_ms = MAX(expires_at_ms, ?2)
                  WHERE key = ?3 AND outcome IS NULL AND lease_until_ms <= ?4 AND expires_at_ms > ?4
@@ -527,7 +484,8 @@ impl IdempotencyStore for SqliteStore {
         let expires = i64_of(unix_millis(now).saturating_add(millis(ttl)));
         Box::pin(self.worker.run(move |c| {
             let body = to_json(&outcome)?;
-            let n = c.execute(
+            let n = exec(
+                c,
                 "UPDATE toolguard_idempotency SET outcome = ?1, owner = NULL, expires_at_ms = ?2
                  WHERE key = ?3 AND operation_id = ?4",
                 params![body, expires, k, op],
@@ -544,7 +502,8 @@ impl IdempotencyStore for SqliteStore {
         let k = key.storage_key();
         let op = operation_id.to_owned();
         Box::pin(self.worker.run(move |c| {
-            let n = c.execute(
+            let n = exec(
+                c,
                 "DELETE FROM toolguard_idempotency WHERE key = ?1 AND operation_id = ?2",
                 params![k, op],
             )?;
@@ -560,7 +519,8 @@ impl IdempotencyStore for SqliteStore {
         let k = key.storage_key();
         let now_ms = i64_of(unix_millis(now));
         Box::pin(self.worker.run(move |c| {
-            c.query_row(SELECT_RECORD, params![k, now_ms], read_record)
+            c.prepare_cached(SELECT_RECORD)?
+                .query_row(params![k, now_ms], read_record)
                 .optional()
         }))
     }
@@ -571,7 +531,8 @@ impl ApprovalStore for SqliteStore {
         let r = request.clone();
         Box::pin(self.worker.run(move |c| {
             let body = to_json(&r)?;
-            c.execute(
+            exec(
+                c,
                 "INSERT INTO toolguard_approvals (id, tenant, state, created_at_ms, version, body)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![
@@ -590,13 +551,13 @@ impl ApprovalStore for SqliteStore {
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<ApprovalRequest>>> {
         let id = id.to_owned();
         Box::pin(self.worker.run(move |c| {
-            let body: Option<String> = c
-                .query_row(
-                    "SELECT body FROM toolguard_approvals WHERE id = ?1",
-                    [id],
-                    |r| r.get(0),
-                )
-                .optional()?;
+            let body: Option<String> = row(
+                c,
+                "SELECT body FROM toolguard_approvals WHERE id = ?1",
+                [id],
+                |r| r.get(0),
+            )
+            .optional()?;
             body.map(|b| from_json(&b)).transpose()
         }))
     }
@@ -626,7 +587,8 @@ impl ApprovalStore for SqliteStore {
         next.version = expected_version.saturating_add(1);
         Box::pin(self.worker.run(move |c| {
             let body = to_json(&next)?;
-            let n = c.execute(
+            let n = exec(
+                c,
                 "UPDATE toolguard_approvals SET state = ?1, version = ?2, body = ?3
                  WHERE id = ?4 AND version = ?5",
                 params![
@@ -678,24 +640,26 @@ fn hold(
     until: i64,
     now: u64,
 ) -> rusqlite::Result<bool> {
-    c.execute(
+    exec(
+        c,
         "DELETE FROM toolguard_holds WHERE entry = ?1 AND until_ms <= ?2",
         params![entry, i64_of(now)],
     )?;
-    let held: Option<i64> = c
-        .query_row(
-            "SELECT amount FROM toolguard_holds WHERE entry = ?1",
-            [entry],
-            |r| r.get(0),
-        )
-        .optional()?;
+    let held: Option<i64> = row(
+        c,
+        "SELECT amount FROM toolguard_holds WHERE entry = ?1",
+        [entry],
+        |r| r.get(0),
+    )
+    .optional()?;
     if held.is_some() {
         return Ok(true);
     }
     if !fits(c, amount, limits, now)? {
         return Ok(false);
     }
-    c.execute(
+    exec(
+        c,
         "INSERT INTO toolguard_holds (entry, amount, until_ms) VALUES (?1, ?2, ?3)",
         params![entry, i64_of(amount), until],
     )?;
@@ -709,13 +673,13 @@ fn hold(
 }
 
 fn commit_hold(c: &Connection, entry: &str, amount: u64, now: i64) -> rusqlite::Result<HoldCommit> {
-    let held: Option<i64> = c
-        .query_row(
-            "SELECT amount FROM toolguard_holds WHERE entry = ?1 AND until_ms > ?2",
-            params![entry, now],
-            |r| r.get(0),
-        )
-        .optional()?;
+    let held: Option<i64> = row(
+        c,
+        "SELECT amount FROM toolguard_holds WHERE entry = ?1 AND until_ms > ?2",
+        params![entry, now],
+        |r| r.get(0),
+    )
+    .optional()?;
     let Some(reserved) = held.map(u64_of) else {
         return Ok(HoldCommit::Missing);
     };
@@ -728,7 +692,7 @@ fn commit_hold(c: &Connection, entry: &str, amount: u64, now: i64) -> rusqlite::
         let rows = stmt.query_map([entry], |r| r.get(0))?;
         rows.collect::<rusqlite::Result<_>>()?
     };
-    c.execute("DELETE FROM toolguard_holds WHERE entry = ?1", [entry])?;
+    exec(c, "DELETE FROM toolguard_holds WHERE entry = ?1", [entry])?;
     for s in &scopes {
         insert_entry(c, s, entry, amount, now)?;
     }
@@ -802,7 +766,8 @@ impl SessionLedger for SqliteStore {
         Box::pin(self.worker.run(move |c| {
             let tx = c.savepoint()?;
             for s in &scopes {
-                tx.execute(
+                exec(
+                    &tx,
                     "DELETE FROM toolguard_ledger WHERE scope = ?1 AND entry = ?2",
                     params![s, entry],
                 )?;
@@ -849,7 +814,7 @@ impl SessionLedger for SqliteStore {
     fn release<'a>(&'a self, entry: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
         let entry = entry.to_owned();
         Box::pin(self.worker.run(move |c| {
-            let n = c.execute("DELETE FROM toolguard_holds WHERE entry = ?1", [entry])?;
+            let n = exec(c, "DELETE FROM toolguard_holds WHERE entry = ?1", [entry])?;
             Ok(n == 1)
         }))
     }
@@ -883,11 +848,11 @@ impl SessionLedger for SqliteStore {
         let now_ms = i64_of(now_ms);
         Box::pin(self.worker.run(move |c| {
             let tx = c.savepoint()?;
-            tx.execute(
+            exec(&tx,
                 "DELETE FROM toolguard_ledger WHERE scope = ?1 AND at_ms <= ?2",
                 params![scope, from],
             )?;
-            let counted: i64 = tx.query_row(
+            let counted: i64 = row(&tx,
                 "SELECT COUNT(*) FROM toolguard_ledger WHERE scope = ?1 AND at_ms > ?2 AND at_ms <= ?3",
                 params![scope, from, now_ms],
                 |r| r.get(0),
@@ -904,28 +869,32 @@ impl SessionLedger for SqliteStore {
 
 impl OperationStore for SqliteStore {
     fn put<'a>(&'a self, record: &'a OperationRecord) -> BoxFuture<'a, StoreResult<()>> {
-        let r = record.clone();
-        Box::pin(self.worker.run(move |c| {
-            let body = to_json(&r)?;
-            c.execute(
+        let body = to_json(record);
+        let (id, at) = (record.id.clone(), i64_of(record.updated_at_ms));
+        let job = move |c: &mut Connection| {
+            c.prepare_cached(
                 "INSERT INTO toolguard_operations (id, updated_at_ms, body) VALUES (?1, ?2, ?3)
                  ON CONFLICT (id) DO UPDATE SET updated_at_ms = excluded.updated_at_ms,
                     body = excluded.body",
-                params![r.id, i64_of(r.updated_at_ms), body],
-            )?;
+            )?
+            .execute(params![id, at, body?])?;
             Ok(())
-        }))
+        };
+        // The record written before the handler runs is synced (it also covers the call's
+        // reservation); the others are covered by the call's audit entry.
+        if record.state == OperationState::Executing {
+            Box::pin(self.worker.run(job))
+        } else {
+            Box::pin(self.worker.run_deferred(job))
+        }
     }
 
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<OperationRecord>>> {
         let id = id.to_owned();
         Box::pin(self.worker.run(move |c| {
             let body: Option<String> = c
-                .query_row(
-                    "SELECT body FROM toolguard_operations WHERE id = ?1",
-                    [id],
-                    |r| r.get(0),
-                )
+                .prepare_cached("SELECT body FROM toolguard_operations WHERE id = ?1")?
+                .query_row([id], |r| r.get(0))
                 .optional()?;
             body.map(|b| from_json(&b)).transpose()
         }))

@@ -1,0 +1,262 @@
+//! The thread that owns a SQLite connection: statements are sent to it through a queue, run in
+//! order and grouped into shared transactions (group commit). With [`Durability::Full`] the
+//! write-ahead log is synced by a second thread, so that the connection goes on running and
+//! committing the next statements while the disk syncs the previous ones: one sync serves every
+//! transaction committed before it started.
+//!
+//! [`Durability::Full`]: super::sqlite::Durability::Full
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+
+use rusqlite::Connection;
+use tokio::sync::oneshot;
+
+use super::{StoreError, StoreResult};
+
+/// What a job leaves to do once its batch committed (or failed to).
+type Reply = Box<dyn FnOnce(Result<(), String>) + Send>;
+type Job = Box<dyn FnOnce(&mut Connection) -> Reply + Send>;
+
+/// Most jobs committed in one transaction.
+const MAX_JOBS: usize = 256;
+
+/// When a job's caller gets its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    /// Once its transaction is on disk (synced, with [`Durability::Full`]).
+    ///
+    /// [`Durability::Full`]: super::sqlite::Durability::Full
+    Synced,
+    /// Once its transaction committed: it survives a crash of the process at once, and a power
+    /// loss from the next synced commit of the connection on.
+    Committed,
+}
+
+/// A job with the moment its caller waits for.
+struct Queued {
+    job: Job,
+    wait: Wait,
+}
+
+/// How a worker runs the jobs sent to it.
+#[derive(Debug)]
+pub(crate) enum Mode {
+    /// One job at a time, without a transaction of its own (read connections).
+    Single,
+    /// Every job queued (up to [`MAX_JOBS`]) in one `BEGIN IMMEDIATE` transaction. With `wal`,
+    /// the connection commits without syncing (`synchronous = NORMAL`) and the log file `wal`
+    /// is synced on a thread of its own before the callers waiting for [`Wait::Synced`] are
+    /// answered.
+    Batched {
+        /// The write-ahead log to sync, for fully synced commits.
+        wal: Option<PathBuf>,
+    },
+}
+
+/// One connection on its own thread, running the jobs sent to it in order.
+///
+/// A batched worker takes every job queued (up to [`MAX_JOBS`]), runs them in order inside one
+/// `BEGIN IMMEDIATE` transaction and answers each only after the `COMMIT` (and, for a fully
+/// synced worker, after the log sync that follows it), so that nothing is reported done before
+/// it is stored, and one commit serves many concurrent calls. A job that fails leaves nothing
+/// behind (single statements, or a savepoint for several) and does not affect the others.
+#[derive(Debug)]
+pub(crate) struct Worker {
+    tx: mpsc::Sender<Queued>,
+    /// Whether [`Worker::run_deferred`] answers at commit rather than after the sync.
+    defer: AtomicBool,
+}
+
+/// Answers `replies` with `result`.
+fn answer(replies: Vec<Reply>, result: &Result<(), String>) {
+    for reply in replies {
+        reply(result.clone());
+    }
+}
+
+/// Syncs the log file at `wal` (opened anew each time, so that a log SQLite recreated is the
+/// one synced).
+fn sync_wal(wal: &std::path::Path) -> Result<(), String> {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(wal)
+        .map_err(|e| format!("{}: {e}", wal.display()))?;
+    file.sync_data()
+        .map_err(|e| format!("sync of {} failed: {e}", wal.display()))
+}
+
+/// The sync thread: waits for committed replies, syncs the log once for all of them, answers.
+fn sync_loop(wal: PathBuf, rx: mpsc::Receiver<Vec<Reply>>) {
+    while let Ok(mut replies) = rx.recv() {
+        while let Ok(more) = rx.try_recv() {
+            replies.extend(more);
+        }
+        answer(replies, &sync_wal(&wal));
+    }
+}
+
+/// Where the answers of committed jobs go.
+struct Answers {
+    /// The sync thread, for a fully synced worker.
+    syncer: Option<mpsc::Sender<Vec<Reply>>>,
+}
+
+impl Answers {
+    /// Answers the replies of jobs whose transaction committed (`Ok`) or failed.
+    fn settle(&self, replies: Vec<(Reply, Wait)>, committed: Result<(), String>) {
+        let (Some(syncer), Ok(())) = (&self.syncer, &committed) else {
+            answer(replies.into_iter().map(|(r, _)| r).collect(), &committed);
+            return;
+        };
+        let mut synced = Vec::with_capacity(replies.len());
+        for (reply, wait) in replies {
+            match wait {
+                Wait::Synced => synced.push(reply),
+                Wait::Committed => reply(Ok(())),
+            }
+        }
+        if synced.is_empty() {
+            return;
+        }
+        if let Err(mpsc::SendError(lost)) = syncer.send(synced) {
+            answer(lost, &Err("the sync thread stopped".to_owned()));
+        }
+    }
+}
+
+fn run_batch(conn: &mut Connection, jobs: Vec<Queued>, answers: &Answers) {
+    if conn.execute_batch("BEGIN IMMEDIATE").is_err() {
+        // Could not take the write lock in time: run each job on its own.
+        for q in jobs {
+            let reply = (q.job)(conn);
+            answers.settle(vec![(reply, q.wait)], Ok(()));
+        }
+        return;
+    }
+    let mut replies = Vec::with_capacity(jobs.len());
+    let mut lost = false;
+    for q in jobs {
+        replies.push(((q.job)(conn), q.wait));
+        // SQLite rolled the whole transaction back (I/O error, disk full): what follows would
+        // run outside it, so report the batch as failed.
+        lost |= conn.is_autocommit();
+    }
+    let committed = if lost {
+        Err("the transaction was rolled back".to_owned())
+    } else {
+        conn.execute_batch("COMMIT").map_err(|e| e.to_string())
+    };
+    if committed.is_err() && !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    answers.settle(replies, committed);
+}
+
+/// The connection thread's loop.
+fn work(mut conn: Connection, rx: mpsc::Receiver<Queued>, batched: bool, answers: Answers) {
+    while let Ok(first) = rx.recv() {
+        if !batched {
+            ((first.job)(&mut conn))(Ok(()));
+            continue;
+        }
+        let mut jobs = vec![first];
+        while jobs.len() < MAX_JOBS {
+            match rx.try_recv() {
+                Ok(job) => jobs.push(job),
+                Err(_) => break,
+            }
+        }
+        run_batch(&mut conn, jobs, &answers);
+    }
+}
+
+impl Worker {
+    /// Starts the thread `name` owning `conn`.
+    pub(crate) fn start(conn: Connection, name: &str, mode: Mode) -> std::io::Result<Self> {
+        let (tx, rx) = mpsc::channel::<Queued>();
+        let (batched, wal) = match mode {
+            Mode::Single => (false, None),
+            Mode::Batched { wal } => (true, wal),
+        };
+        let syncer = match wal {
+            Some(wal) => {
+                let (stx, srx) = mpsc::channel();
+                std::thread::Builder::new()
+                    .name(format!("{name}-sync"))
+                    .spawn(move || sync_loop(wal, srx))?;
+                Some(stx)
+            }
+            None => None,
+        };
+        let answers = Answers { syncer };
+        std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn(move || work(conn, rx, batched, answers))?;
+        Ok(Worker {
+            tx,
+            defer: AtomicBool::new(false),
+        })
+    }
+
+    /// From now on, [`run_deferred`](Self::run_deferred) answers once its transaction
+    /// committed, without waiting for the sync: set when an audit trail writes through this
+    /// connection, whose synced entry of a call comes after the call's other writes.
+    pub(crate) fn allow_deferral(&self) {
+        self.defer.store(true, Ordering::Relaxed);
+    }
+
+    /// Runs `f` on the connection's thread and waits for its result, stored (and synced, for a
+    /// fully synced worker), without blocking.
+    pub(crate) async fn run<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        self.queue(f, Wait::Synced).await
+    }
+
+    /// [`run`](Self::run), answering as soon as the transaction committed when deferral is
+    /// allowed ([`allow_deferral`](Self::allow_deferral)): for writes on a call's path that are
+    /// followed by a synced write of the same call before its outcome is reported.
+    pub(crate) async fn run_deferred<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let wait = if self.defer.load(Ordering::Relaxed) {
+            Wait::Committed
+        } else {
+            Wait::Synced
+        };
+        self.queue(f, wait).await
+    }
+
+    async fn queue<T, F>(&self, f: F, wait: Wait) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let (done, result) = oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let out = f(conn);
+            Box::new(move |committed: Result<(), String>| {
+                let out = match committed {
+                    Ok(()) => out.map_err(super::sqlite::err),
+                    Err(e) => Err(StoreError::new(format!("sqlite: commit failed: {e}"))),
+                };
+                let _ = done.send(out);
+            })
+        });
+        self.tx
+            .send(Queued { job, wait })
+            .map_err(|_| StoreError::new("sqlite: the connection thread stopped".to_owned()))?;
+        match result.await {
+            Ok(r) => r,
+            Err(_) => Err(StoreError::new(
+                "sqlite: the connection thread dropped the statement".to_owned(),
+            )),
+        }
+    }
+}
