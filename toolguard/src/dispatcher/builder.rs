@@ -13,6 +13,7 @@ use crate::audit::{AuditSink, MemoryAuditSink};
 use crate::clock::{Clock, SystemClock};
 use crate::erased::ErasedTool;
 use crate::keys::HostKeys;
+use crate::provenance::ProvenanceStore;
 use crate::sanitize::Sanitizer;
 use crate::spec::Risk;
 use crate::stage;
@@ -110,6 +111,7 @@ pub struct DispatcherBuilder<S: Send + Sync + 'static> {
     approvals: Option<Arc<dyn ApprovalStore>>,
     ledger: Option<Arc<dyn SessionLedger>>,
     operations: Option<Arc<dyn OperationStore>>,
+    provenance: Option<Arc<dyn ProvenanceStore>>,
     store_deadline: Duration,
     idempotency_ttl: HashMap<String, Duration>,
     fail_open_read_only: bool,
@@ -141,6 +143,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             approvals: None,
             ledger: None,
             operations: None,
+            provenance: None,
             store_deadline: STORE_DEADLINE,
             idempotency_ttl: HashMap::new(),
             fail_open_read_only: false,
@@ -226,11 +229,13 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
         self
     }
 
-    /// Uses one backend for every store (idempotency, approvals, ledger, operations).
+    /// Uses one backend for every store (idempotency, approvals, ledger, operations,
+    /// provenance sources).
     pub fn store<B>(mut self, store: Arc<B>) -> Self
     where
-        B: IdempotencyStore + ApprovalStore + SessionLedger + OperationStore,
+        B: IdempotencyStore + ApprovalStore + SessionLedger + OperationStore + ProvenanceStore,
     {
+        self.provenance = Some(store.clone());
         self.idempotency = Some(store.clone());
         self.approvals = Some(store.clone());
         self.ledger = Some(store.clone());
@@ -269,6 +274,13 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
     /// Sets the session ledger alone.
     pub fn session_ledger(mut self, ledger: Arc<dyn SessionLedger>) -> Self {
         self.ledger = Some(ledger);
+        self
+    }
+
+    /// Sets the store of the sessions' provenance sources alone (see [`crate::provenance`]).
+    /// Replicas that share sessions must share it, as they share the session ledger.
+    pub fn provenance_store(mut self, store: Arc<dyn ProvenanceStore>) -> Self {
+        self.provenance = Some(store);
         self
     }
 
@@ -330,6 +342,11 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             &*self.authorizer,
             self.idempotency_ttl.keys(),
         )?;
+        for name in &order {
+            if let Some(r) = tools.get(name) {
+                crate::provenance::stage::check_egress(r.spec(), &self.sanitizer)?;
+            }
+        }
         let memory = Arc::new(MemoryStore::new());
         let deadline = self.store_deadline;
         let stores = Stores {
@@ -339,7 +356,8 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             ),
             approvals: Deadlined::new(self.approvals.unwrap_or_else(|| memory.clone()), deadline),
             ledger: Deadlined::new(self.ledger.unwrap_or_else(|| memory.clone()), deadline),
-            operations: Deadlined::new(self.operations.unwrap_or(memory), deadline),
+            operations: Deadlined::new(self.operations.unwrap_or(memory.clone()), deadline),
+            provenance: Deadlined::new(self.provenance.unwrap_or(memory), deadline),
         };
         let audit: Arc<dyn AuditSink> = self
             .audit

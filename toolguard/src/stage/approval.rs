@@ -44,6 +44,7 @@ pub fn binding_digest(request: &ApprovalRequest, approver: Option<&str>) -> Stri
         "effect_revision": request.tool_revision,
         "policy_revision": request.policy_revision,
         "approver": approver,
+        "provenance": crate::provenance::source_ids(&request.provenance),
     });
     sha256_hex(canonical_json(&doc).as_bytes())
 }
@@ -89,6 +90,8 @@ pub(crate) struct Pending<'a> {
     pub cause: &'a str,
     /// Amount measured.
     pub amount: Option<u64>,
+    /// The provenance sources in the model's context when the call was proposed.
+    pub sources: &'a [crate::provenance::Source],
 }
 
 /// Stores a new approval request and returns its ticket.
@@ -116,7 +119,10 @@ pub(crate) async fn open(
         request_digest: p.request_digest.to_owned(),
         binding_digest: String::new(),
         arguments: p.arguments.clone(),
-        preview: preview(p.spec, p.redacted, p.principal),
+        preview: crate::provenance::with_sources(
+            preview(p.spec, p.redacted, p.principal),
+            p.sources,
+        ),
         eligible_roles: policy.eligible_roles(&p.spec.name),
         approvals_required: p.spec.approvals.max(1),
         decisions: Vec::new(),
@@ -127,6 +133,7 @@ pub(crate) async fn open(
         created_at_ms: created,
         expires_at_ms: expires,
         seal: None,
+        provenance: p.sources.to_vec(),
     };
     request.binding_digest = binding_digest(&request, None);
     let request = with_seal(keys, request);
@@ -563,6 +570,7 @@ pub(crate) async fn ask<S: Send + Sync + 'static>(
         idempotency: Some(key),
         cause,
         amount: decision.amount,
+        sources: &t.sources,
     };
     let ticket = open(
         core.keys.as_deref(),

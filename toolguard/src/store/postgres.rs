@@ -22,7 +22,7 @@ use crate::store::encode::{LEDGER_HOLDS, PURGE_INDEXES, i64_of, millis, new_toke
 use crate::tool::BoxFuture;
 
 /// Current version of the PostgreSQL schema.
-pub const PG_SCHEMA_VERSION: i32 = 3;
+pub const PG_SCHEMA_VERSION: i32 = 4;
 
 const MIGRATIONS: &[&str] = &[
     r#"
@@ -76,6 +76,7 @@ CREATE INDEX IF NOT EXISTS toolguard_audit_time ON toolguard_audit (time_ms, seq
 "#,
     PURGE_INDEXES,
     LEDGER_HOLDS,
+    crate::provenance::SOURCES_TABLE,
 ];
 
 /// Advisory lock key serializing migrations.

@@ -427,6 +427,11 @@ impl RedisStore {
         })
     }
 
+    /// A handle on the connection (shared; cheap to clone).
+    pub(crate) fn connection(&self) -> ConnectionManager {
+        self.conn.clone()
+    }
+
     /// The key prefix.
     pub fn prefix(&self) -> &str {
         &self.prefix

@@ -24,7 +24,7 @@ use crate::store::encode::{
 use crate::tool::BoxFuture;
 
 /// Current version of the SQLite schema.
-pub const SQLITE_SCHEMA_VERSION: i64 = 3;
+pub const SQLITE_SCHEMA_VERSION: i64 = 4;
 
 const MIGRATIONS: &[&str] = &[
     r#"
@@ -78,6 +78,7 @@ CREATE INDEX IF NOT EXISTS toolguard_audit_time ON toolguard_audit (time_ms, seq
 "#,
     PURGE_INDEXES,
     LEDGER_HOLDS,
+    crate::provenance::SOURCES_TABLE,
 ];
 
 /// How a SQLite connection syncs to disk.
