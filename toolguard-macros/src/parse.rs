@@ -644,7 +644,9 @@ fn output_value(meta: &Meta, errors: &mut Errors) -> Option<Sp<OutputTrust>> {
             errors.push(
                 s.span,
                 format!(
-                    "unknown output trust `{}`: write `output = \"untrusted\"` (mail, web pages,                      documents, other users' text) or `output = \"trusted\"` (data the                      application produced)",
+                    "unknown output trust `{}`: write `output = \"untrusted\"` (mail, web pages, \
+                     documents, other users' text) or `output = \"trusted\"` (data the \
+                     application produced)",
                     s.value
                 ),
             );
@@ -665,7 +667,8 @@ fn egress_value(meta: &Meta, errors: &mut Errors) -> Option<Sp<EgressDecl>> {
     errors.push(
         s.span,
         format!(
-            "unknown egress `{}`: write `egress` (any destination) or `egress = \"allowlisted\"`              (only destinations its `email`/`url` fields' allowlists admit)",
+            "unknown egress `{}`: write `egress` (any destination) or `egress = \"allowlisted\"` \
+             (only destinations its `email`/`url` fields' allowlists admit)",
             s.value
         ),
     );

@@ -447,7 +447,12 @@ fn data_flow_rules(tool: &ToolDecl, found: &mut Found) {
                 19,
                 Site::ToolOption("egress"),
                 format!(
-                    "tool `{name}` returns untrusted content and sends data out: one call can read                      an injected instruction and carry data to wherever it names. Restrict its                      destinations with {allow} (and an allowlist on its `email`/`url` fields:                      `Sanitizer::allow_email_domains`/`allow_url_hosts`, or `allow_domains`/                     `allow_hosts` in a policy file), or make every call need approval with                      {critical}"
+                    "tool `{name}` returns untrusted content and sends data out: one call can read \
+                     an injected instruction and carry data to wherever it names. Restrict its \
+                     destinations with {allow} (and an allowlist on its `email`/`url` fields: \
+                     `Sanitizer::allow_email_domains`/`allow_url_hosts`, or `allow_domains`/\
+                     `allow_hosts` in a policy file), or make every call need approval with \
+                     {critical}"
                 ),
             );
         }
@@ -457,7 +462,9 @@ fn data_flow_rules(tool: &ToolDecl, found: &mut Found) {
                 19,
                 Site::ToolOption("egress"),
                 format!(
-                    "`egress = \"allowlisted\"` on tool `{name}`, which has no destination field                      to allowlist: mark the field that names where data goes {kind} (or                      `kind = \"email\"`), or declare plain `egress`"
+                    "`egress = \"allowlisted\"` on tool `{name}`, which has no destination field \
+                     to allowlist: mark the field that names where data goes {kind} (or \
+                     `kind = \"email\"`), or declare plain `egress`"
                 ),
             );
         }
@@ -470,7 +477,11 @@ fn data_flow_rules(tool: &ToolDecl, found: &mut Found) {
             20,
             Site::Tool,
             format!(
-                "read-only tool `{name}` returns free-form text, which may carry someone else's                  words into the model's context: declare where it comes from, {untrusted} for                  mail, web pages, documents, search results or other users' text (the session                  then records it as a provenance source), or {trusted} for text the application                  produced itself"
+                "read-only tool `{name}` returns free-form text, which may carry someone else's \
+                 words into the model's context: declare where it comes from, {untrusted} for \
+                 mail, web pages, documents, search results or other users' text (the session \
+                 then records it as a provenance source), or {trusted} for text the application \
+                 produced itself"
             ),
         );
     }

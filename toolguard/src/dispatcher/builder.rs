@@ -229,13 +229,12 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
         self
     }
 
-    /// Uses one backend for every store (idempotency, approvals, ledger, operations,
-    /// provenance sources).
+    /// Uses one backend for every store (idempotency, approvals, ledger, operations; and the
+    /// provenance sources, when the ledger keeps them, see [`SessionLedger::provenance`]).
     pub fn store<B>(mut self, store: Arc<B>) -> Self
     where
-        B: IdempotencyStore + ApprovalStore + SessionLedger + OperationStore + ProvenanceStore,
+        B: IdempotencyStore + ApprovalStore + SessionLedger + OperationStore,
     {
-        self.provenance = Some(store.clone());
         self.idempotency = Some(store.clone());
         self.approvals = Some(store.clone());
         self.ledger = Some(store.clone());
@@ -278,7 +277,9 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
     }
 
     /// Sets the store of the sessions' provenance sources alone (see [`crate::provenance`]).
-    /// Replicas that share sessions must share it, as they share the session ledger.
+    /// Replicas that share sessions must share it, as they share the session ledger. Without it
+    /// the session ledger's own ([`SessionLedger::provenance`]: memory, SQLite, PostgreSQL and
+    /// Redis keep sources) is used, else an in-memory store of this process.
     pub fn provenance_store(mut self, store: Arc<dyn ProvenanceStore>) -> Self {
         self.provenance = Some(store);
         self
@@ -355,9 +356,14 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
                 deadline,
             ),
             approvals: Deadlined::new(self.approvals.unwrap_or_else(|| memory.clone()), deadline),
+            provenance: Deadlined::new(
+                self.provenance
+                    .or_else(|| self.ledger.clone().and_then(|l| l.provenance()))
+                    .unwrap_or_else(|| memory.clone()),
+                deadline,
+            ),
             ledger: Deadlined::new(self.ledger.unwrap_or_else(|| memory.clone()), deadline),
-            operations: Deadlined::new(self.operations.unwrap_or(memory.clone()), deadline),
-            provenance: Deadlined::new(self.provenance.unwrap_or(memory), deadline),
+            operations: Deadlined::new(self.operations.unwrap_or(memory), deadline),
         };
         let audit: Arc<dyn AuditSink> = self
             .audit

@@ -53,6 +53,9 @@ mod sqlite;
 pub use flow::{CAUSE, FlowAction, FlowPolicy, FlowRule};
 pub use store::{ProvenanceStore, session_key};
 
+/// A provenance store shared by the dispatcher's stages (and, through the backend, by replicas).
+pub type SharedProvenance = std::sync::Arc<dyn ProvenanceStore>;
+
 /// The table of sources in the SQL stores (SQLite and PostgreSQL migrations).
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) const SOURCES_TABLE: &str = r#"

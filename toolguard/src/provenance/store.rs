@@ -98,22 +98,3 @@ impl<T: ProvenanceStore + ?Sized> ProvenanceStore for std::sync::Arc<T> {
         (**self).clear_sources(session)
     }
 }
-
-#[cfg(feature = "testing")]
-impl<B: ProvenanceStore> ProvenanceStore for crate::store::FaultyStore<B> {
-    fn add_source<'a>(
-        &'a self,
-        session: &'a str,
-        source: &'a Source,
-    ) -> BoxFuture<'a, StoreResult<()>> {
-        self.inner().add_source(session, source)
-    }
-
-    fn sources<'a>(&'a self, session: &'a str) -> BoxFuture<'a, StoreResult<Vec<Source>>> {
-        self.inner().sources(session)
-    }
-
-    fn clear_sources<'a>(&'a self, session: &'a str) -> BoxFuture<'a, StoreResult<u64>> {
-        self.inner().clear_sources(session)
-    }
-}

@@ -383,6 +383,10 @@ impl ApprovalStore for MemoryStore {
 }
 
 impl SessionLedger for MemoryStore {
+    fn provenance(self: std::sync::Arc<Self>) -> Option<crate::provenance::SharedProvenance> {
+        Some(self)
+    }
+
     fn admit<'a>(
         &'a self,
         entry: &'a str,

@@ -745,6 +745,10 @@ async fn insert_entries(
 }
 
 impl SessionLedger for PgStore {
+    fn provenance(self: std::sync::Arc<Self>) -> Option<crate::provenance::SharedProvenance> {
+        Some(self)
+    }
+
     fn admit<'a>(
         &'a self,
         entry: &'a str,

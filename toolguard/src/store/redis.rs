@@ -716,6 +716,10 @@ impl IdempotencyStore for RedisStore {
 }
 
 impl SessionLedger for RedisStore {
+    fn provenance(self: std::sync::Arc<Self>) -> Option<crate::provenance::SharedProvenance> {
+        Some(self)
+    }
+
     fn admit<'a>(
         &'a self,
         entry: &'a str,

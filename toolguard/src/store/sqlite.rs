@@ -751,6 +751,10 @@ fn insert_entry(
 }
 
 impl SessionLedger for SqliteStore {
+    fn provenance(self: std::sync::Arc<Self>) -> Option<crate::provenance::SharedProvenance> {
+        Some(self)
+    }
+
     fn admit<'a>(
         &'a self,
         entry: &'a str,
