@@ -334,7 +334,11 @@ fn untrusted_output_with_open_egress_is_refused_at_load() {
     let open = format!(
         "{PRINCIPAL}\n[tools.fetch]\nrisk = \"medium\"\nread_only = true\negress = \"open\"\n"
     );
-    refused(&open, 6, &["fetch", "egress = \"allowlisted\"", "risk = \"critical\""]);
+    refused(
+        &open,
+        6,
+        &["fetch", "egress = \"allowlisted\"", "risk = \"critical\""],
+    );
     let no_destination = format!(
         "{PRINCIPAL}\n[tools.fetch]\nrisk = \"medium\"\nread_only = true\negress = \"allowlisted\"\n"
     );
@@ -357,7 +361,13 @@ fn run_time_declarations_default_to_untrusted_output() {
     use toolguard::declare::{Declaration, OutputTrust, declare};
     use toolguard::{Egress, Risk};
     let schema = json!({"type": "object", "properties": {"q": {"type": "string"}}});
-    let spec = declare("search", "Searches.", &schema, &Declaration::new(Risk::Low, true)).unwrap();
+    let spec = declare(
+        "search",
+        "Searches.",
+        &schema,
+        &Declaration::new(Risk::Low, true),
+    )
+    .unwrap();
     assert!(spec.untrusted_output);
     let mut decl = Declaration::new(Risk::Low, true);
     decl.egress = Egress::Open;

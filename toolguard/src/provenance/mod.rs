@@ -187,7 +187,7 @@ pub(crate) fn in_context(sources: Vec<Source>, narrowed: Option<&[String]>) -> V
         None => sources,
         Some(ids) => sources
             .into_iter()
-            .filter(|s| ids.iter().any(|id| *id == s.id))
+            .filter(|s| ids.contains(&s.id))
             .collect(),
     }
 }
@@ -210,7 +210,10 @@ mod tests {
         let b = Source::host("b", 2);
         let all = vec![a.clone(), b.clone()];
         assert_eq!(in_context(all.clone(), None), all);
-        assert_eq!(in_context(all.clone(), Some(&[b.id.clone()])), vec![b]);
+        assert_eq!(
+            in_context(all.clone(), Some(std::slice::from_ref(&b.id))),
+            vec![b]
+        );
         assert!(in_context(all, Some(&[])).is_empty());
     }
 
