@@ -49,4 +49,8 @@ const CLAIMS: &[&str] = &[
     "the hash chain verifies",
     "the audit keeps the unknown tool's requested name for forensics",
     "the audit keeps why ORDER-8 was not found: foreign_subject",
+    "the review read through read_review (output = \"untrusted\") becomes a source of the session",
+    "the host marks a help-center passage it retrieved as untrusted (add_source)",
+    "add_note then waits for a human (flow rule of the tool), naming the latest source",
+    "a new conversation (clear_sources) adds the note unattended",
 ];

@@ -90,4 +90,11 @@ const CLAIMS: &[&str] = &[
     "after the incident, still one terminal entry per call and decision (130 entries), and no others",
     "six parallel calls dispatched at once: one runs, five wait or are refused; 800,000 moved",
     "without the session limit (per-call threshold only) all six execute: 4,800,000 cents",
+    "the paraphrased instruction passes the sanitizer: clean (no pattern matches it)",
+    "reading it through read_email (output = \"untrusted\") records one source naming the call",
+    "with no session limit, all six 800,000-cent transfers answer pending_approval (reason provenance)",
+    "each hold and each approval preview name the e-mail's call and sender",
+    "no money moved: the transfer handler never ran",
+    "the audit query from the e-mail's source returns the six calls",
+    "in a session that read nothing untrusted the same six execute: 4,800,000 cents",
 ];

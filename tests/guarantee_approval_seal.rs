@@ -76,6 +76,7 @@ fn sealed_request(id: &str) -> ApprovalRequest {
         created_at_ms: 1_000,
         expires_at_ms: 61_000,
         seal: None,
+        provenance: Vec::new(),
     };
     r.binding_digest = keyed_approval_binding(&keys, &r, None);
     r.sealed(&keys)

@@ -357,3 +357,54 @@ fn upstream_settings_name_a_variable_and_a_usable_deadline() {
         &["`upstream_timeout_secs = 0`"],
     );
 }
+
+#[test]
+fn untrusted_output_with_open_egress_is_refused_at_load() {
+    // Upstream results are untrusted by default: open egress needs an allowlist or `critical`.
+    let open = format!(
+        "{PRINCIPAL}\n[tools.fetch]\nrisk = \"medium\"\nread_only = true\negress = \"open\"\n"
+    );
+    refused(
+        &open,
+        6,
+        &["fetch", "egress = \"allowlisted\"", "risk = \"critical\""],
+    );
+    let no_destination = format!(
+        "{PRINCIPAL}\n[tools.fetch]\nrisk = \"medium\"\nread_only = true\negress = \"allowlisted\"\n"
+    );
+    refused(&no_destination, 6, &["no destination field"]);
+    // Declared trusted, or restricted to allowlisted destinations: accepted.
+    let trusted = format!(
+        "{PRINCIPAL}\n[tools.fetch]\nrisk = \"medium\"\nread_only = true\negress = \"open\"\noutput = \"trusted\"\n"
+    );
+    assert!(parse(&trusted).is_ok());
+    let listed = format!(
+        "{PRINCIPAL}\n[tools.fetch]\nrisk = \"medium\"\nread_only = true\negress = \"allowlisted\"\nflow = \"deny\"\nfields.\"/url\" = {{ kind = \"url\", allow_hosts = [\"docs.example.com\"] }}\n"
+    );
+    let policy = parse(&listed).expect("accepted");
+    let flow = policy.risk_policy();
+    assert!(format!("{:?}", flow.current_flow()).contains("fetch"));
+}
+
+#[test]
+fn run_time_declarations_default_to_untrusted_output() {
+    use toolguard::declare::{Declaration, OutputTrust, declare};
+    use toolguard::{Egress, Risk};
+    let schema = json!({"type": "object", "properties": {"q": {"type": "string"}}});
+    let spec = declare(
+        "search",
+        "Searches.",
+        &schema,
+        &Declaration::new(Risk::Low, true),
+    )
+    .unwrap();
+    assert!(spec.untrusted_output);
+    let mut decl = Declaration::new(Risk::Low, true);
+    decl.egress = Egress::Open;
+    let err = declare("search", "Searches.", &schema, &decl).unwrap_err();
+    assert!(err.message.contains("egress"), "{err}");
+    decl.output = Some(OutputTrust::Trusted);
+    let spec = declare("search", "Searches.", &schema, &decl).unwrap();
+    assert!(!spec.untrusted_output);
+    assert_eq!(spec.egress, Egress::Open);
+}

@@ -790,6 +790,7 @@ fn approval_binding_changes_with_response_id_and_adapter_revision() {
         created_at_ms: 0,
         expires_at_ms: 1,
         seal: None,
+        provenance: Vec::new(),
     };
     let base = binding_digest(&request(provider.clone()), None);
     assert_eq!(base, binding_digest(&request(provider.clone()), None));

@@ -5,7 +5,8 @@ use serde_json::json;
 use toolguard::{Dispatcher, Principal, Status, ToolCall, ToolContext, ToolError, tool};
 
 /// Fetches a public page.
-#[tool(read_only)]
+/// It answers with the address it would connect to, which the application produced.
+#[tool(read_only, output = "trusted")]
 async fn fetch_page(
     ctx: &ToolContext<()>,
     /// Page address.

@@ -591,6 +591,7 @@ fn request(id: &str, created: u64) -> ApprovalRequest {
         created_at_ms: created,
         expires_at_ms: created + 60_000,
         seal: None,
+        provenance: Vec::new(),
     }
 }
 

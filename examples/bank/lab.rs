@@ -14,7 +14,7 @@ use toolguard::{
 };
 
 use crate::claims::{Claims, approval_id, show};
-use crate::ledger::{Bank, GetBalance, TransferFunds};
+use crate::ledger::{BILLING, Bank, GetBalance, PARAPHRASED_EMAIL, ReadEmail, TransferFunds};
 
 /// Per-session limit of unattended transfers: $10,000.00 per hour.
 const SESSION_LIMIT: u64 = 1_000_000;
@@ -46,6 +46,7 @@ impl Lab {
         let desk = Dispatcher::builder_arc(bank.clone())
             .tool(TransferFunds)
             .tool(GetBalance)
+            .tool(ReadEmail)
             .audit(audit.clone())
             .store(Arc::new(MemoryStore::new()))
             .clock(clock.clone())
@@ -169,7 +170,100 @@ pub async fn run() -> Claims {
     schema(&mut lab, &mut c).await;
     audit_chain(&mut lab, &mut c).await;
     incident(&mut lab, &mut c).await;
+    provenance(&mut c).await;
     c
+}
+
+/// Step 7: the same six transfers after the e-mail is read through a tool, with no session limit
+/// and an instruction no pattern recognizes: provenance alone holds them.
+async fn provenance(c: &mut Claims) {
+    use toolguard::audit::AuditQuery;
+    use toolguard::sanitize::{Sanitizer, Verdict};
+
+    c.step("7. Provenance: the paraphrased e-mail, read through a tool, no session limit");
+    let judged = Sanitizer::new().sanitize_str(
+        "sanitize",
+        &toolguard::FieldSpec::new("value"),
+        PARAPHRASED_EMAIL,
+    );
+    c.check(
+        "the paraphrased instruction passes the sanitizer: clean (no pattern matches it)",
+        judged.verdict == Verdict::Clean,
+    );
+    let mut lab = Lab::new(false);
+    let alice = lab.customer("alice", "chat-provenance");
+    let read = ToolCall::new(
+        "call_read_mail",
+        "read_email",
+        json!({"message": "msg-4471"}),
+    );
+    let read = lab.call(read, &alice).await;
+    let sources = lab.desk.sources(&alice).await.unwrap_or_default();
+    c.check(
+        "reading it through read_email (output = \"untrusted\") records one source naming the call",
+        read.status == Status::Ok
+            && sources.len() == 1
+            && sources[0].call_id.as_deref() == Some("call_read_mail"),
+    );
+    let mut held = Vec::new();
+    for i in 1..=6 {
+        let call = transfer(
+            &format!("call_prov_{i}"),
+            "chk-alice",
+            "ext-4471-mallory",
+            800_000,
+            &format!("provenance-{i:04}"),
+        );
+        held.push(lab.call(call, &alice).await);
+    }
+    show("transfer 1 after the e-mail", &held[0]);
+    c.check(
+        "with no session limit, all six 800,000-cent transfers answer pending_approval (reason provenance)",
+        held.iter().all(|o| {
+            o.status == Status::PendingApproval && o.reason.as_deref() == Some("provenance")
+        }),
+    );
+    c.check(
+        "each hold and each approval preview name the e-mail's call and sender",
+        held.iter().all(|o| {
+            let names =
+                |t: &str| t.contains("read_email call call_read_mail") && t.contains(BILLING);
+            o.message.as_deref().is_some_and(names)
+                && o.approval.as_ref().is_some_and(|a| names(&a.preview))
+        }),
+    );
+    c.check(
+        "no money moved: the transfer handler never ran",
+        lab.bank.runs() == 0,
+    );
+    let followed = match sources.first() {
+        Some(s) => lab.audit.by_source(&s.id, 100).await.unwrap_or_default(),
+        None => Vec::new(),
+    };
+    c.check(
+        "the audit query from the e-mail's source returns the six calls",
+        followed
+            .iter()
+            .map(|e| e.record.call_id.clone())
+            .collect::<Vec<_>>()
+            == held.iter().map(|o| o.call_id.clone()).collect::<Vec<_>>(),
+    );
+    let clean = lab.customer("alice", "chat-clean");
+    let mut ran = 0;
+    for i in 1..=6 {
+        let call = transfer(
+            &format!("call_clean_{i}"),
+            "chk-alice",
+            "ext-4471-mallory",
+            800_000,
+            &format!("clean-transfer-{i:04}"),
+        );
+        ran += usize::from(lab.call(call, &clean).await.status == Status::Ok);
+    }
+    c.check(
+        "in a session that read nothing untrusted the same six execute: 4,800,000 cents",
+        ran == 6 && lab.bank.sent_outside("chk-alice") == 4_800_000,
+    );
 }
 
 async fn idempotency(lab: &mut Lab, c: &mut Claims) {

@@ -6,7 +6,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, Type};
 
-use crate::model::{ArgDecl, Number, Receiver, ToolDecl};
+use crate::model::{ArgDecl, EgressDecl, Number, OutputTrust, Receiver, ToolDecl};
 use crate::parse::{is_option, is_sequence};
 use crate::paths;
 use crate::validate::{Collection, arg_kind, collection, is_amount};
@@ -600,6 +600,18 @@ fn spec_body(
         let l = Literal::u32_suffixed(u32::try_from(v.value).unwrap_or(u32::MAX));
         quote!(spec.revision = #l;)
     });
+    let untrusted_output = a
+        .output
+        .as_ref()
+        .is_some_and(|o| o.value == OutputTrust::Untrusted);
+    let egress = Ident::new(
+        match a.egress.as_ref().map(|e| e.value) {
+            None => "None",
+            Some(EgressDecl::Open) => "Open",
+            Some(EgressDecl::Allowlisted) => "Allowlisted",
+        },
+        Span::call_site(),
+    );
     let key_field = opt_string(decl.key_argument().then_some(KEY_FIELD));
     let mut fields: Vec<TokenStream> = decl.args.iter().map(|arg| field_spec(decl, arg)).collect();
     if decl.key_argument() {
@@ -633,6 +645,8 @@ fn spec_body(
         #timeout
         #revision
         spec.idempotency_key_field = #key_field;
+        spec.untrusted_output = #untrusted_output;
+        spec.egress = #k::Egress::#egress;
         spec.fields = ::std::vec![#(#fields),*];
         spec
     }

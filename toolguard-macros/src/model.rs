@@ -3,7 +3,7 @@
 use proc_macro2::Span;
 use syn::{Ident, Path, Type, Visibility};
 
-pub use toolguard_rules::decl::KeySource;
+pub use toolguard_rules::decl::{EgressDecl, KeySource, OutputTrust};
 pub use toolguard_rules::{Kind, Risk};
 
 /// A value with the span of the tokens it came from.
@@ -54,6 +54,10 @@ pub struct ToolAttrs {
     pub timeout_ms: Option<Spanned<u64>>,
     /// `revision = N`.
     pub revision: Option<Spanned<u64>>,
+    /// `output = "trusted"` / `"untrusted"`.
+    pub output: Option<Spanned<OutputTrust>>,
+    /// `egress` / `egress = "allowlisted"`.
+    pub egress: Option<Spanned<EgressDecl>>,
     /// `preflight = path`.
     pub preflight: Option<Path>,
     /// `authorize = path`.

@@ -17,12 +17,12 @@ use toolguard_rules::kinds::REFUSED_KINDS;
 use toolguard_rules::suggest::suggestion_and_list;
 
 use crate::model::{
-    ArgAttrs, ArgDecl, Errors, KeySource, Kind, Number, Receiver, Risk, Spanned as Sp, ToolAttrs,
-    ToolDecl, unraw,
+    ArgAttrs, ArgDecl, EgressDecl, Errors, KeySource, Kind, Number, OutputTrust, Receiver, Risk,
+    Spanned as Sp, ToolAttrs, ToolDecl, unraw,
 };
 
 /// Keys `#[tool(...)]` accepts.
-pub const TOOL_KEYS: [&str; 13] = [
+pub const TOOL_KEYS: [&str; 15] = [
     "name",
     "description",
     "risk",
@@ -33,6 +33,8 @@ pub const TOOL_KEYS: [&str; 13] = [
     "approvals",
     "timeout_ms",
     "revision",
+    "output",
+    "egress",
     "preflight",
     "authorize",
     "reconcile",
@@ -98,6 +100,14 @@ pub fn tool_attrs(tokens: TokenStream, errors: &mut Errors) -> ToolAttrs {
                 set(&mut out.risk, v, span, &key, errors)
             }
             "read_only" => set(&mut out.read_only, flag(&meta, errors), span, &key, errors),
+            "output" => {
+                let v = output_value(&meta, errors);
+                set(&mut out.output, v, span, &key, errors)
+            }
+            "egress" => {
+                let v = egress_value(&meta, errors);
+                set(&mut out.egress, v, span, &key, errors)
+            }
             "key_wins" => set(&mut out.key_wins, flag(&meta, errors), span, &key, errors),
             "idempotent" => {
                 let v = idempotent_value(&meta, errors);
@@ -623,6 +633,46 @@ fn set<T>(slot: &mut Option<T>, value: Option<T>, span: Span, key: &str, errors:
     } else if value.is_some() {
         *slot = value;
     }
+}
+
+/// `output = "trusted"` or `output = "untrusted"`.
+fn output_value(meta: &Meta, errors: &mut Errors) -> Option<Sp<OutputTrust>> {
+    let s = string_value(meta, errors)?;
+    match OutputTrust::from_name(&s.value) {
+        Some(t) => Some(Sp::new(t, s.span)),
+        None => {
+            errors.push(
+                s.span,
+                format!(
+                    "unknown output trust `{}`: write `output = \"untrusted\"` (mail, web pages, \
+                     documents, other users' text) or `output = \"trusted\"` (data the \
+                     application produced)",
+                    s.value
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// `egress` (open) or `egress = "allowlisted"`.
+fn egress_value(meta: &Meta, errors: &mut Errors) -> Option<Sp<EgressDecl>> {
+    if let Meta::Path(p) = meta {
+        return Some(Sp::new(EgressDecl::Open, p.span()));
+    }
+    let s = string_value(meta, errors)?;
+    if s.value == "allowlisted" {
+        return Some(Sp::new(EgressDecl::Allowlisted, s.span));
+    }
+    errors.push(
+        s.span,
+        format!(
+            "unknown egress `{}`: write `egress` (any destination) or `egress = \"allowlisted\"` \
+             (only destinations its `email`/`url` fields' allowlists admit)",
+            s.value
+        ),
+    );
+    None
 }
 
 fn flag(meta: &Meta, errors: &mut Errors) -> Option<Span> {

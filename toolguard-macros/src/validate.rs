@@ -61,6 +61,9 @@ fn model(decl: &ToolDecl) -> rules::ToolDecl {
     t.approvals = a.approvals.as_ref().map(|v| v.value);
     t.timeout_ms = a.timeout_ms.as_ref().map(|v| v.value);
     t.revision = a.revision.as_ref().map(|v| v.value);
+    t.output = a.output.as_ref().map(|v| v.value);
+    t.egress = a.egress.as_ref().map(|v| v.value);
+    t.returns_text = decl.ok_ty.as_ref().is_some_and(is_text);
     t.fields = decl.args.iter().map(field_model).collect();
     t
 }
@@ -81,6 +84,15 @@ fn field_model(arg: &ArgDecl) -> rules::FieldDecl {
     f.max = at.max.as_ref().map(|v| v.value.value);
     f.max_items = at.max_items.as_ref().map(|v| v.value);
     f
+}
+
+/// Whether a result of type `ty` is free-form text: a string, a JSON value, or a collection or
+/// option of them.
+fn is_text(ty: &syn::Type) -> bool {
+    matches!(
+        last_ident(innermost(ty)).as_deref(),
+        Some("String" | "str" | "Cow" | "Value")
+    )
 }
 
 /// What each value of a field of type `ty` holds, from the innermost type's name.
@@ -123,6 +135,8 @@ fn tool_option_span(decl: &ToolDecl, key: &str) -> Span {
         "approvals" => a.approvals.as_ref().map(|v| v.span),
         "timeout_ms" => a.timeout_ms.as_ref().map(|v| v.span),
         "revision" => a.revision.as_ref().map(|v| v.span),
+        "output" => a.output.as_ref().map(|v| v.span),
+        "egress" => a.egress.as_ref().map(|v| v.span),
         _ => None,
     };
     span.unwrap_or_else(|| decl.fn_ident.span())

@@ -37,6 +37,39 @@ pub enum KeySource {
     Host,
 }
 
+/// Where a tool's result comes from (`output = "..."`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputTrust {
+    /// Data the application produced itself (balances, ids, statuses).
+    Trusted,
+    /// Content from outside the caller's trust (mail, web pages, documents, search results,
+    /// other users' text): every `ok` result becomes a provenance source of the session.
+    Untrusted,
+}
+
+impl OutputTrust {
+    /// The spellings `output = "..."` accepts.
+    pub const NAMES: [&'static str; 2] = ["trusted", "untrusted"];
+
+    /// The trust spelt `name`, if it is one of [`Self::NAMES`].
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "trusted" => Some(OutputTrust::Trusted),
+            "untrusted" => Some(OutputTrust::Untrusted),
+            _ => None,
+        }
+    }
+}
+
+/// Whether and where a tool sends data out of the tenant (`egress`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EgressDecl {
+    /// `egress`: to any destination its arguments name.
+    Open,
+    /// `egress = "allowlisted"`: only to destinations its `email`/`url` fields' allowlists admit.
+    Allowlisted,
+}
+
 /// The JSON value a field holds, after looking through `Option` and collections (the element of
 /// a `Vec<String>` is `Text`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,6 +178,13 @@ pub struct ToolDecl {
     pub timeout_ms: Option<u64>,
     /// `revision`.
     pub revision: Option<u64>,
+    /// `output = "trusted"` / `"untrusted"`, if declared.
+    pub output: Option<OutputTrust>,
+    /// `egress` / `egress = "allowlisted"`, if declared.
+    pub egress: Option<EgressDecl>,
+    /// The result is free-form text (a `String` or JSON value result in the macro; a string
+    /// without `enum`/`format`/`pattern`/`maxLength` in a run-time output schema).
+    pub returns_text: bool,
     /// The argument fields, in order (without the `idempotency_key` that `idempotent` adds).
     pub fields: Vec<FieldDecl>,
 }
@@ -163,6 +203,9 @@ impl ToolDecl {
             approvals: None,
             timeout_ms: None,
             revision: None,
+            output: None,
+            egress: None,
+            returns_text: false,
             fields: Vec::new(),
         }
     }
@@ -255,6 +298,7 @@ pub fn check_with(tool: &ToolDecl, syntax: Syntax) -> Vec<Violation> {
     identity_and_description(tool, &mut found);
     contradictions(tool, &mut found);
     approvals(tool, &mut found);
+    data_flow_rules(tool, &mut found);
     for (i, field) in tool.fields.iter().enumerate() {
         field_rules(tool, i, field, &mut found);
     }
@@ -371,6 +415,74 @@ fn contradictions(tool: &ToolDecl, found: &mut Found) {
             0,
             Site::ToolOption("revision"),
             "`revision` must fit in a `u32`",
+        );
+    }
+}
+
+/// Rules 19 and 20 alone (declared data flow), with fixes spelt in `syntax`: what a run-time
+/// declaration checks with its own loader.
+pub fn data_flow(tool: &ToolDecl, syntax: Syntax) -> Vec<Violation> {
+    let mut found = Found {
+        syntax,
+        found: Vec::new(),
+    };
+    data_flow_rules(tool, &mut found);
+    found.found
+}
+
+/// Rules 19 and 20: declared data flow (see the provenance model).
+fn data_flow_rules(tool: &ToolDecl, found: &mut Found) {
+    let name = &tool.name;
+    let destination = tool
+        .fields
+        .iter()
+        .any(|f| matches!(f.kind, Kind::Email | Kind::Url));
+    match tool.egress {
+        Some(EgressDecl::Open)
+            if tool.output == Some(OutputTrust::Untrusted) && tool.risk != Risk::Critical =>
+        {
+            let allow = found.opt("tool", "egress = \"allowlisted\"");
+            let critical = found.opt("tool", "risk = \"critical\"");
+            found.push(
+                19,
+                Site::ToolOption("egress"),
+                format!(
+                    "tool `{name}` returns untrusted content and sends data out: one call can read \
+                     an injected instruction and carry data to wherever it names. Restrict its \
+                     destinations with {allow} (and an allowlist on its `email`/`url` fields: \
+                     `Sanitizer::allow_email_domains`/`allow_url_hosts`, or `allow_domains`/\
+                     `allow_hosts` in a policy file), or make every call need approval with \
+                     {critical}"
+                ),
+            );
+        }
+        Some(EgressDecl::Allowlisted) if !destination => {
+            let kind = found.opt("arg", "kind = \"url\"");
+            found.push(
+                19,
+                Site::ToolOption("egress"),
+                format!(
+                    "`egress = \"allowlisted\"` on tool `{name}`, which has no destination field \
+                     to allowlist: mark the field that names where data goes {kind} (or \
+                     `kind = \"email\"`), or declare plain `egress`"
+                ),
+            );
+        }
+        _ => {}
+    }
+    if tool.read_only && tool.returns_text && tool.output.is_none() {
+        let untrusted = found.opt("tool", "output = \"untrusted\"");
+        let trusted = found.opt("tool", "output = \"trusted\"");
+        found.push(
+            20,
+            Site::Tool,
+            format!(
+                "read-only tool `{name}` returns free-form text, which may carry someone else's \
+                 words into the model's context: declare where it comes from, {untrusted} for \
+                 mail, web pages, documents, search results or other users' text (the session \
+                 then records it as a provenance source), or {trusted} for text the application \
+                 produced itself"
+            ),
         );
     }
 }

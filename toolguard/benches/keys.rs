@@ -49,6 +49,7 @@ fn request(keys: &HostKeys) -> ApprovalRequest {
         created_at_ms: 1,
         expires_at_ms: 2,
         seal: None,
+        provenance: Vec::new(),
     }
 }
 

@@ -70,6 +70,11 @@ pub struct ToolCall {
     /// answering `in_progress` at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_in_progress: Option<std::time::Duration>,
+    /// The ids of the session's provenance sources that were in the model's context for this
+    /// call, when the host knows (`None`: all of the session's sources). Set by the host, never
+    /// from the model's output; see [`crate::provenance`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sources: Option<Vec<String>>,
 }
 
 impl ToolCall {
@@ -86,6 +91,7 @@ impl ToolCall {
             provider: None,
             idempotency_key: None,
             wait_in_progress: None,
+            sources: None,
         }
     }
 
@@ -99,6 +105,13 @@ impl ToolCall {
     /// with its outcome (or executes, if it released the key), instead of `in_progress`.
     pub fn wait_in_progress(mut self, at_most: std::time::Duration) -> Self {
         self.wait_in_progress = Some(at_most);
+        self
+    }
+
+    /// Narrows the session's provenance sources to those with these ids: the host knows that
+    /// only they were in the model's context for this call (e.g. it trimmed the conversation).
+    pub fn with_sources(mut self, ids: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.sources = Some(ids.into_iter().map(Into::into).collect());
         self
     }
 

@@ -178,6 +178,7 @@ fn binding_document(request: &ApprovalRequest, approver: Option<&str>) -> String
         "expires_at_ms": request.expires_at_ms,
         "cause": request.cause,
         "approver": approver,
+        "provenance": crate::provenance::source_ids(&request.provenance),
     }))
 }
 

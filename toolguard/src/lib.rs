@@ -27,6 +27,7 @@ pub mod metrics;
 pub mod notify;
 pub mod operations;
 pub mod outcome;
+pub mod provenance;
 pub mod provider;
 #[cfg(feature = "mcp-proxy")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp-proxy")))]
@@ -48,7 +49,8 @@ pub use keys::{HostKeys, check_idempotency_key};
 pub use kinds::{Cents, Currency, Email, Identifier, Money, SafePath, Url};
 pub use operations::{OperationError, OperationReport};
 pub use outcome::{ApprovalTicket, ArgumentError, Status, ToolOutcome, UntrustedOutput};
-pub use spec::{FieldKind, FieldSpec, KeyReuse, Risk, ToolSpec};
+pub use provenance::{FlowAction, FlowPolicy, Source};
+pub use spec::{Egress, FieldKind, FieldSpec, KeyReuse, Risk, ToolSpec};
 pub use stage::authorize::{AllowAuthenticated, AuthorizeError, Authorizer, RoleAuthorizer};
 pub use stage::custom::{CustomStage, Refusal, StageInput, StagePoint};
 pub use stage::policy::{OnExceed, RiskPolicy};

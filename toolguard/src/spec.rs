@@ -121,6 +121,21 @@ pub enum KeyReuse {
     KeyWins,
 }
 
+/// Whether a tool sends data to a destination outside the tenant (mail, an HTTP request, a
+/// webhook, a fetched URL whose query can carry data); see [`crate::provenance`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Egress {
+    /// No data leaves the tenant.
+    #[default]
+    None,
+    /// Data leaves to the destinations its `email`/`url` fields name, each restricted by a
+    /// sanitizer allowlist (checked when the dispatcher is built).
+    Allowlisted,
+    /// Data leaves to any destination its arguments name.
+    Open,
+}
+
 /// Everything the dispatcher knows about a tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
@@ -153,6 +168,14 @@ pub struct ToolSpec {
     pub revision: u32,
     /// Per-field rules, in declaration order.
     pub fields: Vec<FieldSpec>,
+    /// The result carries content from outside the caller's trust (mail, web pages, documents,
+    /// search results, other users' text): an `ok` result becomes a provenance source of the
+    /// session ([`crate::provenance`]).
+    #[serde(default)]
+    pub untrusted_output: bool,
+    /// Whether the tool sends data out of the tenant.
+    #[serde(default)]
+    pub egress: Egress,
 }
 
 impl ToolSpec {
@@ -181,6 +204,8 @@ impl ToolSpec {
             timeout: Self::DEFAULT_TIMEOUT,
             revision: 1,
             fields: Vec::new(),
+            untrusted_output: false,
+            egress: Egress::None,
         }
     }
 

@@ -104,7 +104,11 @@ pub struct ToolContext<S> {
     call_id: String,
     operation_id: Option<String>,
     resolved: Arc<Vec<crate::sanitize::ResolvedUrl>>,
+    source_label: SourceLabel,
 }
+
+/// The label a handler gives its result as a provenance source (shared by a context's clones).
+pub(crate) type SourceLabel = Arc<std::sync::Mutex<Option<String>>>;
 
 impl<S> ToolContext<S> {
     /// A context for `principal` over `state`.
@@ -120,7 +124,22 @@ impl<S> ToolContext<S> {
             call_id: call_id.into(),
             operation_id,
             resolved: Arc::new(Vec::new()),
+            source_label: SourceLabel::default(),
         }
+    }
+
+    /// Labels this call's result as a provenance source for reviewers (e.g. `mail from
+    /// bob@example.com`, a document's title); used when the tool declares `output =
+    /// "untrusted"`. Control characters are removed and the label is cut to
+    /// [`MAX_SOURCE_LABEL_CHARS`](crate::provenance::MAX_SOURCE_LABEL_CHARS).
+    pub fn set_source_label(&self, label: impl Into<String>) {
+        let mut slot = self.source_label.lock().unwrap_or_else(|e| e.into_inner());
+        *slot = Some(label.into());
+    }
+
+    /// The label slot, kept by the dispatcher while the handler runs.
+    pub(crate) fn source_label(&self) -> SourceLabel {
+        self.source_label.clone()
     }
 
     /// Attaches the sanitizer's checked URLs (with their pinned addresses).
@@ -202,6 +221,7 @@ impl<S> Clone for ToolContext<S> {
             call_id: self.call_id.clone(),
             operation_id: self.operation_id.clone(),
             resolved: self.resolved.clone(),
+            source_label: self.source_label.clone(),
         }
     }
 }

@@ -2,7 +2,7 @@ use std::path::{Path, PathBuf};
 use toolguard::{tool, ToolError};
 
 /// Reads a report file.
-#[tool(read_only)]
+#[tool(read_only, output = "trusted")]
 fn read_report(
     /// File to read.
     file: PathBuf,
@@ -17,7 +17,7 @@ fn read_report(
 }
 
 /// Reads optional and badly rooted files.
-#[tool(read_only)]
+#[tool(read_only, output = "trusted")]
 fn read_more(
     /// Optional file.
     extra: Option<PathBuf>,

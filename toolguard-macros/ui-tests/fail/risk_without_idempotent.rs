@@ -12,7 +12,7 @@ fn delete_account(
 }
 
 /// Reads the caller's statements (fine: read-only).
-#[tool(risk = "high", read_only)]
+#[tool(risk = "high", read_only, output = "trusted")]
 fn statements(
     /// Month, `YYYY-MM`.
     #[arg(kind = "identifier")]

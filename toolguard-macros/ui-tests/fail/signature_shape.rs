@@ -24,7 +24,7 @@ fn generic<T: Clone, const N: usize>(
 }
 
 /// An `impl Trait` argument.
-#[tool(read_only)]
+#[tool(read_only, output = "trusted")]
 fn anonymous(
     /// Label.
     label: impl ToString,

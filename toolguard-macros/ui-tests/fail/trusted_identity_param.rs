@@ -1,7 +1,7 @@
 use toolguard::{tool, ToolError};
 
 /// Lists invoices.
-#[tool(read_only)]
+#[tool(read_only, output = "trusted")]
 #[allow(non_snake_case)]
 fn list_invoices(
     /// Tenant to list.
@@ -20,7 +20,7 @@ fn list_invoices(
 }
 
 /// Plural and id variants of identity names; the last three are ordinary names and pass.
-#[tool(read_only)]
+#[tool(read_only, output = "trusted")]
 #[allow(non_snake_case)]
 fn list_reports(
     /// Tenants.

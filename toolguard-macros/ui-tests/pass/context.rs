@@ -6,7 +6,7 @@ pub struct Notes {
 }
 
 /// Returns the caller's note.
-#[tool(risk = "medium", read_only)]
+#[tool(risk = "medium", read_only, output = "trusted")]
 async fn my_note(
     ctx: &ToolContext<Notes>,
     /// Which note.
@@ -17,7 +17,7 @@ async fn my_note(
 }
 
 /// Sync with a context.
-#[tool(read_only)]
+#[tool(read_only, output = "trusted")]
 fn whoami(ctx: &ToolContext<Notes>) -> Result<String, ToolError> {
     Ok(ctx.subject().to_owned())
 }

@@ -69,6 +69,11 @@ pub struct AuditRecord {
     pub replayed: bool,
     /// Time spent in the dispatcher, in microseconds.
     pub duration_us: u64,
+    /// Ids of the provenance sources in the model's context when the call was proposed (see
+    /// [`crate::provenance`]); [`AuditQuery::by_source`](super::AuditQuery::by_source) joins on
+    /// them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
 }
 
 /// A sealed audit entry: the record plus its place in the hash chain.

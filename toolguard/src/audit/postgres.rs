@@ -307,6 +307,22 @@ impl AuditQuery for PgAuditSink {
         })
     }
 
+    fn by_source<'a>(
+        &'a self,
+        source_id: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<AuditEntry>, AuditError>> {
+        Box::pin(async move {
+            let sql = format!(
+                "SELECT {COLUMNS} FROM toolguard_audit
+                 WHERE jsonb_exists(record::jsonb -> 'sources', $1) ORDER BY seq LIMIT $2"
+            );
+            self.select(&sql, &[&source_id, &limit_of(limit)])
+                .await
+                .map(entries)
+        })
+    }
+
     fn by_time(
         &self,
         from_ms: u64,

@@ -46,6 +46,24 @@ pub trait AuditQuery: Send + Sync + 'static {
         limit: usize,
     ) -> BoxFuture<'_, Result<Vec<AuditEntry>, AuditError>>;
 
+    /// Entries of the calls that followed provenance source `source_id` (those whose
+    /// [`sources`](super::AuditRecord::sources) name it), with their status and reason, oldest
+    /// first. The default reads the trail by time; the SQL sinks select the rows in the database.
+    fn by_source<'a>(
+        &'a self,
+        source_id: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<AuditEntry>, AuditError>> {
+        Box::pin(async move {
+            let all = self.by_time(0, u64::MAX, usize::MAX).await?;
+            Ok(all
+                .into_iter()
+                .filter(|e| e.record.sources.iter().any(|s| s == source_id))
+                .take(limit)
+                .collect())
+        })
+    }
+
     /// Verifies the whole stored chain from its first entry (which must be entry 1, linked to
     /// [`GENESIS_HASH`]) and names the first altered, removed or inserted entry. A keyed sink
     /// checks every seal with its host keys.
@@ -96,6 +114,13 @@ impl<T: AuditQuery> AuditQuery for std::sync::Arc<T> {
         limit: usize,
     ) -> BoxFuture<'_, Result<Vec<AuditEntry>, AuditError>> {
         (**self).by_time(from_ms, to_ms, limit)
+    }
+    fn by_source<'a>(
+        &'a self,
+        source_id: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<AuditEntry>, AuditError>> {
+        (**self).by_source(source_id, limit)
     }
     fn verify(&self) -> BoxFuture<'_, Result<(), VerifyError>> {
         (**self).verify()

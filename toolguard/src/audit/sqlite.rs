@@ -367,6 +367,25 @@ impl AuditQuery for SqliteAuditSink {
         })
     }
 
+    fn by_source<'a>(
+        &'a self,
+        source_id: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<AuditEntry>, AuditError>> {
+        let id = source_id.to_owned();
+        let sql = format!(
+            "SELECT {COLUMNS} FROM toolguard_audit WHERE EXISTS
+             (SELECT 1 FROM json_each(record, '$.sources') WHERE value = ?1)
+             ORDER BY seq LIMIT ?2"
+        );
+        Box::pin(async move {
+            self.reader
+                .run(move |c| query(c, &sql, params![id, limit_of(limit)]))
+                .await
+                .map_err(serr)
+        })
+    }
+
     fn by_time(
         &self,
         from_ms: u64,

@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::spec::{FieldKind, KeyReuse, Risk, ToolSpec};
+use crate::spec::{Egress, FieldKind, KeyReuse, Risk, ToolSpec};
 
 #[cfg(feature = "policy")]
 #[cfg_attr(docsrs, doc(cfg(feature = "policy")))]
@@ -93,6 +93,25 @@ pub struct Declaration {
     /// to every string nested in it.
     #[serde(default)]
     pub fields: BTreeMap<String, FieldDecl>,
+    /// Where results come from: `"untrusted"` (the default: a forwarded result is content the
+    /// caller did not produce, and becomes a provenance source of the session) or `"trusted"`
+    /// (data the upstream application produced itself). See [`crate::provenance`].
+    #[serde(default)]
+    pub output: Option<OutputTrust>,
+    /// Whether the tool sends data out of the tenant: `"none"` (default), `"open"`, or
+    /// `"allowlisted"` (its `email`/`url` fields' `allow_domains`/`allow_hosts` restrict where).
+    #[serde(default)]
+    pub egress: Egress,
+}
+
+/// Where a run-time tool's results come from (`output = "..."`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputTrust {
+    /// Data the application produced itself.
+    Trusted,
+    /// Content from outside the caller's trust.
+    Untrusted,
 }
 
 impl Declaration {
@@ -111,6 +130,8 @@ impl Declaration {
             amount: None,
             timeout_ms: None,
             fields: BTreeMap::new(),
+            output: None,
+            egress: Egress::None,
         }
     }
 }
@@ -188,6 +209,8 @@ pub fn declare(
         spec.timeout = std::time::Duration::from_millis(ms);
     }
     spec.fields = schema::field_specs(&spec.input_schema, decl);
+    spec.untrusted_output = decl.output != Some(OutputTrust::Trusted);
+    spec.egress = decl.egress;
     spec.revision = schema::revision_of(&spec);
     Ok(spec)
 }

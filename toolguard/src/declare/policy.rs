@@ -226,6 +226,40 @@ pub struct ToolEntry {
     /// Largest amount of one call (needs `amount`).
     #[serde(default)]
     pub max_per_call: Option<u64>,
+    /// See [`Declaration::output`].
+    #[serde(default)]
+    pub output: Option<super::OutputTrust>,
+    /// See [`Declaration::egress`].
+    #[serde(default)]
+    pub egress: crate::spec::Egress,
+    /// What a call of this tool does in a session that has read untrusted content:
+    /// `"allow"`, `"approval"` or `"deny"` (default: the flow policy's rules by risk and egress;
+    /// see [`crate::provenance`]).
+    #[serde(default)]
+    pub flow: Option<FlowDecl>,
+}
+
+/// `flow = "..."` of a tool in the policy file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowDecl {
+    /// [`FlowAction::Allow`](crate::FlowAction::Allow).
+    Allow,
+    /// [`FlowAction::RequireApproval`](crate::FlowAction::RequireApproval).
+    Approval,
+    /// [`FlowAction::Deny`](crate::FlowAction::Deny).
+    Deny,
+}
+
+impl FlowDecl {
+    /// The flow action it names.
+    pub fn action(self) -> crate::FlowAction {
+        match self {
+            FlowDecl::Allow => crate::FlowAction::Allow,
+            FlowDecl::Approval => crate::FlowAction::RequireApproval,
+            FlowDecl::Deny => crate::FlowAction::Deny,
+        }
+    }
 }
 
 impl ToolEntry {
@@ -244,6 +278,8 @@ impl ToolEntry {
             amount: self.amount.clone(),
             timeout_ms: self.timeout_ms,
             fields: self.fields.clone(),
+            output: self.output,
+            egress: self.egress,
         }
     }
 }
@@ -591,6 +627,10 @@ fn entry_limits(mut p: RiskPolicy, name: &str, e: &ToolEntry) -> RiskPolicy {
     if let Some(roles) = &e.approver_roles {
         p = p.tool_approver_roles(name, roles.clone());
     }
+    if let Some(flow) = e.flow {
+        let rules = p.current_flow().clone().tool(name, flow.action());
+        p = p.flow(rules);
+    }
     p
 }
 
@@ -603,6 +643,7 @@ fn check_entry(name: &str, e: &ToolEntry) -> Result<(), String> {
     rules::contradictions(name, &d).map_err(|e| e.to_string())?;
     rules::high_risk_idempotent(name, &d).map_err(|e| e.to_string())?;
     rules::approval_over_needs_amount(name, &d).map_err(|e| e.to_string())?;
+    rules::data_flow(name, &d).map_err(|e| e.to_string())?;
     for (pointer, f) in &d.fields {
         if super::pointer_property(pointer).is_none() {
             return Err(format!(

@@ -46,7 +46,49 @@ pub fn check(name: &str, description: &str, schema: &Value, decl: &Declaration) 
     amount_field(name, schema, decl)?;
     money_properties(name, schema)?;
     high_risk_bounds(name, schema, decl)?;
+    data_flow(name, decl)?;
     key_field(name, schema, decl)
+}
+
+/// Rule 19 (shared with `#[tool]` through `toolguard-rules`): a tool whose results are untrusted
+/// (the default here) and that sends data to any destination needs `egress = "allowlisted"` or
+/// `risk = "critical"`; `egress = "allowlisted"` needs a destination field.
+pub fn data_flow(name: &str, d: &Declaration) -> Rule {
+    use toolguard_rules::decl as shared;
+    let mut tool = shared::ToolDecl::new(name, None);
+    tool.risk = match d.risk {
+        Risk::Low => toolguard_rules::Risk::Low,
+        Risk::Medium => toolguard_rules::Risk::Medium,
+        Risk::High => toolguard_rules::Risk::High,
+        Risk::Critical => toolguard_rules::Risk::Critical,
+    };
+    tool.read_only = d.read_only;
+    tool.output = Some(match d.output {
+        Some(super::OutputTrust::Trusted) => shared::OutputTrust::Trusted,
+        _ => shared::OutputTrust::Untrusted,
+    });
+    tool.egress = match d.egress {
+        crate::spec::Egress::None => None,
+        crate::spec::Egress::Open => Some(shared::EgressDecl::Open),
+        crate::spec::Egress::Allowlisted => Some(shared::EgressDecl::Allowlisted),
+    };
+    for (pointer, f) in &d.fields {
+        let kind = match f.kind {
+            Some(FieldKind::Email) => toolguard_rules::Kind::Email,
+            Some(FieldKind::Url) => toolguard_rules::Kind::Url,
+            _ => toolguard_rules::Kind::Text,
+        };
+        let field = pointer_property(pointer).unwrap_or_else(|| pointer.clone());
+        tool.fields
+            .push(shared::FieldDecl::new(field, kind, shared::Scalar::Text));
+    }
+    match shared::data_flow(&tool, shared::Syntax::Keys)
+        .into_iter()
+        .next()
+    {
+        Some(v) => fail(name, None, v.message),
+        None => Ok(()),
+    }
 }
 
 /// Rule 9: `^[a-zA-Z][a-zA-Z0-9_]{0,63}$`.

@@ -13,6 +13,7 @@ use crate::audit::{AuditAnchor, AuditSink, CheckpointPolicy, CheckpointSink, Mem
 use crate::clock::{Clock, SystemClock};
 use crate::erased::ErasedTool;
 use crate::keys::HostKeys;
+use crate::provenance::ProvenanceStore;
 use crate::sanitize::Sanitizer;
 use crate::spec::Risk;
 use crate::stage;
@@ -152,6 +153,7 @@ pub struct DispatcherBuilder<S: Send + Sync + 'static> {
     approvals: Option<Arc<dyn ApprovalStore>>,
     ledger: Option<Arc<dyn SessionLedger>>,
     operations: Option<Arc<dyn OperationStore>>,
+    provenance: Option<Arc<dyn ProvenanceStore>>,
     store_deadline: Duration,
     idempotency_ttl: HashMap<String, Duration>,
     fail_open_read_only: bool,
@@ -189,6 +191,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             approvals: None,
             ledger: None,
             operations: None,
+            provenance: None,
             store_deadline: STORE_DEADLINE,
             idempotency_ttl: HashMap::new(),
             fail_open_read_only: false,
@@ -300,7 +303,8 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
         self
     }
 
-    /// Uses one backend for every store (idempotency, approvals, ledger, operations).
+    /// Uses one backend for every store (idempotency, approvals, ledger, operations; and the
+    /// provenance sources, when the ledger keeps them, see [`SessionLedger::provenance`]).
     pub fn store<B>(mut self, store: Arc<B>) -> Self
     where
         B: IdempotencyStore + ApprovalStore + SessionLedger + OperationStore,
@@ -347,6 +351,15 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
     /// Sets the session ledger alone.
     pub fn session_ledger(mut self, ledger: Arc<dyn SessionLedger>) -> Self {
         self.ledger = Some(ledger);
+        self
+    }
+
+    /// Sets the store of the sessions' provenance sources alone (see [`crate::provenance`]).
+    /// Replicas that share sessions must share it, as they share the session ledger. Without it
+    /// the session ledger's own ([`SessionLedger::provenance`]: memory, SQLite, PostgreSQL and
+    /// Redis keep sources) is used, else an in-memory store of this process.
+    pub fn provenance_store(mut self, store: Arc<dyn ProvenanceStore>) -> Self {
+        self.provenance = Some(store);
         self
     }
 
@@ -418,6 +431,11 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
         if let Some(detection) = &self.detection {
             names::check_detection(&tools, detection)?;
         }
+        for name in &order {
+            if let Some(r) = tools.get(name) {
+                crate::provenance::stage::check_egress(r.spec(), &self.sanitizer)?;
+            }
+        }
         let memory = Arc::new(MemoryStore::new());
         let deadline = self.store_deadline;
         let stores = Stores {
@@ -426,6 +444,12 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
                 deadline,
             ),
             approvals: Deadlined::new(self.approvals.unwrap_or_else(|| memory.clone()), deadline),
+            provenance: Deadlined::new(
+                self.provenance
+                    .or_else(|| self.ledger.clone().and_then(|l| l.provenance()))
+                    .unwrap_or_else(|| memory.clone()),
+                deadline,
+            ),
             ledger: Deadlined::new(self.ledger.unwrap_or_else(|| memory.clone()), deadline),
             operations: Deadlined::new(self.operations.unwrap_or(memory), deadline),
         };

@@ -5,7 +5,9 @@
 //!
 //! gate → parse → registry → validate → sanitize → intent (key, digest) → principal (fresh) →
 //! permit (the [`Authorizer`](crate::Authorizer)) → preflight → authorize (the resource) →
-//! policy → idempotency → approval? → recheck → execute → envelope → settle → audit.
+//! provenance (the sources in context) → policy (limits, flow) → idempotency → approval? →
+//! recheck → execute → envelope → provenance (an untrusted result becomes a source) → settle →
+//! audit.
 //!
 //! Principal freshness and tool permission come before any of the tool's own code (preflight,
 //! authorize hooks) runs. A business or policy failure of a call that already executed answers
@@ -140,7 +142,9 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         let ctx = core
             .context(p, &call.call_id, t.operation_id.clone())
             .with_resolved_urls(clean.resolved);
+        t.source_label = ctx.source_label();
         stage::preflight::run(core, spec, p, &*decoded, &ctx, t).await?;
+        crate::provenance::stage::load(core, spec, call, p, t).await?;
         t.at(Stage::Policy);
         let decision = stage::policy::stage(core, spec, &clean.args, p, t).await?;
         self.custom(StagePoint::AfterPolicy, call, p, spec, &clean.args)
@@ -156,6 +160,8 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             }
             None => stage::execution(core, tool, decoded, ctx, &decision, false, t).await,
         };
+        let cause = decision.approval_cause.as_deref();
+        let answer = crate::provenance::stage::settle(core, spec, call, p, cause, answer, t).await;
         let answer = Answer::from_result(answer);
         stage::settle::held(core, spec, held, &answer, t).await;
         Ok(answer)

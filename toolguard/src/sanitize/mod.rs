@@ -362,6 +362,14 @@ impl Sanitizer {
         })
     }
 
+    /// Whether field `field` of tool `tool` admits only allowlisted destinations: an e-mail
+    /// domain allowlist or a URL host allowlist (the provenance flow check of `egress` tools).
+    pub fn destination_allowlisted(&self, tool: &str, field: &str) -> bool {
+        self.policy(tool, field).is_some_and(|p| {
+            p.email_domains.as_ref().is_some_and(|d| !d.is_empty()) || !p.url.hosts.is_empty()
+        })
+    }
+
     fn policy(&self, tool: &str, field: &str) -> Option<&FieldPolicy> {
         self.fields.get(tool)?.get(field)
     }

@@ -85,6 +85,8 @@ pub(crate) struct Pending<'a> {
     /// What the request holds in the ledger while it waits (see
     /// [`super::policy::approval_holds`]).
     pub holds: &'a [ScopeLimit],
+    /// The provenance sources in the model's context when the call was proposed.
+    pub sources: &'a [crate::provenance::Source],
 }
 
 /// The session ledger and approval store a request is opened in.
@@ -120,7 +122,10 @@ pub(crate) async fn open(
         request_digest: p.request_digest.to_owned(),
         binding_digest: String::new(),
         arguments: p.arguments.clone(),
-        preview: preview(p.spec, p.redacted, p.principal),
+        preview: crate::provenance::with_sources(
+            preview(p.spec, p.redacted, p.principal),
+            p.sources,
+        ),
         eligible_roles: policy.eligible_roles(&p.spec.name),
         approvals_required: p.spec.approvals.max(1),
         decisions: Vec::new(),
@@ -131,6 +136,7 @@ pub(crate) async fn open(
         created_at_ms: created,
         expires_at_ms: expires,
         seal: None,
+        provenance: p.sources.to_vec(),
     };
     request.binding_digest = approval_binding(keys, &request, None);
     let request = with_seal(keys, request);
@@ -660,6 +666,7 @@ pub(crate) async fn ask<S: Send + Sync + 'static>(
         idempotency: Some(key),
         cause,
         amount: decision.amount,
+        sources: &t.sources,
         holds: &decision.holds,
     };
     let backing = Backing {

@@ -40,6 +40,7 @@ pub(crate) struct Stores {
     pub(crate) approvals: Arc<dyn ApprovalStore>,
     pub(crate) ledger: Arc<dyn SessionLedger>,
     pub(crate) operations: Arc<dyn OperationStore>,
+    pub(crate) provenance: Arc<dyn crate::provenance::ProvenanceStore>,
 }
 
 /// The registry and configuration of a built dispatcher.

@@ -91,6 +91,7 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
         approver: t.approver,
         replayed: outcome.replayed,
         duration_us: u64::try_from(about.started.elapsed().as_micros()).unwrap_or(u64::MAX),
+        sources: t.sources.into_iter().map(|s| s.id).collect(),
     };
     let seen = core.detector.as_ref().and_then(|_| {
         let spec = core.spec(&tool_label)?;

@@ -64,6 +64,7 @@ pub struct RiskPolicy {
     approval_ttl: Duration,
     revision: u32,
     hook: Option<ApprovalHook>,
+    flow: crate::provenance::FlowPolicy,
 }
 
 impl std::fmt::Debug for RiskPolicy {
@@ -85,6 +86,7 @@ impl Default for RiskPolicy {
             approval_ttl: Self::DEFAULT_APPROVAL_TTL,
             revision: 1,
             hook: None,
+            flow: crate::provenance::FlowPolicy::default(),
         }
     }
 }
@@ -183,9 +185,22 @@ impl RiskPolicy {
         self
     }
 
+    /// Sets the flow policy: what a session that has read untrusted content may do unattended
+    /// (see [`crate::provenance`]; default [`FlowPolicy::default`](crate::FlowPolicy)).
+    pub fn flow(mut self, flow: crate::provenance::FlowPolicy) -> Self {
+        self.flow = flow;
+        self
+    }
+
+    /// The flow policy.
+    pub fn current_flow(&self) -> &crate::provenance::FlowPolicy {
+        &self.flow
+    }
+
     /// The tool names this policy has rules for (checked against the registry at build).
     pub(crate) fn configured_tools(&self) -> impl Iterator<Item = &str> {
-        self.rules.keys().map(String::as_str)
+        let flow = self.flow.configured_tools();
+        self.rules.keys().map(String::as_str).chain(flow)
     }
 
     /// The policy revision.
@@ -330,7 +345,8 @@ pub(crate) async fn stage<S: Send + Sync + 'static>(
     t: &mut super::trace::Trace,
 ) -> Result<PolicyDecision, super::trace::Exit> {
     let ledger = &*core.stores.ledger;
-    match evaluate(&core.policy, ledger, spec, args, principal, core.now()).await {
+    let evaluated = evaluate(&core.policy, ledger, spec, args, principal, core.now()).await;
+    match evaluated.and_then(|d| crate::provenance::stage::flow(core, spec, &t.sources, d)) {
         Ok(mut decision) => {
             crate::detect::respond::gate(core, spec, principal, &mut decision).await?;
             Ok(decision)

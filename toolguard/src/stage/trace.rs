@@ -25,6 +25,11 @@ pub(crate) struct Trace {
     pub(crate) admitted: bool,
     /// Unredacted normalized arguments, kept in the operation record for reconciliation.
     pub(crate) arguments_for_operation: Option<Value>,
+    /// The provenance sources in the model's context for this call (see
+    /// [`crate::provenance`]).
+    pub(crate) sources: Vec<crate::provenance::Source>,
+    /// The label the handler gave its result as a provenance source.
+    pub(crate) source_label: crate::tool::SourceLabel,
 }
 
 impl Trace {

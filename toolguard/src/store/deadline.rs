@@ -23,7 +23,12 @@ impl<T: ?Sized> Deadlined<T> {
         Arc::new(Deadlined { inner, deadline })
     }
 
-    fn timed<'a, R: Send + 'a>(
+    /// The wrapped store.
+    pub(crate) fn inner(&self) -> &T {
+        &self.inner
+    }
+
+    pub(crate) fn timed<'a, R: Send + 'a>(
         &'a self,
         what: &'static str,
         op: BoxFuture<'a, StoreResult<R>>,

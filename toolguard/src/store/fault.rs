@@ -265,6 +265,10 @@ impl<B: SessionLedger + Sync> SessionLedger for FaultyStore<B>
 where
     FaultyStore<B>: Send + Sync,
 {
+    fn provenance(self: Arc<Self>) -> Option<crate::provenance::SharedProvenance> {
+        self.inner().clone().provenance()
+    }
+
     fn admit<'a>(
         &'a self,
         entry: &'a str,

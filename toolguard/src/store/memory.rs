@@ -25,6 +25,7 @@ pub struct MemoryStore {
     approvals: Mutex<HashMap<String, ApprovalRequest>>,
     ledger: Mutex<LedgerState>,
     operations: Mutex<HashMap<String, OperationRecord>>,
+    sources: Mutex<HashMap<String, Vec<crate::provenance::Source>>>,
 }
 
 /// Ledger entries per scope and live reservations, behind one lock so that admissions,
@@ -95,6 +96,7 @@ impl Default for MemoryStore {
             approvals: Mutex::new(HashMap::new()),
             ledger: Mutex::new(LedgerState::default()),
             operations: Mutex::new(HashMap::new()),
+            sources: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -108,6 +110,14 @@ fn ready<'a, T: Send + 'a>(v: T) -> BoxFuture<'a, T> {
 }
 
 impl MemoryStore {
+    /// Runs `f` on the provenance sources of every session (see [`crate::provenance`]).
+    pub(crate) fn with_sources<R>(
+        &self,
+        f: impl FnOnce(&mut HashMap<String, Vec<crate::provenance::Source>>) -> R,
+    ) -> R {
+        f(&mut lock(&self.sources))
+    }
+
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
@@ -373,6 +383,10 @@ impl ApprovalStore for MemoryStore {
 }
 
 impl SessionLedger for MemoryStore {
+    fn provenance(self: std::sync::Arc<Self>) -> Option<crate::provenance::SharedProvenance> {
+        Some(self)
+    }
+
     fn admit<'a>(
         &'a self,
         entry: &'a str,

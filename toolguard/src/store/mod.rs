@@ -276,6 +276,14 @@ pub trait SessionLedger: Send + Sync + 'static {
         let _ = (entry, amount, now);
         Box::pin(std::future::ready(Err(no_holds())))
     }
+
+    /// The store of the sessions' provenance sources kept with this ledger, so that every
+    /// replica sharing the ledger sees them ([`crate::provenance`]); `None` (the default) for a
+    /// ledger that keeps none. The dispatcher uses it unless
+    /// [`provenance_store`](crate::DispatcherBuilder::provenance_store) names another.
+    fn provenance(self: std::sync::Arc<Self>) -> Option<crate::provenance::SharedProvenance> {
+        None
+    }
 }
 
 fn no_holds() -> StoreError {

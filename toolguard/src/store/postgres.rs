@@ -24,7 +24,7 @@ use crate::store::encode::{LEDGER_HOLDS, PURGE_INDEXES, i64_of, millis, new_toke
 use crate::tool::BoxFuture;
 
 /// Current version of the PostgreSQL schema.
-pub const PG_SCHEMA_VERSION: i32 = 3;
+pub const PG_SCHEMA_VERSION: i32 = 4;
 
 const MIGRATIONS: &[&str] = &[
     r#"
@@ -78,6 +78,7 @@ CREATE INDEX IF NOT EXISTS toolguard_audit_time ON toolguard_audit (time_ms, seq
 "#,
     PURGE_INDEXES,
     LEDGER_HOLDS,
+    crate::provenance::SOURCES_TABLE,
 ];
 
 /// Advisory lock key serializing migrations.
@@ -897,6 +898,10 @@ async fn insert_entries(
 }
 
 impl SessionLedger for PgStore {
+    fn provenance(self: std::sync::Arc<Self>) -> Option<crate::provenance::SharedProvenance> {
+        Some(self)
+    }
+
     fn admit<'a>(
         &'a self,
         entry: &'a str,

@@ -427,14 +427,14 @@ impl RedisStore {
         })
     }
 
+    /// A handle on the connection (shared; cheap to clone).
+    pub(crate) fn connection(&self) -> ConnectionManager {
+        self.conn.clone()
+    }
+
     /// The key prefix.
     pub fn prefix(&self) -> &str {
         &self.prefix
-    }
-
-    /// A handle on the store's connection (shared by other state kept under the prefix).
-    pub(crate) fn connection(&self) -> ConnectionManager {
-        self.conn.clone()
     }
 
     fn idem_key(&self, key: &ScopedKey) -> String {
@@ -716,6 +716,10 @@ impl IdempotencyStore for RedisStore {
 }
 
 impl SessionLedger for RedisStore {
+    fn provenance(self: std::sync::Arc<Self>) -> Option<crate::provenance::SharedProvenance> {
+        Some(self)
+    }
+
     fn admit<'a>(
         &'a self,
         entry: &'a str,

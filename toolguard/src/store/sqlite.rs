@@ -23,7 +23,7 @@ pub(crate) use crate::store::sqlite_worker::{Mode, Worker};
 use crate::tool::BoxFuture;
 
 /// Current version of the SQLite schema.
-pub const SQLITE_SCHEMA_VERSION: i64 = 3;
+pub const SQLITE_SCHEMA_VERSION: i64 = 4;
 
 const MIGRATIONS: &[&str] = &[
     r#"
@@ -77,6 +77,7 @@ CREATE INDEX IF NOT EXISTS toolguard_audit_time ON toolguard_audit (time_ms, seq
 "#,
     PURGE_INDEXES,
     LEDGER_HOLDS,
+    crate::provenance::SOURCES_TABLE,
 ];
 
 /// How a SQLite connection syncs to disk.
@@ -714,6 +715,10 @@ fn insert_entry(
 }
 
 impl SessionLedger for SqliteStore {
+    fn provenance(self: std::sync::Arc<Self>) -> Option<crate::provenance::SharedProvenance> {
+        Some(self)
+    }
+
     fn admit<'a>(
         &'a self,
         entry: &'a str,

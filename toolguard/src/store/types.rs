@@ -200,6 +200,11 @@ pub struct ApprovalRequest {
     /// records written without a host key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seal: Option<String>,
+    /// The provenance sources in the model's context when the call was proposed (see
+    /// [`crate::provenance`]); bound into the binding digest, so a request proposed under other
+    /// sources is another intent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provenance: Vec<crate::provenance::Source>,
 }
 
 impl ApprovalRequest {

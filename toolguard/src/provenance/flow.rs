@@ -1,0 +1,256 @@
+//! The flow policy: what a session that has read untrusted content may still do unattended.
+
+use std::collections::HashMap;
+
+use super::Source;
+use crate::outcome::Status;
+use crate::sanitize::Sanitizer;
+use crate::spec::{Egress, FieldKind, Risk, ToolSpec};
+use crate::stage::Stop;
+
+/// What a rule of the flow policy does to a call in a session with sources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FlowAction {
+    /// The call goes on as in a clean session.
+    Allow,
+    /// The call waits for a human (`pending_approval`, cause `provenance`).
+    RequireApproval,
+    /// The call is refused (`policy_denied`, reason `provenance`).
+    Deny,
+}
+
+/// The flow rules of one tool, overriding the per-risk defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowRule {
+    /// For a state-changing call (a tool that is not `read_only`).
+    pub state_change: FlowAction,
+    /// For an `egress` call whose destinations are not all allowlisted.
+    pub egress: FlowAction,
+}
+
+/// What a session with provenance sources may do unattended. Part of the
+/// [`RiskPolicy`](crate::RiskPolicy) ([`RiskPolicy::flow`](crate::RiskPolicy::flow)); its rules
+/// only apply to calls in a session with at least one source in context.
+///
+/// Defaults: a state-changing tool of risk `high` or `critical` needs approval (below that:
+/// allowed); an `egress` tool whose destination fields (`kind = "email"`/`"url"`) are not all
+/// restricted by a sanitizer allowlist ([`Sanitizer::allow_email_domains`],
+/// [`Sanitizer::allow_url_hosts`]) needs approval. Where several rules apply, the strictest wins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub struct FlowPolicy {
+    state_change: [FlowAction; 4],
+    egress: FlowAction,
+    tools: HashMap<String, FlowRule>,
+}
+
+impl Default for FlowPolicy {
+    fn default() -> Self {
+        FlowPolicy {
+            state_change: [
+                FlowAction::Allow,
+                FlowAction::Allow,
+                FlowAction::RequireApproval,
+                FlowAction::RequireApproval,
+            ],
+            egress: FlowAction::RequireApproval,
+            tools: HashMap::new(),
+        }
+    }
+}
+
+fn risk_index(risk: Risk) -> usize {
+    match risk {
+        Risk::Low => 0,
+        Risk::Medium => 1,
+        Risk::High => 2,
+        Risk::Critical => 3,
+    }
+}
+
+impl FlowPolicy {
+    /// A policy that allows everything (provenance is recorded and audited, never acted on).
+    pub fn allow_all() -> Self {
+        FlowPolicy {
+            state_change: [FlowAction::Allow; 4],
+            egress: FlowAction::Allow,
+            tools: HashMap::new(),
+        }
+    }
+
+    /// What a state-changing call of a tool of `risk` does in a session with sources.
+    pub fn state_change(mut self, risk: Risk, action: FlowAction) -> Self {
+        self.state_change[risk_index(risk)] = action;
+        self
+    }
+
+    /// What an `egress` call to a destination that is not allowlisted does in a session with
+    /// sources.
+    pub fn egress(mut self, action: FlowAction) -> Self {
+        self.egress = action;
+        self
+    }
+
+    /// Both rules of `tool` (state change and egress) in a session with sources.
+    pub fn tool(self, tool: &str, action: FlowAction) -> Self {
+        self.tool_rule(
+            tool,
+            FlowRule {
+                state_change: action,
+                egress: action,
+            },
+        )
+    }
+
+    /// The rules of `tool`, one per concern.
+    pub fn tool_rule(mut self, tool: &str, rule: FlowRule) -> Self {
+        self.tools.insert(tool.to_owned(), rule);
+        self
+    }
+
+    /// The tool names with rules of their own (checked against the registry at build).
+    pub(crate) fn configured_tools(&self) -> impl Iterator<Item = &str> {
+        self.tools.keys().map(String::as_str)
+    }
+
+    /// The action for a call of `spec` in a session with sources: the strictest of the rules
+    /// that apply (state change, egress beyond the allowlists).
+    pub fn action(&self, spec: &ToolSpec, sanitizer: &Sanitizer) -> FlowAction {
+        let own = self.tools.get(&spec.name);
+        let mut action = FlowAction::Allow;
+        if !spec.read_only {
+            let rule = own.map_or(self.state_change[risk_index(spec.risk)], |r| r.state_change);
+            action = action.max(rule);
+        }
+        if spec.egress != Egress::None && !destinations_allowlisted(spec, sanitizer) {
+            action = action.max(own.map_or(self.egress, |r| r.egress));
+        }
+        action
+    }
+}
+
+/// Whether every destination field of `spec` (kind `email` or `url`) admits only allowlisted
+/// values. A tool with no destination field cannot show where its data goes: not allowlisted.
+pub(crate) fn destinations_allowlisted(spec: &ToolSpec, sanitizer: &Sanitizer) -> bool {
+    let mut destinations = destination_fields(spec).peekable();
+    destinations.peek().is_some()
+        && destinations.all(|f| sanitizer.destination_allowlisted(&spec.name, f))
+}
+
+/// The fields of `spec` that name where data goes (kind `email` or `url`).
+pub(crate) fn destination_fields(spec: &ToolSpec) -> impl Iterator<Item = &str> {
+    spec.fields
+        .iter()
+        .filter(|f| matches!(f.kind, FieldKind::Email | FieldKind::Url))
+        .map(|f| f.name.as_str())
+}
+
+/// Applies the flow policy to a call whose other rules allowed it: with no source in context,
+/// nothing changes; otherwise a hold adds the cause `provenance` (unless another cause already
+/// holds the call) and a denial stops it, each naming the latest source.
+pub(crate) fn judge(
+    policy: &FlowPolicy,
+    sanitizer: &Sanitizer,
+    spec: &ToolSpec,
+    sources: &[Source],
+    approval_cause: &mut Option<String>,
+) -> Result<(), Stop> {
+    let Some(latest) = sources.iter().max_by_key(|s| s.at_ms) else {
+        return Ok(());
+    };
+    match policy.action(spec, sanitizer) {
+        FlowAction::Allow => Ok(()),
+        FlowAction::RequireApproval => {
+            approval_cause.get_or_insert_with(|| CAUSE.to_owned());
+            Ok(())
+        }
+        FlowAction::Deny => Err(Stop::new(
+            Status::PolicyDenied,
+            CAUSE,
+            format!(
+                "this call follows untrusted content ({}) and the flow policy refuses it in such \
+                 a session; nothing was done",
+                latest.describe()
+            ),
+        )),
+    }
+}
+
+/// The approval cause and denial reason of the flow policy.
+pub const CAUSE: &str = "provenance";
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::spec::FieldSpec;
+
+    fn spec(name: &str, risk: Risk, read_only: bool) -> ToolSpec {
+        let mut s = ToolSpec::new(name, "d", json!({"type": "object"}), json!({}));
+        s.risk = risk;
+        s.read_only = read_only;
+        s
+    }
+
+    fn mailer() -> ToolSpec {
+        let mut s = spec("send_email", Risk::Medium, false);
+        s.egress = Egress::Open;
+        let mut to = FieldSpec::new("to");
+        to.kind = FieldKind::Email;
+        s.fields.push(to);
+        s
+    }
+
+    #[test]
+    fn defaults_hold_high_state_changes_and_unlisted_egress() {
+        let p = FlowPolicy::default();
+        let s = Sanitizer::new();
+        assert_eq!(
+            p.action(&spec("t", Risk::High, false), &s),
+            FlowAction::RequireApproval
+        );
+        assert_eq!(
+            p.action(&spec("t", Risk::Medium, false), &s),
+            FlowAction::Allow
+        );
+        assert_eq!(
+            p.action(&spec("t", Risk::Critical, true), &s),
+            FlowAction::Allow
+        );
+        assert_eq!(p.action(&mailer(), &s), FlowAction::RequireApproval);
+        let listed = Sanitizer::new().allow_email_domains("send_email", "to", ["example.com"]);
+        assert_eq!(p.action(&mailer(), &listed), FlowAction::Allow);
+    }
+
+    #[test]
+    fn tool_rules_override_risk_defaults_and_strictest_wins() {
+        let p = FlowPolicy::default()
+            .tool("t", FlowAction::Allow)
+            .egress(FlowAction::Deny);
+        let s = Sanitizer::new();
+        assert_eq!(
+            p.action(&spec("t", Risk::High, false), &s),
+            FlowAction::Allow
+        );
+        assert_eq!(p.action(&mailer(), &s), FlowAction::Deny);
+        let p = p.state_change(Risk::Medium, FlowAction::RequireApproval);
+        assert_eq!(
+            p.action(&spec("u", Risk::Medium, false), &s),
+            FlowAction::RequireApproval
+        );
+    }
+
+    #[test]
+    fn judging_a_clean_session_changes_nothing() {
+        let mut cause = None;
+        let p = FlowPolicy::default().state_change(Risk::High, FlowAction::Deny);
+        let s = spec("t", Risk::High, false);
+        judge(&p, &Sanitizer::new(), &s, &[], &mut cause).unwrap();
+        assert_eq!(cause, None);
+        let src = Source::tool_result("read_email", "c-1", None, 3, None);
+        let stop = judge(&p, &Sanitizer::new(), &s, &[src], &mut cause).unwrap_err();
+        assert_eq!(stop.reason.as_deref(), Some(CAUSE));
+        assert!(stop.message.unwrap().contains("read_email call c-1"));
+    }
+}

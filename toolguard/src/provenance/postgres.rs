@@ -1,0 +1,65 @@
+//! Sources in the PostgreSQL store (table `toolguard_provenance`, created by its migrations).
+
+use super::{ProvenanceStore, Source, TRIM_SQL};
+use crate::store::encode::i64_of;
+use crate::store::{PgStore, StoreError, StoreResult};
+use crate::tool::BoxFuture;
+
+fn err(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    StoreError::caused_by("postgres", e)
+}
+
+impl ProvenanceStore for PgStore {
+    fn add_source<'a>(
+        &'a self,
+        session: &'a str,
+        source: &'a Source,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let body = serde_json::to_string(source).map_err(err)?;
+            let mut client = self.pool().get().await.map_err(err)?;
+            let tx = client.transaction().await.map_err(err)?;
+            tx.execute(
+                "INSERT INTO toolguard_provenance (session, id, at_ms, body) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (session, id) DO NOTHING",
+                &[&session, &source.id, &i64_of(source.at_ms), &body],
+            )
+            .await
+            .map_err(err)?;
+            tx.execute(TRIM_SQL, &[&session]).await.map_err(err)?;
+            tx.commit().await.map_err(err)
+        })
+    }
+
+    fn sources<'a>(&'a self, session: &'a str) -> BoxFuture<'a, StoreResult<Vec<Source>>> {
+        Box::pin(async move {
+            let client = self.pool().get().await.map_err(err)?;
+            let rows = client
+                .query(
+                    "SELECT body FROM toolguard_provenance WHERE session = $1 ORDER BY at_ms, id",
+                    &[&session],
+                )
+                .await
+                .map_err(err)?;
+            rows.iter()
+                .map(|r| {
+                    let body: String = r.try_get(0).map_err(err)?;
+                    serde_json::from_str(&body).map_err(err)
+                })
+                .collect()
+        })
+    }
+
+    fn clear_sources<'a>(&'a self, session: &'a str) -> BoxFuture<'a, StoreResult<u64>> {
+        Box::pin(async move {
+            let client = self.pool().get().await.map_err(err)?;
+            client
+                .execute(
+                    "DELETE FROM toolguard_provenance WHERE session = $1",
+                    &[&session],
+                )
+                .await
+                .map_err(err)
+        })
+    }
+}
