@@ -81,7 +81,9 @@ fn main() {
     let fixture = Fixture::new(&rt);
     let mut over = Vec::new();
     let measured = [
-        ("direct", per_call(&rt, async || drop(fixture.direct().await))),
+        ("direct", per_call(&rt, async || {
+            std::hint::black_box(fixture.direct().await);
+        })),
         ("low", per_call(&rt, async || drop(fixture.low().await))),
         ("high", {
             // The fresh key's arguments are made outside the count.

@@ -50,7 +50,7 @@ fn limit(call: &str) -> LibraryBenchmarkConfig {
     config
 }
 
-/// The low-risk read.
+// The low-risk read.
 #[library_benchmark(config = limit("low"))]
 #[bench::call(setup = setup)]
 fn low((rt, fixture, _): Setup) -> (tokio::runtime::Runtime, Fixture, ToolOutcome) {
@@ -58,7 +58,7 @@ fn low((rt, fixture, _): Setup) -> (tokio::runtime::Runtime, Fixture, ToolOutcom
     (rt, fixture, black_box(outcome))
 }
 
-/// A high-risk transfer with a fresh key (the arguments are made in the setup).
+// A high-risk transfer with a fresh key (the arguments are made in the setup).
 #[library_benchmark(config = limit("high"))]
 #[bench::call(setup = setup)]
 fn high((rt, fixture, call): Setup) -> (tokio::runtime::Runtime, Fixture, ToolOutcome) {
@@ -67,7 +67,7 @@ fn high((rt, fixture, call): Setup) -> (tokio::runtime::Runtime, Fixture, ToolOu
     (rt, fixture, black_box(outcome))
 }
 
-/// The transfer replayed from its stored outcome.
+// The transfer replayed from its stored outcome.
 #[library_benchmark(config = limit("replay"))]
 #[bench::call(setup = setup)]
 fn replay((rt, fixture, _): Setup) -> (tokio::runtime::Runtime, Fixture, ToolOutcome) {
@@ -107,7 +107,7 @@ fn sanitize_setup() -> (Sanitizer, ToolSpec, Value) {
     (sanitizer, spec, args)
 }
 
-/// The sanitizer on five clean ASCII fields.
+// The sanitizer on five clean ASCII fields.
 #[library_benchmark(config = limit("sanitize"))]
 #[bench::ascii_clean(setup = sanitize_setup)]
 fn sanitize_five((sanitizer, spec, mut args): (Sanitizer, ToolSpec, Value)) -> (Sanitizer, Value) {
