@@ -122,10 +122,19 @@ fn bare_record() -> AuditRecord {
 fn audit_hashes_are_pinned() {
     let keys = keys();
     let first = seal(&keys, 1, bare_record(), GENESIS_HASH);
-    assert_eq!(first.hash, "k1:971906231f250c23c5a46011e02d072a4abf3c5e667cd1c5930571a6d76f9344");
+    assert_eq!(
+        first.hash,
+        "k1:971906231f250c23c5a46011e02d072a4abf3c5e667cd1c5930571a6d76f9344"
+    );
     let second = seal(&keys, 2, full_record(), &first.hash);
-    assert_eq!(second.hash, "k1:893769a899e996509c67bbde0ca678b707c822e6d7e72f516c835cf21f3e6fe8");
+    assert_eq!(
+        second.hash,
+        "k1:893769a899e996509c67bbde0ca678b707c822e6d7e72f516c835cf21f3e6fe8"
+    );
     let third = seal(&keys, 3, AuditRecord::default(), &second.hash);
-    assert_eq!(third.hash, "k1:6162d48adf058741fd0deb0535b6b2e58b94196770d589e88199113d95c606d1");
+    assert_eq!(
+        third.hash,
+        "k1:6162d48adf058741fd0deb0535b6b2e58b94196770d589e88199113d95c606d1"
+    );
     verify_chain(&keys, &[first, second, third]).unwrap();
 }

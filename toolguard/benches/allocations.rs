@@ -81,9 +81,12 @@ fn main() {
     let fixture = Fixture::new(&rt);
     let mut over = Vec::new();
     let measured = [
-        ("direct", per_call(&rt, async || {
-            std::hint::black_box(fixture.direct().await);
-        })),
+        (
+            "direct",
+            per_call(&rt, async || {
+                std::hint::black_box(fixture.direct().await);
+            }),
+        ),
         ("low", per_call(&rt, async || drop(fixture.low().await))),
         ("high", {
             // The fresh key's arguments are made outside the count.
@@ -95,7 +98,10 @@ fn main() {
                 }
             })
         }),
-        ("replay", per_call(&rt, async || drop(fixture.replay().await))),
+        (
+            "replay",
+            per_call(&rt, async || drop(fixture.replay().await)),
+        ),
     ];
     println!("allocations per call (release build, memory stores, audit on, {CALLS} calls each)");
     for (name, (allocations, bytes)) in measured {

@@ -14,8 +14,7 @@
 use std::hint::black_box;
 
 use gungraun::{
-    Callgrind, EventKind, LibraryBenchmarkConfig, library_benchmark, library_benchmark_group,
-    main,
+    Callgrind, EventKind, LibraryBenchmarkConfig, library_benchmark, library_benchmark_group, main,
 };
 use serde_json::{Value, json};
 use toolguard::ToolOutcome;
@@ -31,7 +30,11 @@ use calls::{BUDGETS, Fixture, runtime};
 const SANITIZE_BUDGET: u64 = 10_000;
 
 /// Everything a measured call needs, built (and warmed) outside the measurement.
-type Setup = (tokio::runtime::Runtime, Fixture, Option<toolguard::ToolCall>);
+type Setup = (
+    tokio::runtime::Runtime,
+    Fixture,
+    Option<toolguard::ToolCall>,
+);
 
 fn setup() -> Setup {
     let rt = runtime();
@@ -115,6 +118,9 @@ fn sanitize_five((sanitizer, spec, mut args): (Sanitizer, ToolSpec, Value)) -> (
     (sanitizer, args)
 }
 
-library_benchmark_group!(name = calls_group, benchmarks = [low, high, replay, sanitize_five]);
+library_benchmark_group!(
+    name = calls_group,
+    benchmarks = [low, high, replay, sanitize_five]
+);
 
 main!(library_benchmark_groups = calls_group);

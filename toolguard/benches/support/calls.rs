@@ -69,8 +69,11 @@ pub fn high_args(n: u64) -> String {
 }
 
 /// Per-call budgets: (call, instructions under callgrind, allocations).
-pub const BUDGETS: [(&str, u64, u64); 3] =
-    [("low", 30_000, 15), ("high", 60_000, 40), ("replay", 40_000, 40)];
+pub const BUDGETS: [(&str, u64, u64); 3] = [
+    ("low", 30_000, 15),
+    ("high", 60_000, 40),
+    ("replay", 40_000, 40),
+];
 
 /// A dispatcher with both tools, memory stores and a memory audit sink, warmed by one call of
 /// each kind (lazily built tables, the replayed key's stored outcome).
@@ -103,7 +106,11 @@ impl Fixture {
             next_key: AtomicU64::new(0),
         };
         rt.block_on(async {
-            for outcome in [fixture.low().await, fixture.high().await, fixture.replay().await] {
+            for outcome in [
+                fixture.low().await,
+                fixture.high().await,
+                fixture.replay().await,
+            ] {
                 assert_eq!(outcome.status, toolguard::Status::Ok, "{outcome:?}");
             }
             assert!(fixture.replay().await.replayed);

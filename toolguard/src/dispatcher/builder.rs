@@ -363,6 +363,7 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             custom: self.custom,
             notifiers,
             keys: self.keys,
+            unknown_metrics: crate::metrics::ToolKeys::new(crate::metrics::UNKNOWN_TOOL_LABEL),
         };
         Ok(Dispatcher {
             core: Arc::new(core),
@@ -404,6 +405,7 @@ fn register<S: Send + Sync + 'static>(
         }
         order.push(name.clone());
         let registered = Registered {
+            metrics: crate::metrics::ToolKeys::new(&name),
             tool,
             input,
             output,
