@@ -87,13 +87,16 @@ pub(crate) fn opt_string<S: Sink + ?Sized>(s: Option<&str>, out: &mut S) {
     }
 }
 
-/// `"key":` (the keys given to it are ASCII field names, already NFC).
-pub(crate) fn key<S: Sink + ?Sized>(name: &str, first: bool, out: &mut S) {
+/// `"key":` for a fixed member name of a typed document: lower-case ASCII letters and `_`,
+/// which need no escape and are already NFC.
+pub(crate) fn key<S: Sink + ?Sized>(name: &'static str, first: bool, out: &mut S) {
+    debug_assert!(name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
     if !first {
         out.put(b",");
     }
-    json(name, out);
-    out.put(b":");
+    out.put(b"\"");
+    out.put(name.as_bytes());
+    out.put(b"\":");
 }
 
 /// Any JSON value.

@@ -388,7 +388,8 @@ pub(crate) async fn evaluate(
     }
 
     // A scope string is made only for a limit that applies.
-    let limits: [(_, fn(&Principal, &str) -> String, _); 2] = [
+    type ScopeOf = fn(&Principal, &str) -> String;
+    let limits: [(Option<AmountLimit>, ScopeOf, &str); 2] = [
         (rules.session_amount, session_scope, "session_limit"),
         (rules.subject_amount, subject_scope, "subject_limit"),
     ];
