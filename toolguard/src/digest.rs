@@ -10,10 +10,8 @@
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use std::borrow::Cow;
 
-use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
-
+use crate::canonical::{self, Sink};
 use crate::keys::HostKeys;
 use crate::store::ApprovalRequest;
 
@@ -26,63 +24,32 @@ const BINDING_DOMAIN: &str = "toolguard/approval-binding/v1";
 /// strings in Unicode NFC. Two values that mean the same encode to the same bytes.
 pub fn canonical_json(value: &Value) -> String {
     let mut out = Vec::with_capacity(256);
-    write_canonical(value, &mut out);
+    canonical::value(value, &mut out);
     // Only serde_json's UTF-8 output and ASCII punctuation were written.
     String::from_utf8(out).unwrap_or_default()
 }
 
-fn write_canonical(value: &Value, out: &mut Vec<u8>) {
-    match value {
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-        Value::Number(n) => write_json(n, out),
-        Value::String(s) => write_json(nfc(s).as_ref(), out),
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(b']');
-        }
-        Value::Object(map) => {
-            let mut entries: Vec<(Cow<'_, str>, &Value)> =
-                map.iter().map(|(k, v)| (nfc(k), v)).collect();
-            entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            out.push(b'{');
-            for (i, (k, v)) in entries.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_json(k.as_ref(), out);
-                out.push(b':');
-                write_canonical(v, out);
-            }
-            out.push(b'}');
-        }
+/// Lower-case hex of `bytes`, appended to `out` (a table lookup per byte, no char iterator).
+pub(crate) fn push_hex(bytes: &[u8; 32], out: &mut String) {
+    let mut buf = [0u8; 64];
+    // The buffer is exactly twice the input; hex digits are ASCII.
+    if hex::encode_to_slice(bytes, &mut buf).is_ok()
+        && let Ok(digits) = std::str::from_utf8(&buf)
+    {
+        out.push_str(digits);
     }
-}
-
-/// `s` in NFC, borrowed when it already is.
-fn nfc(s: &str) -> Cow<'_, str> {
-    if is_nfc_quick(s.chars()) == IsNormalized::Yes {
-        Cow::Borrowed(s)
-    } else {
-        Cow::Owned(s.nfc().collect())
-    }
-}
-
-/// serde_json's encoding of a string or number, which is deterministic, appended to `out`.
-fn write_json<T: serde::Serialize + ?Sized>(v: &T, out: &mut Vec<u8>) {
-    // Writing a string or a number into a Vec cannot fail.
-    let _ = serde_json::to_writer(out, v);
 }
 
 /// Lower-case hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
+    hex_of(Sha256::digest(bytes).into())
+}
+
+/// Lower-case hex of a 32-byte digest.
+pub(crate) fn hex_of(digest: [u8; 32]) -> String {
+    let mut out = String::with_capacity(64);
+    push_hex(&digest, &mut out);
+    out
 }
 
 /// The request digest of DESIGN.md without a key: SHA-256 over the canonical encoding of tool name,
@@ -94,23 +61,73 @@ pub fn request_digest(
     tenant: &str,
     subject: &str,
 ) -> String {
-    sha256_hex(request_document(tool, revision, args, tenant, subject).as_bytes())
+    RequestDocument::new(tool, revision, args, tenant, subject).plain_digest()
 }
 
-fn request_document(
-    tool: &str,
-    revision: u32,
-    args: &Value,
-    tenant: &str,
-    subject: &str,
-) -> String {
-    canonical_json(&serde_json::json!({
-        "tool": tool,
-        "revision": revision,
-        "arguments": args,
-        "tenant": tenant,
-        "subject": subject,
-    }))
+/// What a request digest covers: tool, input-schema revision, the arguments (without the
+/// idempotency-key member, when it names one), tenant and subject. Streamed canonically into the
+/// hasher: `{"arguments":..,"revision":..,"subject":..,"tenant":..,"tool":..}`.
+pub(crate) struct RequestDocument<'a> {
+    pub(crate) tool: &'a str,
+    pub(crate) revision: u32,
+    pub(crate) arguments: &'a Value,
+    /// The member of `arguments` left out (the idempotency key field).
+    pub(crate) without: Option<&'a str>,
+    pub(crate) tenant: &'a str,
+    pub(crate) subject: &'a str,
+}
+
+impl<'a> RequestDocument<'a> {
+    /// The document of `args`, all of it.
+    pub(crate) fn new(
+        tool: &'a str,
+        revision: u32,
+        arguments: &'a Value,
+        tenant: &'a str,
+        subject: &'a str,
+    ) -> Self {
+        RequestDocument {
+            tool,
+            revision,
+            arguments,
+            without: None,
+            tenant,
+            subject,
+        }
+    }
+
+    /// Writes the canonical document into `out`.
+    pub(crate) fn write<S: Sink + ?Sized>(&self, out: &mut S) {
+        out.put(b"{");
+        canonical::key("arguments", true, out);
+        canonical::value_without(self.arguments, self.without, out);
+        canonical::key("revision", false, out);
+        canonical::uint(u64::from(self.revision), out);
+        canonical::key("subject", false, out);
+        canonical::string(self.subject, out);
+        canonical::key("tenant", false, out);
+        canonical::string(self.tenant, out);
+        canonical::key("tool", false, out);
+        canonical::string(self.tool, out);
+        out.put(b"}");
+    }
+
+    /// The plain SHA-256 digest, lower-case hex.
+    pub(crate) fn plain_digest(&self) -> String {
+        let mut hasher = Sha256::new();
+        self.write(&mut hasher);
+        hex_of(hasher.finalize().into())
+    }
+
+    /// The keyed digest under the active host key.
+    pub(crate) fn keyed_digest(&self, keys: &HostKeys) -> String {
+        keys.tag_with(REQUEST_DOMAIN, |mac| self.write(mac))
+    }
+
+    /// Whether `stored` is this document's keyed digest under an accepted key.
+    pub(crate) fn keyed_matches(&self, keys: &HostKeys, stored: &str) -> bool {
+        keys.verify_with(REQUEST_DOMAIN, |mac| self.write(mac), stored)
+    }
 }
 
 /// The keyed request digest: HMAC-SHA256 under the active host key over the same canonical
@@ -124,10 +141,7 @@ pub fn keyed_request_digest(
     tenant: &str,
     subject: &str,
 ) -> String {
-    keys.tag(
-        REQUEST_DOMAIN,
-        request_document(tool, revision, args, tenant, subject).as_bytes(),
-    )
+    RequestDocument::new(tool, revision, args, tenant, subject).keyed_digest(keys)
 }
 
 /// Whether `stored` (a [`keyed_request_digest`], possibly made with an older accepted key) is the
@@ -141,11 +155,7 @@ pub fn request_digest_matches(
     tenant: &str,
     subject: &str,
 ) -> bool {
-    keys.verify(
-        REQUEST_DOMAIN,
-        request_document(tool, revision, args, tenant, subject).as_bytes(),
-        stored,
-    )
+    RequestDocument::new(tool, revision, args, tenant, subject).keyed_matches(keys, stored)
 }
 
 /// The fields of an approval request that decide whether and how the approved action executes,

@@ -26,6 +26,8 @@ pub(crate) trait DecodedArgs<S>: Send + Sync {
 pub(crate) trait ErasedTool<S>: Send + Sync {
     fn spec(&self) -> &ToolSpec;
     fn decode(&self, args: Value) -> Result<Box<dyn DecodedArgs<S>>, serde_json::Error>;
+    /// Decodes borrowed arguments (the strings the typed arguments keep are copied once).
+    fn decode_ref(&self, args: &Value) -> Result<Box<dyn DecodedArgs<S>>, serde_json::Error>;
 }
 
 pub(crate) struct Typed<T> {
@@ -44,6 +46,18 @@ impl<T> Typed<T> {
             tool: Arc::new(tool),
             spec,
         }
+    }
+
+    /// The tool bound to its decoded arguments.
+    fn bind<S>(&self, args: T::Args) -> Box<dyn DecodedArgs<S>>
+    where
+        S: Send + Sync + 'static,
+        T: Tool<S>,
+    {
+        Box::new(Bound {
+            tool: self.tool.clone(),
+            args,
+        })
     }
 }
 
@@ -90,11 +104,11 @@ impl<S: Send + Sync + 'static, T: Tool<S>> ErasedTool<S> for Typed<T> {
     }
 
     fn decode(&self, args: Value) -> Result<Box<dyn DecodedArgs<S>>, serde_json::Error> {
-        let args: T::Args = serde_json::from_value(args)?;
-        Ok(Box::new(Bound {
-            tool: self.tool.clone(),
-            args,
-        }))
+        Ok(self.bind(serde_json::from_value(args)?))
+    }
+
+    fn decode_ref(&self, args: &Value) -> Result<Box<dyn DecodedArgs<S>>, serde_json::Error> {
+        Ok(self.bind(serde::Deserialize::deserialize(args)?))
     }
 }
 

@@ -14,6 +14,7 @@
 pub mod approvals;
 pub mod audit;
 pub mod call;
+mod canonical;
 pub mod clock;
 pub mod declare;
 pub mod detect;

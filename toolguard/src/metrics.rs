@@ -52,3 +52,76 @@ pub fn approval_latency(tool: &str, tenant: &str, decision: &'static str, second
     )
     .record(seconds);
 }
+
+/// Where the metrics of this crate say they come from (as the `metrics` macros would record).
+static METADATA: metrics::Metadata<'static> =
+    metrics::Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
+
+/// The metric keys of one tool label, made once when the dispatcher is built, so that recording
+/// a call allocates nothing (and costs a thread-local read when no recorder is installed). The
+/// keys are those the functions above build per call.
+pub(crate) struct ToolKeys {
+    /// `tool_call_count`, one key per status of [`Status::ALL`].
+    calls: Vec<metrics::Key>,
+    validation_failures: metrics::Key,
+    injection_blocks: metrics::Key,
+    execution_duration: metrics::Key,
+    idempotency_hits: metrics::Key,
+}
+
+impl ToolKeys {
+    /// The keys of tool label `tool`.
+    pub(crate) fn new(tool: &str) -> Self {
+        let tool: metrics::SharedString = tool.to_owned().into();
+        let label = || metrics::Label::new("tool", tool.clone());
+        let key = |name: &'static str| metrics::Key::from_parts(name, vec![label()]);
+        ToolKeys {
+            calls: Status::ALL
+                .iter()
+                .map(|s| {
+                    let status = metrics::Label::from_static_parts("status", s.as_str());
+                    metrics::Key::from_parts("tool_call_count", vec![label(), status])
+                })
+                .collect(),
+            validation_failures: key("tool_validation_failures"),
+            injection_blocks: key("tool_injection_blocks"),
+            execution_duration: key("tool_execution_duration"),
+            idempotency_hits: key("tool_idempotency_hits"),
+        }
+    }
+
+    /// [`call_finished`] for this tool.
+    pub(crate) fn call_finished(&self, status: Status) {
+        let index = Status::ALL.iter().position(|s| *s == status);
+        metrics::with_recorder(|r| {
+            if let Some(key) = index.and_then(|i| self.calls.get(i)) {
+                r.register_counter(key, &METADATA).increment(1);
+            }
+            match status {
+                Status::Malformed | Status::InvalidArguments => r
+                    .register_counter(&self.validation_failures, &METADATA)
+                    .increment(1),
+                Status::Blocked => r
+                    .register_counter(&self.injection_blocks, &METADATA)
+                    .increment(1),
+                _ => {}
+            }
+        });
+    }
+
+    /// [`execution_duration`] for this tool.
+    pub(crate) fn execution_duration(&self, seconds: f64) {
+        metrics::with_recorder(|r| {
+            r.register_histogram(&self.execution_duration, &METADATA)
+                .record(seconds)
+        });
+    }
+
+    /// [`idempotency_hit`] for this tool.
+    pub(crate) fn idempotency_hit(&self) {
+        metrics::with_recorder(|r| {
+            r.register_counter(&self.idempotency_hits, &METADATA)
+                .increment(1)
+        });
+    }
+}

@@ -190,6 +190,11 @@ impl AuditAnchor {
         Sealer::Keyed(self.keys.clone())
     }
 
+    /// Whether this anchor writes checkpoints (and so needs each new head).
+    pub(crate) fn has_checkpoints(&self) -> bool {
+        self.checkpoints.is_some()
+    }
+
     /// Called after entry `seq` with hash `head` was stored: writes a checkpoint if one is due.
     /// A checkpoint that cannot be written is logged and tried again after the next append; the
     /// append itself stands (the entry is stored).

@@ -9,8 +9,12 @@
 //! edits but not an attacker who recomputes every later hash; a keyed verifier refuses plain
 //! entries ([`ChainBreak::Unsealed`]).
 
+use sha2::{Digest, Sha256};
+
+use super::encode::encode_record;
 use super::entry::{AuditEntry, AuditRecord};
-use crate::digest::{canonical_json, sha256_hex};
+use crate::canonical::{self, Sink};
+use crate::digest::hex_of;
 use crate::keys::HostKeys;
 
 /// The `prev_hash` of the first entry.
@@ -84,18 +88,24 @@ impl ChainBreak {
     }
 }
 
-/// `prev_hash`, a newline, and the canonical JSON encoding of `[seq, record]` ([`canonical_json`]:
-/// object keys sorted, strings NFC, no insignificant whitespace), so that an entry read back from
-/// any store, by any build, hashes the same.
-fn material(seq: u64, record: &AuditRecord, prev_hash: &str) -> Option<Vec<u8>> {
-    // A record always serializes; should it not, no valid hash can match it.
-    let value = serde_json::to_value((seq, record)).ok()?;
-    let encoded = canonical_json(&value);
-    let mut material = Vec::with_capacity(prev_hash.len() + 1 + encoded.len());
-    material.extend_from_slice(prev_hash.as_bytes());
-    material.push(b'\n');
-    material.extend_from_slice(encoded.as_bytes());
-    Some(material)
+/// Streams the sealed material into `out`: `prev_hash`, a newline, and the canonical JSON
+/// encoding of `[seq, record]` (object keys sorted, strings NFC, no insignificant whitespace),
+/// so that an entry read back from any store, by any build, hashes the same. `record` is the
+/// record's canonical encoding ([`encode_record`]).
+fn material<S: Sink + ?Sized>(seq: u64, record: &[u8], prev_hash: &str, out: &mut S) {
+    out.put(prev_hash.as_bytes());
+    out.put(b"\n[");
+    canonical::uint(seq, out);
+    out.put(b",");
+    out.put(record);
+    out.put(b"]");
+}
+
+/// The canonical encoding of `record`, the part of an entry's material that needs no lock.
+pub(crate) fn encoded(record: &AuditRecord) -> Vec<u8> {
+    let mut out = Vec::with_capacity(512);
+    encode_record(record, &mut out);
+    out
 }
 
 /// How a sink seals its entries: with the host keys, or with plain SHA-256 (no key).
@@ -110,36 +120,59 @@ pub(crate) enum Sealer {
 impl Sealer {
     /// Seals `record` as entry `seq` after the entry whose hash is `prev_hash`.
     pub(crate) fn seal(&self, seq: u64, record: AuditRecord, prev_hash: &str) -> AuditEntry {
-        let hash = match (self, material(seq, &record, prev_hash)) {
-            (_, None) => String::new(),
-            (Sealer::Plain, Some(m)) => sha256_hex(&m),
-            (Sealer::Keyed(keys), Some(m)) => keys.tag(CHAIN_DOMAIN, &m),
-        };
+        let body = encoded(&record);
+        self.seal_encoded(seq, record, &body, prev_hash)
+    }
+
+    /// Seals `record`, whose canonical encoding ([`encoded`]) is `body`, as entry `seq` after
+    /// the entry whose hash is `prev_hash`. The encoding can be made before taking the lock
+    /// that orders the chain; only this hash needs it.
+    pub(crate) fn seal_encoded(
+        &self,
+        seq: u64,
+        record: AuditRecord,
+        body: &[u8],
+        prev_hash: &str,
+    ) -> AuditEntry {
         AuditEntry {
             seq,
             record,
             prev_hash: prev_hash.to_owned(),
-            hash,
+            hash: self.hash(seq, body, prev_hash),
+        }
+    }
+
+    /// The hash of the entry with this material.
+    fn hash(&self, seq: u64, body: &[u8], prev_hash: &str) -> String {
+        match self {
+            Sealer::Plain => {
+                let mut hasher = Sha256::new();
+                material(seq, body, prev_hash, &mut hasher);
+                hex_of(hasher.finalize().into())
+            }
+            Sealer::Keyed(keys) => {
+                keys.tag_with(CHAIN_DOMAIN, |mac| material(seq, body, prev_hash, mac))
+            }
         }
     }
 
     /// Whether `entry`'s hash is its seal (its link to the previous entry is checked apart).
     pub(crate) fn check(&self, entry: &AuditEntry) -> Result<(), ChainBreak> {
         let seq = entry.seq;
-        let Some(m) = material(seq, &entry.record, &entry.prev_hash) else {
-            return Err(ChainBreak::Altered { seq });
-        };
+        let body = encoded(&entry.record);
         match self {
-            Sealer::Plain if sha256_hex(&m) == entry.hash => Ok(()),
+            Sealer::Plain if self.hash(seq, &body, &entry.prev_hash) == entry.hash => Ok(()),
             Sealer::Plain => Err(ChainBreak::Altered { seq }),
             Sealer::Keyed(keys) => {
                 let known = entry
                     .hash
                     .split_once(':')
                     .is_some_and(|(id, _)| keys.ids().any(|k| k == id));
+                let write =
+                    |mac: &mut hmac::Hmac<Sha256>| material(seq, &body, &entry.prev_hash, mac);
                 if !known {
                     Err(ChainBreak::Unsealed { seq })
-                } else if keys.verify(CHAIN_DOMAIN, &m, &entry.hash) {
+                } else if keys.verify_with(CHAIN_DOMAIN, write, &entry.hash) {
                     Ok(())
                 } else {
                     Err(ChainBreak::Altered { seq })

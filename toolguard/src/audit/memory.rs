@@ -1,7 +1,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::anchor::AuditAnchor;
-use super::chain::{ChainBreak, GENESIS_HASH, Sealer};
+use super::chain::{ChainBreak, GENESIS_HASH, Sealer, encoded};
 use super::entry::{AuditEntry, AuditRecord};
 use super::query::ChainVerifier;
 use super::{AuditError, AuditSink};
@@ -17,6 +17,8 @@ use crate::tool::BoxFuture;
 pub struct MemoryAuditSink {
     entries: Mutex<Vec<AuditEntry>>,
     anchor: Arc<AuditAnchor>,
+    /// The anchor's sealer, made once.
+    sealer: Sealer,
 }
 
 impl Default for MemoryAuditSink {
@@ -35,6 +37,7 @@ impl MemoryAuditSink {
     pub fn with_anchor(anchor: AuditAnchor) -> Self {
         MemoryAuditSink {
             entries: Mutex::new(Vec::new()),
+            sealer: anchor.sealer(),
             anchor: Arc::new(anchor),
         }
     }
@@ -44,7 +47,7 @@ impl MemoryAuditSink {
     }
 
     pub(crate) fn sealer(&self) -> Sealer {
-        self.anchor.sealer()
+        self.sealer.clone()
     }
 
     /// A copy of every entry, in sequence order.
@@ -82,19 +85,24 @@ impl MemoryAuditSink {
 
 impl AuditSink for MemoryAuditSink {
     fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<u64, AuditError>> {
+        // The encoding needs no lock; only the link to the previous hash does.
+        let body = encoded(&record);
         let (seq, head) = {
             let mut entries = self.lock();
             let (seq, prev) = match entries.last() {
-                Some(last) => (last.seq + 1, last.hash.clone()),
-                None => (1, GENESIS_HASH.to_owned()),
+                Some(last) => (last.seq + 1, last.hash.as_str()),
+                None => (1, GENESIS_HASH),
             };
-            let entry = self.anchor.sealer().seal(seq, record, &prev);
-            let head = entry.hash.clone();
+            let entry = self.sealer.seal_encoded(seq, record, &body, prev);
+            // The head is copied only when a checkpoint may need it.
+            let head = self.anchor.has_checkpoints().then(|| entry.hash.clone());
             entries.push(entry);
             (seq, head)
         };
         Box::pin(async move {
-            self.anchor.appended(seq, &head).await;
+            if let Some(head) = head {
+                self.anchor.appended(seq, &head).await;
+            }
             Ok(seq)
         })
     }

@@ -13,6 +13,7 @@ mod anchor;
 mod chain;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod columns;
+mod encode;
 mod entry;
 mod memory;
 #[cfg(feature = "postgres")]

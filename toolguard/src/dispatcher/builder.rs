@@ -475,6 +475,7 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             detector: self
                 .detection
                 .map(|config| crate::detect::observe::Detector { config, deadline }),
+            unknown_metrics: crate::metrics::ToolKeys::new(crate::metrics::UNKNOWN_TOOL_LABEL),
         };
         Ok(Dispatcher {
             core: Arc::new(core),
@@ -554,6 +555,7 @@ fn register<S: Send + Sync + 'static>(
         }
         order.push(name.clone());
         let registered = Registered {
+            metrics: crate::metrics::ToolKeys::new(&name),
             tool,
             input,
             output,

@@ -126,18 +126,20 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         stage::idempotency::check_raw_key(spec, call, &args)?;
         t.at(Stage::Sanitize);
         let clean = stage::sanitize::run(core, tool, args, t)?;
-        stage::intent::record(core.keys.as_deref(), spec, call, &clean.args, p, t)?;
-        self.custom(StagePoint::AfterSanitize, call, p, spec, &clean.args)
+        // The one copy of the arguments every later stage reads.
+        let args = Arc::new(clean.args);
+        stage::intent::record(core.keys.as_deref(), spec, call, &args, p, t)?;
+        self.custom(StagePoint::AfterSanitize, call, p, spec, &args)
             .await?;
         t.at(Stage::Principal);
         stage::principal::fresh(core, p)?;
         t.at(Stage::Permit);
         stage::authorize::permit(core, p, spec).await?;
-        self.custom(StagePoint::AfterPermit, call, p, spec, &clean.args)
+        self.custom(StagePoint::AfterPermit, call, p, spec, &args)
             .await?;
         let decoded = tool
             .tool
-            .decode(clean.args.clone())
+            .decode_ref(&args)
             .map_err(stage::validate::decode_error)?;
         let ctx = core
             .context(p, &call.call_id, t.operation_id.clone())
@@ -146,8 +148,8 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         stage::preflight::run(core, spec, p, &*decoded, &ctx, t).await?;
         crate::provenance::stage::load(core, spec, call, p, t).await?;
         t.at(Stage::Policy);
-        let decision = stage::policy::stage(core, spec, &clean.args, p, t).await?;
-        self.custom(StagePoint::AfterPolicy, call, p, spec, &clean.args)
+        let decision = stage::policy::stage(core, spec, &args, p, t).await?;
+        self.custom(StagePoint::AfterPolicy, call, p, spec, &args)
             .await?;
         t.at(Stage::Idempotency);
         let held = stage::idempotency::admit(core, call, spec, p, t).await?;

@@ -49,7 +49,20 @@ pub enum KeyError {
 
 struct Key {
     id: String,
-    secret: Vec<u8>,
+    /// HMAC-SHA256 keyed with the secret (its inner and outer pads already hashed), cloned for
+    /// each tag; the secret itself is not kept.
+    keyed: HmacSha256,
+}
+
+impl Key {
+    fn new(id: String, secret: &[u8]) -> Self {
+        // HMAC takes keys of any length.
+        let keyed = match HmacSha256::new_from_slice(secret) {
+            Ok(m) => m,
+            Err(_) => unreachable_hmac(),
+        };
+        Key { id, keyed }
+    }
 }
 
 /// The host's MAC keys: one active key and older keys accepted for verification.
@@ -96,7 +109,7 @@ impl HostKeys {
         let (id, secret) = (id.into(), secret.into());
         check(&id, &secret)?;
         Ok(HostKeys {
-            keys: vec![Key { id, secret }],
+            keys: vec![Key::new(id, &secret)],
         })
     }
 
@@ -112,7 +125,7 @@ impl HostKeys {
         if self.keys.iter().any(|k| k.id == id) {
             return Err(KeyError::DuplicateId(id));
         }
-        self.keys.push(Key { id, secret });
+        self.keys.push(Key::new(id, &secret));
         Ok(self)
     }
 
@@ -123,10 +136,7 @@ impl HostKeys {
             .flat_map(|_| *uuid::Uuid::new_v4().as_bytes())
             .collect();
         HostKeys {
-            keys: vec![Key {
-                id: "ephemeral".to_owned(),
-                secret,
-            }],
+            keys: vec![Key::new("ephemeral".to_owned(), &secret)],
         }
     }
 
@@ -141,40 +151,60 @@ impl HostKeys {
         self.keys.iter().map(|k| k.id.as_str())
     }
 
-    fn mac(key: &Key, domain: &str, message: &[u8]) -> HmacSha256 {
-        // HMAC takes keys of any length.
-        let mut mac = match HmacSha256::new_from_slice(&key.secret) {
-            Ok(m) => m,
-            Err(_) => unreachable_hmac(),
-        };
+    /// The MAC of `domain` under `key`, ready for the message.
+    fn mac(key: &Key, domain: &str) -> HmacSha256 {
+        let mut mac = key.keyed.clone();
         mac.update(domain.as_bytes());
         mac.update(&[0]);
-        mac.update(message);
         mac
     }
 
     /// The tag of `message` in `domain` under the active key: `<key id>:<64 hex digits>`.
     pub(crate) fn tag(&self, domain: &str, message: &[u8]) -> String {
+        self.tag_with(domain, |mac| mac.update(message))
+    }
+
+    /// The tag of the message `write` streams into the MAC, in `domain`, under the active key.
+    pub(crate) fn tag_with(&self, domain: &str, write: impl FnOnce(&mut HmacSha256)) -> String {
         let Some(key) = self.keys.first() else {
             return String::new();
         };
-        let out = Self::mac(key, domain, message).finalize().into_bytes();
-        format!("{}:{}", key.id, hex::encode(out))
+        let mut mac = Self::mac(key, domain);
+        write(&mut mac);
+        let out: [u8; 32] = mac.finalize().into_bytes().into();
+        let mut tag = String::with_capacity(key.id.len() + 1 + 64);
+        tag.push_str(&key.id);
+        tag.push(':');
+        crate::digest::push_hex(&out, &mut tag);
+        tag
     }
 
     /// Whether `tag` is the tag of `message` in `domain` under an accepted key (compared in
     /// constant time).
     pub(crate) fn verify(&self, domain: &str, message: &[u8], tag: &str) -> bool {
+        self.verify_with(domain, |mac| mac.update(message), tag)
+    }
+
+    /// Whether `tag` is the tag, under an accepted key, of the message `write` streams.
+    pub(crate) fn verify_with(
+        &self,
+        domain: &str,
+        write: impl FnOnce(&mut HmacSha256),
+        tag: &str,
+    ) -> bool {
         let Some((id, hex_mac)) = tag.split_once(':') else {
             return false;
         };
         let Some(key) = self.keys.iter().find(|k| k.id == id) else {
             return false;
         };
-        let Ok(bytes) = hex::decode(hex_mac) else {
+        let mut bytes = [0u8; 32];
+        if hex::decode_to_slice(hex_mac, &mut bytes).is_err() {
             return false;
-        };
-        Self::mac(key, domain, message).verify_slice(&bytes).is_ok()
+        }
+        let mut mac = Self::mac(key, domain);
+        write(&mut mac);
+        mac.verify_slice(&bytes).is_ok()
     }
 }
 

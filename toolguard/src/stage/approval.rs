@@ -654,7 +654,11 @@ pub(crate) async fn ask<S: Send + Sync + 'static>(
         ));
     };
     let redacted = t.arguments.clone().unwrap_or(Value::Null);
-    let args = t.arguments_for_operation.clone().unwrap_or(Value::Null);
+    let args = t
+        .arguments_for_operation
+        .as_deref()
+        .cloned()
+        .unwrap_or(Value::Null);
     let pending = Pending {
         spec,
         call,

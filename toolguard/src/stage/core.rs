@@ -15,6 +15,7 @@ use crate::audit::AuditSink;
 use crate::call::Principal;
 use crate::clock::Clock;
 use crate::erased::ErasedTool;
+use crate::metrics::ToolKeys;
 use crate::sanitize::Sanitizer;
 use crate::spec::ToolSpec;
 use crate::stage::policy::RiskPolicy;
@@ -26,6 +27,8 @@ pub(crate) struct Registered<S: Send + Sync + 'static> {
     pub(crate) tool: Arc<dyn ErasedTool<S>>,
     pub(crate) input: Validator,
     pub(crate) output: Validator,
+    /// The tool's metric keys, made once.
+    pub(crate) metrics: ToolKeys,
 }
 
 impl<S: Send + Sync + 'static> Registered<S> {
@@ -65,6 +68,8 @@ pub(crate) struct Core<S: Send + Sync + 'static> {
     pub(crate) keys: Option<Arc<crate::keys::HostKeys>>,
     /// The detector fed by every finished call, if detection is configured.
     pub(crate) detector: Option<crate::detect::observe::Detector>,
+    /// The metric keys of calls naming no registered tool.
+    pub(crate) unknown_metrics: ToolKeys,
 }
 
 impl<S: Send + Sync + 'static> Core<S> {
@@ -76,6 +81,13 @@ impl<S: Send + Sync + 'static> Core<S> {
     /// The declaration of tool `name`.
     pub(crate) fn spec(&self, name: &str) -> Option<&ToolSpec> {
         self.tools.get(name).map(Registered::spec)
+    }
+
+    /// The metric keys of tool `name` (those of the `unknown` label when it is not registered).
+    pub(crate) fn metrics(&self, name: &str) -> &ToolKeys {
+        self.tools
+            .get(name)
+            .map_or(&self.unknown_metrics, |r| &r.metrics)
     }
 
     /// Lifetime of `spec`'s idempotency records.

@@ -13,6 +13,7 @@ use super::Stop;
 use super::core::Core;
 use super::trace::Trace;
 use crate::erased::DecodedArgs;
+use crate::metrics::ToolKeys;
 use crate::outcome::Status;
 use crate::spec::ToolSpec;
 use crate::tool::ToolContext;
@@ -27,12 +28,14 @@ pub(crate) async fn stage<S: Send + Sync + 'static>(
     scopes: &[String],
     t: &Trace,
 ) -> Result<Value, Stop> {
-    let entry = super::recheck::ledger_entry(t, ctx.call_id());
-    let executed = run(&spec.name, decoded, ctx, spec.timeout, spec.read_only).await;
+    // The ledger entry is named only when there is an amount to retract.
+    let entry = (!scopes.is_empty()).then(|| super::recheck::ledger_entry(t, ctx.call_id()));
+    let metrics = core.metrics(&spec.name);
+    let executed = run(metrics, decoded, ctx, spec.timeout, spec.read_only).await;
     if let Err(stop) = &executed
         && stop.status != Status::OutcomeUnknown
-        && !scopes.is_empty()
-        && let Err(err) = core.stores.ledger.retract(&entry, scopes).await
+        && let Some(entry) = &entry
+        && let Err(err) = core.stores.ledger.retract(entry, scopes).await
     {
         tracing::error!(error = %err, "the ledger entry of a call that did nothing was not retracted");
     }
@@ -41,9 +44,9 @@ pub(crate) async fn stage<S: Send + Sync + 'static>(
 
 /// Runs the handler under `deadline`, containing a panic. An overrunning handler is dropped
 /// (cancelled at its next await point). The handler's own run time is recorded as
-/// `tool_execution_duration` of `tool`.
+/// `tool_execution_duration` of the tool whose keys are `metrics`.
 pub(crate) async fn run<S: Send + Sync + 'static>(
-    tool: &str,
+    metrics: &ToolKeys,
     args: Box<dyn DecodedArgs<S>>,
     ctx: ToolContext<S>,
     deadline: Duration,
@@ -52,7 +55,7 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     let handler = CatchUnwind(args.execute(&ctx));
     let started = Instant::now();
     let finished = tokio::time::timeout(deadline, handler).await;
-    crate::metrics::execution_duration(tool, started.elapsed().as_secs_f64());
+    metrics.execution_duration(started.elapsed().as_secs_f64());
     match finished {
         Ok(Ok(Ok(value))) => Ok(value),
         Ok(Ok(Err(err))) => Err(Stop::from_tool_error(err)),

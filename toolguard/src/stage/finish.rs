@@ -40,13 +40,10 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
     t: Trace,
     answer: Answer,
 ) -> ToolOutcome {
-    let tool_label = t
-        .tool
-        .clone()
-        .unwrap_or_else(|| metrics::UNKNOWN_TOOL_LABEL.to_owned());
+    let tool_label = t.tool.as_deref().unwrap_or(metrics::UNKNOWN_TOOL_LABEL);
     if t.admitted
         && !answer.replayed
-        && let Some(spec) = core.spec(&tool_label)
+        && let Some(spec) = core.spec(tool_label)
     {
         let state = OperationState::from_status(answer.status);
         let stored = answer.stored(t.operation_id.as_deref());
@@ -106,7 +103,7 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
         Ok(Err(err)) => tracing::error!(error = %err, "audit entry could not be written"),
         Err(_) => tracing::error!("the audit sink panicked; the entry was not written"),
     }
-    metrics::call_finished(&tool_label, outcome.status);
+    core.metrics(tool_label).call_finished(outcome.status);
     tracing::Span::current().record("toolguard.status", outcome.status.as_str());
     if let Some(mut seen) = seen {
         seen.audit_seq = outcome.audit_seq;

@@ -52,10 +52,11 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
     t: &mut Trace,
 ) -> Result<Option<Held>, Exit> {
     let digest = t.request_digest.clone().unwrap_or_default();
-    let args = t.arguments_for_operation.clone().unwrap_or_default();
+    let args = t.arguments_for_operation.clone();
+    let args = args.as_deref().unwrap_or(&Value::Null);
     let keys = core.keys.as_deref();
     let same = |stored: &str| {
-        stored == digest || super::intent::digest_matches(keys, stored, spec, &args, principal)
+        stored == digest || super::intent::digest_matches(keys, stored, spec, args, principal)
     };
     // `None` inside: a wait too long to represent, i.e. no deadline.
     let wait_until = call.wait_in_progress.map(|w| Instant::now().checked_add(w));

@@ -2,14 +2,16 @@
 //! digest (which binds tenant, subject, tool, revision and the arguments), the idempotency key,
 //! the redacted arguments for the audit, and a fresh operation id for state-changing tools.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::Stop;
-use super::idempotency::{action_arguments, extract_key};
+use super::idempotency::extract_key;
 use super::trace::Trace;
 use crate::audit::REDACTED;
 use crate::call::{Principal, ToolCall};
-use crate::digest::{keyed_request_digest, request_digest, request_digest_matches};
+use crate::digest::RequestDocument;
 use crate::keys::HostKeys;
 use crate::spec::ToolSpec;
 
@@ -19,18 +21,37 @@ pub(crate) fn record(
     keys: Option<&HostKeys>,
     spec: &ToolSpec,
     call: &ToolCall,
-    args: &Value,
+    args: &Arc<Value>,
     principal: &Principal,
     t: &mut Trace,
 ) -> Result<(), Stop> {
     t.idempotency_key = extract_key(spec, call, args)?;
     t.request_digest = Some(digest(keys, spec, args, principal));
     t.arguments = Some(redact(spec, args));
-    t.arguments_for_operation = Some(args.clone());
+    t.arguments_for_operation = Some(Arc::clone(args));
     if !spec.read_only {
         t.operation_id = Some(format!("op_{}", uuid::Uuid::new_v4().simple()));
     }
     Ok(())
+}
+
+/// The request document of `args` (normalized) for `principal`: the arguments without the
+/// idempotency-key field, streamed into the hasher (no copy of the arguments).
+fn document<'a>(
+    spec: &'a ToolSpec,
+    args: &'a Value,
+    principal: &'a Principal,
+) -> RequestDocument<'a> {
+    RequestDocument {
+        without: spec.idempotency_key_field.as_deref(),
+        ..RequestDocument::new(
+            &spec.name,
+            spec.revision,
+            args,
+            &principal.tenant,
+            &principal.subject,
+        )
+    }
 }
 
 /// The request digest of `args` (normalized) for `principal`: keyed (HMAC-SHA256 under the
@@ -42,12 +63,10 @@ pub(crate) fn digest(
     args: &Value,
     principal: &Principal,
 ) -> String {
-    let action = action_arguments(spec, args);
-    let (tool, rev) = (&spec.name, spec.revision);
-    let (tenant, subject) = (&principal.tenant, &principal.subject);
+    let document = document(spec, args, principal);
     match keys {
-        Some(keys) => keyed_request_digest(keys, tool, rev, &action, tenant, subject),
-        None => request_digest(tool, rev, &action, tenant, subject),
+        Some(keys) => document.keyed_digest(keys),
+        None => document.plain_digest(),
     }
 }
 
@@ -61,12 +80,10 @@ pub(crate) fn digest_matches(
     args: &Value,
     principal: &Principal,
 ) -> bool {
-    let action = action_arguments(spec, args);
-    let (tool, rev) = (&spec.name, spec.revision);
-    let (tenant, subject) = (&principal.tenant, &principal.subject);
+    let document = document(spec, args, principal);
     match keys {
-        Some(keys) => request_digest_matches(keys, stored, tool, rev, &action, tenant, subject),
-        None => stored == request_digest(tool, rev, &action, tenant, subject),
+        Some(keys) => document.keyed_matches(keys, stored),
+        None => stored == document.plain_digest(),
     }
 }
 

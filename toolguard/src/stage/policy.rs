@@ -385,7 +385,9 @@ pub(crate) async fn evaluate(
     principal: &Principal,
     now: SystemTime,
 ) -> Result<PolicyDecision, Stop> {
-    let rules = policy.rules.get(&spec.name).cloned().unwrap_or_default();
+    // Borrowed: a tool without rules costs a lookup, never a copy of the rules.
+    let no_rules = ToolRules::default();
+    let rules = policy.rules.get(&spec.name).unwrap_or(&no_rules);
     let mut decision = PolicyDecision {
         amount: measure_amount(spec, args)?,
         ..Default::default()
@@ -430,20 +432,15 @@ pub(crate) async fn evaluate(
     }
 
     let mut deny = Vec::new();
-    let limits = [
-        (
-            rules.session_amount,
-            session_scope(principal, &spec.name),
-            "session_limit",
-        ),
-        (
-            rules.subject_amount,
-            subject_scope(principal, &spec.name),
-            "subject_limit",
-        ),
+    // A scope string is made only for a limit that applies.
+    type ScopeOf = fn(&Principal, &str) -> String;
+    let limits: [(Option<AmountLimit>, ScopeOf, &str); 2] = [
+        (rules.session_amount, session_scope, "session_limit"),
+        (rules.subject_amount, subject_scope, "subject_limit"),
     ];
-    for (limit, scope, code) in limits {
+    for (limit, scope_of, code) in limits {
         let Some(limit) = limit else { continue };
+        let scope = scope_of(principal, &spec.name);
         let total = ledger
             .total(&scope, limit.window, now)
             .await

@@ -34,7 +34,11 @@ pub(crate) async fn put<S: Send + Sync + 'static>(
         call_id: call_id.to_owned(),
         state,
         outcome,
-        arguments: t.arguments_for_operation.clone().unwrap_or(Value::Null),
+        arguments: t
+            .arguments_for_operation
+            .as_deref()
+            .cloned()
+            .unwrap_or(Value::Null),
         idempotency: t.idempotency_key.as_ref().map(|k| ScopedKey {
             tenant: principal.tenant.clone(),
             subject: principal.subject.clone(),

@@ -49,7 +49,7 @@ pub(crate) async fn replayed<S: Send + Sync + 'static>(
     spec: &ToolSpec,
     stored: StoredOutcome,
 ) -> Answer {
-    crate::metrics::idempotency_hit(&spec.name);
+    core.metrics(&spec.name).idempotency_hit();
     if stored.status == Status::PendingApproval
         && let Some(ticket) = &stored.approval
         && let Some(expired) = super::approval::expire_if_due(core, &ticket.approval_id).await

@@ -1,6 +1,8 @@
 //! What a call has learned so far ([`Trace`]), the answer of a call no stage stopped
 //! ([`Answer`]), and how a stage leaves the sequence early ([`Exit`]).
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::{Stage, Stop};
@@ -23,8 +25,9 @@ pub(crate) struct Trace {
     pub(crate) approver: Option<String>,
     /// The call has an operation record to keep current when it ends.
     pub(crate) admitted: bool,
-    /// Unredacted normalized arguments, kept in the operation record for reconciliation.
-    pub(crate) arguments_for_operation: Option<Value>,
+    /// Unredacted normalized arguments, kept in the operation record for reconciliation; the
+    /// one copy of the call's arguments, shared with the stages that read them.
+    pub(crate) arguments_for_operation: Option<Arc<Value>>,
     /// The provenance sources in the model's context for this call (see
     /// [`crate::provenance`]).
     pub(crate) sources: Vec<crate::provenance::Source>,
