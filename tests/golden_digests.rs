@@ -102,6 +102,7 @@ fn full_record() -> AuditRecord {
         approver: Some("bob".into()),
         replayed: true,
         duration_us: 18_446_744_073_709_551_615,
+        sources: Vec::new(),
     }
 }
 

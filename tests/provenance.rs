@@ -846,3 +846,79 @@ async fn a_source_that_cannot_be_recorded_withholds_the_result() {
     assert_eq!(out.reason.as_deref(), Some("provenance_unavailable"));
     assert_eq!(bank.transfers.load(Ordering::SeqCst), 0);
 }
+
+/// One MCP connection over an in-memory pipe, serving `desk` as `principal` (one MCP session).
+#[cfg(feature = "mcp")]
+async fn mcp_session(
+    desk: Dispatcher<Bank>,
+    principal: Principal,
+) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    use rmcp::ServiceExt;
+    let server = toolguard::provider::mcp::McpServer::new(desk, principal).expect("export");
+    let (server_end, client_end) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        let (read, write) = tokio::io::split(server_end);
+        let _ = server.serve_io(read, write).await;
+    });
+    let (read, write) = tokio::io::split(client_end);
+    ().serve((read, write)).await.expect("MCP initialization")
+}
+
+/// Calls `call`'s tool over MCP with its arguments; the model-facing JSON of the result.
+#[cfg(feature = "mcp")]
+async fn mcp_call(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    call: ToolCall,
+) -> serde_json::Value {
+    let toolguard::RawArguments::Value(arguments) = call.arguments else {
+        panic!("the test's calls carry parsed arguments")
+    };
+    let params = rmcp::model::CallToolRequestParams::new(call.tool)
+        .with_arguments(arguments.as_object().cloned().expect("an object"));
+    let result = client.call_tool(params).await.expect("tools/call");
+    let block = serde_json::to_value(&result.content).expect("serializable");
+    serde_json::from_str(block[0]["text"].as_str().expect("text")).expect("JSON text")
+}
+
+#[cfg(feature = "mcp")]
+#[tokio::test]
+async fn mcp_sessions_keep_their_own_provenance() {
+    let f = fixture(FlowPolicy::default());
+    // Two MCP sessions of one user (two connections, each with its own session id).
+    let tainted = mcp_session(f.desk.clone(), alice("mcp-session-1")).await;
+    let clean = mcp_session(f.desk.clone(), alice("mcp-session-2")).await;
+
+    let read = mcp_call(&tainted, read_mail("mcp_read")).await;
+    assert_eq!(read["status"], "ok", "{read}");
+    let sources = f.desk.sources(&alice("mcp-session-1")).await.unwrap();
+    assert_eq!(sources.len(), 1, "{sources:?}");
+    assert_eq!(sources[0].tool.as_deref(), Some("read_email"));
+    // The MCP server names calls by their JSON-RPC request.
+    let read_call = sources[0].call_id.clone().expect("the reading call");
+    assert!(
+        f.desk
+            .sources(&alice("mcp-session-2"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // The session that read the e-mail: its transfer under every threshold is held, naming it.
+    let held = mcp_call(&tainted, transfer("mcp_t1", "mcp-one", 800_000)).await;
+    assert_eq!(held["status"], "pending_approval", "{held}");
+    // The model sees only that it waits; the audit names the source that held it.
+    let followed = f.audit.by_source(&sources[0].id, 10).await.unwrap();
+    assert_eq!(followed.len(), 1, "{followed:?}");
+    assert_eq!(followed[0].record.tool, "transfer_funds");
+    assert_eq!(followed[0].record.reason.as_deref(), Some("provenance"));
+    assert_ne!(followed[0].record.call_id, read_call);
+    assert_eq!(f.bank.transfers.load(Ordering::SeqCst), 0);
+
+    // The other session read nothing untrusted: the same transfer executes.
+    let ran = mcp_call(&clean, transfer("mcp_t2", "mcp-two", 800_000)).await;
+    assert_eq!(ran["status"], "ok", "{ran}");
+    assert_eq!(f.bank.transfers.load(Ordering::SeqCst), 1);
+
+    tainted.cancel().await.expect("shutdown");
+    clean.cancel().await.expect("shutdown");
+}

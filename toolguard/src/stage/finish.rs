@@ -91,7 +91,7 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
         sources: t.sources.into_iter().map(|s| s.id).collect(),
     };
     let seen = core.detector.as_ref().and_then(|_| {
-        let spec = core.spec(&tool_label)?;
+        let spec = core.spec(tool_label)?;
         Some(crate::detect::observe::Observation::of(
             &record,
             spec,
