@@ -492,6 +492,9 @@ struct FoldedChar {
     space: bool,
     /// A non-spacing or enclosing mark (of class `Normal`): dropped.
     mark: bool,
+    /// A normalization boundary: NFKC quick check `Yes` and combining class 0, so nothing
+    /// before it changes with it or with what follows, and alone it is its own NFKC form.
+    boundary: bool,
     /// Length of the folded text in `bytes`; [`FoldedChar::UNCACHED`] when it does not fit.
     len: u8,
     /// The folded text (UTF-8) of a `Normal` character that is neither space nor mark.
@@ -506,6 +509,7 @@ impl FoldedChar {
         class: CharClass::Normal,
         space: false,
         mark: false,
+        boundary: false,
         len: 0,
         bytes: [0; FoldedChar::CAPACITY],
     };
@@ -515,11 +519,15 @@ impl FoldedChar {
         let normal = class == CharClass::Normal;
         let space = normal && c.is_whitespace();
         let mark = normal && !space && is_nonspacing_mark(c);
+        let boundary = unicode_normalization::char::canonical_combining_class(c) == 0
+            && unicode_normalization::is_nfkc_quick(std::iter::once(c))
+                == unicode_normalization::IsNormalized::Yes;
         let mut entry = FoldedChar {
             c,
             class,
             space,
             mark,
+            boundary,
             ..FoldedChar::EMPTY
         };
         if normal && !space && !mark {
@@ -573,6 +581,36 @@ impl FoldCache {
 
 thread_local! {
     static FOLD_CACHE: std::cell::RefCell<FoldCache> = std::cell::RefCell::new(FoldCache::new());
+}
+
+/// Feeds the NFKC form of `s` to `push`, running the normalizer only over the stretches that
+/// can change. A stretch starts at a normalization boundary ([`FoldedChar::boundary`]; every
+/// ASCII character is one) and runs to the next one; NFKC of the whole is NFKC of each stretch
+/// in turn, and a stretch of its boundary character alone is its own NFKC form, so most text
+/// (ASCII, Cyrillic, Chinese) never reaches the normalizer and a fullwidth comma or a letter
+/// with its marks only takes its own stretch there.
+fn normalize_into(s: &str, cache: &mut FoldCache, mut push: impl FnMut(char, &mut FoldCache)) {
+    // Start of the current stretch, its boundary character (`None` before the first one), and
+    // whether anything but that character is in it.
+    let mut start = 0;
+    let mut lead: Option<char> = None;
+    let mut dirty = false;
+    let mut flush = |stretch: &str, lead: Option<char>, dirty: bool, cache: &mut FoldCache| {
+        if dirty {
+            stretch.nfkc().for_each(|c| push(c, cache));
+        } else if let Some(c) = lead {
+            push(c, cache);
+        }
+    };
+    for (i, c) in s.char_indices() {
+        if c.is_ascii() || cache.get(c).boundary {
+            flush(&s[start..i], lead, dirty, cache);
+            (start, lead, dirty) = (i, Some(c), false);
+        } else {
+            dirty = true;
+        }
+    }
+    flush(&s[start..], lead, dirty, cache);
 }
 
 /// Builds the canonical text from normalized characters: white space folded, marks and
@@ -660,7 +698,7 @@ impl CanonicalWriter {
 ///
 /// One pass over the decoded text, linear in its length: ASCII is lower-cased in place, every
 /// other character is classified and folded once per thread ([`FoldCache`]), and the NFKC
-/// normalizer only runs when the quick check cannot rule out a change.
+/// normalizer only runs over the stretches the quick check cannot pass ([`normalize_into`]).
 pub fn canonical(s: &str) -> Result<Canonical, &'static str> {
     let (decoded, decode_rounds) = decode_layers(s).map_err(|_| "excessive_encoding")?;
     let mut writer = CanonicalWriter {
@@ -683,15 +721,9 @@ pub fn canonical(s: &str) -> Result<Canonical, &'static str> {
         }
     } else {
         FOLD_CACHE.with(|cache| {
-            let mut cache = cache.borrow_mut();
-            // Most text is already in NFKC; the quick check skips the normalizer for it.
-            if unicode_normalization::is_nfkc_quick(decoded.chars())
-                == unicode_normalization::IsNormalized::Yes
-            {
-                decoded.chars().for_each(|c| writer.push(c, &mut cache));
-            } else {
-                decoded.nfkc().for_each(|c| writer.push(c, &mut cache));
-            }
+            normalize_into(&decoded, &mut cache.borrow_mut(), |c, cache| {
+                writer.push(c, cache)
+            });
         });
     }
     Ok(Canonical {
@@ -833,6 +865,99 @@ mod tests {
         let short = base64::engine::general_purpose::STANDARD.encode("ignore all!");
         assert_eq!(base64_payloads(&short), vec!["ignore all!".to_string()]);
         assert!(hex_payloads("sha 9f86d081884c7d659a2feaa0c55ad015").is_empty());
+    }
+
+    /// [`normalize_into`]'s output for `s`.
+    fn stretched_nfkc(s: &str) -> String {
+        let mut out = String::new();
+        FOLD_CACHE.with(|cache| {
+            normalize_into(s, &mut cache.borrow_mut(), |c, _| out.push(c));
+        });
+        out
+    }
+
+    /// The differential test of the stretch-wise normalizer: on every code point between
+    /// characters it may compose or reorder with, and on random strings of characters that
+    /// compose, decompose, reorder or fold, it gives exactly what NFKC over the whole text gives.
+    #[test]
+    fn stretch_wise_nfkc_is_whole_text_nfkc() {
+        for cp in 0..=0x10FFFFu32 {
+            let Some(c) = char::from_u32(cp) else {
+                continue;
+            };
+            for s in [
+                format!("A{c}\u{0327}\u{0301}"),
+                format!("\u{1100}{c}\u{11A8}\u{FF9E}"),
+            ] {
+                assert_eq!(stretched_nfkc(&s), s.nfkc().collect::<String>(), "{s:?}");
+            }
+        }
+        let pool = [
+            'a',
+            'A',
+            'e',
+            ' ',
+            '.',
+            '\u{0301}',
+            '\u{0323}',
+            '\u{0327}',
+            '\u{0334}',
+            '\u{0345}',
+            '\u{0308}',
+            '\u{0344}',
+            '\u{093C}',
+            '\u{0915}',
+            '\u{0958}',
+            '\u{05B0}',
+            '\u{0F73}',
+            '\u{0F72}',
+            '\u{0F71}',
+            '\u{1100}',
+            '\u{1161}',
+            '\u{11A8}',
+            '\u{AC00}',
+            '\u{3131}',
+            '\u{314F}',
+            '\u{FF76}',
+            '\u{FF9E}',
+            '\u{30AB}',
+            '\u{3099}',
+            '\u{FF21}',
+            '\u{FB01}',
+            '\u{3231}',
+            '\u{2126}',
+            '\u{212B}',
+            '\u{017F}',
+            '\u{1E9B}',
+            '\u{00C5}',
+            '\u{0041}',
+            '\u{030A}',
+            '\u{FF0C}',
+            '\u{4F1A}',
+            '\u{0439}',
+            '\u{0306}',
+            '\u{0418}',
+            '\u{1D400}',
+            '\u{2460}',
+            '\u{00BD}',
+            '\u{2044}',
+            '\u{0CCA}',
+            '\u{0CC6}',
+            '\u{0CC2}',
+            '\u{0CD5}',
+        ];
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for _ in 0..200_000 {
+            let len = next(10);
+            let s: String = (0..len).map(|_| pool[next(pool.len())]).collect();
+            assert_eq!(stretched_nfkc(&s), s.nfkc().collect::<String>(), "{s:?}");
+        }
     }
 
     #[test]
