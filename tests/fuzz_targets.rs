@@ -5,14 +5,13 @@
 //!
 //! The MCP message path (`mcp`) needs the `mcp` feature (`--all-features` in CI).
 //!
-//! `TOOLGUARD_FUZZ_CASES` sets the cases per target (default 2000, a few seconds each in a debug
-//! build),
-//! `TOOLGUARD_FUZZ_SEED` the seed, and `TOOLGUARD_FUZZ_CASE_SECONDS` how long one case may run
-//! (default 30): a case that runs longer is a hang, and the process exits with its input printed
-//! and saved instead of waiting forever. A long local run:
+//! `TOOLGUARD_FUZZ_CASES` sets the cases per target (default 2000, at most a few seconds each in
+//! a debug build), `TOOLGUARD_FUZZ_SEED` the seed, and `TOOLGUARD_FUZZ_CASE_SECONDS` how long one
+//! case may run (default 30): a case that runs longer is a hang, and the process exits with its
+//! input printed and saved instead of waiting forever. A long local run:
 //!
 //! ```sh
-//! TOOLGUARD_FUZZ_CASES=200000 cargo test --release --test fuzz_targets -- --nocapture
+//! TOOLGUARD_FUZZ_CASES=200000 cargo test --release --all-features --test fuzz_targets -- --nocapture
 //! ```
 
 use std::io::Write;

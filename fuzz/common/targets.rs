@@ -218,7 +218,8 @@ const SENTINEL: &str = "toolguard-fuzz-sentinel";
 /// an initialized server (`McpServer::serve_io` over an in-memory pipe), then a ping. The
 /// server never panics or hangs, keeps the session (the ping is answered), and answers the
 /// message with its own id whenever that id can be read, unless the message is a response
-/// (an object with `result` or `error` and no `method`), which JSON-RPC never answers.
+/// (an object with `result` or `error` and no `method`), which JSON-RPC never answers. When
+/// the client ends its input the session ends cleanly. One case takes at most 10 s.
 #[cfg(feature = "mcp")]
 pub fn mcp(data: &[u8]) {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
