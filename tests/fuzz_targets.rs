@@ -5,14 +5,19 @@
 //!
 //! The MCP message path (`mcp`) needs the `mcp` feature (`--all-features` in CI).
 //!
-//! `TOOLGUARD_FUZZ_CASES` sets the cases per target (default 2000, a few seconds each in a debug
-//! build) and `TOOLGUARD_FUZZ_SEED` the seed; a long local run:
+//! `TOOLGUARD_FUZZ_CASES` sets the cases per target (default 2000, at most a few seconds each in
+//! a debug build), `TOOLGUARD_FUZZ_SEED` the seed, and `TOOLGUARD_FUZZ_CASE_SECONDS` how long one
+//! case may run (default 30): a case that runs longer is a hang, and the process exits with its
+//! input printed and saved instead of waiting forever. A long local run:
 //!
 //! ```sh
-//! TOOLGUARD_FUZZ_CASES=200000 cargo test --release --test fuzz_targets -- --nocapture
+//! TOOLGUARD_FUZZ_CASES=200000 cargo test --release --all-features --test fuzz_targets -- --nocapture
 //! ```
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
 
 #[path = "../fuzz/common/targets.rs"]
 mod targets;
@@ -209,39 +214,97 @@ fn regressions(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
     files
 }
 
-fn run(target: &str, body: fn(&[u8]), prefix: &[u8]) {
-    let cases: usize = std::env::var("TOOLGUARD_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2000);
-    let seed: u64 = std::env::var("TOOLGUARD_FUZZ_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0x005E_ED0F_F022);
+/// An input for a message: lossy UTF-8, escaped, at most 2000 characters.
+fn shown(input: &[u8]) -> String {
+    let text: String = String::from_utf8_lossy(input).chars().take(2000).collect();
+    format!("{text:?}")
+}
+
+/// Where a failing or hanging case's input is saved.
+fn saved(target: &str, case: &str, input: &[u8]) -> PathBuf {
+    let file = std::env::temp_dir().join(format!("toolguard-fuzz-{target}-{case}.bin"));
+    let _ = std::fs::write(&file, input);
+    file
+}
+
+/// Starts a thread that watches the cases sent to it, each when it starts: one that runs longer
+/// than `limit` cannot be unwound, so its input is printed and saved and the process exits.
+/// Dropping the sender ends the watch.
+fn watchdog(target: &'static str, limit: Duration) -> mpsc::Sender<(String, Vec<u8>)> {
+    let (cases, started) = mpsc::channel::<(String, Vec<u8>)>();
+    std::thread::spawn(move || {
+        let mut current = None;
+        loop {
+            match started.recv_timeout(limit) {
+                Ok(case) => current = Some(case),
+                Err(RecvTimeoutError::Disconnected) => return,
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Some((case, input)) = &current {
+                        let file = saved(target, case, input);
+                        // Straight to stderr: the test harness captures `eprintln!`, and exiting
+                        // would lose it.
+                        let _ = writeln!(
+                            std::io::stderr(),
+                            "{target}: case {case} still runs after {limit:?} (a hang), input \
+                             saved to {}: {}",
+                            file.display(),
+                            shown(input)
+                        );
+                        std::process::exit(3);
+                    }
+                }
+            }
+        }
+    });
+    cases
+}
+
+fn env_number<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+/// Runs the saved regressions of `target`, then the generated cases (each starting with
+/// `prefix`, its first byte random), each under the watchdog.
+fn run(target: &'static str, body: fn(&[u8]), prefix: &[u8]) {
+    let cases = env_number::<usize>("TOOLGUARD_FUZZ_CASES").unwrap_or(2000);
+    let seed: u64 = env_number("TOOLGUARD_FUZZ_SEED").unwrap_or(0x005E_ED0F_F022);
+    let limit = Duration::from_secs(env_number("TOOLGUARD_FUZZ_CASE_SECONDS").unwrap_or(30));
+    let watch = watchdog(target, limit);
+    let check = |case: String, input: &[u8]| {
+        let _ = watch.send((case.clone(), input.to_vec()));
+        if let Err(e) = std::panic::catch_unwind(|| body(input)) {
+            let file = saved(target, &case, input);
+            let why = (e.downcast_ref::<String>().map(String::as_str))
+                .or_else(|| e.downcast_ref::<&str>().copied())
+                .unwrap_or("a panic without a message");
+            panic!(
+                "{target}: case {case} (seed {seed}) failed ({why}), input saved to {}: {}",
+                file.display(),
+                shown(input)
+            );
+        }
+    };
     for (path, input) in regressions(target) {
         eprintln!("{target}: regression {}", path.display());
-        body(&input);
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        check(format!("regression-{}", name.unwrap_or_default()), &input);
     }
     let seeds = corpus_seeds();
     assert!(!seeds.is_empty(), "the corpus seeds are readable");
     let mut rng = Rng(seed ^ target.len() as u64 | 1);
+    let began = std::time::Instant::now();
     for i in 0..cases {
         let mut input = prefix.to_vec();
         if !prefix.is_empty() {
             input[0] = rng.next() as u8;
         }
         input.extend(generate(&mut rng, &seeds));
-        let result = std::panic::catch_unwind(|| body(&input));
-        if let Err(e) = result {
-            let file = std::env::temp_dir().join(format!("toolguard-fuzz-{target}-{i}.bin"));
-            let _ = std::fs::write(&file, &input);
-            panic!(
-                "{target}: case {i} (seed {seed}) failed, input saved to {}: {e:?}",
-                file.display()
-            );
-        }
+        check(i.to_string(), &input);
     }
-    eprintln!("{target}: {cases} cases, seed {seed}");
+    eprintln!(
+        "{target}: {cases} cases, seed {seed}, {:.1} s",
+        began.elapsed().as_secs_f64()
+    );
 }
 
 #[test]
@@ -272,7 +335,6 @@ fn provider_parsers_and_streams() {
 
 #[cfg(feature = "mcp")]
 #[test]
-#[ignore = "waits forever on its first case in this harness (not yet diagnosed); run with --ignored"]
 fn mcp_message_path() {
     run("mcp", targets::mcp, b"");
 }

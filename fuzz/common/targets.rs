@@ -218,7 +218,8 @@ const SENTINEL: &str = "toolguard-fuzz-sentinel";
 /// an initialized server (`McpServer::serve_io` over an in-memory pipe), then a ping. The
 /// server never panics or hangs, keeps the session (the ping is answered), and answers the
 /// message with its own id whenever that id can be read, unless the message is a response
-/// (an object with `result` or `error` and no `method`), which JSON-RPC never answers.
+/// (an object with `result` or `error` and no `method`), which JSON-RPC never answers. When
+/// the client ends its input the session ends cleanly. One case takes at most 10 s.
 #[cfg(feature = "mcp")]
 pub fn mcp(data: &[u8]) {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
@@ -247,8 +248,28 @@ fn owed_reply(line: &[u8]) -> Option<Value> {
     (!response).then_some(id)
 }
 
+/// How long one MCP case may take, from starting the server to its end of session.
+#[cfg(feature = "mcp")]
+const MCP_CASE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// One MCP case within [`MCP_CASE_LIMIT`]: a hang fails with the line that caused it.
 #[cfg(feature = "mcp")]
 async fn mcp_session(line: &[u8]) {
+    if tokio::time::timeout(MCP_CASE_LIMIT, mcp_exchange(line))
+        .await
+        .is_err()
+    {
+        panic!(
+            "the MCP session did not finish within {MCP_CASE_LIMIT:?} for the line {:?}",
+            String::from_utf8_lossy(line)
+        );
+    }
+}
+
+/// Starts a server, initializes it, sends `line` and the sentinel ping, reads the replies owed,
+/// then ends the input and waits for the session to end cleanly.
+#[cfg(feature = "mcp")]
+async fn mcp_exchange(line: &[u8]) {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     let dispatcher = toolguard::Dispatcher::builder(())
         .tool(Note)
@@ -260,7 +281,7 @@ async fn mcp_session(line: &[u8]) {
     let (server_end, client_end) = tokio::io::duplex(1 << 16);
     let serving = tokio::spawn(async move {
         let (read, write) = tokio::io::split(server_end);
-        let _ = server.serve_io(read, write).await;
+        server.serve_io(read, write).await
     });
     let (read, mut write) = tokio::io::split(client_end);
     let mut read = tokio::io::BufReader::new(read);
@@ -279,15 +300,11 @@ async fn mcp_session(line: &[u8]) {
     let mut pinged = false;
     while !pinged || owed.is_some() {
         let mut reply = String::new();
-        let read = tokio::time::timeout(
-            std::time::Duration::from_secs(10),
-            read.read_line(&mut reply),
-        )
-        .await;
-        let Ok(Ok(n)) = read else {
-            panic!("no reply (owed id {owed:?}, ping answered: {pinged})");
-        };
-        assert!(n > 0, "the session ended (owed id {owed:?})");
+        let n = read.read_line(&mut reply).await.expect("read a reply");
+        assert!(
+            n > 0,
+            "the session ended (owed id {owed:?}, ping answered: {pinged})"
+        );
         let reply: Value = serde_json::from_str(&reply)
             .unwrap_or_else(|e| panic!("the reply is not JSON ({e}): {reply:?}"));
         let id = reply.get("id").cloned().unwrap_or(Value::Null);
@@ -297,6 +314,9 @@ async fn mcp_session(line: &[u8]) {
             pinged = true;
         }
     }
-    drop(write);
-    let _ = serving.await;
+    // Dropping the write half alone ends nothing: the read half still holds the pipe. Shutting
+    // it down is what the server reads as the end of input.
+    write.shutdown().await.expect("end the input");
+    let ended = serving.await.expect("the server task does not panic");
+    ended.expect("the session ends cleanly at the end of input");
 }
