@@ -137,10 +137,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         stage::authorize::permit(core, p, spec).await?;
         self.custom(StagePoint::AfterPermit, call, p, spec, &args)
             .await?;
-        let decoded = tool
-            .tool
-            .decode_ref(&args)
-            .map_err(stage::validate::decode_error)?;
+        let decoded = tool.decode(&args)?;
         let ctx = core
             .context(p, &call.call_id, t.operation_id.clone())
             .with_resolved_urls(clean.resolved);

@@ -35,6 +35,16 @@ impl<S: Send + Sync + 'static> Registered<S> {
     pub(crate) fn spec(&self) -> &ToolSpec {
         self.tool.spec()
     }
+
+    /// The typed arguments, decoded once from the call's one copy of the arguments.
+    pub(crate) fn decode(
+        &self,
+        args: &serde_json::Value,
+    ) -> Result<Box<dyn crate::erased::DecodedArgs<S>>, super::Stop> {
+        self.tool
+            .decode_ref(args)
+            .map_err(super::validate::decode_error)
+    }
 }
 
 /// The stores a call's path uses, each under the store deadline.
