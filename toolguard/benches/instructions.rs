@@ -16,13 +16,15 @@ use std::hint::black_box;
 use gungraun::{
     Callgrind, EventKind, LibraryBenchmarkConfig, library_benchmark, library_benchmark_group, main,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolguard::ToolOutcome;
 use toolguard::sanitize::Sanitizer;
-use toolguard::spec::{FieldKind, FieldSpec, ToolSpec};
+use toolguard::spec::ToolSpec;
 
 #[path = "support/calls.rs"]
 mod calls;
+#[path = "support/transfer_fields.rs"]
+mod transfer_fields;
 
 use calls::{BUDGETS, Fixture, runtime};
 
@@ -80,30 +82,8 @@ fn replay((rt, fixture, _): Setup) -> (tokio::runtime::Runtime, Fixture, ToolOut
 
 /// The transfer's five fields, as `benches/sanitize.rs` sanitizes them.
 fn sanitize_setup() -> (Sanitizer, ToolSpec, Value) {
-    let mut spec = ToolSpec::new("transfer", "Move money", json!({}), json!({}));
-    let field = |name: &str, kind| FieldSpec {
-        name: name.into(),
-        kind,
-        ..FieldSpec::default()
-    };
-    spec.fields = vec![
-        field("from_account", FieldKind::Identifier),
-        field("to_account", FieldKind::Identifier),
-        FieldSpec {
-            amount: true,
-            ..field("amount", FieldKind::Money)
-        },
-        field("memo", FieldKind::Text),
-        field("notify", FieldKind::Email),
-    ];
-    let sanitizer = Sanitizer::new().allow_email_domains("transfer", "notify", ["example.com"]);
-    let args = json!({
-        "from_account": "acct_1029384756",
-        "to_account": "acct-5647382910",
-        "amount": {"amount": 800000, "currency": "USD"},
-        "memo": "Rent for March, split with O'Brien; thanks!",
-        "notify": "ann.obrien@example.com",
-    });
+    let (sanitizer, spec) = (transfer_fields::sanitizer(), transfer_fields::spec());
+    let args = transfer_fields::args(transfer_fields::ASCII_MEMO);
     // Warm the lazily compiled tables.
     let mut warm = args.clone();
     sanitizer.sanitize(&spec, &mut warm);

@@ -6,49 +6,17 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use serde_json::{Value, json};
-use toolguard::sanitize::Sanitizer;
-use toolguard::spec::{FieldKind, FieldSpec, ToolSpec};
+use toolguard::spec::{FieldKind, FieldSpec};
 
-fn spec() -> ToolSpec {
-    let mut spec = ToolSpec::new(
-        "transfer",
-        "Move money between accounts",
-        json!({}),
-        json!({}),
-    );
-    let field = |name: &str, kind| FieldSpec {
-        name: name.into(),
-        kind,
-        ..FieldSpec::default()
-    };
-    spec.fields = vec![
-        field("from_account", FieldKind::Identifier),
-        field("to_account", FieldKind::Identifier),
-        FieldSpec {
-            amount: true,
-            ..field("amount", FieldKind::Money)
-        },
-        field("memo", FieldKind::Text),
-        field("notify", FieldKind::Email),
-    ];
-    spec
-}
+#[path = "support/transfer_fields.rs"]
+mod transfer_fields;
 
-fn args(memo: &str) -> Value {
-    json!({
-        "from_account": "acct_1029384756",
-        "to_account": "acct-5647382910",
-        "amount": {"amount": 800000, "currency": "USD"},
-        "memo": memo,
-        "notify": "ann.obrien@example.com",
-    })
-}
+use transfer_fields::{ASCII_MEMO, args, sanitizer, spec};
 
 fn bench(c: &mut Criterion) {
     let spec = spec();
-    let sanitizer = Sanitizer::new().allow_email_domains("transfer", "notify", ["example.com"]);
-    let clean = args("Rent for March, split with O'Brien; thanks!");
+    let sanitizer = sanitizer();
+    let clean = args(ASCII_MEMO);
     let unicode = args("Loyer de mars pour Zoë 🏠 — merci beaucoup, à bientôt");
     let stripped = args("Rent for Ma\u{200B}rch, split with O'Brien; thanks!");
     let mut group = c.benchmark_group("sanitize_transfer");
