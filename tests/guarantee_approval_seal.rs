@@ -29,7 +29,7 @@ type Tamper = Box<
 struct Approvals {
     store: Arc<dyn ApprovalStore>,
     tamper: Tamper,
-    cleanup: std::sync::Mutex<Option<Pin<Box<dyn Future<Output = ()> + Send>>>>,
+    cleanup: store_support::PendingCleanup,
 }
 
 fn keys() -> HostKeys {
@@ -326,20 +326,18 @@ async fn postgres(test: &str) -> Option<Approvals> {
     })
 }
 
+impl store_support::Rig for Approvals {
+    fn cleanup(&self) -> &store_support::PendingCleanup {
+        &self.cleanup
+    }
+}
+
 async fn run<F, Fut>(a: Option<Approvals>, test: F)
 where
     F: FnOnce(Arc<Approvals>) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let Some(a) = a else { return };
-    let cleanup = a.cleanup.lock().unwrap().take();
-    let result = tokio::spawn(test(Arc::new(a))).await;
-    if let Some(c) = cleanup {
-        c.await;
-    }
-    if let Err(e) = result {
-        std::panic::resume_unwind(e.into_panic());
-    }
+    store_support::run_rig(a, test).await;
 }
 
 macro_rules! seal_suite {

@@ -74,7 +74,7 @@ struct Rig {
     ledger: Arc<dyn SessionLedger>,
     operations: Arc<dyn OperationStore>,
     edit: Edit,
-    cleanup: Mutex<Option<Pin<Box<dyn Future<Output = ()> + Send>>>>,
+    cleanup: store_support::PendingCleanup,
 }
 
 /// One dispatcher over a rig (several share its stores, like replicas).
@@ -618,20 +618,18 @@ async fn redis(test: &str) -> Option<Rig> {
     })
 }
 
+impl store_support::Rig for Rig {
+    fn cleanup(&self) -> &store_support::PendingCleanup {
+        &self.cleanup
+    }
+}
+
 async fn run<F, Fut>(rig: Option<Rig>, test: F)
 where
     F: FnOnce(Arc<Rig>) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let Some(rig) = rig else { return };
-    let cleanup = rig.cleanup.lock().unwrap().take();
-    let result = tokio::spawn(test(Arc::new(rig))).await;
-    if let Some(c) = cleanup {
-        c.await;
-    }
-    if let Err(e) = result {
-        std::panic::resume_unwind(e.into_panic());
-    }
+    store_support::run_rig(rig, test).await;
 }
 
 macro_rules! suite {

@@ -346,3 +346,31 @@ where
         panic!("test task failed: {e}");
     }
 }
+
+/// A test's clean-up of its stores (drop a schema, delete its keys), taken once.
+pub type PendingCleanup = std::sync::Mutex<Option<Pin<Box<dyn Future<Output = ()> + Send>>>>;
+
+/// A set of stores a test file builds per backend, with its clean-up.
+pub trait Rig: Send + Sync + 'static {
+    /// The clean-up to run after the test.
+    fn cleanup(&self) -> &PendingCleanup;
+}
+
+/// Runs `test` against `rig` (if its backend is available), runs the rig's clean-up even when
+/// the test panics, then re-raises the panic.
+pub async fn run_rig<R, F, Fut>(rig: Option<R>, test: F)
+where
+    R: Rig,
+    F: FnOnce(Arc<R>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let Some(rig) = rig else { return };
+    let cleanup = rig.cleanup().lock().unwrap().take();
+    let result = tokio::spawn(test(Arc::new(rig))).await;
+    if let Some(c) = cleanup {
+        c.await;
+    }
+    if let Err(e) = result {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
