@@ -314,6 +314,7 @@ fn sqlite_trail(every: u64, test: &str) -> Option<Trail> {
 }
 
 /// Every stored entry, in order (the attacker reads the table).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 async fn read_all(sink: &dyn Sink) -> Vec<AuditEntry> {
     let mut all = sink.by_time(0, u64::MAX, 1_000_000).await.unwrap();
     all.sort_by_key(|e| e.seq);
@@ -321,6 +322,7 @@ async fn read_all(sink: &dyn Sink) -> Vec<AuditEntry> {
 }
 
 /// The INSERT of one stored row, values as text/integers.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 fn insert_row(e: &AuditEntry) -> (String, Vec<SqlValue>) {
     let sql = "INSERT INTO toolguard_audit
         (seq, time_ms, tenant, subject, tool, status, record, prev_hash, hash)
@@ -340,6 +342,7 @@ fn insert_row(e: &AuditEntry) -> (String, Vec<SqlValue>) {
     (sql, values)
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 #[derive(Debug)]
 enum SqlValue {
     Int(i64),
