@@ -365,6 +365,9 @@ async fn a_subject_limit_counts_pending_requests_of_every_session() {
     let second = wire("sess-b", "subject-key-2").await;
     assert_eq!(second.status, Status::PolicyDenied, "{second:?}");
     assert_eq!(second.reason.as_deref(), Some("subject_limit"));
+    // The message names the scope that refused: the user's limit, not this session's.
+    let message = second.message.clone().unwrap_or_default();
+    assert!(message.contains("limit for this user"), "{message}");
     let entry = audit.get(second.audit_seq.unwrap()).unwrap();
     assert_eq!(entry.record.reason.as_deref(), Some("subject_limit"));
     let open = d.approvals().pending(&bob_approver()).await.unwrap();

@@ -152,6 +152,8 @@ async fn deny_mode_refuses_and_subject_limits_span_sessions() {
         (other.status, other.reason.as_deref()),
         (Status::PolicyDenied, Some("subject_limit"))
     );
+    let message = other.message.clone().unwrap_or_default();
+    assert!(message.contains("limit for this user"), "{message}");
     let big = d
         .dispatch(
             ToolCall::new("d", "transfer_funds", transfer(950_000, "deny-0004")),

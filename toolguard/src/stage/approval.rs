@@ -186,12 +186,11 @@ async fn reserve(
         Ok(true) => Ok(()),
         Ok(false) => {
             let code = refused_limit(ledger, amount, holds, now).await;
-            Err(Stop::new(
-                Status::PolicyDenied,
-                code,
-                "the cumulative limit for this session is reached, counting the amounts that wait \
-                 for approval; nothing was done",
-            ))
+            let message = format!(
+                "{}, counting the amounts that wait for approval; nothing was done",
+                super::policy::limit_message(code)
+            );
+            Err(Stop::new(Status::PolicyDenied, code, message))
         }
         Err(_) => Err(super::policy::unavailable()),
     }

@@ -448,11 +448,7 @@ pub(crate) async fn evaluate(
         if total.saturating_add(amount) > limit.limit {
             match limit.on_exceed {
                 OnExceed::Deny => {
-                    return Err(Stop::new(
-                        Status::PolicyDenied,
-                        code,
-                        "the cumulative limit for this session is reached",
-                    ));
+                    return Err(Stop::new(Status::PolicyDenied, code, limit_message(code)));
                 }
                 OnExceed::RequireApproval => {
                     decision
@@ -473,4 +469,13 @@ pub(crate) async fn evaluate(
     }
     decision.holds = approval_holds(principal, &spec.name, &deny);
     Ok(decision)
+}
+
+/// The message of a refusal by a cumulative limit, naming the scope whose limit refused.
+pub(crate) fn limit_message(code: &str) -> &'static str {
+    if code == "subject_limit" {
+        "the cumulative limit for this user is reached"
+    } else {
+        "the cumulative limit for this session is reached"
+    }
 }
