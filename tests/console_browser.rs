@@ -116,8 +116,11 @@ async fn shot(c: &Client, name: &str) {
     std::fs::write(screenshot_dir().join(format!("{name}.png")), png).unwrap();
 }
 
+/// The text of the first element matching `css`, waiting for it to appear (a page that is still
+/// loading after a click has no elements yet).
 async fn text(c: &Client, css: &str) -> String {
-    c.find(Locator::Css(css))
+    c.wait()
+        .for_element(Locator::Css(css))
         .await
         .unwrap()
         .text()
@@ -145,7 +148,20 @@ async fn sign_in(c: &Client, base: &str, user: &str) {
         .click()
         .await
         .unwrap();
+    // The sign-in page has a heading of its own: wait until it is gone, then for the next page's.
+    left_page(c, "login").await;
     c.wait().for_element(Locator::Css("h1")).await.unwrap();
+}
+
+/// Waits until the element with `id` is no longer on the page, i.e. the browser has navigated on.
+async fn left_page(c: &Client, id: &str) {
+    for _ in 0..400 {
+        if c.find(Locator::Id(id)).await.is_err() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the page with #{id} did not go away within 10 s");
 }
 
 async fn sign_out(c: &Client) {
