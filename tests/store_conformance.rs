@@ -817,7 +817,7 @@ async fn operation_records(b: Arc<Backend>) {
         call_id: "c".into(),
         state: OperationState::Executing,
         outcome: None,
-        arguments: json!({"amount": 1}),
+        arguments: json!({"amount": 1}).into(),
         idempotency: Some(key("k")),
         approval_id: None,
         updated_at_ms: 1,

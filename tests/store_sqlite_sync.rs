@@ -59,7 +59,7 @@ fn executing(id: &str) -> OperationRecord {
         call_id: "c".into(),
         state: OperationState::Executing,
         outcome: None,
-        arguments: serde_json::json!({}),
+        arguments: serde_json::json!({}).into(),
         idempotency: None,
         approval_id: None,
         updated_at_ms: 1,

@@ -670,7 +670,7 @@ pub(crate) async fn ask<S: Send + Sync + 'static>(
         cause,
         amount: decision.amount,
         sources: &t.sources,
-        holds: &decision.holds,
+        holds: &decision.holds(principal, &spec.name),
     };
     let backing = Backing {
         ledger: &*core.stores.ledger,

@@ -231,13 +231,20 @@ pub struct PolicyDecision {
     pub approval_cause: Option<String>,
     /// Limits to admit the amount against right before execution.
     pub limits: Vec<ScopeLimit>,
-    /// What an approval request holds while it waits (see [`approval_holds`]): the session and
-    /// subject scopes, each with its limit when that limit is in `Deny` mode, unbounded
-    /// otherwise.
-    pub holds: Vec<ScopeLimit>,
+    /// The limits of [`limits`](Self::limits) in `Deny` mode: an approval request's reservation
+    /// must fit them (see [`holds`](Self::holds)).
+    pub deny: Vec<ScopeLimit>,
 }
 
 impl PolicyDecision {
+    /// What an approval request of `p`'s call of `tool` holds while it waits (see
+    /// [`approval_holds`]): the session and subject scopes, each with its limit when that limit
+    /// is in `Deny` mode, unbounded otherwise. Made only when a request opens, so a call that
+    /// needs no approval never builds its scope strings.
+    pub fn holds(&self, p: &Principal, tool: &str) -> Vec<ScopeLimit> {
+        approval_holds(p, tool, &self.deny)
+    }
+
     /// Ledger scopes of the decision.
     pub fn scopes(&self) -> Vec<String> {
         self.limits.iter().map(|l| l.scope.clone()).collect()
@@ -367,12 +374,11 @@ pub(crate) fn approved(
     spec: &ToolSpec,
     amount: Option<u64>,
 ) -> PolicyDecision {
-    let holds = approval_holds(requester, &spec.name, &[]);
     PolicyDecision {
         amount,
         approval_cause: None,
-        limits: holds.clone(),
-        holds,
+        limits: approval_holds(requester, &spec.name, &[]),
+        deny: Vec::new(),
     }
 }
 
@@ -431,7 +437,6 @@ pub(crate) async fn evaluate(
         decision.approval_cause = Some("policy".to_owned());
     }
 
-    let mut deny = Vec::new();
     // A scope string is made only for a limit that applies.
     type ScopeOf = fn(&Principal, &str) -> String;
     let limits: [(Option<AmountLimit>, ScopeOf, &str); 2] = [
@@ -463,11 +468,10 @@ pub(crate) async fn evaluate(
             window: limit.window,
         };
         if limit.on_exceed == OnExceed::Deny {
-            deny.push(scoped.clone());
+            decision.deny.push(scoped.clone());
         }
         decision.limits.push(scoped);
     }
-    decision.holds = approval_holds(principal, &spec.name, &deny);
     Ok(decision)
 }
 

@@ -49,7 +49,7 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     principal: &Principal,
     record: &OperationRecord,
 ) -> Option<(OperationState, StoredOutcome)> {
-    let decoded = tool.tool.decode(record.arguments.clone()).ok()?;
+    let decoded = tool.tool.decode_ref(&record.arguments).ok()?;
     let ctx = core.context(principal, &record.call_id, Some(record.id.clone()));
     let (state, mut outcome) = match decoded.reconcile(&ctx).await {
         Ok(Reconciled::Completed(value)) if tool.output.is_valid(&value) => {

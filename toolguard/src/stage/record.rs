@@ -2,6 +2,8 @@
 //! and reconciliation. Written `executing` before the handler runs (a store error then stops the
 //! call: nothing runs unrecorded) and with the outcome when the call ends.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::Stop;
@@ -36,9 +38,8 @@ pub(crate) async fn put<S: Send + Sync + 'static>(
         outcome,
         arguments: t
             .arguments_for_operation
-            .as_deref()
-            .cloned()
-            .unwrap_or(Value::Null),
+            .clone()
+            .unwrap_or_else(|| Arc::new(Value::Null)),
         idempotency: t.idempotency_key.as_ref().map(|k| ScopedKey {
             tenant: principal.tenant.clone(),
             subject: principal.subject.clone(),

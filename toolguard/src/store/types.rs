@@ -1,3 +1,5 @@
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -291,8 +293,9 @@ pub struct OperationRecord {
     pub state: OperationState,
     /// Last outcome.
     pub outcome: Option<StoredOutcome>,
-    /// Normalized arguments (for reconciliation).
-    pub arguments: Value,
+    /// Normalized arguments (for reconciliation): the call's one shared copy, so writing a
+    /// record (and a memory store keeping it) never copies them.
+    pub arguments: Arc<Value>,
     /// Idempotency scope, if the call had a key.
     pub idempotency: Option<ScopedKey>,
     /// Approval id, if one was requested.
