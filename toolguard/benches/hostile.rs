@@ -1,7 +1,8 @@
 //! The worst accepted inputs found, through the whole pipeline (`Dispatcher::dispatch`, default
 //! argument limits): each is at most the 1 MiB size limit and must stay well under 50 ms per call
 //! in a release build. Arguments arrive as text (the OpenAI path, parsed strictly); the audit
-//! sink discards entries so memory stays flat.
+//! sink seals every entry as the memory sink does (its canonical encoding, HMAC under a host
+//! key) and then drops it, so memory stays flat.
 //!
 //! - `many_keys`: 16 objects of 510 keys (near the per-object and total key limits) in a
 //!   `serde_json::Value` field, every key and value judged as text.
@@ -15,15 +16,26 @@
 //! - `base64_runs`, `leet_words`, `brackets`: 250 KiB strings of base64-looking runs (decoded
 //!   and judged), of letter-and-digit words (two leetspeak readings), and of `[`/`](` fragments
 //!   (the markup-link patterns).
+//! - `base64_distinct`: 250 KiB strings of base64 runs that all differ, each decoding to printable
+//!   text (no run is a repeat the sanitizer could skip).
 //! - `gate_refusal`: an over-deep 1 MiB document, refused by the gate before parsing.
 //!
 //! `cargo bench -p toolguard-rs --bench hostile -- --warm-up-time 1 --measurement-time 5`
+//!
+//! Instruction counts of one call per input, under callgrind (stable whatever the machine's
+//! load): run the bench binary with `TOOLGUARD_HOSTILE_ONCE` set (all inputs, or a
+//! comma-separated list of names), collecting only inside `dispatch_once`:
+//!
+//! ```sh
+//! TOOLGUARD_HOSTILE_ONCE=combining_marks valgrind --tool=callgrind --collect-atstart=no \
+//!   '--toggle-collect=hostile::dispatch_once' target/release/deps/hostile-<hash>
+//! ```
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use serde_json::{Value, json};
 use toolguard::audit::{AuditError, AuditRecord};
 use toolguard::{
-    AuditSink, BoxFuture, Dispatcher, Principal, ToolCall, ToolContext, ToolError, tool,
+    AuditSink, BoxFuture, Dispatcher, HostKeys, Principal, ToolCall, ToolContext, ToolError, tool,
 };
 
 /// Accepts anything within the limits and reports how many notes it got.
@@ -39,11 +51,13 @@ async fn ingest(
     Ok(notes.len())
 }
 
-/// An audit sink that keeps nothing.
-struct Discard;
+/// An audit sink that seals each entry like the memory sink, then keeps nothing.
+struct SealAndDrop(std::sync::Arc<HostKeys>);
 
-impl AuditSink for Discard {
-    fn append(&self, _record: AuditRecord) -> BoxFuture<'_, Result<u64, AuditError>> {
+impl AuditSink for SealAndDrop {
+    fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<u64, AuditError>> {
+        let entry = toolguard::audit::seal(&self.0, 1, record, toolguard::audit::GENESIS_HASH);
+        std::hint::black_box(entry);
         Box::pin(async { Ok(0) })
     }
 }
@@ -52,6 +66,27 @@ impl AuditSink for Discard {
 fn notes(unit: &str, n: usize, bytes: usize) -> Value {
     let note = unit.repeat(bytes / unit.len());
     json!({ "notes": vec![note; n] })
+}
+
+/// `n` notes of about `bytes` bytes each, made of base64 runs that all differ.
+fn distinct_base64(n: usize, bytes: usize) -> Value {
+    use base64::Engine as _;
+    let notes: Vec<String> = (0..n)
+        .map(|k| {
+            let mut note = String::with_capacity(bytes);
+            for i in 0.. {
+                let run = base64::engine::general_purpose::STANDARD
+                    .encode(format!("note {k}.{i} reads fine"));
+                if note.len() + run.len() + 1 > bytes {
+                    break;
+                }
+                note.push_str(&run);
+                note.push(' ');
+            }
+            note
+        })
+        .collect();
+    json!({ "notes": notes })
 }
 
 fn inputs() -> Vec<(&'static str, String)> {
@@ -99,6 +134,7 @@ fn inputs() -> Vec<(&'static str, String)> {
             notes("r3p0rt 1n 5ect10n 4 0f th3 m4nu4l ", 4, 250_000),
         ),
         ("brackets", notes("[a](b [c] ![d]( <a x=y ", 4, 250_000)),
+        ("base64_distinct", distinct_base64(4, 250_000)),
     ];
     let mut out: Vec<(&'static str, String)> = docs
         .into_iter()
@@ -116,16 +152,53 @@ fn inputs() -> Vec<(&'static str, String)> {
     out
 }
 
+/// The dispatcher every input goes through.
+fn dispatcher() -> Dispatcher<()> {
+    Dispatcher::builder(())
+        .tool(Ingest)
+        .audit(SealAndDrop(std::sync::Arc::new(HostKeys::ephemeral())))
+        .build()
+        .unwrap()
+}
+
+/// One call with `text` as its arguments: what callgrind counts in `TOOLGUARD_HOSTILE_ONCE` mode.
+#[inline(never)]
+fn dispatch_once(
+    rt: &tokio::runtime::Runtime,
+    d: &Dispatcher<()>,
+    who: &Principal,
+    text: String,
+) -> toolguard::Status {
+    rt.block_on(d.dispatch(ToolCall::new("c", "ingest", text), who))
+        .status
+}
+
+/// `TOOLGUARD_HOSTILE_ONCE` mode: each named input (or all) dispatched once after a warm-up
+/// call, its status printed.
+fn once(names: &str) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let d = dispatcher();
+    let who = Principal::new("acme", "alice", "bench");
+    let wanted: Vec<&str> = names.split(',').filter(|n| !n.is_empty()).collect();
+    for (name, text) in inputs() {
+        if wanted.is_empty() || wanted.contains(&name) {
+            // The warm-up builds the lazily compiled patterns outside the counted call.
+            let _ = rt.block_on(d.dispatch(ToolCall::new("c", "ingest", text.clone()), &who));
+            let status = dispatch_once(&rt, &d, &who, text);
+            println!("{name}: {status:?}");
+        }
+    }
+}
+
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let d = Dispatcher::builder(())
-        .tool(Ingest)
-        .audit(Discard)
-        .build()
-        .unwrap();
+    let d = dispatcher();
     let who = Principal::new("acme", "alice", "bench");
     let mut group = c.benchmark_group("worst_case");
     group.sample_size(20);
@@ -145,4 +218,12 @@ fn bench(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+fn main() {
+    if let Ok(names) = std::env::var("TOOLGUARD_HOSTILE_ONCE") {
+        once(&names);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -7,9 +7,9 @@
 
 use std::borrow::Cow;
 
+use icu_normalizer::ComposingNormalizerBorrowed;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
-use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
 
 /// Where canonical bytes go.
 pub(crate) trait Sink {
@@ -55,12 +55,15 @@ pub(crate) fn json<T: serde::Serialize + ?Sized, S: Sink + ?Sized>(v: &T, out: &
     let _ = serde_json::to_writer(Adapter(out), v);
 }
 
+/// The NFC normalizer (ICU4X, compiled data).
+const NFC: ComposingNormalizerBorrowed<'static> = ComposingNormalizerBorrowed::new_nfc();
+
 /// `s` in NFC, borrowed when it already is (always for ASCII).
 pub(crate) fn nfc(s: &str) -> Cow<'_, str> {
-    if s.is_ascii() || is_nfc_quick(s.chars()) == IsNormalized::Yes {
+    if s.is_ascii() {
         Cow::Borrowed(s)
     } else {
-        Cow::Owned(s.nfc().collect())
+        NFC.normalize(s)
     }
 }
 

@@ -316,10 +316,10 @@ pub fn encoded_payloads(s: &str) -> Vec<String> {
 /// mostly printable UTF-8 text.
 pub fn hex_payloads(s: &str) -> Vec<String> {
     let mut found = Vec::new();
-    for run in s.split(|c: char| !c.is_ascii_alphanumeric()) {
+    for run in runs(s.as_bytes(), u8::is_ascii_alphanumeric, MIN_HEX_RUN) {
         let run = run
-            .strip_prefix("0x")
-            .or_else(|| run.strip_prefix("0X"))
+            .strip_prefix(b"0x")
+            .or_else(|| run.strip_prefix(b"0X"))
             .unwrap_or(run);
         if run.len() < MIN_HEX_RUN || run.len() % 2 != 0 {
             continue;
@@ -327,22 +327,52 @@ pub fn hex_payloads(s: &str) -> Vec<String> {
         let Ok(bytes) = hex::decode(run) else {
             continue;
         };
-        if let Some(text) = printable_text(bytes) {
+        if let Some(text) = printable_text(&bytes) {
             found.push(text);
         }
     }
     found
 }
 
-/// The bytes as text when they are UTF-8 and at least 90% printable.
-fn printable_text(bytes: Vec<u8>) -> Option<String> {
-    let text = String::from_utf8(bytes).ok()?;
-    let total = text.chars().count();
-    let printable = text
-        .chars()
-        .filter(|c| !c.is_control() || c.is_whitespace())
-        .count();
-    (total > 0 && printable * 10 >= total * 9).then_some(text)
+/// The maximal runs of `bytes` whose bytes are all `member` (ASCII), at least `min` long. The runs
+/// are ASCII, so they split a UTF-8 text where splitting it by characters would.
+fn runs<'a>(
+    bytes: &'a [u8],
+    member: impl Fn(&u8) -> bool + 'a,
+    min: usize,
+) -> impl Iterator<Item = &'a [u8]> + 'a {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < bytes.len() {
+            let start = at + bytes[at..].iter().position(&member)?;
+            let end = bytes[start..]
+                .iter()
+                .position(|b| !member(b))
+                .map_or(bytes.len(), |n| start + n);
+            at = end;
+            if end - start >= min {
+                return Some(&bytes[start..end]);
+            }
+        }
+        None
+    })
+}
+
+/// The bytes as text when they are UTF-8 and at least 90% printable (not a control character,
+/// or white space).
+fn printable_text(bytes: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let printable = |c: char| !c.is_control() || c.is_whitespace();
+    let (total, printable) = if text.is_ascii() {
+        let ok = bytes.iter().filter(|&&b| printable(char::from(b))).count();
+        (bytes.len(), ok)
+    } else {
+        (
+            text.chars().count(),
+            text.chars().filter(|&c| printable(c)).count(),
+        )
+    };
+    (total > 0 && printable * 10 >= total * 9).then(|| text.to_owned())
 }
 
 /// Runs of at least [`MIN_BASE64_RUN`] base64 (standard or URL-safe) characters in `s` that
@@ -355,22 +385,27 @@ pub fn base64_payloads(s: &str) -> Vec<String> {
         .with_decode_allow_trailing_bits(true);
     const STANDARD: GeneralPurpose = GeneralPurpose::new(&base64::alphabet::STANDARD, CONFIG);
     const URL_SAFE: GeneralPurpose = GeneralPurpose::new(&base64::alphabet::URL_SAFE, CONFIG);
-    let is_b64 = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '-' | '_' | '=');
+    let is_b64 =
+        |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_' | b'=');
     let mut found = Vec::new();
-    for run in s.split(|c: char| !is_b64(c)) {
-        let run = run.trim_end_matches('=');
-        if run.len() < MIN_BASE64_RUN || run.contains('=') {
+    // One buffer for every run's bytes.
+    let mut decoded = Vec::new();
+    for run in runs(s.as_bytes(), is_b64, MIN_BASE64_RUN) {
+        let end = run.iter().rposition(|&b| b != b'=').map_or(0, |i| i + 1);
+        let run = &run[..end];
+        if run.len() < MIN_BASE64_RUN || run.contains(&b'=') {
             continue;
         }
-        let engine = if run.contains(['-', '_']) {
+        let engine = if run.iter().any(|&b| b == b'-' || b == b'_') {
             &URL_SAFE
         } else {
             &STANDARD
         };
-        let Ok(bytes) = engine.decode(run) else {
+        decoded.clear();
+        if engine.decode_vec(run, &mut decoded).is_err() {
             continue;
-        };
-        if let Some(text) = printable_text(bytes) {
+        }
+        if let Some(text) = printable_text(&decoded) {
             found.push(text);
         }
     }
@@ -583,34 +618,95 @@ thread_local! {
     static FOLD_CACHE: std::cell::RefCell<FoldCache> = std::cell::RefCell::new(FoldCache::new());
 }
 
-/// Feeds the NFKC form of `s` to `push`, running the normalizer only over the stretches that
-/// can change. A stretch starts at a normalization boundary ([`FoldedChar::boundary`]; every
-/// ASCII character is one) and runs to the next one; NFKC of the whole is NFKC of each stretch
-/// in turn, and a stretch of its boundary character alone is its own NFKC form, so most text
-/// (ASCII, Cyrillic, Chinese) never reaches the normalizer and a fullwidth comma or a letter
-/// with its marks only takes its own stretch there.
+/// Feeds the NFKC form of `s` to `push`, running the normalizer only where the text can change.
+/// A stretch starts at a normalization boundary ([`FoldedChar::boundary`]; every ASCII character
+/// is one) and runs to the next one; NFKC of the whole is NFKC of each stretch in turn, and a
+/// stretch of its boundary character alone is its own NFKC form. So most text (ASCII, Cyrillic,
+/// Chinese) never reaches the normalizer. Stretches that can change are normalized together
+/// with the unchanged ones between them, in one call per region, as long as the unchanged gap
+/// stays under [`NORMALIZE_GAP`] bytes: a call per stretch would cost more than the normalizer's
+/// own pass over the gap (a letter with its marks every few characters is the worst case).
 fn normalize_into(s: &str, cache: &mut FoldCache, mut push: impl FnMut(char, &mut FoldCache)) {
-    // Start of the current stretch, its boundary character (`None` before the first one), and
-    // whether anything but that character is in it.
+    let mut region = Region::default();
+    // Start of the current stretch, and whether anything but its boundary character is in it.
     let mut start = 0;
-    let mut lead: Option<char> = None;
     let mut dirty = false;
-    let mut flush = |stretch: &str, lead: Option<char>, dirty: bool, cache: &mut FoldCache| {
-        if dirty {
-            stretch.nfkc().for_each(|c| push(c, cache));
-        } else if let Some(c) = lead {
-            push(c, cache);
-        }
-    };
     for (i, c) in s.char_indices() {
         if c.is_ascii() || cache.get(c).boundary {
-            flush(&s[start..i], lead, dirty, cache);
-            (start, lead, dirty) = (i, Some(c), false);
+            region.stretch(s, start, i, dirty, cache, &mut push);
+            (start, dirty) = (i, false);
         } else {
             dirty = true;
         }
     }
-    flush(&s[start..], lead, dirty, cache);
+    region.stretch(s, start, s.len(), dirty, cache, &mut push);
+    region.flush(s, s.len(), cache, &mut push);
+}
+
+/// The NFKC normalizer of the regions (ICU4X, compiled data; the same Unicode version as the
+/// boundary tables of [`FoldedChar`], which the differential test below checks code point by
+/// code point).
+const NFKC: icu_normalizer::ComposingNormalizerBorrowed<'static> =
+    icu_normalizer::ComposingNormalizerBorrowed::new_nfkc();
+
+/// Longest run of unchanged text, in bytes, that [`normalize_into`] normalizes along with the
+/// stretches around it rather than ending the region.
+const NORMALIZE_GAP: usize = 32;
+
+/// The pending work of [`normalize_into`]: text from `done` on has not been pushed yet;
+/// `[done, end)` is a region to normalize (empty when `done == end`), and `[end, ..)` holds
+/// only boundary characters.
+#[derive(Default)]
+struct Region {
+    done: usize,
+    end: usize,
+}
+
+impl Region {
+    /// Takes the stretch `s[from..to]`.
+    fn stretch(
+        &mut self,
+        s: &str,
+        from: usize,
+        to: usize,
+        dirty: bool,
+        cache: &mut FoldCache,
+        push: &mut impl FnMut(char, &mut FoldCache),
+    ) {
+        if dirty {
+            if self.done < self.end && from - self.end > NORMALIZE_GAP {
+                self.flush(s, from, cache, push);
+            } else if self.done == self.end {
+                // No region yet: what lies before the stretch is boundary characters alone.
+                s[self.done..from].chars().for_each(|c| push(c, cache));
+                self.done = from;
+            }
+            self.end = to;
+        } else if self.done == self.end {
+            // Boundary characters outside any region go straight through.
+            s[self.done..to].chars().for_each(|c| push(c, cache));
+            (self.done, self.end) = (to, to);
+        } else if to - self.end > NORMALIZE_GAP {
+            self.flush(s, to, cache, push);
+        }
+    }
+
+    /// Normalizes the region and pushes the boundary characters after it, up to `upto`.
+    fn flush(
+        &mut self,
+        s: &str,
+        upto: usize,
+        cache: &mut FoldCache,
+        push: &mut impl FnMut(char, &mut FoldCache),
+    ) {
+        if self.done < self.end {
+            NFKC.normalize(&s[self.done..self.end])
+                .chars()
+                .for_each(|c| push(c, cache));
+        }
+        s[self.end..upto].chars().for_each(|c| push(c, cache));
+        (self.done, self.end) = (upto, upto);
+    }
 }
 
 /// Builds the canonical text from normalized characters: white space folded, marks and
@@ -956,6 +1052,20 @@ mod tests {
         for _ in 0..200_000 {
             let len = next(10);
             let s: String = (0..len).map(|_| pool[next(pool.len())]).collect();
+            assert_eq!(stretched_nfkc(&s), s.nfkc().collect::<String>(), "{s:?}");
+        }
+        // Long text: stretches that change, apart and close together, between runs of
+        // unchanged text shorter and longer than the gap a region spans.
+        let fillers = ["a", "会", "й", " ", "\u{0301}"];
+        for _ in 0..3_000 {
+            let mut s = String::new();
+            for _ in 0..next(40) {
+                if next(2) == 0 {
+                    s.push(pool[next(pool.len())]);
+                } else {
+                    s.push_str(&fillers[next(fillers.len())].repeat(next(3 * NORMALIZE_GAP)));
+                }
+            }
             assert_eq!(stretched_nfkc(&s), s.nfkc().collect::<String>(), "{s:?}");
         }
     }

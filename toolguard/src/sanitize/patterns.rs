@@ -187,10 +187,10 @@ pub fn find_marker(canonical: &str, shell: bool) -> Option<&'static str> {
     if prompt_injection().is_match(canonical) {
         return Some("prompt_injection");
     }
-    let squashed: String = canonical
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .collect();
+    let mut squashed = canonical.as_bytes().to_vec();
+    squashed.retain(u8::is_ascii_alphanumeric);
+    // ASCII letters and digits only.
+    let squashed = String::from_utf8(squashed).unwrap_or_default();
     if squashed_injection().is_match(&squashed) {
         return Some("prompt_injection");
     }
