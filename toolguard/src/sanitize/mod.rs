@@ -1043,7 +1043,7 @@ fn full_markers(value: &str, links: bool) -> Result<(), &'static str> {
         // runs costs what one long decoded text costs. A marker inside one payload is inside
         // the joined text; the patterns' squashed form spans words anyway, as it does over the
         // value itself.
-        let joined = canon::encoded_payloads(value).join(" ");
+        let joined = canon::joined_payloads(value);
         if !joined.is_empty() && !fast::proves_clean(&joined) {
             let inner = canon::canonical(&joined)?;
             if let Some(reason) = patterns::find_marker(&inner.text, true) {
