@@ -8,7 +8,9 @@
 //!   `serde_json::Value` field, every key and value judged as text.
 //! - `many_strings`: 16 000 short strings (the item limit is 16 384), each judged as text.
 //! - `combining_marks`: four 250 KiB strings of letters each carrying 8 combining marks (the most
-//!   accepted), the canonical form dropping them all.
+//!   accepted), the canonical form dropping them all; `marks_on_cyrillic` the same on a Cyrillic
+//!   letter (which composes with some of them), `arabic_vowelled` fully vowelled Arabic (a mark
+//!   on nearly every letter).
 //! - `cjk_text`, `cyrillic_text`: four 250 KiB strings of Chinese or Russian prose (NFKC,
 //!   confusable folding, eight-language phrases).
 //! - `deep_nesting`: 250 values nested to the depth limit (32 levels with the arguments object),
@@ -108,6 +110,18 @@ fn inputs() -> Vec<(&'static str, String)> {
         ("many_keys", json!({"notes": ["hi"], "meta": many})),
         ("many_strings", json!({"notes": vec!["ok then"; 16_000]})),
         ("combining_marks", notes(marks, 4, 250_000)),
+        (
+            "marks_on_cyrillic",
+            notes(&marks.replace('a', "\u{0438}"), 4, 250_000),
+        ),
+        (
+            "arabic_vowelled",
+            notes(
+                "\u{0628}\u{064E}\u{0633}\u{0652}\u{0645}\u{0650} \u{0671}\u{0644}\u{0644}\u{0651}\u{064E}\u{0647}\u{0650} ",
+                4,
+                250_000,
+            ),
+        ),
         (
             "cjk_text",
             notes(

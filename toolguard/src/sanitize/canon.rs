@@ -477,6 +477,11 @@ fn push_folded(c: char, out: &mut String) {
             out.push(lc);
             continue;
         }
+        // Lower-casing can bring out a mark (`İ` lower-cases to `i\u{307}`): dropped like
+        // every other non-spacing mark.
+        if is_nonspacing_mark(lc) {
+            continue;
+        }
         if lc.is_alphabetic() {
             // Accented Latin letters: the canonical decomposition is an ASCII letter plus marks.
             let mut base = None;
@@ -560,6 +565,14 @@ struct FoldedChar {
     /// A normalization boundary: NFKC quick check `Yes` and combining class 0, so nothing
     /// before it changes with it or with what follows, and alone it is its own NFKC form.
     boundary: bool,
+    /// A dropped mark (`mark`) of non-zero combining class that is its own NFKC form: after an
+    /// ASCII letter it can only compose into an accented form of that letter, which the
+    /// matching form folds back to the letter ([`normalize_into`] skips the normalizer there).
+    inert: bool,
+    /// An inert mark with NFKC quick check `Yes`: it never composes with what comes before it,
+    /// so after a boundary character NFKC could only reorder it among the other marks, which
+    /// are all dropped.
+    stable: bool,
     /// Length of the folded text in `bytes`; [`FoldedChar::UNCACHED`] when it does not fit.
     len: u8,
     /// The folded text (UTF-8) of a `Normal` character that is neither space nor mark.
@@ -575,6 +588,8 @@ impl FoldedChar {
         space: false,
         mark: false,
         boundary: false,
+        inert: false,
+        stable: false,
         len: 0,
         bytes: [0; FoldedChar::CAPACITY],
     };
@@ -584,15 +599,21 @@ impl FoldedChar {
         let normal = class == CharClass::Normal;
         let space = normal && c.is_whitespace();
         let mark = normal && !space && is_nonspacing_mark(c);
-        let boundary = unicode_normalization::char::canonical_combining_class(c) == 0
-            && unicode_normalization::is_nfkc_quick(std::iter::once(c))
-                == unicode_normalization::IsNormalized::Yes;
+        let combining = unicode_normalization::char::canonical_combining_class(c);
+        let quick_yes = unicode_normalization::is_nfkc_quick(std::iter::once(c))
+            == unicode_normalization::IsNormalized::Yes;
+        let boundary = combining == 0 && quick_yes;
+        let inert =
+            mark && combining != 0 && NFKC.normalize(c.encode_utf8(&mut [0u8; 4])).chars().eq([c]);
+        let stable = inert && quick_yes;
         let mut entry = FoldedChar {
             c,
             class,
             space,
             mark,
             boundary,
+            inert,
+            stable,
             ..FoldedChar::EMPTY
         };
         if normal && !space && !mark {
@@ -656,17 +677,34 @@ thread_local! {
 /// with the unchanged ones between them, in one call per region, as long as the unchanged gap
 /// stays under [`NORMALIZE_GAP`] bytes: a call per stretch would cost more than the normalizer's
 /// own pass over the gap (a letter with its marks every few characters is the worst case).
+///
+/// Two kinds of stretch whose matching form NFKC cannot change are passed on as they are, since
+/// the writer drops their marks: a boundary character followed only by [`FoldedChar::stable`]
+/// marks (NFKC could only reorder the marks: fully vowelled Arabic or Hebrew), and an ASCII
+/// letter followed only by [`FoldedChar::inert`] marks (`a\u{301}\u{302}…`: NFKC could only
+/// compose the letter with some of them, and every such composite folds back to the letter; the
+/// exhaustive test below checks every composite of an ASCII letter). `push` therefore sees NFKC
+/// text except for such stretches.
 fn normalize_into(s: &str, cache: &mut FoldCache, mut push: impl FnMut(char, &mut FoldCache)) {
     let mut region = Region::default();
-    // Start of the current stretch, and whether anything but its boundary character is in it.
+    // Start of the current stretch; whether anything is in it that NFKC may change in the
+    // matching form; whether it starts at a boundary character, and at an ASCII letter.
     let mut start = 0;
     let mut dirty = false;
+    let mut starter = false;
+    let mut letter = false;
     for (i, c) in s.char_indices() {
-        if c.is_ascii() || cache.get(c).boundary {
+        let boundary = c.is_ascii() || {
+            let entry = cache.get(c);
+            if !entry.boundary && !(starter && entry.stable) && !(letter && entry.inert) {
+                dirty = true;
+            }
+            entry.boundary
+        };
+        if boundary {
             region.stretch(s, start, i, dirty, cache, &mut push);
             (start, dirty) = (i, false);
-        } else {
-            dirty = true;
+            (starter, letter) = (true, c.is_ascii_alphabetic());
         }
     }
     region.stretch(s, start, s.len(), dirty, cache, &mut push);
@@ -1024,6 +1062,42 @@ mod tests {
         out
     }
 
+    fn writer() -> CanonicalWriter {
+        CanonicalWriter {
+            text: String::new(),
+            pending: None,
+            hidden: None,
+            decoded: false,
+        }
+    }
+
+    /// The matching form (text and pending white space) built from `chars`.
+    fn written(chars: impl Iterator<Item = char>) -> (String, Option<usize>) {
+        FOLD_CACHE.with(|cache| {
+            let cache = &mut cache.borrow_mut();
+            let mut w = writer();
+            chars.for_each(|c| w.push(c, cache));
+            (w.text, w.pending)
+        })
+    }
+
+    /// Whether `s` holds a combining mark (where [`normalize_into`] may pass the text on
+    /// unnormalized).
+    fn has_mark(s: &str) -> bool {
+        s.chars().any(is_nonspacing_mark)
+    }
+
+    /// `s` through [`normalize_into`] gives the matching form NFKC of the whole text gives, and
+    /// exactly the NFKC text unless it holds marks.
+    fn check_against_whole_nfkc(s: &str) {
+        let stretched = stretched_nfkc(s);
+        let whole: String = s.nfkc().collect();
+        if !has_mark(s) {
+            assert_eq!(stretched, whole, "{s:?}");
+        }
+        assert_eq!(written(stretched.chars()), written(whole.chars()), "{s:?}");
+    }
+
     /// The differential test of the stretch-wise normalizer: on every code point between
     /// characters it may compose or reorder with, and on random strings of characters that
     /// compose, decompose, reorder or fold, it gives exactly what NFKC over the whole text gives.
@@ -1036,8 +1110,10 @@ mod tests {
             for s in [
                 format!("A{c}\u{0327}\u{0301}"),
                 format!("\u{1100}{c}\u{11A8}\u{FF9E}"),
+                format!("{c}\u{064E}\u{0651}\u{0301}"),
+                format!("{c}\u{0336}\u{05B0}\u{0323}"),
             ] {
-                assert_eq!(stretched_nfkc(&s), s.nfkc().collect::<String>(), "{s:?}");
+                check_against_whole_nfkc(&s);
             }
         }
         let pool = [
@@ -1093,6 +1169,19 @@ mod tests {
             '\u{0CC6}',
             '\u{0CC2}',
             '\u{0CD5}',
+            '\u{0627}',
+            '\u{0628}',
+            '\u{064E}',
+            '\u{0651}',
+            '\u{0652}',
+            '\u{0653}',
+            '\u{0654}',
+            '\u{05D1}',
+            '\u{05BC}',
+            '\u{0336}',
+            '\u{20DD}',
+            '\u{00E9}',
+            '\u{0130}',
         ];
         let mut state = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = |n: usize| {
@@ -1104,7 +1193,7 @@ mod tests {
         for _ in 0..200_000 {
             let len = next(10);
             let s: String = (0..len).map(|_| pool[next(pool.len())]).collect();
-            assert_eq!(stretched_nfkc(&s), s.nfkc().collect::<String>(), "{s:?}");
+            check_against_whole_nfkc(&s);
         }
         // Long text: stretches that change, apart and close together, between runs of
         // unchanged text shorter and longer than the gap a region spans.
@@ -1118,7 +1207,51 @@ mod tests {
                     s.push_str(&fillers[next(fillers.len())].repeat(next(3 * NORMALIZE_GAP)));
                 }
             }
-            assert_eq!(stretched_nfkc(&s), s.nfkc().collect::<String>(), "{s:?}");
+            check_against_whole_nfkc(&s);
+        }
+    }
+
+    /// Every character whose canonical decomposition is an ASCII letter and marks, decomposed
+    /// (and with more inert marks after it): passed on unnormalized, it gives the matching form
+    /// its NFKC form gives. With the random strings above, this is what lets
+    /// [`normalize_into`] skip the normalizer after an ASCII letter.
+    #[test]
+    fn letters_with_inert_marks_match_as_their_nfkc() {
+        let inert = |c: char| FoldedChar::new(c).inert;
+        let mut composites = 0;
+        for cp in 0..=0x10FFFFu32 {
+            let Some(c) = char::from_u32(cp) else {
+                continue;
+            };
+            let decomposed: String = std::iter::once(c).nfd().collect();
+            let mut chars = decomposed.chars();
+            if !chars.next().is_some_and(|l| l.is_ascii_alphabetic()) || !chars.all(inert) {
+                continue;
+            }
+            composites += 1;
+            for s in [
+                decomposed.clone(),
+                format!("{decomposed}\u{0336}\u{0308}"),
+                format!("x{decomposed}\u{0301}\u{0301} y"),
+            ] {
+                check_against_whole_nfkc(&s);
+            }
+        }
+        assert!(composites > 500, "{composites}");
+        // Every inert mark after every ASCII letter, alone and in pairs with the marks that
+        // compose most.
+        let marks: Vec<char> = (0..=0x10FFFFu32)
+            .filter_map(char::from_u32)
+            .filter(|&c| inert(c))
+            .collect();
+        for letter in ('a'..='z').chain('A'..='Z') {
+            for &m in &marks {
+                check_against_whole_nfkc(&format!("{letter}{m}"));
+                for second in ['\u{0301}', '\u{0308}', '\u{0323}', '\u{0327}', '\u{0345}'] {
+                    check_against_whole_nfkc(&format!("{letter}{m}{second}"));
+                    check_against_whole_nfkc(&format!("{letter}{second}{m}"));
+                }
+            }
         }
     }
 
@@ -1126,12 +1259,6 @@ mod tests {
     /// in white space, line breaks and controls.
     #[test]
     fn ascii_runs_are_written_as_bytes_are() {
-        let writer = || CanonicalWriter {
-            text: String::new(),
-            pending: None,
-            hidden: None,
-            decoded: false,
-        };
         let pool = b"aZ9<|> \t\r\n\n\x00\x1f\x7f.";
         let mut state = 0x2545_F491_4F6C_DD1Du64;
         for _ in 0..20_000 {
