@@ -64,10 +64,12 @@ impl AuditSink for SealAndDrop {
     }
 }
 
-/// `n` notes of about `bytes` bytes each, made of `unit` repeated.
+/// `n` notes of about `bytes` bytes each, made of `unit` repeated, each with its own number
+/// in front (no two are the same text, so nothing worked out for one serves another).
 fn notes(unit: &str, n: usize, bytes: usize) -> Value {
-    let note = unit.repeat(bytes / unit.len());
-    json!({ "notes": vec![note; n] })
+    let body = unit.repeat(bytes / unit.len() - 1);
+    let notes: Vec<String> = (0..n).map(|k| format!("{k} {body}")).collect();
+    json!({ "notes": notes })
 }
 
 /// `n` notes of about `bytes` bytes each, made of base64 runs that all differ.

@@ -78,6 +78,11 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
     }
 
     async fn decide(&self, approver: &Principal, id: &str, verb: Verb<'_>) -> ToolOutcome {
+        crate::canonical::with_nfc_memo(self.decide_call(approver, id, verb)).await
+    }
+
+    /// [`decide`](Self::decide) inside its call's NFC memo.
+    async fn decide_call(&self, approver: &Principal, id: &str, verb: Verb<'_>) -> ToolOutcome {
         let started = Instant::now();
         let core = self.core;
         let mut t = Trace {

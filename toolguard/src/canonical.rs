@@ -67,9 +67,77 @@ pub(crate) fn nfc(s: &str) -> Cow<'_, str> {
     }
 }
 
-/// A string, in NFC, quoted and escaped.
+/// A string, in NFC, quoted and escaped. A long non-ASCII string is normalized once per call
+/// inside [`with_nfc_memo`], however many documents of the call encode it.
 pub(crate) fn string<S: Sink + ?Sized>(s: &str, out: &mut S) {
-    json(nfc(s).as_ref(), out);
+    if s.len() < NfcMemo::MIN_LEN || s.is_ascii() {
+        return json(nfc(s).as_ref(), out);
+    }
+    let memoized = NFC_MEMO.try_with(|memo| {
+        let mut memo = memo.borrow_mut();
+        match memo.get(s) {
+            Some(normalized) => json(normalized, out),
+            None => {
+                let normalized = NFC.normalize(s);
+                json(normalized.as_ref(), out);
+                memo.insert(s, normalized);
+            }
+        }
+    });
+    if memoized.is_err() {
+        json(nfc(s).as_ref(), out);
+    }
+}
+
+tokio::task_local! {
+    /// The NFC forms worked out so far in the current call ([`with_nfc_memo`]).
+    static NFC_MEMO: std::cell::RefCell<NfcMemo>;
+}
+
+/// Runs `f` (one call through the pipeline) with a memo of the NFC forms of its long strings:
+/// the request digest, its re-checks and the audit entry all encode the call's arguments, and a
+/// 1 MiB argument of combining marks costs milliseconds to normalize. The memo lives as long as
+/// `f` and holds at most [`NfcMemo::MAX_BYTES`].
+pub(crate) async fn with_nfc_memo<F: std::future::Future>(f: F) -> F::Output {
+    NFC_MEMO
+        .scope(std::cell::RefCell::new(NfcMemo::default()), f)
+        .await
+}
+
+/// Strings of one call and their NFC forms, keyed by the exact text.
+#[derive(Default)]
+struct NfcMemo {
+    /// Each string, and its NFC form when that differs.
+    entries: std::collections::HashMap<Box<str>, Option<Box<str>>>,
+    /// Bytes held, inputs and forms together.
+    bytes: usize,
+}
+
+impl NfcMemo {
+    /// Shorter strings are normalized each time (cheaper than a lookup).
+    const MIN_LEN: usize = 256;
+    /// What one call's memo holds at most: twice the default argument size limit.
+    const MAX_BYTES: usize = 2 << 20;
+
+    /// The NFC form of `s` if it was worked out before.
+    fn get<'a>(&'a self, s: &'a str) -> Option<&'a str> {
+        self.entries
+            .get(s)
+            .map(|normalized| normalized.as_deref().unwrap_or(s))
+    }
+
+    /// Keeps the NFC form of `s`, while there is room.
+    fn insert(&mut self, s: &str, normalized: Cow<'_, str>) {
+        let form = match normalized {
+            Cow::Borrowed(_) => None,
+            Cow::Owned(form) => Some(form.into_boxed_str()),
+        };
+        let size = s.len() + form.as_ref().map_or(0, |f| f.len());
+        if self.bytes + size <= Self::MAX_BYTES {
+            self.bytes += size;
+            self.entries.insert(s.into(), form);
+        }
+    }
 }
 
 /// An unsigned integer.
@@ -183,6 +251,44 @@ mod tests {
         // Decomposed, "Cafe\u{301}" sorts before "Cafz"; composed, "Café" sorts after it.
         let v = json!({"Cafe\u{301}": 1, "Cafz": 2, "a": 3});
         assert_eq!(encoded(&v), "{\"Cafz\":2,\"Caf\u{e9}\":1,\"a\":3}");
+    }
+
+    /// Inside a call's memo, long strings encode exactly as outside it, the first time and when
+    /// the memo answers; what the memo holds stays within its bound.
+    #[tokio::test]
+    async fn memoized_encoding_is_the_plain_encoding() {
+        let long_marks = "e\u{0301}\u{0302} ".repeat(200);
+        let long_nfc = "caf\u{e9} ".repeat(100);
+        let v = json!({
+            "a": long_marks,
+            "b": [long_nfc, long_marks, "short e\u{0301}"],
+            "a\u{0301}": "x".repeat(300),
+        });
+        let plain = encoded(&v);
+        assert!(plain.contains("\u{e9}\u{302}"), "NFC composes e + acute");
+        assert!(
+            plain.contains("short \u{e9}\""),
+            "short strings are in NFC too"
+        );
+        assert!(plain.contains("\"\u{e1}\""), "and keys");
+        let (first, second, held) = with_nfc_memo(async {
+            let first = encoded(&v);
+            let second = encoded(&v);
+            let held = NFC_MEMO.with(|memo| memo.borrow().entries.len());
+            (first, second, held)
+        })
+        .await;
+        assert_eq!(first, plain);
+        assert_eq!(second, plain);
+        // The two distinct long non-ASCII strings; short and ASCII ones are not kept.
+        assert_eq!(held, 2);
+        let mut memo = NfcMemo::default();
+        let big = "e\u{0301}".repeat(NfcMemo::MAX_BYTES / 3);
+        memo.insert(&big, NFC.normalize(&big));
+        memo.insert("other string", Cow::Borrowed("other string"));
+        assert!(memo.bytes <= NfcMemo::MAX_BYTES);
+        assert!(memo.get(&big).is_none(), "over the bound: not kept");
+        assert_eq!(memo.get("other string"), Some("other string"));
     }
 
     #[test]

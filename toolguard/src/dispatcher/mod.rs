@@ -86,7 +86,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             "gen_ai.tool.call.id" = %capped(&call.call_id),
             "toolguard.status" = tracing::field::Empty,
         );
-        async {
+        crate::canonical::with_nfc_memo(async {
             let mut t = Trace::default();
             let result = stage::execute::contained(self.sequence(&call, principal, &mut t))
                 .await
@@ -99,7 +99,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
                 started,
             };
             stage::finish::finish(&self.core, about, t, Answer::from_exit(result)).await
-        }
+        })
         .instrument(span)
         .await
     }
