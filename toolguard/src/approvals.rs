@@ -78,7 +78,7 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
     }
 
     async fn decide(&self, approver: &Principal, id: &str, verb: Verb<'_>) -> ToolOutcome {
-        crate::canonical::with_nfc_memo(self.decide_call(approver, id, verb)).await
+        crate::canonical::with_nfc_memo(Box::pin(self.decide_call(approver, id, verb))).await
     }
 
     /// [`decide`](Self::decide) inside its call's NFC memo.

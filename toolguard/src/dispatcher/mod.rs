@@ -86,7 +86,9 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             "gen_ai.tool.call.id" = %capped(&call.call_id),
             "toolguard.status" = tracing::field::Empty,
         );
-        crate::canonical::with_nfc_memo(async {
+        // The pipeline's future is large (every stage's state): boxed once, so that wrapping it
+        // (memo, span) and awaiting it moves a pointer rather than copying it each time.
+        let pipeline = Box::pin(async {
             let mut t = Trace::default();
             let result = stage::execute::contained(self.sequence(&call, principal, &mut t))
                 .await
@@ -99,9 +101,10 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
                 started,
             };
             stage::finish::finish(&self.core, about, t, Answer::from_exit(result)).await
-        })
-        .instrument(span)
-        .await
+        });
+        crate::canonical::with_nfc_memo(pipeline)
+            .instrument(span)
+            .await
     }
 
     /// The stage sequence of a call. Each step passes the call on, stops it, or answers it from
