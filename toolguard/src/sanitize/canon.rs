@@ -573,6 +573,8 @@ struct FoldedChar {
     /// so after a boundary character NFKC could only reorder it among the other marks, which
     /// are all dropped.
     stable: bool,
+    /// The folded text when it is one character (most letters), `'\0'` otherwise.
+    single: char,
     /// Length of the folded text in `bytes`; [`FoldedChar::UNCACHED`] when it does not fit.
     len: u8,
     /// The folded text (UTF-8) of a `Normal` character that is neither space nor mark.
@@ -590,6 +592,7 @@ impl FoldedChar {
         boundary: false,
         inert: false,
         stable: false,
+        single: '\0',
         len: 0,
         bytes: [0; FoldedChar::CAPACITY],
     };
@@ -619,6 +622,10 @@ impl FoldedChar {
         if normal && !space && !mark {
             let mut folded = String::new();
             fold_char(c, &mut folded);
+            let mut chars = folded.chars();
+            if let (Some(one), None) = (chars.next(), chars.next()) {
+                entry.single = one;
+            }
             match folded.len() {
                 n if n <= FoldedChar::CAPACITY => {
                     entry.bytes[..n].copy_from_slice(folded.as_bytes());
@@ -696,7 +703,8 @@ fn normalize_into(s: &str, cache: &mut FoldCache, mut push: impl FnMut(char, &mu
     for (i, c) in s.char_indices() {
         let boundary = c.is_ascii() || {
             let entry = cache.get(c);
-            if !entry.boundary && !(starter && entry.stable) && !(letter && entry.inert) {
+            let unchanged = entry.boundary || (starter && entry.stable) || (letter && entry.inert);
+            if !unchanged {
                 dirty = true;
             }
             entry.boundary
@@ -850,7 +858,9 @@ impl CanonicalWriter {
             CharClass::Normal => {
                 let entry = *entry;
                 self.flush_space();
-                if entry.len == FoldedChar::UNCACHED {
+                if entry.single != '\0' {
+                    self.text.push(entry.single);
+                } else if entry.len == FoldedChar::UNCACHED {
                     fold_char(c, &mut self.text);
                 } else {
                     // Copied from a `String`, whole: valid UTF-8.
