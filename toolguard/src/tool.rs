@@ -104,7 +104,17 @@ pub struct ToolContext<S> {
     call_id: String,
     operation_id: Option<String>,
     resolved: Arc<Vec<crate::sanitize::ResolvedUrl>>,
-    source_label: SourceLabel,
+    /// Present for calls of tools whose output is untrusted, the only ones whose results become
+    /// provenance sources.
+    source_label: Option<SourceLabel>,
+}
+
+/// The resolved URLs of a call that has none: one shared empty list, so a context costs no
+/// allocation for it.
+fn no_resolved_urls() -> Arc<Vec<crate::sanitize::ResolvedUrl>> {
+    static EMPTY: std::sync::OnceLock<Arc<Vec<crate::sanitize::ResolvedUrl>>> =
+        std::sync::OnceLock::new();
+    Arc::clone(EMPTY.get_or_init(|| Arc::new(Vec::new())))
 }
 
 /// The label a handler gives its result as a provenance source (shared by a context's clones).
@@ -123,28 +133,38 @@ impl<S> ToolContext<S> {
             state,
             call_id: call_id.into(),
             operation_id,
-            resolved: Arc::new(Vec::new()),
-            source_label: SourceLabel::default(),
+            resolved: no_resolved_urls(),
+            source_label: None,
         }
     }
 
     /// Labels this call's result as a provenance source for reviewers (e.g. `mail from
     /// bob@example.com`, a document's title); used when the tool declares `output =
-    /// "untrusted"`. Control characters are removed and the label is cut to
+    /// "untrusted"` (the result of any other tool is no source, and the label is ignored).
+    /// Control characters are removed and the label is cut to
     /// [`MAX_SOURCE_LABEL_CHARS`](crate::provenance::MAX_SOURCE_LABEL_CHARS).
     pub fn set_source_label(&self, label: impl Into<String>) {
-        let mut slot = self.source_label.lock().unwrap_or_else(|e| e.into_inner());
-        *slot = Some(label.into());
+        if let Some(slot) = &self.source_label {
+            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(label.into());
+        }
+    }
+
+    /// Gives the context a label slot (a call of a tool whose output is untrusted).
+    pub(crate) fn with_source_label_slot(mut self) -> Self {
+        self.source_label = Some(SourceLabel::default());
+        self
     }
 
     /// The label slot, kept by the dispatcher while the handler runs.
-    pub(crate) fn source_label(&self) -> SourceLabel {
+    pub(crate) fn source_label(&self) -> Option<SourceLabel> {
         self.source_label.clone()
     }
 
     /// Attaches the sanitizer's checked URLs (with their pinned addresses).
     pub fn with_resolved_urls(mut self, resolved: Vec<crate::sanitize::ResolvedUrl>) -> Self {
-        self.resolved = Arc::new(resolved);
+        if !resolved.is_empty() {
+            self.resolved = Arc::new(resolved);
+        }
         self
     }
 

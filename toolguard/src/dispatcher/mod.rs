@@ -141,9 +141,12 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         self.custom(StagePoint::AfterPermit, call, p, spec, &args)
             .await?;
         let decoded = tool.decode(&args)?;
-        let ctx = core
+        let mut ctx = core
             .context(p, &call.call_id, t.operation_id.clone())
             .with_resolved_urls(clean.resolved);
+        if spec.untrusted_output {
+            ctx = ctx.with_source_label_slot();
+        }
         t.source_label = ctx.source_label();
         stage::preflight::run(core, spec, p, &*decoded, &ctx, t).await?;
         crate::provenance::stage::load(core, spec, call, p, t).await?;

@@ -103,9 +103,8 @@ pub(crate) async fn settle<S: Send + Sync + 'static>(
     }
     let label = t
         .source_label
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .take();
+        .as_ref()
+        .and_then(|slot| slot.lock().unwrap_or_else(|e| e.into_inner()).take());
     let source = Source::tool_result(
         &spec.name,
         &call.call_id,

@@ -32,7 +32,8 @@ pub(crate) struct Trace {
     /// [`crate::provenance`]).
     pub(crate) sources: Vec<crate::provenance::Source>,
     /// The label the handler gave its result as a provenance source.
-    pub(crate) source_label: crate::tool::SourceLabel,
+    /// (Only for tools whose output is untrusted.)
+    pub(crate) source_label: Option<crate::tool::SourceLabel>,
 }
 
 impl Trace {
