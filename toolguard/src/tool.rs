@@ -162,9 +162,11 @@ impl<S> ToolContext<S> {
 
     /// Attaches the sanitizer's checked URLs (with their pinned addresses).
     pub fn with_resolved_urls(mut self, resolved: Vec<crate::sanitize::ResolvedUrl>) -> Self {
-        if !resolved.is_empty() {
-            self.resolved = Arc::new(resolved);
-        }
+        self.resolved = if resolved.is_empty() {
+            no_resolved_urls()
+        } else {
+            Arc::new(resolved)
+        };
         self
     }
 
