@@ -9,6 +9,8 @@ pub(crate) mod encode;
 pub mod fault;
 mod memory;
 #[cfg(feature = "postgres")]
+mod pg_batch;
+#[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "redis")]
 pub mod redis;

@@ -15,6 +15,7 @@ use std::time::{Duration, SystemTime};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
+use super::pg_batch::{Batcher, Write};
 use super::types::*;
 use super::{
     ApprovalStore, IdempotencyStore, OperationStore, SessionLedger, StoreError, StoreResult,
@@ -320,6 +321,9 @@ pub struct PgStore {
     relaxed: Pool,
     /// Whether those writes use `relaxed`: set once an audit trail shares the store's pool.
     defer: Arc<AtomicBool>,
+    /// Group commit of operation records and completions on `pool` and on `relaxed`.
+    batched: Batcher,
+    batched_relaxed: Batcher,
     schema: String,
 }
 
@@ -333,10 +337,18 @@ impl std::fmt::Debug for PgStore {
 
 impl PgStore {
     /// Connects, creating the schema and applying migrations if needed.
+    ///
+    /// Operation records and idempotency completions go through a writer task per pool
+    /// (started on the current Tokio runtime) that writes everything queued with one statement,
+    /// so concurrent calls share round trips.
     pub async fn connect(config: &PgConfig) -> StoreResult<Self> {
+        let pool = connect_pool(config).await?;
+        let relaxed = build_pool(config, Commits::Relaxed)?;
         Ok(PgStore {
-            pool: connect_pool(config).await?,
-            relaxed: build_pool(config, Commits::Relaxed)?,
+            batched: Batcher::start(pool.clone()),
+            batched_relaxed: Batcher::start(relaxed.clone()),
+            pool,
+            relaxed,
             defer: Arc::new(AtomicBool::new(false)),
             schema: config.schema.clone(),
         })
@@ -374,6 +386,15 @@ impl PgStore {
             &self.relaxed
         } else {
             &self.pool
+        }
+    }
+
+    /// The writer for a write that a later synced write of the same call covers.
+    fn covered_batch(&self) -> &Batcher {
+        if self.defer.load(Ordering::Relaxed) {
+            &self.batched_relaxed
+        } else {
+            &self.batched
         }
     }
 
@@ -535,21 +556,13 @@ impl IdempotencyStore for PgStore {
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
-            let body = to_json(&outcome)?;
-            let expires = i64_of(unix_millis(now).saturating_add(millis(ttl)));
-            let client = self.covered().get().await.map_err(err)?;
-            let stmt = client
-                .prepare_cached(
-                    "UPDATE toolguard_idempotency SET outcome = $1, owner = NULL, expires_at_ms = $2
-                     WHERE key = $3 AND owner = $4 AND outcome IS NULL",
-                )
-                .await
-                .map_err(err)?;
-            let n = client
-                .execute(&stmt, &[&body, &expires, &key.storage_key(), &owner])
-                .await
-                .map_err(err)?;
-            Ok(n == 1)
+            let write = Write::Completion {
+                key: key.storage_key(),
+                owner: owner.to_owned(),
+                outcome: to_json(&outcome)?,
+                expires_at_ms: i64_of(unix_millis(now).saturating_add(millis(ttl))),
+            };
+            self.covered_batch().submit(write).await
         })
     }
 
@@ -1140,27 +1153,18 @@ impl SessionLedger for PgStore {
 impl OperationStore for PgStore {
     fn put<'a>(&'a self, record: &'a OperationRecord) -> BoxFuture<'a, StoreResult<()>> {
         Box::pin(async move {
-            let body = to_json(record)?;
+            let write = Write::Operation {
+                id: record.id.clone(),
+                updated_at_ms: i64_of(record.updated_at_ms),
+                body: to_json(record)?,
+            };
             // The record written before the handler runs is synced (it also flushes the call's
             // reservation); the others are covered by the call's audit entry.
-            let pool = match record.state {
-                OperationState::Executing => &self.pool,
-                _ => self.covered(),
+            let writer = match record.state {
+                OperationState::Executing => &self.batched,
+                _ => self.covered_batch(),
             };
-            let client = pool.get().await.map_err(err)?;
-            let stmt = client
-                .prepare_cached(
-                    "INSERT INTO toolguard_operations (id, updated_at_ms, body) VALUES ($1, $2, $3)
-                     ON CONFLICT (id) DO UPDATE SET updated_at_ms = excluded.updated_at_ms,
-                        body = excluded.body",
-                )
-                .await
-                .map_err(err)?;
-            client
-                .execute(&stmt, &[&record.id, &i64_of(record.updated_at_ms), &body])
-                .await
-                .map_err(err)?;
-            Ok(())
+            writer.submit(write).await.map(|_| ())
         })
     }
 

@@ -1,0 +1,207 @@
+//! The PostgreSQL store writes operation records and idempotency completions through a writer
+//! that commits everything queued with one statement: concurrent writes share a statement, yet
+//! each caller learns exactly what its own write did, a key is completed once however many
+//! completions race in one batch, and one write the server refuses fails alone.
+
+#![cfg(feature = "postgres")]
+
+mod store_support;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use serde_json::json;
+use toolguard::Status;
+use toolguard::store::{
+    IdempotencyStore, OperationRecord, OperationState, OperationStore, PgConfig, PgStore,
+    RecordState, Reservation, ScopedKey, StoredOutcome,
+};
+
+const TASKS: usize = 64;
+
+async fn store(test: &str) -> Option<Arc<PgStore>> {
+    let url = store_support::pg_url(test)?;
+    let config = PgConfig::new(url)
+        .schema(store_support::unique(test))
+        .pool_size(4);
+    Some(Arc::new(
+        PgStore::connect(&config).await.expect("connect postgres"),
+    ))
+}
+
+fn key(n: usize) -> ScopedKey {
+    ScopedKey {
+        tenant: "acme".into(),
+        subject: "alice".into(),
+        tool: "transfer".into(),
+        key: format!("key-{n}"),
+    }
+}
+
+fn outcome(n: usize) -> StoredOutcome {
+    StoredOutcome {
+        status: Status::Ok,
+        reason: None,
+        message: None,
+        output: Some(json!({ "n": n })),
+        approval: None,
+        operation_id: Some(format!("op-{n}")),
+    }
+}
+
+fn operation(id: &str, state: OperationState, n: usize) -> OperationRecord {
+    OperationRecord {
+        id: id.to_owned(),
+        tenant: "acme".into(),
+        subject: "alice".into(),
+        tool: "transfer".into(),
+        call_id: format!("call-{n}"),
+        state,
+        outcome: None,
+        arguments: Arc::new(json!({ "n": n })),
+        idempotency: None,
+        approval_id: None,
+        updated_at_ms: n as u64,
+    }
+}
+
+async fn reserve(store: &PgStore, n: usize) -> String {
+    let now = SystemTime::now();
+    let hour = Duration::from_secs(3600);
+    match store
+        .reserve(&key(n), "digest", None, hour, hour, now)
+        .await
+    {
+        Ok(Reservation::Reserved { owner }) => owner,
+        other => panic!("key {n} was free: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_each_see_their_own_writes() {
+    let Some(store) = store("group_commit_calls").await else {
+        return;
+    };
+    let mut tasks = Vec::new();
+    for n in 0..TASKS {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let owner = reserve(&store, n).await;
+            let id = format!("op-{n}");
+            store
+                .put(&operation(&id, OperationState::Executing, n))
+                .await
+                .expect("put");
+            let hour = Duration::from_secs(3600);
+            let now = SystemTime::now();
+            let done = store.complete(&key(n), &owner, outcome(n), hour, now).await;
+            assert_eq!(done.expect("complete"), true, "the owner completes key {n}");
+            // A stale owner token completes nothing.
+            let again = store
+                .complete(&key(n), "stale", outcome(n), hour, now)
+                .await;
+            assert_eq!(again.expect("complete"), false, "key {n} is already done");
+            let mut last = operation(&id, OperationState::Ok, n);
+            last.outcome = Some(outcome(n));
+            store.put(&last).await.expect("put");
+            (n, last)
+        }));
+    }
+    for task in tasks {
+        let (n, last) = task.await.expect("task");
+        let now = SystemTime::now();
+        let record = IdempotencyStore::get(&*store, &key(n), now)
+            .await
+            .expect("get")
+            .expect("record");
+        assert_eq!(
+            record.state,
+            RecordState::Done {
+                outcome: outcome(n)
+            },
+            "key {n}"
+        );
+        let stored = OperationStore::get(&*store, &last.id).await.expect("get");
+        assert_eq!(stored, Some(last), "operation {n} holds its last record");
+    }
+    let _ = store.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_completions_of_one_key_complete_it_once() {
+    let Some(store) = store("group_commit_race").await else {
+        return;
+    };
+    for round in 0..20 {
+        let owner = reserve(&store, round).await;
+        let hour = Duration::from_secs(3600);
+        let racers: Vec<_> = (0..8)
+            .map(|i| {
+                let (store, owner) = (store.clone(), owner.clone());
+                tokio::spawn(async move {
+                    let now = SystemTime::now();
+                    store
+                        .complete(&key(round), &owner, outcome(i), hour, now)
+                        .await
+                })
+            })
+            .collect();
+        let mut won = Vec::new();
+        for (i, racer) in racers.into_iter().enumerate() {
+            if racer.await.expect("task").expect("complete") {
+                won.push(i);
+            }
+        }
+        assert_eq!(
+            won.len(),
+            1,
+            "round {round}: exactly one completion wins, not {won:?}"
+        );
+        let record = IdempotencyStore::get(&*store, &key(round), SystemTime::now())
+            .await
+            .expect("get")
+            .expect("record");
+        assert_eq!(
+            record.state,
+            RecordState::Done {
+                outcome: outcome(won[0])
+            }
+        );
+    }
+    let _ = store.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_the_server_refuses_fails_alone() {
+    let Some(store) = store("group_commit_refused").await else {
+        return;
+    };
+    for round in 0..10 {
+        let mut tasks = Vec::new();
+        for n in 0..16 {
+            let store = store.clone();
+            // PostgreSQL text cannot hold NUL: this record's write is refused.
+            let id = match n {
+                7 => format!("op-\u{0}-{round}"),
+                _ => format!("op-{round}-{n}"),
+            };
+            tasks.push(tokio::spawn(async move {
+                let result = store
+                    .put(&operation(&id, OperationState::Executing, n))
+                    .await;
+                (n, id, result)
+            }));
+        }
+        for task in tasks {
+            let (n, id, result) = task.await.expect("task");
+            if n == 7 {
+                assert!(result.is_err(), "the refused record reports its error");
+            } else {
+                result.unwrap_or_else(|e| panic!("record {n} was written: {e}"));
+                let stored = OperationStore::get(&*store, &id).await.expect("get");
+                assert_eq!(stored.map(|r| r.call_id), Some(format!("call-{n}")));
+            }
+        }
+    }
+    let _ = store.drop_schema().await;
+}
