@@ -95,12 +95,12 @@ async fn concurrent_calls_each_see_their_own_writes() {
             let hour = Duration::from_secs(3600);
             let now = SystemTime::now();
             let done = store.complete(&key(n), &owner, outcome(n), hour, now).await;
-            assert_eq!(done.expect("complete"), true, "the owner completes key {n}");
+            assert!(done.expect("complete"), "the owner completes key {n}");
             // A stale owner token completes nothing.
             let again = store
                 .complete(&key(n), "stale", outcome(n), hour, now)
                 .await;
-            assert_eq!(again.expect("complete"), false, "key {n} is already done");
+            assert!(!again.expect("complete"), "key {n} is already done");
             let mut last = operation(&id, OperationState::Ok, n);
             last.outcome = Some(outcome(n));
             store.put(&last).await.expect("put");
