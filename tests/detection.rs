@@ -93,7 +93,7 @@ impl Lab {
         assert_eq!(entry.record.event, AuditEvent::Alert);
         assert_eq!(entry.record.reason.as_deref(), Some(alert.rule.as_str()));
         let recorded: Alert =
-            serde_json::from_value(entry.record.arguments.clone().unwrap()).unwrap();
+            serde_json::from_value(entry.record.arguments.as_deref().cloned().unwrap()).unwrap();
         assert_eq!(recorded.evidence, alert.evidence);
         for seq in &alert.evidence.audit_seqs {
             let call = self.audit.get(*seq).unwrap();

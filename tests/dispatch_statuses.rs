@@ -363,7 +363,7 @@ async fn tampering_with_one_entry_is_detected_at_that_entry() {
     }
     h.audit.verify().expect("untouched chain verifies");
     h.audit.with_storage(|entries| {
-        entries[3].record.arguments = Some(json!({"note": "forged"}));
+        entries[3].record.arguments = Some(std::sync::Arc::new(json!({"note": "forged"})));
     });
     let seq = h.audit.entries()[3].seq;
     let broken = h.audit.verify().unwrap_err();

@@ -83,7 +83,7 @@ fn full_record() -> AuditRecord {
         status: Some(Status::Ok),
         reason: Some("approved".into()),
         request_digest: Some("k1:00ff".into()),
-        arguments: Some(arguments()),
+        arguments: Some(std::sync::Arc::new(arguments())),
         modifications: vec![
             Modification {
                 field: "/memo".into(),

@@ -849,7 +849,7 @@ fn record(i: u64) -> AuditRecord {
         tool: format!("tool-{}", i % 3),
         call_id: format!("call-{i}"),
         status: Some(Status::Ok),
-        arguments: Some(json!({"n": i, "note": "é"})),
+        arguments: Some(std::sync::Arc::new(json!({"n": i, "note": "é"}))),
         ..AuditRecord::default()
     }
 }

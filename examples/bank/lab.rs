@@ -877,7 +877,7 @@ async fn audit_chain(lab: &mut Lab, c: &mut Claims) {
         if let Some(e) = stored.iter_mut().find(|e| e.seq == target)
             && let Some(args) = e.record.arguments.as_mut()
         {
-            args["amount"] = json!(25_000);
+            std::sync::Arc::make_mut(args)["amount"] = json!(25_000);
         }
     });
     let broken = lab.audit.verify();

@@ -77,7 +77,7 @@ fn bench(c: &mut Criterion) {
         tenant: "acme".into(),
         subject: "alice".into(),
         tool: "transfer".into(),
-        arguments: Some(args()),
+        arguments: Some(std::sync::Arc::new(args())),
         ..AuditRecord::default()
     };
     let sink = MemoryAuditSink::new();

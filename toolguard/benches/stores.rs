@@ -241,7 +241,9 @@ fn record(i: u64) -> AuditRecord {
         idempotency_key: Some(format!("key-{i:012}")),
         status: Some(Status::Ok),
         request_digest: Some("9f".repeat(32)),
-        arguments: Some(json!({"from": "acc-1", "amount": i % 1_000, "currency": "USD"})),
+        arguments: Some(std::sync::Arc::new(
+            json!({"from": "acc-1", "amount": i % 1_000, "currency": "USD"}),
+        )),
         duration_us: 120,
         ..AuditRecord::default()
     }

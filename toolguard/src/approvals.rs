@@ -6,6 +6,7 @@
 //! digest) and seal → decide → principal(requester, refreshed) → permit → policy(ledger) →
 //! recheck → execute → envelope → settle → audit. Every store call runs under the store deadline.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::audit::AuditEvent;
@@ -105,7 +106,7 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
         t.request_digest = Some(request.request_digest.clone());
         t.arguments = core
             .spec(&request.tool)
-            .map(|s| stage::intent::redact(s, &request.arguments));
+            .map(|s| Arc::new(stage::intent::redact(s, &request.arguments)));
         let run = decision(core, request.clone(), approver, verb, &mut t);
         let result = stage::execute::contained(run)
             .await

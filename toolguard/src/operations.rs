@@ -121,7 +121,7 @@ async fn query<S: Send + Sync + 'static>(
     let spec = tool.spec();
     t.at(Stage::Permit);
     stage::authorize::permit(core, principal, spec).await?;
-    t.arguments = Some(stage::intent::redact(spec, &record.arguments));
+    t.arguments = Some(stage::intent::redacted(spec, &record.arguments));
     let mut record = stage::reconcile::current(record, spec.timeout, core.now());
     if record.state != OperationState::OutcomeUnknown {
         return Ok(report(record, false));

@@ -167,7 +167,9 @@ mod tests {
             status: Some(Status::IdempotencyConflict),
             reason: Some("r".into()),
             request_digest: Some("k:ff".into()),
-            arguments: Some(json!({"b": [1, 2.5, -3], "a\u{0301}": {"y": null, "x": true}})),
+            arguments: Some(std::sync::Arc::new(
+                json!({"b": [1, 2.5, -3], "a\u{0301}": {"y": null, "x": true}}),
+            )),
             modifications: vec![Modification {
                 field: "/a".into(),
                 what: "zero_width".into(),

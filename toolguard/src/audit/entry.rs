@@ -1,3 +1,5 @@
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -57,8 +59,9 @@ pub struct AuditRecord {
     /// Request digest (once the arguments were sanitized).
     pub request_digest: Option<String>,
     /// Sanitized arguments with `sensitive` fields redacted; absent before sanitization passed,
-    /// so that no raw payload of a refused call is ever stored.
-    pub arguments: Option<Value>,
+    /// so that no raw payload of a refused call is ever stored. Shared with the call's own copy
+    /// when no field is `sensitive` (nothing to redact), so recording it copies nothing.
+    pub arguments: Option<Arc<Value>>,
     /// What the sanitizer removed.
     pub modifications: Vec<Modification>,
     /// Approval request id.

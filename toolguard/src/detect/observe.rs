@@ -321,7 +321,7 @@ fn alert_record(alert: &Alert, obs: &Observation) -> AuditRecord {
         tool: obs.tool.clone(),
         call_id: obs.call_id.clone(),
         reason: Some(alert.rule.clone()),
-        arguments: serde_json::to_value(alert).ok(),
+        arguments: serde_json::to_value(alert).ok().map(std::sync::Arc::new),
         ..AuditRecord::default()
     }
 }
@@ -376,7 +376,7 @@ async fn respond<S: Send + Sync + 'static>(
                 "blocked"
             }
         )),
-        arguments: serde_json::to_value(&put).ok(),
+        arguments: serde_json::to_value(&put).ok().map(std::sync::Arc::new),
         ..AuditRecord::default()
     };
     append(core, record).await;

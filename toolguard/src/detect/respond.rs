@@ -193,9 +193,9 @@ impl<S: Send + Sync + 'static> Detections<'_, S> {
             call_id: found.call_id.clone(),
             reason: Some("response_lifted".to_owned()),
             approver: Some(reviewer.subject.clone()),
-            arguments: Some(serde_json::json!({
+            arguments: Some(std::sync::Arc::new(serde_json::json!({
                 "kind": found.kind.as_str(), "rule": found.rule, "note": reason,
-            })),
+            }))),
             ..AuditRecord::default()
         };
         super::observe::append(core, record).await;

@@ -23,7 +23,7 @@
 
 use std::sync::OnceLock;
 
-use aho_corasick::AhoCorasick;
+use aho_corasick::{AhoCorasick, AhoCorasickKind};
 
 use super::canon::MIN_BASE64_RUN;
 
@@ -34,7 +34,7 @@ const STACK_BYTES: usize = 256;
 /// of [`super::fold`] (`0 1 3 4 5 7 8 9 @ $ !`), with `1` and `l` both read `i`, and ASCII
 /// lower case. Applied to the anchors and to the text alike, so an anchor in any reading of the
 /// text is an anchor in this one.
-fn letter(b: u8) -> u8 {
+const fn letter(b: u8) -> u8 {
     match b.to_ascii_lowercase() {
         b'0' => b'o',
         b'1' | b'l' | b'!' => b'i',
@@ -48,11 +48,23 @@ fn letter(b: u8) -> u8 {
     }
 }
 
+/// [`letter`] of every byte, so the scan reads each one from a table.
+const LETTERS: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0usize;
+    while b < 256 {
+        table[b] = letter(b as u8);
+        b += 1;
+    }
+    table
+};
+
 /// Byte class bits of [`CLASSES`].
 const TRIGGER: u8 = 1;
 const BASE64: u8 = 2;
 const LEET: u8 = 4;
 const WORD: u8 = 8;
+const ALNUM: u8 = 16;
 
 /// The class bits of every byte, so the scan looks each byte up once: [`TRIGGER`] for a byte
 /// that sends a value the full way (see the module documentation), [`BASE64`] for a character
@@ -98,6 +110,9 @@ const CLASSES: [u8; 256] = {
         if c.is_ascii_alphanumeric() || matches!(c, b'@' | b'$' | b'!') {
             class |= WORD;
         }
+        if c.is_ascii_alphanumeric() {
+            class |= ALNUM;
+        }
         table[b] = class;
         b += 1;
     }
@@ -134,7 +149,12 @@ fn anchors() -> &'static AhoCorasick {
             .collect();
         words.sort();
         words.dedup();
-        AhoCorasick::new(&words).expect("fast path anchors")
+        // A DFA: one table step per byte, the cheapest search over the short values most calls
+        // carry (the anchors are a few hundred short words, so the table stays small).
+        AhoCorasick::builder()
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(&words)
+            .expect("fast path anchors")
     })
 }
 
@@ -142,6 +162,17 @@ fn anchors() -> &'static AhoCorasick {
 /// module documentation). `false` means "not proven", never "a marker".
 pub fn proves_clean(value: &str) -> bool {
     let bytes = value.as_bytes();
+    let mut stack = [0u8; STACK_BYTES];
+    let mut heap = Vec::new();
+    let buffer: &mut [u8] = if bytes.len() <= STACK_BYTES {
+        &mut stack[..bytes.len()]
+    } else {
+        heap.resize(bytes.len(), 0);
+        &mut heap
+    };
+    // The plain reading (letters and digits as `letter` reads them, everything else removed) is
+    // written in the same pass that looks for triggers and payload runs.
+    let mut plain = 0usize;
     let mut run = 0usize;
     // A word (letters, digits and `@ $ !`) that mixes letters with leetspeak characters and
     // holds an `@` or `!`: its leetspeak reading keeps those as letters, where the plain
@@ -161,26 +192,21 @@ pub fn proves_clean(value: &str) -> bool {
             letters |= b.is_ascii_alphabetic();
             leet |= class & LEET != 0;
             sign |= matches!(b, b'@' | b'!');
+            if class & ALNUM != 0 {
+                buffer[plain] = LETTERS[usize::from(b)];
+                plain += 1;
+            }
         } else {
             mixed_sign |= letters && leet && sign;
             (letters, leet, sign) = (false, false, false);
         }
     }
     mixed_sign |= letters && leet && sign;
-    let mut stack = [0u8; STACK_BYTES];
-    let mut heap = Vec::new();
-    let buffer: &mut [u8] = if bytes.len() <= STACK_BYTES {
-        &mut stack[..bytes.len()]
-    } else {
-        heap.resize(bytes.len(), 0);
-        &mut heap
-    };
-    let plain = squash(bytes, buffer, false);
     if anchors().is_match(&buffer[..plain]) {
         return false;
     }
     if mixed_sign {
-        let leet = squash(bytes, buffer, true);
+        let leet = leet_reading(bytes, buffer);
         if anchors().is_match(&buffer[..leet]) {
             return false;
         }
@@ -188,10 +214,10 @@ pub fn proves_clean(value: &str) -> bool {
     true
 }
 
-/// Writes the letters and digits of `bytes` into `out` as [`letter`] reads them, every other
-/// character removed; with `signs`, the `@` and `!` of words that mix letters and leetspeak are
-/// kept as letters too (the leetspeak reading). Returns the length written.
-fn squash(bytes: &[u8], out: &mut [u8], signs: bool) -> usize {
+/// Writes the leetspeak reading of `bytes` into `out`: the letters and digits as [`letter`]
+/// reads them, and the `@` and `!` of words that mix letters and leetspeak too, every other
+/// character removed. Returns the length written.
+fn leet_reading(bytes: &[u8], out: &mut [u8]) -> usize {
     let mut n = 0;
     let mut start = 0;
     while start < bytes.len() {
@@ -205,11 +231,10 @@ fn squash(bytes: &[u8], out: &mut [u8], signs: bool) -> usize {
             .position(|&b| !is_word(b))
             .map_or(bytes.len(), |i| start + i);
         let word = &bytes[start..end];
-        let mixed =
-            signs && word.iter().any(u8::is_ascii_alphabetic) && word.iter().copied().any(is_leet);
+        let mixed = word.iter().any(u8::is_ascii_alphabetic) && word.iter().copied().any(is_leet);
         for &b in word {
             if b.is_ascii_alphanumeric() || mixed {
-                out[n] = letter(b);
+                out[n] = LETTERS[usize::from(b)];
                 n += 1;
             }
         }

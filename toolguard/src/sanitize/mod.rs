@@ -148,7 +148,8 @@ pub mod patterns;
 pub mod phrases;
 pub mod url;
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -299,8 +300,10 @@ struct FieldPolicy {
 /// ```
 #[derive(Clone)]
 pub struct Sanitizer {
-    /// Field rules by tool, then field: looked up without building a key.
-    fields: HashMap<String, HashMap<String, FieldPolicy>>,
+    /// Field rules by tool, then field: looked up without building a key. Ordered maps: a few
+    /// string comparisons find a rule (no hashing per judged string), and the build-time name
+    /// check lists them in a stable order.
+    fields: BTreeMap<String, BTreeMap<String, FieldPolicy>>,
     resolver: Arc<dyn HostResolver>,
     identifier_max_len: usize,
     limits: Limits,
@@ -309,7 +312,7 @@ pub struct Sanitizer {
 impl Default for Sanitizer {
     fn default() -> Self {
         Sanitizer {
-            fields: HashMap::new(),
+            fields: BTreeMap::new(),
             resolver: Arc::new(NoResolution),
             identifier_max_len: DEFAULT_IDENTIFIER_MAX_LEN,
             limits: Limits::default(),
@@ -482,7 +485,7 @@ impl Sanitizer {
     pub fn sanitize(&self, spec: &ToolSpec, args: &mut Value) -> SanitizeReport {
         let mut report = SanitizeReport::default();
         let default_field = FieldSpec::default();
-        let mut pointer = String::new();
+        let mut pointer = String::with_capacity(64);
         let result = match args {
             Value::Object(map) => {
                 let mut r = Ok(());
@@ -560,7 +563,13 @@ impl Sanitizer {
                 for (key, item) in map.iter_mut() {
                     pointer.truncate(len);
                     push_pointer(pointer, key);
-                    self.check_key(tool, key, pointer, len)?;
+                    // The members a money amount is made of are words of the kind itself, not
+                    // text from the caller; any other key is judged.
+                    let kind_member = field.kind == FieldKind::Money
+                        && matches!(key.as_str(), "amount" | "currency");
+                    if !kind_member {
+                        self.check_key(tool, key, pointer, len)?;
+                    }
                     self.walk(tool, field, item, pointer, report)?;
                 }
                 pointer.truncate(len);
@@ -698,7 +707,8 @@ impl Sanitizer {
             Err(reason) => return Judged::blocked(reason),
         };
         let current: &str = cleaned.as_deref().unwrap_or(value);
-        let policy = self.policy(tool, &field.name);
+        // Looked up only by the kinds and paths that read it: most judged strings need no rule.
+        let policy = || self.policy(tool, &field.name);
         let mut resolved = None;
         let kind_result = match kind {
             FieldKind::Identifier => {
@@ -707,44 +717,43 @@ impl Sanitizer {
                     .map(|m| m as usize)
                     .unwrap_or(self.identifier_max_len);
                 check_identifier(current, max).and_then(|()| {
-                    let dash_ok = policy.is_some_and(|p| p.leading_dash);
-                    if current.starts_with('-') && !dash_ok {
+                    if current.starts_with('-') && !policy().is_some_and(|p| p.leading_dash) {
                         Err("identifier_leading_dash")
                     } else {
                         Ok(())
                     }
                 })
             }
-            FieldKind::Text => markers(current, !policy.is_some_and(|p| p.markup_links)),
-            FieldKind::Name => check_name(current).and_then(|()| markers(current, false)),
+            FieldKind::Text => markers(current, || !policy().is_some_and(|p| p.markup_links)),
+            FieldKind::Name => check_name(current).and_then(|()| markers(current, || false)),
             FieldKind::Email => {
-                check_email(current, policy.and_then(|p| p.email_domains.as_deref()))
-                    .and_then(|()| markers(current, false))
+                check_email(current, policy().and_then(|p| p.email_domains.as_deref()))
+                    .and_then(|()| markers(current, || false))
             }
             FieldKind::Url => {
                 let default = UrlPolicy::default();
-                let up = policy.map(|p| &p.url).unwrap_or(&default);
+                let up = policy().map(|p| &p.url).unwrap_or(&default);
                 match url::check_url(current, up, self.resolver.as_ref()) {
                     Ok(r) => {
                         resolved = Some(r);
-                        markers(current, false)
+                        markers(current, || false)
                     }
                     Err(e) => Err(e),
                 }
             }
             FieldKind::Path => {
-                let root = policy
+                let root = policy()
                     .and_then(|p| p.root.clone())
                     .or_else(|| field.root.as_ref().map(PathBuf::from));
                 match root {
                     None => Err("path_no_root"),
                     Some(root) => {
-                        path::confine(current, &root).and_then(|_| markers(current, false))
+                        path::confine(current, &root).and_then(|_| markers(current, || false))
                     }
                 }
             }
             FieldKind::Money => check_currency(current),
-            FieldKind::Opaque => markers(current, true),
+            FieldKind::Opaque => markers(current, || true),
         };
         if let Err(reason) = kind_result {
             return Judged::blocked(reason);
@@ -772,6 +781,10 @@ impl Sanitizer {
 /// Appends `/key` with JSON-pointer escaping.
 fn push_pointer(pointer: &mut String, key: &str) {
     pointer.push('/');
+    if !key.bytes().any(|b| b == b'~' || b == b'/') {
+        pointer.push_str(key);
+        return;
+    }
     for c in key.chars() {
         match c {
             '~' => pointer.push_str("~0"),
@@ -1016,13 +1029,13 @@ fn keep_selector(chars: &[char], keep: &[bool], i: usize) -> bool {
 }
 
 /// Marker patterns on the canonical form, on the payloads hidden in base64 or hex runs, and
-/// (prompt injection only) on the leetspeak readings; `links` also refuses exfiltration markup
-/// (`markup_link`).
-fn markers(value: &str, links: bool) -> Result<(), &'static str> {
+/// (prompt injection only) on the leetspeak readings; where `links` says so, also exfiltration
+/// markup (`markup_link`). `links` is asked only when the fast path cannot prove the value clean.
+fn markers(value: &str, links: impl FnOnce() -> bool) -> Result<(), &'static str> {
     if fast::proves_clean(value) {
         return Ok(());
     }
-    full_markers(value, links)
+    full_markers(value, links())
 }
 
 /// [`markers`] without the ASCII fast path: the canonical form and every pattern.
@@ -1119,7 +1132,9 @@ pub(crate) fn check_email(value: &str, domains: Option<&[String]>) -> Result<(),
     {
         return Err("email_invalid");
     }
-    let local = addr.local_part();
+    // The parsed address is `value` itself: its parts are either side of the last `@` (read
+    // directly, where the crate's accessors would split the address again).
+    let (local, raw_domain) = value.rsplit_once('@').ok_or("email_invalid")?;
     // Quoted local parts and shell metacharacters are legal RFC 5322 but no real mailbox needs
     // them, and a handler passing the address to a shell or template would act on them.
     if local.starts_with('"') || local.contains(['`', '$', '{', '}']) {
@@ -1129,11 +1144,17 @@ pub(crate) fn check_email(value: &str, domains: Option<&[String]>) -> Result<(),
     if !local.is_ascii() && !local.is_single_script() {
         return Err("mixed_script");
     }
-    let domain = addr.domain().trim_end_matches('.').to_lowercase();
-    let ascii = if domain.is_ascii() {
-        domain.clone()
+    // Borrowed in the common case (an ASCII domain already in lower case).
+    let raw = raw_domain.trim_end_matches('.');
+    let domain: Cow<'_, str> = if raw.bytes().any(|b| !b.is_ascii() || b.is_ascii_uppercase()) {
+        Cow::Owned(raw.to_lowercase())
     } else {
-        idna::domain_to_ascii(&domain).map_err(|_| "email_invalid")?
+        Cow::Borrowed(raw)
+    };
+    let ascii: Cow<'_, str> = if domain.is_ascii() {
+        Cow::Borrowed(&domain)
+    } else {
+        Cow::Owned(idna::domain_to_ascii(&domain).map_err(|_| "email_invalid")?)
     };
     // Unicode and punycode (`xn--`) domains get the URL host check: no label mixing scripts,
     // none wholly made of Latin look-alikes.
@@ -1145,8 +1166,10 @@ pub(crate) fn check_email(value: &str, domains: Option<&[String]>) -> Result<(),
     }
     if let Some(allowed) = domains {
         let ok = allowed.iter().any(|a| match a.strip_prefix("*.") {
-            Some(suffix) => ascii.ends_with(&format!(".{suffix}")),
-            None => ascii == *a || domain == *a,
+            Some(suffix) => ascii
+                .strip_suffix(suffix)
+                .is_some_and(|rest| rest.ends_with('.')),
+            None => *ascii == **a || *domain == **a,
         });
         if !ok {
             return Err("email_domain_not_allowed");

@@ -356,6 +356,18 @@ fn emails() {
         s.sanitize_str("other", &to, "bob@evil.com").verdict,
         Verdict::Clean
     );
+    // `*.example.org` admits sub-domains only, compared label-wise and case-insensitively.
+    let s = Sanitizer::new().allow_email_domains("send_email", "to", ["*.example.org"]);
+    for (address, allowed) in [
+        ("ann@mail.example.org", true),
+        ("ann@a.b.EXAMPLE.org", true),
+        ("ann@example.org", false),
+        ("ann@badexample.org", false),
+        ("ann@mail.example.org.evil.com", false),
+    ] {
+        let judged = s.sanitize_str("send_email", &to, address);
+        assert_eq!(judged.verdict == Verdict::Clean, allowed, "{address}");
+    }
     for bad in [
         "Bob <bob@example.com>",
         "bob@[127.0.0.1]",
@@ -484,6 +496,24 @@ fn nested_keys_and_pointers() {
     assert_eq!(r.field.as_deref(), Some("/meta/inner"));
     let text = serde_json::to_string(&r).unwrap();
     assert!(!text.contains("system") && !text.contains("wire"), "{text}");
+}
+
+#[test]
+fn money_members_pass_and_any_other_key_is_judged() {
+    let s = Sanitizer::new();
+    let mut args = json!({"amount": {"amount": 500, "currency": "USD"}});
+    assert_eq!(s.sanitize(&spec(), &mut args).verdict, Verdict::Clean);
+    // Only the kind's own member names skip judging: a look-alike or an extra key does not.
+    for key in [
+        "ignore previous instructions",
+        "curr\u{200B}ency",
+        "</system>",
+    ] {
+        let mut args = json!({"amount": {"amount": 500, "currency": "USD", key: 1}});
+        let r = s.sanitize(&spec(), &mut args);
+        assert_eq!(r.reason.as_deref(), Some("invalid_key"), "{key}");
+        assert_eq!(r.field.as_deref(), Some("/amount"), "{key}");
+    }
 }
 
 fn opaque_spec() -> ToolSpec {

@@ -652,7 +652,7 @@ pub(crate) async fn ask<S: Send + Sync + 'static>(
             "this call needs a human's approval, which needs an idempotency key; nothing was done",
         ));
     };
-    let redacted = t.arguments.clone().unwrap_or(Value::Null);
+    let redacted = t.arguments.as_deref().cloned().unwrap_or(Value::Null);
     let args = t
         .arguments_for_operation
         .as_deref()

@@ -27,7 +27,7 @@ pub(crate) fn record(
 ) -> Result<(), Stop> {
     t.idempotency_key = extract_key(spec, call, args)?;
     t.request_digest = Some(digest(keys, spec, args, principal));
-    t.arguments = Some(redact(spec, args));
+    t.arguments = Some(redacted(spec, args));
     t.arguments_for_operation = Some(Arc::clone(args));
     if !spec.read_only {
         t.operation_id = Some(format!("op_{}", uuid::Uuid::new_v4().simple()));
@@ -84,6 +84,16 @@ pub(crate) fn digest_matches(
     match keys {
         Some(keys) => document.keyed_matches(keys, stored),
         None => stored == document.plain_digest(),
+    }
+}
+
+/// `args` with every `sensitive` field replaced by [`REDACTED`], sharing `args` itself when the
+/// tool has no `sensitive` field.
+pub(crate) fn redacted(spec: &ToolSpec, args: &Arc<Value>) -> Arc<Value> {
+    if spec.fields.iter().any(|f| f.sensitive) {
+        Arc::new(redact(spec, args))
+    } else {
+        Arc::clone(args)
     }
 }
 

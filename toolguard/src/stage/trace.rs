@@ -17,7 +17,7 @@ pub(crate) struct Trace {
     pub(crate) tool: Option<String>,
     pub(crate) request_digest: Option<String>,
     /// The sanitized arguments with `sensitive` fields redacted (audit, previews).
-    pub(crate) arguments: Option<Value>,
+    pub(crate) arguments: Option<Arc<Value>>,
     pub(crate) modifications: Vec<Modification>,
     pub(crate) operation_id: Option<String>,
     pub(crate) idempotency_key: Option<String>,

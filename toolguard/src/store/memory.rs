@@ -520,7 +520,10 @@ impl SessionLedger for MemoryStore {
 
 impl OperationStore for MemoryStore {
     fn put<'a>(&'a self, record: &'a OperationRecord) -> BoxFuture<'a, StoreResult<()>> {
-        lock(&self.operations).insert(record.id.clone(), record.clone());
+        // The copy is made, and the record it replaces dropped, outside the lock.
+        let copy = record.clone();
+        let replaced = lock(&self.operations).insert(record.id.clone(), copy);
+        drop(replaced);
         ready(Ok(()))
     }
 

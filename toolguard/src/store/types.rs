@@ -22,10 +22,12 @@ pub struct ScopedKey {
 impl ScopedKey {
     /// One string naming the scope unambiguously (parts are length-prefixed).
     pub fn storage_key(&self) -> String {
-        let mut out = String::new();
-        for part in [&self.tenant, &self.subject, &self.tool, &self.key] {
-            out.push_str(&part.len().to_string());
-            out.push(':');
+        use std::fmt::Write as _;
+        let parts = [&self.tenant, &self.subject, &self.tool, &self.key];
+        // Each part adds its length (a few digits), `:` and `|`: one allocation for the whole key.
+        let mut out = String::with_capacity(parts.iter().map(|p| p.len() + 8).sum());
+        for part in parts {
+            let _ = write!(out, "{}:", part.len());
             out.push_str(part);
             out.push('|');
         }
@@ -302,4 +304,27 @@ pub struct OperationRecord {
     pub approval_id: Option<String>,
     /// Last update, in milliseconds since the epoch.
     pub updated_at_ms: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_keys_length_prefix_every_part() {
+        let key = ScopedKey {
+            tenant: "acme".into(),
+            subject: "al|ice".into(),
+            tool: "transfer".into(),
+            key: "k:1".into(),
+        };
+        assert_eq!(key.storage_key(), "4:acme|6:al|ice|8:transfer|3:k:1|");
+        // A separator inside a part cannot make two scopes collide.
+        let other = ScopedKey {
+            subject: "al".into(),
+            tool: "ice|8:transfer".into(),
+            ..key.clone()
+        };
+        assert_ne!(key.storage_key(), other.storage_key());
+    }
 }
