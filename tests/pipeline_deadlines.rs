@@ -462,7 +462,7 @@ impl SessionLedger for Shared {
 }
 
 impl OperationStore for Shared {
-    fn put<'a>(&'a self, record: &'a OperationRecord) -> BoxFuture<'a, StoreResult<()>> {
+    fn put(&self, record: OperationRecord) -> BoxFuture<'_, StoreResult<()>> {
         self.operations.put(record)
     }
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<OperationRecord>>> {

@@ -822,12 +822,12 @@ async fn operation_records(b: Arc<Backend>) {
         approval_id: None,
         updated_at_ms: 1,
     };
-    s.put(&rec).await.unwrap();
+    s.put(rec.clone()).await.unwrap();
     assert_eq!(s.get("op-9").await.unwrap().as_ref(), Some(&rec));
     rec.state = OperationState::OutcomeUnknown;
     rec.outcome = Some(StoredOutcome::new(Status::OutcomeUnknown));
     rec.updated_at_ms = 2;
-    s.put(&rec).await.unwrap();
+    s.put(rec.clone()).await.unwrap();
     assert_eq!(s.get("op-9").await.unwrap(), Some(rec));
     assert!(s.get("op-missing").await.unwrap().is_none());
 }

@@ -89,7 +89,7 @@ async fn concurrent_calls_each_see_their_own_writes() {
             let owner = reserve(&store, n).await;
             let id = format!("op-{n}");
             store
-                .put(&operation(&id, OperationState::Executing, n))
+                .put(operation(&id, OperationState::Executing, n))
                 .await
                 .expect("put");
             let hour = Duration::from_secs(3600);
@@ -103,7 +103,7 @@ async fn concurrent_calls_each_see_their_own_writes() {
             assert!(!again.expect("complete"), "key {n} is already done");
             let mut last = operation(&id, OperationState::Ok, n);
             last.outcome = Some(outcome(n));
-            store.put(&last).await.expect("put");
+            store.put(last.clone()).await.expect("put");
             (n, last)
         }));
     }
@@ -187,7 +187,7 @@ async fn a_write_the_server_refuses_fails_alone() {
             };
             tasks.push(tokio::spawn(async move {
                 let result = store
-                    .put(&operation(&id, OperationState::Executing, n))
+                    .put(operation(&id, OperationState::Executing, n))
                     .await;
                 (n, id, result)
             }));

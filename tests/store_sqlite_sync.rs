@@ -97,7 +97,7 @@ async fn covered_writes_answer_at_commit_with_a_shared_trail() {
         Ok(Reservation::Reserved { .. })
     ));
     let err = store
-        .put(&executing("op-1"))
+        .put(executing("op-1"))
         .await
         .expect_err("the executing record waits for the sync");
     assert!(err.message().contains("commit failed"), "{err}");

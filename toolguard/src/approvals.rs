@@ -120,8 +120,8 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
 fn subject<'a>(p: &'a Principal, call_id: &'a str, tool: &'a str, started: Instant) -> Subject<'a> {
     Subject {
         event: AuditEvent::Decision,
-        call_id,
-        tool,
+        call_id: call_id.into(),
+        tool: tool.into(),
         principal: p,
         started,
     }

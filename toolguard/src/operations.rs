@@ -77,8 +77,8 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         let tool = t.tool.clone().unwrap_or_default();
         let about = Subject {
             event: AuditEvent::OperationStatus,
-            call_id: "",
-            tool: &tool,
+            call_id: "".into(),
+            tool: tool.into(),
             principal,
             started,
         };

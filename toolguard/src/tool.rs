@@ -15,6 +15,26 @@ use crate::spec::ToolSpec;
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// The answer of a hook that has nothing to check: `Ok(())` at once, as a zero-sized future, so
+/// boxing it allocates nothing (an `async` block keeps a state byte, and its box allocates).
+pub(crate) fn passed<'a, E: 'a>() -> BoxFuture<'a, Result<(), E>> {
+    Box::pin(Passed(std::marker::PhantomData))
+}
+
+/// The zero-sized future of [`passed`].
+struct Passed<E>(std::marker::PhantomData<fn() -> E>);
+
+impl<E> Future for Passed<E> {
+    type Output = Result<(), E>;
+
+    fn poll(
+        self: Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
 /// A tool the dispatcher can run. `#[tool]` implements it; it can also be written by hand.
 ///
 /// `S` is the application state tools share (a database pool, a ledger, ...).
@@ -34,7 +54,7 @@ pub trait Tool<S: Send + Sync + 'static>: Send + Sync + 'static {
         _ctx: &'a ToolContext<S>,
         _args: &'a Self::Args,
     ) -> BoxFuture<'a, Result<(), ToolError>> {
-        Box::pin(async { Ok(()) })
+        passed()
     }
 
     /// Resource authorization: does the principal own what the arguments name? Return
@@ -45,7 +65,7 @@ pub trait Tool<S: Send + Sync + 'static>: Send + Sync + 'static {
         _ctx: &'a ToolContext<S>,
         _args: &'a Self::Args,
     ) -> BoxFuture<'a, Result<(), ToolError>> {
-        Box::pin(async { Ok(()) })
+        passed()
     }
 
     /// Finds out what became of an operation whose outcome was unknown (its deadline passed after
@@ -282,5 +302,23 @@ impl<S: Send + Sync + 'static> std::fmt::Debug for ToolHandle<S> {
         f.debug_struct("ToolHandle")
             .field("name", &self.spec().name)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod passed_tests {
+    use super::*;
+
+    #[test]
+    fn a_hook_with_nothing_to_check_answers_at_once_without_allocating() {
+        // A box of a zero-sized value allocates nothing.
+        assert_eq!(std::mem::size_of::<Passed<ToolError>>(), 0);
+        let mut fut = passed::<ToolError>();
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        assert!(matches!(
+            fut.as_mut().poll(&mut cx),
+            std::task::Poll::Ready(Ok(()))
+        ));
     }
 }

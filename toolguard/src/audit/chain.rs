@@ -108,6 +108,28 @@ pub(crate) fn encoded(record: &AuditRecord) -> Vec<u8> {
     out
 }
 
+/// Largest encoding buffer a thread keeps between entries (a larger one, made for an entry
+/// with long arguments, is freed after use).
+const KEPT_BUFFER_BYTES: usize = 64 * 1024;
+
+std::thread_local! {
+    /// The thread's encoding buffer, reused from one entry to the next.
+    static BODY: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Runs `f` with `record` and its canonical encoding ([`encoded`]), written into a buffer the
+/// thread reuses, so that encoding an entry allocates nothing once the thread has sealed one.
+pub(crate) fn with_encoded<R>(record: AuditRecord, f: impl FnOnce(AuditRecord, &[u8]) -> R) -> R {
+    let mut body = BODY.take();
+    body.clear();
+    encode_record(&record, &mut body);
+    let result = f(record, &body);
+    if body.capacity() <= KEPT_BUFFER_BYTES {
+        BODY.set(body);
+    }
+    result
+}
+
 /// How a sink seals its entries: with the host keys, or with plain SHA-256 (no key).
 #[derive(Debug, Clone)]
 pub(crate) enum Sealer {

@@ -1,7 +1,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::anchor::AuditAnchor;
-use super::chain::{ChainBreak, GENESIS_HASH, Sealer, encoded};
+use super::chain::{ChainBreak, GENESIS_HASH, Sealer, with_encoded};
 use super::entry::{AuditEntry, AuditRecord};
 use super::query::ChainVerifier;
 use super::{AuditError, AuditSink};
@@ -86,19 +86,19 @@ impl MemoryAuditSink {
 impl AuditSink for MemoryAuditSink {
     fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<u64, AuditError>> {
         // The encoding needs no lock; only the link to the previous hash does.
-        let body = encoded(&record);
-        let (seq, head) = {
+        // Encoded before the lock is taken; under it only the link to the previous hash.
+        let (seq, head) = with_encoded(record, |record, body| {
             let mut entries = self.lock();
             let (seq, prev) = match entries.last() {
                 Some(last) => (last.seq + 1, last.hash.as_str()),
                 None => (1, GENESIS_HASH),
             };
-            let entry = self.sealer.seal_encoded(seq, record, &body, prev);
+            let entry = self.sealer.seal_encoded(seq, record, body, prev);
             // The head is copied only when a checkpoint may need it.
             let head = self.anchor.has_checkpoints().then(|| entry.hash.clone());
             entries.push(entry);
             (seq, head)
-        };
+        });
         Box::pin(async move {
             if let Some(head) = head {
                 self.anchor.appended(seq, &head).await;

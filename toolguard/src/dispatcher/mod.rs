@@ -88,15 +88,16 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         );
         // The pipeline's future is large (every stage's state): boxed once, so that wrapping it
         // (memo, span) and awaiting it moves a pointer rather than copying it each time.
-        let pipeline = Box::pin(async {
+        let pipeline = Box::pin(async move {
             let mut t = Trace::default();
             let result = stage::execute::contained(self.sequence(&call, principal, &mut t))
                 .await
                 .unwrap_or_else(|_| Err(Exit::Stop(stage::panicked(&self.core, &t))));
+            // The call's own strings move into the outcome.
             let about = Subject {
                 event: AuditEvent::Call,
-                call_id: &call.call_id,
-                tool: &call.tool,
+                call_id: call.call_id.into(),
+                tool: call.tool.into(),
                 principal,
                 started,
             };

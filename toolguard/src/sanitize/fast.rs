@@ -65,6 +65,10 @@ const BASE64: u8 = 2;
 const LEET: u8 = 4;
 const WORD: u8 = 8;
 const ALNUM: u8 = 16;
+const ALPHA: u8 = 32;
+const SIGN: u8 = 64;
+/// A word holding all three needs its leetspeak reading searched too.
+const MIXED_SIGN: u8 = ALPHA | LEET | SIGN;
 
 /// The class bits of every byte, so the scan looks each byte up once: [`TRIGGER`] for a byte
 /// that sends a value the full way (see the module documentation), [`BASE64`] for a character
@@ -112,6 +116,12 @@ const CLASSES: [u8; 256] = {
         }
         if c.is_ascii_alphanumeric() {
             class |= ALNUM;
+        }
+        if c.is_ascii_alphabetic() {
+            class |= ALPHA;
+        }
+        if matches!(c, b'@' | b'!') {
+            class |= SIGN;
         }
         table[b] = class;
         b += 1;
@@ -178,7 +188,8 @@ pub fn proves_clean(value: &str) -> bool {
     // holds an `@` or `!`: its leetspeak reading keeps those as letters, where the plain
     // reading drops them, so both readings are searched.
     let mut mixed_sign = false;
-    let (mut letters, mut leet, mut sign) = (false, false, false);
+    // The classes seen in the current word.
+    let mut word = 0u8;
     for &b in bytes {
         let class = CLASSES[usize::from(b)];
         if class & TRIGGER != 0 {
@@ -189,19 +200,17 @@ pub fn proves_clean(value: &str) -> bool {
             return false;
         }
         if class & WORD != 0 {
-            letters |= b.is_ascii_alphabetic();
-            leet |= class & LEET != 0;
-            sign |= matches!(b, b'@' | b'!');
+            word |= class;
             if class & ALNUM != 0 {
                 buffer[plain] = LETTERS[usize::from(b)];
                 plain += 1;
             }
         } else {
-            mixed_sign |= letters && leet && sign;
-            (letters, leet, sign) = (false, false, false);
+            mixed_sign |= word & MIXED_SIGN == MIXED_SIGN;
+            word = 0;
         }
     }
-    mixed_sign |= letters && leet && sign;
+    mixed_sign |= word & MIXED_SIGN == MIXED_SIGN;
     if anchors().is_match(&buffer[..plain]) {
         return false;
     }

@@ -2,6 +2,7 @@
 //! outcome, the answer becomes the [`ToolOutcome`], and exactly one terminal audit entry is
 //! written (a panicking store or sink is contained and logged).
 
+use std::borrow::Cow;
 use std::time::Instant;
 
 use super::core::Core;
@@ -24,11 +25,12 @@ pub(crate) fn capped(s: &str) -> String {
     }
 }
 
-/// Whom and what an entry is about.
+/// Whom and what an entry is about. The call id and tool name are owned where the entry point
+/// owns its call (`dispatch`): they move into the outcome without a copy.
 pub(crate) struct Subject<'a> {
     pub(crate) event: AuditEvent,
-    pub(crate) call_id: &'a str,
-    pub(crate) tool: &'a str,
+    pub(crate) call_id: Cow<'a, str>,
+    pub(crate) tool: Cow<'a, str>,
     pub(crate) principal: &'a Principal,
     pub(crate) started: Instant,
 }
@@ -51,7 +53,7 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
             core,
             about.principal,
             spec,
-            about.call_id,
+            &about.call_id,
             &t,
             state,
             Some(stored),
@@ -60,7 +62,12 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
             tracing::error!("the operation store panicked; the record was not updated");
         }
     }
-    let mut outcome = outcome(about.call_id, about.tool, answer, &t);
+    let mut outcome = outcome(
+        about.call_id.into_owned(),
+        about.tool.into_owned(),
+        answer,
+        &t,
+    );
     // The real not-found class stays in the audit trail; outside, every not_found is alike.
     let audit_reason = outcome.reason.clone();
     if outcome.status == Status::NotFound {
@@ -72,8 +79,8 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
         tenant: about.principal.tenant.clone(),
         subject: about.principal.subject.clone(),
         session: about.principal.session_id.clone(),
-        tool: capped(about.tool),
-        call_id: capped(about.call_id),
+        tool: capped(&outcome.tool),
+        call_id: capped(&outcome.call_id),
         operation_id: t.operation_id,
         idempotency_key: t.idempotency_key,
         stage: t.stage,
@@ -112,7 +119,7 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
     outcome
 }
 
-fn outcome(call_id: &str, tool: &str, answer: Answer, t: &Trace) -> ToolOutcome {
+fn outcome(call_id: String, tool: String, answer: Answer, t: &Trace) -> ToolOutcome {
     let mut outcome = ToolOutcome::new(call_id, tool, answer.status);
     outcome.reason = answer.reason;
     outcome.message = answer.message;

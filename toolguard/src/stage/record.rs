@@ -25,11 +25,11 @@ pub(crate) async fn put<S: Send + Sync + 'static>(
     state: OperationState,
     outcome: Option<StoredOutcome>,
 ) -> Result<(), Stop> {
-    let Some(id) = t.operation_id.clone() else {
+    let Some(id) = t.operation_id.as_deref() else {
         return Ok(());
     };
     let record = OperationRecord {
-        id,
+        id: id.to_owned(),
         tenant: principal.tenant.clone(),
         subject: principal.subject.clone(),
         tool: spec.name.clone(),
@@ -49,7 +49,7 @@ pub(crate) async fn put<S: Send + Sync + 'static>(
         approval_id: t.approval_id.clone(),
         updated_at_ms: unix_millis(core.now()),
     };
-    write(core, &record).await.map_err(|()| {
+    write(core, record, id).await.map_err(|()| {
         Stop::new(
             Status::Unavailable,
             "operation_store_unavailable",
@@ -58,13 +58,14 @@ pub(crate) async fn put<S: Send + Sync + 'static>(
     })
 }
 
-/// Writes `record` (logging a store error).
-pub(crate) async fn write<S: Send + Sync + 'static>(
+/// Writes `record`, whose id is `id` (logging a store error).
+async fn write<S: Send + Sync + 'static>(
     core: &Core<S>,
-    record: &OperationRecord,
+    record: OperationRecord,
+    id: &str,
 ) -> Result<(), ()> {
     core.stores.operations.put(record).await.map_err(|err| {
-        tracing::error!(error = %err, operation = %record.id, "operation record could not be written");
+        tracing::error!(error = %err, operation = %id, "operation record could not be written");
     })
 }
 
@@ -79,7 +80,7 @@ pub(crate) async fn settle<S: Send + Sync + 'static>(
             op.state = OperationState::from_status(stored.status);
             op.outcome = Some(stored.clone());
             op.updated_at_ms = unix_millis(core.now());
-            let _ = write(core, &op).await;
+            let _ = write(core, op, id).await;
         }
         Ok(None) => {}
         Err(err) => {

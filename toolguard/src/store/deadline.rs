@@ -219,7 +219,7 @@ impl<T: SessionLedger + ?Sized> SessionLedger for Deadlined<T> {
 }
 
 impl<T: OperationStore + ?Sized> OperationStore for Deadlined<T> {
-    fn put<'a>(&'a self, record: &'a OperationRecord) -> BoxFuture<'a, StoreResult<()>> {
+    fn put(&self, record: OperationRecord) -> BoxFuture<'_, StoreResult<()>> {
         self.timed("operation put", self.inner.put(record))
     }
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<OperationRecord>>> {

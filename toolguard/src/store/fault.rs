@@ -354,7 +354,7 @@ impl<B: OperationStore + Sync> OperationStore for FaultyStore<B>
 where
     FaultyStore<B>: Send + Sync,
 {
-    fn put<'a>(&'a self, record: &'a OperationRecord) -> BoxFuture<'a, StoreResult<()>> {
+    fn put(&self, record: OperationRecord) -> BoxFuture<'_, StoreResult<()>> {
         self.guard(StoreOp::OperationPut, move || self.inner.put(record))
     }
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<OperationRecord>>> {

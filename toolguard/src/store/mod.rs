@@ -294,8 +294,9 @@ fn no_holds() -> StoreError {
 
 /// Records of state-changing operations, for the operation-status query.
 pub trait OperationStore: Send + Sync + 'static {
-    /// Inserts or replaces the record.
-    fn put<'a>(&'a self, record: &'a OperationRecord) -> BoxFuture<'a, StoreResult<()>>;
+    /// Inserts or replaces the record. The store takes the record: a store that keeps it in
+    /// memory keeps this one, with no copy.
+    fn put(&self, record: OperationRecord) -> BoxFuture<'_, StoreResult<()>>;
     /// The record with id `id`.
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<OperationRecord>>>;
 }

@@ -1151,12 +1151,13 @@ impl SessionLedger for PgStore {
 }
 
 impl OperationStore for PgStore {
-    fn put<'a>(&'a self, record: &'a OperationRecord) -> BoxFuture<'a, StoreResult<()>> {
+    fn put(&self, record: OperationRecord) -> BoxFuture<'_, StoreResult<()>> {
         Box::pin(async move {
+            let body = to_json(&record)?;
             let write = Write::Operation {
-                id: record.id.clone(),
+                id: record.id,
                 updated_at_ms: i64_of(record.updated_at_ms),
-                body: to_json(record)?,
+                body,
             };
             // The record written before the handler runs is synced (it also flushes the call's
             // reservation); the others are covered by the call's audit entry.

@@ -873,9 +873,9 @@ impl SessionLedger for SqliteStore {
 }
 
 impl OperationStore for SqliteStore {
-    fn put<'a>(&'a self, record: &'a OperationRecord) -> BoxFuture<'a, StoreResult<()>> {
-        let body = to_json(record);
-        let (id, at) = (record.id.clone(), i64_of(record.updated_at_ms));
+    fn put(&self, record: OperationRecord) -> BoxFuture<'_, StoreResult<()>> {
+        let body = to_json(&record);
+        let (id, at) = (record.id, i64_of(record.updated_at_ms));
         let job = move |c: &mut Connection| {
             c.prepare_cached(
                 "INSERT INTO toolguard_operations (id, updated_at_ms, body) VALUES (?1, ?2, ?3)
