@@ -164,8 +164,9 @@ impl Sealer {
         }
     }
 
-    /// The hash of the entry with this material.
-    fn hash(&self, seq: u64, body: &[u8], prev_hash: &str) -> String {
+    /// The hash of entry `seq` whose record's canonical encoding is `body`, after the entry
+    /// whose hash is `prev_hash`.
+    pub(crate) fn hash(&self, seq: u64, body: &[u8], prev_hash: &str) -> String {
         match self {
             Sealer::Plain => {
                 let mut hasher = Sha256::new();

@@ -83,27 +83,171 @@ impl MemoryAuditSink {
     }
 }
 
+/// The sequence number and previous hash an entry appended after `entries` gets.
+fn next_link(entries: &[AuditEntry]) -> (u64, &str) {
+    match entries.last() {
+        Some(last) => (last.seq + 1, last.hash.as_str()),
+        None => (1, GENESIS_HASH),
+    }
+}
+
+impl MemoryAuditSink {
+    /// Seals `record` (encoded as `body`) as the next entry and pushes it; returns its sequence
+    /// number and, when a checkpoint may need it, its hash.
+    ///
+    /// The seal is made outside the lock, against the head of the chain as it was read: under
+    /// the lock the entry is pushed only if the head is still that one (same sequence number
+    /// and hash), so the lock is held for a comparison and a push rather than for the MAC. An
+    /// append that lost the race seals again under the lock, so every append ends after at most
+    /// two seals and the chain stays exactly as if appends took turns.
+    fn link(&self, record: AuditRecord, body: &[u8]) -> (u64, Option<String>) {
+        let sealed = self.seal_at_head(body);
+        self.push(record, body, sealed)
+    }
+
+    /// The seal of `body` as the entry after the current head: (sequence number, previous
+    /// hash, hash), made outside the lock.
+    fn seal_at_head(&self, body: &[u8]) -> (u64, String, String) {
+        let (seq, prev) = {
+            let entries = self.lock();
+            let (seq, prev) = next_link(&entries);
+            (seq, prev.to_owned())
+        };
+        let hash = self.sealer.hash(seq, body, &prev);
+        (seq, prev, hash)
+    }
+
+    /// Pushes `record` with the seal [`seal_at_head`](Self::seal_at_head) made, or sealed again
+    /// under the lock if the head moved since.
+    fn push(
+        &self,
+        record: AuditRecord,
+        body: &[u8],
+        (seq, prev, hash): (u64, String, String),
+    ) -> (u64, Option<String>) {
+        let mut entries = self.lock();
+        let entry = match next_link(&entries) {
+            (now, head) if now == seq && head == prev => AuditEntry {
+                seq,
+                record,
+                prev_hash: prev,
+                hash,
+            },
+            (now, head) => self.sealer.seal_encoded(now, record, body, head),
+        };
+        let seq = entry.seq;
+        // The head is copied only when a checkpoint may need it.
+        let head = self.anchor.has_checkpoints().then(|| entry.hash.clone());
+        entries.push(entry);
+        (seq, head)
+    }
+}
+
 impl AuditSink for MemoryAuditSink {
     fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<u64, AuditError>> {
-        // The encoding needs no lock; only the link to the previous hash does.
-        // Encoded before the lock is taken; under it only the link to the previous hash.
-        let (seq, head) = with_encoded(record, |record, body| {
-            let mut entries = self.lock();
-            let (seq, prev) = match entries.last() {
-                Some(last) => (last.seq + 1, last.hash.as_str()),
-                None => (1, GENESIS_HASH),
-            };
-            let entry = self.sealer.seal_encoded(seq, record, body, prev);
-            // The head is copied only when a checkpoint may need it.
-            let head = self.anchor.has_checkpoints().then(|| entry.hash.clone());
-            entries.push(entry);
-            (seq, head)
-        });
+        let (seq, head) = with_encoded(record, |record, body| self.link(record, body));
         Box::pin(async move {
             if let Some(head) = head {
                 self.anchor.appended(seq, &head).await;
             }
             Ok(seq)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(n: usize) -> AuditRecord {
+        AuditRecord {
+            call_id: format!("call-{n}"),
+            tool: "t".into(),
+            ..AuditRecord::default()
+        }
+    }
+
+    /// Appends racing on every worker thread: each entry links to the one before it, sequence
+    /// numbers run without gap or repeat, and the chain verifies, whichever appends had to seal
+    /// again under the lock.
+    #[test]
+    fn racing_appends_build_one_unbroken_chain() {
+        const TASKS: usize = 16;
+        const EACH: usize = 300;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(4)
+            .build()
+            .unwrap();
+        let sink = Arc::new(MemoryAuditSink::new());
+        rt.block_on(async {
+            let tasks: Vec<_> = (0..TASKS)
+                .map(|t| {
+                    let sink = sink.clone();
+                    tokio::spawn(async move {
+                        for i in 0..EACH {
+                            sink.append(record(t * EACH + i)).await.unwrap();
+                            if i % 7 == 0 {
+                                tokio::task::yield_now().await;
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for task in tasks {
+                task.await.unwrap();
+            }
+        });
+        let entries = sink.entries();
+        assert_eq!(entries.len(), TASKS * EACH);
+        for (i, pair) in entries.windows(2).enumerate() {
+            assert_eq!(pair[0].seq, i as u64 + 1);
+            assert_eq!(
+                pair[1].prev_hash, pair[0].hash,
+                "entry {} links",
+                pair[1].seq
+            );
+        }
+        assert_eq!(entries[0].prev_hash, GENESIS_HASH);
+        let mut calls: Vec<_> = entries.iter().map(|e| e.record.call_id.clone()).collect();
+        calls.sort();
+        calls.dedup();
+        assert_eq!(
+            calls.len(),
+            TASKS * EACH,
+            "every record appended exactly once"
+        );
+        sink.verify().expect("the chain verifies");
+    }
+
+    /// A head that moved between the optimistic seal and the push (here: an entry appended
+    /// through the storage meanwhile) is noticed: the entry is sealed again after the new head.
+    #[test]
+    fn an_entry_sealed_against_a_stale_head_is_sealed_again() {
+        let sink = MemoryAuditSink::new();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(sink.append(record(0))).unwrap();
+        let body = super::super::chain::encoded(&record(1));
+        let sealed = sink.seal_at_head(&body);
+        let (seq, prev, stale_hash) = sealed.clone();
+        assert_eq!((seq, prev.as_str()), (2, sink.entries()[0].hash.as_str()));
+        // Another writer appends entry 2 between this append's seal and its push.
+        let other = sink.sealer().seal(2, record(9), &prev);
+        sink.with_storage(|entries| entries.push(other));
+        let (seq, _) = sink.push(record(1), &body, sealed);
+        assert_eq!(seq, 3, "sealed after the new head");
+        let entries = sink.entries();
+        assert_eq!(entries[2].record.call_id, "call-1");
+        assert_eq!(entries[2].prev_hash, entries[1].hash);
+        assert_ne!(entries[2].hash, stale_hash);
+        sink.verify().expect("the chain verifies");
+        // Without a race the optimistic seal is the one kept.
+        let body = super::super::chain::encoded(&record(2));
+        let sealed = sink.seal_at_head(&body);
+        let kept = sealed.2.clone();
+        sink.push(record(2), &body, sealed);
+        assert_eq!(sink.entries()[3].hash, kept);
+        sink.verify().expect("the chain verifies");
     }
 }
