@@ -70,6 +70,16 @@ pub(crate) fn nfc(s: &str) -> Cow<'_, str> {
 /// A string, in NFC, quoted and escaped. A long non-ASCII string is normalized once per call
 /// inside [`with_nfc_memo`], however many documents of the call encode it.
 pub(crate) fn string<S: Sink + ?Sized>(s: &str, out: &mut S) {
+    // Printable ASCII without a quote or a backslash is its own NFC form and needs no escape:
+    // written as is, byte for byte what `serde_json` writes for it.
+    if s.bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+    {
+        out.put(b"\"");
+        out.put(s.as_bytes());
+        out.put(b"\"");
+        return;
+    }
     if s.len() < NfcMemo::MIN_LEN || s.is_ascii() {
         return json(nfc(s).as_ref(), out);
     }
@@ -244,6 +254,30 @@ mod tests {
         let mut out = Vec::new();
         value(v, &mut out);
         String::from_utf8(out).unwrap()
+    }
+
+    /// Every string shape the plain-ASCII shortcut could see is written as `serde_json` writes
+    /// it: each ASCII byte alone, beside letters, and in the shortcut's longest-run position.
+    #[test]
+    fn ascii_strings_are_written_as_serde_json_writes_them() {
+        let mut samples = vec![String::new(), "acct_1029384756".to_owned()];
+        for b in 0u8..0x80 {
+            let c = char::from(b);
+            samples.push(c.to_string());
+            samples.push(format!("ab{c}cd"));
+            samples.push(format!("{}{c}", "x".repeat(300)));
+        }
+        samples.push("caf\u{e9}".to_owned());
+        samples.push("\u{2028}".to_owned());
+        for s in samples {
+            let mut out = Vec::new();
+            string(&s, &mut out);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                serde_json::to_string(&s).unwrap(),
+                "{s:?}"
+            );
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! compiles every schema once and checks that every tool and field name an option mentions is
 //! registered.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -155,7 +155,7 @@ pub struct DispatcherBuilder<S: Send + Sync + 'static> {
     operations: Option<Arc<dyn OperationStore>>,
     provenance: Option<Arc<dyn ProvenanceStore>>,
     store_deadline: Duration,
-    idempotency_ttl: HashMap<String, Duration>,
+    idempotency_ttl: BTreeMap<String, Duration>,
     fail_open_read_only: bool,
     custom: CustomStages,
     keys: Option<Arc<HostKeys>>,
@@ -193,7 +193,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             operations: None,
             provenance: None,
             store_deadline: STORE_DEADLINE,
-            idempotency_ttl: HashMap::new(),
+            idempotency_ttl: BTreeMap::new(),
             fail_open_read_only: false,
             custom: CustomStages::default(),
             keys: None,
@@ -521,13 +521,13 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
     }
 }
 
-type Registry<S> = (HashMap<String, Registered<S>>, Vec<String>);
+type Registry<S> = (BTreeMap<String, Registered<S>>, Vec<String>);
 
 /// Checks each tool's declaration, compiles its schemas and registers it once.
 fn register<S: Send + Sync + 'static>(
     list: Vec<Arc<dyn ErasedTool<S>>>,
 ) -> Result<Registry<S>, BuildError> {
-    let mut tools = HashMap::new();
+    let mut tools = BTreeMap::new();
     let mut order = Vec::new();
     for tool in list {
         let spec = tool.spec();

@@ -2,7 +2,7 @@
 //! Stages take a `&Core` and never call back into the dispatcher; every store in it is wrapped
 //! in the store deadline when the dispatcher is built.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -58,7 +58,9 @@ pub(crate) struct Stores {
 
 /// The registry and configuration of a built dispatcher.
 pub(crate) struct Core<S: Send + Sync + 'static> {
-    pub(crate) tools: HashMap<String, Registered<S>>,
+    /// The registered tools by name: an ordered map, so that looking up the (untrusted) name a
+    /// call carries costs a few string comparisons and no hashing.
+    pub(crate) tools: BTreeMap<String, Registered<S>>,
     pub(crate) order: Vec<String>,
     pub(crate) state: Arc<S>,
     pub(crate) authorizer: Box<dyn Authorizer>,
@@ -69,7 +71,7 @@ pub(crate) struct Core<S: Send + Sync + 'static> {
     pub(crate) principal_max_age: Duration,
     pub(crate) policy: RiskPolicy,
     pub(crate) stores: Stores,
-    pub(crate) idempotency_ttl: HashMap<String, Duration>,
+    pub(crate) idempotency_ttl: BTreeMap<String, Duration>,
     pub(crate) fail_open_read_only: bool,
     pub(crate) custom: CustomStages,
     pub(crate) notifiers: crate::notify::Notifiers,

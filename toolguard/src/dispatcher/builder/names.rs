@@ -2,7 +2,7 @@
 //! registered, or `build()` names the unknown one and the nearest registered name. A typo
 //! (`sendnote` for `send_note`) would otherwise silently disable a limit or an allowlist.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use super::BuildError;
 use crate::sanitize::Sanitizer;
@@ -12,7 +12,7 @@ use crate::stage::policy::RiskPolicy;
 
 /// Checks the names of the policy, sanitizer, authorizer and idempotency TTL options.
 pub(super) fn check<'a, S: Send + Sync + 'static>(
-    tools: &HashMap<String, Registered<S>>,
+    tools: &BTreeMap<String, Registered<S>>,
     policy: &RiskPolicy,
     sanitizer: &Sanitizer,
     authorizer: &dyn Authorizer,
@@ -53,7 +53,7 @@ pub(super) fn check<'a, S: Send + Sync + 'static>(
 
 /// Checks the tool names and values of a detection configuration.
 pub(super) fn check_detection<S: Send + Sync + 'static>(
-    tools: &HashMap<String, Registered<S>>,
+    tools: &BTreeMap<String, Registered<S>>,
     detection: &crate::detect::Detection,
 ) -> Result<(), BuildError> {
     for tool in sorted(detection.configured_tools()) {
