@@ -100,7 +100,7 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
                 return finish(core, about, t, Answer::stopped(stop)).await;
             }
         };
-        t.tool = Some(request.tool.clone());
+        t.tool = Some(Arc::from(request.tool.as_str()));
         t.operation_id = Some(request.operation_id.clone());
         t.idempotency_key = request.idempotency.as_ref().map(|k| k.key.clone());
         t.request_digest = Some(request.request_digest.clone());

@@ -74,7 +74,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             Ok(report) => report_answer(report),
             Err(stop) => Answer::stopped(stop.clone()),
         };
-        let tool = t.tool.clone().unwrap_or_default();
+        let tool = t.tool.as_deref().unwrap_or_default().to_owned();
         let about = Subject {
             event: AuditEvent::OperationStatus,
             call_id: "".into(),
@@ -113,7 +113,7 @@ async fn query<S: Send + Sync + 'static>(
     t.at(Stage::Principal);
     stage::principal::fresh(core, principal)?;
     let record = load(core, principal, operation_id).await?;
-    t.tool = Some(record.tool.clone());
+    t.tool = Some(std::sync::Arc::from(record.tool.as_str()));
     let tool = core
         .tools
         .get(&record.tool)

@@ -485,7 +485,10 @@ impl Sanitizer {
     pub fn sanitize(&self, spec: &ToolSpec, args: &mut Value) -> SanitizeReport {
         let mut report = SanitizeReport::default();
         let default_field = FieldSpec::default();
-        let mut pointer = String::with_capacity(64);
+        // The JSON pointer of the value being judged, in a buffer the thread reuses: it is copied
+        // into the report only where something is reported.
+        let mut pointer = POINTER.take();
+        pointer.clear();
         let result = match args {
             Value::Object(map) => {
                 let mut r = Ok(());
@@ -516,10 +519,13 @@ impl Sanitizer {
             Err(reason) => {
                 report.verdict = Verdict::Blocked;
                 report.reason = Some(reason.to_string());
-                report.field = Some(pointer);
+                report.field = Some(pointer.clone());
                 report.modifications.clear();
                 report.resolved.clear();
             }
+        }
+        if pointer.capacity() <= MAX_KEPT_POINTER {
+            POINTER.set(pointer);
         }
         report
     }
@@ -776,6 +782,15 @@ impl Sanitizer {
             },
         }
     }
+}
+
+/// Longest pointer buffer a thread keeps between calls (a longer one, made for deeply nested or
+/// long keys, is freed after use).
+const MAX_KEPT_POINTER: usize = 4096;
+
+std::thread_local! {
+    /// The thread's JSON-pointer buffer, reused from one [`Sanitizer::sanitize`] to the next.
+    static POINTER: std::cell::Cell<String> = const { std::cell::Cell::new(String::new()) };
 }
 
 /// Appends `/key` with JSON-pointer escaping.

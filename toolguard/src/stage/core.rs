@@ -24,6 +24,8 @@ use crate::tool::ToolContext;
 
 /// A registered tool with its compiled schemas.
 pub(crate) struct Registered<S: Send + Sync + 'static> {
+    /// The tool's name, shared with the calls that name it.
+    pub(crate) name: Arc<str>,
     pub(crate) tool: Arc<dyn ErasedTool<S>>,
     pub(crate) input: Validator,
     pub(crate) output: Validator,

@@ -14,7 +14,8 @@ use crate::store::StoredOutcome;
 #[derive(Default)]
 pub(crate) struct Trace {
     pub(crate) stage: Stage,
-    pub(crate) tool: Option<String>,
+    /// The registered tool's name (its metrics label), shared with the registry.
+    pub(crate) tool: Option<Arc<str>>,
     pub(crate) request_digest: Option<String>,
     /// The sanitized arguments with `sensitive` fields redacted (audit, previews).
     pub(crate) arguments: Option<Arc<Value>>,
