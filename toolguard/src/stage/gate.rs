@@ -31,6 +31,7 @@
 //! ```
 
 use serde_json::Value;
+use smallvec::SmallVec;
 
 use super::Stop;
 use crate::call::RawArguments;
@@ -191,7 +192,8 @@ fn scan_text(bytes: &[u8], limits: &Limits) -> Result<(), Over> {
     if bytes.len() > limits.max_bytes {
         return Err(Over::Bytes);
     }
-    let mut stack: Vec<Frame> = Vec::new();
+    // Ordinary arguments nest a few levels: their frames stay on the stack (no allocation).
+    let mut stack: SmallVec<[Frame; 16]> = SmallVec::new();
     let mut total_keys = 0usize;
     let mut items = 0usize;
     // Set right after an opening bracket or brace: the next token is the container's first item
