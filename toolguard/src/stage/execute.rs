@@ -52,7 +52,7 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     deadline: Duration,
     read_only: bool,
 ) -> Result<Value, Stop> {
-    let handler = CatchUnwind(args.execute(&ctx));
+    let handler = contained(args.execute(&ctx));
     let started = Instant::now();
     let finished = tokio::time::timeout(deadline, handler).await;
     metrics.execution_duration(started.elapsed().as_secs_f64());
@@ -75,23 +75,26 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
 /// A panic was caught while a future was polled.
 pub(crate) struct Panicked;
 
-/// Runs `fut` to completion, turning a panic while it is polled into `Err(Panicked)`.
-pub(crate) async fn contained<F: Future>(fut: F) -> Result<F::Output, Panicked> {
-    CatchUnwind(Box::pin(fut)).await
+/// Runs `fut` to completion, turning a panic while it is polled into `Err(Panicked)`. The future
+/// is polled in place (no box): it lives inside the caller's own future.
+pub(crate) fn contained<F: Future>(fut: F) -> CatchUnwind<F> {
+    CatchUnwind { fut }
 }
 
-/// Polls a boxed future, turning a panic inside it into `Err(Panicked)`.
-struct CatchUnwind<F>(F);
+pin_project_lite::pin_project! {
+    /// Polls a future, turning a panic inside it into `Err(Panicked)`.
+    pub(crate) struct CatchUnwind<F> {
+        #[pin]
+        fut: F,
+    }
+}
 
-impl<F> Future for CatchUnwind<F>
-where
-    F: Future + Unpin,
-{
+impl<F: Future> Future for CatchUnwind<F> {
     type Output = Result<F::Output, Panicked>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let inner = &mut self.0;
-        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(inner).poll(cx))) {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let fut = self.project().fut;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| fut.poll(cx))) {
             Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
             Ok(Poll::Pending) => Poll::Pending,
             Err(_) => Poll::Ready(Err(Panicked)),
