@@ -24,11 +24,15 @@
 use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind};
+use smallvec::SmallVec;
 
 use super::canon::MIN_BASE64_RUN;
 
-/// Longest value read into a stack buffer; longer ones use one heap buffer.
+/// Longest reading kept in a stack buffer; a longer one moves to the heap.
 const STACK_BYTES: usize = 256;
+
+/// A reading of a value (its letters as [`letter`] reads them), on the stack while it is short.
+type Reading = SmallVec<[u8; STACK_BYTES]>;
 
 /// The letter a character reads as in the fast path's anchor matching: the leetspeak readings
 /// of [`super::fold`] (`0 1 3 4 5 7 8 9 @ $ !`), with `1` and `l` both read `i`, and ASCII
@@ -172,17 +176,10 @@ fn anchors() -> &'static AhoCorasick {
 /// module documentation). `false` means "not proven", never "a marker".
 pub fn proves_clean(value: &str) -> bool {
     let bytes = value.as_bytes();
-    let mut stack = [0u8; STACK_BYTES];
-    let mut heap = Vec::new();
-    let buffer: &mut [u8] = if bytes.len() <= STACK_BYTES {
-        &mut stack[..bytes.len()]
-    } else {
-        heap.resize(bytes.len(), 0);
-        &mut heap
-    };
     // The plain reading (letters and digits as `letter` reads them, everything else removed) is
-    // written in the same pass that looks for triggers and payload runs.
-    let mut plain = 0usize;
+    // written in the same pass that looks for triggers and payload runs; it moves to the heap
+    // only once it outgrows the stack buffer, so a value refused early allocates nothing.
+    let mut reading: Reading = SmallVec::new();
     let mut run = 0usize;
     // A word (letters, digits and `@ $ !`) that mixes letters with leetspeak characters and
     // holds an `@` or `!`: its leetspeak reading keeps those as letters, where the plain
@@ -202,8 +199,7 @@ pub fn proves_clean(value: &str) -> bool {
         if class & WORD != 0 {
             word |= class;
             if class & ALNUM != 0 {
-                buffer[plain] = LETTERS[usize::from(b)];
-                plain += 1;
+                reading.push(LETTERS[usize::from(b)]);
             }
         } else {
             mixed_sign |= word & MIXED_SIGN == MIXED_SIGN;
@@ -211,12 +207,13 @@ pub fn proves_clean(value: &str) -> bool {
         }
     }
     mixed_sign |= word & MIXED_SIGN == MIXED_SIGN;
-    if anchors().is_match(&buffer[..plain]) {
+    if anchors().is_match(&reading[..]) {
         return false;
     }
     if mixed_sign {
-        let leet = leet_reading(bytes, buffer);
-        if anchors().is_match(&buffer[..leet]) {
+        reading.clear();
+        leet_reading(bytes, &mut reading);
+        if anchors().is_match(&reading[..]) {
             return false;
         }
     }
@@ -225,9 +222,8 @@ pub fn proves_clean(value: &str) -> bool {
 
 /// Writes the leetspeak reading of `bytes` into `out`: the letters and digits as [`letter`]
 /// reads them, and the `@` and `!` of words that mix letters and leetspeak too, every other
-/// character removed. Returns the length written.
-fn leet_reading(bytes: &[u8], out: &mut [u8]) -> usize {
-    let mut n = 0;
+/// character removed.
+fn leet_reading(bytes: &[u8], out: &mut Reading) {
     let mut start = 0;
     while start < bytes.len() {
         let b = bytes[start];
@@ -243,13 +239,11 @@ fn leet_reading(bytes: &[u8], out: &mut [u8]) -> usize {
         let mixed = word.iter().any(u8::is_ascii_alphabetic) && word.iter().copied().any(is_leet);
         for &b in word {
             if b.is_ascii_alphanumeric() || mixed {
-                out[n] = LETTERS[usize::from(b)];
-                n += 1;
+                out.push(LETTERS[usize::from(b)]);
             }
         }
         start = end;
     }
-    n
 }
 
 #[cfg(test)]
