@@ -602,7 +602,7 @@ async fn long_untrusted_names_are_capped_in_the_audit_trail() {
         e.record.call_id.chars().count(),
         toolguard::dispatcher::MAX_LABEL_CHARS
     );
-    assert!(name.starts_with(&e.record.tool));
+    assert!(name.starts_with(&*e.record.tool));
 }
 
 #[tokio::test]

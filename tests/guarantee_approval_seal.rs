@@ -39,7 +39,7 @@ fn keys() -> HostKeys {
 fn sealed_request(id: &str) -> ApprovalRequest {
     let keys = keys();
     let mut requester = Principal::new("acme", "alice", "sess-1");
-    requester.roles = vec!["clerk".into()];
+    requester = requester.with_role("clerk");
     let args =
         json!({"from_account": "acc-1", "to_account": "acc-2", "amount": 500, "pin": "1234"});
     let mut r = ApprovalRequest {

@@ -331,9 +331,9 @@ fn insert_row(e: &AuditEntry) -> (String, Vec<SqlValue>) {
     let values = vec![
         SqlValue::Int(e.seq as i64),
         SqlValue::Int(e.record.time_ms as i64),
-        SqlValue::Text(Some(e.record.tenant.clone())),
-        SqlValue::Text(Some(e.record.subject.clone())),
-        SqlValue::Text(Some(e.record.tool.clone())),
+        SqlValue::Text(Some(e.record.tenant.to_string())),
+        SqlValue::Text(Some(e.record.subject.to_string())),
+        SqlValue::Text(Some(e.record.tool.to_string())),
         SqlValue::Text(e.record.status.map(|s| s.as_str().to_owned())),
         SqlValue::Text(Some(serde_json::to_string(&e.record).unwrap())),
         SqlValue::Text(Some(e.prev_hash.clone())),

@@ -141,7 +141,7 @@ fn edits() -> Vec<(&'static str, Edit)> {
         }),
         ("amount lowered", |r| r.amount = r.amount.map(|a| a / 2)),
         ("requester changed", |r| {
-            r.requester.subject = "mallory".to_owned()
+            r.requester.subject = "mallory".into()
         }),
     ]
 }

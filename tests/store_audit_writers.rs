@@ -14,7 +14,7 @@ fn record(i: u64) -> AuditRecord {
     AuditRecord {
         time_ms: 1_000 + i,
         tenant: "acme".into(),
-        subject: format!("user-{}", i % 3),
+        subject: format!("user-{}", i % 3).into(),
         tool: "transfer_funds".into(),
         call_id: format!("call-{i}"),
         ..AuditRecord::default()

@@ -844,9 +844,9 @@ fn record(i: u64) -> AuditRecord {
             "globex"
         }
         .into(),
-        subject: format!("user-{}", i % 4),
+        subject: format!("user-{}", i % 4).into(),
         session: "s".into(),
-        tool: format!("tool-{}", i % 3),
+        tool: format!("tool-{}", i % 3).into(),
         call_id: format!("call-{i}"),
         status: Some(Status::Ok),
         arguments: Some(std::sync::Arc::new(json!({"n": i, "note": "é"}))),

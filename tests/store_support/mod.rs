@@ -107,7 +107,7 @@ pub async fn memory(_test: &str) -> Option<Backend> {
         a2.with_storage(|entries| match kind {
             TamperKind::Alter | TamperKind::Column => {
                 if let Some(e) = entries.iter_mut().find(|e| e.seq == seq) {
-                    e.record.tenant = "mallory".to_owned();
+                    e.record.tenant = "mallory".into();
                 }
             }
             TamperKind::Delete => entries.retain(|e| e.seq != seq),

@@ -115,8 +115,8 @@ impl RequestView {
             risk: spec.map_or("unknown", |s| s.risk.as_str()).to_owned(),
             cause: request.cause.clone(),
             cause_text: cause_text(&request.cause).to_owned(),
-            requester: request.requester.subject.clone(),
-            tenant: request.requester.tenant.clone(),
+            requester: request.requester.subject.to_string(),
+            tenant: request.requester.tenant.to_string(),
             arguments: arguments(request, spec),
             amount_minor: request.amount,
             amount: request

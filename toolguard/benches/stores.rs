@@ -232,10 +232,10 @@ fn record(i: u64) -> AuditRecord {
     AuditRecord {
         event: AuditEvent::Call,
         time_ms: 1_700_000_000_000 + i,
-        tenant: format!("tenant-{}", i % 10),
-        subject: format!("user-{}", i % 1_000),
+        tenant: format!("tenant-{}", i % 10).into(),
+        subject: format!("user-{}", i % 1_000).into(),
         session: "bench".into(),
-        tool: format!("tool-{}", i % 20),
+        tool: format!("tool-{}", i % 20).into(),
         call_id: format!("call-{i}"),
         operation_id: Some(format!("op-{i}")),
         idempotency_key: Some(format!("key-{i:012}")),

@@ -89,7 +89,7 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
         let mut t = Trace {
             stage: Stage::Approval,
             approval_id: Some(id.to_owned()),
-            approver: Some(approver.subject.clone()),
+            approver: Some(approver.subject.to_string()),
             ..Trace::default()
         };
         let loaded = stage::execute::contained(approval::load(core, approver, id)).await;
@@ -100,7 +100,7 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
                 return finish(core, about, t, Answer::stopped(stop)).await;
             }
         };
-        t.tool = Some(Arc::from(request.tool.as_str()));
+        t.tool = Some(request.tool.as_str().into());
         t.operation_id = Some(request.operation_id.clone());
         t.idempotency_key = request.idempotency.as_ref().map(|k| k.key.clone());
         t.request_digest = Some(request.request_digest.clone());

@@ -1,8 +1,10 @@
 //! What arrives at the dispatcher: the model's proposal ([`ToolCall`], untrusted) and the
 //! authenticated caller ([`Principal`], trusted, supplied by the host application).
 
+use std::sync::Arc;
 use std::time::SystemTime;
 
+use arcstr::ArcStr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -125,17 +127,18 @@ impl ToolCall {
 /// The authenticated caller, from the host application's auth layer. Trusted.
 ///
 /// Tools never read identity or authority from model arguments; they read it from here through
-/// [`crate::ToolContext`].
+/// [`crate::ToolContext`]. Its strings are shared (`ArcStr`): a call copies the principal into
+/// its handler context and audit entry without copying the strings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Principal {
     /// Tenant the caller belongs to.
-    pub tenant: String,
+    pub tenant: ArcStr,
     /// The caller (user or service) within the tenant.
-    pub subject: String,
+    pub subject: ArcStr,
     /// Roles granted by the auth layer.
-    pub roles: Vec<String>,
+    pub roles: Arc<[String]>,
     /// The agent session the call belongs to (scopes per-session limits).
-    pub session_id: String,
+    pub session_id: ArcStr,
     /// When the caller authenticated; checked for freshness.
     pub authenticated_at: SystemTime,
 }
@@ -143,22 +146,24 @@ pub struct Principal {
 impl Principal {
     /// A principal authenticated now, with no roles.
     pub fn new(
-        tenant: impl Into<String>,
-        subject: impl Into<String>,
-        session_id: impl Into<String>,
+        tenant: impl AsRef<str>,
+        subject: impl AsRef<str>,
+        session_id: impl AsRef<str>,
     ) -> Self {
         Principal {
-            tenant: tenant.into(),
-            subject: subject.into(),
-            roles: Vec::new(),
-            session_id: session_id.into(),
+            tenant: tenant.as_ref().into(),
+            subject: subject.as_ref().into(),
+            roles: Arc::from([]),
+            session_id: session_id.as_ref().into(),
             authenticated_at: SystemTime::now(),
         }
     }
 
     /// Adds a role.
     pub fn with_role(mut self, role: impl Into<String>) -> Self {
-        self.roles.push(role.into());
+        let mut roles = self.roles.to_vec();
+        roles.push(role.into());
+        self.roles = roles.into();
         self
     }
 

@@ -41,6 +41,9 @@ pub mod store;
 pub mod tool;
 
 pub use approvals::Approvals;
+/// The shared string of [`Principal`] and [`audit::AuditRecord`] identities: cloning it copies a
+/// pointer, it compares equal to `&str` and `String`, and it derefs to `str`.
+pub use arcstr::ArcStr;
 pub use audit::{AuditEntry, AuditSink, MemoryAuditSink};
 pub use call::{Principal, ProviderContext, RawArguments, ToolCall};
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -95,9 +95,9 @@ impl ApprovalEvent {
         ApprovalEvent {
             kind,
             approval_id: request.id.clone(),
-            tenant: request.requester.tenant.clone(),
+            tenant: request.requester.tenant.to_string(),
             tool: request.tool.clone(),
-            requester: request.requester.subject.clone(),
+            requester: request.requester.subject.to_string(),
             cause: request.cause.clone(),
             amount: request.amount,
             currency: request
@@ -156,9 +156,9 @@ impl NotifyReport {
         let record = AuditRecord {
             event: AuditEvent::Notification,
             time_ms: unix_millis(self.clock.now()),
-            tenant: event.tenant.clone(),
-            subject: event.requester.clone(),
-            tool: event.tool.clone(),
+            tenant: event.tenant.as_str().into(),
+            subject: event.requester.as_str().into(),
+            tool: event.tool.as_str().into(),
             stage: Stage::Approval,
             status: event.status,
             reason: Some(reason.chars().take(200).collect()),

@@ -113,7 +113,7 @@ async fn query<S: Send + Sync + 'static>(
     t.at(Stage::Principal);
     stage::principal::fresh(core, principal)?;
     let record = load(core, principal, operation_id).await?;
-    t.tool = Some(std::sync::Arc::from(record.tool.as_str()));
+    t.tool = Some(record.tool.as_str().into());
     let tool = core
         .tools
         .get(&record.tool)

@@ -1,5 +1,6 @@
 use std::sync::Arc;
 
+use arcstr::ArcStr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -36,14 +37,15 @@ pub struct AuditRecord {
     pub event: AuditEvent,
     /// Milliseconds since the Unix epoch.
     pub time_ms: u64,
-    /// Caller's tenant.
-    pub tenant: String,
+    /// Caller's tenant (shared with the call's [`Principal`](crate::Principal)).
+    pub tenant: ArcStr,
     /// Caller.
-    pub subject: String,
+    pub subject: ArcStr,
     /// Caller's session.
-    pub session: String,
-    /// Tool name (as requested, for unknown tools).
-    pub tool: String,
+    pub session: ArcStr,
+    /// Tool name (as requested, for unknown tools); a registered tool's name is shared with the
+    /// registry.
+    pub tool: ArcStr,
     /// Provider call id.
     pub call_id: String,
     /// Operation id of a state-changing call.

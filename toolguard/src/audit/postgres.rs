@@ -115,6 +115,9 @@ async fn write_batch(pool: &Pool, sealer: &Sealer, batch: Vec<(AuditRecord, Repl
             assigned.push((seq, entry.hash.clone()));
             hashes.push(entry.hash);
         }
+        // The shared strings, as the text arrays the statement binds.
+        let [tenants, subjects, tools] =
+            [&tenants, &subjects, &tools].map(|v| v.iter().map(|s| &**s).collect::<Vec<&str>>());
         tx.execute(
             &insert_stmt,
             &[

@@ -594,7 +594,7 @@ impl Policy {
             &p.subject,
             p.session.as_deref().unwrap_or(default_session),
         );
-        principal.roles = p.roles.clone();
+        principal.roles = p.roles.as_slice().into();
         Some(principal)
     }
 
@@ -605,7 +605,7 @@ impl Policy {
             .iter()
             .find(|t| constant_time_eq(t.token.as_bytes(), token.as_bytes()))?;
         let mut p = Principal::new(&t.tenant, &t.subject, session);
-        p.roles = t.roles.clone();
+        p.roles = t.roles.as_slice().into();
         Some(p)
     }
 }
@@ -689,7 +689,7 @@ impl PolicyAuthorizer {
             return Err("tool_not_granted".to_owned());
         };
         if let Some(tenants) = &entry.tenants
-            && !tenants.contains(&principal.tenant)
+            && !tenants.iter().any(|t| *t == principal.tenant)
         {
             return Err("tenant_not_granted".to_owned());
         }

@@ -9,6 +9,8 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, SystemTime};
 
+use arcstr::ArcStr;
+
 use super::alert::{Alert, AlertScope, Evidence};
 use super::config::{Detection, Rule};
 use super::respond::{Response, ResponseKind, SessionResponse};
@@ -27,10 +29,10 @@ pub(crate) struct Observation {
     pub(crate) event: AuditEvent,
     pub(crate) status: Option<Status>,
     pub(crate) reason: Option<String>,
-    pub(crate) tenant: String,
-    pub(crate) subject: String,
-    pub(crate) session: String,
-    pub(crate) tool: String,
+    pub(crate) tenant: ArcStr,
+    pub(crate) subject: ArcStr,
+    pub(crate) session: ArcStr,
+    pub(crate) tool: ArcStr,
     pub(crate) call_id: String,
     pub(crate) audit_seq: Option<u64>,
     pub(crate) at: SystemTime,
@@ -56,7 +58,7 @@ impl Observation {
             tenant: record.tenant.clone(),
             subject: record.subject.clone(),
             session: record.session.clone(),
-            tool: spec.name.clone(),
+            tool: record.tool.clone(),
             call_id: record.call_id.clone(),
             audit_seq: None,
             at,
@@ -298,7 +300,7 @@ fn alert_of(check: &Check, marks: Marks, obs: &Observation) -> Alert {
         rule: check.rule.as_str().to_owned(),
         severity: check.rule.severity(),
         scope: check.scope.clone(),
-        tool: obs.tool.clone(),
+        tool: obs.tool.to_string(),
         summary,
         evidence: Evidence {
             call_ids: marks.0.iter().map(|m| m.call_id.clone()).collect(),
@@ -347,8 +349,8 @@ async fn respond<S: Send + Sync + 'static>(
         ),
     };
     let put = SessionResponse {
-        tenant: obs.tenant.clone(),
-        session: obs.session.clone(),
+        tenant: obs.tenant.to_string(),
+        session: obs.session.to_string(),
         kind,
         rule: check.rule.as_str().to_owned(),
         call_id: obs.call_id.clone(),

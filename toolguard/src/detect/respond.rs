@@ -189,10 +189,10 @@ impl<S: Send + Sync + 'static> Detections<'_, S> {
             time_ms: now_ms,
             tenant: reviewer.tenant.clone(),
             subject: reviewer.subject.clone(),
-            session: session.to_owned(),
+            session: session.into(),
             call_id: found.call_id.clone(),
             reason: Some("response_lifted".to_owned()),
-            approver: Some(reviewer.subject.clone()),
+            approver: Some(reviewer.subject.to_string()),
             arguments: Some(std::sync::Arc::new(serde_json::json!({
                 "kind": found.kind.as_str(), "rule": found.rule, "note": reason,
             }))),

@@ -46,21 +46,21 @@ pub(crate) fn scope_key(parts: &[&str]) -> String {
 impl Observation {
     fn session_scope(&self) -> AlertScope {
         AlertScope::Session {
-            tenant: self.tenant.clone(),
-            session: self.session.clone(),
+            tenant: self.tenant.to_string(),
+            session: self.session.to_string(),
         }
     }
 
     fn subject_scope(&self) -> AlertScope {
         AlertScope::Subject {
-            tenant: self.tenant.clone(),
-            subject: self.subject.clone(),
+            tenant: self.tenant.to_string(),
+            subject: self.subject.to_string(),
         }
     }
 
     fn tenant_scope(&self) -> AlertScope {
         AlertScope::Tenant {
-            tenant: self.tenant.clone(),
+            tenant: self.tenant.to_string(),
         }
     }
 }
@@ -126,7 +126,7 @@ pub(crate) fn checks(config: &Detection, spec: &ToolSpec, obs: &Observation) -> 
             obs.tenant_scope(),
             "",
         );
-        c.key = Some(obs.subject.clone());
+        c.key = Some(obs.subject.to_string());
         out.push(c);
     }
     let unicode_block =

@@ -555,7 +555,7 @@ fn register<S: Send + Sync + 'static>(
         }
         order.push(name.clone());
         let registered = Registered {
-            name: Arc::from(name.as_str()),
+            name: name.as_str().into(),
             metrics: crate::metrics::ToolKeys::new(&name),
             tool,
             input,

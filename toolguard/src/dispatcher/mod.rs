@@ -118,7 +118,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
     ) -> Result<Answer, Exit> {
         let core = &*self.core;
         // The metrics label of a registered tool, even when its arguments do not parse.
-        t.tool = core.tools.get(&call.tool).map(|r| Arc::clone(&r.name));
+        t.tool = core.tools.get(&call.tool).map(|r| r.name.clone());
         t.at(Stage::Parse);
         stage::gate::check(&call.arguments, core.sanitizer.limits())?;
         let args = stage::parse::arguments(&call.arguments)?;

@@ -403,7 +403,7 @@ pub(crate) async fn decide<S: Send + Sync + 'static>(
         Verb::Reject(r) => Some(r.to_owned()),
     };
     request.decisions.push(ApprovalDecision {
-        approver: approver.subject.clone(),
+        approver: approver.subject.to_string(),
         approve: reason.is_none(),
         at_ms: unix_millis(core.now()),
         digest: approval_binding(core.keys.as_deref(), request, Some(&approver.subject)),

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use arcstr::ArcStr;
 use jsonschema::Validator;
 
 use super::authorize::Authorizer;
@@ -25,7 +26,7 @@ use crate::tool::ToolContext;
 /// A registered tool with its compiled schemas.
 pub(crate) struct Registered<S: Send + Sync + 'static> {
     /// The tool's name, shared with the calls that name it.
-    pub(crate) name: Arc<str>,
+    pub(crate) name: ArcStr,
     pub(crate) tool: Arc<dyn ErasedTool<S>>,
     pub(crate) input: Validator,
     pub(crate) output: Validator,

@@ -79,7 +79,11 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
         tenant: about.principal.tenant.clone(),
         subject: about.principal.subject.clone(),
         session: about.principal.session_id.clone(),
-        tool: capped(&outcome.tool),
+        // A registered tool's name is the registry's; an unknown one is copied, capped.
+        tool: match &t.tool {
+            Some(name) => name.clone(),
+            None => capped(&outcome.tool).into(),
+        },
         call_id: capped(&outcome.call_id),
         operation_id: t.operation_id,
         idempotency_key: t.idempotency_key,

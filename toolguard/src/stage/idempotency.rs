@@ -51,9 +51,8 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
     principal: &Principal,
     t: &mut Trace,
 ) -> Result<Option<Held>, Exit> {
-    let digest = t.request_digest.clone().unwrap_or_default();
-    let args = t.arguments_for_operation.clone();
-    let args = args.as_deref().unwrap_or(&Value::Null);
+    let digest = t.request_digest.as_deref().unwrap_or_default();
+    let args = t.arguments_for_operation.as_deref().unwrap_or(&Value::Null);
     let keys = core.keys.as_deref();
     let same = |stored: &str| {
         stored == digest || super::intent::digest_matches(keys, stored, spec, args, principal)
@@ -64,8 +63,8 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
     let reservation = Ask {
         spec,
         principal,
-        key: t.idempotency_key.clone(),
-        request_digest: &digest,
+        key: t.idempotency_key.as_deref(),
+        request_digest: digest,
         same_request: &same,
         operation_id: t.operation_id.as_deref(),
         ttl: core.idempotency_ttl(spec),
@@ -95,7 +94,7 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
 struct Ask<'a> {
     spec: &'a ToolSpec,
     principal: &'a Principal,
-    key: Option<String>,
+    key: Option<&'a str>,
     request_digest: &'a str,
     /// Whether a stored digest is this request's (under any accepted key).
     same_request: &'a (dyn Fn(&str) -> bool + Sync),
@@ -189,12 +188,12 @@ async fn reserve(
     now: SystemTime,
 ) -> Result<Admission, Stop> {
     let (spec, principal, request_digest) = (r.spec, r.principal, r.request_digest);
-    let Some(key) = r.key.clone() else {
+    let Some(key) = r.key.map(str::to_owned) else {
         return Ok(Admission::Proceed(None));
     };
     let scoped = ScopedKey {
-        tenant: principal.tenant.clone(),
-        subject: principal.subject.clone(),
+        tenant: principal.tenant.to_string(),
+        subject: principal.subject.to_string(),
         tool: spec.name.clone(),
         key,
     };
@@ -336,8 +335,8 @@ pub(crate) async fn stored_replay(
 ) -> Option<StoredOutcome> {
     let key = key?;
     let scoped = ScopedKey {
-        tenant: principal.tenant.clone(),
-        subject: principal.subject.clone(),
+        tenant: principal.tenant.to_string(),
+        subject: principal.subject.to_string(),
         tool: spec.name.clone(),
         key: key.to_owned(),
     };

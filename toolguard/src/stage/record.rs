@@ -30,8 +30,8 @@ pub(crate) async fn put<S: Send + Sync + 'static>(
     };
     let record = OperationRecord {
         id: id.to_owned(),
-        tenant: principal.tenant.clone(),
-        subject: principal.subject.clone(),
+        tenant: principal.tenant.to_string(),
+        subject: principal.subject.to_string(),
         tool: spec.name.clone(),
         call_id: call_id.to_owned(),
         state,
@@ -41,8 +41,8 @@ pub(crate) async fn put<S: Send + Sync + 'static>(
             .clone()
             .unwrap_or_else(|| Arc::new(Value::Null)),
         idempotency: t.idempotency_key.as_ref().map(|k| ScopedKey {
-            tenant: principal.tenant.clone(),
-            subject: principal.subject.clone(),
+            tenant: principal.tenant.to_string(),
+            subject: principal.subject.to_string(),
             tool: spec.name.clone(),
             key: k.clone(),
         }),

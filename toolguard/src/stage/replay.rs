@@ -19,13 +19,13 @@ pub(crate) async fn or_stop<S: Send + Sync + 'static>(
     stop: Stop,
     t: &mut Trace,
 ) -> Exit {
-    let digest = t.request_digest.clone().unwrap_or_default();
+    let digest = t.request_digest.as_deref().unwrap_or_default();
     let stored = super::idempotency::stored_replay(
         &*core.stores.idempotency,
         spec,
         principal,
         t.idempotency_key.as_deref(),
-        &digest,
+        digest,
         core.now(),
     )
     .await;

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use arcstr::ArcStr;
 use serde_json::Value;
 
 use super::{Stage, Stop};
@@ -15,7 +16,7 @@ use crate::store::StoredOutcome;
 pub(crate) struct Trace {
     pub(crate) stage: Stage,
     /// The registered tool's name (its metrics label), shared with the registry.
-    pub(crate) tool: Option<Arc<str>>,
+    pub(crate) tool: Option<ArcStr>,
     pub(crate) request_digest: Option<String>,
     /// The sanitized arguments with `sensitive` fields redacted (audit, previews).
     pub(crate) arguments: Option<Arc<Value>>,

@@ -709,7 +709,7 @@ impl ApprovalStore for PgStore {
                      VALUES ($1, $2, $3, $4, $5, $6)",
                 &[
                     &request.id,
-                    &request.requester.tenant,
+                    &&*request.requester.tenant,
                     &ApprovalState::as_str(request.state),
                     &i64_of(request.created_at_ms),
                     &i64_of(request.version),

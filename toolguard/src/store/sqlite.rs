@@ -538,7 +538,7 @@ impl ApprovalStore for SqliteStore {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![
                     r.id,
-                    r.requester.tenant,
+                    &*r.requester.tenant,
                     ApprovalState::as_str(r.state),
                     i64_of(r.created_at_ms),
                     i64_of(r.version),
