@@ -63,21 +63,45 @@ impl ProvenanceStore for MemoryStore {
     }
 }
 
-impl<T: ProvenanceStore + ?Sized> ProvenanceStore for Deadlined<T> {
+impl Deadlined<dyn ProvenanceStore> {
+    /// [`ProvenanceStore::add_source`] under the deadline.
+    pub(crate) async fn add_source(&self, session: &str, source: &Source) -> StoreResult<()> {
+        self.timed("provenance add", self.inner().add_source(session, source))
+            .await
+    }
+
+    /// [`ProvenanceStore::sources`] under the deadline.
+    pub(crate) async fn sources(&self, session: &str) -> StoreResult<Vec<Source>> {
+        self.timed("provenance read", self.inner().sources(session))
+            .await
+    }
+
+    /// [`ProvenanceStore::clear_sources`] under the deadline.
+    pub(crate) async fn clear_sources(&self, session: &str) -> StoreResult<u64> {
+        self.timed("provenance clear", self.inner().clear_sources(session))
+            .await
+    }
+}
+
+impl ProvenanceStore for Deadlined<dyn ProvenanceStore> {
     fn add_source<'a>(
         &'a self,
         session: &'a str,
         source: &'a Source,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        self.timed("provenance add", self.inner().add_source(session, source))
+        Box::pin(Deadlined::<dyn ProvenanceStore>::add_source(
+            self, session, source,
+        ))
     }
 
     fn sources<'a>(&'a self, session: &'a str) -> BoxFuture<'a, StoreResult<Vec<Source>>> {
-        self.timed("provenance read", self.inner().sources(session))
+        Box::pin(Deadlined::<dyn ProvenanceStore>::sources(self, session))
     }
 
     fn clear_sources<'a>(&'a self, session: &'a str) -> BoxFuture<'a, StoreResult<u64>> {
-        self.timed("provenance clear", self.inner().clear_sources(session))
+        Box::pin(Deadlined::<dyn ProvenanceStore>::clear_sources(
+            self, session,
+        ))
     }
 }
 

@@ -20,6 +20,7 @@ use crate::metrics::ToolKeys;
 use crate::sanitize::Sanitizer;
 use crate::spec::ToolSpec;
 use crate::stage::policy::RiskPolicy;
+use crate::store::deadline::Deadlined;
 use crate::store::{ApprovalStore, IdempotencyStore, OperationStore, SessionLedger};
 use crate::tool::ToolContext;
 
@@ -52,11 +53,11 @@ impl<S: Send + Sync + 'static> Registered<S> {
 
 /// The stores a call's path uses, each under the store deadline.
 pub(crate) struct Stores {
-    pub(crate) idempotency: Arc<dyn IdempotencyStore>,
-    pub(crate) approvals: Arc<dyn ApprovalStore>,
-    pub(crate) ledger: Arc<dyn SessionLedger>,
-    pub(crate) operations: Arc<dyn OperationStore>,
-    pub(crate) provenance: Arc<dyn crate::provenance::ProvenanceStore>,
+    pub(crate) idempotency: Arc<Deadlined<dyn IdempotencyStore>>,
+    pub(crate) approvals: Arc<Deadlined<dyn ApprovalStore>>,
+    pub(crate) ledger: Arc<Deadlined<dyn SessionLedger>>,
+    pub(crate) operations: Arc<Deadlined<dyn OperationStore>>,
+    pub(crate) provenance: Arc<Deadlined<dyn crate::provenance::ProvenanceStore>>,
 }
 
 /// The registry and configuration of a built dispatcher.

@@ -12,6 +12,7 @@ use super::trace::{Exit, Trace};
 use crate::call::{Principal, ToolCall};
 use crate::outcome::Status;
 use crate::spec::{KeyReuse, Risk, ToolSpec};
+use crate::store::deadline::Deadlined;
 use crate::store::{IdempotencyStore, RecordState, Reservation, ScopedKey, StoredOutcome};
 
 /// Default lifetime of an idempotency record.
@@ -71,7 +72,7 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
         fail_open: core.fail_open_read_only,
     };
     let admission = loop {
-        match reserve(&*core.stores.idempotency, &reservation, core.now()).await {
+        match reserve(&core.stores.idempotency, &reservation, core.now()).await {
             Err(stop) if stop.status == Status::InProgress && waiting() => {
                 tokio::time::sleep(WAIT_POLL).await;
             }
@@ -183,7 +184,7 @@ pub fn extract_key(spec: &ToolSpec, call: &ToolCall, args: &Value) -> Result<Opt
 
 /// Reserves the key or decides from its existing record.
 async fn reserve(
-    store: &dyn IdempotencyStore,
+    store: &Deadlined<dyn IdempotencyStore>,
     r: &Ask<'_>,
     now: SystemTime,
 ) -> Result<Admission, Stop> {
@@ -264,7 +265,7 @@ pub fn is_stored(status: Status) -> bool {
 /// Settles a reservation the call holds: stores a final outcome, or releases the key so a retry
 /// executes.
 pub(crate) async fn settle_held(
-    store: &dyn IdempotencyStore,
+    store: &Deadlined<dyn IdempotencyStore>,
     held: Held,
     outcome: &StoredOutcome,
     ttl: Duration,
@@ -285,7 +286,7 @@ pub(crate) async fn settle_held(
 /// so a retry executes. Acts only on this operation's own record, never on that of a newer call
 /// that re-reserved the key after it expired.
 pub(crate) async fn settle_operation(
-    store: &dyn IdempotencyStore,
+    store: &Deadlined<dyn IdempotencyStore>,
     key: &ScopedKey,
     operation_id: &str,
     outcome: &StoredOutcome,
@@ -326,7 +327,7 @@ pub fn action_arguments(spec: &ToolSpec, args: &Value) -> Value {
 /// The stored outcome of this very request under the caller's key, if there is one (read only).
 /// A different request under the key gives `None`, unless the tool lets the key win.
 pub(crate) async fn stored_replay(
-    store: &dyn IdempotencyStore,
+    store: &Deadlined<dyn IdempotencyStore>,
     spec: &ToolSpec,
     principal: &Principal,
     key: Option<&str>,

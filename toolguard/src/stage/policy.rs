@@ -11,6 +11,7 @@ use super::Stop;
 use crate::call::Principal;
 use crate::outcome::Status;
 use crate::spec::{Risk, ToolSpec};
+use crate::store::deadline::Deadlined;
 use crate::store::{ScopeLimit, SessionLedger};
 
 /// What happens when a call would cross a cumulative limit.
@@ -385,7 +386,7 @@ pub(crate) fn approved(
 /// Evaluates the policy for a call.
 pub(crate) async fn evaluate(
     policy: &RiskPolicy,
-    ledger: &dyn SessionLedger,
+    ledger: &Deadlined<dyn SessionLedger>,
     spec: &ToolSpec,
     args: &Value,
     principal: &Principal,

@@ -21,7 +21,7 @@ pub(crate) async fn or_stop<S: Send + Sync + 'static>(
 ) -> Exit {
     let digest = t.request_digest.as_deref().unwrap_or_default();
     let stored = super::idempotency::stored_replay(
-        &*core.stores.idempotency,
+        &core.stores.idempotency,
         spec,
         principal,
         t.idempotency_key.as_deref(),

@@ -20,7 +20,7 @@ pub(crate) async fn held<S: Send + Sync + 'static>(
     let Some(held) = held else { return };
     let stored = answer.stored(t.operation_id.as_deref());
     let ttl = core.idempotency_ttl(spec);
-    settle_held(&*core.stores.idempotency, held, &stored, ttl, core.now()).await;
+    settle_held(&core.stores.idempotency, held, &stored, ttl, core.now()).await;
 }
 
 /// Settles operation `operation_id` after its call ended: the outcome under its key (if it has

@@ -1,6 +1,11 @@
 //! The one deadline every store call on a call's path runs under. The dispatcher wraps each
 //! store it is given in [`Deadlined`] when it is built, so no stage can reach a store without
 //! the deadline: a store that does not answer in time counts as unavailable.
+//!
+//! Stages call a wrapped store through its inherent `async` methods (same names as the store
+//! trait's), whose futures live inside the call's own future: the deadline adds no allocation.
+//! The wrapper also implements the store trait (boxing those methods) for code that takes a
+//! `dyn` store.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -28,26 +33,124 @@ impl<T: ?Sized> Deadlined<T> {
         &self.inner
     }
 
-    pub(crate) fn timed<'a, R: Send + 'a>(
-        &'a self,
+    /// `op` under the deadline; the future is polled in place (not boxed again), so a stage
+    /// calling a store through the inherent methods below pays for the store's own future only.
+    pub(crate) async fn timed<R>(
+        &self,
         what: &'static str,
-        op: BoxFuture<'a, StoreResult<R>>,
-    ) -> BoxFuture<'a, StoreResult<R>> {
+        op: BoxFuture<'_, StoreResult<R>>,
+    ) -> StoreResult<R> {
         let deadline = self.deadline;
-        Box::pin(async move {
-            tokio::time::timeout(deadline, op)
-                .await
-                .unwrap_or_else(|_| {
-                    Err(StoreError::new(format!(
-                        "{what}: no answer within {} ms",
-                        deadline.as_millis()
-                    )))
-                })
-        })
+        tokio::time::timeout(deadline, op)
+            .await
+            .unwrap_or_else(|_| {
+                Err(StoreError::new(format!(
+                    "{what}: no answer within {} ms",
+                    deadline.as_millis()
+                )))
+            })
     }
 }
 
-impl<T: IdempotencyStore + ?Sized> IdempotencyStore for Deadlined<T> {
+impl Deadlined<dyn IdempotencyStore> {
+    /// [`IdempotencyStore::reserve`] under the deadline.
+    pub(crate) async fn reserve(
+        &self,
+        key: &ScopedKey,
+        digest: &str,
+        op: Option<&str>,
+        lease: Duration,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> StoreResult<Reservation> {
+        self.timed(
+            "idempotency reserve",
+            self.inner.reserve(key, digest, op, lease, ttl, now),
+        )
+        .await
+    }
+    /// [`IdempotencyStore::complete`] under the deadline.
+    pub(crate) async fn complete(
+        &self,
+        key: &ScopedKey,
+        owner: &str,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> StoreResult<bool> {
+        self.timed(
+            "idempotency complete",
+            self.inner.complete(key, owner, outcome, ttl, now),
+        )
+        .await
+    }
+    /// [`IdempotencyStore::release`] under the deadline.
+    pub(crate) async fn release(&self, key: &ScopedKey, owner: &str) -> StoreResult<bool> {
+        self.timed("idempotency release", self.inner.release(key, owner))
+            .await
+    }
+    /// [`IdempotencyStore::renew`] under the deadline.
+    pub(crate) async fn renew(
+        &self,
+        key: &ScopedKey,
+        owner: &str,
+        lease: Duration,
+        now: SystemTime,
+    ) -> StoreResult<bool> {
+        self.timed(
+            "idempotency renew",
+            self.inner.renew(key, owner, lease, now),
+        )
+        .await
+    }
+    /// [`IdempotencyStore::take_over`] under the deadline.
+    pub(crate) async fn take_over(
+        &self,
+        key: &ScopedKey,
+        lease: Duration,
+        now: SystemTime,
+    ) -> StoreResult<Option<String>> {
+        self.timed(
+            "idempotency take-over",
+            self.inner.take_over(key, lease, now),
+        )
+        .await
+    }
+    /// [`IdempotencyStore::replace`] under the deadline.
+    pub(crate) async fn replace(
+        &self,
+        key: &ScopedKey,
+        operation_id: &str,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> StoreResult<bool> {
+        self.timed(
+            "idempotency replace",
+            self.inner.replace(key, operation_id, outcome, ttl, now),
+        )
+        .await
+    }
+    /// [`IdempotencyStore::remove`] under the deadline.
+    pub(crate) async fn remove(&self, key: &ScopedKey, operation_id: &str) -> StoreResult<bool> {
+        self.timed("idempotency remove", self.inner.remove(key, operation_id))
+            .await
+    }
+    /// [`IdempotencyStore::get`] under the deadline.
+    pub(crate) async fn get(
+        &self,
+        key: &ScopedKey,
+        now: SystemTime,
+    ) -> StoreResult<Option<IdempotencyRecord>> {
+        self.timed(
+            "idempotency get",
+            IdempotencyStore::get(&*self.inner, key, now),
+        )
+        .await
+    }
+}
+
+impl IdempotencyStore for Deadlined<dyn IdempotencyStore> {
     fn reserve<'a>(
         &'a self,
         key: &'a ScopedKey,
@@ -57,8 +160,9 @@ impl<T: IdempotencyStore + ?Sized> IdempotencyStore for Deadlined<T> {
         ttl: Duration,
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<Reservation>> {
-        let run = self.inner.reserve(key, digest, op, lease, ttl, now);
-        self.timed("idempotency reserve", run)
+        Box::pin(Deadlined::<dyn IdempotencyStore>::reserve(
+            self, key, digest, op, lease, ttl, now,
+        ))
     }
     fn complete<'a>(
         &'a self,
@@ -68,15 +172,16 @@ impl<T: IdempotencyStore + ?Sized> IdempotencyStore for Deadlined<T> {
         ttl: Duration,
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        let run = self.inner.complete(key, owner, outcome, ttl, now);
-        self.timed("idempotency complete", run)
+        Box::pin(Deadlined::<dyn IdempotencyStore>::complete(
+            self, key, owner, outcome, ttl, now,
+        ))
     }
     fn release<'a>(
         &'a self,
         key: &'a ScopedKey,
         owner: &'a str,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        self.timed("idempotency release", self.inner.release(key, owner))
+        Box::pin(Deadlined::<dyn IdempotencyStore>::release(self, key, owner))
     }
     fn renew<'a>(
         &'a self,
@@ -85,8 +190,9 @@ impl<T: IdempotencyStore + ?Sized> IdempotencyStore for Deadlined<T> {
         lease: Duration,
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        let run = self.inner.renew(key, owner, lease, now);
-        self.timed("idempotency renew", run)
+        Box::pin(Deadlined::<dyn IdempotencyStore>::renew(
+            self, key, owner, lease, now,
+        ))
     }
     fn take_over<'a>(
         &'a self,
@@ -94,8 +200,9 @@ impl<T: IdempotencyStore + ?Sized> IdempotencyStore for Deadlined<T> {
         lease: Duration,
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<Option<String>>> {
-        let run = self.inner.take_over(key, lease, now);
-        self.timed("idempotency take-over", run)
+        Box::pin(Deadlined::<dyn IdempotencyStore>::take_over(
+            self, key, lease, now,
+        ))
     }
     fn replace<'a>(
         &'a self,
@@ -105,51 +212,173 @@ impl<T: IdempotencyStore + ?Sized> IdempotencyStore for Deadlined<T> {
         ttl: Duration,
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        let run = self.inner.replace(key, operation_id, outcome, ttl, now);
-        self.timed("idempotency replace", run)
+        Box::pin(Deadlined::<dyn IdempotencyStore>::replace(
+            self,
+            key,
+            operation_id,
+            outcome,
+            ttl,
+            now,
+        ))
     }
     fn remove<'a>(
         &'a self,
         key: &'a ScopedKey,
         operation_id: &'a str,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        self.timed("idempotency remove", self.inner.remove(key, operation_id))
+        Box::pin(Deadlined::<dyn IdempotencyStore>::remove(
+            self,
+            key,
+            operation_id,
+        ))
     }
     fn get<'a>(
         &'a self,
         key: &'a ScopedKey,
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<Option<IdempotencyRecord>>> {
-        self.timed(
-            "idempotency get",
-            IdempotencyStore::get(&*self.inner, key, now),
-        )
+        Box::pin(Deadlined::<dyn IdempotencyStore>::get(self, key, now))
     }
 }
 
-impl<T: ApprovalStore + ?Sized> ApprovalStore for Deadlined<T> {
-    fn create<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, StoreResult<()>> {
+impl Deadlined<dyn ApprovalStore> {
+    /// [`ApprovalStore::create`] under the deadline.
+    pub(crate) async fn create(&self, request: &ApprovalRequest) -> StoreResult<()> {
         self.timed("approval create", self.inner.create(request))
+            .await
+    }
+    /// [`ApprovalStore::get`] under the deadline.
+    pub(crate) async fn get(&self, id: &str) -> StoreResult<Option<ApprovalRequest>> {
+        self.timed("approval get", ApprovalStore::get(&*self.inner, id))
+            .await
+    }
+    /// [`ApprovalStore::pending`] under the deadline.
+    pub(crate) async fn pending(&self, tenant: &str) -> StoreResult<Vec<ApprovalRequest>> {
+        self.timed("approval pending", self.inner.pending(tenant))
+            .await
+    }
+    /// [`ApprovalStore::update`] under the deadline.
+    pub(crate) async fn update(
+        &self,
+        request: &ApprovalRequest,
+        expected_version: u64,
+    ) -> StoreResult<bool> {
+        self.timed(
+            "approval update",
+            self.inner.update(request, expected_version),
+        )
+        .await
+    }
+}
+
+impl ApprovalStore for Deadlined<dyn ApprovalStore> {
+    fn create<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(Deadlined::<dyn ApprovalStore>::create(self, request))
     }
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<ApprovalRequest>>> {
-        self.timed("approval get", ApprovalStore::get(&*self.inner, id))
+        Box::pin(Deadlined::<dyn ApprovalStore>::get(self, id))
     }
     fn pending<'a>(&'a self, tenant: &'a str) -> BoxFuture<'a, StoreResult<Vec<ApprovalRequest>>> {
-        self.timed("approval pending", self.inner.pending(tenant))
+        Box::pin(Deadlined::<dyn ApprovalStore>::pending(self, tenant))
     }
     fn update<'a>(
         &'a self,
         request: &'a ApprovalRequest,
         expected_version: u64,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        self.timed(
-            "approval update",
-            self.inner.update(request, expected_version),
-        )
+        Box::pin(Deadlined::<dyn ApprovalStore>::update(
+            self,
+            request,
+            expected_version,
+        ))
     }
 }
 
-impl<T: SessionLedger + ?Sized> SessionLedger for Deadlined<T> {
+impl Deadlined<dyn SessionLedger> {
+    /// [`SessionLedger::admit`] under the deadline.
+    pub(crate) async fn admit(
+        &self,
+        entry: &str,
+        amount: u64,
+        limits: &[ScopeLimit],
+        now: SystemTime,
+    ) -> StoreResult<bool> {
+        self.timed("ledger admit", self.inner.admit(entry, amount, limits, now))
+            .await
+    }
+    /// [`SessionLedger::record`] under the deadline.
+    pub(crate) async fn record(
+        &self,
+        entry: &str,
+        amount: u64,
+        scopes: &[String],
+        now: SystemTime,
+    ) -> StoreResult<()> {
+        self.timed(
+            "ledger record",
+            self.inner.record(entry, amount, scopes, now),
+        )
+        .await
+    }
+    /// [`SessionLedger::retract`] under the deadline.
+    pub(crate) async fn retract(&self, entry: &str, scopes: &[String]) -> StoreResult<()> {
+        self.timed("ledger retract", self.inner.retract(entry, scopes))
+            .await
+    }
+    /// [`SessionLedger::total`] under the deadline.
+    pub(crate) async fn total(
+        &self,
+        scope: &str,
+        window: Duration,
+        now: SystemTime,
+    ) -> StoreResult<u64> {
+        self.timed("ledger total", self.inner.total(scope, window, now))
+            .await
+    }
+    /// [`SessionLedger::hit`] under the deadline.
+    pub(crate) async fn hit(
+        &self,
+        scope: &str,
+        max: u32,
+        window: Duration,
+        now: SystemTime,
+    ) -> StoreResult<bool> {
+        self.timed("ledger hit", self.inner.hit(scope, max, window, now))
+            .await
+    }
+    /// [`SessionLedger::reserve`] under the deadline.
+    pub(crate) async fn reserve(
+        &self,
+        entry: &str,
+        amount: u64,
+        limits: &[ScopeLimit],
+        until: SystemTime,
+        now: SystemTime,
+    ) -> StoreResult<bool> {
+        self.timed(
+            "ledger reserve",
+            self.inner.reserve(entry, amount, limits, until, now),
+        )
+        .await
+    }
+    /// [`SessionLedger::release`] under the deadline.
+    pub(crate) async fn release(&self, entry: &str) -> StoreResult<bool> {
+        self.timed("ledger release", self.inner.release(entry))
+            .await
+    }
+    /// [`SessionLedger::commit`] under the deadline.
+    pub(crate) async fn commit(
+        &self,
+        entry: &str,
+        amount: u64,
+        now: SystemTime,
+    ) -> StoreResult<HoldCommit> {
+        self.timed("ledger commit", self.inner.commit(entry, amount, now))
+            .await
+    }
+}
+
+impl SessionLedger for Deadlined<dyn SessionLedger> {
     fn admit<'a>(
         &'a self,
         entry: &'a str,
@@ -157,8 +386,9 @@ impl<T: SessionLedger + ?Sized> SessionLedger for Deadlined<T> {
         limits: &'a [ScopeLimit],
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        let run = self.inner.admit(entry, amount, limits, now);
-        self.timed("ledger admit", run)
+        Box::pin(Deadlined::<dyn SessionLedger>::admit(
+            self, entry, amount, limits, now,
+        ))
     }
     fn record<'a>(
         &'a self,
@@ -167,15 +397,16 @@ impl<T: SessionLedger + ?Sized> SessionLedger for Deadlined<T> {
         scopes: &'a [String],
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        let run = self.inner.record(entry, amount, scopes, now);
-        self.timed("ledger record", run)
+        Box::pin(Deadlined::<dyn SessionLedger>::record(
+            self, entry, amount, scopes, now,
+        ))
     }
     fn retract<'a>(
         &'a self,
         entry: &'a str,
         scopes: &'a [String],
     ) -> BoxFuture<'a, StoreResult<()>> {
-        self.timed("ledger retract", self.inner.retract(entry, scopes))
+        Box::pin(Deadlined::<dyn SessionLedger>::retract(self, entry, scopes))
     }
     fn total<'a>(
         &'a self,
@@ -183,7 +414,9 @@ impl<T: SessionLedger + ?Sized> SessionLedger for Deadlined<T> {
         window: Duration,
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<u64>> {
-        self.timed("ledger total", self.inner.total(scope, window, now))
+        Box::pin(Deadlined::<dyn SessionLedger>::total(
+            self, scope, window, now,
+        ))
     }
     fn hit<'a>(
         &'a self,
@@ -192,7 +425,9 @@ impl<T: SessionLedger + ?Sized> SessionLedger for Deadlined<T> {
         window: Duration,
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        self.timed("ledger hit", self.inner.hit(scope, max, window, now))
+        Box::pin(Deadlined::<dyn SessionLedger>::hit(
+            self, scope, max, window, now,
+        ))
     }
     fn reserve<'a>(
         &'a self,
@@ -202,11 +437,12 @@ impl<T: SessionLedger + ?Sized> SessionLedger for Deadlined<T> {
         until: SystemTime,
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        let run = self.inner.reserve(entry, amount, limits, until, now);
-        self.timed("ledger reserve", run)
+        Box::pin(Deadlined::<dyn SessionLedger>::reserve(
+            self, entry, amount, limits, until, now,
+        ))
     }
     fn release<'a>(&'a self, entry: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
-        self.timed("ledger release", self.inner.release(entry))
+        Box::pin(Deadlined::<dyn SessionLedger>::release(self, entry))
     }
     fn commit<'a>(
         &'a self,
@@ -214,15 +450,29 @@ impl<T: SessionLedger + ?Sized> SessionLedger for Deadlined<T> {
         amount: u64,
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<HoldCommit>> {
-        self.timed("ledger commit", self.inner.commit(entry, amount, now))
+        Box::pin(Deadlined::<dyn SessionLedger>::commit(
+            self, entry, amount, now,
+        ))
     }
 }
 
-impl<T: OperationStore + ?Sized> OperationStore for Deadlined<T> {
+impl Deadlined<dyn OperationStore> {
+    /// [`OperationStore::put`] under the deadline.
+    pub(crate) async fn put(&self, record: OperationRecord) -> StoreResult<()> {
+        self.timed("operation put", self.inner.put(record)).await
+    }
+    /// [`OperationStore::get`] under the deadline.
+    pub(crate) async fn get(&self, id: &str) -> StoreResult<Option<OperationRecord>> {
+        self.timed("operation get", OperationStore::get(&*self.inner, id))
+            .await
+    }
+}
+
+impl OperationStore for Deadlined<dyn OperationStore> {
     fn put(&self, record: OperationRecord) -> BoxFuture<'_, StoreResult<()>> {
-        self.timed("operation put", self.inner.put(record))
+        Box::pin(Deadlined::<dyn OperationStore>::put(self, record))
     }
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<OperationRecord>>> {
-        self.timed("operation get", OperationStore::get(&*self.inner, id))
+        Box::pin(Deadlined::<dyn OperationStore>::get(self, id))
     }
 }
