@@ -850,9 +850,12 @@ fn flag_tag_run(chars: &[char], i: usize) -> usize {
 /// modifications, or a reason code.
 fn scan(value: &str, kind: FieldKind) -> Result<(Option<String>, Vec<Modification>), &'static str> {
     // Fast path: printable ASCII (plus tab/newline in text) has nothing to strip or block here.
-    if value.bytes().all(|b| {
-        (0x20..0x7f).contains(&b) || (kind == FieldKind::Text && (b == b'\t' || b == b'\n'))
-    }) {
+    if chars::is_printable_ascii(value.as_bytes())
+        || (kind == FieldKind::Text
+            && value
+                .bytes()
+                .all(|b| (0x20..0x7f).contains(&b) || b == b'\t' || b == b'\n'))
+    {
         return Ok((None, Vec::new()));
     }
     let chars: Vec<char> = value.chars().collect();
