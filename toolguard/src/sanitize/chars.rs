@@ -221,6 +221,29 @@ pub fn info(c: char) -> CharInfo {
     })
 }
 
+/// True when every byte of `bytes` is printable ASCII (`0x20..=0x7E`), the text the character
+/// scan keeps as it is. Reads eight bytes at a time: in a word of eight bytes,
+/// - a byte below `0x20` is the only way subtracting `0x20` from every byte can set a high bit
+///   that the byte itself does not have (the lowest such byte borrows nothing from below it);
+/// - a byte above `0x7E` either has its high bit set or gets it by adding 1 to every byte (and
+///   only such a byte can carry into the next one).
+pub fn is_printable_ascii(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let mut eight = [0u8; 8];
+        eight.copy_from_slice(word);
+        let x = u64::from_le_bytes(eight);
+        let below = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
+        let above = (x.wrapping_add(ONES) | x) & HIGH;
+        if below | above != 0 {
+            return false;
+        }
+    }
+    words.remainder().iter().all(|b| (0x20..=0x7e).contains(b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,6 +290,24 @@ mod tests {
         }
         for c in ['a', 'é', '李', 'Д', '😀', ' ', '\u{00A0}', '\''] {
             assert_eq!(classify(c), CharClass::Normal, "{c}");
+        }
+    }
+
+    /// Every byte value at every position of buffers of 0 to 19 bytes (so in the words and in
+    /// the remainder), next to printable and unprintable neighbours.
+    #[test]
+    fn printable_ascii_of_every_byte_at_every_position() {
+        let naive = |bytes: &[u8]| bytes.iter().all(|b| (0x20..=0x7e).contains(b));
+        for len in 0..20 {
+            for fill in [b'a', b' ', b'~', 0x1f, 0x7f, 0xff, 0x00, 0x80] {
+                for at in 0..len {
+                    for b in 0..=255u8 {
+                        let mut buf = vec![fill; len];
+                        buf[at] = b;
+                        assert_eq!(is_printable_ascii(&buf), naive(&buf), "{buf:?}");
+                    }
+                }
+            }
         }
     }
 }

@@ -23,16 +23,11 @@
 
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind};
-use smallvec::SmallVec;
+use aho_corasick::Anchored;
+use aho_corasick::automaton::{Automaton, StateID};
+use aho_corasick::dfa::DFA;
 
 use super::canon::MIN_BASE64_RUN;
-
-/// Longest reading kept in a stack buffer; a longer one moves to the heap.
-const STACK_BYTES: usize = 256;
-
-/// A reading of a value (its letters as [`letter`] reads them), on the stack while it is short.
-type Reading = SmallVec<[u8; STACK_BYTES]>;
 
 /// The letter a character reads as in the fast path's anchor matching: the leetspeak readings
 /// of [`super::fold`] (`0 1 3 4 5 7 8 9 @ $ !`), with `1` and `l` both read `i`, and ASCII
@@ -133,61 +128,99 @@ const CLASSES: [u8; 256] = {
     table
 };
 
-/// True for a character [`super::fold::leet_variants`] reads as a letter inside a word.
-fn is_leet(b: u8) -> bool {
-    CLASSES[usize::from(b)] & LEET != 0
+/// The anchor words, read as [`letter`] reads text, without duplicates.
+fn anchor_readings() -> Vec<Vec<u8>> {
+    let mut words: Vec<Vec<u8>> = super::patterns::anchor_words()
+        .into_iter()
+        .map(str::to_owned)
+        .chain(super::phrases::anchor_words())
+        // A word with letters outside ASCII never occurs in ASCII text.
+        .filter(|w| w.is_ascii())
+        .map(|w| {
+            w.bytes()
+                .filter(u8::is_ascii_alphanumeric)
+                .map(letter)
+                .collect()
+        })
+        .filter(|w: &Vec<u8>| !w.is_empty())
+        .collect();
+    words.sort();
+    words.dedup();
+    words
 }
 
-/// True for a character of a word of [`super::fold::leet_variants`].
-fn is_word(b: u8) -> bool {
-    CLASSES[usize::from(b)] & WORD != 0
-}
-
-/// The anchor words, read as [`letter`] reads text, compiled once.
-fn anchors() -> &'static AhoCorasick {
-    static AC: OnceLock<AhoCorasick> = OnceLock::new();
-    AC.get_or_init(|| {
-        let mut words: Vec<Vec<u8>> = super::patterns::anchor_words()
-            .into_iter()
-            .map(str::to_owned)
-            .chain(super::phrases::anchor_words())
-            // A word with letters outside ASCII never occurs in ASCII text.
-            .filter(|w| w.is_ascii())
-            .map(|w| {
-                w.bytes()
-                    .filter(u8::is_ascii_alphanumeric)
-                    .map(letter)
-                    .collect()
-            })
-            .filter(|w: &Vec<u8>| !w.is_empty())
-            .collect();
-        words.sort();
-        words.dedup();
-        // A DFA: one table step per byte, the cheapest search over the short values most calls
-        // carry (the anchors are a few hundred short words, so the table stays small).
-        AhoCorasick::builder()
-            .kind(Some(AhoCorasickKind::DFA))
-            .build(&words)
+/// The anchor words ([`anchor_readings`]) compiled once into a DFA that the scan steps itself,
+/// one letter at a time, as it reads the value.
+fn anchors() -> &'static DFA {
+    static ANCHORS: OnceLock<DFA> = OnceLock::new();
+    ANCHORS.get_or_init(|| {
+        // One table step per letter (the anchors are a few hundred short words, so the table
+        // stays small). Unanchored only, and no prefilter: the scan never asks for one.
+        DFA::builder()
+            .start_kind(aho_corasick::StartKind::Unanchored)
+            .prefilter(false)
+            .build(anchor_readings())
             .expect("fast path anchors")
     })
 }
 
+/// A reading of the value fed to the anchor DFA as the scan goes: the DFA state after the
+/// letters read so far. An anchor word is a substring of the reading as soon as a step lands
+/// in a match state (the DFA of the standard semantics reports every anchor that ends at the
+/// letter just read, and never dies).
+struct Reading<'a> {
+    dfa: &'a DFA,
+    state: StateID,
+}
+
+impl<'a> Reading<'a> {
+    /// The empty reading.
+    fn new(dfa: &'a DFA) -> Self {
+        let state = dfa
+            .start_state(Anchored::No)
+            .expect("the anchor DFA is built unanchored");
+        Reading { dfa, state }
+    }
+
+    /// The reading continued from `state` (a state of the same DFA).
+    fn at(dfa: &'a DFA, state: StateID) -> Self {
+        Reading { dfa, state }
+    }
+
+    /// Appends the letter `byte` reads as; true when an anchor word ends there.
+    #[inline(always)]
+    fn push(&mut self, byte: u8) -> bool {
+        self.state = self
+            .dfa
+            .next_state(Anchored::No, self.state, LETTERS[usize::from(byte)]);
+        self.dfa.is_match(self.state)
+    }
+}
+
 /// True when `value` certainly holds no marker: the marker checks would find nothing (see the
 /// module documentation). `false` means "not proven", never "a marker".
+///
+/// One pass over the bytes looks for triggers and payload runs and feeds the two readings to
+/// the anchor DFA as it goes, without writing them anywhere:
+/// - the plain reading: letters and digits as [`letter`] reads them, everything else removed;
+/// - the leetspeak reading, which differs only in the words (runs of letters, digits and
+///   `@ $ !`) that mix letters with leetspeak characters and hold an `@` or `!`: it keeps those
+///   as letters where the plain reading drops them. Such a word is read again from its start
+///   once its end shows it mixes; from then on, as long as the two readings are in different
+///   DFA states, every word is read again for the leetspeak one at its end.
 pub fn proves_clean(value: &str) -> bool {
     let bytes = value.as_bytes();
-    // The plain reading (letters and digits as `letter` reads them, everything else removed) is
-    // written in the same pass that looks for triggers and payload runs; it moves to the heap
-    // only once it outgrows the stack buffer, so a value refused early allocates nothing.
-    let mut reading: Reading = SmallVec::new();
+    let dfa = anchors();
+    let mut plain = Reading::new(dfa);
+    // The leetspeak reading's state where it differs from the plain reading's.
+    let mut leet: Option<StateID> = None;
     let mut run = 0usize;
-    // A word (letters, digits and `@ $ !`) that mixes letters with leetspeak characters and
-    // holds an `@` or `!`: its leetspeak reading keeps those as letters, where the plain
-    // reading drops them, so both readings are searched.
-    let mut mixed_sign = false;
-    // The classes seen in the current word.
+    // The classes seen in the current word, where it started, and the leetspeak reading's
+    // state there.
     let mut word = 0u8;
-    for &b in bytes {
+    let mut word_start = 0usize;
+    let mut leet_at_start = plain.state;
+    for (i, &b) in bytes.iter().enumerate() {
         let class = CLASSES[usize::from(b)];
         if class & TRIGGER != 0 {
             return false;
@@ -197,53 +230,60 @@ pub fn proves_clean(value: &str) -> bool {
             return false;
         }
         if class & WORD != 0 {
-            word |= class;
-            if class & ALNUM != 0 {
-                reading.push(LETTERS[usize::from(b)]);
+            if word == 0 {
+                word_start = i;
+                leet_at_start = leet.unwrap_or(plain.state);
             }
-        } else {
-            mixed_sign |= word & MIXED_SIGN == MIXED_SIGN;
+            word |= class;
+            if class & ALNUM != 0 && plain.push(b) {
+                return false;
+            }
+        } else if word != 0 {
+            let word_bytes = &bytes[word_start..i];
+            if !leet_past_word(dfa, &mut leet, leet_at_start, word_bytes, word, plain.state) {
+                return false;
+            }
             word = 0;
         }
     }
-    mixed_sign |= word & MIXED_SIGN == MIXED_SIGN;
-    if anchors().is_match(&reading[..]) {
-        return false;
+    word == 0
+        || leet_past_word(
+            dfa,
+            &mut leet,
+            leet_at_start,
+            &bytes[word_start..],
+            word,
+            plain.state,
+        )
+}
+
+/// Brings the leetspeak reading (`leet`, `None` while it is in the plain reading's state) past
+/// `word`, whose class bits are `classes`, reading it from `start` (the leetspeak reading's
+/// state before the word); `plain` is the plain reading's state after the word. False when an
+/// anchor word ends inside it.
+///
+/// A word that does not mix letters with `@` or `!` reads the same both ways, so while the two
+/// readings are in the same state nothing is read again.
+fn leet_past_word(
+    dfa: &DFA,
+    leet: &mut Option<StateID>,
+    start: StateID,
+    word: &[u8],
+    classes: u8,
+    plain: StateID,
+) -> bool {
+    let mixed = classes & MIXED_SIGN == MIXED_SIGN;
+    if leet.is_none() && !mixed {
+        return true;
     }
-    if mixed_sign {
-        reading.clear();
-        leet_reading(bytes, &mut reading);
-        if anchors().is_match(&reading[..]) {
+    let mut reading = Reading::at(dfa, start);
+    for &b in word {
+        if (mixed || CLASSES[usize::from(b)] & ALNUM != 0) && reading.push(b) {
             return false;
         }
     }
+    *leet = (reading.state != plain).then_some(reading.state);
     true
-}
-
-/// Writes the leetspeak reading of `bytes` into `out`: the letters and digits as [`letter`]
-/// reads them, and the `@` and `!` of words that mix letters and leetspeak too, every other
-/// character removed.
-fn leet_reading(bytes: &[u8], out: &mut Reading) {
-    let mut start = 0;
-    while start < bytes.len() {
-        let b = bytes[start];
-        if !is_word(b) {
-            start += 1;
-            continue;
-        }
-        let end = bytes[start..]
-            .iter()
-            .position(|&b| !is_word(b))
-            .map_or(bytes.len(), |i| start + i);
-        let word = &bytes[start..end];
-        let mixed = word.iter().any(u8::is_ascii_alphabetic) && word.iter().copied().any(is_leet);
-        for &b in word {
-            if b.is_ascii_alphanumeric() || mixed {
-                out.push(LETTERS[usize::from(b)]);
-            }
-        }
-        start = end;
-    }
 }
 
 #[cfg(test)]
@@ -459,10 +499,81 @@ mod tests {
         eprintln!("fast path: {proven} of {checked} values proven clean");
     }
 
+    /// The fast path's decision written the plain way: both readings built whole, then
+    /// searched with a separately built automaton.
+    fn reference(value: &str, ac: &aho_corasick::AhoCorasick) -> bool {
+        let bytes = value.as_bytes();
+        let class = |b: u8| CLASSES[usize::from(b)];
+        if bytes.iter().any(|&b| class(b) & TRIGGER != 0) {
+            return false;
+        }
+        let mut run = 0usize;
+        for &b in bytes {
+            run = if class(b) & BASE64 != 0 { run + 1 } else { 0 };
+            if run >= MIN_BASE64_RUN {
+                return false;
+            }
+        }
+        let plain: Vec<u8> = bytes
+            .iter()
+            .filter(|b| b.is_ascii_alphanumeric())
+            .map(|&b| letter(b))
+            .collect();
+        let mut leet = Vec::new();
+        for word in bytes.split(|&b| class(b) & WORD == 0) {
+            let mixed = word.iter().any(u8::is_ascii_alphabetic)
+                && word.iter().any(|&b| class(b) & LEET != 0);
+            leet.extend(
+                word.iter()
+                    .filter(|b| mixed || b.is_ascii_alphanumeric())
+                    .map(|&b| letter(b)),
+            );
+        }
+        !ac.is_match(&plain[..]) && !ac.is_match(&leet[..])
+    }
+
+    /// The one-pass scan decides exactly as [`reference`] on the corpus, on disguised variants
+    /// and on random text dense in words, leetspeak, `@` and `!`.
     #[test]
-    fn long_values_use_the_heap_buffer() {
+    fn scan_matches_the_reference() {
+        let ac = aho_corasick::AhoCorasick::new(anchor_readings()).expect("anchors");
+        let words = [
+            "ignore", "previous", "rules", "you", "are", "mode", "prompt", "thanks", "ship",
+            "1gn0r3", "ign!ore", "ign@re", "f0rg3t", "syst3m", "r3nt", "a@b", "x!", "@", "!",
+        ];
+        let mut rng = Rng(0xD1FF_0000_5CA7_0001);
+        let mut values = corpus();
+        let ascii: Vec<String> = values.iter().filter(|v| v.is_ascii()).cloned().collect();
+        for v in &ascii {
+            values.push(disguise(&mut rng, v, &words));
+        }
+        for _ in 0..50_000 {
+            let mut v = String::new();
+            for _ in 0..rng.below(10) {
+                match rng.below(4) {
+                    0 => v.push_str(words[rng.below(words.len())]),
+                    1 => {
+                        let signs = b" @!.-_'0134abgilnortu";
+                        v.push(char::from(signs[rng.below(signs.len())]));
+                    }
+                    2 => v.push(char::from(0x20 + rng.below(0x5f) as u8)),
+                    _ => v.push(' '),
+                }
+            }
+            values.push(disguise(&mut rng, &v, &words));
+        }
+        let mut proven = 0usize;
+        for v in &values {
+            let fast = proves_clean(v);
+            assert_eq!(fast, reference(v, &ac), "{v:?}");
+            proven += usize::from(fast);
+        }
+        assert!(proven > 1000 && proven < values.len(), "{proven} proven");
+    }
+
+    #[test]
+    fn long_values_are_read_whole() {
         let long = "ship the boxes on friday please ".repeat(40);
-        assert!(long.len() > STACK_BYTES);
         assert!(proves_clean(&long));
         assert!(!proves_clean(&format!("{long} ignore the rules")));
     }

@@ -139,6 +139,7 @@
 
 pub mod canon;
 pub mod chars;
+mod email;
 pub mod fast;
 pub mod fold;
 pub mod markup;
@@ -148,7 +149,6 @@ pub mod patterns;
 pub mod phrases;
 pub mod url;
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
@@ -165,6 +165,7 @@ pub use self::url::{
     HostResolver, NoResolution, Resolution, ResolvedUrl, SystemResolver, UrlPolicy, is_forbidden_ip,
 };
 use chars::CharClass;
+pub(crate) use email::check_email;
 
 /// Default maximum length of an identifier, in characters.
 pub const DEFAULT_IDENTIFIER_MAX_LEN: usize = 128;
@@ -849,9 +850,12 @@ fn flag_tag_run(chars: &[char], i: usize) -> usize {
 /// modifications, or a reason code.
 fn scan(value: &str, kind: FieldKind) -> Result<(Option<String>, Vec<Modification>), &'static str> {
     // Fast path: printable ASCII (plus tab/newline in text) has nothing to strip or block here.
-    if value.bytes().all(|b| {
-        (0x20..0x7f).contains(&b) || (kind == FieldKind::Text && (b == b'\t' || b == b'\n'))
-    }) {
+    if chars::is_printable_ascii(value.as_bytes())
+        || (kind == FieldKind::Text
+            && value
+                .bytes()
+                .all(|b| (0x20..0x7f).contains(&b) || b == b'\t' || b == b'\n'))
+    {
         return Ok((None, Vec::new()));
     }
     let chars: Vec<char> = value.chars().collect();
@@ -1126,68 +1130,6 @@ fn check_name(value: &str) -> Result<(), &'static str> {
     {
         if !word.is_single_script() {
             return Err("mixed_script");
-        }
-    }
-    Ok(())
-}
-
-pub(crate) fn check_email(value: &str, domains: Option<&[String]>) -> Result<(), &'static str> {
-    let options = email_address::Options::default()
-        .without_display_text()
-        .without_domain_literal()
-        .with_required_tld();
-    let addr = email_address::EmailAddress::parse_with_options(value, options)
-        .map_err(|_| "email_invalid")?;
-    if addr.as_str() != value {
-        return Err("email_invalid");
-    }
-    // Fullwidth or other compatibility forms (`ｂｏｂ@`) are look-alikes, not addresses.
-    if !value.is_ascii()
-        && !icu_normalizer::ComposingNormalizerBorrowed::new_nfkc().is_normalized(value)
-    {
-        return Err("email_invalid");
-    }
-    // The parsed address is `value` itself: its parts are either side of the last `@` (read
-    // directly, where the crate's accessors would split the address again).
-    let (local, raw_domain) = value.rsplit_once('@').ok_or("email_invalid")?;
-    // Quoted local parts and shell metacharacters are legal RFC 5322 but no real mailbox needs
-    // them, and a handler passing the address to a shell or template would act on them.
-    if local.starts_with('"') || local.contains(['`', '$', '{', '}']) {
-        return Err("email_invalid");
-    }
-    // ASCII is one script (Latin, with Common digits and signs): only other text can mix.
-    if !local.is_ascii() && !local.is_single_script() {
-        return Err("mixed_script");
-    }
-    // Borrowed in the common case (an ASCII domain already in lower case).
-    let raw = raw_domain.trim_end_matches('.');
-    let domain: Cow<'_, str> = if raw.bytes().any(|b| !b.is_ascii() || b.is_ascii_uppercase()) {
-        Cow::Owned(raw.to_lowercase())
-    } else {
-        Cow::Borrowed(raw)
-    };
-    let ascii: Cow<'_, str> = if domain.is_ascii() {
-        Cow::Borrowed(&domain)
-    } else {
-        Cow::Owned(idna::domain_to_ascii(&domain).map_err(|_| "email_invalid")?)
-    };
-    // Unicode and punycode (`xn--`) domains get the URL host check: no label mixing scripts,
-    // none wholly made of Latin look-alikes.
-    if !domain.is_ascii() && domain.split('.').any(|l| !l.is_single_script()) {
-        return Err("mixed_script");
-    }
-    if url::idn_mixed_script(&ascii) {
-        return Err("mixed_script");
-    }
-    if let Some(allowed) = domains {
-        let ok = allowed.iter().any(|a| match a.strip_prefix("*.") {
-            Some(suffix) => ascii
-                .strip_suffix(suffix)
-                .is_some_and(|rest| rest.ends_with('.')),
-            None => *ascii == **a || *domain == **a,
-        });
-        if !ok {
-            return Err("email_domain_not_allowed");
         }
     }
     Ok(())
