@@ -1,5 +1,7 @@
 //! What the dispatcher answers: a [`ToolOutcome`] with a stable [`Status`].
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -116,7 +118,7 @@ pub struct ArgumentError {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UntrustedOutput {
     /// Always `"untrusted"`.
-    pub trust: String,
+    pub trust: Cow<'static, str>,
     /// The tool's result, validated against its output schema.
     pub data: Value,
 }
@@ -125,7 +127,7 @@ impl UntrustedOutput {
     /// Wraps a validated result.
     pub fn new(data: Value) -> Self {
         UntrustedOutput {
-            trust: "untrusted".to_owned(),
+            trust: Cow::Borrowed("untrusted"),
             data,
         }
     }

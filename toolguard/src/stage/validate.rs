@@ -14,8 +14,13 @@ pub fn compile(schema: &Value) -> Result<Validator, jsonschema::ValidationError<
     jsonschema::validator_for(schema)
 }
 
-/// Validates `args`, reporting each error with its JSON pointer.
+/// Validates `args`, reporting each error with its JSON pointer. Valid arguments are judged by
+/// the validator's boolean check, which builds no error; the errors are collected only when
+/// there are some.
 pub fn arguments(validator: &Validator, args: &Value) -> Result<(), Stop> {
+    if validator.is_valid(args) {
+        return Ok(());
+    }
     let errors: Vec<ArgumentError> = validator
         .iter_errors(args)
         .take(MAX_REPORTED_ERRORS)
