@@ -60,7 +60,7 @@ fn record(i: u64) -> AuditRecord {
         tenant: "acme".into(),
         subject: "alice".into(),
         tool: "transfer_funds".into(),
-        call_id: format!("call-{i}"),
+        call_id: format!("call-{i}").into(),
         ..AuditRecord::default()
     }
 }
@@ -88,7 +88,7 @@ fn rechain_plain(entries: &mut [AuditEntry], from: usize) {
         }
         let e = &entries[i];
         let doc = canonical_json(&serde_json::to_value((e.seq, &e.record)).unwrap());
-        entries[i].hash = sha256_hex(format!("{}\n{doc}", e.prev_hash).as_bytes());
+        entries[i].hash = sha256_hex(format!("{}\n{doc}", e.prev_hash).as_bytes()).into();
     }
 }
 
@@ -336,8 +336,8 @@ fn insert_row(e: &AuditEntry) -> (String, Vec<SqlValue>) {
         SqlValue::Text(Some(e.record.tool.to_string())),
         SqlValue::Text(e.record.status.map(|s| s.as_str().to_owned())),
         SqlValue::Text(Some(serde_json::to_string(&e.record).unwrap())),
-        SqlValue::Text(Some(e.prev_hash.clone())),
-        SqlValue::Text(Some(e.hash.clone())),
+        SqlValue::Text(Some(e.prev_hash.to_string())),
+        SqlValue::Text(Some(e.hash.to_string())),
     ];
     (sql, values)
 }

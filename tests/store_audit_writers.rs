@@ -16,7 +16,7 @@ fn record(i: u64) -> AuditRecord {
         tenant: "acme".into(),
         subject: format!("user-{}", i % 3).into(),
         tool: "transfer_funds".into(),
-        call_id: format!("call-{i}"),
+        call_id: format!("call-{i}").into(),
         ..AuditRecord::default()
     }
 }

@@ -847,7 +847,7 @@ fn record(i: u64) -> AuditRecord {
         subject: format!("user-{}", i % 4).into(),
         session: "s".into(),
         tool: format!("tool-{}", i % 3).into(),
-        call_id: format!("call-{i}"),
+        call_id: format!("call-{i}").into(),
         status: Some(Status::Ok),
         arguments: Some(std::sync::Arc::new(json!({"n": i, "note": "é"}))),
         ..AuditRecord::default()

@@ -236,7 +236,7 @@ fn record(i: u64) -> AuditRecord {
         subject: format!("user-{}", i % 1_000).into(),
         session: "bench".into(),
         tool: format!("tool-{}", i % 20).into(),
-        call_id: format!("call-{i}"),
+        call_id: format!("call-{i}").into(),
         operation_id: Some(format!("op-{i}")),
         idempotency_key: Some(format!("key-{i:012}")),
         status: Some(Status::Ok),

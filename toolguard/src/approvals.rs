@@ -195,7 +195,7 @@ async fn decision<S: Send + Sync + 'static>(
         let ctx = core
             .context(
                 &requester,
-                &request.call_id,
+                request.call_id.as_str().into(),
                 Some(request.operation_id.clone()),
             )
             .with_resolved_urls(clean.resolved);

@@ -40,6 +40,23 @@ pub(crate) fn push_hex(bytes: &[u8; 32], out: &mut String) {
     }
 }
 
+/// `prefix` followed by the lower-case hex of `digest`, as a shared string made in one
+/// allocation (audit chain links: `<key id>:<hex>`, or the bare hex).
+pub(crate) fn prefixed_hex(prefix: &[&str], digest: &[u8; 32]) -> arcstr::ArcStr {
+    let start: usize = prefix.iter().map(|p| p.len()).sum();
+    let made = arcstr::ArcStr::init_with(start + 64, |buf| {
+        let mut at = 0;
+        for part in prefix {
+            buf[at..at + part.len()].copy_from_slice(part.as_bytes());
+            at += part.len();
+        }
+        // The rest of the buffer is exactly twice the digest.
+        let _ = hex::encode_to_slice(digest, &mut buf[start..]);
+    });
+    // The bytes are the prefix's (a `str`) and ASCII hex digits: always UTF-8.
+    made.unwrap_or_default()
+}
+
 /// Lower-case hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex_of(Sha256::digest(bytes).into())

@@ -4,6 +4,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use arcstr::ArcStr;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -121,7 +122,7 @@ impl<T: Owned + ?Sized> Owned for &T {
 pub struct ToolContext<S> {
     principal: Arc<Principal>,
     state: Arc<S>,
-    call_id: String,
+    call_id: ArcStr,
     operation_id: Option<String>,
     resolved: Arc<Vec<crate::sanitize::ResolvedUrl>>,
     /// Present for calls of tools whose output is untrusted, the only ones whose results become
@@ -145,7 +146,7 @@ impl<S> ToolContext<S> {
     pub fn new(
         principal: Arc<Principal>,
         state: Arc<S>,
-        call_id: impl Into<String>,
+        call_id: impl Into<ArcStr>,
         operation_id: Option<String>,
     ) -> Self {
         ToolContext {

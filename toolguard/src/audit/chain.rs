@@ -9,12 +9,13 @@
 //! edits but not an attacker who recomputes every later hash; a keyed verifier refuses plain
 //! entries ([`ChainBreak::Unsealed`]).
 
+use arcstr::ArcStr;
 use sha2::{Digest, Sha256};
 
 use super::encode::encode_record;
 use super::entry::{AuditEntry, AuditRecord};
 use crate::canonical::{self, Sink};
-use crate::digest::hex_of;
+use crate::digest::prefixed_hex;
 use crate::keys::HostKeys;
 
 /// The `prev_hash` of the first entry.
@@ -141,7 +142,7 @@ pub(crate) enum Sealer {
 
 impl Sealer {
     /// Seals `record` as entry `seq` after the entry whose hash is `prev_hash`.
-    pub(crate) fn seal(&self, seq: u64, record: AuditRecord, prev_hash: &str) -> AuditEntry {
+    pub(crate) fn seal(&self, seq: u64, record: AuditRecord, prev_hash: &ArcStr) -> AuditEntry {
         let body = encoded(&record);
         self.seal_encoded(seq, record, &body, prev_hash)
     }
@@ -154,27 +155,27 @@ impl Sealer {
         seq: u64,
         record: AuditRecord,
         body: &[u8],
-        prev_hash: &str,
+        prev_hash: &ArcStr,
     ) -> AuditEntry {
         AuditEntry {
             seq,
             record,
-            prev_hash: prev_hash.to_owned(),
             hash: self.hash(seq, body, prev_hash),
+            prev_hash: prev_hash.clone(),
         }
     }
 
     /// The hash of entry `seq` whose record's canonical encoding is `body`, after the entry
     /// whose hash is `prev_hash`.
-    pub(crate) fn hash(&self, seq: u64, body: &[u8], prev_hash: &str) -> String {
+    pub(crate) fn hash(&self, seq: u64, body: &[u8], prev_hash: &str) -> ArcStr {
         match self {
             Sealer::Plain => {
                 let mut hasher = Sha256::new();
                 material(seq, body, prev_hash, &mut hasher);
-                hex_of(hasher.finalize().into())
+                prefixed_hex(&[], &hasher.finalize().into())
             }
             Sealer::Keyed(keys) => {
-                keys.tag_with(CHAIN_DOMAIN, |mac| material(seq, body, prev_hash, mac))
+                keys.shared_tag_with(CHAIN_DOMAIN, |mac| material(seq, body, prev_hash, mac))
             }
         }
     }
@@ -213,7 +214,7 @@ pub fn seal(
     record: AuditRecord,
     prev_hash: &str,
 ) -> AuditEntry {
-    Sealer::Keyed(keys.clone()).seal(seq, record, prev_hash)
+    Sealer::Keyed(keys.clone()).seal(seq, record, &ArcStr::from(prev_hash))
 }
 
 /// Verifies a keyed chain given in sequence order, starting at its first entry (`prev_hash` of

@@ -46,8 +46,9 @@ pub struct AuditRecord {
     /// Tool name (as requested, for unknown tools); a registered tool's name is shared with the
     /// registry.
     pub tool: ArcStr,
-    /// Provider call id.
-    pub call_id: String,
+    /// Provider call id (at most [`MAX_LABEL_CHARS`](crate::dispatcher::MAX_LABEL_CHARS)
+    /// characters), shared with the handler's context.
+    pub call_id: ArcStr,
     /// Operation id of a state-changing call.
     pub operation_id: Option<String>,
     /// Idempotency key.
@@ -89,8 +90,9 @@ pub struct AuditEntry {
     /// The recorded facts.
     #[serde(flatten)]
     pub record: AuditRecord,
-    /// Hash of the previous entry ([`super::GENESIS_HASH`] for the first).
-    pub prev_hash: String,
+    /// Hash of the previous entry ([`super::GENESIS_HASH`] for the first); a sink shares it
+    /// with that entry's `hash`.
+    pub prev_hash: ArcStr,
     /// SHA-256 over `prev_hash` and the canonical encoding of `seq` and `record`.
-    pub hash: String,
+    pub hash: ArcStr,
 }

@@ -1,5 +1,7 @@
 use std::sync::{Arc, Mutex};
 
+use arcstr::ArcStr;
+
 use super::anchor::AuditAnchor;
 use super::chain::{ChainBreak, GENESIS_HASH, Sealer, with_encoded};
 use super::entry::{AuditEntry, AuditRecord};
@@ -84,10 +86,10 @@ impl MemoryAuditSink {
 }
 
 /// The sequence number and previous hash an entry appended after `entries` gets.
-fn next_link(entries: &[AuditEntry]) -> (u64, &str) {
+fn next_link(entries: &[AuditEntry]) -> (u64, ArcStr) {
     match entries.last() {
-        Some(last) => (last.seq + 1, last.hash.as_str()),
-        None => (1, GENESIS_HASH),
+        Some(last) => (last.seq + 1, last.hash.clone()),
+        None => (1, ArcStr::from(GENESIS_HASH)),
     }
 }
 
@@ -107,12 +109,8 @@ impl MemoryAuditSink {
 
     /// The seal of `body` as the entry after the current head: (sequence number, previous
     /// hash, hash), made outside the lock.
-    fn seal_at_head(&self, body: &[u8]) -> (u64, String, String) {
-        let (seq, prev) = {
-            let entries = self.lock();
-            let (seq, prev) = next_link(&entries);
-            (seq, prev.to_owned())
-        };
+    fn seal_at_head(&self, body: &[u8]) -> (u64, ArcStr, ArcStr) {
+        let (seq, prev) = next_link(&self.lock());
         let hash = self.sealer.hash(seq, body, &prev);
         (seq, prev, hash)
     }
@@ -123,7 +121,7 @@ impl MemoryAuditSink {
         &self,
         record: AuditRecord,
         body: &[u8],
-        (seq, prev, hash): (u64, String, String),
+        (seq, prev, hash): (u64, ArcStr, ArcStr),
     ) -> (u64, Option<String>) {
         let mut entries = self.lock();
         let entry = match next_link(&entries) {
@@ -133,11 +131,14 @@ impl MemoryAuditSink {
                 prev_hash: prev,
                 hash,
             },
-            (now, head) => self.sealer.seal_encoded(now, record, body, head),
+            (now, head) => self.sealer.seal_encoded(now, record, body, &head),
         };
         let seq = entry.seq;
         // The head is copied only when a checkpoint may need it.
-        let head = self.anchor.has_checkpoints().then(|| entry.hash.clone());
+        let head = self
+            .anchor
+            .has_checkpoints()
+            .then(|| entry.hash.to_string());
         entries.push(entry);
         (seq, head)
     }
@@ -161,7 +162,7 @@ mod tests {
 
     fn record(n: usize) -> AuditRecord {
         AuditRecord {
-            call_id: format!("call-{n}"),
+            call_id: format!("call-{n}").into(),
             tool: "t".into(),
             ..AuditRecord::default()
         }

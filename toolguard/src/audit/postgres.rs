@@ -6,6 +6,7 @@
 //! `INSERT ... SELECT FROM unnest(...)` in one transaction; each `append` resolves once its batch
 //! committed.
 
+use arcstr::ArcStr;
 use deadpool_postgres::Pool;
 use tokio::sync::{mpsc, oneshot};
 
@@ -81,9 +82,9 @@ async fn write_batch(pool: &Pool, sealer: &Sealer, batch: Vec<(AuditRecord, Repl
         let (mut seq, mut prev) = match head {
             Some(r) => (
                 u64::try_from(r.try_get::<_, i64>(0).map_err(aerr)?).unwrap_or(0),
-                r.try_get::<_, String>(1).map_err(aerr)?,
+                ArcStr::from(r.try_get::<_, &str>(1).map_err(aerr)?),
             ),
-            None => (0, GENESIS_HASH.to_owned()),
+            None => (0, ArcStr::from(GENESIS_HASH)),
         };
         let n = records.len();
         let (mut seqs, mut times, mut tenants, mut subjects, mut tools) = (
@@ -112,12 +113,12 @@ async fn write_batch(pool: &Pool, sealer: &Sealer, batch: Vec<(AuditRecord, Repl
             tools.push(entry.record.tool);
             prevs.push(entry.prev_hash);
             prev = entry.hash.clone();
-            assigned.push((seq, entry.hash.clone()));
+            assigned.push((seq, entry.hash.to_string()));
             hashes.push(entry.hash);
         }
         // The shared strings, as the text arrays the statement binds.
-        let [tenants, subjects, tools] =
-            [&tenants, &subjects, &tools].map(|v| v.iter().map(|s| &**s).collect::<Vec<&str>>());
+        let [tenants, subjects, tools, prevs, hashes] = [&tenants, &subjects, &tools, &prevs, &hashes]
+            .map(|v| v.iter().map(|s| &**s).collect::<Vec<&str>>());
         tx.execute(
             &insert_stmt,
             &[
@@ -170,8 +171,8 @@ fn read_entry(row: &tokio_postgres::Row) -> Result<(AuditEntry, Columns), AuditE
         AuditEntry {
             seq: u64::try_from(seq).unwrap_or(0),
             record,
-            prev_hash: row.try_get(2).map_err(aerr)?,
-            hash: row.try_get(3).map_err(aerr)?,
+            prev_hash: row.try_get::<_, &str>(2).map_err(aerr)?.into(),
+            hash: row.try_get::<_, &str>(3).map_err(aerr)?.into(),
         },
         Columns {
             time_ms: row.try_get(4).map_err(aerr)?,

@@ -227,8 +227,7 @@ impl ChainVerifier {
             entries: last,
             head: self
                 .last
-                .map(|e| e.hash)
-                .unwrap_or_else(|| GENESIS_HASH.to_owned()),
+                .map_or_else(|| GENESIS_HASH.to_owned(), |e| e.hash.to_string()),
         })
     }
 }

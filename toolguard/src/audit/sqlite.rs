@@ -9,6 +9,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use arcstr::ArcStr;
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::{mpsc, oneshot};
 
@@ -60,7 +61,7 @@ fn append_one(
     body: String,
 ) -> rusqlite::Result<(u64, String)> {
     let (seq, prev) = last_entry(conn)?;
-    let entry = sealer.seal(seq + 1, record, &prev);
+    let entry = sealer.seal(seq + 1, record, &ArcStr::from(prev));
     let mut stmt = conn.prepare_cached(INSERT)?;
     stmt.execute(params![
         i64_of(entry.seq),
@@ -70,10 +71,10 @@ fn append_one(
         &*entry.record.tool,
         entry.record.status.map(|s| s.as_str()),
         body,
-        entry.prev_hash,
-        entry.hash,
+        &*entry.prev_hash,
+        &*entry.hash,
     ])?;
-    Ok((entry.seq, entry.hash))
+    Ok((entry.seq, entry.hash.to_string()))
 }
 
 const INSERT: &str = "INSERT INTO toolguard_audit
@@ -109,7 +110,8 @@ fn write_batch(conn: &mut Connection, sealer: &Sealer, batch: Vec<(AuditRecord, 
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(|e| e.to_string())?;
         {
-            let (mut seq, mut prev) = last_entry(&tx).map_err(|e| e.to_string())?;
+            let (mut seq, prev) = last_entry(&tx).map_err(|e| e.to_string())?;
+            let mut prev = ArcStr::from(prev);
             let mut stmt = tx.prepare_cached(INSERT).map_err(|e| e.to_string())?;
             for record in records {
                 seq += 1;
@@ -123,12 +125,12 @@ fn write_batch(conn: &mut Connection, sealer: &Sealer, batch: Vec<(AuditRecord, 
                     &*entry.record.tool,
                     entry.record.status.map(|s| s.as_str()),
                     body,
-                    entry.prev_hash,
-                    entry.hash,
+                    &*entry.prev_hash,
+                    &*entry.hash,
                 ])
                 .map_err(|e| e.to_string())?;
                 prev = entry.hash;
-                assigned.push((seq, prev.clone()));
+                assigned.push((seq, prev.to_string()));
             }
         }
         tx.commit().map_err(|e| e.to_string())
@@ -184,8 +186,8 @@ fn read_entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<(AuditEntry, Columns)
         AuditEntry {
             seq,
             record,
-            prev_hash,
-            hash,
+            prev_hash: prev_hash.into(),
+            hash: hash.into(),
         },
         columns,
     ))

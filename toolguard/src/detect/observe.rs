@@ -33,7 +33,7 @@ pub(crate) struct Observation {
     pub(crate) subject: ArcStr,
     pub(crate) session: ArcStr,
     pub(crate) tool: ArcStr,
-    pub(crate) call_id: String,
+    pub(crate) call_id: ArcStr,
     pub(crate) audit_seq: Option<u64>,
     pub(crate) at: SystemTime,
     pub(crate) amount: Option<u64>,
@@ -72,7 +72,7 @@ impl Observation {
 
     fn mark(&self, key: Option<String>) -> Mark {
         Mark {
-            call_id: self.call_id.clone(),
+            call_id: self.call_id.to_string(),
             audit_seq: self.audit_seq,
             at_ms: unix_millis(self.at),
             key,
@@ -353,7 +353,7 @@ async fn respond<S: Send + Sync + 'static>(
         session: obs.session.to_string(),
         kind,
         rule: check.rule.as_str().to_owned(),
-        call_id: obs.call_id.clone(),
+        call_id: obs.call_id.to_string(),
         since_ms,
         until_ms,
     };

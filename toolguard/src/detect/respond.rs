@@ -190,7 +190,7 @@ impl<S: Send + Sync + 'static> Detections<'_, S> {
             tenant: reviewer.tenant.clone(),
             subject: reviewer.subject.clone(),
             session: session.into(),
-            call_id: found.call_id.clone(),
+            call_id: found.call_id.as_str().into(),
             reason: Some("response_lifted".to_owned()),
             approver: Some(reviewer.subject.to_string()),
             arguments: Some(std::sync::Arc::new(serde_json::json!({

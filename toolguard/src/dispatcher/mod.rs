@@ -142,8 +142,9 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         self.custom(StagePoint::AfterPermit, call, p, spec, &args)
             .await?;
         let decoded = tool.decode(&args)?;
+        let call_id = t.call_id.insert(call.call_id.as_str().into()).clone();
         let mut ctx = core
-            .context(p, &call.call_id, t.operation_id.clone())
+            .context(p, call_id, t.operation_id.clone())
             .with_resolved_urls(clean.resolved);
         if spec.untrusted_output {
             ctx = ctx.with_source_label_slot();

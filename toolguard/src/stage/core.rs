@@ -118,7 +118,7 @@ impl<S: Send + Sync + 'static> Core<S> {
     pub(crate) fn context(
         &self,
         principal: &Principal,
-        call_id: &str,
+        call_id: ArcStr,
         operation_id: Option<String>,
     ) -> ToolContext<S> {
         ToolContext::new(

@@ -5,6 +5,8 @@
 use std::borrow::Cow;
 use std::time::Instant;
 
+use arcstr::ArcStr;
+
 use super::core::Core;
 use super::trace::{Answer, Trace};
 use crate::audit::{AuditEvent, AuditRecord};
@@ -16,6 +18,15 @@ use crate::store::OperationState;
 
 /// Longest untrusted tool name or call id, in characters, written to audit entries and spans.
 pub const MAX_LABEL_CHARS: usize = 128;
+
+/// `id` as an audit record holds it: shared when it fits in [`MAX_LABEL_CHARS`] characters,
+/// else a capped copy.
+fn capped_shared(id: ArcStr) -> ArcStr {
+    match id.char_indices().nth(MAX_LABEL_CHARS) {
+        Some(_) => capped(&id).into(),
+        None => id,
+    }
+}
 
 /// `s` cut to [`MAX_LABEL_CHARS`] characters.
 pub(crate) fn capped(s: &str) -> String {
@@ -84,7 +95,11 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
             Some(name) => name.clone(),
             None => capped(&outcome.tool).into(),
         },
-        call_id: capped(&outcome.call_id),
+        // The handler's context shares the call id it was given, when the call got that far.
+        call_id: match t.call_id {
+            Some(id) => capped_shared(id),
+            None => capped(&outcome.call_id).into(),
+        },
         operation_id: t.operation_id,
         idempotency_key: t.idempotency_key,
         stage: t.stage,

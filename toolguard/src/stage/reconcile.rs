@@ -50,7 +50,11 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     record: &OperationRecord,
 ) -> Option<(OperationState, StoredOutcome)> {
     let decoded = tool.tool.decode_ref(&record.arguments).ok()?;
-    let ctx = core.context(principal, &record.call_id, Some(record.id.clone()));
+    let ctx = core.context(
+        principal,
+        record.call_id.as_str().into(),
+        Some(record.id.clone()),
+    );
     let (state, mut outcome) = match decoded.reconcile(&ctx).await {
         Ok(Reconciled::Completed(value)) if tool.output.is_valid(&value) => {
             let mut o = StoredOutcome::new(Status::Ok);

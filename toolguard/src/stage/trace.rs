@@ -17,6 +17,8 @@ pub(crate) struct Trace {
     pub(crate) stage: Stage,
     /// The registered tool's name (its metrics label), shared with the registry.
     pub(crate) tool: Option<ArcStr>,
+    /// The call id as the handler's context holds it, shared with the audit record.
+    pub(crate) call_id: Option<ArcStr>,
     pub(crate) request_digest: Option<String>,
     /// The sanitized arguments with `sensitive` fields redacted (audit, previews).
     pub(crate) arguments: Option<Arc<Value>>,
