@@ -113,10 +113,10 @@ async fn query<S: Send + Sync + 'static>(
     t.at(Stage::Principal);
     stage::principal::fresh(core, principal)?;
     let record = load(core, principal, operation_id).await?;
-    t.tool = Some(record.tool.as_str().into());
+    t.tool = Some(record.tool.clone());
     let tool = core
         .tools
-        .get(&record.tool)
+        .get(&*record.tool)
         .ok_or_else(|| not_found(NotFoundClass::Missing))?;
     let spec = tool.spec();
     t.at(Stage::Permit);
@@ -170,7 +170,7 @@ fn not_found(class: NotFoundClass) -> Stop {
 fn report(record: OperationRecord, reconciled: bool) -> OperationReport {
     OperationReport {
         operation_id: record.id,
-        tool: record.tool,
+        tool: record.tool.to_string(),
         state: record.state,
         outcome: record.outcome,
         reconciled,

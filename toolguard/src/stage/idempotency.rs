@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
+use arcstr::ArcStr;
 use serde_json::Value;
 
 use super::Stop;
@@ -63,6 +64,7 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
     let waiting = || wait_until.is_some_and(|until| until.is_none_or(|u| Instant::now() < u));
     let reservation = Ask {
         spec,
+        tool: t.tool_name(spec),
         principal,
         key: t.idempotency_key.as_deref(),
         request_digest: digest,
@@ -94,6 +96,8 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
 /// What a reservation asks for.
 struct Ask<'a> {
     spec: &'a ToolSpec,
+    /// The tool's name, shared with the registry.
+    tool: ArcStr,
     principal: &'a Principal,
     key: Option<&'a str>,
     request_digest: &'a str,
@@ -193,9 +197,9 @@ async fn reserve(
         return Ok(Admission::Proceed(None));
     };
     let scoped = ScopedKey {
-        tenant: principal.tenant.to_string(),
-        subject: principal.subject.to_string(),
-        tool: spec.name.clone(),
+        tenant: principal.tenant.clone(),
+        subject: principal.subject.clone(),
+        tool: r.tool.clone(),
         key,
     };
     let lease = spec.timeout + LEASE_MARGIN;
@@ -336,9 +340,9 @@ pub(crate) async fn stored_replay(
 ) -> Option<StoredOutcome> {
     let key = key?;
     let scoped = ScopedKey {
-        tenant: principal.tenant.to_string(),
-        subject: principal.subject.to_string(),
-        tool: spec.name.clone(),
+        tenant: principal.tenant.clone(),
+        subject: principal.subject.clone(),
+        tool: spec.name.as_str().into(),
         key: key.to_owned(),
     };
     let record = store.get(&scoped, now).await.ok()??;

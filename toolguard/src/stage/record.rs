@@ -28,11 +28,12 @@ pub(crate) async fn put<S: Send + Sync + 'static>(
     let Some(id) = t.operation_id.as_deref() else {
         return Ok(());
     };
+    let tool = t.tool_name(spec);
     let record = OperationRecord {
         id: id.to_owned(),
-        tenant: principal.tenant.to_string(),
-        subject: principal.subject.to_string(),
-        tool: spec.name.clone(),
+        tenant: principal.tenant.clone(),
+        subject: principal.subject.clone(),
+        tool: tool.clone(),
         call_id: call_id.to_owned(),
         state,
         outcome,
@@ -41,9 +42,9 @@ pub(crate) async fn put<S: Send + Sync + 'static>(
             .clone()
             .unwrap_or_else(|| Arc::new(Value::Null)),
         idempotency: t.idempotency_key.as_ref().map(|k| ScopedKey {
-            tenant: principal.tenant.to_string(),
-            subject: principal.subject.to_string(),
-            tool: spec.name.clone(),
+            tenant: principal.tenant.clone(),
+            subject: principal.subject.clone(),
+            tool,
             key: k.clone(),
         }),
         approval_id: t.approval_id.clone(),

@@ -41,6 +41,14 @@ pub(crate) struct Trace {
 }
 
 impl Trace {
+    /// The name of the call's tool `spec`: the registry's shared string when the call found it
+    /// there.
+    pub(crate) fn tool_name(&self, spec: &crate::spec::ToolSpec) -> ArcStr {
+        self.tool
+            .clone()
+            .unwrap_or_else(|| spec.name.as_str().into())
+    }
+
     /// Marks the stage the call reached.
     pub(crate) fn at(&mut self, stage: Stage) {
         self.stage = stage;

@@ -1,5 +1,6 @@
 use std::sync::Arc;
 
+use arcstr::ArcStr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -9,12 +10,12 @@ use crate::outcome::{ApprovalTicket, Status};
 /// An idempotency key in its namespace: one principal can neither read nor poison another's.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ScopedKey {
-    /// Caller's tenant.
-    pub tenant: String,
+    /// Caller's tenant (shared with the call's principal).
+    pub tenant: ArcStr,
     /// Caller.
-    pub subject: String,
-    /// Tool name.
-    pub tool: String,
+    pub subject: ArcStr,
+    /// Tool name (shared with the registry).
+    pub tool: ArcStr,
     /// The key.
     pub key: String,
 }
@@ -23,7 +24,7 @@ impl ScopedKey {
     /// One string naming the scope unambiguously (parts are length-prefixed).
     pub fn storage_key(&self) -> String {
         use std::fmt::Write as _;
-        let parts = [&self.tenant, &self.subject, &self.tool, &self.key];
+        let parts: [&str; 4] = [&self.tenant, &self.subject, &self.tool, &self.key];
         // Each part adds its length (a few digits), `:` and `|`: one allocation for the whole key.
         let mut out = String::with_capacity(parts.iter().map(|p| p.len() + 8).sum());
         for part in parts {
@@ -283,12 +284,12 @@ impl OperationState {
 pub struct OperationRecord {
     /// Operation id.
     pub id: String,
-    /// Tenant of the caller.
-    pub tenant: String,
+    /// Tenant of the caller (shared with the call's principal).
+    pub tenant: ArcStr,
     /// Caller.
-    pub subject: String,
-    /// Tool name.
-    pub tool: String,
+    pub subject: ArcStr,
+    /// Tool name (shared with the registry).
+    pub tool: ArcStr,
     /// Provider call id.
     pub call_id: String,
     /// State.
