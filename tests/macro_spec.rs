@@ -471,7 +471,7 @@ async fn reconcile_hook_is_generated() {
         Arc::new(Principal::new("acme", "alice", "s1")),
         Arc::new(Bank { fee: 7 }),
         "call-1",
-        Some("op-landed".to_owned()),
+        Some("op-landed".into()),
     );
     assert_eq!(
         PayOut.reconcile(&landed, &args).await.unwrap(),

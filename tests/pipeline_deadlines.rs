@@ -235,7 +235,7 @@ async fn reconciliation_with_stalled_stores(b: Arc<Backend>) {
             .await;
     assert_eq!(out.status, Status::OutcomeUnknown, "{}: {out:?}", f.name);
     let op = out.operation_id.expect("operation id");
-    f.ledger.landed.lock().unwrap().insert(op.clone(), 7);
+    f.ledger.landed.lock().unwrap().insert(op.to_string(), 7);
     // The resolved outcome cannot be settled: the query still answers within the deadline.
     f.faulty.stall(StoreOp::Replace, STALL);
     f.faulty.stall(StoreOp::OperationPut, STALL);

@@ -269,7 +269,7 @@ async fn reconcile_resolves_an_unknown_outcome() {
     assert_eq!(ledger.runs(), 1);
 
     // Downstream confirms the payout landed: the outcome becomes ok and retries replay it.
-    ledger.landed.lock().unwrap().insert(op.clone(), 7);
+    ledger.landed.lock().unwrap().insert(op.to_string(), 7);
     let report = d.operation_status(&alice(), &op).await.unwrap();
     assert_eq!(
         (report.state, report.reconciled),
@@ -297,7 +297,7 @@ async fn reconcile_that_finds_nothing_happened_lets_a_retry_execute() {
         .dispatch(ToolCall::new("c", "slow_payout", args.clone()), &alice())
         .await;
     let op = out.operation_id.unwrap();
-    ledger.landed.lock().unwrap().insert(op.clone(), 0);
+    ledger.landed.lock().unwrap().insert(op.to_string(), 0);
     let report = d.operation_status(&alice(), &op).await.unwrap();
     assert_eq!(report.state, OperationState::Failed);
     let fast = json!({"cents": 9, "delay_ms": 0, "idempotency_key": "recon-key-02"});

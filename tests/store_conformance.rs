@@ -550,7 +550,7 @@ async fn crash_after_reservation(b: Arc<Backend>) {
         unknown.outcome.map(|o| o.status),
         Some(Status::OutcomeUnknown)
     );
-    h.ledger.landed.lock().unwrap().insert(op.clone(), 7);
+    h.ledger.landed.lock().unwrap().insert(op.to_string(), 7);
     let resolved = h.d.operation_status(&alice(), &op).await.unwrap();
     assert_eq!(resolved.state, OperationState::Ok, "{}", b.name);
     assert!(resolved.reconciled);

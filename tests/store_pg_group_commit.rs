@@ -34,7 +34,7 @@ fn key(n: usize) -> ScopedKey {
         tenant: "acme".into(),
         subject: "alice".into(),
         tool: "transfer".into(),
-        key: format!("key-{n}"),
+        key: format!("key-{n}").into(),
     }
 }
 
@@ -45,13 +45,13 @@ fn outcome(n: usize) -> StoredOutcome {
         message: None,
         output: Some(json!({ "n": n })),
         approval: None,
-        operation_id: Some(format!("op-{n}")),
+        operation_id: Some(format!("op-{n}").into()),
     }
 }
 
 fn operation(id: &str, state: OperationState, n: usize) -> OperationRecord {
     OperationRecord {
-        id: id.to_owned(),
+        id: id.into(),
         tenant: "acme".into(),
         subject: "alice".into(),
         tool: "transfer".into(),

@@ -237,8 +237,8 @@ fn record(i: u64) -> AuditRecord {
         session: "bench".into(),
         tool: format!("tool-{}", i % 20).into(),
         call_id: format!("call-{i}").into(),
-        operation_id: Some(format!("op-{i}")),
-        idempotency_key: Some(format!("key-{i:012}")),
+        operation_id: Some(format!("op-{i}").into()),
+        idempotency_key: Some(format!("key-{i:012}").into()),
         status: Some(Status::Ok),
         request_digest: Some("9f".repeat(32)),
         arguments: Some(std::sync::Arc::new(

@@ -101,7 +101,7 @@ impl<S: Send + Sync + 'static> Approvals<'_, S> {
             }
         };
         t.tool = Some(request.tool.as_str().into());
-        t.operation_id = Some(request.operation_id.clone());
+        t.operation_id = Some(request.operation_id.as_str().into());
         t.idempotency_key = request.idempotency.as_ref().map(|k| k.key.clone());
         t.request_digest = Some(request.request_digest.clone());
         t.arguments = core
@@ -196,7 +196,7 @@ async fn decision<S: Send + Sync + 'static>(
             .context(
                 &requester,
                 request.call_id.as_str().into(),
-                Some(request.operation_id.clone()),
+                t.operation_id.clone(),
             )
             .with_resolved_urls(clean.resolved);
         t.at(Stage::Policy);

@@ -63,7 +63,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         let core = &*self.core;
         let mut t = Trace {
             stage: Stage::Principal,
-            operation_id: Some(operation_id.to_owned()),
+            operation_id: Some(operation_id.into()),
             ..Trace::default()
         };
         let run = query(core, principal, operation_id, &mut t);
@@ -169,7 +169,7 @@ fn not_found(class: NotFoundClass) -> Stop {
 
 fn report(record: OperationRecord, reconciled: bool) -> OperationReport {
     OperationReport {
-        operation_id: record.id,
+        operation_id: record.id.to_string(),
         tool: record.tool.to_string(),
         state: record.state,
         outcome: record.outcome,

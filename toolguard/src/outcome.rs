@@ -2,6 +2,8 @@
 
 use std::borrow::Cow;
 
+use arcstr::ArcStr;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -164,7 +166,7 @@ pub struct ToolOutcome {
     /// The approval the call waits for, for `pending_approval`.
     pub approval: Option<ApprovalTicket>,
     /// Operation id of a state-changing call (query it after `outcome_unknown`).
-    pub operation_id: Option<String>,
+    pub operation_id: Option<ArcStr>,
     /// The outcome was stored earlier and is returned again; nothing executed.
     pub replayed: bool,
     /// Sequence number of the terminal audit entry.

@@ -123,7 +123,7 @@ pub struct ToolContext<S> {
     principal: Arc<Principal>,
     state: Arc<S>,
     call_id: ArcStr,
-    operation_id: Option<String>,
+    operation_id: Option<ArcStr>,
     resolved: Arc<Vec<crate::sanitize::ResolvedUrl>>,
     /// Present for calls of tools whose output is untrusted, the only ones whose results become
     /// provenance sources.
@@ -147,7 +147,7 @@ impl<S> ToolContext<S> {
         principal: Arc<Principal>,
         state: Arc<S>,
         call_id: impl Into<ArcStr>,
-        operation_id: Option<String>,
+        operation_id: Option<ArcStr>,
     ) -> Self {
         ToolContext {
             principal,

@@ -50,9 +50,9 @@ pub struct AuditRecord {
     /// characters), shared with the handler's context.
     pub call_id: ArcStr,
     /// Operation id of a state-changing call.
-    pub operation_id: Option<String>,
+    pub operation_id: Option<ArcStr>,
     /// Idempotency key.
-    pub idempotency_key: Option<String>,
+    pub idempotency_key: Option<ArcStr>,
     /// The last pipeline stage the call reached.
     pub stage: Stage,
     /// Terminal status.

@@ -108,7 +108,7 @@ pub(crate) async fn settle<S: Send + Sync + 'static>(
     let source = Source::tool_result(
         &spec.name,
         &call.call_id,
-        t.operation_id.clone(),
+        t.operation_id.as_deref().map(str::to_owned),
         unix_millis(core.now()),
         label,
     );

@@ -465,7 +465,7 @@ pub(crate) async fn executed<S: Send + Sync + 'static>(
     mut request: ApprovalRequest,
     answer: &Answer,
 ) {
-    let stored = answer.stored(Some(&request.operation_id));
+    let stored = answer.stored(Some(&request.operation_id.as_str().into()));
     let version = request.version;
     request.state = ApprovalState::Executed;
     request = with_seal(core.keys.as_deref(), request);
@@ -586,7 +586,7 @@ fn closed_outcome(
     let mut o = StoredOutcome::new(status);
     o.reason = Some(reason.to_owned());
     o.message = Some(message.to_owned());
-    o.operation_id = Some(r.operation_id.clone());
+    o.operation_id = Some(r.operation_id.as_str().into());
     o
 }
 

@@ -119,7 +119,7 @@ impl<S: Send + Sync + 'static> Core<S> {
         &self,
         principal: &Principal,
         call_id: ArcStr,
-        operation_id: Option<String>,
+        operation_id: Option<ArcStr>,
     ) -> ToolContext<S> {
         ToolContext::new(
             Arc::new(principal.clone()),

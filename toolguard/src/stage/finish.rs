@@ -59,7 +59,7 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
         && let Some(spec) = core.spec(tool_label)
     {
         let state = OperationState::from_status(answer.status);
-        let stored = answer.stored(t.operation_id.as_deref());
+        let stored = answer.stored(t.operation_id.as_ref());
         let put = super::record::put(
             core,
             about.principal,

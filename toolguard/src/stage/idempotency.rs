@@ -66,7 +66,7 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
         spec,
         tool: t.tool_name(spec),
         principal,
-        key: t.idempotency_key.as_deref(),
+        key: t.idempotency_key.as_ref(),
         request_digest: digest,
         same_request: &same,
         operation_id: t.operation_id.as_deref(),
@@ -99,7 +99,7 @@ struct Ask<'a> {
     /// The tool's name, shared with the registry.
     tool: ArcStr,
     principal: &'a Principal,
-    key: Option<&'a str>,
+    key: Option<&'a ArcStr>,
     request_digest: &'a str,
     /// Whether a stored digest is this request's (under any accepted key).
     same_request: &'a (dyn Fn(&str) -> bool + Sync),
@@ -193,7 +193,7 @@ async fn reserve(
     now: SystemTime,
 ) -> Result<Admission, Stop> {
     let (spec, principal, request_digest) = (r.spec, r.principal, r.request_digest);
-    let Some(key) = r.key.map(str::to_owned) else {
+    let Some(key) = r.key.cloned() else {
         return Ok(Admission::Proceed(None));
     };
     let scoped = ScopedKey {
@@ -248,7 +248,7 @@ async fn reserve(
             out.message = Some(
                 "an earlier attempt may have taken effect; query the operation status".to_owned(),
             );
-            out.operation_id = record.operation_id;
+            out.operation_id = record.operation_id.map(ArcStr::from);
             Ok(Admission::Replay(out))
         }
     }
@@ -343,7 +343,7 @@ pub(crate) async fn stored_replay(
         tenant: principal.tenant.clone(),
         subject: principal.subject.clone(),
         tool: spec.name.as_str().into(),
-        key: key.to_owned(),
+        key: key.into(),
     };
     let record = store.get(&scoped, now).await.ok()??;
     let same = record.request_digest == request_digest || spec.key_reuse == KeyReuse::KeyWins;

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use arcstr::ArcStr;
 use serde_json::Value;
 
 use super::Stop;
@@ -25,12 +26,12 @@ pub(crate) fn record(
     principal: &Principal,
     t: &mut Trace,
 ) -> Result<(), Stop> {
-    t.idempotency_key = extract_key(spec, call, args)?;
+    t.idempotency_key = extract_key(spec, call, args)?.map(ArcStr::from);
     t.request_digest = Some(digest(keys, spec, args, principal));
     t.arguments = Some(redacted(spec, args));
     t.arguments_for_operation = Some(Arc::clone(args));
     if !spec.read_only {
-        t.operation_id = Some(format!("op_{}", uuid::Uuid::new_v4().simple()));
+        t.operation_id = Some(arcstr::format!("op_{}", uuid::Uuid::new_v4().simple()));
     }
     Ok(())
 }

@@ -20,10 +20,11 @@ use crate::tool::ToolContext;
 /// under the same entry ([`super::approval::hold_entry`]).
 pub(crate) fn ledger_entry(t: &Trace, call_id: &str) -> String {
     t.operation_id
-        .clone()
+        .as_deref()
         .filter(|id| !id.is_empty())
-        .or_else(|| t.approval_id.clone())
-        .unwrap_or_else(|| call_id.to_owned())
+        .or(t.approval_id.as_deref())
+        .unwrap_or(call_id)
+        .to_owned()
 }
 
 /// The recheck stage. Returns the ledger scopes the amount was admitted to (to retract when

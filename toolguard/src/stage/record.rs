@@ -25,12 +25,12 @@ pub(crate) async fn put<S: Send + Sync + 'static>(
     state: OperationState,
     outcome: Option<StoredOutcome>,
 ) -> Result<(), Stop> {
-    let Some(id) = t.operation_id.as_deref() else {
+    let Some(id) = t.operation_id.as_ref() else {
         return Ok(());
     };
     let tool = t.tool_name(spec);
     let record = OperationRecord {
-        id: id.to_owned(),
+        id: id.clone(),
         tenant: principal.tenant.clone(),
         subject: principal.subject.clone(),
         tool: tool.clone(),

@@ -18,7 +18,7 @@ pub(crate) async fn held<S: Send + Sync + 'static>(
     t: &Trace,
 ) {
     let Some(held) = held else { return };
-    let stored = answer.stored(t.operation_id.as_deref());
+    let stored = answer.stored(t.operation_id.as_ref());
     let ttl = core.idempotency_ttl(spec);
     settle_held(&core.stores.idempotency, held, &stored, ttl, core.now()).await;
 }

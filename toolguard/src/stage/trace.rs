@@ -23,8 +23,8 @@ pub(crate) struct Trace {
     /// The sanitized arguments with `sensitive` fields redacted (audit, previews).
     pub(crate) arguments: Option<Arc<Value>>,
     pub(crate) modifications: Vec<Modification>,
-    pub(crate) operation_id: Option<String>,
-    pub(crate) idempotency_key: Option<String>,
+    pub(crate) operation_id: Option<ArcStr>,
+    pub(crate) idempotency_key: Option<ArcStr>,
     pub(crate) approval_id: Option<String>,
     pub(crate) approver: Option<String>,
     /// The call has an operation record to keep current when it ends.
@@ -168,14 +168,14 @@ impl Answer {
     }
 
     /// The outcome as stored under an idempotency key and in the operation record.
-    pub(crate) fn stored(&self, operation_id: Option<&str>) -> StoredOutcome {
+    pub(crate) fn stored(&self, operation_id: Option<&ArcStr>) -> StoredOutcome {
         StoredOutcome {
             status: self.status,
             reason: self.reason.clone(),
             message: self.message.clone(),
             output: self.output.as_ref().map(|o| o.data.clone()),
             approval: self.approval.clone(),
-            operation_id: operation_id.map(str::to_owned),
+            operation_id: operation_id.cloned(),
         }
     }
 }

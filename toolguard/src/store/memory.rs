@@ -24,7 +24,7 @@ pub struct MemoryStore {
     idempotency: Vec<Mutex<HashMap<String, IdempotencyRecord>>>,
     approvals: Mutex<HashMap<String, ApprovalRequest>>,
     ledger: Mutex<LedgerState>,
-    operations: Mutex<HashMap<String, OperationRecord>>,
+    operations: Mutex<HashMap<arcstr::ArcStr, OperationRecord>>,
     sources: Mutex<HashMap<String, Vec<crate::provenance::Source>>>,
 }
 

@@ -1155,7 +1155,7 @@ impl OperationStore for PgStore {
         Box::pin(async move {
             let body = to_json(&record)?;
             let write = Write::Operation {
-                id: record.id,
+                id: record.id.to_string(),
                 updated_at_ms: i64_of(record.updated_at_ms),
                 body,
             };

@@ -882,7 +882,7 @@ impl OperationStore for SqliteStore {
                  ON CONFLICT (id) DO UPDATE SET updated_at_ms = excluded.updated_at_ms,
                     body = excluded.body",
             )?
-            .execute(params![id, at, body?])?;
+            .execute(params![&*id, at, body?])?;
             Ok(())
         };
         // The record written before the handler runs is synced (it also covers the call's

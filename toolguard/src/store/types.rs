@@ -17,7 +17,7 @@ pub struct ScopedKey {
     /// Tool name (shared with the registry).
     pub tool: ArcStr,
     /// The key.
-    pub key: String,
+    pub key: ArcStr,
 }
 
 impl ScopedKey {
@@ -50,7 +50,7 @@ pub struct StoredOutcome {
     /// The approval waited for, for `pending_approval`.
     pub approval: Option<ApprovalTicket>,
     /// Operation id.
-    pub operation_id: Option<String>,
+    pub operation_id: Option<ArcStr>,
 }
 
 impl StoredOutcome {
@@ -283,7 +283,7 @@ impl OperationState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OperationRecord {
     /// Operation id.
-    pub id: String,
+    pub id: ArcStr,
     /// Tenant of the caller (shared with the call's principal).
     pub tenant: ArcStr,
     /// Caller.
