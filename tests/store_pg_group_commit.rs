@@ -219,7 +219,9 @@ async fn racing_reservations_of_one_key_reserve_it_once() {
                 let store = store.clone();
                 tokio::spawn(async move {
                     let now = SystemTime::now();
-                    store.reserve(&key(n), "digest", None, hour, hour, now).await
+                    store
+                        .reserve(&key(n), "digest", None, hour, hour, now)
+                        .await
                 })
             })
             .collect();
@@ -231,7 +233,11 @@ async fn racing_reservations_of_one_key_reserve_it_once() {
                 Reservation::Existing(record) => held.push(record),
             }
         }
-        assert_eq!(owners.len(), 1, "round {round}: exactly one reservation wins");
+        assert_eq!(
+            owners.len(),
+            1,
+            "round {round}: exactly one reservation wins"
+        );
         for record in held {
             assert!(
                 matches!(&record.state, RecordState::InFlight { owner, .. } if *owner == owners[0]),
