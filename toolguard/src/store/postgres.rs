@@ -133,7 +133,7 @@ fn valid_schema(s: &str) -> bool {
 
 /// Builds the pool and applies the migrations.
 pub(crate) async fn connect_pool(config: &PgConfig) -> StoreResult<Pool> {
-    let pool = build_pool(config, Commits::Synced)?;
+    let pool = build_pool(config, Commits::Synced, Sessions::Calls)?;
     migrate(&pool, &config.schema).await?;
     Ok(pool)
 }
@@ -149,8 +149,20 @@ enum Commits {
     Relaxed,
 }
 
-/// A pool of at most `config.pool_size` sessions on the schema (connected on first use).
-fn build_pool(config: &PgConfig, commits: Commits) -> StoreResult<Pool> {
+/// What the sessions of a pool run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sessions {
+    /// Any statement: `config.pool_size` sessions.
+    Calls,
+    /// The group-commit writer's batch statement, whose every row is found by primary key: one
+    /// session whose planner reads tables by index only (no sequential scan, no hash or merge
+    /// join). The statement's plan is cached once per session, possibly while the tables are
+    /// still nearly empty, and a plan that scanned them whole would then be kept as they grow.
+    Writer,
+}
+
+/// A pool of sessions on the schema (connected on first use).
+fn build_pool(config: &PgConfig, commits: Commits, sessions: Sessions) -> StoreResult<Pool> {
     if !valid_schema(&config.schema) {
         return Err(StoreError::new(format!(
             "postgres: schema name `{}` must be lowercase letters, digits and `_`",
@@ -162,7 +174,17 @@ fn build_pool(config: &PgConfig, commits: Commits) -> StoreResult<Pool> {
         Commits::Synced => "",
         Commits::Relaxed => " -c synchronous_commit=off",
     };
-    pg.options(format!("-c search_path=\"{}\"{relaxed}", config.schema));
+    let (indexed, size) = match sessions {
+        Sessions::Calls => ("", config.pool_size),
+        Sessions::Writer => (
+            " -c enable_seqscan=off -c enable_hashjoin=off -c enable_mergejoin=off",
+            1,
+        ),
+    };
+    pg.options(format!(
+        "-c search_path=\"{}\"{relaxed}{indexed}",
+        config.schema
+    ));
     pg.connect_timeout(Duration::from_secs(10));
     let manager = Manager::from_config(
         pg,
@@ -172,7 +194,7 @@ fn build_pool(config: &PgConfig, commits: Commits) -> StoreResult<Pool> {
         },
     );
     Pool::builder(manager)
-        .max_size(config.pool_size)
+        .max_size(size)
         .wait_timeout(Some(Duration::from_secs(10)))
         .create_timeout(Some(Duration::from_secs(10)))
         .runtime(deadpool_postgres::Runtime::Tokio1)
@@ -349,10 +371,12 @@ impl PgStore {
     /// statement, so concurrent calls share round trips and commits.
     pub async fn connect(config: &PgConfig) -> StoreResult<Self> {
         let pool = connect_pool(config).await?;
-        let relaxed = build_pool(config, Commits::Relaxed)?;
+        let relaxed = build_pool(config, Commits::Relaxed, Sessions::Calls)?;
+        let writer = build_pool(config, Commits::Synced, Sessions::Writer)?;
+        let relaxed_writer = build_pool(config, Commits::Relaxed, Sessions::Writer)?;
         Ok(PgStore {
-            batched: Batcher::start(pool.clone()),
-            batched_relaxed: Batcher::start(relaxed.clone()),
+            batched: Batcher::start(writer),
+            batched_relaxed: Batcher::start(relaxed_writer),
             pool,
             relaxed,
             defer: Arc::new(AtomicBool::new(false)),
