@@ -121,7 +121,7 @@ pub(crate) enum Written {
     Applied(bool),
     /// A reservation: won or the live record that holds the key; `None` if neither could be
     /// told (the record that held the key changed while the statement ran): try again.
-    Reserved(Option<Reservation>),
+    Reserved(Option<Box<Reservation>>),
 }
 
 type Reply = oneshot::Sender<StoreResult<Written>>;
@@ -346,15 +346,16 @@ impl<'w> Round<'w> {
                 (0, Write::Completion { .. }) => results[i] = Some(Written::Applied(true)),
                 (1, Write::Reservation { owner, .. }) => {
                     won.insert(i);
-                    results[i] = Some(Written::Reserved(Some(Reservation::Reserved {
+                    results[i] = Some(Written::Reserved(Some(Box::new(Reservation::Reserved {
                         owner: owner.clone(),
-                    })));
+                    }))));
                 }
                 (2, Write::Reservation { now_ms, .. }) if !won.contains(&i) => {
                     let record = read_record(row, 2)?;
                     // Only a record live at the reservation's present held the key.
                     if record.expires_at_ms > u64::try_from(*now_ms).unwrap_or(0) {
-                        results[i] = Some(Written::Reserved(Some(Reservation::Existing(record))));
+                        let existing = Box::new(Reservation::Existing(record));
+                        results[i] = Some(Written::Reserved(Some(existing)));
                     }
                 }
                 _ => {}

@@ -540,7 +540,7 @@ impl IdempotencyStore for PgStore {
                     now_ms,
                 };
                 match self.covered_batch().submit(write).await? {
-                    Written::Reserved(Some(reservation)) => return Ok(reservation),
+                    Written::Reserved(Some(reservation)) => return Ok(*reservation),
                     Written::Reserved(None) => {}
                     Written::Applied(_) => return Err(unexpected()),
                 }
