@@ -205,3 +205,85 @@ async fn a_write_the_server_refuses_fails_alone() {
     }
     let _ = store.drop_schema().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_reservations_of_one_key_reserve_it_once() {
+    let Some(store) = store("group_commit_reserve_race").await else {
+        return;
+    };
+    let hour = Duration::from_secs(3600);
+    for round in 0..20 {
+        let n = 1_000 + round;
+        let racers: Vec<_> = (0..8)
+            .map(|_| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    let now = SystemTime::now();
+                    store
+                        .reserve(&key(n), "digest", None, hour, hour, now)
+                        .await
+                })
+            })
+            .collect();
+        let mut owners = Vec::new();
+        let mut held = Vec::new();
+        for racer in racers {
+            match racer.await.expect("task").expect("reserve") {
+                Reservation::Reserved { owner } => owners.push(owner),
+                Reservation::Existing(record) => held.push(record),
+            }
+        }
+        assert_eq!(
+            owners.len(),
+            1,
+            "round {round}: exactly one reservation wins"
+        );
+        for record in held {
+            assert!(
+                matches!(&record.state, RecordState::InFlight { owner, .. } if *owner == owners[0]),
+                "round {round}: the others see the winner's record, not {record:?}"
+            );
+        }
+    }
+    let _ = store.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reservations_in_one_batch_each_judge_expiry_at_their_own_time() {
+    let Some(store) = store("group_commit_reserve_time").await else {
+        return;
+    };
+    let minute = Duration::from_secs(60);
+    let start = SystemTime::now();
+    for n in 0..16 {
+        let reserved = store
+            .reserve(&key(2_000 + n), "digest", None, minute, minute, start)
+            .await
+            .expect("reserve");
+        assert!(matches!(reserved, Reservation::Reserved { .. }), "key {n}");
+    }
+    // Submitted together: the even ones come after the records expired and take them over,
+    // the odd ones come while they are live and see them.
+    let tasks: Vec<_> = (0..16)
+        .map(|n| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let later = if n % 2 == 0 { 2 * minute } else { minute / 2 };
+                let now = start + later;
+                let got = store
+                    .reserve(&key(2_000 + n), "digest-2", None, minute, minute, now)
+                    .await;
+                (n, got)
+            })
+        })
+        .collect();
+    for task in tasks {
+        let (n, got) = task.await.expect("task");
+        match (n % 2, got.expect("reserve")) {
+            (0, Reservation::Reserved { .. }) => {}
+            (1, Reservation::Existing(record)) => assert_eq!(record.request_digest, "digest"),
+            (_, other) => panic!("key {n}: {other:?}"),
+        }
+    }
+    let _ = store.drop_schema().await;
+}

@@ -1,39 +1,74 @@
-//! Group commit for the PostgreSQL store's writes that answer only "done": operation records and
-//! idempotency completions.
+//! Group commit for the PostgreSQL store's writes on a call's path: idempotency reservations,
+//! completions and operation records.
 //!
 //! Under concurrency most of a call's cost on PostgreSQL is the statement round trip itself (a
 //! server process woken, a plan run, a reply sent), not the rows. A [`Batcher`] queues these
 //! writes; one writer task takes everything queued (up to [`MAX_BATCH`]) and writes it with one
-//! statement per kind (`unnest` over arrays), then answers every caller. A caller still waits
-//! until its row is committed, so what a call writes is visible (and, on the synced pool, on
-//! disk) before the call goes on. If a batch fails, its writes are retried one by one, so one
-//! bad row never fails the others.
+//! statement ([`WRITE_BATCH`]: one data-modifying sub-statement per kind, over arrays), which
+//! commits on its own, then answers every caller. A caller still waits until its row is
+//! committed, so what a call writes is visible (and, on the synced pool, on disk) before the call
+//! goes on. A statement never touches one idempotency key twice: a second write of a key in the
+//! same batch goes to a statement of its own, in queue order. If a statement fails, the writes it
+//! carried (and those after it) are retried one by one, so one bad row never fails the others.
 
 use std::collections::{HashMap, HashSet};
 
 use deadpool_postgres::Pool;
 use tokio::sync::{mpsc, oneshot};
 
-use super::postgres::err;
-use super::{StoreError, StoreResult};
+use super::postgres::{err, read_record};
+use super::{Reservation, StoreError, StoreResult};
 
 /// Most writes written by one statement.
 const MAX_BATCH: usize = 512;
 /// Writes waiting at most; callers wait for room beyond it.
 const QUEUE: usize = 8_192;
 
-/// Upserts operation records: `(id, updated_at_ms, body)` arrays.
-const PUT_OPERATIONS: &str = "INSERT INTO toolguard_operations (id, updated_at_ms, body)
-     SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[])
-     ON CONFLICT (id) DO UPDATE SET updated_at_ms = excluded.updated_at_ms, body = excluded.body";
-
-/// Stores outcomes under the keys their owners still hold: `(outcome, expires_at_ms, key,
-/// owner)` arrays; returns the keys it completed.
-const COMPLETE_KEYS: &str = "UPDATE toolguard_idempotency AS t
-     SET outcome = u.outcome, owner = NULL, expires_at_ms = u.expires
-     FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS u(outcome, expires, key, owner)
-     WHERE t.key = u.key AND t.owner = u.owner AND t.outcome IS NULL
-     RETURNING t.key";
+/// Writes one batch; the sub-statements touch distinct rows.
+///
+/// - `r` ($1-$7): reservations `(key, digest, operation_id, owner, lease_until_ms,
+///   expires_at_ms, now_ms)`. `won` inserts each, or takes over the row of its key if that row
+///   expired at the reservation's own `now_ms` (one atomic `INSERT ... ON CONFLICT` per key).
+/// - `ops` ($8-$10): operation records `(id, updated_at_ms, body)`, inserted or replaced.
+/// - `done` ($11-$14): completions `(outcome, expires_at_ms, key, owner)`: the outcome is stored
+///   under keys their owners still hold.
+///
+/// Rows out: `(0, key)` per completed key, `(1, key)` per reservation won, and `(2, key, record
+/// columns)` for each row of a reserved key as it was before the statement (the sub-statements'
+/// changes are not visible to it): for a key not won, the record that held it.
+const WRITE_BATCH: &str = "WITH r AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[],
+        $6::bigint[], $7::bigint[]) AS r(key, digest, op, owner, lease, expires, now)
+), ops AS (
+    INSERT INTO toolguard_operations (id, updated_at_ms, body)
+    SELECT * FROM unnest($8::text[], $9::bigint[], $10::text[])
+    ON CONFLICT (id) DO UPDATE SET updated_at_ms = excluded.updated_at_ms, body = excluded.body
+), done AS (
+    UPDATE toolguard_idempotency AS t
+    SET outcome = u.outcome, owner = NULL, expires_at_ms = u.expires
+    FROM unnest($11::text[], $12::bigint[], $13::text[], $14::text[])
+        AS u(outcome, expires, key, owner)
+    WHERE t.key = u.key AND t.owner = u.owner AND t.outcome IS NULL
+    RETURNING t.key
+), won AS (
+    INSERT INTO toolguard_idempotency AS t
+        (key, request_digest, operation_id, owner, lease_until_ms, outcome, expires_at_ms)
+    SELECT key, digest, op, owner, lease, NULL, expires FROM r
+    ON CONFLICT (key) DO UPDATE SET
+        request_digest = excluded.request_digest,
+        operation_id = excluded.operation_id,
+        owner = excluded.owner,
+        lease_until_ms = excluded.lease_until_ms,
+        outcome = NULL,
+        expires_at_ms = excluded.expires_at_ms
+    WHERE t.expires_at_ms <= (SELECT r.now FROM r WHERE r.key = excluded.key)
+    RETURNING t.key
+)
+SELECT 0, key, NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::text, NULL::bigint
+    FROM done
+UNION ALL SELECT 1, key, NULL, NULL, NULL, NULL, NULL, NULL FROM won
+UNION ALL SELECT 2, key, request_digest, operation_id, owner, lease_until_ms, outcome,
+    expires_at_ms FROM toolguard_idempotency WHERE key = ANY($1::text[])";
 
 /// One queued write.
 #[derive(Debug, Clone)]
@@ -58,9 +93,38 @@ pub(crate) enum Write {
         /// New expiry, Unix milliseconds.
         expires_at_ms: i64,
     },
+    /// Reserve `key` for `owner` if it has no record live at `now_ms`.
+    Reservation {
+        /// Storage key of the idempotency record.
+        key: String,
+        /// Request digest of the reserving call.
+        request_digest: String,
+        /// Operation id of the reserving call.
+        operation_id: Option<String>,
+        /// The new owner token.
+        owner: String,
+        /// When the lease ends, Unix milliseconds.
+        lease_until_ms: i64,
+        /// When the record expires, Unix milliseconds.
+        expires_at_ms: i64,
+        /// The reservation's present, Unix milliseconds: a record expired by then counts as
+        /// absent.
+        now_ms: i64,
+    },
 }
 
-type Reply = oneshot::Sender<StoreResult<bool>>;
+/// What a write did.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Written {
+    /// An operation record (always `true`) or a completion (whether the owner still held the
+    /// key).
+    Applied(bool),
+    /// A reservation: won or the live record that holds the key; `None` if neither could be
+    /// told (the record that held the key changed while the statement ran): try again.
+    Reserved(Option<Box<Reservation>>),
+}
+
+type Reply = oneshot::Sender<StoreResult<Written>>;
 
 /// The queue of one pool's writer task.
 #[derive(Debug, Clone)]
@@ -76,9 +140,8 @@ impl Batcher {
         Batcher { queue }
     }
 
-    /// Writes `write` with whatever else is queued; for a completion, whether the owner still
-    /// held the key (`true` for an operation record).
-    pub(crate) async fn submit(&self, write: Write) -> StoreResult<bool> {
+    /// Writes `write` with whatever else is queued; returns what it did once it committed.
+    pub(crate) async fn submit(&self, write: Write) -> StoreResult<Written> {
         let stopped = || StoreError::new("postgres: the store's writer stopped".to_owned());
         let (reply, done) = oneshot::channel();
         self.queue
@@ -93,155 +156,211 @@ async fn writer(pool: Pool, mut rx: mpsc::Receiver<(Write, Reply)>) {
     let mut batch = Vec::with_capacity(64);
     while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
         let (writes, replies): (Vec<Write>, Vec<Reply>) = batch.drain(..).unzip();
-        match write_all(&pool, &writes).await {
-            Ok(done) => {
-                for (reply, done) in replies.into_iter().zip(done) {
-                    let _ = reply.send(Ok(done));
+        let mut results: Vec<Option<Written>> = vec![None; writes.len()];
+        let failed = write_all(&pool, &writes, &mut results).await.err();
+        for ((write, reply), result) in writes.into_iter().zip(replies).zip(results) {
+            let answer = match (result, &failed) {
+                // Committed by a statement that succeeded.
+                (Some(done), _) => Ok(done),
+                (None, None) => Err(StoreError::new(
+                    "postgres: a batched write got no answer".to_owned(),
+                )),
+                // Its statement failed (and wrote nothing): tried on its own, so that one bad
+                // write does not fail the rest.
+                (None, Some(_)) => {
+                    let mut one = [None];
+                    match write_all(&pool, std::slice::from_ref(&write), &mut one).await {
+                        Ok(()) => one[0].take().ok_or_else(|| {
+                            StoreError::new("postgres: a batched write got no answer".to_owned())
+                        }),
+                        Err(e) => Err(e),
+                    }
                 }
-            }
-            Err(e) if writes.len() == 1 => {
-                let _ = replies.into_iter().next().map(|r| r.send(Err(e)));
-            }
-            // One bad write must not fail the rest: each is tried on its own.
-            Err(_) => {
-                for (write, reply) in writes.into_iter().zip(replies) {
-                    let one = write_all(&pool, std::slice::from_ref(&write)).await;
-                    let _ = reply.send(one.map(|done| done[0]));
-                }
-            }
+            };
+            let _ = reply.send(answer);
         }
     }
 }
 
-/// Writes `writes`: every operation record with one statement, every completion with another
-/// (each statement commits on its own); returns, per write, whether it took effect.
-async fn write_all(pool: &Pool, writes: &[Write]) -> StoreResult<Vec<bool>> {
+/// Writes `writes` with as few statements as the distinct-key rule allows (each commits on its
+/// own), filling `results` for the writes of every statement that committed; stops at the first
+/// statement that fails.
+async fn write_all(
+    pool: &Pool,
+    writes: &[Write],
+    results: &mut [Option<Written>],
+) -> StoreResult<()> {
     let client = pool.get().await.map_err(err)?;
-    let mut done = vec![true; writes.len()];
-    let operations = Operations::of(writes);
-    if !operations.ids.is_empty() {
-        let stmt = client.prepare_cached(PUT_OPERATIONS).await.map_err(err)?;
-        let Operations { ids, times, bodies } = &operations;
-        client
-            .execute(&stmt, &[ids, times, bodies])
+    let stmt = client.prepare_cached(WRITE_BATCH).await.map_err(err)?;
+    let mut pending: Vec<usize> = (0..writes.len()).collect();
+    while !pending.is_empty() {
+        let mut round = Round::default();
+        let mut later = Vec::new();
+        for i in pending {
+            if !round.push(i, &writes[i]) {
+                later.push(i);
+            }
+        }
+        let rows = client
+            .query(
+                &stmt,
+                &[
+                    &round.r_keys,
+                    &round.r_digests,
+                    &round.r_operations,
+                    &round.r_owners,
+                    &round.r_leases,
+                    &round.r_expiries,
+                    &round.r_nows,
+                    &round.op_ids,
+                    &round.op_times,
+                    &round.op_bodies,
+                    &round.c_outcomes,
+                    &round.c_expiries,
+                    &round.c_keys,
+                    &round.c_owners,
+                ],
+            )
             .await
             .map_err(err)?;
+        round.answer(writes, &rows, results)?;
+        pending = later;
     }
-    // A key is completed at most once per statement: a second completion of the same key in
-    // one batch (a retry racing its original) goes to a statement of its own, in queue order.
-    let mut pending: Vec<(usize, &Write)> = writes
-        .iter()
-        .enumerate()
-        .filter(|(_, w)| matches!(w, Write::Completion { .. }))
-        .collect();
-    if !pending.is_empty() {
-        let stmt = client.prepare_cached(COMPLETE_KEYS).await.map_err(err)?;
-        while !pending.is_empty() {
-            let mut round = Completions::default();
-            let mut later = Vec::new();
-            for (i, w) in pending {
-                if !round.push(i, w) {
-                    later.push((i, w));
-                }
-            }
-            let Completions {
-                outcomes,
-                expiries,
-                keys,
-                owners,
-                slots,
-                ..
-            } = &round;
-            let rows = client
-                .query(&stmt, &[outcomes, expiries, keys, owners])
-                .await
-                .map_err(err)?;
-            let mut completed = HashSet::with_capacity(rows.len());
-            for row in &rows {
-                completed.insert(row.try_get::<_, String>(0).map_err(err)?);
-            }
-            for (key, &i) in keys.iter().zip(slots) {
-                done[i] = completed.contains(key);
-            }
-            pending = later;
-        }
-    }
-    Ok(done)
+    Ok(())
 }
 
-/// The operation records of a batch as statement arrays, the last write of each id winning
-/// (one statement may not change a row twice).
-struct Operations {
-    ids: Vec<String>,
-    times: Vec<i64>,
-    bodies: Vec<String>,
+/// One statement's writes, as arrays, and the batch slot of each.
+#[derive(Default)]
+struct Round<'w> {
+    r_keys: Vec<&'w str>,
+    r_digests: Vec<&'w str>,
+    r_operations: Vec<Option<&'w str>>,
+    r_owners: Vec<&'w str>,
+    r_leases: Vec<i64>,
+    r_expiries: Vec<i64>,
+    r_nows: Vec<i64>,
+    op_ids: Vec<&'w str>,
+    op_times: Vec<i64>,
+    op_bodies: Vec<&'w str>,
+    c_outcomes: Vec<&'w str>,
+    c_expiries: Vec<i64>,
+    c_keys: Vec<&'w str>,
+    c_owners: Vec<&'w str>,
+    /// Batch slots of the operation records written; several slots of one id share a row.
+    op_slots: Vec<usize>,
+    /// Batch slot of each key written (completion or reservation).
+    keys: HashMap<&'w str, usize>,
+    /// Row of each operation id.
+    op_rows: HashMap<&'w str, usize>,
 }
 
-impl Operations {
-    fn of(writes: &[Write]) -> Self {
-        let mut at: HashMap<&str, usize> = HashMap::new();
-        let mut out = Operations {
-            ids: Vec::new(),
-            times: Vec::new(),
-            bodies: Vec::new(),
-        };
-        for w in writes {
-            let Write::Operation {
+impl<'w> Round<'w> {
+    /// Adds write `w` (batch slot `i`) unless its key is already written by this statement. An
+    /// operation record always joins; of several of one id, the last one queued is written.
+    fn push(&mut self, i: usize, w: &'w Write) -> bool {
+        match w {
+            Write::Operation {
                 id,
                 updated_at_ms,
                 body,
-            } = w
-            else {
-                continue;
-            };
-            match at.get(id.as_str()) {
-                Some(&i) => {
-                    out.times[i] = *updated_at_ms;
-                    out.bodies[i].clone_from(body);
+            } => {
+                match self.op_rows.get(id.as_str()) {
+                    Some(&row) => {
+                        self.op_times[row] = *updated_at_ms;
+                        self.op_bodies[row] = body;
+                    }
+                    None => {
+                        self.op_rows.insert(id, self.op_ids.len());
+                        self.op_ids.push(id);
+                        self.op_times.push(*updated_at_ms);
+                        self.op_bodies.push(body);
+                    }
                 }
-                None => {
-                    at.insert(id, out.ids.len());
-                    out.ids.push(id.clone());
-                    out.times.push(*updated_at_ms);
-                    out.bodies.push(body.clone());
+                self.op_slots.push(i);
+            }
+            Write::Completion {
+                key,
+                owner,
+                outcome,
+                expires_at_ms,
+            } => {
+                if self.keys.contains_key(key.as_str()) {
+                    return false;
                 }
+                self.keys.insert(key, i);
+                self.c_outcomes.push(outcome);
+                self.c_expiries.push(*expires_at_ms);
+                self.c_keys.push(key);
+                self.c_owners.push(owner);
+            }
+            Write::Reservation {
+                key,
+                request_digest,
+                operation_id,
+                owner,
+                lease_until_ms,
+                expires_at_ms,
+                now_ms,
+            } => {
+                if self.keys.contains_key(key.as_str()) {
+                    return false;
+                }
+                self.keys.insert(key, i);
+                self.r_keys.push(key);
+                self.r_digests.push(request_digest);
+                self.r_operations.push(operation_id.as_deref());
+                self.r_owners.push(owner);
+                self.r_leases.push(*lease_until_ms);
+                self.r_expiries.push(*expires_at_ms);
+                self.r_nows.push(*now_ms);
             }
         }
-        out
-    }
-}
-
-/// One statement's completions (distinct keys) and the batch slot of each.
-#[derive(Default)]
-struct Completions {
-    outcomes: Vec<String>,
-    expiries: Vec<i64>,
-    keys: Vec<String>,
-    owners: Vec<String>,
-    slots: Vec<usize>,
-    seen: HashSet<String>,
-}
-
-impl Completions {
-    /// Adds completion `w` (slot `i`) unless its key is already in this statement.
-    fn push(&mut self, i: usize, w: &Write) -> bool {
-        let Write::Completion {
-            key,
-            owner,
-            outcome,
-            expires_at_ms,
-        } = w
-        else {
-            return true;
-        };
-        if !self.seen.insert(key.clone()) {
-            return false;
-        }
-        self.outcomes.push(outcome.clone());
-        self.expiries.push(*expires_at_ms);
-        self.keys.push(key.clone());
-        self.owners.push(owner.clone());
-        self.slots.push(i);
         true
+    }
+
+    /// Fills `results` for this statement's writes from its `rows`.
+    fn answer(
+        &self,
+        writes: &[Write],
+        rows: &[tokio_postgres::Row],
+        results: &mut [Option<Written>],
+    ) -> StoreResult<()> {
+        for &i in &self.op_slots {
+            results[i] = Some(Written::Applied(true));
+        }
+        // Completions and reservations start as neither completed nor won.
+        for &i in self.keys.values() {
+            results[i] = Some(match writes[i] {
+                Write::Reservation { .. } => Written::Reserved(None),
+                _ => Written::Applied(false),
+            });
+        }
+        let mut won = HashSet::new();
+        for row in rows {
+            let kind: i32 = row.try_get(0).map_err(err)?;
+            let key: &str = row.try_get(1).map_err(err)?;
+            let Some(&i) = self.keys.get(key) else {
+                continue;
+            };
+            match (kind, &writes[i]) {
+                (0, Write::Completion { .. }) => results[i] = Some(Written::Applied(true)),
+                (1, Write::Reservation { owner, .. }) => {
+                    won.insert(i);
+                    results[i] = Some(Written::Reserved(Some(Box::new(Reservation::Reserved {
+                        owner: owner.clone(),
+                    }))));
+                }
+                (2, Write::Reservation { now_ms, .. }) if !won.contains(&i) => {
+                    let record = read_record(row, 2)?;
+                    // Only a record live at the reservation's present held the key.
+                    if record.expires_at_ms > u64::try_from(*now_ms).unwrap_or(0) {
+                        let existing = Box::new(Reservation::Existing(record));
+                        results[i] = Some(Written::Reserved(Some(existing)));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 }

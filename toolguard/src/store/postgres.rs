@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
-use super::pg_batch::{Batcher, Write};
+use super::pg_batch::{Batcher, Write, Written};
 use super::types::*;
 use super::{
     ApprovalStore, IdempotencyStore, OperationStore, SessionLedger, StoreError, StoreResult,
@@ -133,7 +133,7 @@ fn valid_schema(s: &str) -> bool {
 
 /// Builds the pool and applies the migrations.
 pub(crate) async fn connect_pool(config: &PgConfig) -> StoreResult<Pool> {
-    let pool = build_pool(config, Commits::Synced)?;
+    let pool = build_pool(config, Commits::Synced, Sessions::Calls)?;
     migrate(&pool, &config.schema).await?;
     Ok(pool)
 }
@@ -149,8 +149,20 @@ enum Commits {
     Relaxed,
 }
 
-/// A pool of at most `config.pool_size` sessions on the schema (connected on first use).
-fn build_pool(config: &PgConfig, commits: Commits) -> StoreResult<Pool> {
+/// What the sessions of a pool run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sessions {
+    /// Any statement: `config.pool_size` sessions.
+    Calls,
+    /// The group-commit writer's batch statement, whose every row is found by primary key: one
+    /// session whose planner reads tables by index only (no sequential scan, no hash or merge
+    /// join). The statement's plan is cached once per session, possibly while the tables are
+    /// still nearly empty, and a plan that scanned them whole would then be kept as they grow.
+    Writer,
+}
+
+/// A pool of sessions on the schema (connected on first use).
+fn build_pool(config: &PgConfig, commits: Commits, sessions: Sessions) -> StoreResult<Pool> {
     if !valid_schema(&config.schema) {
         return Err(StoreError::new(format!(
             "postgres: schema name `{}` must be lowercase letters, digits and `_`",
@@ -162,7 +174,17 @@ fn build_pool(config: &PgConfig, commits: Commits) -> StoreResult<Pool> {
         Commits::Synced => "",
         Commits::Relaxed => " -c synchronous_commit=off",
     };
-    pg.options(format!("-c search_path=\"{}\"{relaxed}", config.schema));
+    let (indexed, size) = match sessions {
+        Sessions::Calls => ("", config.pool_size),
+        Sessions::Writer => (
+            " -c enable_seqscan=off -c enable_hashjoin=off -c enable_mergejoin=off",
+            1,
+        ),
+    };
+    pg.options(format!(
+        "-c search_path=\"{}\"{relaxed}{indexed}",
+        config.schema
+    ));
     pg.connect_timeout(Duration::from_secs(10));
     let manager = Manager::from_config(
         pg,
@@ -172,7 +194,7 @@ fn build_pool(config: &PgConfig, commits: Commits) -> StoreResult<Pool> {
         },
     );
     Pool::builder(manager)
-        .max_size(config.pool_size)
+        .max_size(size)
         .wait_timeout(Some(Duration::from_secs(10)))
         .create_timeout(Some(Duration::from_secs(10)))
         .runtime(deadpool_postgres::Runtime::Tokio1)
@@ -291,6 +313,11 @@ async fn c_rows(
     c.query(&stmt, params).await
 }
 
+/// The writer answered a write with the answer of another kind of write.
+fn unexpected() -> StoreError {
+    StoreError::new("postgres: the store's writer gave a wrong answer".to_owned())
+}
+
 fn to_json<T: serde::Serialize>(v: &T) -> StoreResult<String> {
     serde_json::to_string(v).map_err(err)
 }
@@ -321,7 +348,8 @@ pub struct PgStore {
     relaxed: Pool,
     /// Whether those writes use `relaxed`: set once an audit trail shares the store's pool.
     defer: Arc<AtomicBool>,
-    /// Group commit of operation records and completions on `pool` and on `relaxed`.
+    /// Group commit of reservations, completions and operation records on `pool` and on
+    /// `relaxed`.
     batched: Batcher,
     batched_relaxed: Batcher,
     schema: String,
@@ -338,15 +366,17 @@ impl std::fmt::Debug for PgStore {
 impl PgStore {
     /// Connects, creating the schema and applying migrations if needed.
     ///
-    /// Operation records and idempotency completions go through a writer task per pool
-    /// (started on the current Tokio runtime) that writes everything queued with one statement,
-    /// so concurrent calls share round trips.
+    /// Idempotency reservations and completions and operation records go through a writer task
+    /// per pool (started on the current Tokio runtime) that writes everything queued with one
+    /// statement, so concurrent calls share round trips and commits.
     pub async fn connect(config: &PgConfig) -> StoreResult<Self> {
         let pool = connect_pool(config).await?;
-        let relaxed = build_pool(config, Commits::Relaxed)?;
+        let relaxed = build_pool(config, Commits::Relaxed, Sessions::Calls)?;
+        let writer = build_pool(config, Commits::Synced, Sessions::Writer)?;
+        let relaxed_writer = build_pool(config, Commits::Relaxed, Sessions::Writer)?;
         Ok(PgStore {
-            batched: Batcher::start(pool.clone()),
-            batched_relaxed: Batcher::start(relaxed.clone()),
+            batched: Batcher::start(writer),
+            batched_relaxed: Batcher::start(relaxed_writer),
             pool,
             relaxed,
             defer: Arc::new(AtomicBool::new(false)),
@@ -452,10 +482,12 @@ impl PgStore {
     }
 }
 
-fn read_record(row: &tokio_postgres::Row) -> StoreResult<IdempotencyRecord> {
-    let outcome: Option<String> = row.try_get(4).map_err(err)?;
-    let owner: Option<String> = row.try_get(2).map_err(err)?;
-    let lease: i64 = row.try_get(3).map_err(err)?;
+/// The idempotency record in the columns of `row` from `at` on: request digest, operation id,
+/// owner, lease end, outcome, expiry (the order of [`SELECT_RECORD`]).
+pub(crate) fn read_record(row: &tokio_postgres::Row, at: usize) -> StoreResult<IdempotencyRecord> {
+    let outcome: Option<String> = row.try_get(at + 4).map_err(err)?;
+    let owner: Option<String> = row.try_get(at + 2).map_err(err)?;
+    let lease: i64 = row.try_get(at + 3).map_err(err)?;
     let state = match outcome {
         Some(o) => RecordState::Done {
             outcome: from_json(&o)?,
@@ -466,10 +498,10 @@ fn read_record(row: &tokio_postgres::Row) -> StoreResult<IdempotencyRecord> {
         },
     };
     Ok(IdempotencyRecord {
-        request_digest: row.try_get(0).map_err(err)?,
-        operation_id: row.try_get(1).map_err(err)?,
+        request_digest: row.try_get(at).map_err(err)?,
+        operation_id: row.try_get(at + 1).map_err(err)?,
         state,
-        expires_at_ms: u64_of(row.try_get(5).map_err(err)?),
+        expires_at_ms: u64_of(row.try_get(at + 5).map_err(err)?),
     })
 }
 
@@ -493,52 +525,24 @@ impl IdempotencyStore for PgStore {
             // Never before the lease ends: a short TTL must not free a key mid-flight.
             let expires = i64_of(now_ms.saturating_add(millis(ttl.max(lease))));
             let now_ms = i64_of(now_ms);
-            let client = self.covered().get().await.map_err(err)?;
-            let insert = client
-                .prepare_cached(
-                    "INSERT INTO toolguard_idempotency AS t
-                        (key, request_digest, operation_id, owner, lease_until_ms, outcome, expires_at_ms)
-                     VALUES ($1, $2, $3, $4, $5, NULL, $6)
-                     ON CONFLICT (key) DO UPDATE SET
-                        request_digest = excluded.request_digest,
-                        operation_id = excluded.operation_id,
-                        owner = excluded.owner,
-                        lease_until_ms = excluded.lease_until_ms,
-                        outcome = NULL,
-                        expires_at_ms = excluded.expires_at_ms
-                     WHERE t.expires_at_ms <= $7
-                     RETURNING owner",
-                )
-                .await
-                .map_err(err)?;
-            let select = client.prepare_cached(SELECT_RECORD).await.map_err(err)?;
-            // A record seen by the insert may vanish before the select; try again then.
+            // Through the writer, with the other calls' writes: one statement inserts the
+            // record, or takes over the row of the key if it expired, atomically per key. A
+            // record that held the key may vanish or change while the statement runs; try again
+            // then.
             for _ in 0..5 {
-                let owner = new_token();
-                let won = client
-                    .query_opt(
-                        &insert,
-                        &[
-                            &k,
-                            &request_digest,
-                            &operation_id,
-                            &owner,
-                            &lease_until,
-                            &expires,
-                            &now_ms,
-                        ],
-                    )
-                    .await
-                    .map_err(err)?;
-                if won.is_some() {
-                    return Ok(Reservation::Reserved { owner });
-                }
-                if let Some(row) = client
-                    .query_opt(&select, &[&k, &now_ms])
-                    .await
-                    .map_err(err)?
-                {
-                    return Ok(Reservation::Existing(read_record(&row)?));
+                let write = Write::Reservation {
+                    key: k.clone(),
+                    request_digest: request_digest.to_owned(),
+                    operation_id: operation_id.map(str::to_owned),
+                    owner: new_token(),
+                    lease_until_ms: lease_until,
+                    expires_at_ms: expires,
+                    now_ms,
+                };
+                match self.covered_batch().submit(write).await? {
+                    Written::Reserved(Some(reservation)) => return Ok(*reservation),
+                    Written::Reserved(None) => {}
+                    Written::Applied(_) => return Err(unexpected()),
                 }
             }
             Err(StoreError::new(
@@ -562,7 +566,10 @@ impl IdempotencyStore for PgStore {
                 outcome: to_json(&outcome)?,
                 expires_at_ms: i64_of(unix_millis(now).saturating_add(millis(ttl))),
             };
-            self.covered_batch().submit(write).await
+            match self.covered_batch().submit(write).await? {
+                Written::Applied(done) => Ok(done),
+                Written::Reserved(_) => Err(unexpected()),
+            }
         })
     }
 
@@ -693,7 +700,7 @@ impl IdempotencyStore for PgStore {
                 )
                 .await
                 .map_err(err)?;
-            row.map(|r| read_record(&r)).transpose()
+            row.map(|r| read_record(&r, 0)).transpose()
         })
     }
 }
@@ -1165,7 +1172,10 @@ impl OperationStore for PgStore {
                 OperationState::Executing => &self.batched,
                 _ => self.covered_batch(),
             };
-            writer.submit(write).await.map(|_| ())
+            match writer.submit(write).await? {
+                Written::Applied(_) => Ok(()),
+                Written::Reserved(_) => Err(unexpected()),
+            }
         })
     }
 
