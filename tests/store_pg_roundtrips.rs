@@ -185,7 +185,7 @@ async fn a_high_risk_call_costs_few_transactions() {
             tenant: "acme".into(),
             subject: "alice".into(),
             tool: "move_amount".into(),
-            key: key(n),
+            key: key(n).into(),
         };
         let record = IdempotencyStore::get(&*store, &scoped, now)
             .await
