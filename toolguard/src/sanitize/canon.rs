@@ -895,8 +895,8 @@ impl CanonicalWriter {
 /// more than [`MAX_DECODE_ROUNDS`] times.
 ///
 /// One pass over the decoded text, linear in its length: ASCII is lower-cased in place, every
-/// other character is classified and folded once per thread ([`FoldCache`]), and the NFKC
-/// normalizer only runs over the stretches the quick check cannot pass ([`normalize_into`]).
+/// other character is classified and folded once per thread (`FoldCache`), and the NFKC
+/// normalizer only runs over the stretches the quick check cannot pass (`normalize_into`).
 pub fn canonical(s: &str) -> Result<Canonical, &'static str> {
     let (decoded, decode_rounds) = decode_layers(s).map_err(|_| "excessive_encoding")?;
     let mut writer = CanonicalWriter {

@@ -13,8 +13,8 @@
 //!    letters (`1gn0r3`), and `l` read as `i` (the second leetspeak reading of `1`). Every
 //!    marker pattern that needs none of the bytes of 1 needs one of the anchor words (nouns such
 //!    as `instruction`, `rule`, `prompt`; verbs such as `ignore`, `forget`; `you are`, `mode`,
-//!    ...; the multilingual nouns): [`super::patterns::anchor_words`] and
-//!    [`super::phrases::anchor_words`] list them from the patterns' own word lists.
+//!    ...; the multilingual nouns): `patterns::anchor_words` and
+//!    `phrases::anchor_words` list them from the patterns' own word lists.
 //!
 //! Anything else goes the full way ([`super::canon`], [`super::patterns`], [`super::phrases`],
 //! [`super::markup`], payloads, leetspeak). The differential tests run both on the corpus and
@@ -202,7 +202,7 @@ impl<'a> Reading<'a> {
 ///
 /// One pass over the bytes looks for triggers and payload runs and feeds the two readings to
 /// the anchor DFA as it goes, without writing them anywhere:
-/// - the plain reading: letters and digits as [`letter`] reads them, everything else removed;
+/// - the plain reading: letters and digits as `letter` reads them, everything else removed;
 /// - the leetspeak reading, which differs only in the words (runs of letters, digits and
 ///   `@ $ !`) that mix letters with leetspeak characters and hold an `@` or `!`: it keeps those
 ///   as letters where the plain reading drops them. Such a word is read again from its start

@@ -1,6 +1,6 @@
 //! Authorization of the tool itself: may this principal use this tool at all (`forbidden`)?
 //! Runs right after the principal check and before any user code. Resource authorization
-//! (`not_found`) is the tool's own `authorize` hook (see [`super::preflight`]).
+//! (`not_found`) is the tool's own `authorize` hook (see `stage::preflight`).
 //!
 //! An [`Authorizer`] is async: it usually asks a database or an identity provider. It refuses
 //! with [`AuthorizeError::Refused`] (`forbidden`) or fails with [`AuthorizeError::Unavailable`]
