@@ -128,7 +128,7 @@ pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
     let preflight = hook("preflight", &decl.attrs.preflight);
     let authorize = hook("authorize", &decl.attrs.authorize);
     let reconcile = hook("reconcile", &decl.attrs.reconcile);
-    let call = call_method(decl, self_ty, &state, &args_ident);
+    let (run, call) = call_method(decl, self_ty, &impl_generics, &state, &args_ident, &ok_ty);
 
     quote! {
         #args_struct
@@ -140,6 +140,8 @@ pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
         #name_constants
 
         #type_checks
+
+        #run
 
         // The output bound is stated higher-ranked so that it is checked where the tool is
         // used, not here: an unfit output type is then reported once, by `output_check`.
@@ -246,15 +248,20 @@ fn type_checks(decl: &ToolDecl, ok_ty: &TokenStream) -> TokenStream {
     }
 }
 
-/// The `Tool::call` method: unpacks the arguments into locals, calls the function (on the
-/// toolset's state for `&self` methods, with the context when it takes one) and converts its
-/// error into a `ToolError`.
+/// The tool's run function and its `Tool::call` and `Tool::call_json` methods. The run function
+/// (an inherent `async fn` of the tool type, written once so that the function call is checked
+/// once) unpacks the arguments into locals, calls the function (on the toolset's state for
+/// `&self` methods, with the context when it takes one) and converts its error into a
+/// `ToolError`; `call` boxes it, `call_json` boxes it with the result's conversion to JSON (one
+/// future, one allocation).
 fn call_method(
     decl: &ToolDecl,
     self_ty: Option<&Type>,
+    impl_generics: &TokenStream,
     state: &TokenStream,
     args_ident: &Ident,
-) -> TokenStream {
+    ok_ty: &TokenStream,
+) -> (TokenStream, TokenStream) {
     let k = paths::krate();
     let p = paths::private();
     let locals: Vec<Ident> = (0..decl.args.len())
@@ -285,22 +292,43 @@ fn call_method(
         let key = format_ident!("{}", KEY_FIELD);
         quote!(#key: _,)
     });
-    quote! {
-        fn call<'a>(
-            &'a self,
-            ctx: &'a #k::ToolContext<#state>,
-            args: Self::Args,
-        ) -> #k::BoxFuture<'a, ::core::result::Result<Self::Output, #k::ToolError>> {
-            ::std::boxed::Box::pin(async move {
+    let tool_ident = tool_ident(decl);
+    let run = quote! {
+        impl #tool_ident {
+            #[doc(hidden)]
+            async fn __toolguard_run #impl_generics (
+                ctx: &#k::ToolContext<#state>,
+                args: #args_ident,
+            ) -> ::core::result::Result<#ok_ty, #k::ToolError> {
                 let _ = ctx;
                 let #args_ident { #(#field_idents: #locals,)* #key_ignore } = args;
                 match #call {
                     ::core::result::Result::Ok(v) => ::core::result::Result::Ok(v),
                     ::core::result::Result::Err(e) => ::core::result::Result::Err(#convert),
                 }
+            }
+        }
+    };
+    let methods = quote! {
+        fn call<'a>(
+            &'a self,
+            ctx: &'a #k::ToolContext<#state>,
+            args: Self::Args,
+        ) -> #k::BoxFuture<'a, ::core::result::Result<Self::Output, #k::ToolError>> {
+            ::std::boxed::Box::pin(Self::__toolguard_run(ctx, args))
+        }
+
+        fn call_json<'a>(
+            &'a self,
+            ctx: &'a #k::ToolContext<#state>,
+            args: Self::Args,
+        ) -> #k::BoxFuture<'a, ::core::result::Result<#p::serde_json::Value, #k::ToolError>> {
+            ::std::boxed::Box::pin(async move {
+                #p::output_json(Self::__toolguard_run(ctx, args).await?)
             })
         }
-    }
+    };
+    (run, methods)
 }
 
 /// The `Tool` method that runs a hook. The hook is passed as a value to a local function whose

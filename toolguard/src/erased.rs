@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::__private::output_json;
 use crate::error::ToolError;
 use crate::spec::ToolSpec;
 use crate::tool::{BoxFuture, Reconciled, Tool, ToolContext};
@@ -19,15 +20,18 @@ pub(crate) trait DecodedArgs<S>: Send + Sync {
     fn execute<'a>(
         self: Box<Self>,
         ctx: &'a ToolContext<S>,
-    ) -> BoxFuture<'a, Result<Value, ToolError>>;
+    ) -> BoxFuture<'a, Result<Value, ToolError>>
+    where
+        Self: 'a;
 }
 
 /// A tool behind dynamic dispatch.
 pub(crate) trait ErasedTool<S>: Send + Sync {
     fn spec(&self) -> &ToolSpec;
-    fn decode(&self, args: Value) -> Result<Box<dyn DecodedArgs<S>>, serde_json::Error>;
+    /// Decodes `args`; the decoded arguments borrow the tool.
+    fn decode(&self, args: Value) -> Result<Box<dyn DecodedArgs<S> + '_>, serde_json::Error>;
     /// Decodes borrowed arguments (the strings the typed arguments keep are copied once).
-    fn decode_ref(&self, args: &Value) -> Result<Box<dyn DecodedArgs<S>>, serde_json::Error>;
+    fn decode_ref(&self, args: &Value) -> Result<Box<dyn DecodedArgs<S> + '_>, serde_json::Error>;
 }
 
 pub(crate) struct Typed<T> {
@@ -49,24 +53,26 @@ impl<T> Typed<T> {
     }
 
     /// The tool bound to its decoded arguments.
-    fn bind<S>(&self, args: T::Args) -> Box<dyn DecodedArgs<S>>
+    fn bind<S>(&self, args: T::Args) -> Box<dyn DecodedArgs<S> + '_>
     where
         S: Send + Sync + 'static,
         T: Tool<S>,
     {
         Box::new(Bound {
-            tool: self.tool.clone(),
+            tool: &*self.tool,
             args,
         })
     }
 }
 
-struct Bound<T: Tool<S>, S: Send + Sync + 'static> {
-    tool: Arc<T>,
+/// A tool with its decoded arguments. It borrows the tool from the registry, which outlives
+/// the call, so the handler's future needs no copy of it.
+struct Bound<'t, T: Tool<S>, S: Send + Sync + 'static> {
+    tool: &'t T,
     args: T::Args,
 }
 
-impl<T: Tool<S>, S: Send + Sync + 'static> DecodedArgs<S> for Bound<T, S> {
+impl<T: Tool<S>, S: Send + Sync + 'static> DecodedArgs<S> for Bound<'_, T, S> {
     fn preflight<'a>(&'a self, ctx: &'a ToolContext<S>) -> BoxFuture<'a, Result<(), ToolError>> {
         self.tool.preflight(ctx, &self.args)
     }
@@ -81,7 +87,7 @@ impl<T: Tool<S>, S: Send + Sync + 'static> DecodedArgs<S> for Bound<T, S> {
     ) -> BoxFuture<'a, Result<Reconciled<Value>, ToolError>> {
         Box::pin(async move {
             Ok(match self.tool.reconcile(ctx, &self.args).await? {
-                Reconciled::Completed(out) => Reconciled::Completed(to_json(out)?),
+                Reconciled::Completed(out) => Reconciled::Completed(output_json(out)?),
                 Reconciled::NotExecuted => Reconciled::NotExecuted,
                 Reconciled::Unknown => Reconciled::Unknown,
             })
@@ -91,10 +97,12 @@ impl<T: Tool<S>, S: Send + Sync + 'static> DecodedArgs<S> for Bound<T, S> {
     fn execute<'a>(
         self: Box<Self>,
         ctx: &'a ToolContext<S>,
-    ) -> BoxFuture<'a, Result<Value, ToolError>> {
-        let tool = self.tool;
-        let args = self.args;
-        Box::pin(async move { to_json(tool.call(ctx, args).await?) })
+    ) -> BoxFuture<'a, Result<Value, ToolError>>
+    where
+        Self: 'a,
+    {
+        let Bound { tool, args } = *self;
+        tool.call_json(ctx, args)
     }
 }
 
@@ -103,15 +111,11 @@ impl<S: Send + Sync + 'static, T: Tool<S>> ErasedTool<S> for Typed<T> {
         &self.spec
     }
 
-    fn decode(&self, args: Value) -> Result<Box<dyn DecodedArgs<S>>, serde_json::Error> {
+    fn decode(&self, args: Value) -> Result<Box<dyn DecodedArgs<S> + '_>, serde_json::Error> {
         Ok(self.bind(serde_json::from_value(args)?))
     }
 
-    fn decode_ref(&self, args: &Value) -> Result<Box<dyn DecodedArgs<S>>, serde_json::Error> {
+    fn decode_ref(&self, args: &Value) -> Result<Box<dyn DecodedArgs<S> + '_>, serde_json::Error> {
         Ok(self.bind(serde::Deserialize::deserialize(args)?))
     }
-}
-
-fn to_json<T: serde::Serialize>(out: T) -> Result<Value, ToolError> {
-    serde_json::to_value(out).map_err(|e| ToolError::Failed(format!("unserializable result: {e}")))
 }

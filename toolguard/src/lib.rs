@@ -82,6 +82,12 @@ pub mod __private {
         serde_json::to_value(schema).unwrap_or(serde_json::Value::Bool(false))
     }
 
+    /// A tool's result as JSON (the erased pipeline's form of every result).
+    pub fn output_json<T: serde::Serialize>(out: T) -> Result<serde_json::Value, crate::ToolError> {
+        serde_json::to_value(out)
+            .map_err(|e| crate::ToolError::Failed(format!("unserializable result: {e}")))
+    }
+
     /// What a tool's result type must be; named in the error when it is not.
     #[diagnostic::on_unimplemented(
         message = "the tool result type `{Self}` must implement `Serialize` and `JsonSchema` \

@@ -44,7 +44,7 @@ impl<S: Send + Sync + 'static> Registered<S> {
     pub(crate) fn decode(
         &self,
         args: &serde_json::Value,
-    ) -> Result<Box<dyn crate::erased::DecodedArgs<S>>, super::Stop> {
+    ) -> Result<Box<dyn crate::erased::DecodedArgs<S> + '_>, super::Stop> {
         self.tool
             .decode_ref(args)
             .map_err(super::validate::decode_error)

@@ -23,7 +23,7 @@ use crate::tool::ToolContext;
 pub(crate) async fn stage<S: Send + Sync + 'static>(
     core: &Core<S>,
     spec: &ToolSpec,
-    decoded: Box<dyn DecodedArgs<S>>,
+    decoded: Box<dyn DecodedArgs<S> + '_>,
     ctx: ToolContext<S>,
     scopes: &[String],
     t: &Trace,
@@ -47,7 +47,7 @@ pub(crate) async fn stage<S: Send + Sync + 'static>(
 /// `tool_execution_duration` of the tool whose keys are `metrics`.
 pub(crate) async fn run<S: Send + Sync + 'static>(
     metrics: &ToolKeys,
-    args: Box<dyn DecodedArgs<S>>,
+    args: Box<dyn DecodedArgs<S> + '_>,
     ctx: ToolContext<S>,
     deadline: Duration,
     read_only: bool,

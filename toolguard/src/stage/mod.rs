@@ -44,7 +44,7 @@ use crate::tool::ToolContext;
 pub(crate) async fn execution<S: Send + Sync + 'static>(
     core: &Core<S>,
     tool: &Registered<S>,
-    decoded: Box<dyn DecodedArgs<S>>,
+    decoded: Box<dyn DecodedArgs<S> + '_>,
     ctx: ToolContext<S>,
     decision: &PolicyDecision,
     approved: bool,
