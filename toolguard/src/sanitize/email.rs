@@ -174,32 +174,19 @@ fn allowed(domain: &str, ascii: &str, domains: Option<&[String]>) -> Result<(), 
 mod tests {
     use super::*;
 
-    /// xorshift64*: small, seeded, reproducible.
-    struct Rng(u64);
+    use crate::sanitize::tests::Rng;
 
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n.max(1) as u64) as usize
-        }
-        fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-            items[self.below(items.len())]
-        }
-    }
+    /// The pieces of the noisy parts of generated addresses, those an address may hold and many
+    /// it may not.
+    const PIECES: &[&str] = &[
+        "a", "b", "x", "n", "Z", "0", "9", ".", "-", "_", "+", "--", "..", "@", " ", "\"", "<",
+        ">", "[", "]", "'", "!", "`", "$", "{", "#", "~", "é", "ｂ", "\u{430}", "xn--", "XN--",
+        "\t", "(", ")", "\\",
+    ];
 
     /// A random string of `len` pieces, mostly ones a plain address is made of; only those
     /// unless `noisy`.
     fn part(rng: &mut Rng, len: usize, noisy: bool) -> String {
-        const PIECES: &[&str] = &[
-            "a", "b", "x", "n", "Z", "0", "9", ".", "-", "_", "+", "--", "..", "@", " ", "\"", "<",
-            ">", "[", "]", "'", "!", "`", "$", "{", "#", "~", "é", "ｂ", "\u{430}", "xn--", "XN--",
-            "\t", "(", ")", "\\",
-        ];
         let mut out = String::new();
         for _ in 0..len {
             // Two in three pieces are letters, digits or a dot.
