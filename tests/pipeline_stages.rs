@@ -421,3 +421,31 @@ mod service {
         out
     }
 }
+
+/// A sink that panics while starting an append, before any future exists.
+struct PanicsOnAppend;
+
+impl toolguard::AuditSink for PanicsOnAppend {
+    fn append(
+        &self,
+        _: toolguard::audit::AuditRecord,
+    ) -> BoxFuture<'_, Result<u64, toolguard::audit::AuditError>> {
+        panic!("the sink broke before returning a future")
+    }
+}
+
+#[tokio::test]
+async fn a_sink_panicking_before_its_future_exists_loses_only_the_entry() {
+    let state = Arc::new(Counters::default());
+    let d = Dispatcher::builder_arc(state.clone())
+        .tool(SendNote)
+        .audit(PanicsOnAppend)
+        .build()
+        .expect("dispatcher");
+    let out = d.dispatch(note("hello"), &alice()).await;
+    assert_eq!(out.status, Status::Ok, "{out:?}");
+    assert_eq!(out.audit_seq, None, "no entry was written");
+    assert_eq!(state.runs.load(Ordering::SeqCst), 1);
+    let out = d.dispatch(note("again"), &alice()).await;
+    assert_eq!(out.status, Status::Ok, "the dispatcher still serves");
+}

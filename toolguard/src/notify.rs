@@ -166,7 +166,7 @@ impl NotifyReport {
             approver: event.approver.clone(),
             ..AuditRecord::default()
         };
-        self.audit.append(record).await
+        self.audit.append_inline(record).await
     }
 }
 

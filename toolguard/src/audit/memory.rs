@@ -6,7 +6,7 @@ use super::anchor::AuditAnchor;
 use super::chain::{ChainBreak, GENESIS_HASH, Sealer, with_encoded};
 use super::entry::{AuditEntry, AuditRecord};
 use super::query::ChainVerifier;
-use super::{AuditError, AuditSink};
+use super::{Appending, AuditError, AuditSink};
 use crate::keys::HostKeys;
 use crate::tool::BoxFuture;
 
@@ -146,13 +146,18 @@ impl MemoryAuditSink {
 
 impl AuditSink for MemoryAuditSink {
     fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<u64, AuditError>> {
-        let (seq, head) = with_encoded(record, |record, body| self.link(record, body));
-        Box::pin(async move {
-            if let Some(head) = head {
+        self.append_inline(record).boxed()
+    }
+
+    /// Ready at once unless the anchor may write a checkpoint for this entry.
+    fn append_inline(&self, record: AuditRecord) -> Appending<'_> {
+        match with_encoded(record, |record, body| self.link(record, body)) {
+            (seq, None) => Appending::ready(Ok(seq)),
+            (seq, Some(head)) => Appending::waiting(Box::pin(async move {
                 self.anchor.appended(seq, &head).await;
-            }
-            Ok(seq)
-        })
+                Ok(seq)
+            })),
+        }
     }
 }
 
@@ -250,5 +255,43 @@ mod tests {
         sink.push(record(2), &body, sealed);
         assert_eq!(sink.entries()[3].hash, kept);
         sink.verify().expect("the chain verifies");
+    }
+
+    /// Without checkpoints an append finishes before `append_inline` returns (no box); with
+    /// them it waits for the checkpoint. Both ways number and chain entries as `append` does.
+    #[test]
+    fn inline_appends_are_ready_unless_a_checkpoint_is_due() {
+        use super::super::{CheckpointPolicy, MemoryCheckpoints};
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let plain = MemoryAuditSink::new();
+        let first = plain.append_inline(record(0));
+        assert!(
+            format!("{first:?}").starts_with("Appending::Ready"),
+            "{first:?}"
+        );
+        assert_eq!(rt.block_on(first), Ok(1));
+        assert_eq!(rt.block_on(plain.append(record(1))), Ok(2));
+        assert_eq!(rt.block_on(plain.append_inline(record(2))), Ok(3));
+        plain.verify().expect("the chain verifies");
+
+        let checkpoints = Arc::new(MemoryCheckpoints::new());
+        let policy = CheckpointPolicy {
+            every_entries: 1,
+            every: std::time::Duration::from_secs(3600),
+        };
+        let anchor = AuditAnchor::new(Arc::new(HostKeys::ephemeral()))
+            .checkpoints(checkpoints.clone(), policy);
+        let anchored = MemoryAuditSink::with_anchor(anchor);
+        let waiting = anchored.append_inline(record(0));
+        assert_eq!(format!("{waiting:?}"), "Appending::Waiting(..)");
+        assert_eq!(rt.block_on(waiting), Ok(1));
+        assert_eq!(rt.block_on(anchored.append_inline(record(1))), Ok(2));
+        assert_eq!(
+            checkpoints.all().iter().map(|c| c.seq).collect::<Vec<_>>(),
+            [1, 2]
+        );
+        anchored.verify().expect("the chain verifies");
     }
 }

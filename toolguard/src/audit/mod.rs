@@ -41,14 +41,87 @@ pub struct AuditError(pub String);
 
 /// Where audit entries go. The sink assigns the sequence number and seals the entry into the
 /// chain (with its host keys, see [`seal`]), so that the chain is consistent with what it
-/// stores. `append` is the pipeline's only way in.
+/// stores. [`append_inline`](Self::append_inline) is the pipeline's only way in; by default it
+/// is [`append`](Self::append).
 pub trait AuditSink: Send + Sync + 'static {
     /// Appends `record`, sealed into the chain, and returns its sequence number.
     fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<u64, AuditError>>;
+
+    /// Appends `record` as [`append`](Self::append) does, answering without a boxed future when
+    /// the append finished before returning ([`Appending::Ready`]). A sink that appends without
+    /// waiting (one in memory) overrides it to save the box; the default boxes `append`.
+    fn append_inline(&self, record: AuditRecord) -> Appending<'_> {
+        Appending::waiting(self.append(record))
+    }
 }
 
 impl<T: AuditSink> AuditSink for std::sync::Arc<T> {
     fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<u64, AuditError>> {
         (**self).append(record)
+    }
+
+    fn append_inline(&self, record: AuditRecord) -> Appending<'_> {
+        (**self).append_inline(record)
+    }
+}
+
+/// The future of [`AuditSink::append_inline`]: an append that already finished
+/// ([`ready`](Self::ready)), or one still under way ([`waiting`](Self::waiting)).
+#[must_use = "an append still under way does nothing unless awaited"]
+pub struct Appending<'a>(State<'a>);
+
+enum State<'a> {
+    /// The append finished; its result until it is taken.
+    Ready(Option<Result<u64, AuditError>>),
+    /// The append is under way.
+    Waiting(BoxFuture<'a, Result<u64, AuditError>>),
+}
+
+impl<'a> Appending<'a> {
+    /// An append that finished with `result`.
+    pub fn ready(result: Result<u64, AuditError>) -> Self {
+        Appending(State::Ready(Some(result)))
+    }
+
+    /// An append still under way.
+    pub fn waiting(fut: BoxFuture<'a, Result<u64, AuditError>>) -> Self {
+        Appending(State::Waiting(fut))
+    }
+
+    /// The same append as a boxed future (for an [`AuditSink::append`] written with
+    /// [`AuditSink::append_inline`]).
+    pub fn boxed(self) -> BoxFuture<'a, Result<u64, AuditError>> {
+        match self.0 {
+            State::Waiting(fut) => fut,
+            ready @ State::Ready(_) => Box::pin(Appending(ready)),
+        }
+    }
+}
+
+impl std::fmt::Debug for Appending<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            State::Ready(result) => f.debug_tuple("Appending::Ready").field(result).finish(),
+            State::Waiting(_) => f.write_str("Appending::Waiting(..)"),
+        }
+    }
+}
+
+impl std::future::Future for Appending<'_> {
+    type Output = Result<u64, AuditError>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        // `Appending` is `Unpin`: it holds a plain value or a box.
+        match &mut self.get_mut().0 {
+            State::Ready(result) => std::task::Poll::Ready(
+                result
+                    .take()
+                    .unwrap_or_else(|| Err(AuditError("append polled after it finished".into()))),
+            ),
+            State::Waiting(fut) => fut.as_mut().poll(cx),
+        }
     }
 }

@@ -124,7 +124,7 @@ pub(crate) async fn append<S: Send + Sync + 'static>(
     core: &Core<S>,
     record: AuditRecord,
 ) -> Option<u64> {
-    match crate::stage::execute::contained(core.audit.append(record)).await {
+    match crate::stage::execute::contained(async { core.audit.append_inline(record).await }).await {
         Ok(Ok(seq)) => Some(seq),
         Ok(Err(err)) => {
             tracing::error!(error = %err, "detection audit entry could not be written");

@@ -124,7 +124,8 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
             core.now(),
         ))
     });
-    match super::execute::contained(core.audit.append(record)).await {
+    // The sink runs inside `contained`, so that a panic in its synchronous part is caught too.
+    match super::execute::contained(async { core.audit.append_inline(record).await }).await {
         Ok(Ok(seq)) => outcome.audit_seq = Some(seq),
         Ok(Err(err)) => tracing::error!(error = %err, "audit entry could not be written"),
         Err(_) => tracing::error!("the audit sink panicked; the entry was not written"),
