@@ -120,8 +120,13 @@ impl Fixture {
 
     /// The low-risk read.
     pub async fn low(&self) -> ToolOutcome {
+        self.low_as(&self.principal).await
+    }
+
+    /// The low-risk read by `principal`.
+    pub async fn low_as(&self, principal: &Principal) -> ToolOutcome {
         let call = ToolCall::new("call-low", "get_balance", LOW_ARGS);
-        self.dispatcher.dispatch(call, &self.principal).await
+        self.dispatcher.dispatch(call, principal).await
     }
 
     /// The call of a transfer with a fresh key (the arguments are built before the call).
