@@ -163,7 +163,9 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         let answer = match decision.approval_cause {
             Some(_) => {
                 let key = held.as_ref().map(|h| h.key.clone());
-                stage::approval::ask(core, spec, call, p, key, &decision, t).await
+                // Boxed: a call that needs approval is rare, and the request's state would
+                // otherwise enlarge every call's future.
+                Box::pin(stage::approval::ask(core, spec, call, p, key, &decision, t)).await
             }
             None => stage::execution(core, tool, decoded, ctx, &decision, false, t).await,
         };

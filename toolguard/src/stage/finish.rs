@@ -134,7 +134,9 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
     tracing::Span::current().record("toolguard.status", outcome.status.as_str());
     if let Some(mut seen) = seen {
         seen.audit_seq = outcome.audit_seq;
-        crate::detect::observe::observe(core, seen).await;
+        // Boxed: only a dispatcher with a detector gets here, and the detection's state would
+        // otherwise enlarge every call's future.
+        Box::pin(crate::detect::observe::observe(core, seen)).await;
     }
     outcome
 }

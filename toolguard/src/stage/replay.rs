@@ -50,9 +50,12 @@ pub(crate) async fn replayed<S: Send + Sync + 'static>(
     stored: StoredOutcome,
 ) -> Answer {
     core.metrics(&spec.name).idempotency_hit();
+    // Boxed: the expiry path (a store read, then closing the request) is rare, and its state
+    // would otherwise enlarge every call's future that may replay.
     if stored.status == Status::PendingApproval
         && let Some(ticket) = &stored.approval
-        && let Some(expired) = super::approval::expire_if_due(core, &ticket.approval_id).await
+        && let Some(expired) =
+            Box::pin(super::approval::expire_if_due(core, &ticket.approval_id)).await
     {
         return Answer::replay(expired);
     }
