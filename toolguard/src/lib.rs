@@ -38,6 +38,7 @@ pub mod seal;
 pub mod spec;
 pub mod stage;
 pub mod store;
+mod timeout;
 pub mod tool;
 
 pub use approvals::Approvals;

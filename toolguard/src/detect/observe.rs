@@ -93,7 +93,7 @@ impl Detector {
     }
 
     async fn timed<T>(&self, fut: crate::tool::BoxFuture<'_, StoreResult<T>>) -> StoreResult<T> {
-        match tokio::time::timeout(self.deadline, fut).await {
+        match crate::timeout::limit(self.deadline, fut).await {
             Ok(r) => r,
             Err(_) => Err(StoreError::new("detection store: deadline exceeded")),
         }

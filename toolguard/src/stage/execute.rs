@@ -54,7 +54,7 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
 ) -> Result<Value, Stop> {
     let handler = contained(args.execute(&ctx));
     let started = Instant::now();
-    let finished = tokio::time::timeout(deadline, handler).await;
+    let finished = crate::timeout::limit_since(started, deadline, handler).await;
     metrics.execution_duration(started.elapsed().as_secs_f64());
     match finished {
         Ok(Ok(Ok(value))) => Ok(value),

@@ -33,7 +33,8 @@ impl<T: ?Sized> Deadlined<T> {
         &self.inner
     }
 
-    /// `op` under the deadline; the future is polled in place (not boxed again), so a stage
+    /// `op` under the deadline, counted from its first wait (an operation that answers in its
+    /// first poll reads no clock); the future is polled in place (not boxed again), so a stage
     /// calling a store through the inherent methods below pays for the store's own future only.
     pub(crate) async fn timed<R>(
         &self,
@@ -41,7 +42,7 @@ impl<T: ?Sized> Deadlined<T> {
         op: BoxFuture<'_, StoreResult<R>>,
     ) -> StoreResult<R> {
         let deadline = self.deadline;
-        tokio::time::timeout(deadline, op)
+        crate::timeout::limit(deadline, op)
             .await
             .unwrap_or_else(|_| {
                 Err(StoreError::new(format!(
