@@ -32,7 +32,7 @@ pub trait ProvenanceStore: Send + Sync + 'static {
 /// The provenance key of `session_id` in `tenant` (length-prefixed, so no tenant can spell
 /// another's key).
 pub fn session_key(tenant: &str, session_id: &str) -> String {
-    format!("{}|{tenant}|{session_id}", tenant.len())
+    crate::store::tenant_key(tenant, '|', session_id)
 }
 
 impl ProvenanceStore for MemoryStore {

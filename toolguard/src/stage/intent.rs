@@ -31,9 +31,18 @@ pub(crate) fn record(
     t.arguments = Some(redacted(spec, args));
     t.arguments_for_operation = Some(Arc::clone(args));
     if !spec.read_only {
-        t.operation_id = Some(arcstr::format!("op_{}", uuid::Uuid::new_v4().simple()));
+        t.operation_id = Some(operation_id(uuid::Uuid::new_v4()));
     }
     Ok(())
+}
+
+/// The operation id made of `id`: `op_` and its 32 lowercase hex digits.
+fn operation_id(id: uuid::Uuid) -> ArcStr {
+    let mut out = [0u8; 3 + uuid::fmt::Simple::LENGTH];
+    out[..3].copy_from_slice(b"op_");
+    id.simple().encode_lower(&mut out[3..]);
+    // Only ASCII was written.
+    ArcStr::from(std::str::from_utf8(&out).unwrap_or_default())
 }
 
 /// The request document of `args` (normalized) for `principal`: the arguments without the
@@ -109,4 +118,17 @@ pub fn redact(spec: &ToolSpec, args: &Value) -> Value {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operation_ids_are_op_and_the_simple_uuid() {
+        let id = uuid::Uuid::from_u128(0x0123_4567_89ab_cdef_0011_2233_4455_6677);
+        assert_eq!(operation_id(id), "op_0123456789abcdef0011223344556677");
+        let fresh = uuid::Uuid::new_v4();
+        assert_eq!(operation_id(fresh), format!("op_{}", fresh.simple()));
+    }
 }

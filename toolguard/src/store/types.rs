@@ -23,17 +23,33 @@ pub struct ScopedKey {
 impl ScopedKey {
     /// One string naming the scope unambiguously (parts are length-prefixed).
     pub fn storage_key(&self) -> String {
-        use std::fmt::Write as _;
         let parts: [&str; 4] = [&self.tenant, &self.subject, &self.tool, &self.key];
         // Each part adds its length (a few digits), `:` and `|`: one allocation for the whole key.
         let mut out = String::with_capacity(parts.iter().map(|p| p.len() + 8).sum());
         for part in parts {
-            let _ = write!(out, "{}:", part.len());
+            push_len(&mut out, part);
+            out.push(':');
             out.push_str(part);
             out.push('|');
         }
         out
     }
+}
+
+/// Appends the length of `part` in decimal digits (the prefix of a length-prefixed key).
+pub(crate) fn push_len(out: &mut String, part: &str) {
+    out.push_str(itoa::Buffer::new().format(part.len()));
+}
+
+/// `tenant`'s length, `sep`, `tenant`, `|`, `rest`: a key no tenant can spell for another.
+pub(crate) fn tenant_key(tenant: &str, sep: char, rest: &str) -> String {
+    let mut out = String::with_capacity(tenant.len() + rest.len() + 8);
+    push_len(&mut out, tenant);
+    out.push(sep);
+    out.push_str(tenant);
+    out.push('|');
+    out.push_str(rest);
+    out
 }
 
 /// An outcome as stored for replay.
@@ -327,5 +343,19 @@ mod tests {
             ..key.clone()
         };
         assert_ne!(key.storage_key(), other.storage_key());
+    }
+
+    /// The session keys of provenance and detection name rows already stored: their forms are
+    /// fixed.
+    #[test]
+    fn session_keys_keep_their_stored_forms() {
+        assert_eq!(crate::provenance::session_key("acme", "s|1"), "4|acme|s|1");
+        assert_eq!(
+            crate::detect::store::session_key("acme", "s|1"),
+            "4:acme|s|1"
+        );
+        assert_eq!(tenant_key("", '|', ""), "0||");
+        let long = "t".repeat(1234);
+        assert!(tenant_key(&long, ':', "x").starts_with("1234:ttt"));
     }
 }

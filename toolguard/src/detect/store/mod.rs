@@ -105,7 +105,7 @@ pub trait DetectionStore: Send + Sync + 'static {
 
 /// The store key of a session's response: tenant and session, length-prefixed.
 pub fn session_key(tenant: &str, session: &str) -> String {
-    format!("{}:{tenant}|{session}", tenant.len())
+    crate::store::tenant_key(tenant, ':', session)
 }
 
 /// Whether `response` is in force at `now_ms` (a hold has no end; a block ends).
