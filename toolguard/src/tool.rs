@@ -135,18 +135,12 @@ pub struct ToolContext<S> {
     state: Arc<S>,
     call_id: ArcStr,
     operation_id: Option<ArcStr>,
-    resolved: Arc<Vec<crate::sanitize::ResolvedUrl>>,
+    /// The resolved URLs of the call's arguments; `None` when it has none, so that a context
+    /// costs no allocation and writes no shared reference count for them.
+    resolved: Option<Arc<Vec<crate::sanitize::ResolvedUrl>>>,
     /// Present for calls of tools whose output is untrusted, the only ones whose results become
     /// provenance sources.
     source_label: Option<SourceLabel>,
-}
-
-/// The resolved URLs of a call that has none: one shared empty list, so a context costs no
-/// allocation for it.
-fn no_resolved_urls() -> Arc<Vec<crate::sanitize::ResolvedUrl>> {
-    static EMPTY: std::sync::OnceLock<Arc<Vec<crate::sanitize::ResolvedUrl>>> =
-        std::sync::OnceLock::new();
-    Arc::clone(EMPTY.get_or_init(|| Arc::new(Vec::new())))
 }
 
 /// The label a handler gives its result as a provenance source (shared by a context's clones).
@@ -165,7 +159,7 @@ impl<S> ToolContext<S> {
             state,
             call_id: call_id.into(),
             operation_id,
-            resolved: no_resolved_urls(),
+            resolved: None,
             source_label: None,
         }
     }
@@ -195,9 +189,9 @@ impl<S> ToolContext<S> {
     /// Attaches the sanitizer's checked URLs (with their pinned addresses).
     pub fn with_resolved_urls(mut self, resolved: Vec<crate::sanitize::ResolvedUrl>) -> Self {
         self.resolved = if resolved.is_empty() {
-            no_resolved_urls()
+            None
         } else {
-            Arc::new(resolved)
+            Some(Arc::new(resolved))
         };
         self
     }
@@ -206,7 +200,7 @@ impl<S> ToolContext<S> {
     /// its `addrs`, which the sanitizer verified, rather than resolving the host again (DNS
     /// rebinding).
     pub fn resolved_url(&self, field: &str) -> Option<&crate::sanitize::ResolvedUrl> {
-        self.resolved.iter().find(|r| r.field == field)
+        self.resolved.as_deref()?.iter().find(|r| r.field == field)
     }
 
     /// The authenticated caller.
