@@ -82,6 +82,8 @@ pub struct Fixture {
     pub dispatcher: Dispatcher<Ledger>,
     /// The caller.
     pub principal: Principal,
+    /// The dispatcher's audit trail.
+    pub trail: Arc<MemoryAuditSink>,
     /// A context for calling the handler directly.
     pub context: ToolContext<Ledger>,
     next_key: AtomicU64,
@@ -91,10 +93,11 @@ impl Fixture {
     /// Builds and warms the fixture on `rt`.
     pub fn new(rt: &tokio::runtime::Runtime) -> Self {
         let state = Arc::new(Ledger::default());
+        let trail = Arc::new(MemoryAuditSink::new());
         let dispatcher = Dispatcher::builder_arc(state.clone())
             .tool(GetBalance)
             .tool(Transfer)
-            .audit(MemoryAuditSink::new())
+            .audit(trail.clone())
             .build()
             .expect("the bench dispatcher builds");
         let principal = Principal::new("acme", "alice", "bench-session");
@@ -102,6 +105,7 @@ impl Fixture {
         let fixture = Fixture {
             dispatcher,
             principal,
+            trail,
             context,
             next_key: AtomicU64::new(0),
         };
