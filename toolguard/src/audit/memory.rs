@@ -17,7 +17,7 @@ use crate::tool::BoxFuture;
 /// [`AuditAnchor`] ([`with_anchor`](Self::with_anchor)), which may also write checkpoints.
 #[derive(Debug)]
 pub struct MemoryAuditSink {
-    entries: Mutex<Trail>,
+    entries: Mutex<Vec<AuditEntry>>,
     anchor: Arc<AuditAnchor>,
     /// The anchor's sealer, made once.
     sealer: Sealer,
@@ -38,13 +38,13 @@ impl MemoryAuditSink {
     /// An empty sink sealing with the anchor's host keys and writing its checkpoints.
     pub fn with_anchor(anchor: AuditAnchor) -> Self {
         MemoryAuditSink {
-            entries: Mutex::new(Trail::default()),
+            entries: Mutex::new(Vec::new()),
             sealer: anchor.sealer(),
             anchor: Arc::new(anchor),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Trail> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<AuditEntry>> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -54,7 +54,7 @@ impl MemoryAuditSink {
 
     /// A copy of every entry, in sequence order.
     pub fn entries(&self) -> Vec<AuditEntry> {
-        self.lock().iter().cloned().collect()
+        self.lock().clone()
     }
 
     /// The entry with sequence number `seq`.
@@ -69,88 +69,25 @@ impl MemoryAuditSink {
 
     /// Whether the sink holds no entry.
     pub fn is_empty(&self) -> bool {
-        self.lock().len() == 0
+        self.lock().is_empty()
     }
 
     /// Verifies the stored chain from its start: the first entry must be entry 1, linked to
     /// [`GENESIS_HASH`], so that removing the oldest entries is detected too.
     pub fn verify(&self) -> Result<(), ChainBreak> {
-        let mut verifier = ChainVerifier::with_sealer(self.sealer());
-        self.feed(&mut verifier)
-    }
-
-    /// Feeds every stored entry, in order, to `verifier`.
-    pub(crate) fn feed(&self, verifier: &mut ChainVerifier) -> Result<(), ChainBreak> {
-        self.lock()
-            .chunks
-            .iter()
-            .try_for_each(|chunk| verifier.feed(chunk))
-    }
-
-    /// Runs `f` over the stored entries in sequence order (queries).
-    pub(crate) fn scan<R>(
-        &self,
-        f: impl FnOnce(&mut dyn DoubleEndedIterator<Item = &AuditEntry>) -> R,
-    ) -> R {
-        f(&mut self.lock().iter())
+        ChainVerifier::with_sealer(self.sealer()).feed(&self.lock())
     }
 
     /// Gives mutable access to the stored entries, as an attacker with write access to the
     /// storage would have; [`verify`](Self::verify) then names the altered entry.
     pub fn with_storage<R>(&self, f: impl FnOnce(&mut Vec<AuditEntry>) -> R) -> R {
-        let mut trail = self.lock();
-        let mut all: Vec<AuditEntry> = std::mem::take(&mut trail.chunks)
-            .into_iter()
-            .flatten()
-            .collect();
-        let result = f(&mut all);
-        for entry in all {
-            trail.push(entry);
-        }
-        result
+        f(&mut self.lock())
     }
 }
 
-/// Entries held in chunks of a fixed capacity, so that an append never moves the entries
-/// already held: one growing vector would copy all of them, under the sink's lock, each time
-/// it doubled.
-#[derive(Debug, Default)]
-struct Trail {
-    /// Full chunks, then the chunk being filled; none is empty.
-    chunks: Vec<Vec<AuditEntry>>,
-}
-
-/// Entries a chunk holds.
-const CHUNK: usize = 1024;
-
-impl Trail {
-    fn push(&mut self, entry: AuditEntry) {
-        match self.chunks.last_mut() {
-            Some(chunk) if chunk.len() < CHUNK => chunk.push(entry),
-            _ => {
-                let mut chunk = Vec::with_capacity(CHUNK);
-                chunk.push(entry);
-                self.chunks.push(chunk);
-            }
-        }
-    }
-
-    fn last(&self) -> Option<&AuditEntry> {
-        self.chunks.last().and_then(|chunk| chunk.last())
-    }
-
-    fn len(&self) -> usize {
-        self.chunks.iter().map(Vec::len).sum()
-    }
-
-    fn iter(&self) -> impl DoubleEndedIterator<Item = &AuditEntry> {
-        self.chunks.iter().flatten()
-    }
-}
-
-/// The sequence number and previous hash an entry appended after `trail` gets.
-fn next_link(trail: &Trail) -> (u64, ArcStr) {
-    match trail.last() {
+/// The sequence number and previous hash an entry appended after `entries` gets.
+fn next_link(entries: &[AuditEntry]) -> (u64, ArcStr) {
+    match entries.last() {
         Some(last) => (last.seq + 1, last.hash.clone()),
         None => (1, ArcStr::from(GENESIS_HASH)),
     }
@@ -356,50 +293,5 @@ mod tests {
             [1, 2]
         );
         anchored.verify().expect("the chain verifies");
-    }
-
-    /// Entries past one chunk read, query and verify as one sequence; an edit through the
-    /// storage that spans chunks is named by verification.
-    #[test]
-    fn entries_across_chunks_read_as_one_chain() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let sink = MemoryAuditSink::new();
-        let n = CHUNK * 2 + 5;
-        for i in 0..n {
-            rt.block_on(sink.append_inline(record(i))).unwrap();
-        }
-        assert_eq!(sink.len(), n);
-        assert_eq!(sink.lock().chunks.len(), 3);
-        let entries = sink.entries();
-        assert!(
-            entries
-                .iter()
-                .enumerate()
-                .all(|(i, e)| e.seq == i as u64 + 1)
-        );
-        let boundary = sink
-            .get(CHUNK as u64 + 1)
-            .expect("the first entry of chunk two");
-        assert_eq!(boundary.record.call_id, format!("call-{CHUNK}"));
-        assert_eq!(boundary.prev_hash, sink.get(CHUNK as u64).unwrap().hash);
-        let newest = rt
-            .block_on(super::super::AuditQuery::by_tool(&sink, "t", 2))
-            .unwrap();
-        assert_eq!(
-            newest.iter().map(|e| e.seq).collect::<Vec<_>>(),
-            [n as u64, n as u64 - 1]
-        );
-        sink.verify().expect("the chain verifies");
-        // Removing the entry at the end of the first chunk breaks the link of the next one.
-        sink.with_storage(|entries| entries.remove(CHUNK - 1));
-        assert_eq!(sink.len(), n - 1);
-        assert_eq!(
-            sink.verify(),
-            Err(ChainBreak::Unlinked {
-                seq: CHUNK as u64 + 1
-            })
-        );
     }
 }

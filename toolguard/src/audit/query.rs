@@ -246,9 +246,10 @@ impl AuditQuery for MemoryAuditSink {
         subject: &'a str,
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<AuditEntry>, AuditError>> {
-        let out = self.scan(|e| {
+        let out = self.with_storage(|e| {
             newest(
-                e.filter(|e| e.record.tenant == tenant && e.record.subject == subject),
+                e.iter()
+                    .filter(|e| e.record.tenant == tenant && e.record.subject == subject),
                 limit,
             )
         });
@@ -260,7 +261,7 @@ impl AuditQuery for MemoryAuditSink {
         tool: &'a str,
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<AuditEntry>, AuditError>> {
-        let out = self.scan(|e| newest(e.filter(|e| e.record.tool == tool), limit));
+        let out = self.with_storage(|e| newest(e.iter().filter(|e| e.record.tool == tool), limit));
         Box::pin(std::future::ready(Ok(out)))
     }
 
@@ -270,8 +271,9 @@ impl AuditQuery for MemoryAuditSink {
         to_ms: u64,
         limit: usize,
     ) -> BoxFuture<'_, Result<Vec<AuditEntry>, AuditError>> {
-        let out = self.scan(|e| {
-            e.filter(|e| e.record.time_ms >= from_ms && e.record.time_ms < to_ms)
+        let out = self.with_storage(|e| {
+            e.iter()
+                .filter(|e| e.record.time_ms >= from_ms && e.record.time_ms < to_ms)
                 .take(limit)
                 .cloned()
                 .collect()
@@ -286,7 +288,7 @@ impl AuditQuery for MemoryAuditSink {
         let mut verifier = ChainVerifier::with_sealer(self.sealer());
         let result = verifier
             .expect(checkpoints)
-            .and_then(|()| self.feed(&mut verifier))
+            .and_then(|()| self.with_storage(|e| verifier.feed(e)))
             .and_then(|()| verifier.finish());
         Box::pin(std::future::ready(result.map_err(VerifyError::from)))
     }
