@@ -118,6 +118,10 @@ impl Fixture {
                 assert_eq!(outcome.status, toolguard::Status::Ok, "{outcome:?}");
             }
             assert!(fixture.replay().await.replayed);
+            // A fifth entry: the trail's vector then has room for three more, so the call a
+            // count measures does not land on one of its doublings (a copy that appends pay
+            // once in a while, not per call).
+            assert_eq!(fixture.low().await.status, toolguard::Status::Ok);
         });
         fixture
     }
