@@ -48,7 +48,7 @@ pub trait AuditSink: Send + Sync + 'static {
     fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<u64, AuditError>>;
 
     /// Appends `record` as [`append`](Self::append) does, answering without a boxed future when
-    /// the append finished before returning ([`Appending::Ready`]). A sink that appends without
+    /// the append finished before returning ([`Appending::ready`]). A sink that appends without
     /// waiting (one in memory) overrides it to save the box; the default boxes `append`.
     fn append_inline(&self, record: AuditRecord) -> Appending<'_> {
         Appending::waiting(self.append(record))
