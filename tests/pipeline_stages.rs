@@ -436,16 +436,13 @@ impl toolguard::AuditSink for PanicsOnAppend {
 
 #[tokio::test]
 async fn a_sink_panicking_before_its_future_exists_loses_only_the_entry() {
-    let state = Arc::new(Counters::default());
-    let d = Dispatcher::builder_arc(state.clone())
-        .tool(SendNote)
-        .audit(PanicsOnAppend)
-        .build()
-        .expect("dispatcher");
-    let out = d.dispatch(note("hello"), &alice()).await;
+    // The fixture's sink is replaced by the panicking one.
+    let f = fixture(|b| b.audit(PanicsOnAppend));
+    let out = f.d.dispatch(note("hello"), &alice()).await;
     assert_eq!(out.status, Status::Ok, "{out:?}");
     assert_eq!(out.audit_seq, None, "no entry was written");
-    assert_eq!(state.runs.load(Ordering::SeqCst), 1);
-    let out = d.dispatch(note("again"), &alice()).await;
+    assert_eq!(f.state.runs.load(Ordering::SeqCst), 1);
+    assert!(f.audit.is_empty());
+    let out = f.d.dispatch(note("again"), &alice()).await;
     assert_eq!(out.status, Status::Ok, "the dispatcher still serves");
 }
