@@ -72,9 +72,7 @@ pub(crate) fn nfc(s: &str) -> Cow<'_, str> {
 pub(crate) fn string<S: Sink + ?Sized>(s: &str, out: &mut S) {
     // Printable ASCII without a quote or a backslash is its own NFC form and needs no escape:
     // written as is, byte for byte what `serde_json` writes for it.
-    if s.bytes()
-        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
-    {
+    if crate::sanitize::chars::is_plain_json_text(s.as_bytes()) {
         out.put(b"\"");
         out.put(s.as_bytes());
         out.put(b"\"");

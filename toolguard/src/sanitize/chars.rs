@@ -222,26 +222,61 @@ pub fn info(c: char) -> CharInfo {
 }
 
 /// True when every byte of `bytes` is printable ASCII (`0x20..=0x7E`), the text the character
-/// scan keeps as it is. Reads eight bytes at a time: in a word of eight bytes,
+/// scan keeps as it is. Reads eight bytes at a time ([`printable_word`]).
+pub fn is_printable_ascii(bytes: &[u8]) -> bool {
+    all_words(bytes, printable_word, printable_byte)
+}
+
+/// True when every byte of `bytes` is printable ASCII other than `"` and `\`: a string JSON
+/// writes as it is between its quotes (and its own NFC form). Reads eight bytes at a time.
+pub(crate) fn is_plain_json_text(bytes: &[u8]) -> bool {
+    all_words(
+        bytes,
+        |x| printable_word(x) && !has_byte(x, b'"') && !has_byte(x, b'\\'),
+        |b| printable_byte(b) && b != b'"' && b != b'\\',
+    )
+}
+
+/// One in every byte of a word.
+const ONES: u64 = 0x0101_0101_0101_0101;
+/// The high bit of every byte of a word.
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// Whether `word` holds for every eight bytes of `bytes` (read as little-endian words) and
+/// `byte` for the bytes after the last whole word.
+fn all_words(bytes: &[u8], word: impl Fn(u64) -> bool, byte: impl Fn(u8) -> bool) -> bool {
+    let mut words = bytes.chunks_exact(8);
+    for chunk in &mut words {
+        let mut eight = [0u8; 8];
+        eight.copy_from_slice(chunk);
+        if !word(u64::from_le_bytes(eight)) {
+            return false;
+        }
+    }
+    words.remainder().iter().all(|&b| byte(b))
+}
+
+fn printable_byte(b: u8) -> bool {
+    (0x20..=0x7e).contains(&b)
+}
+
+/// Whether all eight bytes of `x` are printable ASCII:
 /// - a byte below `0x20` is the only way subtracting `0x20` from every byte can set a high bit
 ///   that the byte itself does not have (the lowest such byte borrows nothing from below it);
 /// - a byte above `0x7E` either has its high bit set or gets it by adding 1 to every byte (and
 ///   only such a byte can carry into the next one).
-pub fn is_printable_ascii(bytes: &[u8]) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let mut words = bytes.chunks_exact(8);
-    for word in &mut words {
-        let mut eight = [0u8; 8];
-        eight.copy_from_slice(word);
-        let x = u64::from_le_bytes(eight);
-        let below = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
-        let above = (x.wrapping_add(ONES) | x) & HIGH;
-        if below | above != 0 {
-            return false;
-        }
-    }
-    words.remainder().iter().all(|b| (0x20..=0x7e).contains(b))
+fn printable_word(x: u64) -> bool {
+    let below = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
+    let above = (x.wrapping_add(ONES) | x) & HIGH;
+    below | above == 0
+}
+
+/// Whether a byte of `x` is `byte`: the bytes equal to it are the zero bytes of `x ^ byte…`,
+/// and subtracting 1 from every byte sets a high bit not already set only below a zero byte
+/// (exact for whether there is one, not for which).
+fn has_byte(x: u64, byte: u8) -> bool {
+    let y = x ^ (ONES * u64::from(byte));
+    y.wrapping_sub(ONES) & !y & HIGH != 0
 }
 
 #[cfg(test)]
@@ -305,6 +340,29 @@ mod tests {
                         let mut buf = vec![fill; len];
                         buf[at] = b;
                         assert_eq!(is_printable_ascii(&buf), naive(&buf), "{buf:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The same for text JSON writes as it is, next to quotes and backslashes too.
+    #[test]
+    fn plain_json_text_of_every_byte_at_every_position() {
+        let naive = |bytes: &[u8]| {
+            bytes
+                .iter()
+                .all(|&b| (0x20..=0x7e).contains(&b) && b != b'"' && b != b'\\')
+        };
+        for len in 0..20 {
+            for fill in [
+                b'a', b' ', b'~', b'"', b'\\', b'!', b']', 0x1f, 0x7f, 0xff, 0x00,
+            ] {
+                for at in 0..len {
+                    for b in 0..=255u8 {
+                        let mut buf = vec![fill; len];
+                        buf[at] = b;
+                        assert_eq!(is_plain_json_text(&buf), naive(&buf), "{buf:?}");
                     }
                 }
             }
