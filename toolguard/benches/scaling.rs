@@ -12,8 +12,18 @@
 //! as a call): its ratio is what the machine allows at that moment, since a shared virtual
 //! machine's second core is not always a whole core. The four settings alternate round by round.
 //!
+//! Every round starts from an empty audit trail (emptied outside the timing), so that rounds
+//! measure calls alike rather than the growth of one trail over all of them
+//! (`TOOLGUARD_SCALING_KEEP_TRAIL=1` keeps it: 18 pipeline rounds then leave 460 800 entries,
+//! and the fresh pages the trail faults in, some under the sink's lock, cost the 64-task rounds
+//! more than the one-task rounds).
+//!
 //! Prints the best calls per second for 1 and 64 tasks over nine rounds of each setting, and for
-//! the pipeline and the reference the median of the rounds' ratios with their range.
+//! the pipeline and the reference the median of the rounds' ratios with their range. Where the
+//! kernel keeps per-thread CPU time (`/proc/self/task/*/schedstat`), it also prints how many
+//! CPUs 64 tasks keep busy and how much more CPU time a call costs among 64 tasks than alone:
+//! the ratio is about the first divided by the second, so the two tell whether waiting (a lock)
+//! or contention (shared cache lines) holds it back.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -25,6 +35,9 @@ use calls::Fixture;
 
 /// Calls per round, split evenly between the tasks.
 const CALLS: usize = 64 * 400;
+/// Set (to anything) to keep the trail across rounds, as before rounds started empty: the
+/// trail then grows to every call of the run, and the rounds measure its growth too.
+const KEEP_TRAIL: &str = "TOOLGUARD_SCALING_KEEP_TRAIL";
 /// Rounds of each setting; the median ratio is reported (the machine is shared).
 const ROUNDS: usize = 9;
 
@@ -55,9 +68,36 @@ fn reference_call(n: u64) -> usize {
     len
 }
 
-/// Calls per second of one round of `work` with `tasks` concurrent tasks.
-fn round(rt: &tokio::runtime::Runtime, fixture: &Arc<Fixture>, work: Work, tasks: usize) -> f64 {
+/// CPU time all threads of the process have run, in nanoseconds (the first field of each
+/// thread's `/proc/self/task/<tid>/schedstat`); `None` where the kernel does not keep it.
+fn cpu_nanos() -> Option<u64> {
+    let mut total = 0;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(total)
+}
+
+/// What one round measured.
+struct Round {
+    /// Calls per second.
+    rate: f64,
+    /// CPU time per call, in nanoseconds, over all threads.
+    cpu_per_call: Option<f64>,
+    /// CPUs busy on average during the round.
+    busy: Option<f64>,
+}
+
+/// One round of `work` with `tasks` concurrent tasks.
+fn round(rt: &tokio::runtime::Runtime, fixture: &Arc<Fixture>, work: Work, tasks: usize) -> Round {
     let per_task = CALLS / tasks;
+    // Every round starts from an empty trail, its storage freed outside the timing (unless
+    // asked to keep it).
+    if std::env::var_os(KEEP_TRAIL).is_none() {
+        drop(fixture.trail.with_storage(std::mem::take));
+    }
+    let cpu_before = cpu_nanos();
     let started = Instant::now();
     rt.block_on(async {
         let handles: Vec<_> = (0..tasks)
@@ -83,36 +123,68 @@ fn round(rt: &tokio::runtime::Runtime, fixture: &Arc<Fixture>, work: Work, tasks
             handle.await.expect("a bench task");
         }
     });
-    (per_task * tasks) as f64 / started.elapsed().as_secs_f64()
+    let wall = started.elapsed().as_secs_f64();
+    let cpu = cpu_nanos()
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before) as f64);
+    let calls = (per_task * tasks) as f64;
+    Round {
+        rate: calls / wall,
+        cpu_per_call: cpu.map(|ns| ns / calls),
+        busy: cpu.map(|ns| ns / 1e9 / wall),
+    }
 }
 
-/// Throughput of one setting over the rounds, and the ratio of each round.
+/// One setting over the rounds: throughput, the ratio of each round, and where the CPU went.
 #[derive(Default)]
 struct Series {
     ones: Vec<f64>,
     manys: Vec<f64>,
     ratios: Vec<f64>,
+    /// CPU time per call with 64 tasks over that with one, per round.
+    cpu_costs: Vec<f64>,
+    /// CPUs busy with 64 tasks, per round.
+    busy: Vec<f64>,
+}
+
+/// The median of `v` (sorted in place); 0 when empty.
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or_default()
 }
 
 impl Series {
-    fn push(&mut self, one: f64, many: f64) {
-        self.ones.push(one);
-        self.manys.push(many);
-        self.ratios.push(many / one);
+    fn push(&mut self, one: Round, many: Round) {
+        self.ones.push(one.rate);
+        self.manys.push(many.rate);
+        self.ratios.push(many.rate / one.rate);
+        if let (Some(a), Some(b)) = (one.cpu_per_call, many.cpu_per_call) {
+            self.cpu_costs.push(b / a);
+        }
+        self.busy.extend(many.busy);
     }
 
     fn print(&mut self, name: &str, target: &str) {
-        self.ratios.sort_by(f64::total_cmp);
         let best = |v: &[f64]| v.iter().copied().fold(0.0_f64, f64::max);
+        let ratio = median(&mut self.ratios);
         println!("{name}");
         println!("   1 task :  {:>10.0} calls/s (best)", best(&self.ones));
         println!("  64 tasks:  {:>10.0} calls/s (best)", best(&self.manys));
         println!(
-            "  scaling :  {:.2}x median of the rounds [{:.2}x .. {:.2}x]{target}",
-            self.ratios[ROUNDS / 2],
+            "  scaling :  {ratio:.2}x median of the rounds [{:.2}x .. {:.2}x]{target}",
             self.ratios[0],
-            self.ratios[ROUNDS - 1]
+            self.ratios[self.ratios.len() - 1]
         );
+        // The ratio is the CPUs kept busy over the extra CPU a call costs when tasks run side
+        // by side (shared cache lines, lock hand-overs): these two tell which one holds it back.
+        if !self.busy.is_empty() && !self.cpu_costs.is_empty() {
+            println!(
+                "  64 tasks keep {:.2} CPUs busy; a call costs {:.2}x the CPU time it costs alone \
+                 (medians)",
+                median(&mut self.busy),
+                median(&mut self.cpu_costs)
+            );
+        }
     }
 }
 
