@@ -18,10 +18,11 @@
 //! out, and the memory is reused instead of grown.
 //!
 //! The `floor/*` rows measure, for each of the three calls, only the work the framework's
-//! contract fixes whatever the implementation: parsing the call's arguments, the request digest
-//! (SHA-256 over the canonical request) and sealing the call's own audit entry as the trail holds
-//! it (canonical encoding and HMAC-SHA256). A call cannot cost less than its floor on the same
-//! machine; the gap between the two is what the pipeline itself adds.
+//! contract fixes, however the rest of the pipeline is written: parsing the call's arguments,
+//! the request digest (SHA-256 over the canonical request) and sealing the call's own audit
+//! entry as the trail holds it (its canonical JSON under HMAC-SHA256, the chain format every sink
+//! and verifier reads). A call cannot cost less than its floor on the same machine; the gap
+//! between the two is what the pipeline itself adds.
 //!
 //! `cargo bench -p toolguard-rs --bench dispatch`
 
