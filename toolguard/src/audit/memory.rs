@@ -124,14 +124,22 @@ impl MemoryAuditSink {
         (seq, prev, hash): (u64, ArcStr, ArcStr),
     ) -> (u64, Option<String>) {
         let mut entries = self.lock();
-        let entry = match next_link(&entries) {
-            (now, head) if now == seq && head == prev => AuditEntry {
+        // The head is compared where it lies: cloning it would write its reference count, a
+        // cache line the appending thread shares with the one that wrote the head.
+        let unmoved = match entries.last() {
+            Some(last) => last.seq + 1 == seq && last.hash == prev,
+            None => seq == 1 && prev == GENESIS_HASH,
+        };
+        let entry = if unmoved {
+            AuditEntry {
                 seq,
                 record,
                 prev_hash: prev,
                 hash,
-            },
-            (now, head) => self.sealer.seal_encoded(now, record, body, &head),
+            }
+        } else {
+            let (now, head) = next_link(&entries);
+            self.sealer.seal_encoded(now, record, body, &head)
         };
         let seq = entry.seq;
         // The head is copied only when a checkpoint may need it.
