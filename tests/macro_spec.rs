@@ -661,3 +661,80 @@ async fn builder_options_take_the_name_constants() {
     let large = dispatcher.dispatch(call("c2", 600), &who).await;
     assert_eq!(large.status, Status::PolicyDenied, "{large:?}");
 }
+
+/// A hand-written tool whose static name disagrees with its declaration.
+struct Misnamed;
+
+impl Tool<Bank> for Misnamed {
+    type Args = BalanceArgs;
+    type Output = u64;
+
+    fn spec(&self) -> toolguard::spec::ToolSpec {
+        let mut spec = toolguard::spec::ToolSpec::new(
+            "declared_name",
+            "A tool named twice.",
+            toolguard::__private::schema_for::<BalanceArgs>(),
+            toolguard::__private::schema_for::<u64>(),
+        );
+        spec.read_only = true;
+        spec
+    }
+
+    fn static_name(&self) -> Option<toolguard::ArcStr> {
+        Some(toolguard::ArcStr::from("other_name"))
+    }
+
+    fn call<'a>(
+        &'a self,
+        _ctx: &'a ToolContext<Bank>,
+        _args: BalanceArgs,
+    ) -> toolguard::BoxFuture<'a, Result<u64, ToolError>> {
+        Box::pin(async { Ok(1) })
+    }
+}
+
+/// `#[tool]` names its tool with a static string (renamed tools and toolset methods alike), and
+/// the dispatcher's audit records share it, so that no call writes a reference count of the
+/// registry. A static name that disagrees with the declaration is ignored: the declared name is
+/// the tool's name everywhere.
+#[tokio::test]
+async fn generated_names_are_static_and_shared_with_the_audit_trail() {
+    use toolguard::{ArcStr, Dispatcher, MemoryAuditSink, Status, ToolCall};
+
+    let static_name = Tool::<Bank>::static_name(&AddNumbers).expect("a static name");
+    assert_eq!(static_name, "add");
+    assert!(ArcStr::is_static(&static_name));
+    let trail = Arc::new(MemoryAuditSink::new());
+    let dispatcher = Dispatcher::builder(Bank { fee: 7 })
+        .tools(Bank::tools())
+        .tool(AddNumbers)
+        .tool(Misnamed)
+        .audit(trail.clone())
+        .build()
+        .expect("dispatcher builds");
+    let who = Principal::new("acme", "alice", "s1");
+    let calls = [
+        ("add", json!({"a": 2, "b": 1}), true),
+        ("balance", json!({}), true),
+        ("declared_name", json!({}), false),
+    ];
+    for (tool, args, generated) in calls {
+        let outcome = dispatcher
+            .dispatch(ToolCall::new("c", tool, args), &who)
+            .await;
+        assert_eq!(outcome.status, Status::Ok, "{outcome:?}");
+        let entry = outcome
+            .audit_seq
+            .and_then(|seq| trail.get(seq))
+            .expect("the call's audit entry");
+        assert_eq!(entry.record.tool, tool);
+        assert_eq!(ArcStr::is_static(&entry.record.tool), generated, "{tool}");
+    }
+    assert_eq!(
+        dispatcher
+            .dispatch(ToolCall::new("c", "other_name", json!({})), &who)
+            .await
+            .status,
+        Status::UnknownTool
+    );
+}

@@ -156,6 +156,10 @@ pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
                 #spec
             }
 
+            fn static_name(&self) -> ::core::option::Option<#k::ArcStr> {
+                ::core::option::Option::Some(#p::arcstr::literal!(#name))
+            }
+
             #preflight
             #authorize
             #reconcile

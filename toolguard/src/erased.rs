@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use arcstr::ArcStr;
 use serde_json::Value;
 
 use crate::__private::output_json;
@@ -28,6 +29,8 @@ pub(crate) trait DecodedArgs<S>: Send + Sync {
 /// A tool behind dynamic dispatch.
 pub(crate) trait ErasedTool<S>: Send + Sync {
     fn spec(&self) -> &ToolSpec;
+    /// See [`Tool::static_name`].
+    fn static_name(&self) -> Option<ArcStr>;
     /// Decodes `args`; the decoded arguments borrow the tool.
     fn decode(&self, args: Value) -> Result<Box<dyn DecodedArgs<S> + '_>, serde_json::Error>;
     /// Decodes borrowed arguments (the strings the typed arguments keep are copied once).
@@ -37,6 +40,7 @@ pub(crate) trait ErasedTool<S>: Send + Sync {
 pub(crate) struct Typed<T> {
     tool: Arc<T>,
     spec: ToolSpec,
+    static_name: Option<ArcStr>,
 }
 
 impl<T> Typed<T> {
@@ -47,6 +51,7 @@ impl<T> Typed<T> {
     {
         let spec = tool.spec();
         Typed {
+            static_name: tool.static_name(),
             tool: Arc::new(tool),
             spec,
         }
@@ -109,6 +114,10 @@ impl<T: Tool<S>, S: Send + Sync + 'static> DecodedArgs<S> for Bound<'_, T, S> {
 impl<S: Send + Sync + 'static, T: Tool<S>> ErasedTool<S> for Typed<T> {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn static_name(&self) -> Option<ArcStr> {
+        self.static_name.clone()
     }
 
     fn decode(&self, args: Value) -> Result<Box<dyn DecodedArgs<S> + '_>, serde_json::Error> {

@@ -73,6 +73,7 @@ pub use schemars::JsonSchema;
 /// Items the generated code uses. Not public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use arcstr;
     pub use schemars;
     pub use serde;
     pub use serde_json;

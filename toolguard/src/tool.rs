@@ -86,6 +86,15 @@ pub trait Tool<S: Send + Sync + 'static>: Send + Sync + 'static {
         args: Self::Args,
     ) -> BoxFuture<'a, Result<Self::Output, ToolError>>;
 
+    /// The tool's name as a static [`ArcStr`], one that no clone counts, when it is known at
+    /// compile time; `#[tool]` provides it. The dispatcher shares its registry's copy of the
+    /// name with every call's audit record: a static name spares calls running on different
+    /// cores a reference count they would all write. `None` (the default) makes the dispatcher
+    /// copy [`ToolSpec::name`] once at build; a static name that differs from it is ignored.
+    fn static_name(&self) -> Option<ArcStr> {
+        None
+    }
+
     /// Executes the tool and returns its result as JSON, as the dispatcher needs it. The default
     /// wraps [`call`](Tool::call)'s future in a second one; `#[tool]` generates one future that
     /// does both (one allocation less per call).

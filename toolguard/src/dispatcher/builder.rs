@@ -555,7 +555,10 @@ fn register<S: Send + Sync + 'static>(
         }
         order.push(name.clone());
         let registered = Registered {
-            name: name.as_str().into(),
+            name: tool
+                .static_name()
+                .filter(|shared| *shared == name)
+                .unwrap_or_else(|| name.as_str().into()),
             metrics: crate::metrics::ToolKeys::new(&name),
             tool,
             input,
