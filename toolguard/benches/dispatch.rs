@@ -15,7 +15,10 @@
 //! by about a kilobyte a call and part of each median is the kernel handing out fresh pages. The
 //! `trail_emptied/*` rows run the same calls but empty the trail every 10 000 calls, outside the
 //! timing: every entry is still sealed, linked and stored, as in a sink that writes its entries
-//! out, and the memory is reused instead of grown.
+//! out, and the memory is reused instead of grown. The transfer's memory idempotency and
+//! operation stores still keep every key of the run there; `fresh_stores/high_risk` runs the
+//! transfer on a fixture built anew every 10 000 calls (outside the timing), so that its stores
+//! and trail hold at most that many calls' records, as a store that expires them would.
 //!
 //! The `floor/*` rows measure, for each of the three calls, only the work the framework's
 //! contract fixes, however the rest of the pipeline is written: parsing the call's arguments,
@@ -75,6 +78,12 @@ fn dispatch(c: &mut Criterion) {
         b.iter_custom(|iters| emptied(&rt, &fixture, iters, |_| (), |()| fixture.replay()))
     });
     g.finish();
+
+    let mut g = c.benchmark_group("fresh_stores");
+    g.bench_function("high_risk", |b| {
+        b.iter_custom(|iters| fresh_transfers(&rt, iters))
+    });
+    g.finish();
 }
 
 /// Calls between two emptyings of the audit trail.
@@ -109,6 +118,34 @@ fn emptied<T, F: Future>(
         rt.block_on(async {
             for input in inputs {
                 std::hint::black_box(call(input).await);
+            }
+        });
+        timed += started.elapsed();
+        left -= n;
+    }
+    timed
+}
+
+/// The time `iters` transfers take on a fixture built anew (outside the timing) before every
+/// [`EMPTY_EVERY`] of them: the trail and the memory stores then hold at most that many calls'
+/// records, where the `trail_emptied` transfers run on idempotency and operation stores that
+/// keep every key of the run.
+fn fresh_transfers(rt: &tokio::runtime::Runtime, iters: u64) -> Duration {
+    let mut timed = Duration::ZERO;
+    let mut left = iters;
+    while left > 0 {
+        let n = left.min(EMPTY_EVERY);
+        let fixture = Fixture::new(rt);
+        rt.block_on(async {
+            for _ in 0..SETTLE_CALLS {
+                black_box(fixture.high().await);
+            }
+        });
+        let calls: Vec<_> = (0..n).map(|_| fixture.high_call()).collect();
+        let started = Instant::now();
+        rt.block_on(async {
+            for call in calls {
+                black_box(fixture.dispatcher.dispatch(call, &fixture.principal).await);
             }
         });
         timed += started.elapsed();
