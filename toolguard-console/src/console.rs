@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use axum::http::{HeaderMap, StatusCode};
-use toolguard::{Clock, Dispatcher, Principal, Status, SystemClock, ToolOutcome};
+use toolguard_pipeline::{Clock, Dispatcher, Principal, Status, SystemClock, ToolOutcome};
 
 use crate::csrf::CsrfKey;
 use crate::decide;
@@ -84,7 +84,7 @@ pub(crate) struct Shared<S: Send + Sync + 'static> {
 
 impl<S: Send + Sync + 'static> Shared<S> {
     fn now_ms(&self) -> u64 {
-        toolguard::clock::unix_millis(self.clock.now())
+        toolguard_pipeline::clock::unix_millis(self.clock.now())
     }
 
     /// The signed-in reviewer, if they may use the console at all.
@@ -114,7 +114,7 @@ impl<S: Send + Sync + 'static> Shared<S> {
         self.csrf.token(reviewer)
     }
 
-    fn view(&self, r: &toolguard::store::ApprovalRequest, viewer: &Principal) -> RequestView {
+    fn view(&self, r: &toolguard_pipeline::store::ApprovalRequest, viewer: &Principal) -> RequestView {
         RequestView::new(r, self.dispatcher.spec(&r.tool), viewer, self.now_ms())
     }
 
@@ -199,7 +199,7 @@ impl<S: Send + Sync + 'static> Shared<S> {
             .ok()
             .flatten();
         if let Some(r) = &after
-            && r.state != toolguard::store::ApprovalState::Pending
+            && r.state != toolguard_pipeline::store::ApprovalState::Pending
         {
             self.history.record(&r.requester.tenant, &r.id);
         }

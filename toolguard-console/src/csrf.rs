@@ -3,7 +3,7 @@
 
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
-use toolguard::Principal;
+use toolguard_pipeline::Principal;
 
 /// The key CSRF tokens are derived with; random per console unless the host sets one (replicas
 /// behind a load balancer share it).
@@ -13,11 +13,10 @@ pub(crate) struct CsrfKey([u8; 32]);
 impl CsrfKey {
     /// A fresh random key.
     pub(crate) fn random() -> Self {
+        // Two v4 UUIDs from a CSPRNG seeded by the OS: 244 random bits.
         let mut key = [0u8; 32];
-        if getrandom::fill(&mut key).is_err() {
-            // Without randomness no token could be trusted: the all-zero key is refused below.
-            tracing::error!("no randomness for the console's CSRF key; decisions are refused");
-        }
+        key[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+        key[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
         CsrfKey(key)
     }
 

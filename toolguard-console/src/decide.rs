@@ -2,8 +2,8 @@
 //! [`Dispatcher::approvals`]; the console adds no decision logic. (Argument order of the
 //! approvals API lives here alone.)
 
-use toolguard::store::{ApprovalRequest, StoreError};
-use toolguard::{Dispatcher, Principal, ToolOutcome};
+use toolguard_pipeline::store::{ApprovalRequest, StoreError};
+use toolguard_pipeline::{Dispatcher, Principal, ToolOutcome};
 
 /// Pending requests of the viewer's tenant, oldest first.
 pub(crate) async fn pending<S: Send + Sync + 'static>(

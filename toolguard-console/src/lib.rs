@@ -3,15 +3,15 @@
 //! - [`Console`] (feature `console`): an axum [`Router`](axum::Router) the host mounts into its
 //!   own app. Reviewers see the pending requests of their tenant with the exact preview of what
 //!   will execute, approve or reject them (every decision goes through
-//!   [`Dispatcher::approvals`](toolguard::Dispatcher::approvals)), and see a history. The same
+//!   [`Dispatcher::approvals`](toolguard_pipeline::Dispatcher::approvals)), and see a history. The same
 //!   routes answer JSON under `/api` for hosts with their own front end. See [`routes`] for the
 //!   route table and the security headers.
 //! - [`webhook::WebhookNotifier`] (feature `webhook`): an
-//!   [`ApprovalNotifier`](toolguard::notify::ApprovalNotifier) that POSTs signed JSON.
+//!   [`ApprovalNotifier`](toolguard_pipeline::notify::ApprovalNotifier) that POSTs signed JSON.
 //!
 //! ```no_run
 //! # #[cfg(feature = "console")]
-//! # async fn mount(dispatcher: toolguard::Dispatcher<()>, auth: impl toolguard_console::ReviewerAuth) {
+//! # async fn mount(dispatcher: toolguard_pipeline::Dispatcher<()>, auth: impl toolguard_console::ReviewerAuth) {
 //! use toolguard_console::{Console, History};
 //!
 //! let console = Console::new(dispatcher, auth)
@@ -58,7 +58,7 @@ pub mod webhook;
 mod builder {
     use std::sync::Arc;
 
-    use toolguard::{Clock, Dispatcher};
+    use toolguard_pipeline::{Clock, Dispatcher};
 
     use crate::console::{Ineligible, Shared, system_clock};
     use crate::csrf::CsrfKey;

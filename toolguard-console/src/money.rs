@@ -1,7 +1,7 @@
 //! Amounts and instants as a reviewer reads them: `20,000.00 USD`, `2026-12-03 09:40:00 UTC`.
 
 use serde_json::Value;
-use toolguard::Currency;
+use toolguard_pipeline::Currency;
 
 /// `minor` units of `currency` with thousands separators: `2,000,000` cents → `20,000.00 USD`.
 /// Without a known currency, the minor units are shown as they are.

@@ -3,7 +3,7 @@
 //! countdown is `assets/console.js`.
 
 use maud::{DOCTYPE, Markup, html};
-use toolguard::{Principal, ToolOutcome};
+use toolguard_pipeline::{Principal, ToolOutcome};
 
 use crate::view::RequestView;
 

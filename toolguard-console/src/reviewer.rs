@@ -2,7 +2,7 @@
 //! [`Principal`]. The console never authenticates anyone itself.
 
 use axum::http::HeaderMap;
-use toolguard::{BoxFuture, Principal};
+use toolguard_pipeline::{BoxFuture, Principal};
 
 /// The host's side of reviewer identity: its session cookie, header or token → a [`Principal`]
 /// (tenant, subject, roles, `session_id` of the reviewer's login session, `authenticated_at`).
@@ -12,7 +12,7 @@ use toolguard::{BoxFuture, Principal};
 ///
 /// ```
 /// use axum::http::HeaderMap;
-/// use toolguard::{BoxFuture, Principal};
+/// use toolguard_pipeline::{BoxFuture, Principal};
 /// use toolguard_console::ReviewerAuth;
 ///
 /// /// Trusts a header set by the host's authenticating proxy.

@@ -104,7 +104,7 @@ struct ApiDecision {
 
 fn frame<'a, S: Send + Sync + 'static>(
     c: &'a Shared<S>,
-    reviewer: &'a toolguard::Principal,
+    reviewer: &'a toolguard_pipeline::Principal,
     title: &'a str,
     csrf: &'a str,
 ) -> Frame<'a> {

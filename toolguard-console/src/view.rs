@@ -5,10 +5,10 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use toolguard::audit::REDACTED;
-use toolguard::dispatcher::redact;
-use toolguard::store::{ApprovalRequest, ApprovalState};
-use toolguard::{Principal, ToolSpec};
+use toolguard_pipeline::audit::REDACTED;
+use toolguard_pipeline::dispatcher::redact;
+use toolguard_pipeline::store::{ApprovalRequest, ApprovalState};
+use toolguard_pipeline::{Principal, ToolSpec};
 
 use crate::money::{currency_of, format_amount, format_instant, format_remaining};
 
@@ -244,6 +244,6 @@ fn cause_text(cause: &str) -> &'static str {
 fn display(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
-        other => toolguard::digest::canonical_json(other),
+        other => toolguard_pipeline::digest::canonical_json(other),
     }
 }

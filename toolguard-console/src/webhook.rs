@@ -4,7 +4,7 @@
 //! dispatcher's audit trail (kind `notification`, reason `webhook_undeliverable`,
 //! `webhook_rejected` or `webhook_overloaded`).
 //!
-//! It is also a detection [`AlertSink`](toolguard::detect::AlertSink): alerts are POSTed to the
+//! It is also a detection [`AlertSink`](toolguard_pipeline::detect::AlertSink): alerts are POSTed to the
 //! same URL, signed alike, with `Toolguard-Event: alert`.
 //!
 //! # Signature
@@ -35,7 +35,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 use tokio::sync::Semaphore;
-use toolguard::notify::{ApprovalEvent, ApprovalEventKind, ApprovalNotifier, NotifyReport};
+use toolguard_pipeline::notify::{ApprovalEvent, ApprovalEventKind, ApprovalNotifier, NotifyReport};
 
 use crate::money::{format_amount, format_instant};
 
@@ -187,11 +187,11 @@ impl ApprovalNotifier for WebhookNotifier {
 }
 
 /// Detection alerts go to the same URL, signed alike, with event header `alert`: the JSON
-/// [`Alert`](toolguard::detect::Alert), or for [`Format::Chat`] a one-line summary. An alert
-/// that cannot be delivered is logged (target `toolguard::alert`); the alert's own audit entry
+/// [`Alert`](toolguard_pipeline::detect::Alert), or for [`Format::Chat`] a one-line summary. An alert
+/// that cannot be delivered is logged (target `toolguard_pipeline::alert`); the alert's own audit entry
 /// already records it.
-impl toolguard::detect::AlertSink for WebhookNotifier {
-    fn alert(&self, alert: &toolguard::detect::Alert) {
+impl toolguard_pipeline::detect::AlertSink for WebhookNotifier {
+    fn alert(&self, alert: &toolguard_pipeline::detect::Alert) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             tracing::error!(rule = %alert.rule, "no async runtime to deliver the alert webhook on");
             return;
@@ -213,11 +213,11 @@ impl toolguard::detect::AlertSink for WebhookNotifier {
         let rule = alert.rule.clone();
         runtime.spawn(async move {
             let Ok(_slot) = inner.slots.clone().try_acquire_owned() else {
-                tracing::warn!(target: "toolguard::alert", %rule, "alert webhook overloaded; not delivered");
+                tracing::warn!(target: "toolguard_pipeline::alert", %rule, "alert webhook overloaded; not delivered");
                 return;
             };
             if let Err(code) = deliver(&inner, "alert", &delivery, body).await {
-                tracing::warn!(target: "toolguard::alert", %rule, reason = code, "alert webhook undeliverable");
+                tracing::warn!(target: "toolguard_pipeline::alert", %rule, reason = code, "alert webhook undeliverable");
             }
         });
     }

@@ -1,4 +1,7 @@
-//! # toolguard
+//! # toolguard-pipeline
+//!
+//! The core of the toolguard crate family; users depend on the facade crate `toolguard-rs`
+//! (`use toolguard::...`), which re-exports this crate.
 //!
 //! Declare tools that LLM agents may call, and run every call through one mandatory guard
 //! pipeline: parse → registry → schema validation → sanitization → principal → tool permission →
@@ -23,17 +26,14 @@ pub mod dispatcher;
 mod erased;
 pub mod error;
 pub mod keys;
-pub mod kinds;
+pub use toolguard_sanitize::kinds;
 pub mod metrics;
 pub mod notify;
 pub mod operations;
 pub mod outcome;
 pub mod provenance;
-pub mod provider;
-#[cfg(feature = "mcp-proxy")]
-#[cfg_attr(docsrs, doc(cfg(feature = "mcp-proxy")))]
-pub mod proxy;
-pub mod sanitize;
+/// The sanitizer ([`toolguard_sanitize`]), re-exported for the paths the pipeline names.
+pub use toolguard_sanitize as sanitize;
 pub mod seal;
 pub mod spec;
 pub mod stage;

@@ -32,44 +32,8 @@ impl Risk {
     }
 }
 
-/// What a string field holds; picks the sanitizer rules applied to it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum FieldKind {
-    /// ASCII letters, digits, `_` and `-` only.
-    Identifier,
-    /// Free text for people (memos, subjects, bodies).
-    #[default]
-    Text,
-    /// Names of people or places.
-    Name,
-    /// An e-mail address.
-    Email,
-    /// A URL.
-    Url,
-    /// A file-system path confined below a root.
-    Path,
-    /// An amount of money in integer minor units.
-    Money,
-    /// A value with no string content of its own (numbers, booleans, enums).
-    Opaque,
-}
-
-impl FieldKind {
-    /// The snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FieldKind::Identifier => "identifier",
-            FieldKind::Text => "text",
-            FieldKind::Name => "name",
-            FieldKind::Email => "email",
-            FieldKind::Url => "url",
-            FieldKind::Path => "path",
-            FieldKind::Money => "money",
-            FieldKind::Opaque => "opaque",
-        }
-    }
-}
+pub use toolguard_rules::names::is_valid_tool_name;
+pub use toolguard_sanitize::FieldKind;
 
 /// Rules of one argument field.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -107,6 +71,21 @@ impl FieldSpec {
             name: name.into(),
             ..FieldSpec::default()
         }
+    }
+}
+
+impl toolguard_sanitize::FieldRule for FieldSpec {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn kind(&self) -> FieldKind {
+        self.kind
+    }
+    fn max_len(&self) -> Option<u64> {
+        self.max_len
+    }
+    fn root(&self) -> Option<&str> {
+        self.root.as_deref()
     }
 }
 
@@ -220,6 +199,19 @@ impl ToolSpec {
             .iter()
             .find(|f| f.amount)
             .or_else(|| self.fields.iter().find(|f| f.name == "amount"))
+    }
+}
+
+impl toolguard_sanitize::ToolRules for ToolSpec {
+    type Field = FieldSpec;
+    fn tool_name(&self) -> &str {
+        &self.name
+    }
+    fn input_schema(&self) -> &Value {
+        &self.input_schema
+    }
+    fn field_rule(&self, name: &str) -> Option<&FieldSpec> {
+        self.field(name)
     }
 }
 

@@ -3,7 +3,7 @@
 //! default for tools the file does not name (hidden unless `[default_tool]` is given).
 //!
 //! Every error names the file and line and says what to change: unknown keys, wrong types, rule
-//! violations ([`super::rules`]) and tool names the upstream does not offer.
+//! violations ([`toolguard_pipeline::declare::rules`]) and tool names the upstream does not offer.
 //!
 //! ```toml
 //! [proxy]
@@ -38,12 +38,12 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use toml::Spanned;
 
-use super::{Declaration, FieldDecl, KeySource, declare, rules};
-use crate::call::Principal;
-use crate::sanitize::Sanitizer;
-use crate::spec::{FieldKind, KeyReuse, Risk, ToolSpec};
-use crate::stage::authorize::Authorizer;
-use crate::stage::policy::{OnExceed, RiskPolicy};
+use toolguard_pipeline::declare::{Declaration, FieldDecl, KeySource, declare, rules};
+use toolguard_pipeline::call::Principal;
+use toolguard_pipeline::sanitize::Sanitizer;
+use toolguard_pipeline::spec::{FieldKind, KeyReuse, Risk, ToolSpec};
+use toolguard_pipeline::stage::authorize::Authorizer;
+use toolguard_pipeline::stage::policy::{OnExceed, RiskPolicy};
 
 /// A policy file error: where (file, line) and what to change.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -228,13 +228,13 @@ pub struct ToolEntry {
     pub max_per_call: Option<u64>,
     /// See [`Declaration::output`].
     #[serde(default)]
-    pub output: Option<super::OutputTrust>,
+    pub output: Option<toolguard_pipeline::declare::OutputTrust>,
     /// See [`Declaration::egress`].
     #[serde(default)]
-    pub egress: crate::spec::Egress,
+    pub egress: toolguard_pipeline::spec::Egress,
     /// What a call of this tool does in a session that has read untrusted content:
     /// `"allow"`, `"approval"` or `"deny"` (default: the flow policy's rules by risk and egress;
-    /// see [`crate::provenance`]).
+    /// see [`toolguard_pipeline::provenance`]).
     #[serde(default)]
     pub flow: Option<FlowDecl>,
 }
@@ -243,21 +243,21 @@ pub struct ToolEntry {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FlowDecl {
-    /// [`FlowAction::Allow`](crate::FlowAction::Allow).
+    /// [`FlowAction::Allow`](toolguard_pipeline::FlowAction::Allow).
     Allow,
-    /// [`FlowAction::RequireApproval`](crate::FlowAction::RequireApproval).
+    /// [`FlowAction::RequireApproval`](toolguard_pipeline::FlowAction::RequireApproval).
     Approval,
-    /// [`FlowAction::Deny`](crate::FlowAction::Deny).
+    /// [`FlowAction::Deny`](toolguard_pipeline::FlowAction::Deny).
     Deny,
 }
 
 impl FlowDecl {
     /// The flow action it names.
-    pub fn action(self) -> crate::FlowAction {
+    pub fn action(self) -> toolguard_pipeline::FlowAction {
         match self {
-            FlowDecl::Allow => crate::FlowAction::Allow,
-            FlowDecl::Approval => crate::FlowAction::RequireApproval,
-            FlowDecl::Deny => crate::FlowAction::Deny,
+            FlowDecl::Allow => toolguard_pipeline::FlowAction::Allow,
+            FlowDecl::Approval => toolguard_pipeline::FlowAction::RequireApproval,
+            FlowDecl::Deny => toolguard_pipeline::FlowAction::Deny,
         }
     }
 }
@@ -554,7 +554,7 @@ impl Policy {
                 continue;
             };
             for (pointer, f) in &entry.fields {
-                let Some(field) = super::pointer_property(pointer) else {
+                let Some(field) = toolguard_pipeline::declare::pointer_property(pointer) else {
                     continue;
                 };
                 let n = spec.name.as_str();
@@ -645,7 +645,7 @@ fn check_entry(name: &str, e: &ToolEntry) -> Result<(), String> {
     rules::approval_over_needs_amount(name, &d).map_err(|e| e.to_string())?;
     rules::data_flow(name, &d).map_err(|e| e.to_string())?;
     for (pointer, f) in &d.fields {
-        if super::pointer_property(pointer).is_none() {
+        if toolguard_pipeline::declare::pointer_property(pointer).is_none() {
             return Err(format!(
                 "tool `{name}`, field `{pointer}`: field rules take the JSON pointer of a top-level property, e.g. `fields.\"/path\"`"
             ));
@@ -707,10 +707,10 @@ impl Authorizer for PolicyAuthorizer {
         &'a self,
         principal: &'a Principal,
         spec: &'a ToolSpec,
-    ) -> crate::tool::BoxFuture<'a, Result<(), crate::stage::authorize::AuthorizeError>> {
+    ) -> toolguard_pipeline::tool::BoxFuture<'a, Result<(), toolguard_pipeline::stage::authorize::AuthorizeError>> {
         let decided = self
             .decide(principal, spec)
-            .map_err(crate::stage::authorize::AuthorizeError::refused);
+            .map_err(toolguard_pipeline::stage::authorize::AuthorizeError::refused);
         Box::pin(async move { decided })
     }
 }

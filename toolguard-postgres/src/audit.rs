@@ -12,16 +12,16 @@ use tokio::sync::{mpsc, oneshot};
 
 use std::sync::Arc;
 
-use super::anchor::{AuditAnchor, Checkpoint};
-use super::chain::{ChainBreak, GENESIS_HASH, Sealer};
-use super::columns::{COLUMNS, Columns, limit_of};
-use super::entry::{AuditEntry, AuditRecord};
-use super::query::{AuditQuery, ChainVerifier, VerifyError, VerifyReport};
-use super::{AuditError, AuditSink};
-use crate::store::StoreError;
-use crate::store::encode::i64_of;
-use crate::store::postgres::{PgConfig, connect_pool};
-use crate::tool::BoxFuture;
+use toolguard_pipeline::audit::{AuditAnchor, Checkpoint};
+use toolguard_pipeline::audit::{ChainBreak, GENESIS_HASH, Sealer};
+use toolguard_pipeline::audit::columns::{COLUMNS, Columns, limit_of};
+use toolguard_pipeline::audit::{AuditEntry, AuditRecord};
+use toolguard_pipeline::audit::{AuditQuery, ChainVerifier, VerifyError, VerifyReport};
+use toolguard_pipeline::audit::{AuditError, AuditSink};
+use toolguard_pipeline::store::StoreError;
+use toolguard_pipeline::store::encode::i64_of;
+use crate::store::{PgConfig, connect_pool};
+use toolguard_pipeline::tool::BoxFuture;
 
 /// Most entries committed in one transaction.
 pub const MAX_BATCH: usize = 4096;

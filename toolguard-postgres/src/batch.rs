@@ -16,8 +16,8 @@ use std::collections::{HashMap, HashSet};
 use deadpool_postgres::Pool;
 use tokio::sync::{mpsc, oneshot};
 
-use super::postgres::{err, read_record};
-use super::{Reservation, StoreError, StoreResult};
+use crate::store::{err, read_record};
+use toolguard_pipeline::store::{Reservation, StoreError, StoreResult};
 
 /// Most writes written by one statement.
 const MAX_BATCH: usize = 512;

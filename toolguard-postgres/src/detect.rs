@@ -6,12 +6,13 @@ use std::time::{Duration, SystemTime};
 
 use deadpool_postgres::Pool;
 
-use super::{DetectionStore, Mark, Marks, live, millis};
-use crate::clock::unix_millis;
-use crate::detect::respond::SessionResponse;
-use crate::store::postgres::err;
-use crate::store::{PgStore, StoreResult};
-use crate::tool::BoxFuture;
+use toolguard_pipeline::detect::store::{DetectionStore, Mark, Marks, live, millis};
+use toolguard_pipeline::clock::unix_millis;
+use toolguard_pipeline::detect::store::SessionResponse;
+use crate::store::err;
+use crate::store::PgStore;
+use toolguard_pipeline::store::StoreResult;
+use toolguard_pipeline::tool::BoxFuture;
 
 const TABLES: &str = "
 CREATE TABLE IF NOT EXISTS toolguard_detect_marks (

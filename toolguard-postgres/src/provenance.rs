@@ -2,10 +2,11 @@
 //! Every statement is prepared once per pooled session (`prepare_cached`): each state-changing
 //! call reads its session's sources, and preparing the statement on each read cost a round trip.
 
-use super::{ProvenanceStore, Source, TRIM_SQL};
-use crate::store::encode::i64_of;
-use crate::store::{PgStore, StoreError, StoreResult};
-use crate::tool::BoxFuture;
+use toolguard_pipeline::provenance::{ProvenanceStore, Source, TRIM_SQL};
+use toolguard_pipeline::store::encode::i64_of;
+use crate::store::PgStore;
+use toolguard_pipeline::store::{StoreError, StoreResult};
+use toolguard_pipeline::tool::BoxFuture;
 
 /// Adds a source (a source already added is kept as it is).
 const INSERT_SQL: &str = "INSERT INTO toolguard_provenance (session, id, at_ms, body)

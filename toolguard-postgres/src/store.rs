@@ -15,14 +15,14 @@ use std::time::{Duration, SystemTime};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
-use super::pg_batch::{Batcher, Write, Written};
-use super::types::*;
-use super::{
+use crate::batch::{Batcher, Write, Written};
+pub(crate) use toolguard_pipeline::store::*;
+use toolguard_pipeline::store::{
     ApprovalStore, IdempotencyStore, OperationStore, SessionLedger, StoreError, StoreResult,
 };
-use crate::clock::unix_millis;
-use crate::store::encode::{LEDGER_HOLDS, PURGE_INDEXES, i64_of, millis, new_token, u64_of};
-use crate::tool::BoxFuture;
+use toolguard_pipeline::clock::unix_millis;
+use toolguard_pipeline::store::encode::{LEDGER_HOLDS, PURGE_INDEXES, i64_of, millis, new_token, u64_of};
+use toolguard_pipeline::tool::BoxFuture;
 
 /// Current version of the PostgreSQL schema.
 pub const PG_SCHEMA_VERSION: i32 = 4;
@@ -79,7 +79,7 @@ CREATE INDEX IF NOT EXISTS toolguard_audit_time ON toolguard_audit (time_ms, seq
 "#,
     PURGE_INDEXES,
     LEDGER_HOLDS,
-    crate::provenance::SOURCES_TABLE,
+    toolguard_pipeline::provenance::SOURCES_TABLE,
 ];
 
 /// Advisory lock key serializing migrations.
@@ -404,7 +404,7 @@ impl PgStore {
     /// writing its checkpoints.
     pub fn audit_sink_anchored(
         &self,
-        anchor: crate::audit::AuditAnchor,
+        anchor: toolguard_pipeline::audit::AuditAnchor,
     ) -> crate::audit::PgAuditSink {
         self.defer.store(true, Ordering::Relaxed);
         crate::audit::PgAuditSink::on_pool(self.pool.clone(), Some(Arc::new(anchor)))
@@ -918,7 +918,7 @@ async fn insert_entries(
 }
 
 impl SessionLedger for PgStore {
-    fn provenance(self: std::sync::Arc<Self>) -> Option<crate::provenance::SharedProvenance> {
+    fn provenance(self: std::sync::Arc<Self>) -> Option<toolguard_pipeline::provenance::SharedProvenance> {
         Some(self)
     }
 

@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::{Status, ToolOutcome};
+use toolguard_pipeline::{Status, ToolOutcome};
 
 /// Most argument errors reported back to the model.
 pub const MAX_REPORTED_ERRORS: usize = 20;
@@ -135,7 +135,7 @@ fn clip(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ApprovalTicket, ArgumentError, UntrustedOutput};
+    use toolguard_pipeline::{ApprovalTicket, ArgumentError, UntrustedOutput};
 
     #[test]
     fn every_status_has_a_text() {

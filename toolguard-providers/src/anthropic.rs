@@ -25,9 +25,9 @@ use super::{
     AdapterError, ExportError, ExportOptions, ExportReport, Exported, ExportedSet, check_name,
     context, export_all, model_text, plain_schema, schema_error,
 };
-use crate::{RawArguments, Status, ToolCall, ToolOutcome, ToolSpec};
+use toolguard_pipeline::{RawArguments, Status, ToolCall, ToolOutcome, ToolSpec};
 
-/// Provider name in [`ProviderContext`](crate::ProviderContext).
+/// Provider name in [`ProviderContext`](toolguard_pipeline::ProviderContext).
 pub const PROVIDER: &str = "anthropic";
 /// API family of the Messages API.
 pub const MESSAGES: &str = "messages";

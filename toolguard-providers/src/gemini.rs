@@ -24,9 +24,9 @@ use super::{
     AdapterError, ExportError, ExportOptions, ExportReport, Exported, ExportedSet, check_name,
     context, export_all, model_payload, plain_schema, schema_error,
 };
-use crate::{RawArguments, Status, ToolCall, ToolOutcome, ToolSpec};
+use toolguard_pipeline::{RawArguments, Status, ToolCall, ToolOutcome, ToolSpec};
 
-/// Provider name in [`ProviderContext`](crate::ProviderContext).
+/// Provider name in [`ProviderContext`](toolguard_pipeline::ProviderContext).
 pub const PROVIDER: &str = "gemini";
 /// API family of `generateContent` / `streamGenerateContent`.
 pub const GENERATE_CONTENT: &str = "generate_content";

@@ -1,5 +1,5 @@
 //! Provider dialects: export [`ToolSpec`]s to each provider's tool format, turn a provider's
-//! response into [`ToolCall`](crate::ToolCall)s, and turn a [`ToolOutcome`](crate::ToolOutcome) into the provider's
+//! response into [`ToolCall`](toolguard_pipeline::ToolCall)s, and turn a [`ToolOutcome`](toolguard_pipeline::ToolOutcome) into the provider's
 //! tool-result message.
 //!
 //! One canonical JSON Schema (draft 2020-12) per tool is lowered per dialect; every lossy step is
@@ -20,8 +20,8 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::dispatcher::Dispatcher;
-use crate::{ProviderContext, ToolSpec};
+use toolguard_pipeline::dispatcher::Dispatcher;
+use toolguard_pipeline::{ProviderContext, ToolSpec};
 
 pub mod answer;
 pub mod anthropic;
@@ -102,7 +102,8 @@ pub fn export(
     }
 }
 
-impl<S: Send + Sync + 'static> Dispatcher<S> {
+/// A dispatcher's tools in a provider's dialect.
+pub trait ExportTools {
     /// Every registered tool, in registration order, in `dialect`'s format: the request's
     /// `tools` value and one [`ExportReport`] per tool.
     ///
@@ -110,14 +111,19 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
     /// in the dialect; strict refusals too unless [`ExportOptions::allow_non_strict`]).
     ///
     /// ```
-    /// # use toolguard::Dispatcher;
-    /// use toolguard::provider::{Dialect, ExportOptions};
+    /// # use toolguard_pipeline::Dispatcher;
+    /// use toolguard_providers::{Dialect, ExportOptions, ExportTools as _};
     /// # let dispatcher = Dispatcher::builder(()).build().unwrap();
     /// let set = dispatcher.export(Dialect::Anthropic, &ExportOptions::default())?;
     /// assert_eq!(set.tools, serde_json::json!([]));
-    /// # Ok::<(), toolguard::provider::ExportError>(())
+    /// # Ok::<(), toolguard_providers::ExportError>(())
     /// ```
-    pub fn export(
+    fn export(&self, dialect: Dialect, options: &ExportOptions)
+    -> Result<ExportedSet, ExportError>;
+}
+
+impl<S: Send + Sync + 'static> ExportTools for Dispatcher<S> {
+    fn export(
         &self,
         dialect: Dialect,
         options: &ExportOptions,
@@ -230,14 +236,7 @@ pub enum AdapterError {
 /// Whether `name` is a tool name every dialect accepts: `^[a-zA-Z][a-zA-Z0-9_]{0,63}$`, the
 /// portable rule the `#[tool]` macro enforces (an ASCII letter, then up to 63 ASCII letters,
 /// digits or underscores).
-pub fn is_valid_tool_name(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    bytes.first().is_some_and(u8::is_ascii_alphabetic)
-        && bytes.len() <= 64
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || *b == b'_')
-}
+pub use toolguard_pipeline::spec::is_valid_tool_name;
 
 pub(crate) fn check_name(spec: &ToolSpec) -> Result<(), ExportError> {
     if is_valid_tool_name(&spec.name) {

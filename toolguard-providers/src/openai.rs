@@ -31,9 +31,9 @@ use super::{
     AdapterError, ExportError, ExportOptions, ExportReport, Exported, ExportedSet, check_name,
     context, export_all, model_text, plain_schema, schema_error,
 };
-use crate::{RawArguments, ToolCall, ToolOutcome, ToolSpec};
+use toolguard_pipeline::{RawArguments, ToolCall, ToolOutcome, ToolSpec};
 
-/// Provider name in [`ProviderContext`](crate::ProviderContext).
+/// Provider name in [`ProviderContext`](toolguard_pipeline::ProviderContext).
 pub const PROVIDER: &str = "openai";
 /// API family of Chat Completions.
 pub const CHAT_COMPLETIONS: &str = "chat_completions";

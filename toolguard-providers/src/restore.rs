@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use super::schema::{LowerError, accepts_null, resolve_ref};
-use crate::{RawArguments, ToolCall};
+use toolguard_pipeline::{RawArguments, ToolCall};
 
 /// Deepest argument nesting [`restore_optional_nulls`] descends into.
 const MAX_DEPTH: usize = 64;
@@ -177,7 +177,7 @@ fn expand<'a>(root: &'a Value, schema: &'a Value, out: &mut Vec<&'a Value>, dept
 
 /// Parses one JSON document, refusing duplicate object keys. `None` when it is not valid.
 pub(crate) fn parse_strict(text: &str) -> Option<Value> {
-    crate::stage::parse::strict_value(text)
+    toolguard_pipeline::stage::parse::strict_value(text)
 }
 
 #[cfg(test)]

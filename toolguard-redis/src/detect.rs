@@ -7,12 +7,13 @@ use std::time::{Duration, SystemTime};
 use redis::Script;
 use redis::aio::ConnectionManager;
 
-use super::{DetectionStore, Mark, Marks, live, millis};
-use crate::clock::unix_millis;
-use crate::detect::respond::SessionResponse;
-use crate::store::redis::err;
-use crate::store::{RedisStore, StoreResult};
-use crate::tool::BoxFuture;
+use toolguard_pipeline::detect::store::{DetectionStore, Mark, Marks, live, millis};
+use toolguard_pipeline::clock::unix_millis;
+use toolguard_pipeline::detect::store::SessionResponse;
+use crate::store::err;
+use crate::store::RedisStore;
+use toolguard_pipeline::store::StoreResult;
+use toolguard_pipeline::tool::BoxFuture;
 
 /// [`Marks::admit`] in Lua. KEYS: the scope; ARGV: the mark (JSON), window start (ms), how
 /// many to keep, the key's time to live (ms).

@@ -1,9 +1,10 @@
 //! Sources in Redis: one list per session, `<prefix>:provenance:<session>`, of JSON sources,
 //! trimmed to the newest [`MAX_SOURCES_PER_SESSION`].
 
-use super::{MAX_SOURCES_PER_SESSION, ProvenanceStore, Source};
-use crate::store::{RedisStore, StoreError, StoreResult};
-use crate::tool::BoxFuture;
+use toolguard_pipeline::provenance::{MAX_SOURCES_PER_SESSION, ProvenanceStore, Source};
+use crate::store::RedisStore;
+use toolguard_pipeline::store::{StoreError, StoreResult};
+use toolguard_pipeline::tool::BoxFuture;
 
 fn err(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
     StoreError::caused_by("redis", e)

@@ -23,11 +23,11 @@ use std::time::{Duration, SystemTime};
 use redis::Script;
 use redis::aio::ConnectionManager;
 
-use super::types::*;
-use super::{IdempotencyStore, SessionLedger, StoreError, StoreResult};
-use crate::clock::unix_millis;
-use crate::store::encode::{millis, new_token};
-use crate::tool::BoxFuture;
+pub(crate) use toolguard_pipeline::store::*;
+use toolguard_pipeline::store::{IdempotencyStore, SessionLedger, StoreError, StoreResult};
+use toolguard_pipeline::clock::unix_millis;
+use toolguard_pipeline::store::encode::{millis, new_token};
+use toolguard_pipeline::tool::BoxFuture;
 
 pub(crate) fn err(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
     StoreError::caused_by("redis", e)
@@ -303,8 +303,8 @@ impl Scripts {
 
 /// Idempotency records and session ledgers in Redis.
 ///
-/// Use it with [`crate::DispatcherBuilder::idempotency_store`] and
-/// [`crate::DispatcherBuilder::session_ledger`]; approvals and operation records need a durable
+/// Use it with [`toolguard_pipeline::DispatcherBuilder::idempotency_store`] and
+/// [`toolguard_pipeline::DispatcherBuilder::session_ledger`]; approvals and operation records need a durable
 /// store (SQLite or PostgreSQL).
 ///
 /// ```no_run
@@ -716,7 +716,7 @@ impl IdempotencyStore for RedisStore {
 }
 
 impl SessionLedger for RedisStore {
-    fn provenance(self: std::sync::Arc<Self>) -> Option<crate::provenance::SharedProvenance> {
+    fn provenance(self: std::sync::Arc<Self>) -> Option<toolguard_pipeline::provenance::SharedProvenance> {
         Some(self)
     }
 

@@ -229,7 +229,7 @@ pub fn is_printable_ascii(bytes: &[u8]) -> bool {
 
 /// True when every byte of `bytes` is printable ASCII other than `"` and `\`: a string JSON
 /// writes as it is between its quotes (and its own NFC form). Reads eight bytes at a time.
-pub(crate) fn is_plain_json_text(bytes: &[u8]) -> bool {
+pub fn is_plain_json_text(bytes: &[u8]) -> bool {
     all_words(
         bytes,
         |x| printable_word(x) && !has_byte(x, b'"') && !has_byte(x, b'\\'),

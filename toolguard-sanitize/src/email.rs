@@ -174,7 +174,7 @@ fn allowed(domain: &str, ascii: &str, domains: Option<&[String]>) -> Result<(), 
 mod tests {
     use super::*;
 
-    use crate::sanitize::tests::Rng;
+    use crate::tests::Rng;
 
     /// The pieces of the noisy parts of generated addresses, those an address may hold and many
     /// it may not.

@@ -334,7 +334,7 @@ mod tests {
         }
     }
 
-    use crate::sanitize::tests::Rng;
+    use crate::tests::Rng;
 
     /// Every corpus value (sanitizer corpus, attack and benign, all languages).
     fn corpus() -> Vec<String> {
@@ -451,7 +451,7 @@ mod tests {
             if proves_clean(v) {
                 proven += 1;
                 assert_eq!(
-                    crate::sanitize::full_markers(v, true),
+                    crate::full_markers(v, true),
                     Ok(()),
                     "the fast path called {v:?} clean"
                 );

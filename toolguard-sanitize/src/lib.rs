@@ -3,7 +3,7 @@
 //!
 //! The dispatcher calls [`Sanitizer::sanitize`] after schema validation and before typed
 //! deserialization. Every string of a top-level field, including strings nested in its arrays and
-//! objects, is judged by that field's [`FieldKind`]; fields without a [`FieldSpec`] are `text`.
+//! objects, is judged by that field's [`FieldKind`]; fields without a declaration ([`FieldRule`]) are `text`.
 //!
 //! # How a string is judged
 //! 1. **Character scan** of the original value ([`chars`]). Depending on the kind each class is
@@ -31,7 +31,7 @@
 //! decoding, no case change), with one exception: a URL goes on as the normalized serialization
 //! that was checked ([`ResolvedUrl::url`]), never as sent, so the handler fetches exactly what
 //! was judged. The argument limits the dispatcher applies before parsing are configured here too
-//! ([`Sanitizer::argument_limits`], see [`crate::stage::gate`]).
+//! ([`Sanitizer::argument_limits`], see [`limits`]).
 //!
 //! # Character policy
 //! | class | `text` | `name` | `identifier`, `email`, `url`, `path`, `money` |
@@ -88,7 +88,7 @@
 //!   addresses are returned in [`SanitizeReport::resolved`] for the handler to connect to (DNS
 //!   rebinding). Without one, a name like `127.0.0.1.nip.io` is only caught at use, through
 //!   [`crate::kinds::Url::resolve_with`].
-//! - **Paths** fail closed: a path field with no root (neither [`FieldSpec::root`] nor
+//! - **Paths** fail closed: a path field with no root (neither [`FieldRule::root`] nor
 //!   [`Sanitizer::path_root`]) blocks with `path_no_root`.
 //!
 //! # Reason codes
@@ -138,6 +138,9 @@
 //! `variation_selector`, `control_char`, `line_separator`, `private_use`, `unassigned`.
 
 pub mod canon;
+mod field;
+pub mod kinds;
+pub mod limits;
 pub mod chars;
 mod email;
 pub mod fast;
@@ -158,8 +161,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use unicode_security::MixedScript;
 
-use crate::spec::{FieldKind, FieldSpec, ToolSpec};
-use crate::stage::gate::Limits;
+pub use field::{Field, FieldKind, FieldRule, Fields, ToolRules};
+use field::TextField;
+pub use limits::Limits;
 
 pub use self::url::{
     HostResolver, NoResolution, Resolution, ResolvedUrl, SystemResolver, UrlPolicy, is_forbidden_ip,
@@ -344,7 +348,7 @@ where
 
 impl Sanitizer {
     /// A sanitizer with default rules: no e-mail domain allowlist, URL schemes `https` and `http`,
-    /// any public host, no resolution, no path roots beyond [`FieldSpec::root`].
+    /// any public host, no resolution, no path roots beyond [`FieldRule::root`].
     pub fn new() -> Self {
         Sanitizer::default()
     }
@@ -358,7 +362,7 @@ impl Sanitizer {
     }
 
     /// The (tool, field) pairs that have rules, for the dispatcher's build-time name check.
-    pub(crate) fn configured_fields(&self) -> impl Iterator<Item = (&str, &str)> {
+    pub fn configured_fields(&self) -> impl Iterator<Item = (&str, &str)> {
         self.fields.iter().flat_map(|(tool, fields)| {
             fields
                 .keys()
@@ -421,7 +425,7 @@ impl Sanitizer {
     }
 
     /// Confines path field `field` of tool `tool` below `root` (takes precedence over
-    /// [`FieldSpec::root`]).
+    /// [`FieldRule::root`]).
     pub fn path_root(mut self, tool: &str, field: &str, root: impl Into<PathBuf>) -> Self {
         self.policy_mut(tool, field).root = Some(root.into());
         self
@@ -468,7 +472,7 @@ impl Sanitizer {
     }
 
     /// Sets the argument limits the dispatcher's gate applies to every call before parsing
-    /// (see [`crate::stage::gate`]; default [`Limits::default`]).
+    /// (see [`limits`]; default [`Limits::default`]).
     pub fn argument_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
@@ -483,9 +487,8 @@ impl Sanitizer {
     ///
     /// On `stripped`, `args` holds the cleaned values. On `blocked`, `args` may be partly cleaned
     /// and must not be used; the report names the reason and field only.
-    pub fn sanitize(&self, spec: &ToolSpec, args: &mut Value) -> SanitizeReport {
+    pub fn sanitize<T: ToolRules + ?Sized>(&self, spec: &T, args: &mut Value) -> SanitizeReport {
         let mut report = SanitizeReport::default();
-        let default_field = FieldSpec::default();
         // The JSON pointer of the value being judged, in a buffer the thread reuses: it is copied
         // into the report only where something is reported.
         let mut pointer = POINTER.take();
@@ -494,14 +497,17 @@ impl Sanitizer {
             Value::Object(map) => {
                 let mut r = Ok(());
                 for (key, value) in map.iter_mut() {
-                    let field = spec.field(key).unwrap_or(&default_field);
+                    let field: &dyn FieldRule = match spec.field_rule(key) {
+                        Some(field) => field,
+                        None => &TextField,
+                    };
                     pointer.clear();
                     push_pointer(&mut pointer, key);
-                    r = if field.kind == FieldKind::Opaque {
-                        let at = nested::SchemaAt::field(&spec.input_schema, key);
-                        self.walk_opaque(&spec.name, field, at, value, &mut pointer, &mut report)
+                    r = if field.kind() == FieldKind::Opaque {
+                        let at = nested::SchemaAt::field(spec.input_schema(), key);
+                        self.walk_opaque(spec.tool_name(), field, at, value, &mut pointer, &mut report)
                     } else {
-                        self.walk(&spec.name, field, value, &mut pointer, &mut report)
+                        self.walk(spec.tool_name(), field, value, &mut pointer, &mut report)
                     };
                     if r.is_err() {
                         break;
@@ -509,7 +515,7 @@ impl Sanitizer {
                 }
                 r
             }
-            other => self.walk(&spec.name, &default_field, other, &mut pointer, &mut report),
+            other => self.walk(spec.tool_name(), &TextField, other, &mut pointer, &mut report),
         };
         match result {
             Ok(()) => {
@@ -534,19 +540,19 @@ impl Sanitizer {
     fn walk(
         &self,
         tool: &str,
-        field: &FieldSpec,
+        field: &dyn FieldRule,
         value: &mut Value,
         pointer: &mut String,
         report: &mut SanitizeReport,
     ) -> Result<(), &'static str> {
-        if field.kind == FieldKind::Opaque {
+        if field.kind() == FieldKind::Opaque {
             // An opaque value outside an arguments object: no schema to read.
             let root = Value::Null;
             let at = nested::SchemaAt::field(&root, "");
             return self.walk_opaque(tool, field, at, value, pointer, report);
         }
-        match (field.kind, value) {
-            (_, Value::String(s)) => self.judge_string(tool, field, field.kind, s, pointer, report),
+        match (field.kind(), value) {
+            (_, Value::String(s)) => self.judge_string(tool, field, field.kind(), s, pointer, report),
             (FieldKind::Money, Value::Number(n)) => {
                 if n.as_u64().is_some() {
                     Ok(())
@@ -572,7 +578,7 @@ impl Sanitizer {
                     push_pointer(pointer, key);
                     // The members a money amount is made of are words of the kind itself, not
                     // text from the caller; any other key is judged.
-                    let kind_member = field.kind == FieldKind::Money
+                    let kind_member = field.kind() == FieldKind::Money
                         && matches!(key.as_str(), "amount" | "currency");
                     if !kind_member {
                         self.check_key(tool, key, pointer, len)?;
@@ -593,7 +599,7 @@ impl Sanitizer {
     fn walk_opaque(
         &self,
         tool: &str,
-        field: &FieldSpec,
+        field: &dyn FieldRule,
         at: nested::SchemaAt<'_>,
         value: &mut Value,
         pointer: &mut String,
@@ -602,7 +608,7 @@ impl Sanitizer {
         match value {
             Value::String(s) => {
                 let by_option = self
-                    .policy(tool, &field.name)
+                    .policy(tool, field.name())
                     .is_some_and(|p| p.nested_urls)
                     && nested::looks_like_url(s);
                 let kind = if at.is_url() || by_option {
@@ -647,8 +653,7 @@ impl Sanitizer {
         pointer: &mut String,
         len: usize,
     ) -> Result<(), &'static str> {
-        let key_field = FieldSpec::default();
-        if self.judge(tool, &key_field, FieldKind::Text, key).verdict != Verdict::Clean {
+        if self.judge(tool, &TextField, FieldKind::Text, key).verdict != Verdict::Clean {
             pointer.truncate(len);
             return Err("invalid_key");
         }
@@ -660,7 +665,7 @@ impl Sanitizer {
     fn judge_string(
         &self,
         tool: &str,
-        field: &FieldSpec,
+        field: &dyn FieldRule,
         kind: FieldKind,
         s: &mut String,
         pointer: &str,
@@ -686,8 +691,8 @@ impl Sanitizer {
 
     /// Judges one string as a value of `field` of tool `tool` (the per-string step of
     /// [`Sanitizer::sanitize`]).
-    pub fn sanitize_str(&self, tool: &str, field: &FieldSpec, value: &str) -> StrOutcome {
-        let judged = self.judge(tool, field, field.kind, value);
+    pub fn sanitize_str(&self, tool: &str, field: &dyn FieldRule, value: &str) -> StrOutcome {
+        let judged = self.judge(tool, field, field.kind(), value);
         let value = match judged.verdict {
             Verdict::Blocked => None,
             _ => Some(judged.replacement.unwrap_or_else(|| value.to_string())),
@@ -703,7 +708,7 @@ impl Sanitizer {
 
     /// Judges one string as a value of kind `kind` of `field` of tool `tool` (whose policy
     /// applies), without copying a value that goes on unchanged.
-    fn judge(&self, tool: &str, field: &FieldSpec, kind: FieldKind, value: &str) -> Judged {
+    fn judge(&self, tool: &str, field: &dyn FieldRule, kind: FieldKind, value: &str) -> Judged {
         // A string inside an `opaque` value (a struct, map or `serde_json::Value`) is free text.
         let kind = match kind {
             FieldKind::Opaque => FieldKind::Text,
@@ -715,12 +720,12 @@ impl Sanitizer {
         };
         let current: &str = cleaned.as_deref().unwrap_or(value);
         // Looked up only by the kinds and paths that read it: most judged strings need no rule.
-        let policy = || self.policy(tool, &field.name);
+        let policy = || self.policy(tool, field.name());
         let mut resolved = None;
         let kind_result = match kind {
             FieldKind::Identifier => {
                 let max = field
-                    .max_len
+                    .max_len()
                     .map(|m| m as usize)
                     .unwrap_or(self.identifier_max_len);
                 check_identifier(current, max).and_then(|()| {
@@ -751,7 +756,7 @@ impl Sanitizer {
             FieldKind::Path => {
                 let root = policy()
                     .and_then(|p| p.root.clone())
-                    .or_else(|| field.root.as_ref().map(PathBuf::from));
+                    .or_else(|| field.root().map(PathBuf::from));
                 match root {
                     None => Err("path_no_root"),
                     Some(root) => {

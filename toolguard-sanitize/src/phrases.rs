@@ -186,7 +186,7 @@ pub fn find(canonical: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sanitize::canon::canonical;
+    use crate::canon::canonical;
 
     fn hit(s: &str) -> bool {
         find(&canonical(s).unwrap().text)

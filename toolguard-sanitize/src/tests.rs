@@ -2,6 +2,18 @@ use serde_json::json;
 
 use super::*;
 
+/// The pipeline's names for the sanitizer's owned declarations, so the cases read as tools do.
+type FieldSpec = Field;
+
+/// A tool's name, schema and fields, built the way the pipeline's `ToolSpec` is.
+struct ToolSpec;
+
+impl ToolSpec {
+    fn new(name: &str, _description: &str, input: Value, _output: Value) -> Fields {
+        Fields::new(name, input)
+    }
+}
+
 fn field(kind: FieldKind) -> FieldSpec {
     FieldSpec {
         name: "f".into(),
@@ -34,7 +46,6 @@ fn spec() -> ToolSpec {
         FieldSpec {
             name: "amount".into(),
             kind: FieldKind::Money,
-            amount: true,
             ..FieldSpec::default()
         },
         FieldSpec {

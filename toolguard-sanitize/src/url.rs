@@ -282,7 +282,7 @@ fn check_unambiguous(raw: &str, parsed: &url::Url) -> Result<(), &'static str> {
 /// Checks one URL string; returns the checked form (with [`ResolvedUrl::url`], the normalized
 /// serialization to pass on instead of `raw`) or a reason code. A URL whose host parsers read
 /// differently is refused first (`url_ambiguous`, `url_userinfo`, `url_invalid`; see the
-/// reason table of [`crate::sanitize`]).
+/// reason table of [`crate`]).
 pub fn check_url(
     raw: &str,
     policy: &UrlPolicy,

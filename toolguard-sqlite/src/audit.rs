@@ -13,16 +13,16 @@ use arcstr::ArcStr;
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::{mpsc, oneshot};
 
-use super::anchor::{AuditAnchor, Checkpoint};
-use super::chain::{GENESIS_HASH, Sealer};
-use super::columns::{COLUMNS, Columns, limit_of};
-use super::entry::{AuditEntry, AuditRecord};
-use super::query::{AuditQuery, ChainVerifier, VerifyError, VerifyReport};
-use super::{AuditError, AuditSink};
-use crate::store::StoreError;
-use crate::store::encode::i64_of;
-use crate::store::sqlite::{Durability, Mode, Worker, open_connection};
-use crate::tool::BoxFuture;
+use toolguard_pipeline::audit::{AuditAnchor, Checkpoint};
+use toolguard_pipeline::audit::{GENESIS_HASH, Sealer};
+use toolguard_pipeline::audit::columns::{COLUMNS, Columns, limit_of};
+use toolguard_pipeline::audit::{AuditEntry, AuditRecord};
+use toolguard_pipeline::audit::{AuditQuery, ChainVerifier, VerifyError, VerifyReport};
+use toolguard_pipeline::audit::{AuditError, AuditSink};
+use toolguard_pipeline::store::StoreError;
+use toolguard_pipeline::store::encode::i64_of;
+use crate::store::{Durability, Mode, Worker, open_connection};
+use toolguard_pipeline::tool::BoxFuture;
 
 /// Most entries committed in one transaction.
 pub const MAX_BATCH: usize = 4096;
@@ -232,16 +232,16 @@ impl SqliteAuditSink {
         anchor: Option<Arc<AuditAnchor>>,
     ) -> Result<Self, StoreError> {
         let sealer = anchor.as_ref().map_or(Sealer::Plain, |a| a.sealer());
-        let wconn = open_connection(path, durability).map_err(crate::store::sqlite::err)?;
-        let rconn = open_connection(path, durability).map_err(crate::store::sqlite::err)?;
+        let wconn = open_connection(path, durability).map_err(crate::store::err)?;
+        let rconn = open_connection(path, durability).map_err(crate::store::err)?;
         let (queue, rx) = mpsc::channel(QUEUE);
         let wsealer = sealer.clone();
         std::thread::Builder::new()
             .name("toolguard-sqlite-audit".to_owned())
             .spawn(move || writer(wconn, wsealer, rx))
-            .map_err(crate::store::sqlite::err)?;
+            .map_err(crate::store::err)?;
         let reader = Worker::start(rconn, "toolguard-sqlite-audit-read", Mode::Single)
-            .map_err(crate::store::sqlite::err)?;
+            .map_err(crate::store::err)?;
         Ok(SqliteAuditSink {
             writer: Writer::Own(queue),
             reader,
@@ -257,9 +257,9 @@ impl SqliteAuditSink {
         worker: Arc<Worker>,
         anchor: Option<Arc<AuditAnchor>>,
     ) -> Result<Self, StoreError> {
-        let rconn = open_connection(path, durability).map_err(crate::store::sqlite::err)?;
+        let rconn = open_connection(path, durability).map_err(crate::store::err)?;
         let reader = Worker::start(rconn, "toolguard-sqlite-audit-read", Mode::Single)
-            .map_err(crate::store::sqlite::err)?;
+            .map_err(crate::store::err)?;
         Ok(SqliteAuditSink {
             writer: Writer::Shared(worker),
             reader,
@@ -446,7 +446,7 @@ impl AuditQuery for SqliteAuditSink {
                     .collect();
                 verifier.feed(&entries)?;
                 if let Some(seq) = altered {
-                    return Err(VerifyError::Broken(super::ChainBreak::Altered { seq }));
+                    return Err(VerifyError::Broken(toolguard_pipeline::audit::ChainBreak::Altered { seq }));
                 }
             }
         })

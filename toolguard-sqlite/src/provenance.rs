@@ -2,10 +2,11 @@
 
 use rusqlite::params;
 
-use super::{ProvenanceStore, Source, TRIM_SQL};
-use crate::store::encode::i64_of;
-use crate::store::{SqliteStore, StoreResult};
-use crate::tool::BoxFuture;
+use toolguard_pipeline::provenance::{ProvenanceStore, Source, TRIM_SQL};
+use toolguard_pipeline::store::encode::i64_of;
+use crate::store::SqliteStore;
+use toolguard_pipeline::store::StoreResult;
+use toolguard_pipeline::tool::BoxFuture;
 
 fn to_sql(e: serde_json::Error) -> rusqlite::Error {
     rusqlite::Error::ToSqlConversionFailure(Box::new(e))

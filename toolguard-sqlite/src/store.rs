@@ -11,16 +11,17 @@ use std::time::{Duration, SystemTime};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::types::*;
-use super::{
+pub(crate) use toolguard_pipeline::store::*;
+use toolguard_pipeline::store::{
     ApprovalStore, IdempotencyStore, OperationStore, SessionLedger, StoreError, StoreResult,
 };
-use crate::clock::unix_millis;
-use crate::store::encode::{
+use toolguard_pipeline::clock::unix_millis;
+use toolguard_pipeline::store::encode::{
     HELD_SQLITE, LEDGER_HOLDS, PURGE_INDEXES, i64_of, millis, new_token, u64_of,
 };
-pub(crate) use crate::store::sqlite_worker::{Mode, Worker};
-use crate::tool::BoxFuture;
+pub(crate) use crate::worker::{Mode, Worker};
+use toolguard_pipeline::DispatcherBuilder;
+use toolguard_pipeline::tool::BoxFuture;
 
 /// Current version of the SQLite schema.
 pub const SQLITE_SCHEMA_VERSION: i64 = 4;
@@ -77,7 +78,7 @@ CREATE INDEX IF NOT EXISTS toolguard_audit_time ON toolguard_audit (time_ms, seq
 "#,
     PURGE_INDEXES,
     LEDGER_HOLDS,
-    crate::provenance::SOURCES_TABLE,
+    toolguard_pipeline::provenance::SOURCES_TABLE,
 ];
 
 /// How a SQLite connection syncs to disk.
@@ -91,7 +92,7 @@ pub enum Durability {
     /// A [`SqliteStore`] commits with `synchronous = NORMAL` and syncs the write-ahead log on a
     /// thread of its own, so that one sync covers every transaction committed before it while
     /// the connection goes on committing. Once an audit trail writes through the store's
-    /// connection ([`SqliteStore::audit_sink`], as [`crate::DispatcherBuilder::sqlite`] does),
+    /// connection ([`SqliteStore::audit_sink`], as [`toolguard_pipeline::DispatcherBuilder::sqlite`] does),
     /// the writes of a call that its later writes follow (the idempotency reservation, its
     /// completion or release, the final operation record) are answered at commit and reach the
     /// disk with the next synced commit: the operation record written before the handler runs
@@ -234,7 +235,7 @@ impl SqliteStore {
     /// are committed in the same group commits as the store's statements, so that the store and
     /// the trail never wait for each other's write lock. Entries are as durable as the store's
     /// [`Durability`] (open the store with [`Durability::Full`] for a trail that survives power
-    /// loss; [`crate::DispatcherBuilder::sqlite`] does).
+    /// loss; [`toolguard_pipeline::DispatcherBuilder::sqlite`] does).
     pub fn audit_sink(&self) -> StoreResult<crate::audit::SqliteAuditSink> {
         self.worker.allow_deferral();
         crate::audit::SqliteAuditSink::shared(
@@ -249,7 +250,7 @@ impl SqliteStore {
     /// its checkpoints.
     pub fn audit_sink_anchored(
         &self,
-        anchor: crate::audit::AuditAnchor,
+        anchor: toolguard_pipeline::audit::AuditAnchor,
     ) -> StoreResult<crate::audit::SqliteAuditSink> {
         self.worker.allow_deferral();
         crate::audit::SqliteAuditSink::shared(
@@ -715,7 +716,7 @@ fn insert_entry(
 }
 
 impl SessionLedger for SqliteStore {
-    fn provenance(self: std::sync::Arc<Self>) -> Option<crate::provenance::SharedProvenance> {
+    fn provenance(self: std::sync::Arc<Self>) -> Option<toolguard_pipeline::provenance::SharedProvenance> {
         Some(self)
     }
 
@@ -903,5 +904,36 @@ impl OperationStore for SqliteStore {
                 .optional()?;
             body.map(|b| from_json(&b)).transpose()
         }))
+    }
+}
+
+impl DurableBackend for SqliteStore {
+    fn open_audit(
+        &self,
+        anchor: Option<toolguard_pipeline::audit::AuditAnchor>,
+    ) -> StoreResult<std::sync::Arc<dyn toolguard_pipeline::audit::AuditSink>> {
+        let sink = match anchor {
+            Some(anchor) => self.audit_sink_anchored(anchor)?,
+            None => self.audit_sink()?,
+        };
+        Ok(std::sync::Arc::new(sink))
+    }
+}
+
+/// [`DispatcherBuilder::sqlite`](SqliteBuilderExt::sqlite): every store and the audit trail in
+/// one SQLite file.
+pub trait SqliteBuilderExt: Sized {
+    /// Keeps every store and the audit trail in the SQLite file at `path`, created if missing.
+    /// Store statements and audit entries share one connection and its group commits, fully
+    /// synced ([`Durability::Full`]). With host keys (given before or after this call) the trail
+    /// is sealed under them and writes the audit checkpoints, if any (see
+    /// [`DispatcherBuilder::durable`]).
+    fn sqlite(self, path: impl AsRef<Path>) -> StoreResult<Self>;
+}
+
+impl<S: Send + Sync + 'static> SqliteBuilderExt for DispatcherBuilder<S> {
+    fn sqlite(self, path: impl AsRef<Path>) -> StoreResult<Self> {
+        let store = SqliteStore::open_with(path, Durability::Full)?;
+        Ok(self.durable(std::sync::Arc::new(store)))
     }
 }

@@ -4,7 +4,7 @@
 //! committing the next statements while the disk syncs the previous ones: one sync serves every
 //! transaction committed before it started.
 //!
-//! [`Durability::Full`]: super::sqlite::Durability::Full
+//! [`Durability::Full`]: crate::store::Durability::Full
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,7 +13,7 @@ use std::sync::mpsc;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use super::{StoreError, StoreResult};
+use toolguard_pipeline::store::{StoreError, StoreResult};
 
 /// What a job leaves to do once its batch committed (or failed to).
 type Reply = Box<dyn FnOnce(Result<(), String>) + Send>;
@@ -27,7 +27,7 @@ const MAX_JOBS: usize = 256;
 enum Wait {
     /// Once its transaction is on disk (synced, with [`Durability::Full`]).
     ///
-    /// [`Durability::Full`]: super::sqlite::Durability::Full
+    /// [`Durability::Full`]: crate::store::Durability::Full
     Synced,
     /// Once its transaction committed: it survives a crash of the process at once, and a power
     /// loss from the next synced commit of the connection on.
@@ -243,7 +243,7 @@ impl Worker {
             let out = f(conn);
             Box::new(move |committed: Result<(), String>| {
                 let out = match committed {
-                    Ok(()) => out.map_err(super::sqlite::err),
+                    Ok(()) => out.map_err(crate::store::err),
                     Err(e) => Err(StoreError::new(format!("sqlite: commit failed: {e}"))),
                 };
                 let _ = done.send(out);

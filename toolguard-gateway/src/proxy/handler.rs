@@ -11,11 +11,11 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 
 use super::{Guard, ProxyError};
-use crate::provider::ADAPTER_REVISION;
-use crate::provider::mcp::{
+use toolguard_providers::ADAPTER_REVISION;
+use crate::server::{
     IDEMPOTENCY_KEY_META, PROVIDER, TOOLS_CALL, call_tool_result, unknown_tool_error,
 };
-use crate::{Principal, ProviderContext, RawArguments, Status, ToolCall};
+use toolguard_pipeline::{Principal, ProviderContext, RawArguments, Status, ToolCall};
 
 /// The proxy as an MCP server: `tools/list` and `tools/call` go to the dispatcher of the policy
 /// in force (a reload takes effect at the next request).
@@ -35,11 +35,11 @@ impl GuardedServer {
         let running = self
             .serve(rmcp::transport::stdio())
             .await
-            .map_err(|e| crate::provider::mcp::McpServeError::Initialize(e.to_string()))?;
+            .map_err(|e| crate::server::McpServeError::Initialize(e.to_string()))?;
         running
             .waiting()
             .await
-            .map_err(|e| crate::provider::mcp::McpServeError::Session(e.to_string()))?;
+            .map_err(|e| crate::server::McpServeError::Session(e.to_string()))?;
         Ok(())
     }
 }
@@ -48,14 +48,14 @@ impl GuardedServer {
     /// The caller: over Streamable HTTP the principal of the request's verified bearer token,
     /// over stdio the policy file's `[principal]`.
     fn principal(&self, context: &RequestContext<RoleServer>) -> Result<Principal, ErrorData> {
-        #[cfg(feature = "mcp-proxy-http")]
+        #[cfg(feature = "http")]
         if let Some(parts) = context.extensions.get::<http::request::Parts>() {
             return self
                 .guard
                 .http_principal(parts)
                 .ok_or_else(|| ErrorData::invalid_request("no valid bearer token", None));
         }
-        #[cfg(not(feature = "mcp-proxy-http"))]
+        #[cfg(not(feature = "http"))]
         let _ = context;
         self.guard
             .current()

@@ -23,7 +23,7 @@ use tokio::net::TcpListener;
 use tower_service::Service;
 
 use super::{Guard, GuardedServer, ProxyError};
-use crate::call::Principal;
+use toolguard_pipeline::call::Principal;
 
 /// The path of the MCP endpoint.
 pub const MCP_PATH: &str = "/mcp";

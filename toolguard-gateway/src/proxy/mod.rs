@@ -4,7 +4,7 @@
 //! or reaches it over Streamable HTTP ([`UpstreamTarget`]; rmcp's client either way). It serves
 //! MCP itself on its own stdio (or over Streamable HTTP, [`http`]): `tools/list` answers the upstream's
 //! tools the policy file exposes, with their schemas tightened by the declarations
-//! ([`crate::declare`]); every `tools/call` runs through a [`Dispatcher`] (all stages, stores and
+//! ([`toolguard_pipeline::declare`]); every `tools/call` runs through a [`Dispatcher`] (all stages, stores and
 //! audit trail in SQLite) before it is forwarded, and results go back enveloped as untrusted
 //! output.
 //!
@@ -24,18 +24,19 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use crate::audit::SqliteAuditSink;
-use crate::call::Principal;
-use crate::declare::policy::{Policy, PolicyError};
-use crate::dispatcher::{BuildError, Dispatcher};
-use crate::provider::mcp::{McpServeError, McpServer};
-use crate::store::{Durability, SqliteStore, StoreError};
-use crate::tool::ToolHandle;
+use toolguard_sqlite::SqliteAuditSink;
+use toolguard_pipeline::call::Principal;
+use toolguard_policy::{Policy, PolicyError};
+use toolguard_pipeline::dispatcher::{BuildError, Dispatcher};
+use crate::server::{McpServeError, McpServer};
+use toolguard_pipeline::store::StoreError;
+use toolguard_sqlite::{Durability, SqliteStore};
+use toolguard_pipeline::tool::ToolHandle;
 
 mod clients;
 mod handler;
-#[cfg(feature = "mcp-proxy-http")]
-#[cfg_attr(docsrs, doc(cfg(feature = "mcp-proxy-http")))]
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
 mod reload;
 pub mod reviewer;

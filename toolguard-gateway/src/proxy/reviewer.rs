@@ -27,7 +27,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::Guard;
-use crate::call::Principal;
+use toolguard_pipeline::call::Principal;
 
 /// Largest request (head and body) accepted.
 const MAX_REQUEST: usize = 16 * 1024;
@@ -181,7 +181,7 @@ async fn route(guard: &Guard, request: Request) -> (u16, Value) {
     }
 }
 
-async fn pending(dispatcher: &crate::Dispatcher<()>, viewer: &Principal) -> (u16, Value) {
+async fn pending(dispatcher: &toolguard_pipeline::Dispatcher<()>, viewer: &Principal) -> (u16, Value) {
     match dispatcher.approvals().pending(viewer).await {
         Ok(list) => (
             200,

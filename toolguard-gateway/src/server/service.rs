@@ -34,11 +34,11 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::transport::GuardedTransport;
 use super::{PROVIDER, TOOLS_CALL, tools};
-use crate::dispatcher::Dispatcher;
-use crate::provider::{
+use toolguard_pipeline::dispatcher::Dispatcher;
+use toolguard_providers::{
     ADAPTER_REVISION, ExportError, ExportOptions, is_valid_tool_name, model_text,
 };
-use crate::{Principal, ProviderContext, RawArguments, Status, ToolCall, ToolOutcome};
+use toolguard_pipeline::{Principal, ProviderContext, RawArguments, Status, ToolCall, ToolOutcome};
 
 /// The request `_meta` field that carries a host-supplied idempotency key (a string).
 pub const IDEMPOTENCY_KEY_META: &str = "toolguard/idempotencyKey";
@@ -136,7 +136,7 @@ impl<S: Send + Sync + 'static> McpServer<S> {
     /// The arguments are already a map, so repeated keys can no longer be seen here: a server
     /// that takes messages from elsewhere than [`serve_io`](Self::serve_io) /
     /// [`serve_stdio`](Self::serve_stdio) must read them strictly first (see
-    /// [`json::parse`](crate::provider::json::parse)).
+    /// [`json::parse`](toolguard_providers::json::parse)).
     pub async fn call(
         &self,
         call_id: String,

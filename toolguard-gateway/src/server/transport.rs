@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
 
-use crate::provider::json::{self, JsonError, MAX_NESTING};
+use toolguard_providers::json::{self, JsonError, MAX_NESTING};
 
 /// Longest accepted message line, in bytes.
 pub const MAX_MESSAGE_BYTES: usize = 4 << 20;

@@ -186,7 +186,9 @@ impl AuditAnchor {
         &self.keys
     }
 
-    pub(crate) fn sealer(&self) -> Sealer {
+    /// The sealer of the chain under these keys (for sinks in backend crates).
+    #[doc(hidden)]
+    pub fn sealer(&self) -> Sealer {
         Sealer::Keyed(self.keys.clone())
     }
 
@@ -198,7 +200,8 @@ impl AuditAnchor {
     /// Called after entry `seq` with hash `head` was stored: writes a checkpoint if one is due.
     /// A checkpoint that cannot be written is logged and tried again after the next append; the
     /// append itself stands (the entry is stored).
-    pub(crate) async fn appended(&self, seq: u64, head: &str) {
+    #[doc(hidden)]
+    pub async fn appended(&self, seq: u64, head: &str) {
         let Some(c) = &self.checkpoints else { return };
         let due = {
             let mut last = c.last.lock().unwrap_or_else(|e| e.into_inner());

@@ -103,7 +103,7 @@ fn material<S: Sink + ?Sized>(seq: u64, record: &[u8], prev_hash: &str, out: &mu
 }
 
 /// The canonical encoding of `record`, the part of an entry's material that needs no lock.
-pub(crate) fn encoded(record: &AuditRecord) -> Vec<u8> {
+pub fn encoded(record: &AuditRecord) -> Vec<u8> {
     let mut out = Vec::with_capacity(512);
     encode_record(record, &mut out);
     out
@@ -120,7 +120,7 @@ std::thread_local! {
 
 /// Runs `f` with `record` and its canonical encoding ([`encoded`]), written into a buffer the
 /// thread reuses, so that encoding an entry allocates nothing once the thread has sealed one.
-pub(crate) fn with_encoded<R>(record: AuditRecord, f: impl FnOnce(AuditRecord, &[u8]) -> R) -> R {
+pub fn with_encoded<R>(record: AuditRecord, f: impl FnOnce(AuditRecord, &[u8]) -> R) -> R {
     let mut body = BODY.take();
     body.clear();
     encode_record(&record, &mut body);
@@ -133,7 +133,7 @@ pub(crate) fn with_encoded<R>(record: AuditRecord, f: impl FnOnce(AuditRecord, &
 
 /// How a sink seals its entries: with the host keys, or with plain SHA-256 (no key).
 #[derive(Debug, Clone)]
-pub(crate) enum Sealer {
+pub enum Sealer {
     /// Plain SHA-256 links; verification accepts plain links only.
     Plain,
     /// HMAC-SHA256 links under the host keys; verification accepts keyed links only.
@@ -142,7 +142,7 @@ pub(crate) enum Sealer {
 
 impl Sealer {
     /// Seals `record` as entry `seq` after the entry whose hash is `prev_hash`.
-    pub(crate) fn seal(&self, seq: u64, record: AuditRecord, prev_hash: &ArcStr) -> AuditEntry {
+    pub fn seal(&self, seq: u64, record: AuditRecord, prev_hash: &ArcStr) -> AuditEntry {
         let body = encoded(&record);
         self.seal_encoded(seq, record, &body, prev_hash)
     }
@@ -150,7 +150,7 @@ impl Sealer {
     /// Seals `record`, whose canonical encoding ([`encoded`]) is `body`, as entry `seq` after
     /// the entry whose hash is `prev_hash`. The encoding can be made before taking the lock
     /// that orders the chain; only this hash needs it.
-    pub(crate) fn seal_encoded(
+    pub fn seal_encoded(
         &self,
         seq: u64,
         record: AuditRecord,
@@ -167,7 +167,7 @@ impl Sealer {
 
     /// The hash of entry `seq` whose record's canonical encoding is `body`, after the entry
     /// whose hash is `prev_hash`.
-    pub(crate) fn hash(&self, seq: u64, body: &[u8], prev_hash: &str) -> ArcStr {
+    pub fn hash(&self, seq: u64, body: &[u8], prev_hash: &str) -> ArcStr {
         match self {
             Sealer::Plain => {
                 let mut hasher = Sha256::new();

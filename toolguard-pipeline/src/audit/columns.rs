@@ -5,22 +5,22 @@ use super::entry::AuditEntry;
 use crate::store::encode::i64_of;
 
 /// The columns every audit query selects, in this order.
-pub(crate) const COLUMNS: &str =
+pub const COLUMNS: &str =
     "seq, record, prev_hash, hash, time_ms, tenant, subject, tool, status";
 
 /// The indexed copies of record fields, which must agree with the sealed record.
 #[derive(Debug)]
-pub(crate) struct Columns {
-    pub(crate) time_ms: i64,
-    pub(crate) tenant: String,
-    pub(crate) subject: String,
-    pub(crate) tool: String,
-    pub(crate) status: Option<String>,
+pub struct Columns {
+    pub time_ms: i64,
+    pub tenant: String,
+    pub subject: String,
+    pub tool: String,
+    pub status: Option<String>,
 }
 
 impl Columns {
     /// Whether the columns say what the sealed record says (an edit of a column alone shows).
-    pub(crate) fn agree(&self, e: &AuditEntry) -> bool {
+    pub fn agree(&self, e: &AuditEntry) -> bool {
         self.time_ms == i64_of(e.record.time_ms)
             && self.tenant == e.record.tenant
             && self.subject == e.record.subject
@@ -30,6 +30,6 @@ impl Columns {
 }
 
 /// A query limit as a database integer.
-pub(crate) fn limit_of(limit: usize) -> i64 {
+pub fn limit_of(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX)
 }

@@ -11,26 +11,21 @@
 
 mod anchor;
 mod chain;
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-mod columns;
+/// The column layout SQL audit sinks share (for backend crates).
+#[doc(hidden)]
+pub mod columns;
 mod encode;
 mod entry;
 mod memory;
-#[cfg(feature = "postgres")]
-mod postgres;
 mod query;
-#[cfg(feature = "sqlite")]
-mod sqlite;
 
 pub use anchor::{AuditAnchor, Checkpoint, CheckpointPolicy, CheckpointSink, MemoryCheckpoints};
 pub use chain::{ChainBreak, GENESIS_HASH, seal, verify_chain};
+#[doc(hidden)]
+pub use chain::Sealer;
 pub use entry::{AuditEntry, AuditEvent, AuditRecord, REDACTED};
 pub use memory::MemoryAuditSink;
-#[cfg(feature = "postgres")]
-pub use postgres::PgAuditSink;
 pub use query::{AuditQuery, ChainVerifier, VerifyError, VerifyReport};
-#[cfg(feature = "sqlite")]
-pub use sqlite::SqliteAuditSink;
 
 use crate::tool::BoxFuture;
 

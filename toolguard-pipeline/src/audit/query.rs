@@ -161,7 +161,9 @@ impl ChainVerifier {
         Self::with_sealer(Sealer::Keyed(keys))
     }
 
-    pub(crate) fn with_sealer(sealer: Sealer) -> Self {
+    /// A verifier with the sealer of a sink (for sinks in backend crates).
+    #[doc(hidden)]
+    pub fn with_sealer(sealer: Sealer) -> Self {
         ChainVerifier {
             sealer,
             last: None,

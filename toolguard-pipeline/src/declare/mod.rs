@@ -32,9 +32,6 @@ use serde_json::Value;
 
 use crate::spec::{Egress, FieldKind, KeyReuse, Risk, ToolSpec};
 
-#[cfg(feature = "policy")]
-#[cfg_attr(docsrs, doc(cfg(feature = "policy")))]
-pub mod policy;
 pub mod rules;
 mod schema;
 mod tool;

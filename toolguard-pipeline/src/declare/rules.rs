@@ -93,7 +93,7 @@ pub fn data_flow(name: &str, d: &Declaration) -> Rule {
 
 /// Rule 9: `^[a-zA-Z][a-zA-Z0-9_]{0,63}$`.
 pub fn tool_name(name: &str) -> Rule {
-    if crate::provider::is_valid_tool_name(name) {
+    if toolguard_rules::names::is_valid_tool_name(name) {
         return Ok(());
     }
     fail(
@@ -399,7 +399,7 @@ fn key_field(name: &str, schema: &Value, d: &Declaration) -> Rule {
             Some(&format!("/{f}")),
             "the key field would replace a property the upstream expects: choose another name",
         ),
-        KeySource::Field(f) if !crate::provider::is_valid_tool_name(f) => fail(
+        KeySource::Field(f) if !toolguard_rules::names::is_valid_tool_name(f) => fail(
             name,
             Some(&format!("/{f}")),
             "the key field name must match ^[a-zA-Z][a-zA-Z0-9_]{0,63}$",

@@ -24,7 +24,8 @@ use crate::stage::policy::RiskPolicy;
 use crate::stage::principal::PrincipalRefresher;
 use crate::store::deadline::Deadlined;
 use crate::store::{
-    ApprovalStore, IdempotencyStore, MemoryStore, OperationStore, STORE_DEADLINE, SessionLedger,
+    ApprovalStore, DurableBackend, IdempotencyStore, MemoryStore, OperationStore, STORE_DEADLINE,
+    SessionLedger,
 };
 use crate::tool::{Tool, ToolHandle};
 
@@ -159,10 +160,9 @@ pub struct DispatcherBuilder<S: Send + Sync + 'static> {
     fail_open_read_only: bool,
     custom: CustomStages,
     keys: Option<Arc<HostKeys>>,
-    /// The SQLite store whose file also keeps the audit trail ([`DispatcherBuilder::sqlite`]);
+    /// The durable backend that also keeps the audit trail ([`DispatcherBuilder::durable`]);
     /// its sink is opened at build, anchored when host keys are given.
-    #[cfg(feature = "sqlite")]
-    sqlite_audit: Option<Arc<crate::store::SqliteStore>>,
+    durable_audit: Option<Arc<dyn DurableBackend>>,
     checkpoints: Option<(Arc<dyn CheckpointSink>, CheckpointPolicy)>,
     detection: Option<crate::detect::Detection>,
 }
@@ -197,8 +197,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             fail_open_read_only: false,
             custom: CustomStages::default(),
             keys: None,
-            #[cfg(feature = "sqlite")]
-            sqlite_audit: None,
+            durable_audit: None,
             checkpoints: None,
             detection: None,
         }
@@ -256,10 +255,7 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
     /// `PgAuditSink::connect_anchored`).
     pub fn audit(mut self, sink: impl AuditSink) -> Self {
         self.audit = Some(Arc::new(sink));
-        #[cfg(feature = "sqlite")]
-        {
-            self.sqlite_audit = None;
-        }
+        self.durable_audit = None;
         self
     }
 
@@ -316,24 +312,16 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
         self
     }
 
-    /// Keeps every store and the audit trail in the SQLite file at `path`, created if missing
-    /// (feature `sqlite`; see [`crate::store::SqliteStore`]). Store statements and audit entries
-    /// share one connection and its group commits, fully synced ([`crate::store::Durability::Full`]).
-    /// With [`host_keys`](Self::host_keys) (given before or after this call) the trail is sealed
-    /// under them and writes the [`audit_checkpoints`](Self::audit_checkpoints), if any.
-    #[cfg(feature = "sqlite")]
-    pub fn sqlite(
-        self,
-        path: impl AsRef<std::path::Path>,
-    ) -> Result<Self, crate::store::StoreError> {
-        let store = Arc::new(crate::store::SqliteStore::open_with(
-            path,
-            crate::store::Durability::Full,
-        )?);
-        let mut builder = self.store(store.clone());
+    /// Keeps every store and the audit trail in one durable backend (SQLite's file, a PostgreSQL
+    /// database): the stores as [`store`](Self::store) does, and the audit sink opened from the
+    /// backend when the dispatcher is built. With [`host_keys`](Self::host_keys) (given before or
+    /// after this call) the trail is sealed under them and writes the
+    /// [`audit_checkpoints`](Self::audit_checkpoints), if any.
+    pub fn durable<B: DurableBackend>(self, backend: Arc<B>) -> Self {
+        let mut builder = self.store(backend.clone());
         builder.audit = None;
-        builder.sqlite_audit = Some(store);
-        Ok(builder)
+        builder.durable_audit = Some(backend);
+        builder
     }
 
     /// Sets the idempotency store alone.
@@ -503,16 +491,10 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             }
             return Ok(audit.clone());
         }
-        #[cfg(feature = "sqlite")]
-        if let Some(store) = &self.sqlite_audit {
-            let opened = match anchor {
-                Some(anchor) => store.audit_sink_anchored(anchor),
-                None => store.audit_sink(),
-            };
-            return match opened {
-                Ok(sink) => Ok(Arc::new(sink)),
-                Err(err) => Err(BuildError::Audit(err.to_string())),
-            };
+        if let Some(backend) = &self.durable_audit {
+            return backend
+                .open_audit(anchor)
+                .map_err(|err| BuildError::Audit(err.to_string()));
         }
         Ok(match anchor {
             Some(anchor) => Arc::new(MemoryAuditSink::with_anchor(anchor)),

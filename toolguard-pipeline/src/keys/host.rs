@@ -11,7 +11,7 @@
 //! Every tag is `HMAC-SHA256(secret, domain || 0x00 || message)`; the domain string separates the
 //! uses, so a tag made for one purpose is never valid for another.
 
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
 type HmacSha256 = Hmac<Sha256>;

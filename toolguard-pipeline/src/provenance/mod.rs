@@ -43,12 +43,6 @@ mod flow;
 pub(crate) mod stage;
 mod store;
 
-#[cfg(feature = "postgres")]
-mod postgres;
-#[cfg(feature = "redis")]
-mod redis;
-#[cfg(feature = "sqlite")]
-mod sqlite;
 
 pub use flow::{CAUSE, FlowAction, FlowPolicy, FlowRule};
 pub use store::{ProvenanceStore, session_key};
@@ -57,8 +51,8 @@ pub use store::{ProvenanceStore, session_key};
 pub type SharedProvenance = std::sync::Arc<dyn ProvenanceStore>;
 
 /// The table of sources in the SQL stores (SQLite and PostgreSQL migrations).
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub(crate) const SOURCES_TABLE: &str = r#"
+#[doc(hidden)]
+pub const SOURCES_TABLE: &str = r#"
 CREATE TABLE IF NOT EXISTS toolguard_provenance (
     session TEXT NOT NULL,
     id TEXT NOT NULL,
@@ -70,8 +64,8 @@ CREATE INDEX IF NOT EXISTS toolguard_provenance_order ON toolguard_provenance (s
 "#;
 
 /// Keeps the newest [`MAX_SOURCES_PER_SESSION`] sources of the session bound first.
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-const TRIM_SQL: &str = "DELETE FROM toolguard_provenance WHERE session = $1 AND id NOT IN \
+#[doc(hidden)]
+pub const TRIM_SQL: &str = "DELETE FROM toolguard_provenance WHERE session = $1 AND id NOT IN \
      (SELECT id FROM toolguard_provenance WHERE session = $1 ORDER BY at_ms DESC, id DESC LIMIT 256)";
 
 use serde::{Deserialize, Serialize};

@@ -9,9 +9,7 @@ use super::Stop;
 use crate::call::RawArguments;
 use crate::outcome::Status;
 
-/// Default largest argument document, in bytes (the gate's [`super::gate::Limits::max_bytes`],
-/// which runs before this stage and is configurable).
-pub const MAX_ARGUMENT_BYTES: usize = 1 << 20;
+pub use toolguard_sanitize::limits::MAX_ARGUMENT_BYTES;
 
 /// Parses the model's arguments into a JSON object.
 pub fn arguments(raw: &RawArguments) -> Result<Value, Stop> {

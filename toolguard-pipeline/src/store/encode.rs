@@ -1,19 +1,18 @@
 //! Small conversions the store backends share.
 
-#![cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 
 use std::time::Duration;
 
 /// Migration 2 of both SQL backends: the indexes the purge uses (idempotency expiry, ledger
 /// time). The statements are the same in SQLite and PostgreSQL.
-pub(crate) const PURGE_INDEXES: &str = r#"
+pub const PURGE_INDEXES: &str = r#"
 CREATE INDEX IF NOT EXISTS toolguard_idempotency_expiry ON toolguard_idempotency (expires_at_ms);
 CREATE INDEX IF NOT EXISTS toolguard_ledger_time ON toolguard_ledger (at_ms);
 "#;
 
 /// Migration 3 of both SQL backends: session-ledger reservations (a hold per entry, and the
 /// scopes it holds). The statements are the same in SQLite and PostgreSQL.
-pub(crate) const LEDGER_HOLDS: &str = r#"
+pub const LEDGER_HOLDS: &str = r#"
 CREATE TABLE IF NOT EXISTS toolguard_holds (
     entry TEXT PRIMARY KEY,
     amount BIGINT NOT NULL,
@@ -28,26 +27,26 @@ CREATE INDEX IF NOT EXISTS toolguard_hold_scopes_entry ON toolguard_hold_scopes 
 "#;
 
 /// The live reservations of one scope: `$1`/`?1` scope, `$2`/`?2` now.
-pub(crate) const HELD_SQLITE: &str =
+pub const HELD_SQLITE: &str =
     "SELECT COALESCE(SUM(h.amount), 0) FROM toolguard_hold_scopes s
      JOIN toolguard_holds h ON h.entry = s.entry WHERE s.scope = ?1 AND h.until_ms > ?2";
 
 /// A fresh owner token.
-pub(crate) fn new_token() -> String {
+pub fn new_token() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
 /// Whole milliseconds of `d`, saturating.
-pub(crate) fn millis(d: Duration) -> u64 {
+pub fn millis(d: Duration) -> u64 {
     d.as_millis().min(u64::MAX as u128) as u64
 }
 
 /// `v` as a signed database integer, saturating.
-pub(crate) fn i64_of(v: u64) -> i64 {
+pub fn i64_of(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
 /// A database integer as `u64`; negative values read as 0.
-pub(crate) fn u64_of(v: i64) -> u64 {
+pub fn u64_of(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }

@@ -4,36 +4,34 @@
 //! in-memory [`MemoryStore`] implements all of them.
 
 pub(crate) mod deadline;
-pub(crate) mod encode;
+#[doc(hidden)]
+pub mod encode;
 #[cfg(feature = "testing")]
 pub mod fault;
 mod memory;
-#[cfg(feature = "postgres")]
-mod pg_batch;
-#[cfg(feature = "postgres")]
-pub mod postgres;
-#[cfg(feature = "redis")]
-pub mod redis;
-#[cfg(feature = "sqlite")]
-pub mod sqlite;
-#[cfg(feature = "sqlite")]
-pub(crate) mod sqlite_worker;
 mod types;
 
 #[cfg(feature = "testing")]
 pub use fault::{FaultyStore, StoreOp};
 pub use memory::MemoryStore;
-#[cfg(feature = "postgres")]
-pub use postgres::{PgConfig, PgStore};
-#[cfg(feature = "redis")]
-pub use redis::RedisStore;
-#[cfg(feature = "sqlite")]
-pub use sqlite::{Durability, SqliteStore};
 pub use types::*;
 
 use std::time::{Duration, SystemTime};
 
 use crate::tool::BoxFuture;
+
+/// A backend that keeps every store and the audit trail (SQLite, PostgreSQL), for
+/// [`DispatcherBuilder::durable`](crate::DispatcherBuilder::durable).
+pub trait DurableBackend:
+    IdempotencyStore + ApprovalStore + SessionLedger + OperationStore + 'static
+{
+    /// Opens the backend's audit sink, sealed and checkpointed by `anchor` when the host gave
+    /// keys.
+    fn open_audit(
+        &self,
+        anchor: Option<crate::audit::AuditAnchor>,
+    ) -> Result<std::sync::Arc<dyn crate::audit::AuditSink>, StoreError>;
+}
 
 /// A store could not answer. Tools that are not read-only fail closed (`unavailable`).
 ///

@@ -10,7 +10,7 @@ use super::{KindError, deserialize_via_new};
 /// addr-spec): no display name, no domain literal, a domain with a TLD, no control characters.
 ///
 /// Recipient-domain allowlists are configured on the
-/// [`Sanitizer`](crate::sanitize::Sanitizer::allow_email_domains), per tool and field.
+/// [`Sanitizer`](crate::Sanitizer::allow_email_domains), per tool and field.
 ///
 /// ```
 /// use toolguard::kinds::Email;
@@ -28,7 +28,7 @@ impl Email {
         if value.chars().any(|c| c.is_control()) {
             return Err(KindError::new("Email", "control_char"));
         }
-        crate::sanitize::check_email(&value, None).map_err(|r| KindError::new("Email", r))?;
+        crate::check_email(&value, None).map_err(|r| KindError::new("Email", r))?;
         Ok(Email(value))
     }
 
@@ -94,7 +94,7 @@ mod tests {
         ] {
             assert!(serde_json::from_str::<Email>(bad).is_err(), "{bad}");
         }
-        let schema = serde_json::to_value(crate::__private::schema_for::<Email>()).unwrap();
+        let schema = serde_json::to_value(crate::kinds::schema_for::<Email>()).unwrap();
         assert_eq!(schema["format"], "email");
     }
 }

@@ -5,7 +5,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Serialize, Serializer};
 
 use super::{KindError, deserialize_via_new};
-use crate::sanitize::DEFAULT_IDENTIFIER_MAX_LEN;
+use crate::DEFAULT_IDENTIFIER_MAX_LEN;
 
 /// An identifier: 1 to 128 ASCII letters, digits, `_` or `-` (account ids, order numbers, slugs).
 ///
@@ -106,7 +106,7 @@ mod tests {
             Identifier::new("x".repeat(129)).unwrap_err().reason,
             "identifier_length"
         );
-        let schema = serde_json::to_value(crate::__private::schema_for::<Identifier>()).unwrap();
+        let schema = serde_json::to_value(crate::kinds::schema_for::<Identifier>()).unwrap();
         assert_eq!(schema["maxLength"], 128);
         assert_eq!(schema["pattern"], Identifier::PATTERN);
     }

@@ -31,7 +31,7 @@ pub use url::Url;
 pub struct KindError {
     /// The newtype (`Identifier`, `Email`, ...).
     pub kind: &'static str,
-    /// The sanitizer reason code (see [`crate::sanitize`]), e.g. `identifier_charset`.
+    /// The sanitizer reason code (see [`crate`]), e.g. `identifier_charset`.
     pub reason: &'static str,
 }
 
@@ -61,3 +61,10 @@ macro_rules! deserialize_via_new {
     };
 }
 pub(crate) use deserialize_via_new;
+
+/// The JSON Schema (draft 2020-12) of `T`, as the pipeline generates it for a tool's arguments.
+#[cfg(test)]
+pub(crate) fn schema_for<T: schemars::JsonSchema>() -> serde_json::Value {
+    let schema = schemars::SchemaGenerator::default().into_root_schema_for::<T>();
+    serde_json::to_value(schema).unwrap_or(serde_json::Value::Bool(false))
+}

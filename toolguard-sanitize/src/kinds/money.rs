@@ -166,13 +166,13 @@ mod tests {
 
     #[test]
     fn schema_and_serde() {
-        let schema = crate::__private::schema_for::<Money>();
+        let schema = crate::kinds::schema_for::<Money>();
         let amount = &schema["properties"]["amount"];
         assert!(
             amount["minimum"] == 0 || amount["$ref"].is_string(),
             "{schema}"
         );
-        let cents = crate::__private::schema_for::<Cents>();
+        let cents = crate::kinds::schema_for::<Cents>();
         assert_eq!(cents["minimum"], 0, "{cents}");
         assert!(serde_json::from_str::<Money>(r#"{"amount": 1.5, "currency": "USD"}"#).is_err());
         assert!(serde_json::from_str::<Money>(r#"{"amount": 1, "currency": "XXX"}"#).is_err());

@@ -8,7 +8,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Serialize, Serializer};
 
 use super::{KindError, deserialize_via_new};
-use crate::sanitize::path::{check_lexical, confine};
+use crate::path::{check_lexical, confine};
 
 /// A relative path meant to stay below a root directory the handler knows (the root is
 /// configuration, never an argument).

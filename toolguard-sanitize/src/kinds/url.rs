@@ -5,7 +5,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Serialize, Serializer};
 
 use super::{KindError, deserialize_via_new};
-use crate::sanitize::{HostResolver, NoResolution, ResolvedUrl, UrlPolicy, url::check_url};
+use crate::{HostResolver, NoResolution, ResolvedUrl, UrlPolicy, url::check_url};
 
 /// An absolute URL with a host, in the normalized form that was checked, plus its parsed
 /// [`url::Url`].
@@ -13,7 +13,7 @@ use crate::sanitize::{HostResolver, NoResolution, ResolvedUrl, UrlPolicy, url::c
 /// Construction refuses what no tool should fetch whatever its scheme: user info, IP literals in
 /// any notation that are loopback/private/link-local/..., and internal host names (`localhost`,
 /// `*.internal`, ...). Scheme and host allowlists are the
-/// [`Sanitizer`](crate::sanitize::Sanitizer::allow_url_hosts)'s, per tool and field.
+/// [`Sanitizer`](crate::Sanitizer::allow_url_hosts)'s, per tool and field.
 ///
 /// Host names are not resolved here. Connect through [`Url::resolve_with`] (or the
 /// [`ResolvedUrl`] of the sanitize report) and use the returned addresses, so a DNS answer that
@@ -36,7 +36,7 @@ impl Url {
     ///
     /// The value kept is the normalized serialization that was checked (`HTTPS://Ex.COM/a/../b`
     /// becomes `https://ex.com/b`), never the string as sent; URLs whose host parsers disagree
-    /// on are refused (`url_ambiguous`, see [`crate::sanitize`]).
+    /// on are refused (`url_ambiguous`, see [`crate`]).
     pub fn new(value: impl Into<String>) -> Result<Self, KindError> {
         let sent = value.into();
         let parsed = ::url::Url::parse(&sent).map_err(|_| KindError::new("Url", "url_invalid"))?;
@@ -118,7 +118,7 @@ impl JsonSchema for Url {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sanitize::Resolution;
+    use crate::Resolution;
     use std::net::IpAddr;
 
     struct Fixed(&'static str);
@@ -153,7 +153,7 @@ mod tests {
             "url_private_address"
         );
         assert!(u.resolve_with(&Fixed("93.184.216.34")).unwrap().is_pinned());
-        let schema = serde_json::to_value(crate::__private::schema_for::<Url>()).unwrap();
+        let schema = serde_json::to_value(crate::kinds::schema_for::<Url>()).unwrap();
         assert_eq!(schema["format"], "uri");
     }
 }

@@ -6,7 +6,7 @@
 //! names in `[proxy] upstream_token_env`; the file never holds the secret.
 
 use super::{UpstreamEvents, UpstreamTarget};
-use crate::declare::policy::{Policy, PolicyError};
+use toolguard_policy::{Policy, PolicyError};
 use crate::proxy::ProxyError;
 use rmcp::RoleClient;
 use rmcp::service::RunningService;
@@ -61,7 +61,7 @@ pub(super) fn check_url(url: &str) -> Result<(), String> {
 }
 
 /// Initializes an MCP session with the Streamable HTTP endpoint `url`.
-#[cfg(feature = "mcp-proxy-upstream-http")]
+#[cfg(feature = "upstream-http")]
 pub(super) async fn connect(
     url: &str,
     token: Option<String>,
@@ -83,7 +83,7 @@ pub(super) async fn connect(
 }
 
 /// Without the `mcp-proxy-upstream-http` feature: a clear error.
-#[cfg(not(feature = "mcp-proxy-upstream-http"))]
+#[cfg(not(feature = "upstream-http"))]
 pub(super) async fn connect(
     url: &str,
     _token: Option<String>,

@@ -17,10 +17,10 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use super::ProxyError;
-use crate::declare::policy::{Offered, Policy};
-use crate::declare::{ForwardFn, RuntimeTool};
-use crate::error::ToolError;
-use crate::spec::ToolSpec;
+use toolguard_policy::{Offered, Policy};
+use toolguard_pipeline::declare::{ForwardFn, RuntimeTool};
+use toolguard_pipeline::error::ToolError;
+use toolguard_pipeline::spec::ToolSpec;
 
 mod http;
 
@@ -71,7 +71,7 @@ impl Upstream {
     /// with the default deadline.
     pub async fn spawn(command: &[String]) -> Result<Self, ProxyError> {
         let target = UpstreamTarget::Command(command.to_vec());
-        let timeout = crate::declare::policy::ProxySection::default().upstream_timeout();
+        let timeout = toolguard_policy::ProxySection::default().upstream_timeout();
         Self::start(target, None, timeout).await
     }
 

@@ -6,26 +6,14 @@
 //! SQLite on its connection thread, PostgreSQL under a row lock, Redis in a Lua script.
 
 mod memory;
-#[cfg(feature = "postgres")]
-mod postgres;
-#[cfg(feature = "redis")]
-mod redis;
-#[cfg(feature = "sqlite")]
-mod sqlite;
 
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
 pub use memory::MemoryDetectionStore;
-#[cfg(feature = "postgres")]
-pub use postgres::PgDetectionStore;
-#[cfg(feature = "redis")]
-pub use redis::RedisDetectionStore;
-#[cfg(feature = "sqlite")]
-pub use sqlite::SqliteDetectionStore;
 
-use super::respond::SessionResponse;
+pub use super::respond::SessionResponse;
 use crate::clock::unix_millis;
 use crate::store::StoreResult;
 use crate::tool::BoxFuture;
@@ -64,7 +52,8 @@ impl Marks {
 }
 
 /// `d` in whole milliseconds, saturating.
-pub(crate) fn millis(d: Duration) -> u64 {
+#[doc(hidden)]
+pub fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
@@ -109,6 +98,7 @@ pub fn session_key(tenant: &str, session: &str) -> String {
 }
 
 /// Whether `response` is in force at `now_ms` (a hold has no end; a block ends).
-pub(crate) fn live(response: &SessionResponse, now_ms: u64) -> bool {
+#[doc(hidden)]
+pub fn live(response: &SessionResponse, now_ms: u64) -> bool {
     response.until_ms.is_none_or(|until| now_ms < until)
 }

@@ -1,0 +1,12 @@
+//! The Redis backend of toolguard: the idempotency store, the session ledger, provenance sources
+//! and detection state, shared by replicas (Lua scripts make each transition atomic). Approvals
+//! and operation records need a durable store (SQLite or PostgreSQL).
+//!
+//! Use it through the facade (`features = ["redis"]`, module `toolguard::redis`).
+
+mod detect;
+mod provenance;
+mod store;
+
+pub use detect::RedisDetectionStore;
+pub use store::RedisStore;
