@@ -21,10 +21,14 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
-use toolguard::audit::{
-    AuditEvent, AuditQuery, AuditRecord, AuditSink, MemoryAuditSink, PgAuditSink, SqliteAuditSink,
-};
-use toolguard::store::{Durability, MemoryStore, PgConfig, PgStore, RedisStore, SqliteStore};
+use toolguard::audit::{AuditEvent, AuditQuery, AuditRecord, AuditSink, MemoryAuditSink};
+use toolguard::postgres::PgAuditSink;
+use toolguard::postgres::{PgConfig, PgStore};
+use toolguard::redis::RedisStore;
+use toolguard::sqlite::SqliteAuditSink;
+use toolguard::sqlite::SqliteBuilderExt as _;
+use toolguard::sqlite::{Durability, SqliteStore};
+use toolguard::store::MemoryStore;
 use toolguard::{Dispatcher, Principal, Status, ToolCall, ToolContext, ToolError, tool};
 
 /// Shared state of the bench tool.

@@ -21,7 +21,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolguard::kinds::Identifier;
-use toolguard::provider::mcp::McpServer;
+use toolguard::mcp::McpServer;
 use toolguard::stage::authorize::RoleAuthorizer;
 use toolguard::{Dispatcher, Principal, ToolContext, ToolError, tool};
 

@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::task::JoinError;
-use toolguard::provider::{
+use toolguard::providers::{
     AdapterError, ExportError, ExportOptions, anthropic, openai, restore_call_nulls,
 };
 use toolguard::{

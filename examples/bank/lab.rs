@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolguard::provider::openai;
+use toolguard::providers::openai;
 use toolguard::stage::Stage;
 use toolguard::{
     Dispatcher, ManualClock, MemoryAuditSink, MemoryStore, OnExceed, Principal, RiskPolicy, Status,

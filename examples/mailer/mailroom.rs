@@ -689,7 +689,7 @@ pub async fn run() -> Claims {
             .and_then(|s| audit.get(s))
             .map(|e| serde_json::to_string(&e).unwrap_or_default())
             .unwrap_or_default();
-        let model = toolguard::provider::model_text(&out);
+        let model = toolguard::providers::model_text(&out);
         quiet &= !entry.is_empty()
             && !entry.contains("payroll")
             && !entry.contains("evil.example")

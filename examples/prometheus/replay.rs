@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use toolguard::audit::AuditEvent;
 use toolguard::detect::{CollectingSink, Detection, LogSink, Response, Rule};
 use toolguard::{Dispatcher, ManualClock, MemoryAuditSink, Principal, Status, ToolCall};
-use toolguard_suite::{EchoNote, Ledger, TransferFunds};
+use toolguard_tests::{EchoNote, Ledger, TransferFunds};
 
 use super::claims::{Claims, show};
 

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 use toolguard::RawArguments;
-use toolguard::provider::{anthropic, gemini, openai};
+use toolguard::providers::{anthropic, gemini, openai};
 use toolguard::sanitize::{NoResolution, Sanitizer, UrlPolicy, Verdict, canon, path, url};
 use toolguard::spec::{FieldKind, FieldSpec};
 use toolguard::stage::gate::{self, Limits};
@@ -238,8 +238,8 @@ pub fn mcp(data: &[u8]) {
 fn owed_reply(line: &[u8]) -> Option<Value> {
     let text = String::from_utf8_lossy(line);
     let text = text.strip_suffix('\r').unwrap_or(&text);
-    let id = toolguard::provider::json::jsonrpc_id(text)?;
-    let response = toolguard::provider::json::parse(text)
+    let id = toolguard::providers::json::jsonrpc_id(text)?;
+    let response = toolguard::providers::json::parse(text)
         .ok()
         .and_then(|v| v.as_object().cloned())
         .is_some_and(|o| {
@@ -277,7 +277,7 @@ async fn mcp_exchange(line: &[u8]) {
         .build()
         .expect("dispatcher");
     let who = toolguard::Principal::new("acme", "alice", "fuzz");
-    let server = toolguard::provider::mcp::McpServer::new(dispatcher, who).expect("export");
+    let server = toolguard::mcp::McpServer::new(dispatcher, who).expect("export");
     let (server_end, client_end) = tokio::io::duplex(1 << 16);
     let serving = tokio::spawn(async move {
         let (read, write) = tokio::io::split(server_end);

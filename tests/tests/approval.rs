@@ -10,7 +10,7 @@ use toolguard::store::{ApprovalStore, MemoryStore};
 use toolguard::{
     Dispatcher, ManualClock, MemoryAuditSink, RiskPolicy, Status, ToolCall, ToolOutcome,
 };
-use toolguard_suite::*;
+use toolguard_tests::*;
 
 fn transfer(amount: u64, key: &str) -> serde_json::Value {
     json!({

@@ -13,7 +13,7 @@ use toolguard::notify::{ApprovalEvent, ApprovalEventKind, ApprovalNotifier, Noti
 use toolguard::{
     Dispatcher, ManualClock, MemoryAuditSink, MemoryStore, RiskPolicy, Status, ToolCall,
 };
-use toolguard_suite::*;
+use toolguard_tests::*;
 
 /// Keeps every event; audits the ones whose tool it is told to "lose".
 #[derive(Clone, Default)]

@@ -7,16 +7,16 @@
 //! Run with `cargo test --test console_browser --features browser` (`.ci/run` installs
 //! `chromium` and `chromium-driver` when absent; `TOOLGUARD_CHROMEDRIVER` names another driver).
 
-#[path = "../examples/approval_console/app.rs"]
+#[path = "../../examples/approval_console/app.rs"]
 #[allow(
     unused_imports,
     reason = "the demo binary prints the user list; this test does not"
 )]
 mod app;
-#[path = "../examples/bank/ledger.rs"]
+#[path = "../../examples/bank/ledger.rs"]
 #[allow(dead_code)]
 mod ledger;
-#[path = "../examples/approval_console/login.rs"]
+#[path = "../../examples/approval_console/login.rs"]
 #[allow(
     dead_code,
     reason = "the demo binary prints the users' descriptions; this test does not"
@@ -105,7 +105,7 @@ async fn browser(driver: &Driver) -> Client {
 fn screenshot_dir() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
     let dir = target.join("console-screenshots");
     std::fs::create_dir_all(&dir).unwrap();
     dir

@@ -13,7 +13,7 @@ use toolguard::{
     ToolContext, ToolError, tool,
 };
 use toolguard_console::{Console, History, Ineligible, ReviewerAuth};
-use toolguard_suite::*;
+use toolguard_tests::*;
 
 /// Rotates a partner's API key; always needs a human. The key is `sensitive`.
 #[tool(risk = "critical", idempotent)]

@@ -18,7 +18,7 @@ use toolguard_console::webhook::{
     DELIVERY_HEADER, EVENT_HEADER, Format, Retry, SIGNATURE_HEADER, WebhookNotifier,
     verify_signature,
 };
-use toolguard_suite::*;
+use toolguard_tests::*;
 
 const SECRET: &[u8] = b"whsec_0123456789abcdef0123456789abcdef";
 

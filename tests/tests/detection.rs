@@ -17,7 +17,7 @@ use toolguard::{
     BoxFuture, BuildError, Dispatcher, ManualClock, MemoryAuditSink, MemoryStore, OnExceed,
     Principal, RiskPolicy, Status, ToolCall, ToolOutcome,
 };
-use toolguard_suite::*;
+use toolguard_tests::*;
 
 const MIN: Duration = Duration::from_secs(60);
 

@@ -16,7 +16,7 @@ use toolguard::detect::{
 use toolguard::{
     Dispatcher, ManualClock, MemoryAuditSink, MemoryStore, Principal, Status, ToolCall,
 };
-use toolguard_suite::*;
+use toolguard_tests::*;
 
 type Cleanup =
     Box<dyn FnOnce() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send>;
@@ -31,9 +31,9 @@ async fn memory(_: &str) -> Option<(Arc<dyn DetectionStore>, Cleanup)> {
 
 #[cfg(feature = "sqlite")]
 async fn sqlite(test: &str) -> Option<(Arc<dyn DetectionStore>, Cleanup)> {
-    use toolguard::detect::store::SqliteDetectionStore;
+    use toolguard::sqlite::SqliteDetectionStore;
     let path = store_support::sqlite_path(test);
-    let store = Arc::new(toolguard::store::SqliteStore::open(&path).unwrap());
+    let store = Arc::new(toolguard::sqlite::SqliteStore::open(&path).unwrap());
     let detect = SqliteDetectionStore::new(store).await.unwrap();
     let cleanup: Cleanup =
         Box::new(move || Box::pin(async move { store_support::remove_sqlite(&path) }));
@@ -42,8 +42,8 @@ async fn sqlite(test: &str) -> Option<(Arc<dyn DetectionStore>, Cleanup)> {
 
 #[cfg(feature = "postgres")]
 async fn postgres(test: &str) -> Option<(Arc<dyn DetectionStore>, Cleanup)> {
-    use toolguard::detect::store::PgDetectionStore;
-    use toolguard::store::{PgConfig, PgStore};
+    use toolguard::postgres::PgDetectionStore;
+    use toolguard::postgres::{PgConfig, PgStore};
     let url = store_support::pg_url(test)?;
     let config = PgConfig::new(url)
         .schema(store_support::unique(test))
@@ -57,8 +57,8 @@ async fn postgres(test: &str) -> Option<(Arc<dyn DetectionStore>, Cleanup)> {
 
 #[cfg(feature = "redis")]
 async fn redis(test: &str) -> Option<(Arc<dyn DetectionStore>, Cleanup)> {
-    use toolguard::detect::store::RedisDetectionStore;
-    use toolguard::store::RedisStore;
+    use toolguard::redis::RedisDetectionStore;
+    use toolguard::redis::RedisStore;
     let url = store_support::redis_url(test)?;
     let store = RedisStore::connect(&url, store_support::unique(test))
         .await
@@ -277,9 +277,9 @@ backend_suite!(
 #[cfg(feature = "sqlite")]
 #[tokio::test]
 async fn sqlite_purges_idle_scopes() {
-    use toolguard::detect::store::SqliteDetectionStore;
+    use toolguard::sqlite::SqliteDetectionStore;
     let path = store_support::sqlite_path("detect_purge");
-    let store = Arc::new(toolguard::store::SqliteStore::open(&path).unwrap());
+    let store = Arc::new(toolguard::sqlite::SqliteStore::open(&path).unwrap());
     let detect = SqliteDetectionStore::new(store).await.unwrap();
     let t0 = SystemTime::now();
     detect
@@ -297,8 +297,8 @@ async fn sqlite_purges_idle_scopes() {
 #[tokio::test]
 #[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]
 async fn postgres_purges_idle_scopes() {
-    use toolguard::detect::store::PgDetectionStore;
-    use toolguard::store::{PgConfig, PgStore};
+    use toolguard::postgres::PgDetectionStore;
+    use toolguard::postgres::{PgConfig, PgStore};
     let Some(url) = store_support::pg_url("detect_purge") else {
         return;
     };

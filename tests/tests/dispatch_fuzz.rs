@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use toolguard::{Dispatcher, MemoryAuditSink, Status, ToolCall};
-use toolguard_suite::*;
+use toolguard_tests::*;
 
 /// xorshift64*: small, seeded, reproducible.
 struct Rng(u64);

@@ -10,7 +10,7 @@ use toolguard::stage::Stage;
 use toolguard::{
     Dispatcher, MemoryAuditSink, Principal, RoleAuthorizer, Status, ToolCall, ToolOutcome,
 };
-use toolguard_suite::*;
+use toolguard_tests::*;
 
 struct Harness {
     dispatcher: Dispatcher<Ledger>,

@@ -1,8 +1,8 @@
 //! Every claim the agent loop example prints holds.
 
-#[path = "../examples/common/claims.rs"]
+#[path = "../../examples/common/claims.rs"]
 mod claims;
-#[path = "../examples/agent_loop/embed.rs"]
+#[path = "../../examples/agent_loop/embed.rs"]
 mod embed;
 
 #[tokio::test]

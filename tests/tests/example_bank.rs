@@ -1,10 +1,10 @@
 //! Every claim the bank example prints holds.
 
-#[path = "../examples/common/claims.rs"]
+#[path = "../../examples/common/claims.rs"]
 mod claims;
-#[path = "../examples/bank/lab.rs"]
+#[path = "../../examples/bank/lab.rs"]
 mod lab;
-#[path = "../examples/bank/ledger.rs"]
+#[path = "../../examples/bank/ledger.rs"]
 mod ledger;
 
 #[tokio::test]

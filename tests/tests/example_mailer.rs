@@ -1,8 +1,8 @@
 //! Every claim the mailer example prints holds.
 
-#[path = "../examples/common/claims.rs"]
+#[path = "../../examples/common/claims.rs"]
 mod claims;
-#[path = "../examples/mailer/mailroom.rs"]
+#[path = "../../examples/mailer/mailroom.rs"]
 mod mailroom;
 
 #[tokio::test]

@@ -1,8 +1,8 @@
 //! Every claim the Prometheus example prints holds, scrape included.
 
-#[path = "../examples/common/claims.rs"]
+#[path = "../../examples/common/claims.rs"]
 mod claims;
-#[path = "../examples/prometheus/replay.rs"]
+#[path = "../../examples/prometheus/replay.rs"]
 mod replay;
 
 #[tokio::test]

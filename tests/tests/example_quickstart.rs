@@ -1,6 +1,6 @@
 //! The quickstart prints what it should: each call's status, the audit trail, a verified chain.
 
-#[path = "../examples/quickstart.rs"]
+#[path = "../../examples/quickstart.rs"]
 mod quickstart;
 
 #[tokio::test]

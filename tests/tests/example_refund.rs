@@ -1,8 +1,8 @@
 //! Every claim the refund example prints holds.
 
-#[path = "../examples/common/claims.rs"]
+#[path = "../../examples/common/claims.rs"]
 mod claims;
-#[path = "../examples/refund/desk.rs"]
+#[path = "../../examples/refund/desk.rs"]
 mod desk;
 
 #[tokio::test]

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
-#[path = "../fuzz/common/targets.rs"]
+#[path = "../../fuzz/common/targets.rs"]
 mod targets;
 
 /// xorshift64*: small, seeded, reproducible.
@@ -141,7 +141,7 @@ const PIECES: &[&str] = &[
 /// Lines of the sanitizer corpus (attack and benign), decoded, and the provider fixtures: seeds
 /// to splice and mutate.
 fn corpus_seeds() -> Vec<Vec<u8>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
     let mut seeds = Vec::new();
     for side in ["attack", "benign"] {
         let Ok(entries) = std::fs::read_dir(dir.join(side)) else {
@@ -202,7 +202,7 @@ fn generate(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
 
 fn regressions(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fuzz_regressions")
+        .join("fuzz_regressions")
         .join(target);
     let mut files: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(dir)
         .into_iter()

@@ -6,11 +6,11 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolguard::provider::{anthropic, gemini, openai};
+use toolguard::providers::{anthropic, gemini, openai};
 use toolguard::stage::Stage;
 use toolguard::stage::gate::Limits;
 use toolguard::{Dispatcher, MemoryAuditSink, RawArguments, Status, ToolCall};
-use toolguard_suite::*;
+use toolguard_tests::*;
 
 struct Harness {
     dispatcher: Dispatcher<Ledger>,

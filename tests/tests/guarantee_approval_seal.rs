@@ -251,7 +251,7 @@ fn memory(_test: &str) -> Approvals {
 #[cfg(feature = "sqlite")]
 fn sqlite(test: &str) -> Approvals {
     use rusqlite::{self, OptionalExtension};
-    use toolguard::store::SqliteStore;
+    use toolguard::sqlite::SqliteStore;
 
     let path = store_support::sqlite_path(test);
     let store = Arc::new(SqliteStore::open(&path).unwrap());
@@ -292,7 +292,7 @@ fn sqlite(test: &str) -> Approvals {
 
 #[cfg(feature = "postgres")]
 async fn postgres(test: &str) -> Option<Approvals> {
-    use toolguard::store::{PgConfig, PgStore};
+    use toolguard::postgres::{PgConfig, PgStore};
 
     let url = store_support::pg_url(test)?;
     let config = PgConfig::new(url)

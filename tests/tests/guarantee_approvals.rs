@@ -31,7 +31,7 @@ use toolguard::{
     Clock, Dispatcher, HostKeys, ManualClock, MemoryAuditSink, OnExceed, Principal, RiskPolicy,
     Status, ToolCall, ToolContext, ToolError, ToolOutcome, tool,
 };
-use toolguard_suite::*;
+use toolguard_tests::*;
 
 /// Pays `amount` from alice's first account to bob's once one approver agrees.
 #[tool(risk = "critical", idempotent)]
@@ -508,7 +508,7 @@ fn memory(_test: &str) -> Option<Rig> {
 #[cfg(feature = "sqlite")]
 fn sqlite(test: &str) -> Option<Rig> {
     use rusqlite::OptionalExtension;
-    use toolguard::store::SqliteStore;
+    use toolguard::sqlite::SqliteStore;
 
     let path = store_support::sqlite_path(test);
     let store = Arc::new(SqliteStore::open(&path).unwrap());
@@ -554,7 +554,7 @@ fn sqlite(test: &str) -> Option<Rig> {
 
 #[cfg(feature = "postgres")]
 async fn postgres(test: &str) -> Option<Rig> {
-    use toolguard::store::{PgConfig, PgStore};
+    use toolguard::postgres::{PgConfig, PgStore};
 
     let url = store_support::pg_url(test)?;
     let config = PgConfig::new(url)
@@ -596,7 +596,7 @@ async fn postgres(test: &str) -> Option<Rig> {
 /// stores neither).
 #[cfg(feature = "redis")]
 async fn redis(test: &str) -> Option<Rig> {
-    use toolguard::store::RedisStore;
+    use toolguard::redis::RedisStore;
 
     let url = store_support::redis_url(test)?;
     let store = Arc::new(

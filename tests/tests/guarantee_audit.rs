@@ -273,8 +273,8 @@ fn memory_trail(every: u64) -> Option<Trail> {
 #[cfg(feature = "sqlite")]
 fn sqlite_trail(every: u64, test: &str) -> Option<Trail> {
     use rusqlite;
-    use toolguard::audit::SqliteAuditSink;
-    use toolguard::store::Durability;
+    use toolguard::sqlite::Durability;
+    use toolguard::sqlite::SqliteAuditSink;
 
     let path = store_support::sqlite_path(test);
     let checkpoints = Arc::new(MemoryCheckpoints::new());
@@ -361,8 +361,8 @@ impl rusqlite::ToSql for SqlValue {
 
 #[cfg(feature = "postgres")]
 async fn pg_trail(every: u64, test: &str) -> Option<Trail> {
-    use toolguard::audit::PgAuditSink;
-    use toolguard::store::{PgConfig, PgStore};
+    use toolguard::postgres::PgAuditSink;
+    use toolguard::postgres::{PgConfig, PgStore};
 
     let url = store_support::pg_url(test)?;
     let config = PgConfig::new(url)

@@ -17,6 +17,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::json;
 use toolguard::audit::AuditEvent;
 use toolguard::digest::request_digest;
+use toolguard::sqlite::SqliteBuilderExt as _;
 use toolguard::store::{
     ApprovalStore, FaultyStore, IdempotencyStore, MemoryStore, OperationStore, ScopedKey, StoreOp,
 };
@@ -24,7 +25,7 @@ use toolguard::{
     BuildError, Clock, Dispatcher, FieldSpec, HostKeys, ManualClock, MemoryAuditSink,
     OperationError, Risk, RiskPolicy, Status, ToolCall,
 };
-use toolguard_suite::*;
+use toolguard_tests::*;
 
 /// A critical tool (approval needed) with a `sensitive` PIN and a model-supplied key.
 fn pin_tool() -> SpecTool {
@@ -269,10 +270,10 @@ mod store_support;
 #[tokio::test]
 async fn sqlite_shortcut_anchors_the_trail() {
     use toolguard::audit::{
-        AuditAnchor, AuditQuery, ChainBreak, CheckpointPolicy, MemoryCheckpoints, SqliteAuditSink,
-        VerifyError,
+        AuditAnchor, AuditQuery, ChainBreak, CheckpointPolicy, MemoryCheckpoints, VerifyError,
     };
-    use toolguard::store::Durability;
+    use toolguard::sqlite::Durability;
+    use toolguard::sqlite::SqliteAuditSink;
 
     let path = store_support::sqlite_path("sqlite_shortcut_anchors_the_trail");
     let keys = || HostKeys::new("k1", [9u8; 32]).unwrap();

@@ -13,7 +13,7 @@ use toolguard::{
     Dispatcher, HostKeys, ManualClock, MemoryAuditSink, Principal, RiskPolicy, Status, ToolCall,
     ToolOutcome,
 };
-use toolguard_suite::*;
+use toolguard_tests::*;
 
 struct H {
     d: Dispatcher<Ledger>,

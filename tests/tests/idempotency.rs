@@ -11,7 +11,7 @@ use toolguard::store::{FaultyStore, StoreOp};
 use toolguard::{
     Dispatcher, ManualClock, MemoryAuditSink, MemoryStore, Principal, Status, ToolCall,
 };
-use toolguard_suite::*;
+use toolguard_tests::*;
 
 fn transfer(amount: u64, key: &str) -> serde_json::Value {
     json!({

@@ -18,7 +18,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 fn js_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/js")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("js")
 }
 
 /// Installs the pinned SDK when `tests/js/node_modules` lacks it.
@@ -80,7 +80,7 @@ fn typescript_sdk_lists_and_calls_every_tool() {
     // Untyped (an object schema saying what it accepts), optional, enum, nested, collection.
     assert_eq!(
         schedule["metadata"],
-        json!({"description": toolguard::provider::ANY_VALUE})
+        json!({"description": toolguard::providers::ANY_VALUE})
     );
     assert_eq!(
         schedule["start_in_days"]["type"],

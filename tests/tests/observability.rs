@@ -7,7 +7,7 @@ use metrics_util::MetricKind;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use serde_json::json;
 use toolguard::{Dispatcher, MemoryAuditSink, Status, ToolCall};
-use toolguard_suite::*;
+use toolguard_tests::*;
 
 fn dispatcher(ledger: Arc<Ledger>) -> Dispatcher<Ledger> {
     Dispatcher::builder_arc(ledger)

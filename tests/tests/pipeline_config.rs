@@ -9,7 +9,7 @@ use toolguard::{
     BuildError, Dispatcher, Email, OnExceed, RiskPolicy, RoleAuthorizer, ToolContext, ToolError,
     tool,
 };
-use toolguard_suite::{Ledger, TransferFunds};
+use toolguard_tests::{Ledger, TransferFunds};
 
 /// Sends a short message to an address.
 #[tool]

@@ -18,7 +18,7 @@ use toolguard::store::{
 use toolguard::{
     BoxFuture, Dispatcher, MemoryAuditSink, OperationError, Status, ToolCall, ToolOutcome,
 };
-use toolguard_suite::*;
+use toolguard_tests::*;
 
 /// The deadline the dispatchers of these tests are built with.
 const DEADLINE: Duration = Duration::from_millis(300);

@@ -16,7 +16,7 @@ use toolguard::{
     PrincipalRefresher, RefreshError, Refusal, RoleAuthorizer, StageInput, StagePoint, Status,
     ToolCall, ToolContext, ToolError, ToolSpec, tool,
 };
-use toolguard_suite::{Ledger, TransferFunds, alice, bob_approver};
+use toolguard_tests::{Ledger, TransferFunds, alice, bob_approver};
 
 /// What the tool's own code did.
 #[derive(Debug, Default)]

@@ -9,7 +9,7 @@ use toolguard::{
     Dispatcher, ManualClock, MemoryAuditSink, MemoryStore, OnExceed, OperationError,
     OperationState, Principal, RiskPolicy, Status, ToolCall,
 };
-use toolguard_suite::*;
+use toolguard_tests::*;
 
 fn transfer(amount: u64, key: &str) -> serde_json::Value {
     json!({

@@ -2,7 +2,7 @@
 //! into the dispatcher's authorizer, risk policy and tightened tool specs.
 
 use serde_json::{Value, json};
-use toolguard::declare::policy::{Offered, Policy, PolicyError};
+use toolguard::policy::{Offered, Policy, PolicyError};
 use toolguard::{FieldKind, Principal};
 
 fn parse(text: &str) -> Result<Policy, PolicyError> {
@@ -303,9 +303,9 @@ fn a_default_tool_exposes_unnamed_tools_under_the_same_rules() {
 #[test]
 fn the_example_policies_are_valid() {
     for file in [
-        "examples/policies/filesystem.toml",
-        "examples/policies/memory.toml",
-        "examples/policies/everything.toml",
+        "../examples/policies/filesystem.toml",
+        "../examples/policies/memory.toml",
+        "../examples/policies/everything.toml",
     ] {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
         Policy::load(&path).unwrap_or_else(|e| panic!("{e}"));

@@ -665,7 +665,7 @@ async fn replicas_share_sources_in_memory() {
 #[cfg(feature = "sqlite")]
 #[tokio::test]
 async fn replicas_share_sources_in_sqlite() {
-    use toolguard::store::SqliteStore;
+    use toolguard::sqlite::SqliteStore;
     let path = store_support::sqlite_path("provenance_replicas");
     let a = Arc::new(SqliteStore::open(&path).unwrap());
     let b = Arc::new(SqliteStore::open(&path).unwrap());
@@ -677,7 +677,7 @@ async fn replicas_share_sources_in_sqlite() {
 #[cfg_attr(not(toolguard_pg), ignore = "needs TOOLGUARD_PG_URL")]
 #[tokio::test]
 async fn replicas_share_sources_in_postgres() {
-    use toolguard::store::{PgConfig, PgStore};
+    use toolguard::postgres::{PgConfig, PgStore};
     let Some(url) = store_support::pg_url("provenance_replicas") else {
         return;
     };
@@ -694,7 +694,7 @@ async fn replicas_share_sources_in_postgres() {
 #[cfg_attr(not(toolguard_redis), ignore = "needs TOOLGUARD_REDIS_URL")]
 #[tokio::test]
 async fn replicas_share_sources_in_redis() {
-    use toolguard::store::RedisStore;
+    use toolguard::redis::RedisStore;
     let Ok(url) = std::env::var("TOOLGUARD_REDIS_URL") else {
         store_support::skipped("TOOLGUARD_REDIS_URL", "redis", "provenance_replicas");
         return;
@@ -787,7 +787,7 @@ async fn audit_by_source_in_memory() {
 #[tokio::test]
 async fn audit_by_source_in_sqlite() {
     let path = store_support::sqlite_path("provenance_audit");
-    let sink = toolguard::audit::SqliteAuditSink::open(&path).unwrap();
+    let sink = toolguard::sqlite::SqliteAuditSink::open(&path).unwrap();
     audit_by_source_on(Arc::new(sink)).await;
     store_support::remove_sqlite(&path);
 }
@@ -796,8 +796,8 @@ async fn audit_by_source_in_sqlite() {
 #[cfg_attr(not(toolguard_pg), ignore = "needs TOOLGUARD_PG_URL")]
 #[tokio::test]
 async fn audit_by_source_in_postgres() {
-    use toolguard::audit::PgAuditSink;
-    use toolguard::store::{PgConfig, PgStore};
+    use toolguard::postgres::PgAuditSink;
+    use toolguard::postgres::{PgConfig, PgStore};
     let Some(url) = store_support::pg_url("provenance_audit") else {
         return;
     };
@@ -854,7 +854,7 @@ async fn mcp_session(
     principal: Principal,
 ) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
     use rmcp::ServiceExt;
-    let server = toolguard::provider::mcp::McpServer::new(desk, principal).expect("export");
+    let server = toolguard::mcp::McpServer::new(desk, principal).expect("export");
     let (server_end, client_end) = tokio::io::duplex(1 << 16);
     tokio::spawn(async move {
         let (read, write) = tokio::io::split(server_end);

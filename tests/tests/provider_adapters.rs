@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use toolguard::provider::{
+use toolguard::providers::{
     AdapterError, anthropic, gemini, model_payload, openai, restore_call_nulls, status_text,
 };
 use toolguard::{
@@ -19,7 +19,7 @@ use toolguard::{
 
 fn fixture(name: &str) -> Value {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/providers")
+        .join("fixtures/providers")
         .join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).expect("fixture is JSON")
@@ -70,7 +70,7 @@ fn openai_chat_parallel_calls() {
     let ctx = calls[0].provider.as_ref().unwrap();
     assert_eq!(ctx.provider, "openai");
     assert_eq!(ctx.api_family, "chat_completions");
-    assert_eq!(ctx.adapter_revision, toolguard::provider::ADAPTER_REVISION);
+    assert_eq!(ctx.adapter_revision, toolguard::providers::ADAPTER_REVISION);
     assert_eq!(
         ctx.response_id.as_deref(),
         Some("chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG")
@@ -568,7 +568,7 @@ fn results_for_every_dialect() {
         })
         .collect();
     let actual = Value::Array(rows);
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/results.json");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden/results.json");
     let mut text = serde_json::to_string_pretty(&actual).unwrap();
     text.push('\n');
     if std::env::var_os("TOOLGUARD_BLESS").is_some_and(|v| v == "1") {
@@ -807,7 +807,7 @@ fn approval_binding_changes_with_response_id_and_adapter_revision() {
     assert_ne!(base, binding_digest(&request(other_revision), None));
     assert_eq!(
         provider.adapter_revision,
-        toolguard::provider::ADAPTER_REVISION
+        toolguard::providers::ADAPTER_REVISION
     );
 }
 
@@ -837,7 +837,7 @@ fn every_status_explanation_is_pinned_and_echoes_nothing() {
         })
         .collect();
     let actual = Value::Array(rows);
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/explanations.json");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden/explanations.json");
     let mut text = serde_json::to_string_pretty(&actual).unwrap();
     text.push('\n');
     if std::env::var_os("TOOLGUARD_BLESS").is_some_and(|v| v == "1") {

@@ -7,13 +7,14 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 use toolguard::ToolSpec;
-use toolguard::provider::{
+use toolguard::providers::ExportTools as _;
+use toolguard::providers::{
     ExportError, ExportOptions, Exported, LowerError, anthropic, gemini, mcp, openai,
 };
 
 fn golden(name: &str, actual: &Value) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
+        .join("golden")
         .join(name);
     let mut text = serde_json::to_string_pretty(actual).expect("serializable");
     text.push('\n');
@@ -231,7 +232,7 @@ fn gemini_openapi_omits_parameters_of_a_tool_without_arguments() {
 
 #[test]
 fn tool_names_follow_the_portable_rule() {
-    use toolguard::provider::is_valid_tool_name;
+    use toolguard::providers::is_valid_tool_name;
     let longest = format!("a{}", "b".repeat(63));
     for good in ["a", "Z", "get_balance", "a1_B2", longest.as_str()] {
         assert!(is_valid_tool_name(good), "{good:?}");
@@ -261,10 +262,10 @@ fn tool_names_follow_the_portable_rule() {
 
 #[test]
 fn dispatcher_exports_its_tools_in_every_dialect() {
-    use toolguard::provider::{Dialect, export};
-    let dispatcher = toolguard::Dispatcher::builder(toolguard_suite::Ledger::seeded())
-        .tool(toolguard_suite::GetBalance)
-        .tool(toolguard_suite::TransferFunds)
+    use toolguard::providers::{Dialect, export};
+    let dispatcher = toolguard::Dispatcher::builder(toolguard_tests::Ledger::seeded())
+        .tool(toolguard_tests::GetBalance)
+        .tool(toolguard_tests::TransferFunds)
         .build()
         .expect("dispatcher");
     let specs: Vec<ToolSpec> = dispatcher.specs().cloned().collect();
@@ -477,7 +478,7 @@ fn every_export_has_object_schemas_and_standard_formats_at_every_position() {
     for name in ["payload", "extra"] {
         assert_eq!(
             mcp_schema["properties"][name]["description"],
-            toolguard::provider::ANY_VALUE
+            toolguard::providers::ANY_VALUE
         );
     }
     assert_eq!(

@@ -4,10 +4,10 @@
 //! text.
 
 use serde_json::{Value, json};
-use toolguard::provider::json::{JsonError, MAX_NESTING};
-use toolguard::provider::{AdapterError, anthropic, gemini, openai, restore_empty_arguments};
+use toolguard::providers::json::{JsonError, MAX_NESTING};
+use toolguard::providers::{AdapterError, anthropic, gemini, openai, restore_empty_arguments};
 use toolguard::{Dispatcher, Status, ToolCall, ToolContext, ToolError, tool};
-use toolguard_suite::{GetBalance, Ledger, alice};
+use toolguard_tests::{GetBalance, Ledger, alice};
 
 /// The server's time (a tool without parameters).
 #[tool(read_only)]

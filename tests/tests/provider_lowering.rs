@@ -12,7 +12,7 @@ mod provider_specs;
 
 use serde_json::{Map, Value, json};
 use toolguard::ToolSpec;
-use toolguard::provider::{
+use toolguard::providers::{
     ExportError, ExportOptions, LowerError, Lowered, anthropic, gemini, lower_anthropic_strict,
     lower_gemini_openapi, lower_openai_strict, mcp, openai, restore_optional_nulls,
 };

@@ -176,10 +176,10 @@ async fn rmcp_client_drives_the_guarded_server() {
 /// in-memory pipe; the client end, the ledger and the audit log.
 async fn in_process() -> (
     rmcp::service::RunningService<rmcp::RoleClient, ()>,
-    std::sync::Arc<toolguard_suite::Ledger>,
+    std::sync::Arc<toolguard_tests::Ledger>,
     std::sync::Arc<toolguard::MemoryAuditSink>,
 ) {
-    use toolguard_suite::*;
+    use toolguard_tests::*;
     let ledger = std::sync::Arc::new(Ledger::seeded());
     let audit = std::sync::Arc::new(toolguard::MemoryAuditSink::new());
     let dispatcher = toolguard::Dispatcher::builder_arc(ledger.clone())
@@ -189,7 +189,7 @@ async fn in_process() -> (
         .audit(audit.clone())
         .build()
         .expect("dispatcher");
-    let server = toolguard::provider::mcp::McpServer::new(dispatcher, alice()).expect("export");
+    let server = toolguard::mcp::McpServer::new(dispatcher, alice()).expect("export");
     let (server_end, client_end) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move {
         let (read, write) = tokio::io::split(server_end);
@@ -210,10 +210,10 @@ impl Wire {
     /// A server like [`in_process`]'s, driven over its raw wire.
     fn start() -> (
         Wire,
-        std::sync::Arc<toolguard_suite::Ledger>,
+        std::sync::Arc<toolguard_tests::Ledger>,
         std::sync::Arc<toolguard::MemoryAuditSink>,
     ) {
-        use toolguard_suite::*;
+        use toolguard_tests::*;
         let ledger = std::sync::Arc::new(Ledger::seeded());
         let audit = std::sync::Arc::new(toolguard::MemoryAuditSink::new());
         let dispatcher = toolguard::Dispatcher::builder_arc(ledger.clone())
@@ -222,7 +222,7 @@ impl Wire {
             .audit(audit.clone())
             .build()
             .expect("dispatcher");
-        let server = toolguard::provider::mcp::McpServer::new(dispatcher, alice()).expect("export");
+        let server = toolguard::mcp::McpServer::new(dispatcher, alice()).expect("export");
         let (server_end, client_end) = tokio::io::duplex(1 << 20);
         tokio::spawn(async move {
             let (read, write) = tokio::io::split(server_end);
@@ -448,10 +448,9 @@ async fn malformed_json_rpc_gets_an_error_reply_carrying_its_id() {
 
 fn host_key_meta(key: &str) -> rmcp::model::RequestMetaObject {
     let mut meta = rmcp::model::RequestMetaObject::default();
-    meta.0.0.insert(
-        toolguard::provider::mcp::IDEMPOTENCY_KEY_META.to_owned(),
-        json!(key),
-    );
+    meta.0
+        .0
+        .insert(toolguard::mcp::IDEMPOTENCY_KEY_META.to_owned(), json!(key));
     meta
 }
 

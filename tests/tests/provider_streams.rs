@@ -9,7 +9,7 @@
 //! must give exactly the same calls.
 
 use serde_json::{Value, json};
-use toolguard::provider::{AdapterError, anthropic, gemini, openai};
+use toolguard::providers::{AdapterError, anthropic, gemini, openai};
 use toolguard::{RawArguments, ToolCall};
 
 /// Argument text with multi-byte characters, so that cuts fall inside and between them.

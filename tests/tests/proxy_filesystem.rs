@@ -17,7 +17,8 @@ use proxy_support::{
 use rmcp::RoleClient;
 use rmcp::service::RunningService;
 use serde_json::{Value, json};
-use toolguard::audit::{AuditQuery, SqliteAuditSink};
+use toolguard::audit::AuditQuery;
+use toolguard::sqlite::SqliteAuditSink;
 
 const REVIEWER_TOKEN: &str = "reviewer-token-0123456789abcdef";
 

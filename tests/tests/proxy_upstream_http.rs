@@ -20,7 +20,8 @@ use proxy_support::{
 };
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use toolguard::audit::{AuditQuery, SqliteAuditSink};
+use toolguard::audit::AuditQuery;
+use toolguard::sqlite::SqliteAuditSink;
 
 const REVIEWER_TOKEN: &str = "reviewer-token-0123456789abcdef";
 

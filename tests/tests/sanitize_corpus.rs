@@ -36,7 +36,7 @@ const EMAIL_DOMAINS: [&str; 4] = [
 ];
 
 fn corpus_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus")
 }
 
 /// The expected verdicts of an attack file, one per line.
@@ -63,7 +63,7 @@ fn read_values(path: &Path) -> Vec<String> {
         .collect()
 }
 
-#[path = "corpus/root.rs"]
+#[path = "../corpus/root.rs"]
 mod corpus_root;
 use corpus_root::CorpusRoot;
 

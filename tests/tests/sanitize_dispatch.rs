@@ -11,7 +11,7 @@ use toolguard::{
     Dispatcher, FieldKind, Identifier, MemoryAuditSink, Status, ToolCall, ToolContext, ToolError,
     tool,
 };
-use toolguard_suite::*;
+use toolguard_tests::*;
 
 /// Sends a message (test tool using the kind newtypes).
 #[tool(risk = "medium")]

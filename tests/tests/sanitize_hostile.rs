@@ -10,7 +10,7 @@ use serde_json::json;
 use toolguard::kinds::Url;
 use toolguard::sanitize::Sanitizer;
 use toolguard::{Dispatcher, Identifier, MemoryAuditSink, Status, ToolContext, ToolError, tool};
-use toolguard_suite::*;
+use toolguard_tests::*;
 
 /// Fetches a page (test tool with a top-level URL).
 #[tool(risk = "low")]

@@ -43,10 +43,10 @@ async fn two_writers<S: AuditSink + AuditQuery>(a: Arc<S>, b: Arc<S>) {
 #[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_sqlite_sinks_on_one_file_keep_one_chain() {
-    use toolguard::audit::SqliteAuditSink;
+    use toolguard::sqlite::SqliteAuditSink;
     let path = store_support::sqlite_path("two_writers");
     // One sink with its own writer, one writing through a store's connection.
-    let store = toolguard::store::SqliteStore::open(&path).unwrap();
+    let store = toolguard::sqlite::SqliteStore::open(&path).unwrap();
     let a = Arc::new(SqliteAuditSink::open(&path).unwrap());
     let b = Arc::new(store.audit_sink().unwrap());
     two_writers(a, b).await;
@@ -58,8 +58,8 @@ async fn two_sqlite_sinks_on_one_file_keep_one_chain() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]
 async fn two_postgres_sinks_on_one_schema_keep_one_chain() {
-    use toolguard::audit::PgAuditSink;
-    use toolguard::store::{PgConfig, PgStore};
+    use toolguard::postgres::PgAuditSink;
+    use toolguard::postgres::{PgConfig, PgStore};
     let test = "two_postgres_sinks_on_one_schema_keep_one_chain";
     let Some(url) = store_support::pg_url(test) else {
         return;

@@ -19,7 +19,7 @@ use toolguard::store::{
 use toolguard::{
     Dispatcher, ManualClock, MemoryAuditSink, Principal, RiskPolicy, Status, ToolCall,
 };
-use toolguard_suite::*;
+use toolguard_tests::*;
 
 const LEASE: Duration = Duration::from_secs(10);
 const TTL: Duration = Duration::from_secs(3600);
@@ -1235,7 +1235,7 @@ mod redis {
 #[tokio::test]
 #[cfg_attr(not(toolguard_redis), ignore = "set TOOLGUARD_REDIS_URL to run")]
 async fn redis_corrupt_record_is_an_error() {
-    use toolguard::store::RedisStore;
+    use toolguard::redis::RedisStore;
     let Some(url) = store_support::redis_url("redis_corrupt_record_is_an_error") else {
         return;
     };
@@ -1274,7 +1274,7 @@ async fn redis_corrupt_record_is_an_error() {
 #[cfg(feature = "sqlite")]
 #[tokio::test]
 async fn sqlite_corrupt_record_is_an_error() {
-    use toolguard::store::SqliteStore;
+    use toolguard::sqlite::SqliteStore;
     let path = store_support::sqlite_path("corrupt");
     let s = SqliteStore::open(&path).unwrap();
     let now = SystemTime::now();
@@ -1490,7 +1490,7 @@ mod pipeline_faults {
 #[tokio::test]
 #[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]
 async fn postgres_corrupt_record_is_an_error() {
-    use toolguard::store::{PgConfig, PgStore};
+    use toolguard::postgres::{PgConfig, PgStore};
     let test = "postgres_corrupt_record_is_an_error";
     let Some(url) = store_support::pg_url(test) else {
         return;
@@ -1542,7 +1542,7 @@ async fn postgres_corrupt_record_is_an_error() {
 #[cfg(feature = "sqlite")]
 #[tokio::test]
 async fn sqlite_needs_wal_and_has_the_purge_indexes() {
-    use toolguard::store::SqliteStore;
+    use toolguard::sqlite::SqliteStore;
     let err = SqliteStore::open(":memory:").expect_err("no WAL in memory");
     assert!(err.to_string().contains("WAL"), "{err}");
     let path = store_support::sqlite_path("indexes");
@@ -1569,7 +1569,7 @@ async fn sqlite_needs_wal_and_has_the_purge_indexes() {
 #[cfg_attr(not(toolguard_redis), ignore = "set TOOLGUARD_REDIS_URL to run")]
 async fn redis_ledger_sets_are_trimmed_and_expire() {
     use ::redis as client;
-    use toolguard::store::RedisStore;
+    use toolguard::redis::RedisStore;
     use toolguard::store::SessionLedger;
     let Some(url) = store_support::redis_url("redis_ledger_sets_are_trimmed_and_expire") else {
         return;

@@ -12,9 +12,10 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 use toolguard::Status;
+use toolguard::postgres::{PgConfig, PgStore};
 use toolguard::store::{
-    IdempotencyStore, OperationRecord, OperationState, OperationStore, PgConfig, PgStore,
-    RecordState, Reservation, ScopedKey, StoredOutcome,
+    IdempotencyStore, OperationRecord, OperationState, OperationStore, RecordState, Reservation,
+    ScopedKey, StoredOutcome,
 };
 
 const TASKS: usize = 64;

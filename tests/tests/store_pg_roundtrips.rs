@@ -19,9 +19,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::json;
 use toolguard::audit::AuditQuery;
-use toolguard::store::{
-    IdempotencyStore, OperationState, OperationStore, PgConfig, PgStore, RecordState, ScopedKey,
-};
+use toolguard::postgres::{PgConfig, PgStore};
+use toolguard::store::{IdempotencyStore, OperationState, OperationStore, RecordState, ScopedKey};
 use toolguard::{Dispatcher, Principal, Status, ToolCall, ToolContext, ToolError, tool};
 
 /// Shared state of the tool.

@@ -7,10 +7,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::json;
-use toolguard::audit::{AuditQuery, SqliteAuditSink};
-use toolguard::store::SqliteStore;
+use toolguard::audit::AuditQuery;
+use toolguard::sqlite::SqliteAuditSink;
+use toolguard::sqlite::SqliteBuilderExt as _;
+use toolguard::sqlite::SqliteStore;
 use toolguard::{Dispatcher, RiskPolicy, Status, ToolCall};
-use toolguard_suite::*;
+use toolguard_tests::*;
 
 fn transfer(amount: u64, key: &str) -> serde_json::Value {
     json!({
@@ -106,7 +108,7 @@ async fn a_pending_approval_survives_a_restart_and_executes_once() {
         })
         .await
         .unwrap();
-    assert_eq!(rows, toolguard::store::sqlite::SQLITE_SCHEMA_VERSION);
+    assert_eq!(rows, toolguard::sqlite::SQLITE_SCHEMA_VERSION);
     drop((audit, store));
     remove(&path);
 }

@@ -12,12 +12,13 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
+use toolguard::sqlite::SqliteBuilderExt as _;
+use toolguard::sqlite::{Durability, SqliteStore};
 use toolguard::store::{
-    Durability, IdempotencyStore, OperationRecord, OperationState, OperationStore, Reservation,
-    ScopedKey, SqliteStore,
+    IdempotencyStore, OperationRecord, OperationState, OperationStore, Reservation, ScopedKey,
 };
 use toolguard::{Dispatcher, Status, ToolCall};
-use toolguard_suite::*;
+use toolguard_tests::*;
 
 fn key(k: &str) -> ScopedKey {
     ScopedKey {

@@ -114,7 +114,11 @@ impl<S: Send + Sync + 'static> Shared<S> {
         self.csrf.token(reviewer)
     }
 
-    fn view(&self, r: &toolguard_pipeline::store::ApprovalRequest, viewer: &Principal) -> RequestView {
+    fn view(
+        &self,
+        r: &toolguard_pipeline::store::ApprovalRequest,
+        viewer: &Principal,
+    ) -> RequestView {
         RequestView::new(r, self.dispatcher.spec(&r.tool), viewer, self.now_ms())
     }
 

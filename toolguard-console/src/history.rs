@@ -5,7 +5,9 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use toolguard_pipeline::notify::{ApprovalEvent, ApprovalEventKind, ApprovalNotifier, NotifyReport};
+use toolguard_pipeline::notify::{
+    ApprovalEvent, ApprovalEventKind, ApprovalNotifier, NotifyReport,
+};
 
 /// Ids kept at most.
 pub const HISTORY_CAPACITY: usize = 1000;

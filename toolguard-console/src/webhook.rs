@@ -35,7 +35,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 use tokio::sync::Semaphore;
-use toolguard_pipeline::notify::{ApprovalEvent, ApprovalEventKind, ApprovalNotifier, NotifyReport};
+use toolguard_pipeline::notify::{
+    ApprovalEvent, ApprovalEventKind, ApprovalNotifier, NotifyReport,
+};
 
 use crate::money::{format_amount, format_instant};
 

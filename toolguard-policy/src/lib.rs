@@ -38,8 +38,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use toml::Spanned;
 
-use toolguard_pipeline::declare::{Declaration, FieldDecl, KeySource, declare, rules};
 use toolguard_pipeline::call::Principal;
+use toolguard_pipeline::declare::{Declaration, FieldDecl, KeySource, declare, rules};
 use toolguard_pipeline::sanitize::Sanitizer;
 use toolguard_pipeline::spec::{FieldKind, KeyReuse, Risk, ToolSpec};
 use toolguard_pipeline::stage::authorize::Authorizer;
@@ -707,7 +707,10 @@ impl Authorizer for PolicyAuthorizer {
         &'a self,
         principal: &'a Principal,
         spec: &'a ToolSpec,
-    ) -> toolguard_pipeline::tool::BoxFuture<'a, Result<(), toolguard_pipeline::stage::authorize::AuthorizeError>> {
+    ) -> toolguard_pipeline::tool::BoxFuture<
+        'a,
+        Result<(), toolguard_pipeline::stage::authorize::AuthorizeError>,
+    > {
         let decided = self
             .decide(principal, spec)
             .map_err(toolguard_pipeline::stage::authorize::AuthorizeError::refused);

@@ -12,15 +12,15 @@ use tokio::sync::{mpsc, oneshot};
 
 use std::sync::Arc;
 
-use toolguard_pipeline::audit::{AuditAnchor, Checkpoint};
-use toolguard_pipeline::audit::{ChainBreak, GENESIS_HASH, Sealer};
+use crate::store::{PgConfig, connect_pool};
 use toolguard_pipeline::audit::columns::{COLUMNS, Columns, limit_of};
+use toolguard_pipeline::audit::{AuditAnchor, Checkpoint};
 use toolguard_pipeline::audit::{AuditEntry, AuditRecord};
-use toolguard_pipeline::audit::{AuditQuery, ChainVerifier, VerifyError, VerifyReport};
 use toolguard_pipeline::audit::{AuditError, AuditSink};
+use toolguard_pipeline::audit::{AuditQuery, ChainVerifier, VerifyError, VerifyReport};
+use toolguard_pipeline::audit::{ChainBreak, GENESIS_HASH, Sealer};
 use toolguard_pipeline::store::StoreError;
 use toolguard_pipeline::store::encode::i64_of;
-use crate::store::{PgConfig, connect_pool};
 use toolguard_pipeline::tool::BoxFuture;
 
 /// Most entries committed in one transaction.

@@ -6,11 +6,11 @@ use std::time::{Duration, SystemTime};
 
 use deadpool_postgres::Pool;
 
-use toolguard_pipeline::detect::store::{DetectionStore, Mark, Marks, live, millis};
+use crate::store::PgStore;
+use crate::store::err;
 use toolguard_pipeline::clock::unix_millis;
 use toolguard_pipeline::detect::store::SessionResponse;
-use crate::store::err;
-use crate::store::PgStore;
+use toolguard_pipeline::detect::store::{DetectionStore, Mark, Marks, live, millis};
 use toolguard_pipeline::store::StoreResult;
 use toolguard_pipeline::tool::BoxFuture;
 

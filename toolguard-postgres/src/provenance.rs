@@ -2,9 +2,9 @@
 //! Every statement is prepared once per pooled session (`prepare_cached`): each state-changing
 //! call reads its session's sources, and preparing the statement on each read cost a round trip.
 
+use crate::store::PgStore;
 use toolguard_pipeline::provenance::{ProvenanceStore, Source, TRIM_SQL};
 use toolguard_pipeline::store::encode::i64_of;
-use crate::store::PgStore;
 use toolguard_pipeline::store::{StoreError, StoreResult};
 use toolguard_pipeline::tool::BoxFuture;
 

@@ -16,12 +16,14 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
 use crate::batch::{Batcher, Write, Written};
+use toolguard_pipeline::clock::unix_millis;
+use toolguard_pipeline::store::encode::{
+    LEDGER_HOLDS, PURGE_INDEXES, i64_of, millis, new_token, u64_of,
+};
 pub(crate) use toolguard_pipeline::store::*;
 use toolguard_pipeline::store::{
     ApprovalStore, IdempotencyStore, OperationStore, SessionLedger, StoreError, StoreResult,
 };
-use toolguard_pipeline::clock::unix_millis;
-use toolguard_pipeline::store::encode::{LEDGER_HOLDS, PURGE_INDEXES, i64_of, millis, new_token, u64_of};
 use toolguard_pipeline::tool::BoxFuture;
 
 /// Current version of the PostgreSQL schema.
@@ -918,7 +920,9 @@ async fn insert_entries(
 }
 
 impl SessionLedger for PgStore {
-    fn provenance(self: std::sync::Arc<Self>) -> Option<toolguard_pipeline::provenance::SharedProvenance> {
+    fn provenance(
+        self: std::sync::Arc<Self>,
+    ) -> Option<toolguard_pipeline::provenance::SharedProvenance> {
         Some(self)
     }
 

@@ -7,11 +7,11 @@ use std::time::{Duration, SystemTime};
 use redis::Script;
 use redis::aio::ConnectionManager;
 
-use toolguard_pipeline::detect::store::{DetectionStore, Mark, Marks, live, millis};
+use crate::store::RedisStore;
+use crate::store::err;
 use toolguard_pipeline::clock::unix_millis;
 use toolguard_pipeline::detect::store::SessionResponse;
-use crate::store::err;
-use crate::store::RedisStore;
+use toolguard_pipeline::detect::store::{DetectionStore, Mark, Marks, live, millis};
 use toolguard_pipeline::store::StoreResult;
 use toolguard_pipeline::tool::BoxFuture;
 

@@ -1,8 +1,8 @@
 //! Sources in Redis: one list per session, `<prefix>:provenance:<session>`, of JSON sources,
 //! trimmed to the newest [`MAX_SOURCES_PER_SESSION`].
 
-use toolguard_pipeline::provenance::{MAX_SOURCES_PER_SESSION, ProvenanceStore, Source};
 use crate::store::RedisStore;
+use toolguard_pipeline::provenance::{MAX_SOURCES_PER_SESSION, ProvenanceStore, Source};
 use toolguard_pipeline::store::{StoreError, StoreResult};
 use toolguard_pipeline::tool::BoxFuture;
 

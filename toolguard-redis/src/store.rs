@@ -23,10 +23,10 @@ use std::time::{Duration, SystemTime};
 use redis::Script;
 use redis::aio::ConnectionManager;
 
-pub(crate) use toolguard_pipeline::store::*;
-use toolguard_pipeline::store::{IdempotencyStore, SessionLedger, StoreError, StoreResult};
 use toolguard_pipeline::clock::unix_millis;
 use toolguard_pipeline::store::encode::{millis, new_token};
+pub(crate) use toolguard_pipeline::store::*;
+use toolguard_pipeline::store::{IdempotencyStore, SessionLedger, StoreError, StoreResult};
 use toolguard_pipeline::tool::BoxFuture;
 
 pub(crate) fn err(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
@@ -716,7 +716,9 @@ impl IdempotencyStore for RedisStore {
 }
 
 impl SessionLedger for RedisStore {
-    fn provenance(self: std::sync::Arc<Self>) -> Option<toolguard_pipeline::provenance::SharedProvenance> {
+    fn provenance(
+        self: std::sync::Arc<Self>,
+    ) -> Option<toolguard_pipeline::provenance::SharedProvenance> {
         Some(self)
     }
 

@@ -138,13 +138,13 @@
 //! `variation_selector`, `control_char`, `line_separator`, `private_use`, `unassigned`.
 
 pub mod canon;
-mod field;
-pub mod kinds;
-pub mod limits;
 pub mod chars;
 mod email;
 pub mod fast;
+mod field;
 pub mod fold;
+pub mod kinds;
+pub mod limits;
 pub mod markup;
 pub mod nested;
 pub mod path;
@@ -161,8 +161,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use unicode_security::MixedScript;
 
-pub use field::{Field, FieldKind, FieldRule, Fields, ToolRules};
 use field::TextField;
+pub use field::{Field, FieldKind, FieldRule, Fields, ToolRules};
 pub use limits::Limits;
 
 pub use self::url::{
@@ -505,7 +505,14 @@ impl Sanitizer {
                     push_pointer(&mut pointer, key);
                     r = if field.kind() == FieldKind::Opaque {
                         let at = nested::SchemaAt::field(spec.input_schema(), key);
-                        self.walk_opaque(spec.tool_name(), field, at, value, &mut pointer, &mut report)
+                        self.walk_opaque(
+                            spec.tool_name(),
+                            field,
+                            at,
+                            value,
+                            &mut pointer,
+                            &mut report,
+                        )
                     } else {
                         self.walk(spec.tool_name(), field, value, &mut pointer, &mut report)
                     };
@@ -515,7 +522,13 @@ impl Sanitizer {
                 }
                 r
             }
-            other => self.walk(spec.tool_name(), &TextField, other, &mut pointer, &mut report),
+            other => self.walk(
+                spec.tool_name(),
+                &TextField,
+                other,
+                &mut pointer,
+                &mut report,
+            ),
         };
         match result {
             Ok(()) => {
@@ -552,7 +565,9 @@ impl Sanitizer {
             return self.walk_opaque(tool, field, at, value, pointer, report);
         }
         match (field.kind(), value) {
-            (_, Value::String(s)) => self.judge_string(tool, field, field.kind(), s, pointer, report),
+            (_, Value::String(s)) => {
+                self.judge_string(tool, field, field.kind(), s, pointer, report)
+            }
             (FieldKind::Money, Value::Number(n)) => {
                 if n.as_u64().is_some() {
                     Ok(())

@@ -360,4 +360,3 @@ fn number_size(n: &serde_json::Number) -> usize {
     let _ = write!(c, "{n}");
     c.0
 }
-

@@ -5,14 +5,7 @@ use super::*;
 /// The pipeline's names for the sanitizer's owned declarations, so the cases read as tools do.
 type FieldSpec = Field;
 
-/// A tool's name, schema and fields, built the way the pipeline's `ToolSpec` is.
-struct ToolSpec;
-
-impl ToolSpec {
-    fn new(name: &str, _description: &str, input: Value, _output: Value) -> Fields {
-        Fields::new(name, input)
-    }
-}
+type ToolSpec = Fields;
 
 fn field(kind: FieldKind) -> FieldSpec {
     FieldSpec {
@@ -31,7 +24,7 @@ fn reason(kind: FieldKind, s: &str) -> Option<&'static str> {
 }
 
 fn spec() -> ToolSpec {
-    let mut spec = ToolSpec::new("transfer", "d", json!({}), json!({}));
+    let mut spec = Fields::new("transfer", json!({}));
     spec.fields = vec![
         FieldSpec {
             name: "from".into(),
@@ -548,7 +541,7 @@ fn each_report_names_its_own_field_on_a_reused_pointer_buffer() {
 }
 
 fn opaque_spec() -> ToolSpec {
-    let mut spec = ToolSpec::new("book", "d", json!({}), json!({}));
+    let mut spec = Fields::new("book", json!({}));
     spec.fields = vec![FieldSpec {
         name: "trip".into(),
         kind: FieldKind::Opaque,
@@ -625,7 +618,7 @@ fn money_currency_is_a_known_code() {
 
 #[test]
 fn url_fields_report_resolution() {
-    let mut spec = ToolSpec::new("fetch", "d", json!({}), json!({}));
+    let mut spec = Fields::new("fetch", json!({}));
     spec.fields = vec![FieldSpec {
         name: "url".into(),
         kind: FieldKind::Url,

@@ -13,15 +13,15 @@ use arcstr::ArcStr;
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::{mpsc, oneshot};
 
-use toolguard_pipeline::audit::{AuditAnchor, Checkpoint};
-use toolguard_pipeline::audit::{GENESIS_HASH, Sealer};
+use crate::store::{Durability, Mode, Worker, open_connection};
 use toolguard_pipeline::audit::columns::{COLUMNS, Columns, limit_of};
+use toolguard_pipeline::audit::{AuditAnchor, Checkpoint};
 use toolguard_pipeline::audit::{AuditEntry, AuditRecord};
-use toolguard_pipeline::audit::{AuditQuery, ChainVerifier, VerifyError, VerifyReport};
 use toolguard_pipeline::audit::{AuditError, AuditSink};
+use toolguard_pipeline::audit::{AuditQuery, ChainVerifier, VerifyError, VerifyReport};
+use toolguard_pipeline::audit::{GENESIS_HASH, Sealer};
 use toolguard_pipeline::store::StoreError;
 use toolguard_pipeline::store::encode::i64_of;
-use crate::store::{Durability, Mode, Worker, open_connection};
 use toolguard_pipeline::tool::BoxFuture;
 
 /// Most entries committed in one transaction.
@@ -446,7 +446,9 @@ impl AuditQuery for SqliteAuditSink {
                     .collect();
                 verifier.feed(&entries)?;
                 if let Some(seq) = altered {
-                    return Err(VerifyError::Broken(toolguard_pipeline::audit::ChainBreak::Altered { seq }));
+                    return Err(VerifyError::Broken(
+                        toolguard_pipeline::audit::ChainBreak::Altered { seq },
+                    ));
                 }
             }
         })

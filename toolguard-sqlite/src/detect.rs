@@ -7,10 +7,10 @@ use std::time::{Duration, SystemTime};
 
 use rusqlite::{OptionalExtension, params};
 
-use toolguard_pipeline::detect::store::{DetectionStore, Mark, Marks, live, millis};
+use crate::store::SqliteStore;
 use toolguard_pipeline::clock::unix_millis;
 use toolguard_pipeline::detect::store::SessionResponse;
-use crate::store::SqliteStore;
+use toolguard_pipeline::detect::store::{DetectionStore, Mark, Marks, live, millis};
 use toolguard_pipeline::store::StoreResult;
 use toolguard_pipeline::tool::BoxFuture;
 
@@ -121,7 +121,8 @@ impl DetectionStore for SqliteDetectionStore {
         let key = response.key();
         let body = serde_json::to_string(response);
         Box::pin(async move {
-            let body = body.map_err(|e| toolguard_pipeline::store::StoreError::caused_by("sqlite", e))?;
+            let body =
+                body.map_err(|e| toolguard_pipeline::store::StoreError::caused_by("sqlite", e))?;
             self.store
                 .with_connection(move |c| {
                     c.execute(

@@ -2,10 +2,10 @@
 
 use rusqlite::params;
 
-use toolguard_pipeline::provenance::{ProvenanceStore, Source, TRIM_SQL};
-use toolguard_pipeline::store::encode::i64_of;
 use crate::store::SqliteStore;
+use toolguard_pipeline::provenance::{ProvenanceStore, Source, TRIM_SQL};
 use toolguard_pipeline::store::StoreResult;
+use toolguard_pipeline::store::encode::i64_of;
 use toolguard_pipeline::tool::BoxFuture;
 
 fn to_sql(e: serde_json::Error) -> rusqlite::Error {

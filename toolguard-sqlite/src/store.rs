@@ -11,16 +11,16 @@ use std::time::{Duration, SystemTime};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-pub(crate) use toolguard_pipeline::store::*;
-use toolguard_pipeline::store::{
-    ApprovalStore, IdempotencyStore, OperationStore, SessionLedger, StoreError, StoreResult,
-};
+pub(crate) use crate::worker::{Mode, Worker};
+use toolguard_pipeline::DispatcherBuilder;
 use toolguard_pipeline::clock::unix_millis;
 use toolguard_pipeline::store::encode::{
     HELD_SQLITE, LEDGER_HOLDS, PURGE_INDEXES, i64_of, millis, new_token, u64_of,
 };
-pub(crate) use crate::worker::{Mode, Worker};
-use toolguard_pipeline::DispatcherBuilder;
+pub(crate) use toolguard_pipeline::store::*;
+use toolguard_pipeline::store::{
+    ApprovalStore, IdempotencyStore, OperationStore, SessionLedger, StoreError, StoreResult,
+};
 use toolguard_pipeline::tool::BoxFuture;
 
 /// Current version of the SQLite schema.
@@ -716,7 +716,9 @@ fn insert_entry(
 }
 
 impl SessionLedger for SqliteStore {
-    fn provenance(self: std::sync::Arc<Self>) -> Option<toolguard_pipeline::provenance::SharedProvenance> {
+    fn provenance(
+        self: std::sync::Arc<Self>,
+    ) -> Option<toolguard_pipeline::provenance::SharedProvenance> {
         Some(self)
     }
 

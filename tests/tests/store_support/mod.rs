@@ -54,7 +54,7 @@ pub struct Backend {
     pub tamper: Option<Tamper>,
     /// The PostgreSQL store, for backends built on one.
     #[cfg(feature = "postgres")]
-    pub pg: Option<Arc<toolguard::store::PgStore>>,
+    pub pg: Option<Arc<toolguard::postgres::PgStore>>,
     cleanup: std::sync::Mutex<Option<Cleanup>>,
 }
 
@@ -170,8 +170,8 @@ fn sqlite_tamper(tpath: std::path::PathBuf) -> Tamper {
 
 #[cfg(feature = "sqlite")]
 pub async fn sqlite(test: &str) -> Option<Backend> {
-    use toolguard::audit::SqliteAuditSink;
-    use toolguard::store::SqliteStore;
+    use toolguard::sqlite::SqliteAuditSink;
+    use toolguard::sqlite::SqliteStore;
 
     let path = sqlite_path(test);
     let store = Arc::new(SqliteStore::open(&path).expect("open sqlite store"));
@@ -198,7 +198,7 @@ pub async fn sqlite(test: &str) -> Option<Backend> {
 /// through the store's connection (the writes a later synced write covers answered at commit).
 #[cfg(feature = "sqlite")]
 pub async fn sqlite_shared(test: &str) -> Option<Backend> {
-    use toolguard::store::{Durability, SqliteStore};
+    use toolguard::sqlite::{Durability, SqliteStore};
 
     let path = sqlite_path(test);
     let store = Arc::new(SqliteStore::open_with(&path, Durability::Full).expect("open sqlite"));
@@ -233,8 +233,8 @@ pub fn pg_url(test: &str) -> Option<String> {
 
 #[cfg(feature = "postgres")]
 pub async fn postgres(test: &str) -> Option<Backend> {
-    use toolguard::audit::PgAuditSink;
-    use toolguard::store::{PgConfig, PgStore};
+    use toolguard::postgres::PgAuditSink;
+    use toolguard::postgres::{PgConfig, PgStore};
 
     let url = pg_url(test)?;
     let config = PgConfig::new(url).schema(unique(test)).pool_size(8);
@@ -301,7 +301,7 @@ pub fn redis_url(test: &str) -> Option<String> {
 
 #[cfg(feature = "redis")]
 pub async fn redis(test: &str) -> Option<Backend> {
-    use toolguard::store::RedisStore;
+    use toolguard::redis::RedisStore;
 
     let url = redis_url(test)?;
     let store = Arc::new(

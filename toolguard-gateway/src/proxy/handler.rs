@@ -11,11 +11,11 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 
 use super::{Guard, ProxyError};
-use toolguard_providers::ADAPTER_REVISION;
 use crate::server::{
     IDEMPOTENCY_KEY_META, PROVIDER, TOOLS_CALL, call_tool_result, unknown_tool_error,
 };
 use toolguard_pipeline::{Principal, ProviderContext, RawArguments, Status, ToolCall};
+use toolguard_providers::ADAPTER_REVISION;
 
 /// The proxy as an MCP server: `tools/list` and `tools/call` go to the dispatcher of the policy
 /// in force (a reload takes effect at the next request).

@@ -181,7 +181,10 @@ async fn route(guard: &Guard, request: Request) -> (u16, Value) {
     }
 }
 
-async fn pending(dispatcher: &toolguard_pipeline::Dispatcher<()>, viewer: &Principal) -> (u16, Value) {
+async fn pending(
+    dispatcher: &toolguard_pipeline::Dispatcher<()>,
+    viewer: &Principal,
+) -> (u16, Value) {
     match dispatcher.approvals().pending(viewer).await {
         Ok(list) => (
             200,

@@ -35,10 +35,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::transport::GuardedTransport;
 use super::{PROVIDER, TOOLS_CALL, tools};
 use toolguard_pipeline::dispatcher::Dispatcher;
+use toolguard_pipeline::{Principal, ProviderContext, RawArguments, Status, ToolCall, ToolOutcome};
 use toolguard_providers::{
     ADAPTER_REVISION, ExportError, ExportOptions, is_valid_tool_name, model_text,
 };
-use toolguard_pipeline::{Principal, ProviderContext, RawArguments, Status, ToolCall, ToolOutcome};
 
 /// The request `_meta` field that carries a host-supplied idempotency key (a string).
 pub const IDEMPOTENCY_KEY_META: &str = "toolguard/idempotencyKey";

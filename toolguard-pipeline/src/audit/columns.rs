@@ -5,8 +5,7 @@ use super::entry::AuditEntry;
 use crate::store::encode::i64_of;
 
 /// The columns every audit query selects, in this order.
-pub const COLUMNS: &str =
-    "seq, record, prev_hash, hash, time_ms, tenant, subject, tool, status";
+pub const COLUMNS: &str = "seq, record, prev_hash, hash, time_ms, tenant, subject, tool, status";
 
 /// The indexed copies of record fields, which must agree with the sealed record.
 #[derive(Debug)]

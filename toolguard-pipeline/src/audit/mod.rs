@@ -20,9 +20,9 @@ mod memory;
 mod query;
 
 pub use anchor::{AuditAnchor, Checkpoint, CheckpointPolicy, CheckpointSink, MemoryCheckpoints};
-pub use chain::{ChainBreak, GENESIS_HASH, seal, verify_chain};
 #[doc(hidden)]
 pub use chain::Sealer;
+pub use chain::{ChainBreak, GENESIS_HASH, seal, verify_chain};
 pub use entry::{AuditEntry, AuditEvent, AuditRecord, REDACTED};
 pub use memory::MemoryAuditSink;
 pub use query::{AuditQuery, ChainVerifier, VerifyError, VerifyReport};

@@ -43,7 +43,6 @@ mod flow;
 pub(crate) mod stage;
 mod store;
 
-
 pub use flow::{CAUSE, FlowAction, FlowPolicy, FlowRule};
 pub use store::{ProvenanceStore, session_key};
 

@@ -53,7 +53,7 @@ pub fn check(raw: &RawArguments, limits: &Limits) -> Result<(), Stop> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn reason(raw: RawArguments, limits: &Limits) -> Option<String> {
         reason_of(&raw, limits)

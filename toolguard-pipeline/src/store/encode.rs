@@ -1,6 +1,5 @@
 //! Small conversions the store backends share.
 
-
 use std::time::Duration;
 
 /// Migration 2 of both SQL backends: the indexes the purge uses (idempotency expiry, ledger
@@ -27,8 +26,7 @@ CREATE INDEX IF NOT EXISTS toolguard_hold_scopes_entry ON toolguard_hold_scopes 
 "#;
 
 /// The live reservations of one scope: `$1`/`?1` scope, `$2`/`?2` now.
-pub const HELD_SQLITE: &str =
-    "SELECT COALESCE(SUM(h.amount), 0) FROM toolguard_hold_scopes s
+pub const HELD_SQLITE: &str = "SELECT COALESCE(SUM(h.amount), 0) FROM toolguard_hold_scopes s
      JOIN toolguard_holds h ON h.entry = s.entry WHERE s.scope = ?1 AND h.until_ms > ?2";
 
 /// A fresh owner token.

@@ -6,10 +6,10 @@
 //! names in `[proxy] upstream_token_env`; the file never holds the secret.
 
 use super::{UpstreamEvents, UpstreamTarget};
-use toolguard_policy::{Policy, PolicyError};
 use crate::proxy::ProxyError;
 use rmcp::RoleClient;
 use rmcp::service::RunningService;
+use toolguard_policy::{Policy, PolicyError};
 
 /// The bearer token for `target`: the value of `[proxy] upstream_token_env`, which must be set
 /// when named, and may only be named for a URL upstream.

@@ -17,10 +17,10 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use super::ProxyError;
-use toolguard_policy::{Offered, Policy};
 use toolguard_pipeline::declare::{ForwardFn, RuntimeTool};
 use toolguard_pipeline::error::ToolError;
 use toolguard_pipeline::spec::ToolSpec;
+use toolguard_policy::{Offered, Policy};
 
 mod http;
 
