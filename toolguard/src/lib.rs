@@ -22,6 +22,7 @@ pub mod digest;
 pub mod dispatcher;
 mod erased;
 pub mod error;
+pub mod guide;
 pub mod keys;
 pub mod kinds;
 pub mod metrics;
