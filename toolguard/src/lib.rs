@@ -24,6 +24,8 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod guide;
+
 #[doc(inline)]
 pub use toolguard_pipeline::*;
 
