@@ -1,7 +1,7 @@
 //! # toolguard-pipeline
 //!
 //! The core of the toolguard crate family; users depend on the facade crate `toolguard-rs`
-//! (`use toolguard::...`), which re-exports this crate.
+//! (`use toolguard_pipeline::...`), which re-exports this crate.
 //!
 //! Declare tools that LLM agents may call, and run every call through one mandatory guard
 //! pipeline: parse → registry → schema validation → sanitization → principal → tool permission →
@@ -65,8 +65,8 @@ pub use tool::{BoxFuture, Owned, Reconciled, Tool, ToolContext, ToolHandle};
 pub use toolguard_macros::{tool, toolset};
 
 /// The JSON Schema crate tool argument and result types derive [`JsonSchema`] with; a crate using
-/// toolguard needs no `schemars` dependency of its own (`#[derive(toolguard::JsonSchema)]` with
-/// `#[schemars(crate = "toolguard::schemars")]`).
+/// toolguard needs no `schemars` dependency of its own (`#[derive(toolguard_pipeline::JsonSchema)]` with
+/// `#[schemars(crate = "toolguard_pipeline::schemars")]`).
 pub use schemars;
 pub use schemars::JsonSchema;
 

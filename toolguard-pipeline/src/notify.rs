@@ -8,8 +8,8 @@
 //! entry of kind [`AuditEvent::Notification`].
 //!
 //! ```
-//! use toolguard::notify::{ApprovalEvent, ApprovalNotifier, NotifyReport};
-//! use toolguard::Dispatcher;
+//! use toolguard_pipeline::notify::{ApprovalEvent, ApprovalNotifier, NotifyReport};
+//! use toolguard_pipeline::Dispatcher;
 //!
 //! struct Log;
 //! impl ApprovalNotifier for Log {

@@ -3,7 +3,7 @@
 //! state) and the audit trail, shared by replicas, with prepared statements, pipelined round
 //! trips and group commits.
 //!
-//! Use it through the facade (`features = ["postgres"]`, module `toolguard::postgres`).
+//! Use it through the facade (`features = ["postgres"]`, module `toolguard_pipeline::postgres`).
 
 mod audit;
 mod batch;

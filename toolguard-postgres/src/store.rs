@@ -331,15 +331,15 @@ fn from_json<T: serde::de::DeserializeOwned>(s: &str) -> StoreResult<T> {
 /// Every store of the dispatcher in PostgreSQL.
 ///
 /// ```no_run
-/// # async fn run() -> Result<(), toolguard::store::StoreError> {
+/// # async fn run() -> Result<(), toolguard_pipeline::store::StoreError> {
 /// use std::sync::Arc;
-/// use toolguard::audit::PgAuditSink;
-/// use toolguard::store::{PgConfig, PgStore};
+/// use toolguard_postgres::PgAuditSink;
+/// use toolguard_postgres::{PgConfig, PgStore};
 ///
 /// let config = PgConfig::new("postgres://postgres@127.0.0.1:5432/app").schema("toolguard");
 /// let store = Arc::new(PgStore::connect(&config).await?);
 /// let audit = PgAuditSink::connect(&config).await?;
-/// let builder = toolguard::Dispatcher::builder(()).store(store).audit(audit);
+/// let builder = toolguard_pipeline::Dispatcher::builder(()).store(store).audit(audit);
 /// # let _ = builder; Ok(()) }
 /// ```
 #[derive(Clone)]

@@ -2,7 +2,7 @@
 //! and detection state, shared by replicas (Lua scripts make each transition atomic). Approvals
 //! and operation records need a durable store (SQLite or PostgreSQL).
 //!
-//! Use it through the facade (`features = ["redis"]`, module `toolguard::redis`).
+//! Use it through the facade (`features = ["redis"]`, module `toolguard_pipeline::redis`).
 
 mod detect;
 mod provenance;

@@ -308,12 +308,12 @@ impl Scripts {
 /// store (SQLite or PostgreSQL).
 ///
 /// ```no_run
-/// # async fn run() -> Result<(), toolguard::store::StoreError> {
+/// # async fn run() -> Result<(), toolguard_pipeline::store::StoreError> {
 /// use std::sync::Arc;
-/// use toolguard::store::RedisStore;
+/// use toolguard_redis::RedisStore;
 ///
 /// let redis = Arc::new(RedisStore::connect("redis://127.0.0.1:6379", "myapp:toolguard").await?);
-/// let builder = toolguard::Dispatcher::builder(())
+/// let builder = toolguard_pipeline::Dispatcher::builder(())
 ///     .idempotency_store(redis.clone())
 ///     .session_ledger(redis);
 /// # let _ = builder; Ok(()) }

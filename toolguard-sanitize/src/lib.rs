@@ -296,7 +296,7 @@ struct FieldPolicy {
 /// Per-field sanitization rules of a dispatcher.
 ///
 /// ```
-/// use toolguard::sanitize::Sanitizer;
+/// use toolguard_sanitize::Sanitizer;
 /// let s = Sanitizer::new()
 ///     .allow_email_domains("send_email", "to", ["example.com"])
 ///     .allow_url_hosts("fetch", "url", ["*.example.org"])

@@ -4,7 +4,7 @@
 //! writer thread).
 //!
 //! Use it through the facade (`toolguard = { package = "toolguard-rs", features = ["sqlite"] }`,
-//! module `toolguard::sqlite`):
+//! module `toolguard_pipeline::sqlite`):
 //!
 //! ```no_run
 //! # fn build(builder: toolguard_pipeline::DispatcherBuilder<()>) -> Result<(), Box<dyn std::error::Error>> {

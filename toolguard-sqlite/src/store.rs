@@ -185,14 +185,14 @@ fn from_json<T: serde::de::DeserializeOwned>(s: &str) -> rusqlite::Result<T> {
 /// [`crate::audit::SqliteAuditSink`]).
 ///
 /// ```no_run
-/// # fn main() -> Result<(), toolguard::store::StoreError> {
+/// # fn main() -> Result<(), toolguard_pipeline::store::StoreError> {
 /// use std::sync::Arc;
-/// use toolguard::audit::SqliteAuditSink;
-/// use toolguard::store::SqliteStore;
+/// use toolguard_sqlite::SqliteAuditSink;
+/// use toolguard_sqlite::SqliteStore;
 ///
 /// let store = Arc::new(SqliteStore::open("toolguard.db")?);
 /// let audit = SqliteAuditSink::open("toolguard.db")?;
-/// let dispatcher = toolguard::Dispatcher::builder(()).store(store).audit(audit);
+/// let dispatcher = toolguard_pipeline::Dispatcher::builder(()).store(store).audit(audit);
 /// # let _ = dispatcher; Ok(()) }
 /// ```
 #[derive(Debug)]

@@ -4,8 +4,8 @@
 //!
 //! ```
 //! use serde_json::json;
-//! use toolguard::declare::{Declaration, FieldDecl, declare};
-//! use toolguard::{FieldKind, Risk};
+//! use toolguard_pipeline::declare::{Declaration, FieldDecl, declare};
+//! use toolguard_pipeline::{FieldKind, Risk};
 //!
 //! let schema = json!({
 //!     "type": "object",

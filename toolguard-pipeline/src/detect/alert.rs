@@ -102,7 +102,7 @@ pub trait AlertSink: Send + Sync + 'static {
 }
 
 /// Writes every alert as a `tracing` event at `warn` (critical: `error`), target
-/// `toolguard::alert`.
+/// `toolguard_pipeline::alert`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LogSink;
 

@@ -17,7 +17,7 @@
 //! ([`crate::operations`]) are entry points over the same stage implementations.
 //!
 //! ```
-//! use toolguard::{Dispatcher, Principal, ToolCall};
+//! use toolguard_pipeline::{Dispatcher, Principal, ToolCall};
 //!
 //! # tokio_test_block_on(async {
 //! let dispatcher = Dispatcher::builder(()).build().unwrap();
@@ -25,7 +25,7 @@
 //! let outcome = dispatcher
 //!     .dispatch(ToolCall::new("call-1", "no_such_tool", "{}"), &principal)
 //!     .await;
-//! assert_eq!(outcome.status, toolguard::Status::UnknownTool);
+//! assert_eq!(outcome.status, toolguard_pipeline::Status::UnknownTool);
 //! # });
 //! # fn tokio_test_block_on<F: std::future::Future>(f: F) -> F::Output {
 //! #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)

@@ -4,8 +4,8 @@
 //!
 //! ```
 //! use tower::{Service, ServiceBuilder, ServiceExt};
-//! use toolguard::dispatcher::DispatchRequest;
-//! use toolguard::{Dispatcher, Principal, Status, ToolCall};
+//! use toolguard_pipeline::dispatcher::DispatchRequest;
+//! use toolguard_pipeline::{Dispatcher, Principal, Status, ToolCall};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let dispatcher = Dispatcher::builder(()).build().unwrap();

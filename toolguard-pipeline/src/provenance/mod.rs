@@ -28,8 +28,8 @@
 //!   ([`AuditQuery::by_source`](crate::audit::AuditQuery::by_source)).
 //!
 //! ```
-//! use toolguard::provenance::{FlowAction, FlowPolicy};
-//! use toolguard::{Risk, RiskPolicy};
+//! use toolguard_pipeline::provenance::{FlowAction, FlowPolicy};
+//! use toolguard_pipeline::{Risk, RiskPolicy};
 //!
 //! let policy = RiskPolicy::new().flow(
 //!     FlowPolicy::default()

@@ -4,8 +4,8 @@
 //! or replace a built-in stage.
 //!
 //! ```
-//! use toolguard::stage::custom::{CustomStage, StageInput, StagePoint, Refusal};
-//! use toolguard::{BoxFuture, Status};
+//! use toolguard_pipeline::stage::custom::{CustomStage, StageInput, StagePoint, Refusal};
+//! use toolguard_pipeline::{BoxFuture, Status};
 //!
 //! /// Refuses tenants that ran out of quota.
 //! struct TenantQuota;
@@ -21,7 +21,7 @@
 //!     }
 //! }
 //!
-//! let dispatcher = toolguard::Dispatcher::builder(())
+//! let dispatcher = toolguard_pipeline::Dispatcher::builder(())
 //!     .custom_stage(StagePoint::AfterPermit, TenantQuota)
 //!     .build()
 //!     .unwrap();

@@ -22,8 +22,8 @@
 //! | `string_too_long` | [`Limits::max_string_bytes`] (default 256 KiB in one string or key) |
 //!
 //! ```
-//! use toolguard::stage::gate::{self, Limits};
-//! use toolguard::RawArguments;
+//! use toolguard_pipeline::stage::gate::{self, Limits};
+//! use toolguard_pipeline::RawArguments;
 //! let deep = format!("{}{}", "[".repeat(40), "]".repeat(40));
 //! let stop = gate::check(&RawArguments::Json(format!("{{\"a\":{deep}}}")), &Limits::default())
 //!     .unwrap_err();

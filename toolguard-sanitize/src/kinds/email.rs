@@ -13,7 +13,7 @@ use super::{KindError, deserialize_via_new};
 /// [`Sanitizer`](crate::Sanitizer::allow_email_domains), per tool and field.
 ///
 /// ```
-/// use toolguard::kinds::Email;
+/// use toolguard_sanitize::kinds::Email;
 /// let e = Email::new("ann@example.com").unwrap();
 /// assert_eq!(e.domain(), "example.com");
 /// assert!(Email::new("Ann <ann@example.com>").is_err());

@@ -13,7 +13,7 @@ use crate::DEFAULT_IDENTIFIER_MAX_LEN;
 /// metacharacter can be in it.
 ///
 /// ```
-/// use toolguard::kinds::Identifier;
+/// use toolguard_sanitize::kinds::Identifier;
 /// assert!(Identifier::new("acct_42").is_ok());
 /// assert!(Identifier::new("1'; DROP TABLE x;--").is_err());
 /// ```

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 /// An amount in integer minor units of its currency (cents, pence, yen): never a float.
 ///
 /// ```
-/// use toolguard::kinds::Cents;
+/// use toolguard_sanitize::kinds::Cents;
 /// let c: Cents = serde_json::from_str("1250").unwrap();
 /// assert_eq!(c.get(), 1250);
 /// assert!(serde_json::from_str::<Cents>("12.5").is_err());
@@ -137,7 +137,7 @@ impl Currency {
 /// An amount of money: integer minor units and a currency.
 ///
 /// ```
-/// use toolguard::kinds::{Cents, Currency, Money};
+/// use toolguard_sanitize::kinds::{Cents, Currency, Money};
 /// let m: Money = serde_json::from_str(r#"{"amount": 800000, "currency": "USD"}"#).unwrap();
 /// assert_eq!(m, Money { amount: Cents(800000), currency: Currency::USD });
 /// ```

@@ -23,7 +23,7 @@ use crate::path::{check_lexical, confine};
 /// altogether); on non-unix systems it re-checks and opens (a small race remains there).
 ///
 /// ```
-/// use toolguard::kinds::SafePath;
+/// use toolguard_sanitize::kinds::SafePath;
 /// assert!(SafePath::new("reports/2024/q1.csv").is_ok());
 /// assert!(SafePath::new("../etc/passwd").is_err());
 /// assert!(SafePath::new("/etc/passwd").is_err());

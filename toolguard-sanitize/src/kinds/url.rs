@@ -20,7 +20,7 @@ use crate::{HostResolver, NoResolution, ResolvedUrl, UrlPolicy, url::check_url};
 /// changes between check and use (rebinding) cannot point the request inside.
 ///
 /// ```
-/// use toolguard::kinds::Url;
+/// use toolguard_sanitize::kinds::Url;
 /// let u = Url::new("https://example.com/a?b=1").unwrap();
 /// assert_eq!(u.url().host_str(), Some("example.com"));
 /// assert!(Url::new("http://0x7f.1/").is_err());
