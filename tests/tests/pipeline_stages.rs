@@ -318,6 +318,87 @@ async fn custom_stage_stops_a_call_with_its_own_audit_reason() {
     assert_eq!(seen.load(Ordering::SeqCst), 2);
 }
 
+/// A kill switch the host flips: while it is on, every call stops.
+struct KillSwitch {
+    on: Arc<std::sync::atomic::AtomicBool>,
+    seen: Arc<AtomicUsize>,
+}
+
+impl CustomStage for KillSwitch {
+    fn check<'a>(&'a self, input: StageInput<'a>) -> BoxFuture<'a, Result<(), Refusal>> {
+        Box::pin(async move {
+            self.seen.fetch_add(1, Ordering::SeqCst);
+            assert_eq!(input.call.tool, "transfer_funds");
+            assert_eq!(input.arguments["amount"], 1_500_000);
+            if self.on.load(Ordering::SeqCst) {
+                return Err(Refusal::new(
+                    Status::Forbidden,
+                    "kill_switch",
+                    "transfers are switched off",
+                ));
+            }
+            Ok(())
+        })
+    }
+}
+
+#[tokio::test]
+async fn custom_stages_stop_an_approved_call_at_every_point() {
+    for point in [
+        StagePoint::AfterSanitize,
+        StagePoint::AfterPermit,
+        StagePoint::AfterPolicy,
+    ] {
+        let on = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = Arc::new(AtomicUsize::new(0));
+        let ledger = Arc::new(Ledger::seeded());
+        let audit = Arc::new(MemoryAuditSink::new());
+        let switch = KillSwitch {
+            on: on.clone(),
+            seen: seen.clone(),
+        };
+        let d = Dispatcher::builder_arc(ledger.clone())
+            .tool(TransferFunds)
+            .audit(audit.clone())
+            .custom_stage(point, switch)
+            .build()
+            .expect("dispatcher");
+        let args = json!({
+            "from_account": "acc-alice-1",
+            "to_account": "acc-bob-1",
+            "amount": 1_500_000,
+            "currency": "USD",
+            "idempotency_key": "kill-switch-01",
+        });
+        let call = ToolCall::new("c-big", "transfer_funds", args);
+        let out = d.dispatch(call.clone(), &alice()).await;
+        assert_eq!(out.status, Status::PendingApproval, "{point:?}: {out:?}");
+        assert_eq!(seen.load(Ordering::SeqCst), 1, "{point:?}: ran on the call");
+        // The host switches transfers off while the request waits for a human.
+        on.store(true, Ordering::SeqCst);
+        let id = out.approval.unwrap().approval_id;
+        let decided = d.approvals().approve(&bob_approver(), &id).await;
+        assert_eq!(decided.status, Status::Forbidden, "{point:?}: {decided:?}");
+        assert_eq!(decided.reason.as_deref(), Some("kill_switch"), "{point:?}");
+        assert_eq!(
+            seen.load(Ordering::SeqCst),
+            2,
+            "{point:?}: ran on the decision"
+        );
+        assert_eq!(ledger.transfers(), 0, "{point:?}: nothing executed");
+        let entries = audit.entries();
+        let last = entries.last().expect("the decision's entry");
+        assert_eq!(
+            last.record.reason.as_deref(),
+            Some("kill_switch"),
+            "{point:?}"
+        );
+        // The requester's retry replays the refusal; nothing runs.
+        let retry = d.dispatch(call, &alice()).await;
+        assert_eq!(ledger.transfers(), 0, "{point:?}: {retry:?}");
+    }
+}
+
 #[tokio::test]
 async fn custom_stage_cannot_skip_built_in_stages() {
     // A stage that lets everything through: the built-in stages still refuse what they refuse.

@@ -3,8 +3,9 @@
 //!
 //! A decision is an entry point over the same stages as a call:
 //! load(request) → check(open, approver fresh and eligible) → re-normalize(validate, sanitize,
-//! digest) and seal → decide → principal(requester, refreshed) → permit → policy(ledger) →
-//! recheck → execute → envelope → settle → audit. Every store call runs under the store deadline.
+//! digest) and seal → decide → then the stage list from its resume point after the human (see
+//! `stage::list`): custom stages → principal(requester, refreshed) → permit → custom stages →
+//! policy(ledger) → custom stages → recheck → execute → envelope → settle → audit. Every store call runs under the store deadline.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -127,23 +128,6 @@ fn subject<'a>(p: &'a Principal, call_id: &'a str, tool: &'a str, started: Insta
     }
 }
 
-/// The requester an approved action runs for must be fresh now, like a caller of `dispatch`:
-/// the refresher's answer, or without a refresher the stored snapshot, which goes stale. A
-/// stale requester fails closed (`requester_stale`); the action does not run.
-fn requester_fresh<S: Send + Sync + 'static>(
-    core: &Core<S>,
-    requester: &Principal,
-) -> Result<(), Stop> {
-    stage::principal::fresh(core, requester).map_err(|_| {
-        Stop::new(
-            Status::Forbidden,
-            "requester_stale",
-            "the requester's authentication is too old to run the approved action; nothing \
-             was done (configure principal_refresher, or the requester asks again)",
-        )
-    })
-}
-
 /// The stage sequence of a decision on `request`.
 async fn decision<S: Send + Sync + 'static>(
     core: &Core<S>,
@@ -180,29 +164,16 @@ async fn decision<S: Send + Sync + 'static>(
     // one, checked above), never a stored field.
     let amount = stage::policy::measure_amount(spec, &clean.args)?;
     approval::decide(core, &mut request, approver, verb).await?;
-    // The requester is re-authorized as they are now, then the action is rechecked and executed.
-    let executed = async {
-        t.at(Stage::Principal);
-        let requester = stage::principal::refreshed(core, &request.requester).await?;
-        requester_fresh(core, &requester)?;
-        t.at(Stage::Permit);
-        stage::authorize::permit(core, &requester, spec).await?;
-        let decoded = tool
-            .tool
-            .decode(clean.args)
-            .map_err(stage::validate::decode_error)?;
-        // The addresses checked just now, so that the handler connects to them (DNS pinning).
-        let ctx = core
-            .context(
-                &requester,
-                request.call_id.as_str().into(),
-                t.operation_id.clone(),
-            )
-            .with_resolved_urls(clean.resolved);
-        t.at(Stage::Policy);
-        let decision = stage::policy::approved(&request.requester, spec, amount);
-        stage::execution(core, tool, decoded, ctx, &decision, true, t).await
+    // The action resumes the stage list after the human: custom stages, the requester as they
+    // are now, permit, policy, then recheck and execution.
+    let approved = stage::list::Approved {
+        request: &request,
+        tool,
+        args: clean.args,
+        resolved: clean.resolved,
+        amount,
     };
+    let executed = stage::list::after_human(core, approved, t);
     let answer = Answer::from_result(executed.await);
     approval::executed(core, request, &answer).await;
     Ok(answer)

@@ -110,6 +110,7 @@ async fn query<S: Send + Sync + 'static>(
     operation_id: &str,
     t: &mut Trace,
 ) -> Result<OperationReport, Stop> {
+    // The caller is checked before anything is read.
     t.at(Stage::Principal);
     stage::principal::fresh(core, principal)?;
     let record = load(core, principal, operation_id).await?;
@@ -119,8 +120,7 @@ async fn query<S: Send + Sync + 'static>(
         .get(&*record.tool)
         .ok_or_else(|| not_found(NotFoundClass::Missing))?;
     let spec = tool.spec();
-    t.at(Stage::Permit);
-    stage::authorize::permit(core, principal, spec).await?;
+    stage::list::status_authority(core, principal, spec, t).await?;
     t.arguments = Some(stage::intent::redacted(spec, &record.arguments));
     let mut record = stage::reconcile::current(record, spec.timeout, core.now());
     if record.state != OperationState::OutcomeUnknown {

@@ -1,7 +1,8 @@
 //! The dispatcher: a registry of tools and the one mandatory pipeline every call goes through.
 //!
-//! [`Dispatcher::dispatch`] runs a call through the stage sequence below, written once, in
-//! `Dispatcher::sequence`; each stage is a module under [`crate::stage`]:
+//! [`Dispatcher::dispatch`] runs a call through the stage list below, written once, in
+//! `stage::list` (with the points where approval decisions and status queries enter it); each
+//! stage is a module under [`crate::stage`]:
 //!
 //! gate → parse → registry → validate → sanitize → intent (key, digest) → principal (fresh) →
 //! permit (the [`Authorizer`](crate::Authorizer)) → preflight → authorize (the resource) →
@@ -51,11 +52,10 @@ use crate::audit::AuditEvent;
 use crate::call::{Principal, ToolCall};
 use crate::outcome::ToolOutcome;
 use crate::spec::ToolSpec;
+use crate::stage;
 use crate::stage::core::Core;
-use crate::stage::custom::{StageInput, StagePoint};
 use crate::stage::finish::{Subject, capped};
 use crate::stage::trace::{Answer, Exit, Trace};
-use crate::stage::{self, Stage};
 
 /// Runs tool calls through the guard pipeline. Cheap to clone.
 pub struct Dispatcher<S: Send + Sync + 'static> {
@@ -90,9 +90,10 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         // (memo, span) and awaiting it moves a pointer rather than copying it each time.
         let pipeline = Box::pin(async move {
             let mut t = Trace::default();
-            let result = stage::execute::contained(self.sequence(&call, principal, &mut t))
-                .await
-                .unwrap_or_else(|_| Err(Exit::Stop(stage::panicked(&self.core, &t))));
+            let result =
+                stage::execute::contained(stage::list::call(&self.core, &call, principal, &mut t))
+                    .await
+                    .unwrap_or_else(|_| Err(Exit::Stop(stage::panicked(&self.core, &t))));
             // The call's own strings move into the outcome.
             let about = Subject {
                 event: AuditEvent::Call,
@@ -106,92 +107,6 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         crate::canonical::with_nfc_memo(pipeline)
             .instrument(span)
             .await
-    }
-
-    /// The stage sequence of a call. Each step passes the call on, stops it, or answers it from
-    /// a stored outcome (`?`).
-    async fn sequence(
-        &self,
-        call: &ToolCall,
-        p: &Principal,
-        t: &mut Trace,
-    ) -> Result<Answer, Exit> {
-        let core = &*self.core;
-        // The metrics label of a registered tool, even when its arguments do not parse.
-        t.tool = core.tools.get(&call.tool).map(|r| r.name.clone());
-        t.at(Stage::Parse);
-        stage::gate::check(&call.arguments, core.sanitizer.limits())?;
-        let args = stage::parse::arguments(&call.arguments)?;
-        t.at(Stage::Registry);
-        let tool = stage::registry::lookup(core, &call.tool)?;
-        let spec = tool.spec();
-        t.at(Stage::Validate);
-        stage::validate::arguments(&tool.input, &args)?;
-        stage::idempotency::check_raw_key(spec, call, &args)?;
-        t.at(Stage::Sanitize);
-        let clean = stage::sanitize::run(core, tool, args, t)?;
-        // The one copy of the arguments every later stage reads.
-        let args = Arc::new(clean.args);
-        stage::intent::record(core.keys.as_deref(), spec, call, &args, p, t)?;
-        self.custom(StagePoint::AfterSanitize, call, p, spec, &args)
-            .await?;
-        t.at(Stage::Principal);
-        stage::principal::fresh(core, p)?;
-        t.at(Stage::Permit);
-        stage::authorize::permit(core, p, spec).await?;
-        self.custom(StagePoint::AfterPermit, call, p, spec, &args)
-            .await?;
-        let decoded = tool.decode(&args)?;
-        let call_id = t.call_id.insert(call.call_id.as_str().into()).clone();
-        let mut ctx = core
-            .context(p, call_id, t.operation_id.clone())
-            .with_resolved_urls(clean.resolved);
-        if spec.untrusted_output {
-            ctx = ctx.with_source_label_slot();
-        }
-        t.source_label = ctx.source_label();
-        stage::preflight::run(core, spec, p, &*decoded, &ctx, t).await?;
-        crate::provenance::stage::load(core, spec, call, p, t).await?;
-        t.at(Stage::Policy);
-        let decision = stage::policy::stage(core, spec, &args, p, t).await?;
-        self.custom(StagePoint::AfterPolicy, call, p, spec, &args)
-            .await?;
-        t.at(Stage::Idempotency);
-        let held = stage::idempotency::admit(core, call, spec, p, t).await?;
-        t.admitted = !spec.read_only;
-        t.at(Stage::Approval);
-        let answer = match decision.approval_cause {
-            Some(_) => {
-                let key = held.as_ref().map(|h| h.key.clone());
-                // Boxed: a call that needs approval is rare, and the request's state would
-                // otherwise enlarge every call's future.
-                Box::pin(stage::approval::ask(core, spec, call, p, key, &decision, t)).await
-            }
-            None => stage::execution(core, tool, decoded, ctx, &decision, false, t).await,
-        };
-        let cause = decision.approval_cause.as_deref();
-        let answer = crate::provenance::stage::settle(core, spec, call, p, cause, answer, t).await;
-        let answer = Answer::from_result(answer);
-        stage::settle::held(core, spec, held, &answer, t).await;
-        Ok(answer)
-    }
-
-    /// Runs the custom stages added at `point`.
-    async fn custom(
-        &self,
-        point: StagePoint,
-        call: &ToolCall,
-        principal: &Principal,
-        spec: &ToolSpec,
-        arguments: &serde_json::Value,
-    ) -> Result<(), Exit> {
-        let input = StageInput {
-            call,
-            principal,
-            spec,
-            arguments,
-        };
-        Ok(self.core.custom.run(point, input).await?)
     }
 
     /// The declarations of the registered tools, in registration order.

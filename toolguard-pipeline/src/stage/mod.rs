@@ -1,8 +1,9 @@
 //! The pipeline's stages, one module each. Each stage takes what it needs (the built
 //! dispatcher's registry and configuration as a `Core`, the call, what the call has learned so
 //! far as a `Trace`) and either passes the call on, stops it with a [`Stop`], or answers it from
-//! a stored outcome. The order is written once per entry point: [`crate::dispatcher`] (calls),
-//! [`crate::approvals`] (decisions) and [`crate::operations`] (status and reconciliation).
+//! a stored outcome. The order is written once, in `stage::list`, with the points where calls,
+//! approval decisions ([`crate::approvals`]) and status queries ([`crate::operations`]) enter
+//! it.
 
 pub mod approval;
 pub mod authorize;
@@ -14,6 +15,7 @@ pub(crate) mod finish;
 pub mod gate;
 pub mod idempotency;
 pub mod intent;
+pub(crate) mod list;
 pub(crate) mod normalize;
 pub mod parse;
 pub mod policy;

@@ -26,6 +26,10 @@ use schemars::JsonSchema;
     JsonSchema,
 )]
 #[serde(transparent)]
+// The schema's description is the one tool schemas have always carried (goldens pin it).
+#[schemars(
+    description = "An amount in integer minor units of its currency (cents, pence, yen): never a float.\n\n```\nuse toolguard::kinds::Cents;\nlet c: Cents = serde_json::from_str(\"1250\").unwrap();\nassert_eq!(c.get(), 1250);\nassert!(serde_json::from_str::<Cents>(\"12.5\").is_err());\nassert!(serde_json::from_str::<Cents>(\"-1\").is_err());\n```"
+)]
 pub struct Cents(pub u64);
 
 impl Cents {
@@ -143,6 +147,10 @@ impl Currency {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+// The schema's description is the one tool schemas have always carried (goldens pin it).
+#[schemars(
+    description = "An amount of money: integer minor units and a currency.\n\n```\nuse toolguard::kinds::{Cents, Currency, Money};\nlet m: Money = serde_json::from_str(r#\"{\"amount\": 800000, \"currency\": \"USD\"}\"#).unwrap();\nassert_eq!(m, Money { amount: Cents(800000), currency: Currency::USD });\n```"
+)]
 pub struct Money {
     /// Amount in minor units.
     pub amount: Cents,

@@ -1,0 +1,229 @@
+//! The stage list: the one order of the pipeline, with the points where each entry point enters
+//! it. Every entry point runs its part of this list and nothing else:
+//!
+//! | # | stage | call ([`call`]) | decision ([`after_human`]) | status ([`status_authority`]) |
+//! | --- | --- | --- | --- | --- |
+//! | 1 | gate, parse, registry, validate, sanitize, intent | ✓ | the stored action re-normalized and its seal checked (`approvals`) | — |
+//! | 2 | custom stages at [`StagePoint::AfterSanitize`] | ✓ | ✓ (the resume point after the human) | — |
+//! | 3 | principal (fresh) | the caller | the requester, refreshed | the caller |
+//! | 4 | permit (the `Authorizer`) | ✓ | ✓ | ✓ |
+//! | 5 | custom stages at [`StagePoint::AfterPermit`] | ✓ | ✓ | — |
+//! | 6 | preflight, authorize (the resource), provenance | ✓ | — (checked again by recheck) | — |
+//! | 7 | policy | limits and flow | the approved amount, its reservation | — |
+//! | 8 | custom stages at [`StagePoint::AfterPolicy`] | ✓ | ✓ | — |
+//! | 9 | idempotency, approval? | ✓ | — (the human decided) | — |
+//! | 10 | recheck, execute, envelope ([`execution`]) | ✓ | ✓ | reconcile instead (`operations`) |
+//! | 11 | provenance (an untrusted result becomes a source), settle | ✓ | settle (`approvals`) | settle |
+//! | 12 | finish: operation record, the one terminal audit entry, detection | ✓ | ✓ | ✓ |
+//!
+//! A custom stage runs on every path that can execute a tool; the status query executes nothing
+//! and runs only the principal and permit stages before it reads (and may reconcile).
+
+use std::sync::Arc;
+
+use super::core::{Core, Registered};
+use super::custom::{StageInput, StagePoint};
+use super::policy::PolicyDecision;
+use super::trace::{Answer, Exit, Trace};
+use super::{Stage, Stop, execution};
+use crate::call::{Principal, RawArguments, ToolCall};
+use crate::erased::DecodedArgs;
+use crate::spec::ToolSpec;
+use crate::store::ApprovalRequest;
+use crate::tool::ToolContext;
+
+/// Rows 1 to 11 for a model's call. Each step passes the call on, stops it, or answers it from
+/// a stored outcome (`?`).
+pub(crate) async fn call<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    call: &ToolCall,
+    p: &Principal,
+    t: &mut Trace,
+) -> Result<Answer, Exit> {
+    // The metrics label of a registered tool, even when its arguments do not parse.
+    t.tool = core.tools.get(&call.tool).map(|r| r.name.clone());
+    t.at(Stage::Parse);
+    super::gate::check(&call.arguments, core.sanitizer.limits())?;
+    let args = super::parse::arguments(&call.arguments)?;
+    t.at(Stage::Registry);
+    let tool = super::registry::lookup(core, &call.tool)?;
+    let spec = tool.spec();
+    t.at(Stage::Validate);
+    super::validate::arguments(&tool.input, &args)?;
+    super::idempotency::check_raw_key(spec, call, &args)?;
+    t.at(Stage::Sanitize);
+    let clean = super::sanitize::run(core, tool, args, t)?;
+    // The one copy of the arguments every later stage reads.
+    let args = Arc::new(clean.args);
+    super::intent::record(core.keys.as_deref(), spec, call, &args, p, t)?;
+    let input = StageInput {
+        call,
+        principal: p,
+        spec,
+        arguments: &args,
+    };
+    custom(core, StagePoint::AfterSanitize, input).await?;
+    t.at(Stage::Principal);
+    super::principal::fresh(core, p)?;
+    permit(core, input, t).await?;
+    let decoded = tool.decode(&args)?;
+    let call_id = t.call_id.insert(call.call_id.as_str().into()).clone();
+    let mut ctx = core
+        .context(p, call_id, t.operation_id.clone())
+        .with_resolved_urls(clean.resolved);
+    if spec.untrusted_output {
+        ctx = ctx.with_source_label_slot();
+    }
+    t.source_label = ctx.source_label();
+    super::preflight::run(core, spec, p, &*decoded, &ctx, t).await?;
+    crate::provenance::stage::load(core, spec, call, p, t).await?;
+    t.at(Stage::Policy);
+    let decision = super::policy::stage(core, spec, &args, p, t).await?;
+    custom(core, StagePoint::AfterPolicy, input).await?;
+    t.at(Stage::Idempotency);
+    let held = super::idempotency::admit(core, call, spec, p, t).await?;
+    t.admitted = !spec.read_only;
+    t.at(Stage::Approval);
+    let answer = match decision.approval_cause {
+        Some(_) => {
+            let key = held.as_ref().map(|h| h.key.clone());
+            // Boxed: a call that needs approval is rare, and the request's state would otherwise
+            // enlarge every call's future.
+            Box::pin(super::approval::ask(core, spec, call, p, key, &decision, t)).await
+        }
+        None => execution(core, tool, decoded, ctx, &decision, false, t).await,
+    };
+    let cause = decision.approval_cause.as_deref();
+    let answer = crate::provenance::stage::settle(core, spec, call, p, cause, answer, t).await;
+    let answer = Answer::from_result(answer);
+    super::settle::held(core, spec, held, &answer, t).await;
+    Ok(answer)
+}
+
+/// What an approved action brings to the list when it resumes after the human.
+pub(crate) struct Approved<'r, S: Send + Sync + 'static> {
+    /// The request the human decided.
+    pub(crate) request: &'r ApprovalRequest,
+    /// The registered tool.
+    pub(crate) tool: &'r Registered<S>,
+    /// The stored arguments, normalized again; their digests match the sealed ones.
+    pub(crate) args: serde_json::Value,
+    /// The URLs the sanitizer checked just now (the handler connects to these).
+    pub(crate) resolved: Vec<crate::sanitize::ResolvedUrl>,
+    /// The amount measured from the re-normalized action.
+    pub(crate) amount: Option<u64>,
+}
+
+/// Rows 2 to 10 for an approved action, resuming the list after the human: the custom stages on its
+/// re-normalized arguments, the requester as they are now, permit, the approved amount's policy
+/// and the execution tail.
+pub(crate) async fn after_human<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    approved: Approved<'_, S>,
+    t: &mut Trace,
+) -> Result<Answer, Stop> {
+    let Approved {
+        request,
+        tool,
+        args,
+        resolved,
+        amount,
+    } = approved;
+    let spec = tool.spec();
+    let call = resumed_call(request, &args);
+    // As on a call, the custom stages after sanitization see the principal before it is checked.
+    let unchecked = StageInput {
+        call: &call,
+        principal: &request.requester,
+        spec,
+        arguments: &args,
+    };
+    custom(core, StagePoint::AfterSanitize, unchecked).await?;
+    t.at(Stage::Principal);
+    let requester = super::principal::refreshed(core, &request.requester).await?;
+    requester_fresh(core, &requester)?;
+    let input = StageInput {
+        principal: &requester,
+        ..unchecked
+    };
+    permit(core, input, t).await?;
+    let decoded: Box<dyn DecodedArgs<S>> = tool
+        .tool
+        .decode(args.clone())
+        .map_err(super::validate::decode_error)?;
+    // The addresses checked just now, so that the handler connects to them (DNS pinning).
+    let ctx: ToolContext<S> = core
+        .context(
+            &requester,
+            request.call_id.as_str().into(),
+            t.operation_id.clone(),
+        )
+        .with_resolved_urls(resolved);
+    t.at(Stage::Policy);
+    let decision: PolicyDecision = super::policy::approved(&request.requester, spec, amount);
+    custom(core, StagePoint::AfterPolicy, input).await?;
+    execution(core, tool, decoded, ctx, &decision, true, t).await
+}
+
+/// Rows 3 and 4 for an operation-status query: the caller fresh and permitted to use the tool.
+pub(crate) async fn status_authority<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    principal: &Principal,
+    spec: &ToolSpec,
+    t: &mut Trace,
+) -> Result<(), Stop> {
+    t.at(Stage::Principal);
+    super::principal::fresh(core, principal)?;
+    t.at(Stage::Permit);
+    super::authorize::permit(core, principal, spec).await
+}
+
+/// Rows 4 and 5: tool permission, then the custom stages after it.
+async fn permit<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    input: StageInput<'_>,
+    t: &mut Trace,
+) -> Result<(), Stop> {
+    t.at(Stage::Permit);
+    super::authorize::permit(core, input.principal, input.spec).await?;
+    custom(core, StagePoint::AfterPermit, input).await
+}
+
+/// The custom stages added at `point`.
+async fn custom<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    point: StagePoint,
+    input: StageInput<'_>,
+) -> Result<(), Stop> {
+    core.custom.run(point, input).await
+}
+
+/// The call an approved action answers, as custom stages see it: the requester's call id, tool,
+/// provider path and idempotency key, with the re-normalized arguments.
+fn resumed_call(request: &ApprovalRequest, args: &serde_json::Value) -> ToolCall {
+    let mut call = ToolCall::new(
+        request.call_id.clone(),
+        request.tool.clone(),
+        RawArguments::Value(args.clone()),
+    );
+    call.provider = request.provider.clone();
+    call.idempotency_key = request.idempotency.as_ref().map(|k| k.key.to_string());
+    call
+}
+
+/// The requester an approved action runs for must be fresh now, like a caller of `dispatch`:
+/// the refresher's answer, or without a refresher the stored snapshot, which goes stale. A
+/// stale requester fails closed (`requester_stale`); the action does not run.
+fn requester_fresh<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    requester: &Principal,
+) -> Result<(), Stop> {
+    super::principal::fresh(core, requester).map_err(|_| {
+        Stop::new(
+            crate::outcome::Status::Forbidden,
+            "requester_stale",
+            "the requester's authentication is too old to run the approved action; nothing \
+             was done (configure principal_refresher, or the requester asks again)",
+        )
+    })
+}
