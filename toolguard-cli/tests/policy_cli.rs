@@ -1,4 +1,4 @@
-//! `toolguard policy check FILE` (features `cli` and `policy`): exit status and messages.
+//! `toolguard policy check FILE` (feature `policy`): exit status and messages.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -63,8 +63,24 @@ fn a_missing_file_fails_and_usage_errors_exit_2() {
     assert!(err.contains("cannot read the policy file"), "{err}");
     let (code, _, err) = run(&["policy", "lint", "x.toml"]);
     assert_eq!(code, 2);
-    assert!(err.contains("unknown `policy` command `lint`"), "{err}");
+    assert!(err.contains("unrecognized subcommand 'lint'"), "{err}");
+    assert!(err.contains("Usage: toolguard policy <COMMAND>"), "{err}");
     let (code, _, err) = run(&["policy"]);
     assert_eq!(code, 2);
-    assert!(err.contains("usage: toolguard policy check FILE"), "{err}");
+    assert!(err.contains("Usage: toolguard policy <COMMAND>"), "{err}");
+    assert!(err.contains("check"), "{err}");
+    let (code, _, err) = run(&["policy", "check"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("<FILE>"), "{err}");
+    let (code, _, err) = run(&[
+        "policy",
+        "check",
+        "x.toml",
+        "--upstream-url",
+        "http://127.0.0.1:1/mcp",
+        "--",
+        "node",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("not both"), "{err}");
 }

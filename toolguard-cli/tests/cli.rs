@@ -1,5 +1,5 @@
-//! Runs the `toolguard sanitize` command (feature `cli`) over the shared corpus and a few
-//! hand-written lines, checking the line protocol.
+//! Runs the `toolguard sanitize` command over the shared corpus and a few hand-written lines,
+//! checking the line protocol; and the command line itself: help, usage errors, exit statuses.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -101,8 +101,213 @@ fn usage_errors() {
     assert_eq!(status(&["sanitize", "--kind", "nope"]), 2);
     assert_eq!(status(&["sanitize", "--kind", "text", "--bogus"]), 2);
     assert_eq!(status(&["sanitize", "--kind"]), 2);
+    assert_eq!(
+        status(&["sanitize", "--kind", "text", "--max-len", "many"]),
+        2
+    );
     assert_eq!(status(&["--help"]), 0);
     assert_eq!(status(&["sanitize", "--kind", "text"]), 0);
+}
+
+/// Runs the command with `args` and no input: exit code, stdout, stderr.
+fn output(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_toolguard"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run toolguard");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn help_lists_every_subcommand_and_the_exit_statuses() {
+    let (code, out, _) = output(&["--help"]);
+    assert_eq!(code, 0);
+    for subcommand in ["sanitize", "policy", "mcp-proxy"] {
+        assert!(out.contains(&format!("\n  {subcommand} ")), "{out}");
+    }
+    assert!(out.contains("Exit status:"), "{out}");
+    assert!(out.contains("2  usage error"), "{out}");
+    // Without a subcommand: the help on stderr, as a usage error.
+    let (code, out, err) = output(&[]);
+    assert_eq!(code, 2);
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("mcp-proxy"), "{err}");
+}
+
+#[test]
+fn every_subcommand_has_help() {
+    let (code, out, _) = output(&["mcp-proxy", "--help"]);
+    assert_eq!(code, 0);
+    for option in [
+        "--policy <FILE>",
+        "--listen <ADDR>",
+        "--upstream-url <URL>",
+        "-- <UPSTREAM_CMD>...",
+    ] {
+        assert!(out.contains(option), "{out}");
+    }
+    assert!(out.contains("Exit status:"), "{out}");
+    let (code, help, _) = output(&["help", "mcp-proxy"]);
+    assert_eq!(code, 0);
+    assert_eq!(help, out);
+    let (code, out, _) = output(&["sanitize", "--help"]);
+    assert_eq!(code, 0);
+    for option in [
+        "--kind <KIND>",
+        "--root <DIR>",
+        "--allow-domain <D>",
+        "--allow-host <H>",
+        "--allow-scheme <S>",
+        "--max-len <N>",
+        "--allow-markup-links",
+        "--allow-leading-dash",
+    ] {
+        assert!(out.contains(option), "{out}");
+    }
+    let (code, out, _) = output(&["policy", "check", "--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("Usage: toolguard policy check"), "{out}");
+    let (code, out, _) = output(&["help", "policy"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("check"), "{out}");
+}
+
+#[test]
+fn an_unknown_kind_names_the_valid_ones() {
+    let (code, out, err) = output(&["sanitize", "--kind", "bogus"]);
+    assert_eq!(code, 2);
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("'bogus'"), "{err}");
+    for kind in [
+        "identifier",
+        "text",
+        "name",
+        "email",
+        "url",
+        "path",
+        "money",
+        "opaque",
+    ] {
+        assert!(err.contains(kind), "{err}");
+    }
+}
+
+#[test]
+fn an_unknown_option_or_subcommand_is_a_usage_error() {
+    let (code, out, err) = output(&["sanitize", "--kind", "text", "--bogus"]);
+    assert_eq!(code, 2);
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("'--bogus'"), "{err}");
+    assert!(err.contains("Usage: toolguard sanitize"), "{err}");
+    let (code, _, err) = output(&["mcp-proxy", "--policy", "p.toml", "--reviewer", "x"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("Usage: toolguard mcp-proxy"), "{err}");
+    let (code, _, err) = output(&["sanitise"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("Usage: toolguard"), "{err}");
+    assert!(err.contains("sanitize"), "{err}");
+}
+
+#[test]
+fn options_given_again_take_the_last_value_or_add_up() {
+    let (code, lines) = run(
+        &["sanitize", "--kind", "email", "--kind", "identifier"],
+        "\"acct_1\"\n",
+    );
+    assert_eq!(code, 0);
+    assert_eq!(lines[0]["verdict"], "clean");
+    let (_, lines) = run(
+        &[
+            "sanitize",
+            "--kind",
+            "identifier",
+            "--max-len",
+            "2",
+            "--max-len=4",
+        ],
+        "\"abcd\"\n\"abcde\"\n",
+    );
+    assert_eq!(lines[0]["verdict"], "clean");
+    assert_eq!(lines[1]["verdict"], "blocked");
+}
+
+#[cfg(feature = "mcp-proxy")]
+#[test]
+fn proxy_usage_errors_exit_2_before_anything_starts() {
+    // No upstream, both forms of it, no policy file: the policy file is never read.
+    let missing = "/nonexistent/policy.toml";
+    let (code, _, err) = output(&["mcp-proxy", "--policy", missing]);
+    assert_eq!(code, 2);
+    assert!(err.contains("give the upstream MCP server"), "{err}");
+    let (code, _, err) = output(&[
+        "mcp-proxy",
+        "--policy",
+        missing,
+        "--upstream-url",
+        "http://127.0.0.1:1/mcp",
+        "--",
+        "node",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("not both"), "{err}");
+    let (code, _, err) = output(&["mcp-proxy", "--", "node"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--policy <FILE>"), "{err}");
+    let (code, _, err) = output(&[
+        "mcp-proxy",
+        "--policy",
+        missing,
+        "--policy",
+        missing,
+        "--",
+        "node",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot be used multiple times"), "{err}");
+    // A policy file that cannot be read: the proxy cannot start.
+    let (code, _, err) = output(&["mcp-proxy", "--policy", missing, "--", "node"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("cannot read the policy file"), "{err}");
+}
+
+/// `--listen` and `--upstream-url` without the features that serve them: refused as usage errors
+/// that name the feature.
+#[cfg(feature = "mcp-proxy")]
+#[test]
+fn options_of_features_left_out_say_so() {
+    let (code, _, err) = output(&[
+        "mcp-proxy",
+        "--policy",
+        "/nonexistent/policy.toml",
+        "--listen",
+        "127.0.0.1:1",
+        "--",
+        "node",
+    ]);
+    if cfg!(feature = "http") {
+        assert_eq!(code, 1, "{err}");
+    } else {
+        assert_eq!(code, 2);
+        assert!(err.contains("`http` feature"), "{err}");
+    }
+    let (code, _, err) = output(&[
+        "policy",
+        "check",
+        "/nonexistent/policy.toml",
+        "--upstream-url",
+        "http://127.0.0.1:1/mcp",
+    ]);
+    if cfg!(feature = "upstream-http") {
+        assert_eq!(code, 1, "{err}");
+    } else {
+        assert_eq!(code, 2);
+        assert!(err.contains("`upstream-http` feature"), "{err}");
+    }
 }
 
 #[test]
