@@ -102,10 +102,10 @@ fn check_against_upstream(
     policy: &toolguard::declare::policy::Policy,
     target: Upstream,
 ) -> ExitCode {
-    use toolguard::proxy::{ProxyError, Upstream, UpstreamTarget};
+    use toolguard::proxy::{self, ProxyError, UpstreamTarget};
     let target = UpstreamTarget::from(target);
     let check = async {
-        let upstream = Upstream::open(&target, policy).await?;
+        let upstream = proxy::Upstream::open(&target, policy).await?;
         let offered = upstream.offered().await;
         upstream.close().await;
         let offered = offered?;
