@@ -3,7 +3,7 @@
 //! budget fail the run (allocation counts are exact, the same run to run).
 //!
 //! ```sh
-//! cargo bench -p toolguard-rs --bench allocations
+//! cargo bench -p toolguard-benches --bench allocations
 //! ```
 
 use std::alloc::{GlobalAlloc, Layout, System};

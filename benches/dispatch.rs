@@ -27,7 +27,7 @@
 //! and verifier reads). A call cannot cost less than its floor on the same machine; the gap
 //! between the two is what the pipeline itself adds.
 //!
-//! `cargo bench -p toolguard-rs --bench dispatch`
+//! `cargo bench -p toolguard-benches --bench dispatch`
 
 use std::future::Future;
 use std::hint::black_box;

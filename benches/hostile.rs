@@ -22,7 +22,7 @@
 //!   text (no run is a repeat the sanitizer could skip).
 //! - `gate_refusal`: an over-deep 1 MiB document, refused by the gate before parsing.
 //!
-//! `cargo bench -p toolguard-rs --bench hostile -- --warm-up-time 1 --measurement-time 5`
+//! `cargo bench -p toolguard-benches --bench hostile -- --warm-up-time 1 --measurement-time 5`
 //!
 //! Instruction counts of one call per input, under callgrind (stable whatever the machine's
 //! load): run the bench binary with `TOOLGUARD_HOSTILE_ONCE` set (all inputs, or a

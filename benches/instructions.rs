@@ -6,7 +6,7 @@
 //!
 //! ```sh
 //! cargo install gungraun-runner --version 0.20.0 --locked
-//! cargo bench -p toolguard-rs --bench instructions
+//! cargo bench -p toolguard-benches --bench instructions
 //! ```
 //!
 //! Callgrind runs the software SHA-256 path (it hides SHA-NI), so the counts include it.

@@ -1,7 +1,7 @@
 //! What the keys cost: the keyed request digest against the plain one, sealing and verifying an
 //! approval record, and appending to a keyed in-memory audit chain.
 //!
-//! `cargo bench -p toolguard-rs --bench keys -- --warm-up-time 1 --measurement-time 3`
+//! `cargo bench -p toolguard-benches --bench keys -- --warm-up-time 1 --measurement-time 3`
 
 use std::hint::black_box;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! Sanitizing a typical five-field argument object (identifier, identifier, money, text memo,
 //! e-mail), clean and with a stripped memo; and single strings of each kind.
 //!
-//! `cargo bench -p toolguard-rs --bench sanitize -- --warm-up-time 1 --measurement-time 3`
+//! `cargo bench -p toolguard-benches --bench sanitize -- --warm-up-time 1 --measurement-time 3`
 
 use std::hint::black_box;
 

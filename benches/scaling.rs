@@ -3,7 +3,7 @@
 //! the call path show up as a ratio well below the core count).
 //!
 //! ```sh
-//! cargo bench -p toolguard-rs --bench scaling
+//! cargo bench -p toolguard-benches --bench scaling
 //! ```
 //!
 //! Each task is one agent session with its own principal, as a server holds one per

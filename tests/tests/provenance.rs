@@ -313,7 +313,8 @@ async fn the_incident_is_held_by_provenance_alone() {
     assert!(clean_entries.iter().all(|e| e.record.sources.is_empty()));
 }
 
-/// `toolguard sanitize --kind text`, the command-line program itself, judges the e-mail clean.
+/// `toolguard sanitize --kind text`, the command-line program itself (package `toolguard-cli`,
+/// built with the README's test command's features), judges the e-mail clean.
 #[cfg(feature = "mcp-proxy")]
 #[test]
 fn the_sanitize_command_judges_the_email_clean() {

@@ -16,9 +16,9 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 
-/// The `toolguard` binary, (re)built with the features the README's test command uses (an
-/// example target brings in the dev-dependencies, so the features match `cargo test` and nothing
-/// is rebuilt after it).
+/// The `toolguard` binary of the `toolguard-cli` package, (re)built with the features the
+/// README's test command uses (an example target brings in the dev-dependencies, so the features
+/// match `cargo test` and nothing is rebuilt after it).
 pub fn proxy_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     let profile_dir = exe

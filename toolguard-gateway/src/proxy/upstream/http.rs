@@ -90,7 +90,7 @@ pub(super) async fn connect(
     _events: UpstreamEvents,
 ) -> Result<RunningService<RoleClient, UpstreamEvents>, String> {
     check_url(url)?;
-    Err("an upstream over Streamable HTTP needs the `mcp-proxy-upstream-http` feature: cargo install toolguard-rs --features cli,mcp-proxy-upstream-http".to_owned())
+    Err("an upstream over Streamable HTTP needs the `mcp-proxy-upstream-http` feature (the `toolguard` command: cargo install toolguard-cli --features upstream-http)".to_owned())
 }
 
 #[cfg(test)]

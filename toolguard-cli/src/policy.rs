@@ -1,0 +1,144 @@
+//! `toolguard policy check`: a policy file validated without serving anything.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::error::ErrorKind;
+use clap::{Args, Subcommand};
+
+use crate::upstream::{Upstream, UpstreamArgs};
+
+/// The exit statuses of `policy check`, at the end of its `--help`.
+const EXIT_STATUS: &str = "\
+Exit status:
+  0  the file is valid
+  1  it is not (the message names file and line), or the upstream cannot be reached
+  2  usage error";
+
+/// Work with policy files.
+#[derive(Debug, Args)]
+#[command(
+    subcommand_required = true,
+    arg_required_else_help = true,
+    after_long_help = crate::EXIT_STATUS
+)]
+pub struct PolicyArgs {
+    #[command(subcommand)]
+    command: PolicyCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum PolicyCommand {
+    Check(CheckArgs),
+}
+
+/// Validate a policy file without serving anything.
+///
+/// Checks the syntax, unknown keys, and the declaration rules that need no schema. Given an
+/// upstream MCP server (a command after `--`, or `--upstream-url`), also connects to it, lists
+/// its tools and checks every declaration against its schema, and that every tool the file names
+/// is offered.
+#[derive(Debug, Args)]
+#[command(after_long_help = EXIT_STATUS)]
+struct CheckArgs {
+    /// The policy file (TOML).
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    #[command(flatten)]
+    upstream: UpstreamArgs,
+}
+
+/// Runs `toolguard policy ...`.
+pub fn run(args: PolicyArgs) -> ExitCode {
+    let PolicyCommand::Check(args) = args.command;
+    match args.upstream.target() {
+        Ok(target) => check(&args.file, target),
+        Err(message) => usage(ErrorKind::ArgumentConflict, message),
+    }
+}
+
+/// A usage error of `policy check`: exit status 2.
+fn usage(kind: ErrorKind, message: String) -> ExitCode {
+    crate::usage_error(&["policy", "check"], kind, message)
+}
+
+/// Loads the policy file and checks it, against the upstream when there is one.
+#[cfg(feature = "policy")]
+fn check(file: &std::path::Path, target: Option<Upstream>) -> ExitCode {
+    let policy = match toolguard::policy::Policy::load(file) {
+        Ok(policy) => policy,
+        Err(e) => {
+            eprintln!("{e}");
+            return crate::failure();
+        }
+    };
+    match target {
+        Some(target) => check_against_upstream(&policy, target),
+        None => {
+            let names: Vec<&str> = policy.tool_names().collect();
+            println!(
+                "{}: valid, revision {}, declares {} tool(s): {}",
+                file.display(),
+                policy.revision(),
+                names.len(),
+                names.join(", ")
+            );
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+#[cfg(not(feature = "policy"))]
+fn check(_: &std::path::Path, _: Option<Upstream>) -> ExitCode {
+    usage(
+        ErrorKind::InvalidSubcommand,
+        crate::missing_feature("`policy check`", "policy"),
+    )
+}
+
+/// Connects to the upstream, lists its tools and declares them with the policy.
+#[cfg(feature = "mcp-proxy")]
+fn check_against_upstream(policy: &toolguard::policy::Policy, target: Upstream) -> ExitCode {
+    use toolguard::gateway::{self, ProxyError, UpstreamTarget};
+    let target = UpstreamTarget::from(target);
+    let check = async {
+        let upstream = gateway::Upstream::open(&target, policy).await?;
+        let offered = upstream.offered().await;
+        upstream.close().await;
+        let offered = offered?;
+        let specs = policy.declare_offered(&offered)?;
+        Ok::<_, ProxyError>((offered, specs))
+    };
+    let checked =
+        crate::upstream::runtime().and_then(|rt| rt.block_on(check).map_err(|e| e.to_string()));
+    match checked {
+        Ok((offered, specs)) => {
+            let exposed: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+            let hidden: Vec<&str> = offered
+                .iter()
+                .map(|o| o.name.as_str())
+                .filter(|n| !exposed.contains(n))
+                .collect();
+            println!(
+                "{}: valid against the upstream, revision {}; exposed: {}; hidden: {}",
+                policy.file().display(),
+                policy.revision(),
+                exposed.join(", "),
+                hidden.join(", ")
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            crate::failure()
+        }
+    }
+}
+
+#[cfg(all(feature = "policy", not(feature = "mcp-proxy")))]
+fn check_against_upstream(_: &toolguard::policy::Policy, _: Upstream) -> ExitCode {
+    usage(
+        ErrorKind::InvalidValue,
+        crate::missing_feature("checking against an upstream", "mcp-proxy"),
+    )
+}
