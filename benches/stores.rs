@@ -13,7 +13,7 @@
 //!   100,000 entries.
 //!
 //! Run: `TOOLGUARD_PG_URL=postgres://postgres@127.0.0.1:5432/test
-//! TOOLGUARD_REDIS_URL=redis://127.0.0.1:6379 cargo bench -p toolguard-rs --all-features --bench stores`
+//! TOOLGUARD_REDIS_URL=redis://127.0.0.1:6379 cargo bench -p toolguard-benches --features stores --bench stores`
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -107,7 +107,7 @@ pub enum Exceeded {
     /// [`Limits::max_items`]: `too_many_items`.
     Items,
     /// [`Limits::max_string_bytes`]: `string_too_long`.
-    String,
+    LongString,
 }
 
 impl Exceeded {
@@ -149,7 +149,7 @@ impl Exceeded {
                     limits.max_items
                 ),
             ),
-            Exceeded::String => (
+            Exceeded::LongString => (
                 "string_too_long",
                 format!(
                     "a string of the arguments is longer than {} bytes",
@@ -199,7 +199,7 @@ pub fn check_text(bytes: &[u8], limits: &Limits) -> Result<(), Exceeded> {
             b'"' => {
                 let end = string_end(bytes, i + 1);
                 if end - (i + 1) > limits.max_string_bytes {
-                    found.add(Exceeded::String);
+                    found.add(Exceeded::LongString);
                 }
                 i = end;
             }
@@ -332,7 +332,7 @@ fn scalar_size(v: &Value, limits: &Limits, found: &mut Found) -> usize {
 /// Serialized size of a string (quotes and escapes included); notes an over-long string.
 fn string_size(s: &str, limits: &Limits, found: &mut Found) -> usize {
     if s.len() > limits.max_string_bytes {
-        found.add(Exceeded::String);
+        found.add(Exceeded::LongString);
     }
     let escaped: usize = s
         .bytes()
