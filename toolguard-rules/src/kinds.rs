@@ -155,12 +155,12 @@ impl Kind {
         }
     }
 
-    /// Kinds whose values the runtime keeps short by itself, so they need no `max_len` (rule 5).
+    /// Kinds whose strings the runtime keeps short by itself, so they need no `max_len` (rule 5):
+    /// identifiers (`Sanitizer::identifier_max_len` by default), e-mail addresses and URLs.
+    /// `money` and `opaque` are not among them: a string of either kind (a currency code, text
+    /// inside an opaque value) needs its own bound like any text.
     pub fn is_bounded(self) -> bool {
-        matches!(
-            self,
-            Kind::Identifier | Kind::Email | Kind::Url | Kind::Money | Kind::Opaque
-        )
+        matches!(self, Kind::Identifier | Kind::Email | Kind::Url)
     }
 }
 
@@ -187,6 +187,7 @@ mod tests {
         assert!(Kind::from_name("shell").is_none());
         assert!(Risk::High.is_high() && Risk::Critical.is_high() && !Risk::Medium.is_high());
         assert!(Kind::Email.is_bounded() && !Kind::Text.is_bounded() && !Kind::Path.is_bounded());
+        assert!(!Kind::Money.is_bounded() && !Kind::Opaque.is_bounded());
         assert_eq!(Risk::High.as_str(), "high");
         assert!(Risk::Low < Risk::Medium && Risk::High < Risk::Critical);
         assert_eq!(Risk::default(), Risk::Low);

@@ -4,8 +4,8 @@
 //!
 //! ```
 //! use serde_json::json;
-//! use toolguard::declare::{Declaration, FieldDecl, declare};
-//! use toolguard::{FieldKind, Risk};
+//! use toolguard_pipeline::declare::{Declaration, FieldDecl, declare};
+//! use toolguard_pipeline::{FieldKind, Risk};
 //!
 //! let schema = json!({
 //!     "type": "object",
@@ -22,8 +22,8 @@
 //! assert!(declare("read_file", "", &schema, &Declaration::new(Risk::High, false)).is_err());
 //! ```
 //!
-//! With the `policy` feature, [`policy`] reads these declarations (and who may call what) from a
-//! TOML file.
+//! The `toolguard-policy` crate (`toolguard::policy`, with the facade's `policy` feature) reads
+//! these declarations (and who may call what) from a TOML file.
 
 use std::collections::BTreeMap;
 
