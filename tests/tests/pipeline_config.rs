@@ -142,3 +142,110 @@ fn idempotency_ttl_and_authorizer_with_an_unknown_tool_fail_build() {
         .authorizer(RoleAuthorizer::new().require("transfer_funds", ["ops"]));
     assert!(ok.build().is_ok());
 }
+
+/// The macro's message for a mistake: the `error: ...` line of its compile-fail case that starts
+/// with `start` (trybuild keeps these snapshots equal to what the compiler prints).
+fn macro_message(case: &str, start: &str) -> String {
+    let file = format!(
+        "{}/../toolguard-macros/ui-tests/fail/{case}.stderr",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{file}: {e}"));
+    text.lines()
+        .filter_map(|l| l.strip_prefix("error: "))
+        .find(|m| m.starts_with(start))
+        .unwrap_or_else(|| panic!("no `{start}` error in {file}"))
+        .to_owned()
+}
+
+/// What is wrong, without the fix: the message up to the end of its first sentence.
+fn diagnosis(message: &str) -> &str {
+    let end = message.find(". ").expect("a diagnosis, then a fix");
+    &message[..=end]
+}
+
+/// The same mistake, made in a `#[tool]` signature or in a run-time declaration, gets the same
+/// diagnosis from the one rule that checks it (`toolguard-rules`); only the fix is spelt for where
+/// the declaration is written (`#[arg(max_len = N)]` against `max_len = N`).
+#[test]
+fn the_macro_and_a_run_time_declaration_give_one_message_per_mistake() {
+    use serde_json::json;
+    use toolguard::Risk;
+    use toolguard::declare::{Declaration, declare};
+
+    let mut high = Declaration::new(Risk::High, false);
+    high.idempotent = true;
+    let unbounded = json!({"type": "object", "properties": {
+        "body": {"type": "string", "description": "Message body."}
+    }});
+    let identity = json!({"type": "object", "properties": {
+        "tenant_id": {"type": "string", "description": "Tenant to list."}
+    }});
+    let float_amount = json!({"type": "object", "properties": {
+        "amount": {"type": ["number", "null"], "description": "Amount to refund."}
+    }});
+    let mut refund = Declaration::new(Risk::Medium, false);
+    refund.idempotent = true;
+    refund.amount = Some("/amount".to_owned());
+    let float_money = json!({"type": "object", "properties": {
+        "price": {"type": "number", "description": "Unit price."}
+    }});
+    let cases = [
+        (
+            ("unbounded_string_high_risk", "unbounded string `body`"),
+            declare("send_mail", "Sends a mail.", &unbounded, &high),
+            "/body",
+            "unbounded string `body` on a high-risk tool: a model can send any amount of text \
+             here, including injected instructions. Add `max_len = N`, or use a bounded kind \
+             (`kind = \"identifier\"`, `\"email\"` or `\"url\"`)",
+        ),
+        (
+            ("trusted_identity_param", "parameter `tenant_id`"),
+            declare(
+                "list_invoices",
+                "Lists invoices.",
+                &identity,
+                &Declaration::new(Risk::Low, true),
+            ),
+            "/tenant_id",
+            "parameter `tenant_id` looks like identity or authority, which the model must never \
+             supply: it comes from the authenticated principal. Remove or rename the property in \
+             the input schema and take the value from the authenticated principal \
+             (`ToolContext`); a tool that needs it from the model cannot be declared",
+        ),
+        (
+            ("float_money", "`amount` is an amount"),
+            declare("refund", "Refunds an order.", &float_amount, &refund),
+            "/amount",
+            "`amount` is an amount but has a float type: floats cannot represent most decimal \
+             amounts exactly and make limits drift. Use an integer in minor units \
+             (`\"type\": \"integer\"`, e.g. cents): a tool that takes float amounts cannot be \
+             guarded",
+        ),
+        (
+            ("float_money", "`price` is named like money"),
+            declare(
+                "quote",
+                "Quotes prices.",
+                &float_money,
+                &Declaration::new(Risk::Low, true),
+            ),
+            "/price",
+            "`price` is named like money but has a float type: floats cannot represent most \
+             decimal amounts exactly and make limits drift. Use an integer in minor units \
+             (`\"type\": \"integer\"`, e.g. cents): a tool that takes float amounts cannot be \
+             guarded",
+        ),
+    ];
+    for ((case, start), declared, field, expected) in cases {
+        let err = declared.expect_err(start);
+        assert_eq!(err.field.as_deref(), Some(field), "{err}");
+        assert_eq!(err.message, expected);
+        let compiled = macro_message(case, start);
+        assert_eq!(diagnosis(&compiled), diagnosis(&err.message), "{compiled}");
+        assert_ne!(
+            compiled, err.message,
+            "the fixes are spelt for their syntax"
+        );
+    }
+}

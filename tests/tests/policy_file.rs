@@ -87,7 +87,7 @@ fn declaration_rules_are_errors_on_the_tool_line() {
         ),
         (
             "[tools.read]\nrisk = \"low\"\nread_only = true\napproval = true\n",
-            &["contradicts"],
+            &["`approval` on a `read_only` tool", "read_only = false"],
         ),
         (
             "[tools.pay]\nrisk = \"high\"\nread_only = false\nidempotent = true\napproval_over = 100\n",
@@ -111,7 +111,11 @@ fn declaration_rules_are_errors_on_the_tool_line() {
         ),
         (
             "[tools.find]\nrisk = \"low\"\nread_only = true\nfields.\"/q\" = { pattern = \"(?=x)\" }\n",
-            &["field `/q`", "portable"],
+            &[
+                "field `/q`",
+                "does not mean the same in Rust's regex",
+                "lookaround",
+            ],
         ),
         (
             "[tools.\"bad-name\"]\nrisk = \"low\"\nread_only = true\n",
@@ -121,6 +125,46 @@ fn declaration_rules_are_errors_on_the_tool_line() {
     for (tool, needles) in cases {
         let text = format!("{PRINCIPAL}\n{tool}");
         refused(&text, 6, needles);
+    }
+}
+
+#[test]
+fn the_rules_of_the_macro_apply_to_a_declaration_on_load() {
+    let cases: [(&str, &[&str]); 6] = [
+        (
+            "[tools.pay]\nrisk = \"low\"\nread_only = false\nidempotent = true\nfields.\"/fee\" = { kind = \"money\", sensitive = true }\n",
+            &[
+                "field `/fee`",
+                "`fee` is money and cannot be `sensitive`",
+                "Remove `sensitive = true`",
+            ],
+        ),
+        (
+            "[tools.fetch]\nrisk = \"low\"\nread_only = true\nfields.\"/link\" = { allow_hosts = [\"example.com\"] }\n",
+            &["field `/link`", "not a URL field", "`kind = \"url\"`"],
+        ),
+        (
+            "[tools.pay]\nrisk = \"low\"\nread_only = false\nidempotency_key = { field = \"key\" }\n",
+            &[
+                "`idempotency_key = { field = \"key\" }`",
+                "add `idempotent = true`",
+            ],
+        ),
+        (
+            "[tools.pay]\nrisk = \"low\"\nread_only = false\nidempotent = true\nfields.\"/memo\" = { max_len = 0 }\n",
+            &["field `/memo`", "`max_len = 0` only admits an empty string"],
+        ),
+        (
+            "[tools.pay]\nrisk = \"low\"\nread_only = false\napproval = true\n",
+            &["`approval` needs `idempotent`", "Add `idempotent = true`"],
+        ),
+        (
+            "[tools.list]\nrisk = \"low\"\nread_only = true\nfields.\"/tenant_id\" = { max_len = 9 }\n",
+            &["field `/tenant_id`", "looks like identity or authority"],
+        ),
+    ];
+    for (tool, needles) in cases {
+        refused(&format!("{PRINCIPAL}\n{tool}"), 6, needles);
     }
 }
 

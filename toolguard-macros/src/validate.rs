@@ -64,19 +64,30 @@ fn model(decl: &ToolDecl) -> rules::ToolDecl {
     t.output = a.output.as_ref().map(|v| v.value);
     t.egress = a.egress.as_ref().map(|v| v.value);
     t.returns_text = decl.ok_ty.as_ref().is_some_and(is_text);
-    t.fields = decl.args.iter().map(field_model).collect();
+    // The generated code asserts `AmountType` on the amount field's resolved type.
+    t.compiler_checks_amount = true;
+    // A parameter named `amount` is the amount unless another one is marked `#[arg(amount)]`:
+    // in a signature the name is the developer's own declaration.
+    let marked = decl.args.iter().any(|a| a.attrs.amount.is_some());
+    t.fields = decl
+        .args
+        .iter()
+        .map(|arg| field_model(arg, !marked && arg.name == "amount"))
+        .collect();
     t
 }
 
-fn field_model(arg: &ArgDecl) -> rules::FieldDecl {
+fn field_model(arg: &ArgDecl, named_amount: bool) -> rules::FieldDecl {
     let at = &arg.attrs;
     let mut f = rules::FieldDecl::new(arg.name.clone(), arg_kind(arg), scalar(&arg.ty));
     f.description = arg.description().map(str::to_owned);
     f.refused_kind = at.refused_kind.as_ref().map(|k| k.value.clone());
     f.collection = collection(&arg.field_ty);
-    f.amount = at.amount.is_some();
+    f.amount = at.amount.is_some() || named_amount;
     f.sensitive = at.sensitive.is_some();
     f.root = at.root.as_ref().map(|v| v.value.clone());
+    // `SafePath` checks its own paths (relative, no `..`) when it is deserialized.
+    f.confined = last_ident(innermost(&arg.ty)).as_deref() == Some("SafePath");
     f.min_len = at.min_len.as_ref().map(|v| v.value);
     f.max_len = at.max_len.as_ref().map(|v| v.value);
     f.pattern = at.pattern.as_ref().map(|v| v.value.clone());

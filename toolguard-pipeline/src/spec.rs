@@ -6,31 +6,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// How much harm a wrong call of the tool can do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Risk {
-    /// Harmless, e.g. reading public data.
-    Low,
-    /// Limited harm, e.g. reading the caller's private data.
-    Medium,
-    /// Real harm, e.g. moving money, sending mail.
-    High,
-    /// Always needs a human, e.g. deleting an account.
-    Critical,
-}
-
-impl Risk {
-    /// The snake_case name (`low`, `medium`, `high`, `critical`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Risk::Low => "low",
-            Risk::Medium => "medium",
-            Risk::High => "high",
-            Risk::Critical => "critical",
-        }
-    }
-}
+/// How much harm a wrong call of the tool can do: defined once, in `toolguard-rules` (which the
+/// `#[tool]` macro and the declaration rules read), and serialized in snake case (`"low"`,
+/// `"high"`).
+pub use toolguard_rules::Risk;
 
 pub use toolguard_rules::names::is_valid_tool_name;
 pub use toolguard_sanitize::FieldKind;

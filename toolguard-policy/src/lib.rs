@@ -41,7 +41,7 @@ use toml::Spanned;
 use toolguard_pipeline::call::Principal;
 use toolguard_pipeline::declare::{Declaration, FieldDecl, KeySource, declare, rules};
 use toolguard_pipeline::sanitize::Sanitizer;
-use toolguard_pipeline::spec::{FieldKind, KeyReuse, Risk, ToolSpec};
+use toolguard_pipeline::spec::{KeyReuse, Risk, ToolSpec};
 use toolguard_pipeline::stage::authorize::Authorizer;
 use toolguard_pipeline::stage::policy::{OnExceed, RiskPolicy};
 
@@ -634,32 +634,11 @@ fn entry_limits(mut p: RiskPolicy, name: &str, e: &ToolEntry) -> RiskPolicy {
     p
 }
 
-/// The declaration rules that need no schema, and the entry's own consistency.
+/// The declaration rules that need no schema (the same rules and messages as `#[tool]`, from
+/// `toolguard-rules`; the rest apply when the upstream's schema is known, in
+/// [`Policy::declare_offered`]), and the entry's own consistency.
 fn check_entry(name: &str, e: &ToolEntry) -> Result<(), String> {
-    let d = e.declaration();
-    if name != "default_tool" {
-        rules::tool_name(name).map_err(|e| e.to_string())?;
-    }
-    rules::contradictions(name, &d).map_err(|e| e.to_string())?;
-    rules::high_risk_idempotent(name, &d).map_err(|e| e.to_string())?;
-    rules::approval_over_needs_amount(name, &d).map_err(|e| e.to_string())?;
-    rules::data_flow(name, &d).map_err(|e| e.to_string())?;
-    for (pointer, f) in &d.fields {
-        if toolguard_pipeline::declare::pointer_property(pointer).is_none() {
-            return Err(format!(
-                "tool `{name}`, field `{pointer}`: field rules take the JSON pointer of a top-level property, e.g. `fields.\"/path\"`"
-            ));
-        }
-        rules::path_root(name, pointer, f).map_err(|e| e.to_string())?;
-        if let Some(p) = &f.pattern {
-            rules::pattern_portable(name, pointer, p).map_err(|e| e.to_string())?;
-        }
-        if f.kind == Some(FieldKind::Money) && f.sensitive {
-            return Err(format!(
-                "tool `{name}`, field `{pointer}`: a money field cannot be `sensitive`"
-            ));
-        }
-    }
+    rules::check_declaration(name, &e.declaration()).map_err(|e| e.to_string())?;
     let needs_amount = e.session_limit.is_some() || e.max_per_call.is_some();
     if needs_amount && e.amount.is_none() {
         return Err(format!(

@@ -1,9 +1,13 @@
 //! The rules over one tool declaration, as a small model that both the `#[tool]` macro (from a
-//! function signature) and a run-time declaration (from a JSON Schema and a policy file) fill in.
+//! function signature) and a run-time declaration (from a JSON Schema and a declaration, e.g. a
+//! policy file) fill in.
 //!
 //! [`check`] returns every [`Violation`], each naming the [`Site`] it concerns (an option, a
 //! field's name or type) so that the macro reports it on that span and a loader on that key.
-//! Messages name options by their keys (`max_len`, `idempotent`), which both spell alike.
+//! Every rule is written once, here: the macro and run-time declarations meet the same
+//! conditions and read the same diagnosis. Only the fix is spelt for where the declaration is
+//! written ([`Syntax`]): as the macro's attributes (`#[arg(max_len = N)]`, a doc comment) or as
+//! keys (`max_len = N`, `idempotent = true`).
 //!
 //! ```
 //! use toolguard_rules::decl::{check, FieldDecl, Scalar, Site, ToolDecl};
@@ -18,11 +22,12 @@
 //! // Rule 1 (`idempotent`) and rule 5 (`max_len`) are broken.
 //! assert_eq!(found.iter().map(|v| v.rule).collect::<Vec<_>>(), [1, 5]);
 //! assert_eq!(found[1].site, Site::FieldType(0));
+//! assert!(found[1].message.contains("Add `max_len = N`"));
 //! ```
 
 use crate::kinds::{Kind, Risk};
 use crate::names::{is_identity_name, is_money_name, is_valid_tool_name, suggest_tool_name};
-use crate::pattern;
+use crate::pattern::{self, PatternProblem};
 use crate::root::root_problem;
 
 /// The argument `idempotent` adds to the schema when the model sends the key.
@@ -31,7 +36,8 @@ pub const KEY_FIELD: &str = "idempotency_key";
 /// Where an idempotency key comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeySource {
-    /// An `idempotency_key` argument the model sends (added to the schema).
+    /// An argument the model sends (added to the schema): `idempotency_key`, or the one
+    /// [`ToolDecl::key_field`] names.
     Argument,
     /// The host puts it on the call; no argument is added.
     Host,
@@ -84,7 +90,8 @@ pub enum Scalar {
     Float,
     /// A boolean.
     Boolean,
-    /// Anything else (an enum, a struct, a newtype such as `Email`).
+    /// Anything else (an enum, a struct, a newtype such as `Email`; a JSON object, a `$ref`, a
+    /// property without a type), or not known (a declaration checked without its schema).
     Other,
 }
 
@@ -112,12 +119,16 @@ pub struct FieldDecl {
     pub scalar: Scalar,
     /// Whether it is a collection of such values.
     pub collection: Option<Collection>,
-    /// Marked as the amount.
+    /// Declared as the amount: `#[arg(amount)]` or a parameter named `amount` (the macro),
+    /// `amount = "/<field>"` (a run-time declaration, which never guesses it from a name).
     pub amount: bool,
     /// Redacted in audit entries and previews.
     pub sensitive: bool,
     /// Confinement root of a path.
     pub root: Option<String>,
+    /// The field's type confines its paths itself (`SafePath` in the macro), so a path field
+    /// needs no `root`.
+    pub confined: bool,
     /// Minimum length of a string.
     pub min_len: Option<u64>,
     /// Maximum length of a string.
@@ -130,6 +141,11 @@ pub struct FieldDecl {
     pub max: Option<f64>,
     /// Maximum number of items of a collection.
     pub max_items: Option<u64>,
+    /// An allowlist of e-mail recipient domains is declared (`allow_domains`, run time).
+    pub allow_domains: bool,
+    /// An allowlist of URL hosts or schemes is declared (`allow_hosts`/`allow_schemes`, run
+    /// time).
+    pub allow_hosts: bool,
 }
 
 impl FieldDecl {
@@ -145,12 +161,15 @@ impl FieldDecl {
             amount: false,
             sensitive: false,
             root: None,
+            confined: false,
             min_len: None,
             max_len: None,
             pattern: None,
             min: None,
             max: None,
             max_items: None,
+            allow_domains: false,
+            allow_hosts: false,
         }
     }
 }
@@ -168,8 +187,14 @@ pub struct ToolDecl {
     pub read_only: bool,
     /// `idempotent`, and where the key comes from.
     pub idempotent: Option<KeySource>,
-    /// `key_wins`.
+    /// The argument that carries a model-sent key, when declared by name (a run-time
+    /// `idempotency_key = { field = "..." }`); `None` means [`KEY_FIELD`]. Declared on a tool
+    /// that is not `idempotent`, it is a contradiction.
+    pub key_field: Option<String>,
+    /// `key_wins` (`key_reuse = "key_wins"`).
     pub key_wins: bool,
+    /// Every call waits for a human (a run-time `approval = true`).
+    pub approval: bool,
     /// `approval_over`.
     pub approval_over: Option<u64>,
     /// `approvals`.
@@ -185,7 +210,12 @@ pub struct ToolDecl {
     /// The result is free-form text (a `String` or JSON value result in the macro; a string
     /// without `enum`/`format`/`pattern`/`maxLength` in a run-time output schema).
     pub returns_text: bool,
-    /// The argument fields, in order (without the `idempotency_key` that `idempotent` adds).
+    /// The compiler checks the amount field's type (the macro asserts `AmountType` on it, after
+    /// type aliases are resolved), so the rules report a float amount (rule 3) but leave the
+    /// rest of the integer check to it. A run-time declaration leaves it `false`: its amount
+    /// must be an integer property.
+    pub compiler_checks_amount: bool,
+    /// The argument fields, in order (without the key argument that `idempotent` adds).
     pub fields: Vec<FieldDecl>,
 }
 
@@ -198,7 +228,9 @@ impl ToolDecl {
             risk: Risk::Low,
             read_only: false,
             idempotent: None,
+            key_field: None,
             key_wins: false,
+            approval: false,
             approval_over: None,
             approvals: None,
             timeout_ms: None,
@@ -206,16 +238,21 @@ impl ToolDecl {
             output: None,
             egress: None,
             returns_text: false,
+            compiler_checks_amount: false,
             fields: Vec::new(),
         }
     }
 
-    /// The index of the amount field: marked `amount`, else named `amount`.
+    /// The index of the amount field: the first one declared as the amount
+    /// ([`FieldDecl::amount`]).
     pub fn amount_field(&self) -> Option<usize> {
-        self.fields
-            .iter()
-            .position(|f| f.amount)
-            .or_else(|| self.fields.iter().position(|f| f.name == "amount"))
+        self.fields.iter().position(|f| f.amount)
+    }
+
+    /// The argument a model-sent idempotency key travels in, if the model sends one.
+    pub fn key_argument(&self) -> Option<&str> {
+        (self.idempotent == Some(KeySource::Argument))
+            .then(|| self.key_field.as_deref().unwrap_or(KEY_FIELD))
     }
 }
 
@@ -238,6 +275,18 @@ pub enum Site {
     FieldOption(usize, &'static str),
 }
 
+impl Site {
+    /// The index of the field it concerns, if it concerns one.
+    pub fn field(self) -> Option<usize> {
+        match self {
+            Site::Field(i) | Site::FieldName(i) | Site::FieldType(i) | Site::FieldOption(i, _) => {
+                Some(i)
+            }
+            Site::Tool | Site::ToolName | Site::ToolOption(_) => None,
+        }
+    }
+}
+
 /// A broken rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
@@ -252,20 +301,50 @@ pub struct Violation {
 /// How messages spell an option in their fixes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Syntax {
-    /// As a key: `max_len = N` (run-time declarations).
+    /// As a key: `max_len = N`, `idempotent = true` (run-time declarations, policy files).
     #[default]
     Keys,
     /// As the macro's attribute: `#[arg(max_len = N)]`, `#[tool(name = "..")]`.
     Attributes,
 }
 
+impl Syntax {
+    /// `attributes` for the macro, `keys` for a run-time declaration: the fixes that differ
+    /// by more than an option's spelling (a doc comment, a parameter type, `idempotent = true`).
+    pub fn pick<T>(self, attributes: T, keys: T) -> T {
+        match self {
+            Syntax::Attributes => attributes,
+            Syntax::Keys => keys,
+        }
+    }
+
+    /// An option as the fix should spell it: `max_len = N` or `#[arg(max_len = N)]`.
+    pub fn opt(self, attr: &str, option: &str) -> String {
+        match self {
+            Syntax::Keys => format!("`{option}`"),
+            Syntax::Attributes => format!("`#[{attr}({option})]`"),
+        }
+    }
+}
+
 /// Collects violations.
 struct Found {
     syntax: Syntax,
+    /// The fields' types and descriptions are known (false: a declaration checked without the
+    /// schema it will apply to).
+    typed: bool,
     found: Vec<Violation>,
 }
 
 impl Found {
+    fn new(syntax: Syntax, typed: bool) -> Self {
+        Found {
+            syntax,
+            typed,
+            found: Vec::new(),
+        }
+    }
+
     fn push(&mut self, rule: u8, site: Site, message: impl Into<String>) {
         self.found.push(Violation {
             rule,
@@ -274,12 +353,12 @@ impl Found {
         });
     }
 
-    /// An option as the fix should spell it: `max_len = N` or `#[arg(max_len = N)]`.
     fn opt(&self, attr: &str, option: &str) -> String {
-        match self.syntax {
-            Syntax::Keys => format!("`{option}`"),
-            Syntax::Attributes => format!("`#[{attr}({option})]`"),
-        }
+        self.syntax.opt(attr, option)
+    }
+
+    fn pick<T>(&self, attributes: T, keys: T) -> T {
+        self.syntax.pick(attributes, keys)
     }
 }
 
@@ -291,58 +370,91 @@ pub fn check(tool: &ToolDecl) -> Vec<Violation> {
 
 /// [`check`], with fixes spelt in `syntax`.
 pub fn check_with(tool: &ToolDecl, syntax: Syntax) -> Vec<Violation> {
-    let mut found = Found {
-        syntax,
-        found: Vec::new(),
-    };
-    identity_and_description(tool, &mut found);
-    contradictions(tool, &mut found);
-    approvals(tool, &mut found);
-    data_flow_rules(tool, &mut found);
-    for (i, field) in tool.fields.iter().enumerate() {
-        field_rules(tool, i, field, &mut found);
-    }
+    let mut found = Found::new(syntax, true);
+    all_rules(tool, &mut found);
     found.found
+}
+
+/// The rules that need only what a declaration says of itself, not the types or descriptions of
+/// its fields: what a policy file checks when it is loaded, before the upstream's schema is
+/// known. `tool.fields` holds the declared fields (their [`Scalar`] is not read); the rules on
+/// descriptions (8), float or non-integer amounts (3), missing bounds (5, 16) and constraints
+/// that do not fit a field's type wait for [`check_with`] on the whole declaration.
+pub fn check_declared(tool: &ToolDecl, syntax: Syntax) -> Vec<Violation> {
+    let mut found = Found::new(syntax, false);
+    all_rules(tool, &mut found);
+    found.found
+}
+
+fn all_rules(tool: &ToolDecl, found: &mut Found) {
+    identity_and_description(tool, found);
+    contradictions(tool, found);
+    approvals(tool, found);
+    data_flow_rules(tool, found);
+    key_argument(tool, found);
+    for (i, field) in tool.fields.iter().enumerate() {
+        field_rules(tool, i, field, found);
+    }
 }
 
 /// Rules 8 and 9 on the tool, and rule 1.
 fn identity_and_description(tool: &ToolDecl, found: &mut Found) {
     let name = &tool.name;
-    if tool
-        .description
-        .as_deref()
-        .is_none_or(|d| d.trim().is_empty())
+    if found.typed
+        && tool
+            .description
+            .as_deref()
+            .is_none_or(|d| d.trim().is_empty())
     {
-        let fix = found.opt("tool", "description = \"...\"");
+        let opt = found.opt("tool", "description = \"...\"");
+        let fix = found.pick(
+            format!(
+                "Add a doc comment (`/// What it does, for whom, with which effect.`) or {opt}"
+            ),
+            format!("Add {opt}"),
+        );
         found.push(
             8,
             Site::Tool,
             format!(
                 "tool `{name}` has no description: the model chooses tools by their description. \
-                 Add a doc comment (`/// What it does, for whom, with which effect.`) or {fix}"
+                 {fix}"
             ),
         );
     }
     if !is_valid_tool_name(name) {
-        let fix = found.opt("tool", &format!("name = \"{}\"", suggest_tool_name(name)));
+        let rename = found.opt("tool", &format!("name = \"{}\"", suggest_tool_name(name)));
+        let fix = found.pick(
+            format!("Rename it, e.g. {rename}"),
+            format!(
+                "Rename it, e.g. `{}`; an upstream's tool of this name cannot be declared: leave \
+                 it undeclared, so that it stays hidden",
+                suggest_tool_name(name)
+            ),
+        );
         found.push(
             9,
             Site::ToolName,
             format!(
                 "invalid tool name `{name}`: providers accept `^[a-zA-Z][a-zA-Z0-9_]{{0,63}}$` \
-                 (a letter, then up to 63 letters, digits or `_`). Rename it, e.g. {fix}"
+                 (a letter, then up to 63 letters, digits or `_`). {fix}"
             ),
         );
     }
     if tool.risk.is_high() && !tool.read_only && tool.idempotent.is_none() {
+        let fix = found.pick(
+            "Add `idempotent` (the model sends an `idempotency_key`) or \
+             `idempotent(key = \"host\")`, or mark the tool `read_only` if it has no side effect",
+            "Add `idempotent = true` (the host supplies the key; with \
+             `idempotency_key = { field = \"...\" }` the model sends it), or set \
+             `read_only = true` if the tool has no side effect",
+        );
         found.push(
             1,
             Site::ToolOption("risk"),
             format!(
                 "`risk = \"{}\"` on a tool that changes state needs `idempotent`: a retried or \
-                 replayed call must not execute twice. Add `idempotent` (the model sends an \
-                 `idempotency_key`) or `idempotent(key = \"host\")`, or mark the tool `read_only` \
-                 if it has no side effect",
+                 replayed call must not execute twice. {fix}",
                 tool.risk.name()
             ),
         );
@@ -352,33 +464,53 @@ fn identity_and_description(tool: &ToolDecl, found: &mut Found) {
 /// Rule 11: options that contradict each other or cannot mean what they say.
 fn contradictions(tool: &ToolDecl, found: &mut Found) {
     if tool.read_only {
-        if tool.approval_over.is_some() {
-            found.push(
-                11,
-                Site::ToolOption("approval_over"),
-                "`approval_over` on a `read_only` tool: approvals guard side effects, and a \
-                 read-only tool has none. Remove `approval_over`, or remove `read_only` if the \
-                 tool does change state",
-            );
-        }
-        if tool.idempotent.is_some() {
-            found.push(
-                11,
-                Site::ToolOption("idempotent"),
-                "`idempotent` on a `read_only` tool: idempotency keys deduplicate side effects, \
-                 and a read-only tool has none. Remove `idempotent`, or remove `read_only` if the \
-                 tool does change state",
-            );
+        let not_read_only = found.pick("remove `read_only`", "set `read_only = false`");
+        let side_effects = [
+            (
+                tool.approval_over.is_some(),
+                "approval_over",
+                "approvals guard side effects",
+                "`approval_over`",
+            ),
+            (
+                tool.idempotent.is_some(),
+                "idempotent",
+                "idempotency keys deduplicate side effects",
+                found.pick("`idempotent`", "`idempotent = true`"),
+            ),
+            (
+                tool.approval,
+                "approval",
+                "approvals guard side effects",
+                found.pick("`approval`", "`approval = true`"),
+            ),
+        ];
+        for (set, key, why, remove) in side_effects {
+            if set {
+                found.push(
+                    11,
+                    Site::ToolOption(key),
+                    format!(
+                        "`{key}` on a `read_only` tool: {why}, and a read-only tool has none. \
+                         Remove {remove}, or {not_read_only} if the tool does change state"
+                    ),
+                );
+            }
         }
     }
     if tool.approval_over == Some(0) {
+        let fix = found.pick(
+            "remove `approval_over` if no amount needs one",
+            "use `approval = true` if every call needs one",
+        );
         found.push(
             11,
             Site::ToolOption("approval_over"),
-            "`approval_over = 0` makes the threshold meaningless: every amount would need \
-             approval. Give the largest amount that may run without approval (e.g. \
-             `approval_over = 10_000` for $100.00 in cents), or remove `approval_over` if no \
-             amount needs one",
+            format!(
+                "`approval_over = 0` makes the threshold meaningless: every amount would need \
+                 approval. Give the largest amount that may run without approval (e.g. \
+                 `approval_over = 10_000` for $100.00 in cents), or {fix}"
+            ),
         );
     }
     match tool.approvals {
@@ -396,11 +528,26 @@ fn contradictions(tool: &ToolDecl, found: &mut Found) {
         _ => {}
     }
     if tool.key_wins && tool.idempotent.is_none() {
-        found.push(
-            11,
-            Site::ToolOption("key_wins"),
+        let message = found.pick(
             "`key_wins` decides what a reused idempotency key does, but the tool is not \
              `idempotent`: add `idempotent` or remove `key_wins`",
+            "`key_reuse = \"key_wins\"` decides what a reused idempotency key does, but the tool \
+             is not `idempotent`: add `idempotent = true` or remove `key_reuse`",
+        );
+        found.push(11, Site::ToolOption("key_wins"), message);
+    }
+    if let Some(key) = &tool.key_field
+        && tool.idempotent.is_none()
+    {
+        let add = found.pick("`idempotent`", "`idempotent = true`");
+        found.push(
+            11,
+            Site::ToolOption("idempotency_key"),
+            format!(
+                "`idempotency_key = {{ field = \"{key}\" }}` names the argument that carries the \
+                 idempotency key, but the tool is not `idempotent`: add {add} or remove \
+                 `idempotency_key`"
+            ),
         );
     }
     if tool.timeout_ms == Some(0) {
@@ -417,17 +564,6 @@ fn contradictions(tool: &ToolDecl, found: &mut Found) {
             "`revision` must fit in a `u32`",
         );
     }
-}
-
-/// Rules 19 and 20 alone (declared data flow), with fixes spelt in `syntax`: what a run-time
-/// declaration checks with its own loader.
-pub fn data_flow(tool: &ToolDecl, syntax: Syntax) -> Vec<Violation> {
-    let mut found = Found {
-        syntax,
-        found: Vec::new(),
-    };
-    data_flow_rules(tool, &mut found);
-    found.found
 }
 
 /// Rules 19 and 20: declared data flow (see the provenance model).
@@ -487,41 +623,70 @@ fn data_flow_rules(tool: &ToolDecl, found: &mut Found) {
     }
 }
 
-/// Rule 2 and the single amount field.
+/// Rule 2 (`approval_over` and `approval` need `idempotent`; `approval_over` needs an amount
+/// field) and the single amount field.
 fn approvals(tool: &ToolDecl, found: &mut Found) {
     let name = &tool.name;
-    if tool.approval_over.is_some() && tool.idempotent.is_none() && !tool.read_only {
-        found.push(
-            2,
-            Site::ToolOption("approval_over"),
-            "`approval_over` needs `idempotent`: an approval request is stored under the call's \
-             idempotency key, so that a retried call finds the pending request instead of opening \
-             a second one. Add `idempotent` (the model sends an `idempotency_key`) or \
-             `idempotent(key = \"host\")`",
-        );
+    let needs_key = [
+        (tool.approval_over.is_some(), "approval_over"),
+        (tool.approval, "approval"),
+    ];
+    for (set, key) in needs_key {
+        if set && tool.idempotent.is_none() && !tool.read_only {
+            let fix = found.pick(
+                "Add `idempotent` (the model sends an `idempotency_key`) or \
+                 `idempotent(key = \"host\")`",
+                "Add `idempotent = true`",
+            );
+            found.push(
+                2,
+                Site::ToolOption(key),
+                format!(
+                    "`{key}` needs `idempotent`: an approval request is stored under the call's \
+                     idempotency key, so that a retried call finds the pending request instead of \
+                     opening a second one. {fix}"
+                ),
+            );
+        }
     }
     if tool.approval_over.is_some() {
-        let mark = found.opt("arg", "amount");
         match tool.amount_field().map(|i| &tool.fields[i]) {
-            None => found.push(
-                2,
-                Site::ToolOption("approval_over"),
-                format!(
-                    "`approval_over` needs an amount field to compare with, and tool `{name}` has \
-                     none: name the parameter `amount` or mark it {mark} (an integer in minor \
-                     units, e.g. `amount: u64`)"
-                ),
-            ),
-            Some(f) if f.scalar == Scalar::Float => found.push(
-                2,
-                Site::ToolOption("approval_over"),
-                format!(
-                    "`approval_over` compares against `{0}`, which is a float: floats round, so \
-                     the threshold could be crossed unnoticed. Make `{0}` an integer in minor \
-                     units (`u64` cents)",
-                    f.name
-                ),
-            ),
+            None => {
+                let mark = found.opt("arg", "amount");
+                let fix = found.pick(
+                    format!(
+                        "name the parameter `amount` or mark it {mark} (an integer in minor \
+                         units, e.g. `amount: u64`)"
+                    ),
+                    "name it with `amount = \"/<field>\"` (an integer property, in minor units)"
+                        .to_owned(),
+                );
+                found.push(
+                    2,
+                    Site::ToolOption("approval_over"),
+                    format!(
+                        "`approval_over` needs an amount field to compare with, and tool `{name}` \
+                         has none: {fix}"
+                    ),
+                );
+            }
+            Some(f) if found.typed && f.scalar == Scalar::Float => {
+                let fix = found.pick(
+                    format!("Make `{}` an integer in minor units (`u64` cents)", f.name),
+                    "Name an integer property (`\"type\": \"integer\"`, in minor units) with \
+                     `amount = \"/<field>\"`"
+                        .to_owned(),
+                );
+                found.push(
+                    2,
+                    Site::ToolOption("approval_over"),
+                    format!(
+                        "`approval_over` compares against `{}`, which is a float: floats round, \
+                         so the threshold could be crossed unnoticed. {fix}",
+                        f.name
+                    ),
+                );
+            }
             Some(_) => {}
         }
     }
@@ -543,6 +708,60 @@ fn approvals(tool: &ToolDecl, found: &mut Found) {
     }
 }
 
+/// The argument a model-sent key travels in has a usable name that no field already has.
+fn key_argument(tool: &ToolDecl, found: &mut Found) {
+    let Some(key) = tool.key_argument() else {
+        return;
+    };
+    if !is_valid_tool_name(key) {
+        found.push(
+            0,
+            Site::ToolOption("idempotency_key"),
+            format!(
+                "the idempotency key argument `{key}` must match `^[a-zA-Z][a-zA-Z0-9_]{{0,63}}$` \
+                 (the names every provider accepts): choose another name"
+            ),
+        );
+    }
+    if let Some(i) = tool.fields.iter().position(|f| f.name == key) {
+        let message = found.pick(
+            "`idempotent` adds the `idempotency_key` argument itself and keeps it from the \
+             handler: remove this parameter (or use `idempotent(key = \"host\")`)"
+                .to_owned(),
+            format!(
+                "`idempotency_key = {{ field = \"{key}\" }}` adds the `{key}` argument itself and \
+                 keeps it from the upstream, which expects a property of that name: choose \
+                 another name, or let the host supply the key (remove `idempotency_key`)"
+            ),
+        );
+        found.push(0, Site::FieldName(i), message);
+    }
+}
+
+/// The message of rule 4 for a parameter or property called `name` (a dotted path below the
+/// arguments for a nested property).
+pub(crate) fn identity_message(name: &str, syntax: Syntax) -> String {
+    let fix = syntax.pick(
+        "Remove it and take `ctx: &ToolContext<S>` as the first parameter, then use \
+         `ctx.tenant()`, `ctx.subject()` or `ctx.principal().roles`",
+        "Remove or rename the property in the input schema and take the value from the \
+         authenticated principal (`ToolContext`); a tool that needs it from the model cannot be \
+         declared",
+    );
+    format!(
+        "parameter `{name}` looks like identity or authority, which the model must never supply: \
+         it comes from the authenticated principal. {fix}"
+    )
+}
+
+/// The message of rule 17 for the `pattern` of `name` (a field, or a location in a schema).
+pub(crate) fn pattern_message(name: &str, problem: &PatternProblem) -> String {
+    format!(
+        "`pattern` of `{name}` does not mean the same in Rust's regex (the dispatcher) and \
+         ECMA-262 (JSON Schema, the providers): {problem}"
+    )
+}
+
 /// The rules on one field.
 fn field_rules(tool: &ToolDecl, i: usize, f: &FieldDecl, found: &mut Found) {
     let amount = tool.amount_field() == Some(i);
@@ -550,41 +769,29 @@ fn field_rules(tool: &ToolDecl, i: usize, f: &FieldDecl, found: &mut Found) {
         found.push(
             4,
             Site::FieldName(i),
-            format!(
-                "parameter `{}` looks like identity or authority, which the model must never \
-                 supply: it comes from the authenticated principal. Remove it and take \
-                 `ctx: &ToolContext<S>` as the first parameter, then use `ctx.tenant()`, \
-                 `ctx.subject()` or `ctx.principal().roles`",
-                f.name
-            ),
+            identity_message(&f.name, found.syntax),
         );
     }
-    if (amount || f.kind == Kind::Money || is_money_name(&f.name)) && f.scalar == Scalar::Float {
-        let what = if amount {
-            "an amount"
-        } else if f.kind == Kind::Money {
-            "money"
-        } else {
-            "named like money"
-        };
-        found.push(
-            3,
-            Site::FieldType(i),
-            format!(
-                "`{}` is {what} but has a float type: floats cannot represent most decimal \
-                 amounts exactly and make limits drift. Use an integer in minor units (`u64` \
-                 cents) or the `Money`/`Cents` type",
-                f.name
-            ),
-        );
-    }
+    money(tool, i, f, amount, found);
     if amount && f.sensitive {
+        let remove = found.pick("`sensitive`", "`sensitive = true`");
         found.push(
             15,
             Site::FieldOption(i, "sensitive"),
             format!(
                 "`{}` is the amount field and cannot be `sensitive`: approvers must see the amount \
-                 in the preview, while `sensitive` redacts it. Remove `sensitive`",
+                 in the preview, while `sensitive` redacts it. Remove {remove}",
+                f.name
+            ),
+        );
+    } else if f.kind == Kind::Money && f.sensitive {
+        let remove = found.pick("`sensitive`", "`sensitive = true`");
+        found.push(
+            15,
+            Site::FieldOption(i, "sensitive"),
+            format!(
+                "`{}` is money and cannot be `sensitive`: approvers must see amounts in the \
+                 preview, while `sensitive` redacts them. Remove {remove}",
                 f.name
             ),
         );
@@ -607,45 +814,98 @@ fn field_rules(tool: &ToolDecl, i: usize, f: &FieldDecl, found: &mut Found) {
             ),
         );
     }
-    bounds(tool, i, f, found);
-    path_rules(i, f, found);
-    if tool.risk.is_high() && f.description.as_deref().is_none_or(|d| d.trim().is_empty()) {
-        let fix = found.opt("arg", "description = \"...\"");
+    if found.typed
+        && tool.risk.is_high()
+        && f.description.as_deref().is_none_or(|d| d.trim().is_empty())
+    {
+        let opt = found.opt("arg", "description = \"...\"");
+        let fix = found.pick(
+            format!("Add a doc comment (`/// ...`) above it or {opt}"),
+            format!("Add {opt} to the field"),
+        );
         found.push(
             8,
             Site::Field(i),
             format!(
                 "parameter `{}` of a {}-risk tool has no description: the model must know exactly \
-                 what it sets. Add a doc comment (`/// ...`) above it or {fix}",
+                 what it sets. {fix}",
                 f.name,
                 tool.risk.name()
             ),
         );
     }
+    bounds(tool, i, f, found);
+    path_rules(i, f, found);
     constraints(i, f, found);
-    if tool.idempotent == Some(KeySource::Argument) && f.name == KEY_FIELD {
+    allowlists(i, f, found);
+}
+
+/// Rule 3: money is never a float, and the amount is an integer.
+fn money(tool: &ToolDecl, i: usize, f: &FieldDecl, amount: bool, found: &mut Found) {
+    if !found.typed {
+        return;
+    }
+    if (amount || f.kind == Kind::Money || is_money_name(&f.name)) && f.scalar == Scalar::Float {
+        let what = if amount {
+            "an amount"
+        } else if f.kind == Kind::Money {
+            "money"
+        } else {
+            "named like money"
+        };
+        let fix = found.pick(
+            "Use an integer in minor units (`u64` cents) or the `Money`/`Cents` type",
+            "Use an integer in minor units (`\"type\": \"integer\"`, e.g. cents): a tool that \
+             takes float amounts cannot be guarded",
+        );
         found.push(
-            0,
-            Site::FieldName(i),
-            "`idempotent` adds the `idempotency_key` argument itself and keeps it from the \
-             handler: remove this parameter (or use `idempotent(key = \"host\")`)",
+            3,
+            Site::FieldType(i),
+            format!(
+                "`{}` is {what} but has a float type: floats cannot represent most decimal \
+                 amounts exactly and make limits drift. {fix}",
+                f.name
+            ),
+        );
+    } else if amount
+        && !tool.compiler_checks_amount
+        && !(f.scalar == Scalar::Integer && f.collection.is_none())
+    {
+        let fix = found.pick(
+            "Use an unsigned integer in minor units (`u64` cents) or the `Money`/`Cents` type",
+            "Name an integer property (`\"type\": \"integer\"`, in minor units) with \
+             `amount = \"/<field>\"`",
+        );
+        found.push(
+            3,
+            Site::FieldType(i),
+            format!(
+                "`{}` is the amount but does not hold one integer: approvals and session limits \
+                 compare the amount with integer thresholds, and a string, a list or another \
+                 shape would slip under them. {fix}",
+                f.name
+            ),
         );
     }
 }
 
-/// Rules 5 and 16: strings and collections of high-risk tools are bounded.
+/// Rules 5 and 16: strings and collections of high-risk tools are bounded; and bounds that
+/// admit nothing (rule 11).
 fn bounds(tool: &ToolDecl, i: usize, f: &FieldDecl, found: &mut Found) {
     let high = tool.risk.is_high();
     if high && f.scalar == Scalar::Text && f.max_len.is_none() && !f.kind.is_bounded() {
-        let fix = found.opt("arg", "max_len = N");
+        let opt = found.opt("arg", "max_len = N");
         let kind = found.opt("arg", "kind = \"identifier\"");
+        let fix = found.pick(
+            format!("Add {opt}, or use a bounded kind ({kind}, `Identifier`, `Email`, `Url`)"),
+            format!("Add {opt}, or use a bounded kind ({kind}, `\"email\"` or `\"url\"`)"),
+        );
         found.push(
             5,
             Site::FieldType(i),
             format!(
                 "unbounded string `{}` on a {}-risk tool: a model can send any amount of text \
-                 here, including injected instructions. Add {fix}, or use a bounded kind \
-                 ({kind}, `Identifier`, `Email`, `Url`)",
+                 here, including injected instructions. {fix}",
                 f.name,
                 tool.risk.name()
             ),
@@ -666,37 +926,62 @@ fn bounds(tool: &ToolDecl, i: usize, f: &FieldDecl, found: &mut Found) {
         );
     }
     match f.max_items {
-        Some(_) if f.collection.is_none() => found.push(
-            16,
-            Site::FieldOption(i, "max_items"),
-            format!(
-                "`max_items` bounds a collection (`Vec`, slice, set or map), but `{}` is not \
-                 one: remove it (use `max_len` for strings, `max` for numbers)",
-                f.name
-            ),
-        ),
-        Some(0) => found.push(
-            11,
-            Site::FieldOption(i, "max_items"),
-            "`max_items = 0` only admits an empty collection: give the largest number of items \
-             allowed, or remove the parameter",
-        ),
+        Some(_) if found.typed && f.collection.is_none() => {
+            let message = found.pick(
+                format!(
+                    "`max_items` bounds a collection (`Vec`, slice, set or map), but `{}` is not \
+                     one: remove it (use `max_len` for strings, `max` for numbers)",
+                    f.name
+                ),
+                format!(
+                    "`max_items` bounds a collection (an array, or an object of free keys), but \
+                     `{}` is not one: remove it (use `max_len` for strings)",
+                    f.name
+                ),
+            );
+            found.push(16, Site::FieldOption(i, "max_items"), message);
+        }
+        Some(0) => {
+            let or_remove = found.pick(", or remove the parameter", "");
+            found.push(
+                11,
+                Site::FieldOption(i, "max_items"),
+                format!(
+                    "`max_items = 0` only admits an empty collection: give the largest number of \
+                     items allowed{or_remove}"
+                ),
+            );
+        }
         _ => {}
+    }
+    if f.max_len == Some(0) {
+        let or_remove = found.pick(", or remove the parameter", "");
+        found.push(
+            11,
+            Site::FieldOption(i, "max_len"),
+            format!(
+                "`max_len = 0` only admits an empty string: give the largest length \
+                 allowed{or_remove}"
+            ),
+        );
     }
 }
 
 /// Rule 6: paths are confined below a real root.
 fn path_rules(i: usize, f: &FieldDecl, found: &mut Found) {
-    let pathish = matches!(f.scalar, Scalar::Path | Scalar::Text);
     match (&f.root, f.kind == Kind::Path) {
-        (None, true) if pathish => {
-            let fix = found.opt("arg", "root = \"/srv/data\"");
+        (None, true) if !f.confined => {
+            let opt = found.opt("arg", "root = \"/srv/data\"");
+            let fix = found.pick(
+                format!("Confine it with {opt} (or use `SafePath`)"),
+                format!("Confine it with {opt}"),
+            );
             found.push(
                 6,
                 Site::FieldType(i),
                 format!(
                     "path `{}` has no root: a model-chosen path could reach any file \
-                     (`../../etc`). Confine it with {fix} (or use `SafePath`)",
+                     (`../../etc`). {fix}",
                     f.name
                 ),
             );
@@ -714,15 +999,20 @@ fn path_rules(i: usize, f: &FieldDecl, found: &mut Found) {
                 );
             }
         }
-        (Some(_), false) => found.push(
-            0,
-            Site::FieldOption(i, "root"),
-            format!(
-                "`root` confines paths, but `{}` is not a path field: use a `PathBuf` type or \
-                 `kind = \"path\"`, or remove `root`",
-                f.name
-            ),
-        ),
+        (Some(_), false) => {
+            let fix = found.pick(
+                "use a `PathBuf` type or `kind = \"path\"`, or remove `root`",
+                "add `kind = \"path\"`, or remove `root`",
+            );
+            found.push(
+                0,
+                Site::FieldOption(i, "root"),
+                format!(
+                    "`root` confines paths, but `{}` is not a path field: {fix}",
+                    f.name
+                ),
+            );
+        }
         _ => {}
     }
 }
@@ -737,12 +1027,13 @@ fn constraints(i: usize, f: &FieldDecl, found: &mut Found) {
         ("pattern", f.pattern.is_some()),
     ];
     for (key, _) in keys.iter().filter(|(_, set)| numeric && *set) {
+        let fix = found.pick("Use `min`/`max` for numbers, or remove it", "Remove it");
         found.push(
             0,
             Site::FieldOption(i, key),
             format!(
                 "`{key}` constrains strings, but `{}` is a number or boolean, so it would check \
-                 nothing. Use `min`/`max` for numbers, or remove it",
+                 nothing. {fix}",
                 f.name
             ),
         );
@@ -784,9 +1075,33 @@ fn constraints(i: usize, f: &FieldDecl, found: &mut Found) {
         found.push(
             17,
             Site::FieldOption(i, "pattern"),
+            pattern_message(&f.name, &problem),
+        );
+    }
+}
+
+/// Allowlists restrict the destinations of the kind they are for.
+fn allowlists(i: usize, f: &FieldDecl, found: &mut Found) {
+    if f.allow_hosts && f.kind != Kind::Url {
+        let kind = found.opt("arg", "kind = \"url\"");
+        found.push(
+            0,
+            Site::FieldOption(i, "allow_hosts"),
             format!(
-                "`pattern` of `{}` does not mean the same in Rust's regex (the dispatcher) and \
-                 ECMA-262 (JSON Schema, the providers): {problem}",
+                "`allow_hosts`/`allow_schemes` restrict URLs, but `{}` is not a URL field: add \
+                 {kind}, or remove them",
+                f.name
+            ),
+        );
+    }
+    if f.allow_domains && f.kind != Kind::Email {
+        let kind = found.opt("arg", "kind = \"email\"");
+        found.push(
+            0,
+            Site::FieldOption(i, "allow_domains"),
+            format!(
+                "`allow_domains` restricts e-mail recipients, but `{}` is not an e-mail field: \
+                 add {kind}, or remove it",
                 f.name
             ),
         );
@@ -800,6 +1115,13 @@ mod tests {
     fn described(name: &str, kind: Kind, scalar: Scalar) -> FieldDecl {
         let mut f = FieldDecl::new(name, kind, scalar);
         f.description = Some(format!("The {name}."));
+        f
+    }
+
+    /// A described field declared as the amount.
+    fn amount(name: &str, kind: Kind, scalar: Scalar) -> FieldDecl {
+        let mut f = described(name, kind, scalar);
+        f.amount = true;
         f
     }
 
@@ -822,7 +1144,7 @@ mod tests {
         to.collection = Some(Collection::Sequence);
         to.max_items = Some(5);
         let mut t = tool(vec![
-            described("amount", Kind::Money, Scalar::Integer),
+            amount("amount", Kind::Money, Scalar::Integer),
             memo,
             to,
         ]);
@@ -846,14 +1168,20 @@ mod tests {
                 (1, Site::ToolOption("risk"))
             ]
         );
-        assert!(check(&t)[1].message.contains("name = \"send_mail\""));
+        let attrs = &check_with(&t, Syntax::Attributes)[1].message;
+        assert!(attrs.contains("`#[tool(name = \"send_mail\")]`"), "{attrs}");
+        let keys = &check(&t)[1].message;
+        assert!(
+            keys.contains("e.g. `send_mail`") && keys.contains("undeclared"),
+            "{keys}"
+        );
         t.read_only = true;
         assert_eq!(rules(&t)[2..], []);
     }
 
     #[test]
     fn contradictions_are_refused() {
-        let mut t = tool(vec![described("amount", Kind::Money, Scalar::Integer)]);
+        let mut t = tool(vec![amount("amount", Kind::Money, Scalar::Integer)]);
         t.read_only = true;
         t.idempotent = Some(KeySource::Host);
         t.approval_over = Some(0);
@@ -895,8 +1223,7 @@ mod tests {
             ]
         );
         t.idempotent = Some(KeySource::Argument);
-        t.fields
-            .push(described("amount", Kind::Opaque, Scalar::Float));
+        t.fields.push(amount("amount", Kind::Opaque, Scalar::Float));
         let found = check(&t);
         assert!(found[0].message.contains("which is a float"), "{found:?}");
         assert_eq!(found[1].rule, 3);
@@ -951,10 +1278,10 @@ mod tests {
         assert_eq!(
             rules(&t),
             [
-                (5, Site::FieldType(0)),
                 (8, Site::Field(0)),
-                (16, Site::FieldType(1)),
-                (8, Site::Field(1))
+                (5, Site::FieldType(0)),
+                (8, Site::Field(1)),
+                (16, Site::FieldType(1))
             ]
         );
         let mut scalar = described("n", Kind::Opaque, Scalar::Integer);
@@ -1015,7 +1342,7 @@ mod tests {
 
     #[test]
     fn fixes_are_spelt_as_keys_or_as_the_macro_attributes() {
-        let mut t = tool(vec![FieldDecl::new("memo", Kind::Text, Scalar::Text)]);
+        let mut t = tool(vec![described("memo", Kind::Text, Scalar::Text)]);
         t.risk = Risk::High;
         t.idempotent = Some(KeySource::Host);
         let keys = &check(&t)[0].message;
@@ -1030,5 +1357,157 @@ mod tests {
         assert_eq!(rules(&t), []);
         t.idempotent = Some(KeySource::Argument);
         assert_eq!(rules(&t), [(0, Site::FieldName(0))]);
+    }
+
+    #[test]
+    fn the_diagnosis_is_shared_and_only_the_fix_follows_the_syntax() {
+        let mut t = tool(vec![
+            described("memo", Kind::Text, Scalar::Text),
+            described("tenant_id", Kind::Identifier, Scalar::Text),
+            described("total", Kind::Opaque, Scalar::Float),
+        ]);
+        t.risk = Risk::High;
+        t.read_only = true;
+        let keys = check_with(&t, Syntax::Keys);
+        let attrs = check_with(&t, Syntax::Attributes);
+        assert_eq!(keys.len(), 3);
+        let diagnoses = [
+            "unbounded string `memo` on a high-risk tool: a model can send any amount of text \
+             here, including injected instructions. ",
+            "parameter `tenant_id` looks like identity or authority, which the model must never \
+             supply: it comes from the authenticated principal. ",
+            "`total` is named like money but has a float type: floats cannot represent most \
+             decimal amounts exactly and make limits drift. ",
+        ];
+        for ((k, a), diagnosis) in keys.iter().zip(&attrs).zip(diagnoses) {
+            assert_eq!((k.rule, k.site), (a.rule, a.site));
+            assert!(k.message.starts_with(diagnosis), "{}", k.message);
+            assert!(a.message.starts_with(diagnosis), "{}", a.message);
+        }
+        for v in &keys {
+            for macro_only in ["#[", "///", "ToolContext<S>", "`u64`", "Money`/`Cents"] {
+                assert!(!v.message.contains(macro_only), "{}", v.message);
+            }
+        }
+    }
+
+    #[test]
+    fn run_time_options_are_checked_like_the_macro_options() {
+        let mut t = tool(vec![]);
+        t.read_only = true;
+        t.approval = true;
+        assert_eq!(rules(&t), [(11, Site::ToolOption("approval"))]);
+        t.read_only = false;
+        assert_eq!(rules(&t), [(2, Site::ToolOption("approval"))]);
+        t.idempotent = Some(KeySource::Host);
+        assert_eq!(rules(&t), []);
+
+        let mut t = tool(vec![described("memo", Kind::Text, Scalar::Text)]);
+        t.key_field = Some("memo".to_owned());
+        assert_eq!(rules(&t), [(11, Site::ToolOption("idempotency_key"))]);
+        t.idempotent = Some(KeySource::Argument);
+        assert_eq!(rules(&t), [(0, Site::FieldName(0))]);
+        assert!(check(&t)[0].message.contains("choose another name"));
+        t.key_field = Some("key-1".to_owned());
+        assert_eq!(rules(&t), [(0, Site::ToolOption("idempotency_key"))]);
+        t.idempotent = Some(KeySource::Host);
+        assert_eq!(rules(&t), []);
+
+        let mut url = described("link", Kind::Text, Scalar::Text);
+        url.allow_hosts = true;
+        let mut mail = described("to", Kind::Url, Scalar::Text);
+        mail.allow_domains = true;
+        assert_eq!(
+            rules(&tool(vec![url, mail])),
+            [
+                (0, Site::FieldOption(0, "allow_hosts")),
+                (0, Site::FieldOption(1, "allow_domains"))
+            ]
+        );
+    }
+
+    #[test]
+    fn the_stricter_conditions_hold_for_both_syntaxes() {
+        // `max_len = 0` admits nothing.
+        let mut empty = described("code", Kind::Text, Scalar::Text);
+        empty.max_len = Some(0);
+        // A path without a root, whatever its type, unless the type confines it (`SafePath`).
+        let other_path = described("files", Kind::Path, Scalar::Other);
+        let mut safe = described("doc", Kind::Path, Scalar::Other);
+        safe.confined = true;
+        // Money is never redacted.
+        let mut fee = described("fee", Kind::Money, Scalar::Integer);
+        fee.sensitive = true;
+        // A `money` or `opaque` string is not bounded by its kind.
+        let money_text = described("currency", Kind::Money, Scalar::Text);
+        let opaque_text = described("blob", Kind::Opaque, Scalar::Text);
+        let mut t = tool(vec![empty, other_path, safe, fee, money_text, opaque_text]);
+        t.risk = Risk::High;
+        t.read_only = true;
+        for syntax in [Syntax::Keys, Syntax::Attributes] {
+            let found: Vec<(u8, Site)> = check_with(&t, syntax)
+                .into_iter()
+                .map(|v| (v.rule, v.site))
+                .collect();
+            assert_eq!(
+                found,
+                [
+                    (11, Site::FieldOption(0, "max_len")),
+                    (6, Site::FieldType(1)),
+                    (15, Site::FieldOption(3, "sensitive")),
+                    (5, Site::FieldType(4)),
+                    (5, Site::FieldType(5)),
+                ]
+            );
+        }
+    }
+
+    #[test]
+    fn a_run_time_amount_is_one_integer_and_the_macro_leaves_that_to_the_compiler() {
+        let mut t = tool(vec![amount("sum", Kind::Opaque, Scalar::Other)]);
+        t.idempotent = Some(KeySource::Host);
+        t.approval_over = Some(100);
+        assert_eq!(rules(&t), [(3, Site::FieldType(0))]);
+        t.compiler_checks_amount = true;
+        assert_eq!(rules(&t), []);
+        // A float is reported either way.
+        t.fields[0].scalar = Scalar::Float;
+        assert_eq!(
+            rules(&t),
+            [
+                (2, Site::ToolOption("approval_over")),
+                (3, Site::FieldType(0))
+            ]
+        );
+        // A field named `amount` is the amount only when declared so.
+        let mut t = tool(vec![described("amount", Kind::Opaque, Scalar::Integer)]);
+        t.idempotent = Some(KeySource::Host);
+        t.approval_over = Some(100);
+        assert_eq!(rules(&t), [(2, Site::ToolOption("approval_over"))]);
+    }
+
+    #[test]
+    fn a_declaration_without_its_schema_is_checked_for_what_it_says() {
+        // Types and descriptions are unknown: no description, bound or type rule fires.
+        let mut bare = FieldDecl::new("body", Kind::Text, Scalar::Other);
+        bare.max_items = Some(3);
+        let mut path = FieldDecl::new("path", Kind::Path, Scalar::Other);
+        path.pattern = Some("(?=x)".to_owned());
+        let mut t = ToolDecl::new("write", None);
+        t.risk = Risk::High;
+        t.idempotent = Some(KeySource::Host);
+        t.fields = vec![bare, path];
+        let found: Vec<(u8, Site)> = check_declared(&t, Syntax::Keys)
+            .into_iter()
+            .map(|v| (v.rule, v.site))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (6, Site::FieldType(1)),
+                (17, Site::FieldOption(1, "pattern"))
+            ]
+        );
+        assert!(check(&t).len() > found.len());
     }
 }

@@ -3,17 +3,26 @@
 
 use crate::suggest::suggestion_and_list;
 
-/// Risk level of a tool, as declared.
+/// How much harm a wrong call of a tool can do, as declared (`risk = "high"`).
+///
+/// The one risk type of the crate family: the runtime re-exports it (`toolguard::Risk`), the
+/// `#[tool]` macro parses it and the rules read it. With the `serde` feature it is serialized in
+/// snake case (`"low"`, `"high"`), as tool specs and stored records spell it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "snake_case")
+)]
 pub enum Risk {
-    /// `low` (the default).
+    /// Harmless, e.g. reading public data (`low`, the default).
     #[default]
     Low,
-    /// `medium`.
+    /// Limited harm, e.g. reading the caller's private data (`medium`).
     Medium,
-    /// `high`.
+    /// Real harm, e.g. moving money, sending mail (`high`).
     High,
-    /// `critical`.
+    /// Always needs a human, e.g. deleting an account (`critical`).
     Critical,
 }
 
@@ -47,7 +56,12 @@ impl Risk {
         matches!(self, Risk::High | Risk::Critical)
     }
 
-    /// The spelling.
+    /// The snake_case name (`low`, `medium`, `high`, `critical`), as declared and serialized.
+    pub fn as_str(self) -> &'static str {
+        self.name()
+    }
+
+    /// The spelling (the same as [`Risk::as_str`]).
     pub fn name(self) -> &'static str {
         match self {
             Risk::Low => "low",
@@ -141,12 +155,12 @@ impl Kind {
         }
     }
 
-    /// Kinds whose values the runtime keeps short by itself, so they need no `max_len` (rule 5).
+    /// Kinds whose strings the runtime keeps short by itself, so they need no `max_len` (rule 5):
+    /// identifiers (`Sanitizer::identifier_max_len` by default), e-mail addresses and URLs.
+    /// `money` and `opaque` are not among them: a string of either kind (a currency code, text
+    /// inside an opaque value) needs its own bound like any text.
     pub fn is_bounded(self) -> bool {
-        matches!(
-            self,
-            Kind::Identifier | Kind::Email | Kind::Url | Kind::Money | Kind::Opaque
-        )
+        matches!(self, Kind::Identifier | Kind::Email | Kind::Url)
     }
 }
 
@@ -173,5 +187,24 @@ mod tests {
         assert!(Kind::from_name("shell").is_none());
         assert!(Risk::High.is_high() && Risk::Critical.is_high() && !Risk::Medium.is_high());
         assert!(Kind::Email.is_bounded() && !Kind::Text.is_bounded() && !Kind::Path.is_bounded());
+        assert!(!Kind::Money.is_bounded() && !Kind::Opaque.is_bounded());
+        assert_eq!(Risk::High.as_str(), "high");
+        assert!(Risk::Low < Risk::Medium && Risk::High < Risk::Critical);
+        assert_eq!(Risk::default(), Risk::Low);
+    }
+
+    #[cfg(feature = "serde")]
+    #[test]
+    fn risk_is_stored_in_snake_case() {
+        for risk in [Risk::Low, Risk::Medium, Risk::High, Risk::Critical] {
+            let json = serde_json::to_value(risk).unwrap();
+            assert_eq!(json, serde_json::Value::from(risk.as_str()));
+            assert_eq!(serde_json::from_value::<Risk>(json).unwrap(), risk);
+        }
+        let err = serde_json::from_str::<Risk>("\"extreme\"").unwrap_err();
+        assert!(
+            err.to_string().contains("unknown variant `extreme`"),
+            "{err}"
+        );
     }
 }

@@ -1,10 +1,16 @@
 //! The safety rules of toolguard tool declarations, as plain functions over names, strings, a
-//! small declaration model ([`decl`]) and (with the `json` feature) JSON Schemas.
+//! small declaration model ([`decl`]) and (with the `json` feature) JSON Schemas (`schema`).
 //!
-//! The `#[tool]` macro checks a declaration at compile time by building a [`decl::ToolDecl`] and
-//! reporting each [`decl::Violation`] on the span of the [`decl::Site`] it names; a tool declared
-//! at run time (a JSON Schema plus a declaration from a policy file) goes through the same
-//! functions, so both meet one set of rules. The rule numbers are those of `RULES.md`.
+//! Every declaration rule lives here, once. The `#[tool]` macro checks a declaration at compile
+//! time by building a [`decl::ToolDecl`] and reporting each [`decl::Violation`] on the span of the
+//! [`decl::Site`] it names; a tool declared at run time (a JSON Schema plus a declaration, e.g.
+//! from a policy file) is read into the same model (`schema::fields`) and checked by the same
+//! functions, so both meet the same conditions and read the same diagnosis; only the fix is spelt
+//! for where the declaration is written ([`decl::Syntax`]). The rule numbers are those of
+//! `RULES.md`.
+//!
+//! [`Risk`] is the crate family's one risk type (with the `serde` feature, serialized as
+//! `"low"`, `"medium"`, `"high"`, `"critical"`); the runtime re-exports it.
 //!
 //! ```
 //! use toolguard_rules::{names, pattern};

@@ -1,10 +1,11 @@
-//! Rules over a tool's JSON Schema (feature `json`): what the macro checks on parameters, checked
-//! again on every property of an input schema at any depth, for tools whose schema comes from
-//! elsewhere (nested structs, serde renames, run-time declarations).
+//! Rules over a tool's JSON Schema (feature `json`): an input schema read into the declaration
+//! model ([`fields`]), and what the macro checks on parameters, checked again on every property
+//! of an input schema at any depth ([`check`]), for tools whose schema comes from elsewhere
+//! (nested structs, serde renames, run-time declarations).
 
 use serde_json::Value;
 
-use crate::decl::{Collection, FieldDecl, KEY_FIELD, Scalar};
+use crate::decl::{Collection, FieldDecl, Scalar, Syntax, identity_message, pattern_message};
 use crate::kinds::Kind;
 use crate::names::is_identity_name;
 
@@ -12,58 +13,94 @@ use crate::names::is_identity_name;
 /// them: each property's JSON type ([`Scalar`]; through `["string", "null"]` and
 /// `anyOf: [.., {"type": "null"}]`), arrays as [`Collection::Sequence`] with the item's type and
 /// string or number constraints, objects of free keys (`additionalProperties` without
-/// `properties`) as [`Collection::Map`], and `description`, `minLength`, `maxLength`,
-/// `pattern`, `minimum`, `maximum`, `maxItems`/`maxProperties`. Strings get [`Kind::Text`] and
-/// everything else [`Kind::Opaque`]; what the schema cannot say (risk, kind, amount, root,
-/// sensitive) comes from the declaration. The `idempotency_key` property is skipped: a
-/// declaration says `idempotent` instead.
+/// `properties`) as [`Collection::Map`], and `description` (of the property, or of its non-null
+/// alternative), `minLength`, `maxLength`, `pattern`, `minimum`, `maximum`,
+/// `maxItems`/`maxProperties`. Strings get [`Kind::Text`] and everything else [`Kind::Opaque`];
+/// what the schema cannot say (risk, kind, amount, root, sensitive) comes from the declaration.
+/// A property listing several types is read as a float if `"number"` is among them (so money
+/// never hides behind `["integer", "number"]`), else as a string if `"string"` is.
 pub fn fields(schema: &Value) -> Vec<FieldDecl> {
-    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
-        return Vec::new();
-    };
-    props
-        .iter()
-        .filter(|(name, _)| name.as_str() != KEY_FIELD)
+    properties(schema)
         .map(|(name, sub)| field(name, sub))
         .collect()
 }
 
-fn field(name: &str, sub: &Value) -> FieldDecl {
-    let sub = non_null(sub);
-    let (collection, element) = match json_type(sub) {
-        Some("array") => (
-            Some(Collection::Sequence),
-            non_null(sub.get("items").unwrap_or(&Value::Null)),
-        ),
+/// The properties of an object schema, in the map's order.
+pub fn properties(schema: &Value) -> impl Iterator<Item = (&String, &Value)> {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+}
+
+/// Where a property's constraints live, as JSON pointers relative to the property's schema:
+/// `container` takes `maxItems` (`maxProperties` for a map), `element` the constraints of each
+/// value (`minLength`, `maxLength`, `pattern`, `minimum`, `maximum`). For a plain string both are
+/// `""`; for `{"type": "array", "items": ..}` the element is `/items`; through an `anyOf` with
+/// `null` the pointers go into the non-null alternative (`/anyOf/0/items`). The element of an
+/// array without `items` is `/items` all the same: it does not exist yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// The collection the property is, if any.
+    pub collection: Option<Collection>,
+    /// Where `maxItems`/`maxProperties` go.
+    pub container: String,
+    /// Where each value's constraints go.
+    pub element: String,
+}
+
+/// The [`Layout`] of a property's schema.
+pub fn layout(property: &Value) -> Layout {
+    let (sub, container) = non_null(property, String::new());
+    let (collection, step) = match json_type(sub) {
+        Some("array") => (Some(Collection::Sequence), "items"),
         Some("object")
             if sub.get("properties").is_none()
                 && sub
                     .get("additionalProperties")
                     .is_some_and(Value::is_object) =>
         {
-            (
-                Some(Collection::Map),
-                non_null(&sub["additionalProperties"]),
-            )
+            (Some(Collection::Map), "additionalProperties")
         }
-        _ => (None, sub),
+        _ => {
+            return Layout {
+                collection: None,
+                element: container.clone(),
+                container,
+            };
+        }
     };
-    let scalar = match json_type(element) {
-        Some("string") => Scalar::Text,
-        Some("integer") => Scalar::Integer,
-        Some("number") => Scalar::Float,
-        Some("boolean") => Scalar::Boolean,
-        _ => Scalar::Other,
+    let element = match sub.get(step) {
+        Some(inner) => non_null(inner, format!("{container}/{step}")).1,
+        None => format!("{container}/{step}"),
     };
+    Layout {
+        collection,
+        container,
+        element,
+    }
+}
+
+fn field(name: &str, raw: &Value) -> FieldDecl {
+    let Layout {
+        collection,
+        container,
+        element,
+    } = layout(raw);
+    let null = Value::Null;
+    let sub = raw.pointer(&container).unwrap_or(&null);
+    let element = raw.pointer(&element).unwrap_or(&null);
+    let scalar = scalar(element);
     let kind = if scalar == Scalar::Text {
         Kind::Text
     } else {
         Kind::Opaque
     };
     let mut f = FieldDecl::new(name, kind, scalar);
-    f.description = sub
-        .get("description")
-        .and_then(Value::as_str)
+    f.description = [raw, sub]
+        .into_iter()
+        .find_map(|s| s.get("description").and_then(Value::as_str))
         .map(str::to_owned);
     f.collection = collection;
     f.min_len = element.get("minLength").and_then(Value::as_u64);
@@ -82,6 +119,27 @@ fn field(name: &str, sub: &Value) -> FieldDecl {
     f
 }
 
+/// What one value of `schema` holds.
+fn scalar(schema: &Value) -> Scalar {
+    let types: Vec<&str> = match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let has = |t: &str| types.contains(&t);
+    if has("number") {
+        Scalar::Float
+    } else if has("string") {
+        Scalar::Text
+    } else if has("integer") {
+        Scalar::Integer
+    } else if has("boolean") {
+        Scalar::Boolean
+    } else {
+        Scalar::Other
+    }
+}
+
 /// The JSON type of `schema`, with `"null"` left out of a list of types.
 fn json_type(schema: &Value) -> Option<&str> {
     match schema.get("type")? {
@@ -92,20 +150,66 @@ fn json_type(schema: &Value) -> Option<&str> {
 }
 
 /// `schema` without an `anyOf`/`oneOf` alternative of `null` (how an `Option` of a referenced
-/// type is written): the one other alternative.
-fn non_null(schema: &Value) -> &Value {
+/// type is written): the one other alternative, with its pointer below `at`.
+fn non_null(schema: &Value, at: String) -> (&Value, String) {
     for key in ["anyOf", "oneOf"] {
         if let Some(alts) = schema.get(key).and_then(Value::as_array) {
-            let rest: Vec<&Value> = alts
+            let rest: Vec<(usize, &Value)> = alts
                 .iter()
-                .filter(|a| a.get("type").and_then(Value::as_str) != Some("null"))
+                .enumerate()
+                .filter(|(_, a)| a.get("type").and_then(Value::as_str) != Some("null"))
                 .collect();
-            if let [only] = rest.as_slice() {
-                return only;
+            if let [(i, only)] = rest.as_slice() {
+                return (only, format!("{at}/{key}/{i}"));
             }
         }
     }
-    schema
+    (schema, at)
+}
+
+/// A broken rule found in a whole schema, at a place the declaration model has no field for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaViolation {
+    /// The rule's number in `RULES.md` (0 for the consistency checks).
+    pub rule: u8,
+    /// Where: the dotted path of a property (`order.lines.user_id`, `$defs.Meta.roles`) or the
+    /// JSON pointer of a keyword (`/properties/code/pattern`); empty for the schema as a whole.
+    pub at: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+/// The rules over a whole input schema that [`fields`] and [`crate::decl::check`] do not see: it
+/// is an object schema, no property at any depth is named like identity or authority (rule 4,
+/// with the message of a parameter), and every `pattern` at any depth is portable (rule 17).
+/// Fixes are spelt in `syntax`. A schema that is not an object schema gets that one violation.
+pub fn check(schema: &Value, syntax: Syntax) -> Vec<SchemaViolation> {
+    let typed_object = schema.get("type").and_then(Value::as_str) == Some("object");
+    if !schema.is_object() || !(typed_object || schema.get("properties").is_some()) {
+        return vec![SchemaViolation {
+            rule: 0,
+            at: String::new(),
+            message: "the input schema must be a JSON Schema object with `\"type\": \"object\"`: \
+                      a tool's arguments are an object of named fields"
+                .to_owned(),
+        }];
+    }
+    let mut out = Vec::new();
+    if let Some(path) = identity_property(schema) {
+        out.push(SchemaViolation {
+            rule: 4,
+            message: identity_message(&path, syntax),
+            at: path,
+        });
+    }
+    for (at, problem) in unportable_patterns(schema) {
+        out.push(SchemaViolation {
+            rule: 17,
+            message: pattern_message(&at, &problem),
+            at,
+        });
+    }
+    out
 }
 
 /// The dotted path of the first property below `schema` named like identity or authority
@@ -242,7 +346,20 @@ mod tests {
         // serde_json's map keeps keys sorted unless `preserve_order` is on: compare as a set.
         let mut sorted = names.clone();
         sorted.sort_unstable();
-        assert_eq!(sorted, ["amount", "headers", "memo", "rate", "speed", "to"]);
+        // `idempotency_key` is a property like any other: a run-time declaration's key argument
+        // must not collide with it.
+        assert_eq!(
+            sorted,
+            [
+                "amount",
+                "headers",
+                "idempotency_key",
+                "memo",
+                "rate",
+                "speed",
+                "to"
+            ]
+        );
         let get = |n: &str| found.iter().find(|f| f.name == n).expect(n);
         assert_eq!(
             (
@@ -301,5 +418,96 @@ mod tests {
                 "/properties/tags/items/pattern"
             ]
         );
+    }
+
+    #[test]
+    fn layouts_point_at_the_collection_and_its_elements() {
+        let at = |v: Value| {
+            let l = layout(&v);
+            (l.collection, l.container, l.element)
+        };
+        assert_eq!(
+            at(json!({"type": "string"})),
+            (None, String::new(), String::new())
+        );
+        assert_eq!(
+            at(json!({"type": ["array", "null"], "items": {"type": "string"}})),
+            (
+                Some(Collection::Sequence),
+                String::new(),
+                "/items".to_owned()
+            )
+        );
+        assert_eq!(
+            at(
+                json!({"anyOf": [{"type": "null"}, {"type": "array", "items": {
+                "anyOf": [{"type": "string"}, {"type": "null"}]}}]})
+            ),
+            (
+                Some(Collection::Sequence),
+                "/anyOf/1".to_owned(),
+                "/anyOf/1/items/anyOf/0".to_owned()
+            )
+        );
+        assert_eq!(
+            at(json!({"type": "object", "additionalProperties": {"type": "string"}})),
+            (
+                Some(Collection::Map),
+                String::new(),
+                "/additionalProperties".to_owned()
+            )
+        );
+        assert_eq!(
+            at(json!({"type": "array"})),
+            (
+                Some(Collection::Sequence),
+                String::new(),
+                "/items".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn wrapped_descriptions_and_mixed_types_are_read_failing_closed() {
+        let schema = json!({"properties": {
+            "note": {"description": "A note.", "anyOf": [{"type": "string"}, {"type": "null"}]},
+            "price": {"type": ["integer", "number"]},
+            "ids": {"type": "array", "items": {"type": "string", "maxLength": 9}, "maxItems": 3}
+        }});
+        let found = fields(&schema);
+        let get = |n: &str| found.iter().find(|f| f.name == n).expect(n);
+        assert_eq!(get("note").description.as_deref(), Some("A note."));
+        assert_eq!(get("note").scalar, Scalar::Text);
+        assert_eq!(get("price").scalar, Scalar::Float);
+        assert_eq!(
+            (get("ids").max_len, get("ids").max_items),
+            (Some(9), Some(3))
+        );
+    }
+
+    #[test]
+    fn whole_schema_rules_name_the_place() {
+        let not_object = check(&json!({"type": "string"}), Syntax::Keys);
+        assert_eq!(not_object.len(), 1);
+        assert!(not_object[0].message.contains("`\"type\": \"object\"`"));
+        let schema = json!({"type": "object", "properties": {"order": {"properties": {
+            "tenant_id": {"type": "string"},
+            "code": {"type": "string", "pattern": "(?i)^x$"}
+        }}}});
+        let found = check(&schema, Syntax::Keys);
+        let summary: Vec<(u8, &str)> = found.iter().map(|v| (v.rule, v.at.as_str())).collect();
+        assert_eq!(
+            summary,
+            [
+                (4, "order.tenant_id"),
+                (17, "/properties/order/properties/code/pattern")
+            ]
+        );
+        assert!(
+            found[0]
+                .message
+                .starts_with("parameter `order.tenant_id` looks like identity or authority")
+        );
+        assert_eq!(check(&json!({"type": "object"}), Syntax::Keys), []);
     }
 }

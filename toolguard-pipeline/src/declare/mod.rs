@@ -22,8 +22,8 @@
 //! assert!(declare("read_file", "", &schema, &Declaration::new(Risk::High, false)).is_err());
 //! ```
 //!
-//! With the `policy` feature, [`policy`] reads these declarations (and who may call what) from a
-//! TOML file.
+//! The `toolguard-policy` crate (`toolguard::policy`, with the facade's `policy` feature) reads
+//! these declarations (and who may call what) from a TOML file.
 
 use std::collections::BTreeMap;
 

@@ -1,12 +1,17 @@
 //! The safety rules of a run-time declaration: the rules `#[tool]` enforces at compile time,
-//! applied when a [`Declaration`] is loaded. Each rule is one function; the README's rule table
-//! marks which rules apply where. The name rules (identity, money, tool names) are the ones the
-//! macro uses; they live in one place per crate until the shared rules crate lands.
+//! applied when a [`Declaration`] is loaded. No rule is written here: they live in
+//! `toolguard-rules` ([`toolguard_rules::decl`] over one tool, [`toolguard_rules::schema`] over a
+//! whole input schema), where the macro reads them too, so both meet the same conditions and
+//! give the same diagnosis, with fixes spelt as keys (`max_len = N`). This module builds the
+//! rules' model of a tool from its JSON Schema and its declaration, and reports the first broken
+//! rule as a [`DeclareError`] naming the tool and the field.
 
 use serde_json::Value;
+use toolguard_rules::decl::{self as model, Syntax};
+use toolguard_rules::{Kind, schema as schema_rules};
 
-use super::{Declaration, FieldDecl, KeySource, pointer_property};
-use crate::spec::{FieldKind, Risk, check_identity_properties};
+use super::{Declaration, FieldDecl, KeySource, OutputTrust, pointer_property};
+use crate::spec::{Egress, FieldKind, KeyReuse};
 
 /// Why a declaration was refused: the tool, the field (a JSON pointer) when one is at fault, and
 /// what is wrong with the fix.
@@ -21,434 +26,198 @@ pub struct DeclareError {
     pub message: String,
 }
 
-type Rule = Result<(), DeclareError>;
-
-fn fail(tool: &str, field: Option<&str>, message: impl Into<String>) -> Rule {
-    Err(DeclareError {
-        tool: tool.to_owned(),
-        field: field.map(str::to_owned),
-        message: message.into(),
-    })
+impl DeclareError {
+    fn new(tool: &str, field: Option<String>, message: impl Into<String>) -> Self {
+        DeclareError {
+            tool: tool.to_owned(),
+            field,
+            message: message.into(),
+        }
+    }
 }
 
-/// Runs every rule; the first broken one is returned.
-pub fn check(name: &str, description: &str, schema: &Value, decl: &Declaration) -> Rule {
-    tool_name(name)?;
-    object_schema(name, schema)?;
-    identity_properties(name, schema)?;
-    contradictions(name, decl)?;
-    high_risk_idempotent(name, decl)?;
-    approval_over_needs_amount(name, decl)?;
-    described(name, description, schema, decl)?;
-    for (pointer, field) in &decl.fields {
-        field_rules(name, schema, decl, pointer, field)?;
+/// Checks tool `name` (described upstream as `description`) with input schema `schema` and
+/// declaration `decl` against every declaration rule: the input schema is an object schema; the
+/// tool and each top-level property, read into the rules' model ([`schema_rules::fields`], then what
+/// `decl` says of each field), meet [`model::check`]; no property at any depth is named like
+/// identity and every pattern is portable ([`schema_rules::check`]). The first broken rule is
+/// returned.
+pub fn check(
+    name: &str,
+    description: &str,
+    schema: &Value,
+    decl: &Declaration,
+) -> Result<(), DeclareError> {
+    let whole = schema_rules::check(schema, Syntax::Keys);
+    // An input schema that is not an object schema has no fields to read.
+    if let Some(v) = whole.iter().find(|v| v.at.is_empty()) {
+        return Err(DeclareError::new(name, None, v.message.clone()));
     }
-    amount_field(name, schema, decl)?;
-    money_properties(name, schema)?;
-    high_risk_bounds(name, schema, decl)?;
-    data_flow(name, decl)?;
-    key_field(name, schema, decl)
-}
-
-/// Rule 19 (shared with `#[tool]` through `toolguard-rules`): a tool whose results are untrusted
-/// (the default here) and that sends data to any destination needs `egress = "allowlisted"` or
-/// `risk = "critical"`; `egress = "allowlisted"` needs a destination field.
-pub fn data_flow(name: &str, d: &Declaration) -> Rule {
-    use toolguard_rules::decl as shared;
-    let mut tool = shared::ToolDecl::new(name, None);
-    tool.risk = match d.risk {
-        Risk::Low => toolguard_rules::Risk::Low,
-        Risk::Medium => toolguard_rules::Risk::Medium,
-        Risk::High => toolguard_rules::Risk::High,
-        Risk::Critical => toolguard_rules::Risk::Critical,
-    };
-    tool.read_only = d.read_only;
-    tool.output = Some(match d.output {
-        Some(super::OutputTrust::Trusted) => shared::OutputTrust::Trusted,
-        _ => shared::OutputTrust::Untrusted,
-    });
-    tool.egress = match d.egress {
-        crate::spec::Egress::None => None,
-        crate::spec::Egress::Open => Some(shared::EgressDecl::Open),
-        crate::spec::Egress::Allowlisted => Some(shared::EgressDecl::Allowlisted),
-    };
-    for (pointer, f) in &d.fields {
-        let kind = match f.kind {
-            Some(FieldKind::Email) => toolguard_rules::Kind::Email,
-            Some(FieldKind::Url) => toolguard_rules::Kind::Url,
-            _ => toolguard_rules::Kind::Text,
-        };
-        let field = pointer_property(pointer).unwrap_or_else(|| pointer.clone());
-        tool.fields
-            .push(shared::FieldDecl::new(field, kind, shared::Scalar::Text));
-    }
-    match shared::data_flow(&tool, shared::Syntax::Keys)
-        .into_iter()
-        .next()
-    {
-        Some(v) => fail(name, None, v.message),
+    let tool = tool_model(name, Some(description), Some(schema), decl)?;
+    first(name, &tool, model::check_with(&tool, Syntax::Keys))?;
+    match whole.into_iter().next() {
+        Some(v) => Err(DeclareError::new(name, None, v.message)),
         None => Ok(()),
     }
 }
 
-/// Rule 9: `^[a-zA-Z][a-zA-Z0-9_]{0,63}$`.
-pub fn tool_name(name: &str) -> Rule {
-    if toolguard_rules::names::is_valid_tool_name(name) {
-        return Ok(());
-    }
-    fail(
-        name,
-        None,
-        "the tool name must match ^[a-zA-Z][a-zA-Z0-9_]{0,63}$ (the name every provider accepts); \
-         leave the tool undeclared so the default policy hides it",
-    )
+/// Checks what `decl` says of itself, before the schema it will apply to is known (a policy file
+/// on load): the rules of [`model::check_declared`] over the tool and the fields it declares.
+/// [`check`] applies every rule once the schema is there.
+pub fn check_declaration(name: &str, decl: &Declaration) -> Result<(), DeclareError> {
+    let tool = tool_model(name, None, None, decl)?;
+    first(name, &tool, model::check_declared(&tool, Syntax::Keys))
 }
 
-fn object_schema(name: &str, schema: &Value) -> Rule {
-    let typed_object = schema.get("type").and_then(Value::as_str) == Some("object");
-    if schema.is_object() && (typed_object || schema.get("properties").is_some()) {
-        return Ok(());
-    }
-    fail(
-        name,
-        None,
-        "the input schema must be a JSON Schema object with `\"type\": \"object\"`",
-    )
-}
-
-/// Rule 4: no property named like identity or authority, at any depth.
-pub fn identity_properties(name: &str, schema: &Value) -> Rule {
-    check_identity_properties(schema).or_else(|message| fail(name, None, message))
-}
-
-/// Rule 11: declarations that cannot mean what they say.
-pub fn contradictions(name: &str, d: &Declaration) -> Rule {
-    let problem = if d.read_only && (d.idempotent || d.approval_over.is_some() || d.approval) {
-        Some(
-            "`read_only = true` contradicts `idempotent`, `approval` and `approval_over`: remove them or set `read_only = false`",
-        )
-    } else if d.approval_over == Some(0) {
-        Some("`approval_over = 0` would ask for approval of every call: use `approval = true`")
-    } else if d.approvals == Some(0) {
-        Some("`approvals = 0` means no approver: remove it (default 1)")
-    } else if d.timeout_ms == Some(0) {
-        Some("`timeout_ms = 0` never lets a call finish: remove it (default 30000)")
-    } else if d.key_reuse == crate::spec::KeyReuse::KeyWins && !d.idempotent {
-        Some("`key_reuse = \"key_wins\"` needs `idempotent = true`")
-    } else if d.approval && !d.idempotent {
-        Some(
-            "`approval = true` needs `idempotent = true`: a pending approval is stored under the call's idempotency key, so a retry finds it instead of opening a second one",
-        )
-    } else {
-        None
-    };
-    problem.map_or(Ok(()), |p| fail(name, None, p))
-}
-
-/// Rule 1: a high- or critical-risk tool that changes state must be idempotent.
-pub fn high_risk_idempotent(name: &str, d: &Declaration) -> Rule {
-    if d.risk >= Risk::High && !d.read_only && !d.idempotent {
-        return fail(
-            name,
-            None,
-            format!(
-                "a `{}`-risk tool that changes state needs `idempotent = true` (key from the host \
-                 by default), so a retried call never executes twice",
-                d.risk.as_str()
-            ),
-        );
-    }
-    Ok(())
-}
-
-/// Rule 2: `approval_over` needs `idempotent` and an amount field.
-pub fn approval_over_needs_amount(name: &str, d: &Declaration) -> Rule {
-    if d.approval_over.is_none() {
-        return Ok(());
-    }
-    if !d.idempotent {
-        return fail(name, None, "`approval_over` needs `idempotent = true`");
-    }
-    if d.amount.is_none() {
-        return fail(
-            name,
-            None,
-            "`approval_over` needs `amount = \"/<field>\"` naming the integer amount field, or it would never fire",
-        );
-    }
-    Ok(())
-}
-
-/// Rule 8: the tool needs a description; on a high-risk tool so does every property.
-pub fn described(name: &str, description: &str, schema: &Value, d: &Declaration) -> Rule {
-    let has = |s: Option<&str>| s.is_some_and(|s| !s.trim().is_empty());
-    if !has(Some(description)) && !has(d.description.as_deref()) {
-        return fail(
-            name,
-            None,
-            "the tool has no description: add `description = \"...\"`",
-        );
-    }
-    if d.risk < Risk::High {
-        return Ok(());
-    }
-    for (prop, sub) in properties(schema) {
-        let pointer = format!("/{prop}");
-        let declared = d
-            .fields
-            .get(&pointer)
-            .and_then(|f| f.description.as_deref());
-        if !has(sub.get("description").and_then(Value::as_str)) && !has(declared) {
-            return fail(
-                name,
-                Some(&pointer),
-                "a high-risk tool needs a description of every field: add `description = \"...\"` to the field",
-            );
+/// The first of `found`, as the error of tool `name`, on the field its site names.
+fn first(
+    name: &str,
+    tool: &model::ToolDecl,
+    found: Vec<model::Violation>,
+) -> Result<(), DeclareError> {
+    match found.into_iter().next() {
+        Some(v) => {
+            let field = v.site.field().map(|i| pointer_of(&tool.fields[i].name));
+            Err(DeclareError::new(name, field, v.message))
         }
+        None => Ok(()),
     }
-    Ok(())
 }
 
-/// Rules 6, 7 and 15 and the per-field consistency checks.
-fn field_rules(name: &str, schema: &Value, d: &Declaration, pointer: &str, f: &FieldDecl) -> Rule {
-    let at = Some(pointer);
+/// The rules' model of tool `name`: from `schema` and `decl`, or from `decl` alone (its fields,
+/// of unknown type) when there is no schema yet.
+fn tool_model(
+    name: &str,
+    description: Option<&str>,
+    schema: Option<&Value>,
+    d: &Declaration,
+) -> Result<model::ToolDecl, DeclareError> {
+    let description = d.description.as_deref().or(description).map(str::to_owned);
+    let mut tool = model::ToolDecl::new(name, description);
+    tool.risk = d.risk;
+    tool.read_only = d.read_only;
+    tool.idempotent = d.idempotent.then_some(match d.idempotency_key {
+        KeySource::Host => model::KeySource::Host,
+        KeySource::Field(_) => model::KeySource::Argument,
+    });
+    tool.key_field = match &d.idempotency_key {
+        KeySource::Field(f) => Some(f.clone()),
+        KeySource::Host => None,
+    };
+    tool.key_wins = d.key_reuse == KeyReuse::KeyWins;
+    tool.approval = d.approval;
+    tool.approval_over = d.approval_over;
+    tool.approvals = d.approvals.map(u64::from);
+    tool.timeout_ms = d.timeout_ms;
+    // A forwarded result is content the caller did not produce, unless declared otherwise.
+    tool.output = Some(match d.output {
+        Some(OutputTrust::Trusted) => model::OutputTrust::Trusted,
+        Some(OutputTrust::Untrusted) | None => model::OutputTrust::Untrusted,
+    });
+    tool.egress = match d.egress {
+        Egress::None => None,
+        Egress::Open => Some(model::EgressDecl::Open),
+        Egress::Allowlisted => Some(model::EgressDecl::Allowlisted),
+    };
+    tool.fields = schema.map(schema_rules::fields).unwrap_or_default();
+    for (pointer, f) in &d.fields {
+        let i = field_index(name, schema, &mut tool.fields, pointer, "field rules take")?;
+        apply(&mut tool.fields[i], f);
+    }
+    if let Some(pointer) = &d.amount {
+        let i = field_index(name, schema, &mut tool.fields, pointer, "`amount` takes")?;
+        tool.fields[i].amount = true;
+    }
+    Ok(tool)
+}
+
+/// The index of the field `pointer` names; without a schema, a declared field is added.
+fn field_index(
+    name: &str,
+    schema: Option<&Value>,
+    fields: &mut Vec<model::FieldDecl>,
+    pointer: &str,
+    what: &str,
+) -> Result<usize, DeclareError> {
+    let at = Some(pointer.to_owned());
     let Some(prop) = pointer_property(pointer) else {
-        return fail(
+        return Err(DeclareError::new(
             name,
             at,
-            "field rules take the JSON pointer of a top-level property (`/path`); a kind applies \
-             to every string nested in that property",
-        );
+            format!(
+                "{what} the JSON pointer of a top-level property (`/path`, in a policy file \
+                 `fields.\"/path\"`); a field's kind applies to every string nested in that \
+                 property"
+            ),
+        ));
     };
-    let Some(sub) = schema.get("properties").and_then(|p| p.get(&prop)) else {
-        return fail(
+    if let Some(i) = fields.iter().position(|f| f.name == prop) {
+        return Ok(i);
+    }
+    match schema {
+        Some(schema) => Err(DeclareError::new(
             name,
             at,
             format!(
                 "the input schema has no property `{prop}`; the properties are: {}",
                 property_list(schema)
             ),
-        );
-    };
-    if let (Some(min), Some(max)) = (f.min_len, f.max_len)
-        && min > max
-    {
-        return fail(name, at, "`min_len` is greater than `max_len`");
-    }
-    if f.max_items == Some(0) || f.max_len == Some(0) {
-        return fail(
-            name,
-            at,
-            "`max_items = 0` or `max_len = 0` admits no value: give a positive bound",
-        );
-    }
-    if f.max_items.is_some() && !has_type(sub, "array") {
-        return fail(name, at, "`max_items` applies to array fields only");
-    }
-    if let Some(pattern) = &f.pattern {
-        pattern_portable(name, pointer, pattern)?;
-    }
-    path_root(name, pointer, f)?;
-    if f.sensitive && d.amount.as_deref() == Some(pointer) {
-        return fail(
-            name,
-            at,
-            "the amount field cannot be `sensitive`: approvers must see the amount",
-        );
-    }
-    let url = f.kind == Some(FieldKind::Url);
-    if (!f.allow_hosts.is_empty() || !f.allow_schemes.is_empty()) && !url {
-        return fail(
-            name,
-            at,
-            "`allow_hosts`/`allow_schemes` need `kind = \"url\"`",
-        );
-    }
-    if !f.allow_domains.is_empty() && f.kind != Some(FieldKind::Email) {
-        return fail(name, at, "`allow_domains` needs `kind = \"email\"`");
-    }
-    Ok(())
-}
-
-/// Rule 6: a path field needs an absolute root other than `/`, without `..`.
-pub fn path_root(name: &str, pointer: &str, f: &FieldDecl) -> Rule {
-    let is_path = f.kind == Some(FieldKind::Path);
-    match (&f.root, is_path) {
-        (Some(_), false) => fail(
-            name,
-            Some(pointer),
-            "`root` applies to `kind = \"path\"` fields only",
-        ),
-        (None, true) => fail(
-            name,
-            Some(pointer),
-            "a path field needs `root = \"/absolute/dir\"`: a model-chosen path must be confined below a real directory",
-        ),
-        (Some(root), true) => match root_problem(root) {
-            Some(p) => fail(
-                name,
-                Some(pointer),
-                format!("`root = \"{root}\"` {p}; give an absolute directory such as `/srv/data`"),
-            ),
-            None => Ok(()),
-        },
-        (None, false) => Ok(()),
-    }
-}
-
-pub use toolguard_rules::root::root_problem;
-
-/// A pattern must compile with the `regex` crate (no look-around, no back-references), so it
-/// means the same to the schema validator and to every provider.
-pub fn pattern_portable(name: &str, pointer: &str, pattern: &str) -> Rule {
-    match regex::Regex::new(pattern) {
-        Ok(_) => Ok(()),
-        Err(e) => fail(
-            name,
-            Some(pointer),
-            format!(
-                "`pattern` does not compile as a portable regular expression (no look-around or back-references): {e}"
-            ),
-        ),
-    }
-}
-
-/// Rule 3: the amount field is a non-negative integer.
-pub fn amount_field(name: &str, schema: &Value, d: &Declaration) -> Rule {
-    let Some(pointer) = &d.amount else {
-        return Ok(());
-    };
-    let sub = pointer_property(pointer).and_then(|p| schema.get("properties")?.get(p).cloned());
-    match sub {
-        None => fail(
-            name,
-            Some(pointer),
-            format!(
-                "`amount` names no property; the properties are: {}",
-                property_list(schema)
-            ),
-        ),
-        Some(s) if !has_type(&s, "integer") => fail(
-            name,
-            Some(pointer),
-            "the amount field must be an integer of minor units (`\"type\": \"integer\"`): floats, strings and other types would slip under limits",
-        ),
-        Some(_) => Ok(()),
-    }
-}
-
-/// Rule 3: no property named like money may be a float (`"type": "number"`).
-pub fn money_properties(name: &str, schema: &Value) -> Rule {
-    for (prop, sub) in properties(schema) {
-        if is_money_name(prop) && has_type(sub, "number") {
-            return fail(
-                name,
-                Some(&format!("/{prop}")),
-                "a money field must be an integer of minor units, not `\"type\": \"number\"`: the tool cannot be guarded with float amounts",
-            );
+        )),
+        None => {
+            // The declared kind (or `text`) and an unknown type until the schema is read.
+            fields.push(model::FieldDecl::new(
+                prop,
+                Kind::Text,
+                model::Scalar::Other,
+            ));
+            Ok(fields.len() - 1)
         }
     }
-    Ok(())
 }
 
-/// Rules 5 and 16: on a high-risk tool every string needs a length bound (unless its kind is
-/// bounded) and every array an item bound, from the schema or the declaration.
-pub fn high_risk_bounds(name: &str, schema: &Value, d: &Declaration) -> Rule {
-    if d.risk < Risk::High {
-        return Ok(());
+/// What the declaration says of a field, over what its schema says.
+fn apply(field: &mut model::FieldDecl, f: &FieldDecl) {
+    if let Some(kind) = f.kind {
+        field.kind = kind_of(kind);
     }
-    for (prop, sub) in properties(schema) {
-        let pointer = format!("/{prop}");
-        let f = d.fields.get(&pointer).cloned().unwrap_or_default();
-        let bounded_kind = matches!(
-            f.kind,
-            Some(FieldKind::Identifier | FieldKind::Email | FieldKind::Url)
-        );
-        if has_type(sub, "string")
-            && !bounded_kind
-            && f.max_len.is_none()
-            && sub.get("maxLength").is_none()
-        {
-            return fail(
-                name,
-                Some(&pointer),
-                "a high-risk tool needs `max_len` on every string field",
-            );
-        }
-        if has_type(sub, "array") && f.max_items.is_none() && sub.get("maxItems").is_none() {
-            return fail(
-                name,
-                Some(&pointer),
-                "a high-risk tool needs `max_items` on every array field",
-            );
-        }
+    if let Some(d) = &f.description {
+        field.description = Some(d.clone());
     }
-    Ok(())
+    field.sensitive = f.sensitive;
+    field.min_len = f.min_len.or(field.min_len);
+    field.max_len = f.max_len.or(field.max_len);
+    field.max_items = f.max_items.or(field.max_items);
+    if let Some(p) = &f.pattern {
+        field.pattern = Some(p.clone());
+    }
+    field.root = f.root.clone();
+    field.allow_domains = !f.allow_domains.is_empty();
+    field.allow_hosts = !f.allow_hosts.is_empty() || !f.allow_schemes.is_empty();
 }
 
-/// A model-supplied key field must not collide with a property of the upstream schema.
-fn key_field(name: &str, schema: &Value, d: &Declaration) -> Rule {
-    match &d.idempotency_key {
-        KeySource::Field(f) if !d.idempotent => fail(
-            name,
-            None,
-            format!("`idempotency_key = {{ field = \"{f}\" }}` needs `idempotent = true`"),
-        ),
-        KeySource::Field(f) if schema.get("properties").and_then(|p| p.get(f)).is_some() => fail(
-            name,
-            Some(&format!("/{f}")),
-            "the key field would replace a property the upstream expects: choose another name",
-        ),
-        KeySource::Field(f) if !toolguard_rules::names::is_valid_tool_name(f) => fail(
-            name,
-            Some(&format!("/{f}")),
-            "the key field name must match ^[a-zA-Z][a-zA-Z0-9_]{0,63}$",
-        ),
-        _ => Ok(()),
+/// The rules' kind of a runtime field kind.
+fn kind_of(kind: FieldKind) -> Kind {
+    match kind {
+        FieldKind::Identifier => Kind::Identifier,
+        FieldKind::Text => Kind::Text,
+        FieldKind::Name => Kind::Name,
+        FieldKind::Email => Kind::Email,
+        FieldKind::Url => Kind::Url,
+        FieldKind::Path => Kind::Path,
+        FieldKind::Money => Kind::Money,
+        FieldKind::Opaque => Kind::Opaque,
     }
 }
 
-/// Words that make a property name money-like: `total_usd`, `unitPrice`, `FEES`.
-const MONEY_WORDS: [&str; 7] = [
-    "amount", "price", "cost", "fee", "total", "balance", "cents",
-];
-
-/// Whether one word of `name` is a money word or its plural (the macro's rule 3).
-pub fn is_money_name(name: &str) -> bool {
-    let mut words = Vec::new();
-    let mut current = String::new();
-    let mut prev_lower = false;
-    for c in name.chars() {
-        if !c.is_alphanumeric() {
-            words.extend((!current.is_empty()).then(|| std::mem::take(&mut current)));
-            prev_lower = false;
-            continue;
-        }
-        if c.is_uppercase() && prev_lower && !current.is_empty() {
-            words.push(std::mem::take(&mut current));
-        }
-        prev_lower = c.is_lowercase() || c.is_numeric();
-        current.extend(c.to_lowercase());
-    }
-    words.extend((!current.is_empty()).then_some(current));
-    words.iter().any(|w| {
-        MONEY_WORDS.contains(&w.as_str())
-            || w.strip_suffix('s')
-                .is_some_and(|s| MONEY_WORDS.contains(&s))
-    })
-}
-
-/// The top-level properties of an object schema.
-pub(crate) fn properties(schema: &Value) -> impl Iterator<Item = (&String, &Value)> {
-    schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
+/// The JSON pointer of top-level property `name`.
+pub(crate) fn pointer_of(name: &str) -> String {
+    format!("/{}", name.replace('~', "~0").replace('/', "~1"))
 }
 
 fn property_list(schema: &Value) -> String {
-    let names: Vec<String> = properties(schema).map(|(p, _)| format!("`/{p}`")).collect();
+    let names: Vec<String> = schema_rules::properties(schema)
+        .map(|(p, _)| format!("`{}`", pointer_of(p)))
+        .collect();
     if names.is_empty() {
         "(none)".to_owned()
     } else {
@@ -456,11 +225,94 @@ fn property_list(schema: &Value) -> String {
     }
 }
 
-/// Whether `schema`'s `type` is or includes `ty`.
-pub(crate) fn has_type(schema: &Value, ty: &str) -> bool {
-    match schema.get("type") {
-        Some(Value::String(s)) => s == ty,
-        Some(Value::Array(a)) => a.iter().any(|t| t.as_str() == Some(ty)),
-        _ => false,
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::spec::Risk;
+
+    #[test]
+    fn the_first_broken_rule_names_the_tool_and_the_field() {
+        let schema = json!({"type": "object", "properties": {
+            "memo": {"type": "string", "description": "Memo."}
+        }});
+        let mut decl = Declaration::new(Risk::High, false);
+        decl.idempotent = true;
+        let err = check("note", "Notes.", &schema, &decl).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("/memo"));
+        assert!(
+            err.message
+                .starts_with("unbounded string `memo` on a high-risk tool"),
+            "{err}"
+        );
+        assert!(err.message.contains("Add `max_len = N`"), "{err}");
+        assert!(err.to_string().starts_with("tool `note`, field `/memo`: "));
+    }
+
+    #[test]
+    fn nested_identity_and_non_object_schemas_are_refused() {
+        let decl = Declaration::new(Risk::Low, true);
+        let nested = json!({"type": "object", "properties": {"order": {"type": "object",
+            "properties": {"owner_id": {"type": "string"}}}}});
+        let err = check("list", "Lists.", &nested, &decl).unwrap_err();
+        assert!(err.message.contains("`order.owner_id`"), "{err}");
+        let err = check("list", "Lists.", &json!({"type": "string"}), &decl).unwrap_err();
+        assert!(err.message.contains("\"type\": \"object\""), "{err}");
+    }
+
+    #[test]
+    fn a_declaration_alone_is_checked_for_what_it_says() {
+        let mut decl = Declaration::new(Risk::Low, true);
+        decl.fields.insert(
+            "/file".to_owned(),
+            FieldDecl {
+                kind: Some(FieldKind::Path),
+                ..FieldDecl::default()
+            },
+        );
+        let err = check_declaration("read", &decl).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("/file"));
+        assert!(err.message.contains("root = "), "{err}");
+        decl.fields.clear();
+        decl.fields.insert("/a/b".to_owned(), FieldDecl::default());
+        let err = check_declaration("read", &decl).unwrap_err();
+        assert!(err.message.contains("top-level property"), "{err}");
+    }
+
+    #[test]
+    fn bounds_go_where_the_rules_read_them() {
+        let schema = json!({"type": "object", "properties": {
+            "tags": {"description": "Tags.", "anyOf": [
+                {"type": "array", "items": {"type": "string"}}, {"type": "null"}]},
+            "headers": {"description": "Headers.", "type": "object",
+                "additionalProperties": {"type": "string"}}
+        }});
+        let mut decl = Declaration::new(Risk::High, true);
+        for (pointer, max_items) in [("/tags", 5), ("/headers", 8)] {
+            decl.fields.insert(
+                pointer.to_owned(),
+                FieldDecl {
+                    max_len: Some(32),
+                    max_items: Some(max_items),
+                    ..FieldDecl::default()
+                },
+            );
+        }
+        let spec = crate::declare::declare("tag", "Tags things.", &schema, &decl).unwrap();
+        let props = &spec.input_schema["properties"];
+        assert_eq!(props["tags"]["anyOf"][0]["maxItems"], 5);
+        assert_eq!(props["tags"]["anyOf"][0]["items"]["maxLength"], 32);
+        assert_eq!(props["headers"]["maxProperties"], 8);
+        assert_eq!(props["headers"]["additionalProperties"]["maxLength"], 32);
+        // Without the bounds, the wrapped array and the map are unbounded on a high-risk tool.
+        let err = check(
+            "tag",
+            "Tags things.",
+            &schema,
+            &Declaration::new(Risk::High, true),
+        )
+        .unwrap_err();
+        assert!(err.message.starts_with("unbounded"), "{err}");
     }
 }

@@ -2,17 +2,21 @@
 
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
+use toolguard_rules::decl::Collection;
+use toolguard_rules::schema::{layout, properties};
 
-use super::rules::has_type;
+use super::rules::pointer_of;
 use super::{Declaration, KeySource, pointer_property};
 use crate::spec::{FieldKind, FieldSpec, ToolSpec};
 
 /// Length and pattern of a model-supplied idempotency key (as `#[tool]` generates it).
 const KEY_PATTERN: &str = "^[A-Za-z0-9_-]{8,128}$";
 
-/// `schema` with the declaration's bounds written into it: `maxLength`, `minLength`, `pattern`,
-/// `maxItems`, descriptions, `minimum: 0` on the amount, the key field, and no properties beyond
-/// the declared ones (`additionalProperties: false`).
+/// `schema` with the declaration's bounds written into it: `maxLength`, `minLength`, `pattern`
+/// on each value (the items of an array, the values of a map, through an `anyOf` with `null`:
+/// where the rules read them, see [`layout`]), `maxItems` (`maxProperties` on a map),
+/// descriptions, `minimum: 0` on the amount, the key field, and no properties beyond the
+/// declared ones (`additionalProperties: false`).
 pub(crate) fn tighten(schema: &Value, decl: &Declaration) -> Value {
     let mut schema = schema.clone();
     let Some(root) = schema.as_object_mut() else {
@@ -29,25 +33,37 @@ pub(crate) fn tighten(schema: &Value, decl: &Declaration) -> Value {
         return schema;
     };
     for (pointer, f) in &decl.fields {
-        let Some(sub) = pointer_property(pointer)
-            .and_then(|p| props.get_mut(&p))
-            .and_then(Value::as_object_mut)
-        else {
+        let Some(sub) = pointer_property(pointer).and_then(|p| props.get_mut(&p)) else {
             continue;
         };
-        let string_target = if has_type(&Value::Object(sub.clone()), "array") {
-            sub.entry("items")
-                .or_insert_with(|| json!({}))
-                .as_object_mut()
-        } else {
-            Some(&mut *sub)
-        };
-        if let Some(target) = string_target {
-            set(target, "maxLength", f.max_len.map(Value::from));
-            set(target, "minLength", f.min_len.map(Value::from));
-            set(target, "pattern", f.pattern.clone().map(Value::from));
+        let at = layout(sub);
+        // An array without `items` gets an empty one to hold the element bounds.
+        if at.collection == Some(Collection::Sequence)
+            && sub.pointer(&at.element).is_none()
+            && let Some(array) = sub
+                .pointer_mut(&at.container)
+                .and_then(Value::as_object_mut)
+        {
+            array.entry("items").or_insert_with(|| json!({}));
         }
-        set(sub, "maxItems", f.max_items.map(Value::from));
+        if let Some(element) = sub.pointer_mut(&at.element).and_then(Value::as_object_mut) {
+            set(element, "maxLength", f.max_len.map(Value::from));
+            set(element, "minLength", f.min_len.map(Value::from));
+            set(element, "pattern", f.pattern.clone().map(Value::from));
+        }
+        let bound = match at.collection {
+            Some(Collection::Map) => "maxProperties",
+            _ => "maxItems",
+        };
+        if let Some(container) = sub
+            .pointer_mut(&at.container)
+            .and_then(Value::as_object_mut)
+        {
+            set(container, bound, f.max_items.map(Value::from));
+        }
+        let Some(sub) = sub.as_object_mut() else {
+            continue;
+        };
         let description = f.description.clone().or_else(|| {
             (f.kind == Some(FieldKind::Path)).then(|| {
                 let old = sub.get("description").and_then(Value::as_str).unwrap_or("");
@@ -100,9 +116,9 @@ pub(crate) fn field_specs(schema: &Value, decl: &Declaration) -> Vec<FieldSpec> 
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    super::rules::properties(schema)
+    properties(schema)
         .map(|(name, sub)| {
-            let pointer = format!("/{}", name.replace('~', "~0").replace('/', "~1"));
+            let pointer = pointer_of(name);
             let f = decl.fields.get(&pointer).cloned().unwrap_or_default();
             let scalar = ["integer", "number", "boolean", "null"]
                 .iter()
@@ -131,6 +147,15 @@ pub(crate) fn field_specs(schema: &Value, decl: &Declaration) -> Vec<FieldSpec> 
             }
         })
         .collect()
+}
+
+/// Whether `schema`'s `type` is or includes `ty`.
+fn has_type(schema: &Value, ty: &str) -> bool {
+    match schema.get("type") {
+        Some(Value::String(s)) => s == ty,
+        Some(Value::Array(a)) => a.iter().any(|t| t.as_str() == Some(ty)),
+        _ => false,
+    }
 }
 
 /// A revision that changes whenever the tool's contract (schemas, effect, rules) changes, so an
