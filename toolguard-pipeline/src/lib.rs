@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod access;
 pub mod approvals;
 pub mod audit;
 pub mod call;
@@ -32,6 +33,7 @@ pub mod notify;
 pub mod operations;
 pub mod outcome;
 pub mod provenance;
+pub mod risk;
 /// The sanitizer ([`toolguard_sanitize`]), re-exported for the paths the pipeline names.
 pub use toolguard_sanitize as sanitize;
 pub mod seal;
@@ -49,6 +51,7 @@ pub use audit::{AuditEntry, AuditSink, MemoryAuditSink};
 pub use call::{Principal, ProviderContext, RawArguments, ToolCall};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use dispatcher::{BuildError, Dispatcher, DispatcherBuilder, SchemaError};
+pub use erased::ToolHandle;
 pub use error::{NotFoundClass, ToolError};
 pub use keys::{HostKeys, check_idempotency_key};
 pub use kinds::{Cents, Currency, Email, Identifier, Money, SafePath, Url};
@@ -61,7 +64,7 @@ pub use stage::custom::{CustomStage, Refusal, StageInput, StagePoint};
 pub use stage::policy::{OnExceed, RiskPolicy};
 pub use stage::principal::{PrincipalRefresher, RefreshError};
 pub use store::{MemoryStore, OperationState};
-pub use tool::{BoxFuture, Owned, Reconciled, Tool, ToolContext, ToolHandle};
+pub use tool::{BoxFuture, Owned, Reconciled, Tool, ToolContext};
 pub use toolguard_macros::{tool, toolset};
 
 /// The JSON Schema crate tool argument and result types derive [`JsonSchema`] with; a crate using

@@ -26,12 +26,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::audit::Stage;
 use crate::audit::{AuditEvent, AuditRecord, AuditSink};
 use crate::clock::{Clock, unix_millis};
-use crate::dispatcher::DispatcherBuilder;
 use crate::kinds::Currency;
 use crate::outcome::Status;
-use crate::stage::Stage;
 use crate::store::{ApprovalRequest, ApprovalState};
 
 /// What happened to an approval request.
@@ -203,14 +202,5 @@ impl Notifiers {
     /// Milliseconds since the epoch, on the dispatcher's clock.
     pub(crate) fn now_ms(&self) -> u64 {
         unix_millis(self.report.clock.now())
-    }
-}
-
-impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
-    /// Adds a notifier told when approval requests open, progress, are decided or expire.
-    /// Several notifiers may be added; each gets every event.
-    pub fn notifier(mut self, notifier: impl ApprovalNotifier) -> Self {
-        self.notifiers.push(Arc::new(notifier));
-        self
     }
 }

@@ -7,6 +7,8 @@ use arcstr::ArcStr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::error::ToolError;
+
 /// The stable status of a call. The snake_case codes are public API and never change meaning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -194,5 +196,45 @@ impl ToolOutcome {
     /// The result data, for `ok`.
     pub fn data(&self) -> Option<&Value> {
         self.output.as_ref().map(|o| &o.data)
+    }
+}
+
+/// Why the pipeline stopped a call: the status, and what to tell and record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stop {
+    /// Terminal status.
+    pub status: Status,
+    /// Stable reason code.
+    pub reason: Option<String>,
+    /// Message safe to show outside.
+    pub message: Option<String>,
+    /// Argument errors (for `invalid_arguments`).
+    pub errors: Vec<ArgumentError>,
+}
+
+impl Stop {
+    /// A stop with `status`, a reason code and an external message.
+    pub fn new(status: Status, reason: impl Into<String>, message: impl Into<String>) -> Self {
+        Stop {
+            status,
+            reason: Some(reason.into()),
+            message: Some(message.into()),
+            errors: Vec::new(),
+        }
+    }
+
+    /// Maps a hook's or handler's error to its status. A `not_found` keeps the real class as the
+    /// reason (for the audit) and an external message that does not reveal it.
+    pub fn from_tool_error(err: ToolError) -> Self {
+        match err {
+            ToolError::NotFound(class) => {
+                Stop::new(Status::NotFound, class.as_str(), "resource not found")
+            }
+            ToolError::Forbidden(msg) => Stop::new(Status::Forbidden, "resource_forbidden", msg),
+            ToolError::Precondition(msg) => {
+                Stop::new(Status::PreconditionFailed, "precondition", msg)
+            }
+            ToolError::Failed(msg) => Stop::new(Status::Failed, "handler_error", msg),
+        }
     }
 }

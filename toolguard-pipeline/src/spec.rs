@@ -6,6 +6,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::outcome::{Status, Stop};
+
 /// How much harm a wrong call of the tool can do: defined once, in `toolguard-rules` (which the
 /// `#[tool]` macro and the declaration rules read), and serialized in snake case (`"low"`,
 /// `"high"`).
@@ -191,6 +193,36 @@ impl toolguard_sanitize::ToolRules for ToolSpec {
     }
     fn field_rule(&self, name: &str) -> Option<&FieldSpec> {
         self.field(name)
+    }
+}
+
+/// The amount a call moves: the amount field as an integer, or an object's `amount` member.
+/// `None` when there is no amount field, it is absent, or it cannot be read (see
+/// [`measure_amount`], which the risk policy uses and which fails closed on the latter).
+pub fn amount_of(spec: &ToolSpec, args: &Value) -> Option<u64> {
+    measure_amount(spec, args).ok().flatten()
+}
+
+/// The amount a call moves, failing closed: `Ok(None)` when the tool has no amount field or the
+/// call leaves it out (or null); `policy_denied` (reason `amount_unreadable`) when the value is
+/// not a non-negative integer amount (negative, fractional, a string, another shape), so that
+/// it is never counted as 0.
+pub fn measure_amount(spec: &ToolSpec, args: &Value) -> Result<Option<u64>, Stop> {
+    let Some(field) = spec.amount_field() else {
+        return Ok(None);
+    };
+    let value = match args.get(&field.name) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(m)) => m.get("amount"),
+        Some(v) => Some(v),
+    };
+    match value.and_then(Value::as_u64) {
+        Some(amount) => Ok(Some(amount)),
+        None => Err(Stop::new(
+            Status::PolicyDenied,
+            "amount_unreadable",
+            "the amount of this call cannot be read as a non-negative integer; nothing was done",
+        )),
     }
 }
 

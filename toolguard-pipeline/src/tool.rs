@@ -283,43 +283,6 @@ impl<S> Clone for ToolContext<S> {
     }
 }
 
-/// A registered tool with its state type erased, as the dispatcher stores it.
-///
-/// `#[toolset]` returns these from `Type::tools()`; [`ToolHandle::new`] wraps any [`Tool`].
-pub struct ToolHandle<S: Send + Sync + 'static> {
-    pub(crate) inner: Arc<dyn crate::erased::ErasedTool<S>>,
-}
-
-impl<S: Send + Sync + 'static> ToolHandle<S> {
-    /// Wraps `tool`.
-    pub fn new<T: Tool<S>>(tool: T) -> Self {
-        ToolHandle {
-            inner: Arc::new(crate::erased::Typed::new(tool)),
-        }
-    }
-
-    /// The tool's declaration.
-    pub fn spec(&self) -> &ToolSpec {
-        self.inner.spec()
-    }
-}
-
-impl<S: Send + Sync + 'static> Clone for ToolHandle<S> {
-    fn clone(&self) -> Self {
-        ToolHandle {
-            inner: self.inner.clone(),
-        }
-    }
-}
-
-impl<S: Send + Sync + 'static> std::fmt::Debug for ToolHandle<S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolHandle")
-            .field("name", &self.spec().name)
-            .finish()
-    }
-}
-
 #[cfg(test)]
 mod passed_tests {
     use super::*;

@@ -25,10 +25,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use crate::server::{McpServeError, McpServer};
+use toolguard_pipeline::ToolHandle;
 use toolguard_pipeline::call::Principal;
 use toolguard_pipeline::dispatcher::{BuildError, Dispatcher};
 use toolguard_pipeline::store::StoreError;
-use toolguard_pipeline::tool::ToolHandle;
 use toolguard_policy::{Policy, PolicyError};
 use toolguard_sqlite::SqliteAuditSink;
 use toolguard_sqlite::{Durability, SqliteStore};

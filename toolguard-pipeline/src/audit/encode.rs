@@ -138,7 +138,7 @@ mod tests {
     use crate::audit::AuditEvent;
     use crate::digest::canonical_json;
     use crate::outcome::Status;
-    use crate::stage::Stage;
+    use crate::audit::Stage;
 
     /// The generic path: the record through `serde_json::Value`, then canonical JSON.
     fn through_value(record: &AuditRecord) -> String {

@@ -6,7 +6,6 @@ use serde_json::Value;
 
 use crate::outcome::Status;
 use crate::sanitize::Modification;
-use crate::stage::Stage;
 
 /// What an entry records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -95,4 +94,41 @@ pub struct AuditEntry {
     pub prev_hash: ArcStr,
     /// SHA-256 over `prev_hash` and the canonical encoding of `seq` and `record`.
     pub hash: ArcStr,
+}
+
+/// A pipeline stage, as recorded in audit entries.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// Arguments parsed as one JSON object with unique keys.
+    #[default]
+    Parse,
+    /// Tool looked up in the registry.
+    Registry,
+    /// Arguments validated against the input schema.
+    Validate,
+    /// Arguments sanitized per field.
+    Sanitize,
+    /// Trusted principal checked for freshness.
+    Principal,
+    /// Tool-level permission (the `Authorizer`).
+    Permit,
+    /// Business preflight (the tool's own hook).
+    Preflight,
+    /// Resource authorization (the tool's own hook).
+    Authorize,
+    /// Risk policy limits.
+    Policy,
+    /// Idempotency reservation.
+    Idempotency,
+    /// Human approval.
+    Approval,
+    /// Authorization and state rechecked right before execution.
+    Recheck,
+    /// Handler executed under its deadline.
+    Execute,
+    /// Result validated and enveloped.
+    Envelope,
 }

@@ -23,7 +23,7 @@ pub use anchor::{AuditAnchor, Checkpoint, CheckpointPolicy, CheckpointSink, Memo
 #[doc(hidden)]
 pub use chain::Sealer;
 pub use chain::{ChainBreak, GENESIS_HASH, seal, verify_chain};
-pub use entry::{AuditEntry, AuditEvent, AuditRecord, REDACTED};
+pub use entry::{AuditEntry, AuditEvent, AuditRecord, REDACTED, Stage};
 pub use memory::MemoryAuditSink;
 pub use query::{AuditQuery, ChainVerifier, VerifyError, VerifyReport};
 

@@ -4,19 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::config::Rule;
-
-/// How serious an alert is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Severity {
-    /// Worth a look (a sanitizer that may be too strict, slow reviewers).
-    Info,
-    /// Probing or friction that makes users retry.
-    Warning,
-    /// An attack in progress or money moving twice.
-    Critical,
-}
+pub use super::rule::{Rule, Severity};
 
 /// What an alert is about.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -33,10 +33,11 @@
 //! Configuration mistakes (an unknown tool, a zero count or window, a band reaching above
 //! `approval_over`, ...) are `build()` errors naming the option.
 
-mod alert;
-mod config;
-pub(crate) mod observe;
+pub(crate) mod alert;
+pub(crate) mod config;
+pub(crate) mod observation;
 pub(crate) mod respond;
+mod rule;
 pub(crate) mod rules;
 pub mod store;
 
@@ -47,6 +48,7 @@ pub use config::{
     DEFAULT_BAND_PERCENT, DEFAULT_DECISION_SLA, Detection, DetectionConfigError, MAX_COUNT, Rule,
     Threshold,
 };
-pub use respond::{Detections, LiftError, Response, ResponseKind, SessionResponse};
+pub use respond::{LiftError, Response, ResponseKind};
 pub use rules::UNICODE_REASONS;
+pub use store::SessionResponse;
 pub use store::{DetectionStore, Mark, Marks, MemoryDetectionStore};

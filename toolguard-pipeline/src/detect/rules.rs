@@ -3,7 +3,7 @@
 
 use super::alert::AlertScope;
 use super::config::{Detection, Rule, Threshold};
-use super::observe::Observation;
+use super::observation::Observation;
 use crate::audit::AuditEvent;
 use crate::outcome::Status;
 use crate::spec::ToolSpec;

@@ -12,6 +12,7 @@ use super::Dispatcher;
 use crate::audit::{AuditAnchor, AuditSink, CheckpointPolicy, CheckpointSink, MemoryAuditSink};
 use crate::clock::{Clock, SystemClock};
 use crate::erased::ErasedTool;
+use crate::erased::ToolHandle;
 use crate::keys::HostKeys;
 use crate::provenance::ProvenanceStore;
 use crate::sanitize::Sanitizer;
@@ -27,7 +28,7 @@ use crate::store::{
     ApprovalStore, DurableBackend, IdempotencyStore, MemoryStore, OperationStore, STORE_DEADLINE,
     SessionLedger,
 };
-use crate::tool::{Tool, ToolHandle};
+use crate::tool::Tool;
 
 mod names;
 
@@ -144,7 +145,7 @@ pub struct DispatcherBuilder<S: Send + Sync + 'static> {
     tools: Vec<Arc<dyn ErasedTool<S>>>,
     authorizer: Box<dyn Authorizer>,
     refresher: Option<Box<dyn PrincipalRefresher>>,
-    pub(crate) notifiers: Vec<Arc<dyn crate::notify::ApprovalNotifier>>,
+    notifiers: Vec<Arc<dyn crate::notify::ApprovalNotifier>>,
     sanitizer: Sanitizer,
     audit: Option<Arc<dyn AuditSink>>,
     clock: Arc<dyn Clock>,
@@ -232,6 +233,13 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
     /// `Fn(&Principal) -> Option<Principal>`, or an async [`PrincipalRefresher`]).
     pub fn principal_refresher(mut self, refresher: impl PrincipalRefresher) -> Self {
         self.refresher = Some(Box::new(refresher));
+        self
+    }
+
+    /// Adds a notifier told when approval requests open, progress, are decided or expire.
+    /// Several notifiers may be added; each gets every event.
+    pub fn notifier(mut self, notifier: impl crate::notify::ApprovalNotifier) -> Self {
+        self.notifiers.push(Arc::new(notifier));
         self
     }
 
@@ -421,7 +429,12 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
         }
         for name in &order {
             if let Some(r) = tools.get(name) {
-                crate::provenance::stage::check_egress(r.spec(), &self.sanitizer)?;
+                crate::provenance::flow::check_egress(r.spec(), &self.sanitizer).map_err(
+                    |message| BuildError::UnsafeDeclaration {
+                        tool: name.clone(),
+                        message,
+                    },
+                )?;
             }
         }
         let memory = Arc::new(MemoryStore::new());
@@ -462,7 +475,7 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             keys: self.keys,
             detector: self
                 .detection
-                .map(|config| crate::detect::observe::Detector { config, deadline }),
+                .map(|config| crate::stage::detect::Detector { config, deadline }),
             unknown_metrics: crate::metrics::ToolKeys::new(crate::metrics::UNKNOWN_TOOL_LABEL),
         };
         Ok(Dispatcher {

@@ -34,8 +34,10 @@
 //! ```
 
 mod builder;
+mod detections;
 #[cfg(feature = "tower")]
 mod service;
+mod sources;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -45,6 +47,7 @@ use tracing::Instrument;
 pub use crate::stage::finish::MAX_LABEL_CHARS;
 pub use crate::stage::intent::redact;
 pub use builder::{BuildError, DEFAULT_PRINCIPAL_MAX_AGE, DispatcherBuilder, SchemaError};
+pub use detections::Detections;
 #[cfg(feature = "tower")]
 pub use service::DispatchRequest;
 

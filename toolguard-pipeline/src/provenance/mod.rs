@@ -39,8 +39,7 @@
 //! # let _ = policy;
 //! ```
 
-mod flow;
-pub(crate) mod stage;
+pub(crate) mod flow;
 mod store;
 
 pub use flow::{CAUSE, FlowAction, FlowPolicy, FlowRule};

@@ -13,7 +13,6 @@ use serde_json::Value;
 
 use super::Stop;
 use super::core::Core;
-use super::policy::RiskPolicy;
 use super::trace::{Answer, Exit};
 use crate::call::{Principal, ToolCall};
 use crate::clock::unix_millis;
@@ -25,6 +24,7 @@ use crate::notify::{
     Notifiers,
 };
 use crate::outcome::{ApprovalTicket, Status};
+use crate::risk::RiskPolicy;
 use crate::spec::ToolSpec;
 use crate::store::{
     ApprovalDecision, ApprovalRequest, ApprovalState, ApprovalStore, ScopeLimit, ScopedKey,
@@ -83,7 +83,7 @@ pub(crate) struct Pending<'a> {
     /// Amount measured.
     pub amount: Option<u64>,
     /// What the request holds in the ledger while it waits (see
-    /// [`super::policy::approval_holds`]).
+    /// [`crate::risk::approval_holds`]).
     pub holds: &'a [ScopeLimit],
     /// The provenance sources in the model's context when the call was proposed.
     pub sources: &'a [crate::provenance::Source],
@@ -188,11 +188,11 @@ async fn reserve(
             let code = refused_limit(ledger, amount, holds, now).await;
             let message = format!(
                 "{}, counting the amounts that wait for approval; nothing was done",
-                super::policy::limit_message(code)
+                crate::risk::limit_message(code)
             );
             Err(Stop::new(Status::PolicyDenied, code, message))
         }
-        Err(_) => Err(super::policy::unavailable()),
+        Err(_) => Err(crate::risk::unavailable()),
     }
 }
 
@@ -207,11 +207,11 @@ async fn refused_limit(
     for hold in bounded.clone() {
         let total = ledger.total(&hold.scope, hold.window, now).await;
         if total.is_ok_and(|t| t.saturating_add(amount) > hold.limit) {
-            return super::policy::limit_code(&hold.scope);
+            return crate::risk::limit_code(&hold.scope);
         }
     }
     bounded
-        .map(|h| super::policy::limit_code(&h.scope))
+        .map(|h| crate::risk::limit_code(&h.scope))
         .next()
         .unwrap_or("session_limit")
 }
@@ -339,7 +339,7 @@ pub(crate) fn sealed<S: Send + Sync + 'static>(
     normalized: &Value,
 ) -> bool {
     let keys = core.keys.as_deref();
-    let amount = super::policy::measure_amount(spec, normalized).ok();
+    let amount = crate::spec::measure_amount(spec, normalized).ok();
     approval_binding_is(keys, &request.binding_digest, request, None)
         && spec.revision == request.tool_revision
         && core.policy.current_revision() == request.policy_revision
@@ -642,7 +642,7 @@ pub(crate) async fn ask<S: Send + Sync + 'static>(
     call: &ToolCall,
     principal: &Principal,
     held: Option<ScopedKey>,
-    decision: &super::policy::PolicyDecision,
+    decision: &crate::risk::PolicyDecision,
     t: &mut super::trace::Trace,
 ) -> Result<Answer, Stop> {
     let (Some(cause), Some(key)) = (&decision.approval_cause, held) else {

@@ -9,17 +9,17 @@ use std::time::{Duration, SystemTime};
 use arcstr::ArcStr;
 use jsonschema::Validator;
 
-use super::authorize::Authorizer;
 use super::custom::CustomStages;
-use super::principal::PrincipalRefresher;
+use crate::access::Authorizer;
+use crate::access::PrincipalRefresher;
 use crate::audit::AuditSink;
 use crate::call::Principal;
 use crate::clock::Clock;
 use crate::erased::ErasedTool;
 use crate::metrics::ToolKeys;
+use crate::risk::RiskPolicy;
 use crate::sanitize::Sanitizer;
 use crate::spec::ToolSpec;
-use crate::stage::policy::RiskPolicy;
 use crate::store::deadline::Deadlined;
 use crate::store::{ApprovalStore, IdempotencyStore, OperationStore, SessionLedger};
 use crate::tool::ToolContext;
@@ -83,7 +83,7 @@ pub(crate) struct Core<S: Send + Sync + 'static> {
     /// field.
     pub(crate) keys: Option<Arc<crate::keys::HostKeys>>,
     /// The detector fed by every finished call, if detection is configured.
-    pub(crate) detector: Option<crate::detect::observe::Detector>,
+    pub(crate) detector: Option<crate::detect::observation::Detector>,
     /// The metric keys of calls naming no registered tool.
     pub(crate) unknown_metrics: ToolKeys,
 }
@@ -111,7 +111,7 @@ impl<S: Send + Sync + 'static> Core<S> {
         self.idempotency_ttl
             .get(&spec.name)
             .copied()
-            .unwrap_or(super::idempotency::DEFAULT_TTL)
+            .unwrap_or(crate::store::DEFAULT_IDEMPOTENCY_TTL)
     }
 
     /// The handler's context for `principal`.

@@ -118,7 +118,7 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
     };
     let seen = core.detector.as_ref().and_then(|_| {
         let spec = core.spec(tool_label)?;
-        Some(crate::detect::observe::Observation::of(
+        Some(crate::stage::detect::Observation::of(
             &record,
             spec,
             core.now(),
@@ -136,7 +136,7 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
         seen.audit_seq = outcome.audit_seq;
         // Boxed: only a dispatcher with a detector gets here, and the detection's state would
         // otherwise enlarge every call's future.
-        Box::pin(crate::detect::observe::observe(core, seen)).await;
+        Box::pin(crate::stage::detect::observe(core, seen)).await;
     }
     outcome
 }

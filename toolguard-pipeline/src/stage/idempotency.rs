@@ -9,6 +9,8 @@ use serde_json::Value;
 
 use super::Stop;
 use super::core::Core;
+pub(crate) use super::settle::Held;
+pub use super::settle::is_stored;
 use super::trace::{Exit, Trace};
 use crate::call::{Principal, ToolCall};
 use crate::outcome::Status;
@@ -16,23 +18,13 @@ use crate::spec::{KeyReuse, Risk, ToolSpec};
 use crate::store::deadline::Deadlined;
 use crate::store::{IdempotencyStore, RecordState, Reservation, ScopedKey, StoredOutcome};
 
-/// Default lifetime of an idempotency record.
-pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 3600);
+pub use crate::store::DEFAULT_IDEMPOTENCY_TTL as DEFAULT_TTL;
 
 /// How often a caller that waits for an in-flight call with its key looks again.
 pub const WAIT_POLL: Duration = Duration::from_millis(10);
 
 /// Extra lease time beyond the tool's deadline.
 pub const LEASE_MARGIN: Duration = Duration::from_secs(5);
-
-/// A reservation the call holds until it settles.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Held {
-    /// The key's scope.
-    pub(crate) key: ScopedKey,
-    /// Owner token.
-    pub(crate) owner: String,
-}
 
 /// Whether the call goes on, and holding which key.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,7 +49,7 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
     let args = t.arguments_for_operation.as_deref().unwrap_or(&Value::Null);
     let keys = core.keys.as_deref();
     let same = |stored: &str| {
-        stored == digest || super::intent::digest_matches(keys, stored, spec, args, principal)
+        stored == digest || crate::digest::digest_matches(keys, stored, spec, args, principal)
     };
     // `None` inside: a wait too long to represent, i.e. no deadline.
     let wait_until = call.wait_in_progress.map(|w| Instant::now().checked_add(w));
@@ -254,71 +246,6 @@ async fn reserve(
     }
 }
 
-/// Whether an outcome is stored under the key (and replayed) rather than released.
-pub fn is_stored(status: Status) -> bool {
-    matches!(
-        status,
-        Status::Ok
-            | Status::PendingApproval
-            | Status::ApprovalRejected
-            | Status::ApprovalExpired
-            | Status::OutcomeUnknown
-    )
-}
-
-/// Settles a reservation the call holds: stores a final outcome, or releases the key so a retry
-/// executes.
-pub(crate) async fn settle_held(
-    store: &Deadlined<dyn IdempotencyStore>,
-    held: Held,
-    outcome: &StoredOutcome,
-    ttl: Duration,
-    now: SystemTime,
-) {
-    let result = if is_stored(outcome.status) {
-        store
-            .complete(&held.key, &held.owner, outcome.clone(), ttl, now)
-            .await
-    } else {
-        store.release(&held.key, &held.owner).await
-    };
-    log_settled(&held.key, result);
-}
-
-/// Settles the record of operation `operation_id` under `key` after the call that reserved it
-/// has ended (an approval decision, a reconciliation): stores the outcome, or removes the record
-/// so a retry executes. Acts only on this operation's own record, never on that of a newer call
-/// that re-reserved the key after it expired.
-pub(crate) async fn settle_operation(
-    store: &Deadlined<dyn IdempotencyStore>,
-    key: &ScopedKey,
-    operation_id: &str,
-    outcome: &StoredOutcome,
-    ttl: Duration,
-    now: SystemTime,
-) {
-    let result = if is_stored(outcome.status) {
-        store
-            .replace(key, operation_id, outcome.clone(), ttl, now)
-            .await
-    } else {
-        store.remove(key, operation_id).await
-    };
-    log_settled(key, result);
-}
-
-fn log_settled(key: &ScopedKey, result: crate::store::StoreResult<bool>) {
-    match result {
-        Ok(true) => {}
-        Ok(false) => {
-            tracing::warn!(tool = %key.tool, "the idempotency record changed hands before the call settled; it was left alone")
-        }
-        Err(err) => {
-            tracing::error!(tool = %key.tool, error = %err, "idempotency record could not be settled")
-        }
-    }
-}
-
 /// The arguments that identify the action: `args` without the idempotency-key field.
 pub fn action_arguments(spec: &ToolSpec, args: &Value) -> Value {
     let mut out = args.clone();
@@ -326,29 +253,4 @@ pub fn action_arguments(spec: &ToolSpec, args: &Value) -> Value {
         map.remove(field);
     }
     out
-}
-
-/// The stored outcome of this very request under the caller's key, if there is one (read only).
-/// A different request under the key gives `None`, unless the tool lets the key win.
-pub(crate) async fn stored_replay(
-    store: &Deadlined<dyn IdempotencyStore>,
-    spec: &ToolSpec,
-    principal: &Principal,
-    key: Option<&str>,
-    request_digest: &str,
-    now: SystemTime,
-) -> Option<StoredOutcome> {
-    let key = key?;
-    let scoped = ScopedKey {
-        tenant: principal.tenant.clone(),
-        subject: principal.subject.clone(),
-        tool: spec.name.as_str().into(),
-        key: key.into(),
-    };
-    let record = store.get(&scoped, now).await.ok()??;
-    let same = record.request_digest == request_digest || spec.key_reuse == KeyReuse::KeyWins;
-    match record.state {
-        RecordState::Done { outcome } if same => Some(outcome),
-        _ => None,
-    }
 }

@@ -7,10 +7,10 @@
 
 use super::Stop;
 use super::core::Core;
-use super::policy::PolicyDecision;
 use super::trace::Trace;
 use crate::erased::DecodedArgs;
 use crate::outcome::Status;
+use crate::risk::PolicyDecision;
 use crate::spec::ToolSpec;
 use crate::store::{HoldCommit, OperationState};
 use crate::tool::ToolContext;
@@ -67,7 +67,7 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
                     "the cumulative limit for this session is reached",
                 ));
             }
-            Err(_) => return Err(super::policy::unavailable()),
+            Err(_) => return Err(crate::risk::unavailable()),
         }
     }
     if t.admitted {
@@ -106,6 +106,6 @@ async fn commit<S: Send + Sync + 'static>(
             "binding_mismatch",
             "the amount differs from the approved one; nothing was done",
         )),
-        Err(_) => Err(super::policy::unavailable()),
+        Err(_) => Err(crate::risk::unavailable()),
     }
 }

@@ -1,13 +1,17 @@
 //! Replay: a stored outcome answers a call again (`replayed: true`), and a deferred business or
 //! policy failure gives way to the stored outcome of the same request under the caller's key.
 
+use std::time::SystemTime;
+
 use super::core::Core;
 use super::trace::{Answer, Exit, Trace};
 use super::{Stage, Stop};
 use crate::call::Principal;
 use crate::outcome::Status;
+use crate::spec::KeyReuse;
 use crate::spec::ToolSpec;
-use crate::store::StoredOutcome;
+use crate::store::deadline::Deadlined;
+use crate::store::{IdempotencyStore, RecordState, ScopedKey, StoredOutcome};
 
 /// The stored outcome of this request under the caller's own key, replayed; without one, `stop`
 /// at `stage`.
@@ -20,7 +24,7 @@ pub(crate) async fn or_stop<S: Send + Sync + 'static>(
     t: &mut Trace,
 ) -> Exit {
     let digest = t.request_digest.as_deref().unwrap_or_default();
-    let stored = super::idempotency::stored_replay(
+    let stored = stored_replay(
         &core.stores.idempotency,
         spec,
         principal,
@@ -60,4 +64,29 @@ pub(crate) async fn replayed<S: Send + Sync + 'static>(
         return Answer::replay(expired);
     }
     Answer::replay(stored)
+}
+
+/// The stored outcome of this very request under the caller's key, if there is one (read only).
+/// A different request under the key gives `None`, unless the tool lets the key win.
+pub(crate) async fn stored_replay(
+    store: &Deadlined<dyn IdempotencyStore>,
+    spec: &ToolSpec,
+    principal: &Principal,
+    key: Option<&str>,
+    request_digest: &str,
+    now: SystemTime,
+) -> Option<StoredOutcome> {
+    let key = key?;
+    let scoped = ScopedKey {
+        tenant: principal.tenant.clone(),
+        subject: principal.subject.clone(),
+        tool: spec.name.as_str().into(),
+        key: key.into(),
+    };
+    let record = store.get(&scoped, now).await.ok()??;
+    let same = record.request_digest == request_digest || spec.key_reuse == KeyReuse::KeyWins;
+    match record.state {
+        RecordState::Done { outcome } if same => Some(outcome),
+        _ => None,
+    }
 }

@@ -4,10 +4,13 @@
 //! with its operation record.
 
 use super::core::Core;
-use super::idempotency::{Held, settle_held, settle_operation};
 use super::trace::{Answer, Trace};
 use crate::spec::ToolSpec;
-use crate::store::{ScopedKey, StoredOutcome};
+use std::time::{Duration, SystemTime};
+
+use crate::outcome::Status;
+use crate::store::deadline::Deadlined;
+use crate::store::{IdempotencyStore, ScopedKey, StoredOutcome};
 
 /// Settles the key a dispatched call holds.
 pub(crate) async fn held<S: Send + Sync + 'static>(
@@ -38,4 +41,78 @@ pub(crate) async fn operation<S: Send + Sync + 'static>(
         settle_operation(store, key, operation_id, stored, ttl, core.now()).await;
     }
     super::record::settle(core, operation_id, stored).await;
+}
+
+/// A reservation the call holds until it settles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Held {
+    /// The key's scope.
+    pub(crate) key: ScopedKey,
+    /// Owner token.
+    pub(crate) owner: String,
+}
+
+/// Whether an outcome is stored under the key (and replayed) rather than released.
+pub fn is_stored(status: Status) -> bool {
+    matches!(
+        status,
+        Status::Ok
+            | Status::PendingApproval
+            | Status::ApprovalRejected
+            | Status::ApprovalExpired
+            | Status::OutcomeUnknown
+    )
+}
+
+/// Settles a reservation the call holds: stores a final outcome, or releases the key so a retry
+/// executes.
+pub(crate) async fn settle_held(
+    store: &Deadlined<dyn IdempotencyStore>,
+    held: Held,
+    outcome: &StoredOutcome,
+    ttl: Duration,
+    now: SystemTime,
+) {
+    let result = if is_stored(outcome.status) {
+        store
+            .complete(&held.key, &held.owner, outcome.clone(), ttl, now)
+            .await
+    } else {
+        store.release(&held.key, &held.owner).await
+    };
+    log_settled(&held.key, result);
+}
+
+/// Settles the record of operation `operation_id` under `key` after the call that reserved it
+/// has ended (an approval decision, a reconciliation): stores the outcome, or removes the record
+/// so a retry executes. Acts only on this operation's own record, never on that of a newer call
+/// that re-reserved the key after it expired.
+pub(crate) async fn settle_operation(
+    store: &Deadlined<dyn IdempotencyStore>,
+    key: &ScopedKey,
+    operation_id: &str,
+    outcome: &StoredOutcome,
+    ttl: Duration,
+    now: SystemTime,
+) {
+    let result = if is_stored(outcome.status) {
+        store
+            .replace(key, operation_id, outcome.clone(), ttl, now)
+            .await
+    } else {
+        store.remove(key, operation_id).await
+    };
+    log_settled(key, result);
+}
+
+fn log_settled(key: &ScopedKey, result: crate::store::StoreResult<bool>) {
+    match result {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::warn!(tool = %key.tool, "the idempotency record changed hands before the call settled; it was left alone")
+        }
+        Err(err) => {
+            tracing::error!(tool = %key.tool, error = %err, "idempotency record could not be settled")
+        }
+    }
 }

@@ -20,6 +20,9 @@ use std::time::{Duration, SystemTime};
 
 use crate::tool::BoxFuture;
 
+/// How long an idempotency record lives unless the tool says otherwise (24 h).
+pub const DEFAULT_IDEMPOTENCY_TTL: Duration = Duration::from_secs(24 * 3600);
+
 /// A backend that keeps every store and the audit trail (SQLite, PostgreSQL), for
 /// [`DispatcherBuilder::durable`](crate::DispatcherBuilder::durable).
 pub trait DurableBackend:

@@ -5,9 +5,9 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
+use super::SessionResponse;
 use super::{DetectionStore, Mark, Marks, live, millis};
 use crate::clock::unix_millis;
-use crate::detect::respond::SessionResponse;
 use crate::store::StoreResult;
 use crate::tool::BoxFuture;
 

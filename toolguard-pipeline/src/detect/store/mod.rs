@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 pub use memory::MemoryDetectionStore;
 
-pub use super::respond::SessionResponse;
+use super::respond::ResponseKind;
 use crate::clock::unix_millis;
 use crate::store::StoreResult;
 use crate::tool::BoxFuture;
@@ -101,4 +101,30 @@ pub fn session_key(tenant: &str, session: &str) -> String {
 #[doc(hidden)]
 pub fn live(response: &SessionResponse, now_ms: u64) -> bool {
     response.until_ms.is_none_or(|until| now_ms < until)
+}
+
+/// A response in force for one session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionResponse {
+    /// Tenant.
+    pub tenant: String,
+    /// Session id.
+    pub session: String,
+    /// Hold or block.
+    pub kind: ResponseKind,
+    /// The rule whose alert put it in force.
+    pub rule: String,
+    /// The call that raised the alert.
+    pub call_id: String,
+    /// When it was put in force, in milliseconds since the Unix epoch.
+    pub since_ms: u64,
+    /// When a block ends; a hold lasts until lifted.
+    pub until_ms: Option<u64>,
+}
+
+impl SessionResponse {
+    /// The store key of its session.
+    pub fn key(&self) -> String {
+        session_key(&self.tenant, &self.session)
+    }
 }

@@ -7,117 +7,22 @@
 //! and counted (`tool_detection_failures{op}`) and the call's outcome is untouched.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::time::{Duration, SystemTime};
 
-use arcstr::ArcStr;
-
-use super::alert::{Alert, AlertScope, Evidence};
-use super::config::{Detection, Rule};
-use super::respond::{Response, ResponseKind, SessionResponse};
-use super::rules::{self, Check};
-use super::store::{Mark, Marks, millis, session_key};
+use super::core::Core;
 use crate::audit::{AuditEvent, AuditRecord};
+use crate::call::Principal;
 use crate::clock::unix_millis;
+use crate::detect::alert::{Alert, AlertScope, Evidence};
+use crate::detect::config::Rule;
+pub(crate) use crate::detect::observation::{Detector, Observation, failed};
+use crate::detect::respond::{Response, ResponseKind};
+use crate::detect::rules::{self, Check};
+use crate::detect::store::SessionResponse;
+use crate::detect::store::{Mark, Marks, millis, session_key};
 use crate::outcome::Status;
+use crate::outcome::Stop;
+use crate::risk::PolicyDecision;
 use crate::spec::ToolSpec;
-use crate::stage::core::Core;
-use crate::store::{StoreError, StoreResult};
-
-/// What the detector learns about one finished call (from its audit record).
-#[derive(Debug, Clone)]
-pub(crate) struct Observation {
-    pub(crate) event: AuditEvent,
-    pub(crate) status: Option<Status>,
-    pub(crate) reason: Option<String>,
-    pub(crate) tenant: ArcStr,
-    pub(crate) subject: ArcStr,
-    pub(crate) session: ArcStr,
-    pub(crate) tool: ArcStr,
-    pub(crate) call_id: ArcStr,
-    pub(crate) audit_seq: Option<u64>,
-    pub(crate) at: SystemTime,
-    pub(crate) amount: Option<u64>,
-    /// The request digest: normalized arguments, idempotency key and call id excluded.
-    pub(crate) digest: Option<String>,
-    pub(crate) unicode_stripped: bool,
-    pub(crate) replayed: bool,
-    pub(crate) approval_id: Option<String>,
-}
-
-impl Observation {
-    /// The observation of the call `record` describes, of tool `spec`.
-    pub(crate) fn of(record: &AuditRecord, spec: &ToolSpec, at: SystemTime) -> Self {
-        let amount = record
-            .arguments
-            .as_ref()
-            .and_then(|args| crate::stage::policy::amount_of(spec, args));
-        Observation {
-            event: record.event,
-            status: record.status,
-            reason: record.reason.clone(),
-            tenant: record.tenant.clone(),
-            subject: record.subject.clone(),
-            session: record.session.clone(),
-            tool: record.tool.clone(),
-            call_id: record.call_id.clone(),
-            audit_seq: None,
-            at,
-            amount,
-            digest: record.request_digest.clone(),
-            unicode_stripped: !record.modifications.is_empty(),
-            replayed: record.replayed,
-            approval_id: record.approval_id.clone(),
-        }
-    }
-
-    fn mark(&self, key: Option<String>) -> Mark {
-        Mark {
-            call_id: self.call_id.to_string(),
-            audit_seq: self.audit_seq,
-            at_ms: unix_millis(self.at),
-            key,
-        }
-    }
-}
-
-/// A configured detector: the rules and their store, every store call under `deadline`.
-pub(crate) struct Detector {
-    pub(crate) config: Detection,
-    pub(crate) deadline: Duration,
-}
-
-impl Detector {
-    /// Whether any rule has a response (only then do calls read the session's response).
-    pub(crate) fn responds(&self) -> bool {
-        !self.config.responses.is_empty()
-    }
-
-    async fn timed<T>(&self, fut: crate::tool::BoxFuture<'_, StoreResult<T>>) -> StoreResult<T> {
-        match crate::timeout::limit(self.deadline, fut).await {
-            Ok(r) => r,
-            Err(_) => Err(StoreError::new("detection store: deadline exceeded")),
-        }
-    }
-
-    /// The response in force for session key `key`.
-    pub(crate) async fn response(
-        &self,
-        key: &str,
-        now: SystemTime,
-    ) -> StoreResult<Option<SessionResponse>> {
-        self.timed(self.config.store.response(key, now)).await
-    }
-
-    /// Lifts the response of session key `key`.
-    pub(crate) async fn lift(&self, key: &str) -> StoreResult<bool> {
-        self.timed(self.config.store.lift(key)).await
-    }
-}
-
-/// Counts a failed detection store operation `op` (logged by the caller).
-pub(crate) fn failed(op: &'static str) {
-    metrics::counter!("tool_detection_failures", "op" => op).increment(1);
-}
 
 /// Appends `record` to the audit trail (a failing or panicking sink is logged); its sequence.
 pub(crate) async fn append<S: Send + Sync + 'static>(
@@ -383,4 +288,41 @@ async fn respond<S: Send + Sync + 'static>(
     };
     append(core, record).await;
     Some(kind)
+}
+
+/// Puts a held or blocked session's state-changing call on its way to approval or refuses it.
+/// Fails closed: a response that cannot be read means approval required.
+pub(crate) async fn gate<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    spec: &ToolSpec,
+    principal: &Principal,
+    decision: &mut PolicyDecision,
+) -> Result<(), Stop> {
+    let Some(detector) = core.detector.as_ref() else {
+        return Ok(());
+    };
+    if spec.read_only || !detector.responds() {
+        return Ok(());
+    }
+    let key = session_key(&principal.tenant, &principal.session_id);
+    let cause = match detector.response(&key, core.now()).await {
+        Ok(None) => return Ok(()),
+        Ok(Some(r)) if r.kind == ResponseKind::Block => {
+            return Err(Stop::new(
+                Status::PolicyDenied,
+                "session_blocked",
+                "this session is blocked after a security alert; a reviewer can lift it",
+            ));
+        }
+        Ok(Some(_)) => "session_held",
+        Err(err) => {
+            tracing::error!(error = %err, "the detection store could not say whether the session is held; approval required");
+            super::detect::failed("response");
+            "session_hold_unknown"
+        }
+    };
+    decision
+        .approval_cause
+        .get_or_insert_with(|| cause.to_owned());
+    Ok(())
 }

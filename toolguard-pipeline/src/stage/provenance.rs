@@ -2,19 +2,16 @@
 //! by the flow policy inside it, named in holds, and an untrusted `ok` result becomes a new
 //! source. The host's entry points (add, clear, list) are methods of the dispatcher.
 
-use super::flow::{self, CAUSE, FlowAction, judge};
-use super::{Source, in_context, session_key};
 use crate::call::{Principal, ToolCall};
 use crate::clock::unix_millis;
-use crate::dispatcher::{BuildError, Dispatcher};
 use crate::outcome::Status;
-use crate::sanitize::Sanitizer;
+use crate::provenance::flow::{CAUSE, judge};
+use crate::provenance::{Source, in_context, session_key};
+use crate::risk::PolicyDecision;
 use crate::spec::{Egress, ToolSpec};
 use crate::stage::Stop;
 use crate::stage::core::Core;
-use crate::stage::policy::PolicyDecision;
 use crate::stage::trace::{Answer, Trace};
-use crate::store::StoreError;
 
 fn unavailable() -> Stop {
     Stop::new(
@@ -119,82 +116,4 @@ pub(crate) async fn settle<S: Send + Sync + 'static>(
         .await
         .map_err(|_| unavailable())?;
     Ok(answer)
-}
-
-/// The build-time check of an `egress = "allowlisted"` tool: it has destination fields, and the
-/// sanitizer restricts each of them to an allowlist. Anything else would let data out to any
-/// destination while the declaration claims otherwise.
-pub(crate) fn check_egress(spec: &ToolSpec, sanitizer: &Sanitizer) -> Result<(), BuildError> {
-    if spec.egress != Egress::Allowlisted {
-        return Ok(());
-    }
-    let unsafe_decl = |message: String| BuildError::UnsafeDeclaration {
-        tool: spec.name.clone(),
-        message,
-    };
-    let fields: Vec<&str> = flow::destination_fields(spec).collect();
-    if fields.is_empty() {
-        return Err(unsafe_decl(
-            "`egress = \"allowlisted\"` needs a destination field (`kind = \"email\"` or \
-             `kind = \"url\"`) whose values the sanitizer restricts"
-                .to_owned(),
-        ));
-    }
-    for field in fields {
-        if !sanitizer.destination_allowlisted(&spec.name, field) {
-            return Err(unsafe_decl(format!(
-                "`egress = \"allowlisted\"`, but destination field `{field}` has no allowlist: \
-                 configure `Sanitizer::allow_email_domains` or `Sanitizer::allow_url_hosts` for \
-                 (`{}`, `{field}`), or declare `egress` (open, held for approval after untrusted \
-                 content)",
-                spec.name
-            )));
-        }
-    }
-    Ok(())
-}
-
-impl<S: Send + Sync + 'static> Dispatcher<S> {
-    /// Adds a source the host placed into `principal`'s session context itself (an uploaded
-    /// document, retrieved passages), labelled `label` for reviewers. Returns the source, whose
-    /// id audit queries join on.
-    pub async fn add_source(
-        &self,
-        principal: &Principal,
-        label: impl Into<String>,
-    ) -> Result<Source, StoreError> {
-        let source = Source::host(label, unix_millis(self.core.now()));
-        let key = session_key(&principal.tenant, &principal.session_id);
-        self.core
-            .stores
-            .provenance
-            .add_source(&key, &source)
-            .await?;
-        Ok(source)
-    }
-
-    /// Removes every source of `principal`'s session (a new conversation). Returns how many
-    /// were removed.
-    pub async fn clear_sources(&self, principal: &Principal) -> Result<u64, StoreError> {
-        let key = session_key(&principal.tenant, &principal.session_id);
-        self.core.stores.provenance.clear_sources(&key).await
-    }
-
-    /// The sources of `principal`'s session, oldest first.
-    pub async fn sources(&self, principal: &Principal) -> Result<Vec<Source>, StoreError> {
-        let key = session_key(&principal.tenant, &principal.session_id);
-        self.core.stores.provenance.sources(&key).await
-    }
-
-    /// What the flow policy does to a call of `tool` in a session with sources (`None` for an
-    /// unknown tool).
-    pub fn flow_action(&self, tool: &str) -> Option<FlowAction> {
-        let spec = self.core.spec(tool)?;
-        Some(
-            self.core
-                .policy
-                .current_flow()
-                .action(spec, &self.core.sanitizer),
-        )
-    }
 }

@@ -1,0 +1,84 @@
+//! The responses the detector put in force, as reviewers see them: read one, lift one (see
+//! [`crate::detect`]).
+
+use super::Dispatcher;
+use crate::audit::{AuditEvent, AuditRecord};
+use crate::call::Principal;
+use crate::clock::unix_millis;
+use crate::detect::store::{live, session_key};
+use crate::detect::{LiftError, SessionResponse};
+use crate::stage::core::Core;
+
+/// Responses in force, for reviewers; see [`Dispatcher::detection`].
+pub struct Detections<'d, S: Send + Sync + 'static> {
+    core: &'d Core<S>,
+}
+
+impl<S: Send + Sync + 'static> Dispatcher<S> {
+    /// The responses the detector put in force, and the way to lift them.
+    pub fn detection(&self) -> Detections<'_, S> {
+        Detections { core: &self.core }
+    }
+}
+
+impl<S: Send + Sync + 'static> Detections<'_, S> {
+    /// The response in force for `session` of `viewer`'s tenant.
+    pub async fn response(
+        &self,
+        viewer: &Principal,
+        session: &str,
+    ) -> Result<Option<SessionResponse>, LiftError> {
+        let detector = self
+            .core
+            .detector
+            .as_ref()
+            .ok_or(LiftError::NotConfigured)?;
+        let key = session_key(&viewer.tenant, session);
+        Ok(detector.response(&key, self.core.now()).await?)
+    }
+
+    /// Lifts the response in force for `session` of `reviewer`'s tenant and writes an audit
+    /// entry (event `response`, reason `response_lifted`, approver the reviewer). The reviewer
+    /// must be fresh and hold one of the policy's approver roles. Returns whether one was in
+    /// force.
+    pub async fn lift(
+        &self,
+        reviewer: &Principal,
+        session: &str,
+        reason: &str,
+    ) -> Result<bool, LiftError> {
+        let core = self.core;
+        let detector = core.detector.as_ref().ok_or(LiftError::NotConfigured)?;
+        crate::stage::principal::fresh(core, reviewer)
+            .map_err(|s| LiftError::Forbidden(s.reason.unwrap_or_default()))?;
+        let roles = core.policy.eligible_roles("");
+        if !reviewer.roles.iter().any(|r| roles.contains(r)) {
+            return Err(LiftError::Forbidden(format!(
+                "needs one of the roles {roles:?}"
+            )));
+        }
+        let key = session_key(&reviewer.tenant, session);
+        let now_ms = unix_millis(core.now());
+        let found = detector.response(&key, core.now()).await?;
+        let lifted = detector.lift(&key).await?;
+        let Some(found) = found.filter(|r| lifted && live(r, now_ms)) else {
+            return Ok(false);
+        };
+        let record = AuditRecord {
+            event: AuditEvent::Response,
+            time_ms: now_ms,
+            tenant: reviewer.tenant.clone(),
+            subject: reviewer.subject.clone(),
+            session: session.into(),
+            call_id: found.call_id.as_str().into(),
+            reason: Some("response_lifted".to_owned()),
+            approver: Some(reviewer.subject.to_string()),
+            arguments: Some(std::sync::Arc::new(serde_json::json!({
+                "kind": found.kind.as_str(), "rule": found.rule, "note": reason,
+            }))),
+            ..AuditRecord::default()
+        };
+        crate::stage::detect::append(core, record).await;
+        Ok(true)
+    }
+}
