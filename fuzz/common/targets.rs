@@ -166,12 +166,17 @@ pub fn path(data: &[u8]) {
     }
 }
 
+/// One JSON document read by the strict reader every adapter uses; `None` when it does not parse.
+fn strict_value(text: &str) -> Option<Value> {
+    toolguard::sanitize::json::strict(text, usize::MAX).ok()
+}
+
 /// Every provider response parser and stream accumulator: never panic. The input is one JSON
 /// document for the parsers, and stream events: the elements of that document when it is an
 /// array, else its lines.
 pub fn providers(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    let whole = parse::strict_value(&text);
+    let whole = strict_value(&text);
     if let Some(v) = &whole {
         let _ = openai::parse_chat_completion(v);
         let _ = openai::parse_chat_choice(v, 1);
@@ -181,7 +186,7 @@ pub fn providers(data: &[u8]) {
     }
     let events: Vec<Value> = match whole {
         Some(Value::Array(items)) => items,
-        _ => text.lines().filter_map(parse::strict_value).collect(),
+        _ => text.lines().filter_map(strict_value).collect(),
     };
     let mut chat = openai::ChatStream::new();
     let mut responses = openai::ResponsesStream::new();

@@ -26,7 +26,8 @@ use toolguard_pipeline::{ProviderContext, ToolSpec};
 pub mod answer;
 pub mod anthropic;
 pub mod gemini;
-pub mod json;
+/// The strict JSON reader every adapter reads text with.
+pub use toolguard_pipeline::sanitize::json;
 pub mod mcp;
 pub mod openai;
 mod openapi;

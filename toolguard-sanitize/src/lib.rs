@@ -143,6 +143,7 @@ mod email;
 pub mod fast;
 mod field;
 pub mod fold;
+pub mod json;
 pub mod kinds;
 pub mod limits;
 pub mod markup;

@@ -129,8 +129,11 @@ where
                     format!("Parse error: the message nests deeper than {MAX_NESTING} levels");
                 return Err(Some(error(json::jsonrpc_id(text), PARSE_ERROR, &message)));
             }
-            Err(JsonError::Syntax(reason)) => {
-                let message = format!("Parse error: {reason}");
+            Err(e) => {
+                let message = match e {
+                    JsonError::Syntax(reason) => format!("Parse error: {reason}"),
+                    e => format!("Parse error: {e}"),
+                };
                 return Err(Some(error(json::jsonrpc_id(text), PARSE_ERROR, &message)));
             }
         };

@@ -1,9 +1,7 @@
 //! Parse: the arguments must be exactly one JSON object, with no duplicate keys at any depth.
 
-use std::fmt;
-
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Value};
+use serde_json::Value;
+use toolguard_sanitize::json::{self, JsonError};
 
 use super::Stop;
 use crate::call::RawArguments;
@@ -22,18 +20,14 @@ pub fn arguments(raw: &RawArguments) -> Result<Value, Stop> {
                     "arguments are empty; send a JSON object",
                 ));
             }
-            let mut de = serde_json::Deserializer::from_str(text);
-            let v = de.deserialize_any(StrictValue).map_err(|e| {
-                if e.to_string().starts_with(DUPLICATE) {
-                    malformed("duplicate_key", "arguments repeat a key")
-                } else {
-                    malformed("invalid_json", format!("arguments are not valid JSON: {e}"))
+            // The gate measured the text already: the strict reader alone.
+            json::strict(text, usize::MAX).map_err(|e| match e {
+                JsonError::DuplicateKey(_) => malformed("duplicate_key", "arguments repeat a key"),
+                JsonError::TrailingData => {
+                    malformed("trailing_data", "arguments hold more than one JSON value")
                 }
-            })?;
-            de.end().map_err(|_| {
-                malformed("trailing_data", "arguments hold more than one JSON value")
-            })?;
-            v
+                e => malformed("invalid_json", format!("arguments are not valid JSON: {e}")),
+            })?
         }
     };
     if !value.is_object() {
@@ -45,81 +39,8 @@ pub fn arguments(raw: &RawArguments) -> Result<Value, Stop> {
     Ok(value)
 }
 
-/// Parses one JSON document strictly (no duplicate keys at any depth, nothing after it), without
-/// the size and object checks of [`arguments`]. `None` when it does not parse.
-pub fn strict_value(text: &str) -> Option<Value> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    let value = de.deserialize_any(StrictValue).ok()?;
-    de.end().ok()?;
-    Some(value)
-}
-
 fn malformed(reason: &str, message: impl Into<String>) -> Stop {
     Stop::new(Status::Malformed, reason, message)
-}
-
-const DUPLICATE: &str = "duplicate key";
-
-/// Builds a `serde_json::Value`, refusing objects that repeat a key.
-struct StrictValue;
-
-impl<'de> de::DeserializeSeed<'de> for StrictValue {
-    type Value = Value;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(StrictValue)
-    }
-}
-
-impl<'de> Visitor<'de> for StrictValue {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
-        serde_json::Number::from_f64(v)
-            .map(Value::Number)
-            .ok_or_else(|| E::custom("non-finite number"))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(v) = seq.next_element_seed(StrictValue)? {
-            items.push(v);
-        }
-        Ok(Value::Array(items))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut out = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let value = map.next_value_seed(StrictValue)?;
-            if out.insert(key, value).is_some() {
-                return Err(de::Error::custom(DUPLICATE));
-            }
-        }
-        Ok(Value::Object(out))
-    }
 }
 
 #[cfg(test)]

@@ -1,15 +1,32 @@
-//! Reading raw JSON text as the adapters need it: one document, no object that repeats a key,
-//! nesting within a bound, and (for JSON-RPC) the request id recovered from text that does not
-//! parse.
+//! The one strict JSON reader: exactly one document, no object that repeats a key, nesting and
+//! size within bounds, and (for JSON-RPC) the request id recovered from text that does not
+//! parse. The pipeline's parse stage, the provider adapters and the MCP transports all read
+//! text here.
 //!
 //! `serde_json` keeps the last of two equal keys; a guard must not let `{"amount": 1,
-//! "amount": 900}` mean one thing to a logger and another to a handler, so every adapter that
-//! sees text reads it here.
+//! "amount": 900}` mean one thing to a logger and another to a handler.
+//!
+//! [`read`] applies every [`Limits`] bound before anything is built (one pass over the bytes,
+//! then the strict parse), so an oversized or too deeply nested document costs a scan, never an
+//! allocation; [`parse`] is the message reader of the adapters (nesting bounded by
+//! [`MAX_NESTING`]).
+//!
+//! ```
+//! use toolguard_sanitize::json::{JsonError, read};
+//! use toolguard_sanitize::limits::{Exceeded, Limits};
+//!
+//! assert_eq!(read(r#"{"a": [1, 2]}"#, &Limits::default()).unwrap()["a"][1], 2);
+//! assert!(matches!(read(r#"{"a": 1, "a": 2}"#, &Limits::default()), Err(JsonError::DuplicateKey(_))));
+//! let huge = format!("{{\"a\": \"{}\"}}", "x".repeat(300_000));
+//! assert_eq!(read(&huge, &Limits::default()), Err(JsonError::Exceeded(Exceeded::LongString)));
+//! ```
 
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
+
+use crate::limits::{Exceeded, Limits, check_text};
 
 /// Deepest nesting of arrays and objects accepted in a provider response or an MCP message.
 pub const MAX_NESTING: usize = 64;
@@ -27,6 +44,12 @@ pub enum JsonError {
     /// Arrays and objects nest deeper than [`MAX_NESTING`].
     #[error("JSON nests deeper than {MAX_NESTING} levels")]
     TooDeep,
+    /// More than one document: something follows the first value.
+    #[error("more than one JSON value")]
+    TrailingData,
+    /// A bound of [`Limits`] is crossed ([`read`]).
+    #[error("JSON exceeds a limit: {0:?}")]
+    Exceeded(Exceeded),
 }
 
 const DUPLICATE: &str = "\u{0}duplicate key:";
@@ -35,9 +58,28 @@ const TOO_DEEP: &str = "\u{0}too deep";
 /// Parses `text` as exactly one JSON document, refusing repeated keys and nesting deeper than
 /// [`MAX_NESTING`].
 pub fn parse(text: &str) -> Result<Value, JsonError> {
+    strict(text, MAX_NESTING)
+}
+
+/// Reads `text` as exactly one JSON document within `limits`: the bounds are checked in one pass
+/// over the bytes before anything is built, then the document is parsed refusing repeated keys.
+/// A crossed bound is [`JsonError::Exceeded`], named as [`check_text`] names it.
+pub fn read(text: &str, limits: &Limits) -> Result<Value, JsonError> {
+    check_text(text.as_bytes(), limits).map_err(JsonError::Exceeded)?;
+    strict(text, limits.max_depth)
+}
+
+/// The strict parse alone: one document, no repeated key, at most `max_depth` levels of nesting
+/// (and never more than `serde_json`'s own bound of 128), without the other bounds of [`read`]
+/// (for text whose bounds were checked already).
+pub fn strict(text: &str, max_depth: usize) -> Result<Value, JsonError> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let value = Strict { depth: 0 }.deserialize(&mut de).map_err(classify)?;
-    de.end().map_err(classify)?;
+    let seed = Strict {
+        depth: 0,
+        max: max_depth,
+    };
+    let value = seed.deserialize(&mut de).map_err(classify)?;
+    de.end().map_err(|_| JsonError::TrailingData)?;
     Ok(value)
 }
 
@@ -53,18 +95,20 @@ fn classify(error: serde_json::Error) -> JsonError {
     JsonError::Syntax(text)
 }
 
-/// Builds a `Value`, refusing repeated keys and deep nesting.
+/// Builds a `Value`, refusing repeated keys and nesting deeper than `max`.
 struct Strict {
     depth: usize,
+    max: usize,
 }
 
 impl Strict {
     fn nested<E: de::Error>(&self) -> Result<Strict, E> {
-        if self.depth >= MAX_NESTING {
+        if self.depth >= self.max {
             return Err(E::custom(TOO_DEEP));
         }
         Ok(Strict {
             depth: self.depth + 1,
+            max: self.max,
         })
     }
 }
@@ -103,6 +147,9 @@ impl<'de> Visitor<'de> for Strict {
         Ok(Value::String(v))
     }
     fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
         Ok(Value::Null)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
@@ -241,7 +288,7 @@ mod tests {
             parse(r#"{"a": [1, {"b": null}]}"#),
             Ok(json!({"a": [1, {"b": null}]}))
         );
-        assert!(matches!(parse("{} {}"), Err(JsonError::Syntax(_))));
+        assert_eq!(parse("{} {}"), Err(JsonError::TrailingData));
         assert!(matches!(parse(""), Err(JsonError::Syntax(_))));
     }
 
@@ -301,5 +348,56 @@ mod tests {
         assert_eq!(jsonrpc_id(r#"{"method": "a""#), None);
         let deep = format!(r#"{{"p": {}, "id": 9}}"#, "[".repeat(100_000));
         assert_eq!(jsonrpc_id(&deep), None);
+    }
+
+    #[test]
+    fn read_refuses_every_bound_before_building() {
+        let limits = Limits::default();
+        let cases = [
+            (
+                format!("{{\"a\": \"{}\"}}", "x".repeat(50 << 20)),
+                Exceeded::Bytes,
+            ),
+            (
+                format!("{{\"a\": \"{}\"}}", "x".repeat(300 << 10)),
+                Exceeded::LongString,
+            ),
+            (
+                format!("{{\"a\": {}1{}}}", "[".repeat(40), "]".repeat(40)),
+                Exceeded::Depth,
+            ),
+            (
+                format!(
+                    "{{{}}}",
+                    (0..1_000)
+                        .map(|i| format!("\"k{i}\": 1"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ),
+                Exceeded::ObjectKeys,
+            ),
+        ];
+        for (text, bound) in cases {
+            assert_eq!(read(&text, &limits), Err(JsonError::Exceeded(bound)));
+        }
+        // A million keys spread over small objects: the total bound, still without building.
+        let many = format!(
+            "[{}]",
+            (0..200_000)
+                .map(|_| r#"{"a":1,"b":2,"c":3,"d":4,"e":5}"#)
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let wide = Limits::default().max_bytes(usize::MAX);
+        assert_eq!(
+            read(&many, &wide),
+            Err(JsonError::Exceeded(Exceeded::TotalKeys))
+        );
+        assert_eq!(
+            read(r#"{"a": 1, "b": {"a": 2, "a": 3}}"#, &limits),
+            Err(JsonError::DuplicateKey("a".into()))
+        );
+        assert_eq!(read("{} []", &limits), Err(JsonError::TrailingData));
+        assert_eq!(read(r#"{"ok": true}"#, &limits), Ok(json!({"ok": true})));
     }
 }
