@@ -325,7 +325,7 @@ fn refuse_signature_shape(sig: &Signature, errors: &mut Errors) {
             GenericParam::Lifetime(_) => {}
         }
     }
-    if let Some(u) = &sig.unsafety {
+    if let syn::Safety::Unsafe(u) = &sig.safety {
         errors.spanned(
             u,
             "a tool function cannot be `unsafe`: the dispatcher calls it with model-proposed \
@@ -345,13 +345,13 @@ fn receiver_is_shared_ref(r: &syn::Receiver, in_toolset: bool, errors: &mut Erro
             "`self` in a `#[tool]` function: tools on methods go in an `impl` block \
              marked `#[toolset]`",
         );
-    } else if r.reference.is_none() {
+    } else if !matches!(r.kind, syn::ReceiverKind::Reference(..)) {
         errors.spanned(
             r,
             "a toolset method cannot take `self` by value: one state value serves \
              every call. Take `&self`",
         );
-    } else if r.mutability.is_some() {
+    } else if matches!(r.kind, syn::ReceiverKind::Reference(_, _, Some(_))) {
         errors.spanned(
             r,
             "a toolset method cannot take `&mut self`: calls run concurrently on \

@@ -178,7 +178,7 @@ fn arg_option_span(arg: &ArgDecl, key: &str) -> Span {
 /// The block-level rules of `#[toolset]`: an inherent, non-generic `impl` with no method named
 /// `tools` (the generated constructor).
 pub fn toolset_block(block: &syn::ItemImpl, errors: &mut Errors) {
-    if let Some((_, path, _)) = &block.trait_ {
+    if let Some((path, _)) = &block.trait_ {
         errors.push(
             path.span(),
             "`#[toolset]` goes on an inherent `impl` block, not a trait impl: write \
