@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use toolguard::audit::Stage;
 use toolguard::providers::openai;
-use toolguard::stage::Stage;
 use toolguard::{
     Dispatcher, ManualClock, MemoryAuditSink, MemoryStore, OnExceed, Principal, RiskPolicy, Status,
     ToolCall, ToolOutcome,

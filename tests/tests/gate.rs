@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use toolguard::Limits;
+use toolguard::audit::Stage;
 use toolguard::providers::{anthropic, gemini, openai};
-use toolguard::stage::Stage;
-use toolguard::stage::gate::Limits;
 use toolguard::{Dispatcher, MemoryAuditSink, RawArguments, Status, ToolCall};
 use toolguard_tests::*;
 

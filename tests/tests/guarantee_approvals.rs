@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
-use toolguard::stage::policy::session_scope;
+use toolguard::risk::session_scope;
 use toolguard::store::{
     ApprovalState, ApprovalStore, IdempotencyStore, MemoryStore, OperationStore, SessionLedger,
 };

@@ -177,7 +177,7 @@ fn expand<'a>(root: &'a Value, schema: &'a Value, out: &mut Vec<&'a Value>, dept
 
 /// Parses one JSON document, refusing duplicate object keys. `None` when it is not valid.
 pub(crate) fn parse_strict(text: &str) -> Option<Value> {
-    toolguard_pipeline::stage::parse::strict_value(text)
+    toolguard_pipeline::call::strict_json(text)
 }
 
 #[cfg(test)]

@@ -136,9 +136,9 @@ mod tests {
 
     use super::*;
     use crate::audit::AuditEvent;
+    use crate::audit::Stage;
     use crate::digest::canonical_json;
     use crate::outcome::Status;
-    use crate::audit::Stage;
 
     /// The generic path: the record through `serde_json::Value`, then canonical JSON.
     fn through_value(record: &AuditRecord) -> String {
