@@ -50,7 +50,7 @@ impl Harness {
                 "no arguments recorded for a gated call"
             );
         }
-        (out.status, out.reason)
+        (out.status, out.reason.map(String::from))
     }
 }
 
