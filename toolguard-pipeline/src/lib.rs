@@ -74,6 +74,7 @@ pub use toolguard_sanitize::Limits;
 /// The JSON Schema crate tool argument and result types derive [`JsonSchema`] with; a crate using
 /// toolguard needs no `schemars` dependency of its own (`#[derive(toolguard_pipeline::JsonSchema)]` with
 /// `#[schemars(crate = "toolguard_pipeline::schemars")]`).
+#[doc(no_inline)]
 pub use schemars;
 pub use schemars::JsonSchema;
 
