@@ -272,6 +272,58 @@ pub fn approval_binding_is(
     }
 }
 
+/// The request document of `args` (normalized) for `principal`: the arguments without the
+/// idempotency-key field, streamed into the hasher (no copy of the arguments).
+fn document<'a>(
+    spec: &'a ToolSpec,
+    args: &'a Value,
+    principal: &'a Principal,
+) -> RequestDocument<'a> {
+    RequestDocument {
+        without: spec.idempotency_key_field.as_deref(),
+        ..RequestDocument::new(
+            &spec.name,
+            spec.revision,
+            args,
+            &principal.tenant,
+            &principal.subject,
+        )
+    }
+}
+
+/// The request digest of `args` (normalized) for `principal`: keyed (HMAC-SHA256 under the
+/// active host key) when the dispatcher has [`HostKeys`], the plain SHA-256 digest otherwise
+/// (only dispatchers without `sensitive` fields may run without keys).
+pub(crate) fn digest(
+    keys: Option<&HostKeys>,
+    spec: &ToolSpec,
+    args: &Value,
+    principal: &Principal,
+) -> String {
+    let document = document(spec, args, principal);
+    match keys {
+        Some(keys) => document.keyed_digest(keys),
+        None => document.plain_digest(),
+    }
+}
+
+/// Whether `stored` is the request digest of `args` (normalized) for `principal`. With keys, a
+/// digest made under any still accepted key matches (key rotation keeps idempotency records and
+/// approvals valid); a plain digest never matches a keyed dispatcher.
+pub(crate) fn digest_matches(
+    keys: Option<&HostKeys>,
+    stored: &str,
+    spec: &ToolSpec,
+    args: &Value,
+    principal: &Principal,
+) -> bool {
+    let document = document(spec, args, principal);
+    match keys {
+        Some(keys) => document.keyed_matches(keys, stored),
+        None => stored == document.plain_digest(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -365,57 +417,5 @@ mod tests {
         assert!(!request_digest_matches(
             &retired, &d, "unlock", 1, &args, "acme", "alice"
         ));
-    }
-}
-
-/// The request document of `args` (normalized) for `principal`: the arguments without the
-/// idempotency-key field, streamed into the hasher (no copy of the arguments).
-fn document<'a>(
-    spec: &'a ToolSpec,
-    args: &'a Value,
-    principal: &'a Principal,
-) -> RequestDocument<'a> {
-    RequestDocument {
-        without: spec.idempotency_key_field.as_deref(),
-        ..RequestDocument::new(
-            &spec.name,
-            spec.revision,
-            args,
-            &principal.tenant,
-            &principal.subject,
-        )
-    }
-}
-
-/// The request digest of `args` (normalized) for `principal`: keyed (HMAC-SHA256 under the
-/// active host key) when the dispatcher has [`HostKeys`], the plain SHA-256 digest otherwise
-/// (only dispatchers without `sensitive` fields may run without keys).
-pub(crate) fn digest(
-    keys: Option<&HostKeys>,
-    spec: &ToolSpec,
-    args: &Value,
-    principal: &Principal,
-) -> String {
-    let document = document(spec, args, principal);
-    match keys {
-        Some(keys) => document.keyed_digest(keys),
-        None => document.plain_digest(),
-    }
-}
-
-/// Whether `stored` is the request digest of `args` (normalized) for `principal`. With keys, a
-/// digest made under any still accepted key matches (key rotation keeps idempotency records and
-/// approvals valid); a plain digest never matches a keyed dispatcher.
-pub(crate) fn digest_matches(
-    keys: Option<&HostKeys>,
-    stored: &str,
-    spec: &ToolSpec,
-    args: &Value,
-    principal: &Principal,
-) -> bool {
-    let document = document(spec, args, principal);
-    match keys {
-        Some(keys) => document.keyed_matches(keys, stored),
-        None => stored == document.plain_digest(),
     }
 }

@@ -179,6 +179,35 @@ pub(crate) fn judge(
 /// The approval cause and denial reason of the flow policy.
 pub const CAUSE: &str = "provenance";
 
+/// The build-time check of an `egress = "allowlisted"` tool: it has destination fields, and the
+/// sanitizer restricts each of them to an allowlist. Anything else would let data out to any
+/// destination while the declaration claims otherwise.
+pub(crate) fn check_egress(spec: &ToolSpec, sanitizer: &Sanitizer) -> Result<(), String> {
+    if spec.egress != Egress::Allowlisted {
+        return Ok(());
+    }
+    let fields: Vec<&str> = destination_fields(spec).collect();
+    if fields.is_empty() {
+        return Err(
+            "`egress = \"allowlisted\"` needs a destination field (`kind = \"email\"` or \
+             `kind = \"url\"`) whose values the sanitizer restricts"
+                .to_owned(),
+        );
+    }
+    for field in fields {
+        if !sanitizer.destination_allowlisted(&spec.name, field) {
+            return Err(format!(
+                "`egress = \"allowlisted\"`, but destination field `{field}` has no allowlist: \
+                 configure `Sanitizer::allow_email_domains` or `Sanitizer::allow_url_hosts` for \
+                 (`{}`, `{field}`), or declare `egress` (open, held for approval after untrusted \
+                 content)",
+                spec.name
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -253,33 +282,4 @@ mod tests {
         assert_eq!(stop.reason.as_deref(), Some(CAUSE));
         assert!(stop.message.unwrap().contains("read_email call c-1"));
     }
-}
-
-/// The build-time check of an `egress = "allowlisted"` tool: it has destination fields, and the
-/// sanitizer restricts each of them to an allowlist. Anything else would let data out to any
-/// destination while the declaration claims otherwise.
-pub(crate) fn check_egress(spec: &ToolSpec, sanitizer: &Sanitizer) -> Result<(), String> {
-    if spec.egress != Egress::Allowlisted {
-        return Ok(());
-    }
-    let fields: Vec<&str> = destination_fields(spec).collect();
-    if fields.is_empty() {
-        return Err(
-            "`egress = \"allowlisted\"` needs a destination field (`kind = \"email\"` or \
-             `kind = \"url\"`) whose values the sanitizer restricts"
-                .to_owned(),
-        );
-    }
-    for field in fields {
-        if !sanitizer.destination_allowlisted(&spec.name, field) {
-            return Err(format!(
-                "`egress = \"allowlisted\"`, but destination field `{field}` has no allowlist: \
-                 configure `Sanitizer::allow_email_domains` or `Sanitizer::allow_url_hosts` for \
-                 (`{}`, `{field}`), or declare `egress` (open, held for approval after untrusted \
-                 content)",
-                spec.name
-            ));
-        }
-    }
-    Ok(())
 }
