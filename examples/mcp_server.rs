@@ -20,9 +20,9 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use toolguard::RoleAuthorizer;
 use toolguard::kinds::Identifier;
 use toolguard::mcp::McpServer;
-use toolguard::stage::authorize::RoleAuthorizer;
 use toolguard::{Dispatcher, Principal, ToolContext, ToolError, tool};
 
 /// A balance.

@@ -262,7 +262,7 @@ pub fn joined(
             Status::OutcomeUnknown
         };
         let mut out = ToolOutcome::new(call_id, tool, status);
-        out.reason = Some("dispatch_task_failed".to_owned());
+        out.reason = Some("dispatch_task_failed".into());
         out.message = Some(if read_only {
             "the call could not be completed".to_owned()
         } else {

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use toolguard::audit::Stage;
 use toolguard::providers::openai;
-use toolguard::stage::Stage;
 use toolguard::{
     Dispatcher, ManualClock, MemoryAuditSink, MemoryStore, OnExceed, Principal, RiskPolicy, Status,
     ToolCall, ToolOutcome,
@@ -131,7 +131,7 @@ fn stage_name(stage: Stage) -> String {
 /// the call may have begun, so its outcome is unknown. Every call id gets an answer.
 fn unjoined(call_id: &str, tool: &str) -> ToolOutcome {
     let mut out = ToolOutcome::new(call_id, tool, Status::OutcomeUnknown);
-    out.reason = Some("dispatch_task_failed".to_owned());
+    out.reason = Some("dispatch_task_failed".into());
     out.message = Some(
         "the call's dispatch failed; its outcome is unknown. Check before retrying.".to_owned(),
     );
@@ -1058,7 +1058,7 @@ async fn incident(lab: &mut Lab, c: &mut Claims) {
             let stage = stage.map(stage_name).unwrap_or_default();
             let mut reason = lab
                 .entry(&out)
-                .and_then(|e| e.record.reason)
+                .and_then(|e| e.record.reason.map(String::from))
                 .unwrap_or_else(|| "-".into());
             if let Ok(Some(request)) = lab.desk.approvals().get(&alice, &approval_id(&out)).await {
                 reason = format!("cause={}", request.cause);

@@ -398,7 +398,7 @@ pub async fn run() -> Claims {
             .await;
         show(what, &out);
         refused &= matches!(out.status, Status::Blocked | Status::InvalidArguments);
-        reasons.push(out.reason.clone().unwrap_or_default());
+        reasons.push(out.reason.clone().map(String::from).unwrap_or_default());
     }
     c.check(
         "each refusal names its check: domain list x2, address syntax x2, control char, script",

@@ -8,12 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use serde_json::Value;
-use toolguard::RawArguments;
 use toolguard::providers::{anthropic, gemini, openai};
 use toolguard::sanitize::{NoResolution, Sanitizer, UrlPolicy, Verdict, canon, path, url};
 use toolguard::spec::{FieldKind, FieldSpec};
-use toolguard::stage::gate::{self, Limits};
-use toolguard::stage::parse;
+use toolguard::{Limits, RawArguments};
 
 /// The field kinds the sanitizer target picks from (first input byte).
 pub const KINDS: [FieldKind; 8] = [
@@ -49,8 +47,8 @@ pub fn arguments(data: &[u8]) {
     let text = String::from_utf8_lossy(data).into_owned();
     let limits = Limits::default().max_bytes(1 << 16);
     let raw = RawArguments::Json(text.clone());
-    let gated = gate::check(&raw, &limits);
-    let parsed = parse::arguments(&raw);
+    let gated = raw.check_limits(&limits);
+    let parsed = raw.parse();
     if gated.is_ok()
         && let Err(stop) = &parsed
     {
@@ -61,10 +59,10 @@ pub fn arguments(data: &[u8]) {
         );
     }
     if let Ok(value) = parsed {
-        let value_gate = gate::check(&RawArguments::Value(value.clone()), &limits);
+        let value_gate = RawArguments::Value(value.clone()).check_limits(&limits);
         let compact = serde_json::to_string(&value).expect("a parsed value serializes");
-        let text_gate = gate::check(&RawArguments::Json(compact), &limits);
-        let depth = |r: &Result<(), toolguard::stage::Stop>| {
+        let text_gate = RawArguments::Json(compact).check_limits(&limits);
+        let depth = |r: &Result<(), toolguard::outcome::Stop>| {
             r.as_ref().err().and_then(|s| s.reason.clone()).as_deref() == Some("too_deep")
         };
         assert_eq!(depth(&value_gate), depth(&text_gate), "depth differs");
@@ -166,17 +164,12 @@ pub fn path(data: &[u8]) {
     }
 }
 
-/// One JSON document read by the strict reader every adapter uses; `None` when it does not parse.
-fn strict_value(text: &str) -> Option<Value> {
-    toolguard::sanitize::json::strict(text, usize::MAX).ok()
-}
-
 /// Every provider response parser and stream accumulator: never panic. The input is one JSON
 /// document for the parsers, and stream events: the elements of that document when it is an
 /// array, else its lines.
 pub fn providers(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    let whole = strict_value(&text);
+    let whole = toolguard::call::strict_json(&text);
     if let Some(v) = &whole {
         let _ = openai::parse_chat_completion(v);
         let _ = openai::parse_chat_choice(v, 1);
@@ -186,7 +179,10 @@ pub fn providers(data: &[u8]) {
     }
     let events: Vec<Value> = match whole {
         Some(Value::Array(items)) => items,
-        _ => text.lines().filter_map(strict_value).collect(),
+        _ => text
+            .lines()
+            .filter_map(toolguard::call::strict_json)
+            .collect(),
     };
     let mut chat = openai::ChatStream::new();
     let mut responses = openai::ResponsesStream::new();

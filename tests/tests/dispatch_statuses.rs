@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 use toolguard::audit::AuditEntry;
-use toolguard::stage::Stage;
+use toolguard::audit::Stage;
 use toolguard::{
     Dispatcher, MemoryAuditSink, Principal, RoleAuthorizer, Status, ToolCall, ToolOutcome,
 };

@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use toolguard::Limits;
+use toolguard::audit::Stage;
 use toolguard::providers::{anthropic, gemini, openai};
-use toolguard::stage::Stage;
-use toolguard::stage::gate::Limits;
 use toolguard::{Dispatcher, MemoryAuditSink, RawArguments, Status, ToolCall};
 use toolguard_tests::*;
 
@@ -50,7 +50,7 @@ impl Harness {
                 "no arguments recorded for a gated call"
             );
         }
-        (out.status, out.reason)
+        (out.status, out.reason.map(String::from))
     }
 }
 

@@ -10,10 +10,10 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use toolguard::audit::Stage;
 use toolguard::audit::{AuditEvent, AuditRecord, GENESIS_HASH, seal, verify_chain};
 use toolguard::digest::{canonical_json, keyed_request_digest, request_digest};
 use toolguard::sanitize::Modification;
-use toolguard::stage::Stage;
 use toolguard::{HostKeys, Status};
 
 fn keys() -> Arc<HostKeys> {

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
-use toolguard::stage::policy::session_scope;
+use toolguard::risk::session_scope;
 use toolguard::store::{
     ApprovalState, ApprovalStore, IdempotencyStore, MemoryStore, OperationStore, SessionLedger,
 };
@@ -170,7 +170,12 @@ impl Replica {
 
     fn reason(&self, out: &ToolOutcome) -> Option<String> {
         let seq = out.audit_seq.expect("every outcome has an audit entry");
-        self.audit.get(seq).expect("the entry").record.reason
+        self.audit
+            .get(seq)
+            .expect("the entry")
+            .record
+            .reason
+            .map(String::from)
     }
 }
 

@@ -209,7 +209,7 @@ async fn without_host_keys_the_binding_is_recomputable_but_configuration_is_not(
             let r = map.get_mut(id).unwrap();
             assert!(r.seal.is_none(), "nothing seals it without keys");
             edit(r);
-            r.binding_digest = toolguard::stage::approval::binding_digest(r, None);
+            r.binding_digest = toolguard::approvals::binding_digest(r, None);
         })
     };
     // Dual control lowered, with the plain binding recomputed: still refused, because the

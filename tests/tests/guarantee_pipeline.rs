@@ -45,7 +45,12 @@ impl H {
 
     fn reason(&self, out: &ToolOutcome) -> Option<String> {
         let seq = out.audit_seq.expect("every outcome has an audit entry");
-        self.audit.get(seq).expect("the entry").record.reason
+        self.audit
+            .get(seq)
+            .expect("the entry")
+            .record
+            .reason
+            .map(String::from)
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use toolguard::audit::AuditEvent;
-use toolguard::stage::Stage;
+use toolguard::audit::Stage;
 use toolguard::store::{FaultyStore, StoreOp};
 use toolguard::{
     Dispatcher, ManualClock, MemoryAuditSink, MemoryStore, Principal, Status, ToolCall,

@@ -356,7 +356,7 @@ async fn call_sync_tool_and_convert_its_error() {
     let err = AddNumbers
         .call(&ctx, AddNumbersArgs { a: 2, b: f64::NAN })
         .await;
-    assert_eq!(err, Err(ToolError::Failed("not a number".into())));
+    assert_eq!(err, Err(ToolError::failed("not a number")));
     // The function stays callable as written.
     assert_eq!(add_numbers(1, 1.0), Ok(2.0));
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 use toolguard::audit::AuditQuery;
-use toolguard::stage::Stage;
+use toolguard::audit::Stage;
 use toolguard::{
     AuthorizeError, Authorizer, BoxFuture, CustomStage, Dispatcher, MemoryAuditSink, Principal,
     PrincipalRefresher, RefreshError, Refusal, RoleAuthorizer, StageInput, StagePoint, Status,

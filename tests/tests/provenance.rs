@@ -574,7 +574,7 @@ async fn the_approval_binding_changes_with_the_sources() {
     // The same request under other sources binds to another digest.
     let mut other = request.clone();
     other.provenance = vec![Source::host("document B", 1)];
-    let digest = toolguard::stage::approval::binding_digest;
+    let digest = toolguard::approvals::binding_digest;
     assert_ne!(digest(&request, None), digest(&other, None));
     let mut none = request.clone();
     none.provenance.clear();

@@ -757,7 +757,7 @@ async fn every_fixture_goes_parse_dispatch_answer() {
 #[test]
 fn approval_binding_changes_with_response_id_and_adapter_revision() {
     use toolguard::ProviderContext;
-    use toolguard::stage::approval::binding_digest;
+    use toolguard::approvals::binding_digest;
     use toolguard::store::{ApprovalRequest, ApprovalState};
     let call = openai::parse_response(&fixture("openai_responses.json"))
         .unwrap()

@@ -22,6 +22,8 @@ use crate::stage::trace::{Answer, Exit, Trace};
 use crate::stage::{self, Stage, Stop};
 use crate::store::{ApprovalRequest, StoreError};
 
+pub use crate::stage::approval::binding_digest;
+
 /// Approval operations of a dispatcher; see [`Dispatcher::approvals`]. Every method takes the
 /// acting principal first.
 pub struct Approvals<'d, S: Send + Sync + 'static> {

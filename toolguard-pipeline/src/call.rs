@@ -21,6 +21,39 @@ pub enum RawArguments {
     Value(Value),
 }
 
+impl RawArguments {
+    /// The pipeline's argument gate: checks these arguments against `limits` (size, depth, keys,
+    /// items, string length) the way every call is checked before it is parsed. `Err` with
+    /// status `malformed` and a reason code (`too_large`, `too_deep`, `too_many_keys`,
+    /// `too_many_keys_total`, `too_many_items`, `string_too_long`) when a limit is crossed.
+    /// Invalid JSON text is left to [`parse`](Self::parse).
+    ///
+    /// ```
+    /// use toolguard_pipeline::{Limits, RawArguments};
+    /// let deep = format!("{}{}", "[".repeat(40), "]".repeat(40));
+    /// let stop = RawArguments::Json(format!("{{\"a\":{deep}}}"))
+    ///     .check_limits(&Limits::default())
+    ///     .unwrap_err();
+    /// assert_eq!(stop.reason.as_deref(), Some("too_deep"));
+    /// ```
+    pub fn check_limits(&self, limits: &crate::Limits) -> Result<(), crate::outcome::Stop> {
+        crate::stage::gate::check(self, limits)
+    }
+
+    /// The pipeline's parse stage: the arguments as one JSON object, with no duplicate keys at
+    /// any depth. `Err` with status `malformed` (`empty`, `invalid_json`, `duplicate_key`,
+    /// `trailing_data`, `not_an_object`) otherwise.
+    pub fn parse(&self) -> Result<Value, crate::outcome::Stop> {
+        crate::stage::parse::arguments(self)
+    }
+}
+
+/// Parses one JSON document strictly (no duplicate keys at any depth, nothing after it), without
+/// the size and object checks of [`RawArguments::parse`]. `None` when it does not parse.
+pub fn strict_json(text: &str) -> Option<Value> {
+    toolguard_sanitize::json::strict(text, usize::MAX).ok()
+}
+
 impl From<&str> for RawArguments {
     fn from(s: &str) -> Self {
         RawArguments::Json(s.to_owned())

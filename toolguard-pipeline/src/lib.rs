@@ -20,6 +20,7 @@ pub mod audit;
 pub mod call;
 mod canonical;
 pub mod clock;
+pub mod custom;
 pub mod declare;
 pub mod detect;
 pub mod digest;
@@ -38,11 +39,15 @@ pub mod risk;
 pub use toolguard_sanitize as sanitize;
 pub mod seal;
 pub mod spec;
-pub mod stage;
+mod stage;
 pub mod store;
 mod timeout;
 pub mod tool;
 
+pub use access::{
+    AllowAuthenticated, AuthorizeError, Authorizer, PrincipalRefresher, RefreshError,
+    RoleAuthorizer,
+};
 pub use approvals::Approvals;
 /// The shared string of [`Principal`] and [`audit::AuditRecord`] identities: cloning it copies a
 /// pointer, it compares equal to `&str` and `String`, and it derefs to `str`.
@@ -50,26 +55,26 @@ pub use arcstr::ArcStr;
 pub use audit::{AuditEntry, AuditSink, MemoryAuditSink};
 pub use call::{Principal, ProviderContext, RawArguments, ToolCall};
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use custom::{CustomStage, Refusal, StageInput, StagePoint};
 pub use dispatcher::{BuildError, Dispatcher, DispatcherBuilder, SchemaError};
 pub use erased::ToolHandle;
 pub use error::{NotFoundClass, ToolError};
 pub use keys::{HostKeys, check_idempotency_key};
 pub use kinds::{Cents, Currency, Email, Identifier, Money, SafePath, Url};
 pub use operations::{OperationError, OperationReport};
-pub use outcome::{ApprovalTicket, ArgumentError, Status, ToolOutcome, UntrustedOutput};
+pub use outcome::{ApprovalTicket, ArgumentError, Reason, Status, ToolOutcome, UntrustedOutput};
 pub use provenance::{FlowAction, FlowPolicy, Source};
+pub use risk::{OnExceed, RiskPolicy};
 pub use spec::{Egress, FieldKind, FieldSpec, KeyReuse, Risk, ToolSpec};
-pub use stage::authorize::{AllowAuthenticated, AuthorizeError, Authorizer, RoleAuthorizer};
-pub use stage::custom::{CustomStage, Refusal, StageInput, StagePoint};
-pub use stage::policy::{OnExceed, RiskPolicy};
-pub use stage::principal::{PrincipalRefresher, RefreshError};
 pub use store::{MemoryStore, OperationState};
 pub use tool::{BoxFuture, Owned, Reconciled, Tool, ToolContext};
 pub use toolguard_macros::{tool, toolset};
+pub use toolguard_sanitize::Limits;
 
 /// The JSON Schema crate tool argument and result types derive [`JsonSchema`] with; a crate using
 /// toolguard needs no `schemars` dependency of its own (`#[derive(toolguard_pipeline::JsonSchema)]` with
 /// `#[schemars(crate = "toolguard_pipeline::schemars")]`).
+#[doc(no_inline)]
 pub use schemars;
 pub use schemars::JsonSchema;
 
@@ -89,8 +94,9 @@ pub mod __private {
 
     /// A tool's result as JSON (the erased pipeline's form of every result).
     pub fn output_json<T: serde::Serialize>(out: T) -> Result<serde_json::Value, crate::ToolError> {
-        serde_json::to_value(out)
-            .map_err(|e| crate::ToolError::Failed(format!("unserializable result: {e}")))
+        serde_json::to_value(out).map_err(|e| {
+            crate::ToolError::failed(format!("unserializable result: {e}")).with_source(e)
+        })
     }
 
     /// What a tool's result type must be; named in the error when it is not.

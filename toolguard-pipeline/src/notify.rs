@@ -160,7 +160,7 @@ impl NotifyReport {
             tool: event.tool.as_str().into(),
             stage: Stage::Approval,
             status: event.status,
-            reason: Some(reason.chars().take(200).collect()),
+            reason: Some(reason.chars().take(200).collect::<String>().into()),
             approval_id: Some(event.approval_id.clone()),
             approver: event.approver.clone(),
             ..AuditRecord::default()

@@ -96,7 +96,7 @@ fn report_answer(report: &OperationReport) -> Answer {
         .outcome
         .clone()
         .unwrap_or_else(|| StoredOutcome::new(Status::InProgress));
-    stored.reason = Some(format!("{:?}", report.state).to_lowercase());
+    stored.reason = Some(format!("{:?}", report.state).to_lowercase().into());
     stored.message = None;
     stored.output = None;
     stored.approval = None;

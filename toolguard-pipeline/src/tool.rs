@@ -59,7 +59,7 @@ pub trait Tool<S: Send + Sync + 'static>: Send + Sync + 'static {
     }
 
     /// Resource authorization: does the principal own what the arguments name? Return
-    /// [`ToolError::NotFound`] for both missing and foreign resources. Runs again right before
+    /// [`ToolErrorKind::NotFound`](crate::error::ToolErrorKind::NotFound) for both missing and foreign resources. Runs again right before
     /// execution.
     fn authorize<'a>(
         &'a self,
@@ -251,11 +251,11 @@ impl<S> ToolContext<S> {
     /// same external `not_found` as a missing one, and the audit entry records which it was.
     pub fn check_owner(&self, tenant: &str, subject: Option<&str>) -> Result<(), ToolError> {
         if tenant != self.principal.tenant {
-            return Err(ToolError::NotFound(NotFoundClass::ForeignTenant));
+            return Err(ToolError::not_found_as(NotFoundClass::ForeignTenant));
         }
         match subject {
             Some(s) if s != self.principal.subject => {
-                Err(ToolError::NotFound(NotFoundClass::ForeignSubject))
+                Err(ToolError::not_found_as(NotFoundClass::ForeignSubject))
             }
             _ => Ok(()),
         }
@@ -264,7 +264,7 @@ impl<S> ToolContext<S> {
     /// Turns a lookup result into the caller's resource: `None` and a resource owned by someone
     /// else both give `not_found`.
     pub fn resource<R: Owned>(&self, found: Option<R>) -> Result<R, ToolError> {
-        let r = found.ok_or(ToolError::NotFound(NotFoundClass::Missing))?;
+        let r = found.ok_or_else(ToolError::not_found)?;
         self.check_owner(r.owner_tenant(), r.owner_subject())?;
         Ok(r)
     }

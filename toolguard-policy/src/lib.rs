@@ -38,12 +38,12 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use toml::Spanned;
 
+use toolguard_pipeline::access::Authorizer;
 use toolguard_pipeline::call::Principal;
 use toolguard_pipeline::declare::{Declaration, FieldDecl, KeySource, declare, rules};
+use toolguard_pipeline::risk::{OnExceed, RiskPolicy};
 use toolguard_pipeline::sanitize::Sanitizer;
 use toolguard_pipeline::spec::{KeyReuse, Risk, ToolSpec};
-use toolguard_pipeline::stage::authorize::Authorizer;
-use toolguard_pipeline::stage::policy::{OnExceed, RiskPolicy};
 
 /// A policy file error: where (file, line) and what to change.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -688,11 +688,11 @@ impl Authorizer for PolicyAuthorizer {
         spec: &'a ToolSpec,
     ) -> toolguard_pipeline::tool::BoxFuture<
         'a,
-        Result<(), toolguard_pipeline::stage::authorize::AuthorizeError>,
+        Result<(), toolguard_pipeline::access::AuthorizeError>,
     > {
         let decided = self
             .decide(principal, spec)
-            .map_err(toolguard_pipeline::stage::authorize::AuthorizeError::refused);
+            .map_err(toolguard_pipeline::access::AuthorizeError::refused);
         Box::pin(async move { decided })
     }
 }

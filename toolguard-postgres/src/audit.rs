@@ -164,7 +164,7 @@ fn read_entry(row: &tokio_postgres::Row) -> Result<(AuditEntry, Columns), AuditE
     let body: String = row.try_get(1).map_err(aerr)?;
     // A record that no longer parses was altered; keep it so that `verify` names it.
     let record = serde_json::from_str(&body).unwrap_or_else(|_| AuditRecord {
-        reason: Some("unreadable record".to_owned()),
+        reason: Some("unreadable record".into()),
         ..AuditRecord::default()
     });
     Ok((

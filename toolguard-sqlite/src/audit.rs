@@ -179,7 +179,7 @@ fn read_entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<(AuditEntry, Columns)
     let seq = u64::try_from(seq).unwrap_or(0);
     // A record that no longer parses was altered; keep it so that `verify` names it.
     let record = serde_json::from_str(&body).unwrap_or_else(|_| AuditRecord {
-        reason: Some("unreadable record".to_owned()),
+        reason: Some("unreadable record".into()),
         ..AuditRecord::default()
     });
     Ok((

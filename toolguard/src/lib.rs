@@ -34,6 +34,7 @@ pub use toolguard_macros::{tool, toolset};
 /// The JSON Schema crate tool argument and result types derive [`JsonSchema`] with; a crate using
 /// toolguard needs no `schemars` dependency of its own (`#[derive(toolguard::JsonSchema)]` with
 /// `#[schemars(crate = "toolguard::schemars")]`).
+#[doc(no_inline)]
 pub use schemars;
 pub use schemars::JsonSchema;
 

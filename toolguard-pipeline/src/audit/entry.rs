@@ -57,7 +57,7 @@ pub struct AuditRecord {
     /// Terminal status.
     pub status: Option<Status>,
     /// Reason code (for `not_found`, the real class: `missing`, `foreign_tenant`, ...).
-    pub reason: Option<String>,
+    pub reason: Option<crate::outcome::Reason>,
     /// Request digest (once the arguments were sanitized).
     pub request_digest: Option<String>,
     /// Sanitized arguments with `sensitive` fields redacted; absent before sanitization passed,

@@ -46,7 +46,7 @@ impl Observation {
         Observation {
             event: record.event,
             status: record.status,
-            reason: record.reason.clone(),
+            reason: record.reason.as_deref().map(str::to_owned),
             tenant: record.tenant.clone(),
             subject: record.subject.clone(),
             session: record.session.clone(),

@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::Dispatcher;
 use crate::audit::{AuditAnchor, AuditSink, CheckpointPolicy, CheckpointSink, MemoryAuditSink};
 use crate::clock::{Clock, SystemClock};
+use crate::custom::{CustomStage, CustomStages, StagePoint};
 use crate::erased::ErasedTool;
 use crate::erased::ToolHandle;
 use crate::keys::HostKeys;
@@ -20,7 +21,6 @@ use crate::spec::Risk;
 use crate::stage;
 use crate::stage::authorize::{AllowAuthenticated, Authorizer};
 use crate::stage::core::{Core, Registered, Stores};
-use crate::stage::custom::{CustomStage, CustomStages, StagePoint};
 use crate::stage::policy::RiskPolicy;
 use crate::stage::principal::PrincipalRefresher;
 use crate::store::deadline::Deadlined;
@@ -250,9 +250,9 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
     }
 
     /// Sets the argument limits (size, depth, keys, string length) every call meets before
-    /// parsing, whichever adapter delivered it; see [`crate::stage::gate`]. Call after
+    /// parsing, whichever adapter delivered it; see [`RawArguments::check_limits`](crate::RawArguments::check_limits). Call after
     /// [`DispatcherBuilder::sanitizer`], which brings its own limits.
-    pub fn argument_limits(mut self, limits: crate::stage::gate::Limits) -> Self {
+    pub fn argument_limits(mut self, limits: crate::Limits) -> Self {
         self.sanitizer = self.sanitizer.argument_limits(limits);
         self
     }
@@ -300,7 +300,7 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
         self
     }
 
-    /// Adds a custom stage at `point` (see [`crate::stage::custom`]). Stages at one point run
+    /// Adds a custom stage at `point` (see [`crate::custom`]). Stages at one point run
     /// in the order they were added.
     pub fn custom_stage(mut self, point: StagePoint, stage: impl CustomStage) -> Self {
         self.custom.push(point, Arc::new(stage));

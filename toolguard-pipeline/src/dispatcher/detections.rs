@@ -50,7 +50,7 @@ impl<S: Send + Sync + 'static> Detections<'_, S> {
         let core = self.core;
         let detector = core.detector.as_ref().ok_or(LiftError::NotConfigured)?;
         crate::stage::principal::fresh(core, reviewer)
-            .map_err(|s| LiftError::Forbidden(s.reason.unwrap_or_default()))?;
+            .map_err(|s| LiftError::Forbidden(s.reason.map(String::from).unwrap_or_default()))?;
         let roles = core.policy.eligible_roles("");
         if !reviewer.roles.iter().any(|r| roles.contains(r)) {
             return Err(LiftError::Forbidden(format!(
@@ -71,7 +71,7 @@ impl<S: Send + Sync + 'static> Detections<'_, S> {
             subject: reviewer.subject.clone(),
             session: session.into(),
             call_id: found.call_id.as_str().into(),
-            reason: Some("response_lifted".to_owned()),
+            reason: Some(crate::outcome::Reason::ResponseLifted),
             approver: Some(reviewer.subject.to_string()),
             arguments: Some(std::sync::Arc::new(serde_json::json!({
                 "kind": found.kind.as_str(), "rule": found.rule, "note": reason,

@@ -2,7 +2,7 @@
 //!
 //! [`Dispatcher::dispatch`] runs a call through the stage list below, written once, in
 //! `stage::list` (with the points where approval decisions and status queries enter it); each
-//! stage is a module under [`crate::stage`]:
+//! stage is a private module of this crate (`src/stage/`):
 //!
 //! gate → parse → registry → validate → sanitize → intent (key, digest) → principal (fresh) →
 //! permit (the [`Authorizer`](crate::Authorizer)) → preflight → authorize (the resource) →
@@ -13,7 +13,7 @@
 //! Principal freshness and tool permission come before any of the tool's own code (preflight,
 //! authorize hooks) runs. A business or policy failure of a call that already executed answers
 //! with the stored outcome of that call (same key, same request digest), so retries are safe.
-//! Custom stages ([`crate::stage::custom`]) run at their named points and can stop a call, never
+//! Custom stages ([`crate::custom`]) run at their named points and can stop a call, never
 //! skip a built-in stage. Approval decisions ([`crate::approvals`]) and operation-status queries
 //! ([`crate::operations`]) are entry points over the same stage implementations.
 //!

@@ -42,7 +42,7 @@ pub fn binding_digest(request: &ApprovalRequest, approver: Option<&str>) -> Stri
 }
 
 /// A human-readable preview of exactly what will execute (sensitive fields redacted).
-pub fn preview(spec: &ToolSpec, redacted_args: &Value, requester: &Principal) -> String {
+pub(crate) fn preview(spec: &ToolSpec, redacted_args: &Value, requester: &Principal) -> String {
     let mut out = format!(
         "{} requested by {} (tenant {})",
         spec.name, requester.subject, requester.tenant
@@ -584,7 +584,7 @@ fn closed_outcome(
     message: &str,
 ) -> StoredOutcome {
     let mut o = StoredOutcome::new(status);
-    o.reason = Some(reason.to_owned());
+    o.reason = Some(reason.into());
     o.message = Some(message.to_owned());
     o.operation_id = Some(r.operation_id.as_str().into());
     o

@@ -5,7 +5,7 @@
 
 use super::Stop;
 use super::core::Core;
-pub use crate::access::{AllowAuthenticated, AuthorizeError, Authorizer, RoleAuthorizer};
+pub(crate) use crate::access::{AllowAuthenticated, AuthorizeError, Authorizer};
 use crate::call::Principal;
 use crate::outcome::Status;
 use crate::spec::ToolSpec;

@@ -9,12 +9,12 @@ use std::time::{Duration, SystemTime};
 use arcstr::ArcStr;
 use jsonschema::Validator;
 
-use super::custom::CustomStages;
 use crate::access::Authorizer;
 use crate::access::PrincipalRefresher;
 use crate::audit::AuditSink;
 use crate::call::Principal;
 use crate::clock::Clock;
+use crate::custom::CustomStages;
 use crate::erased::ErasedTool;
 use crate::metrics::ToolKeys;
 use crate::risk::RiskPolicy;

@@ -19,8 +19,8 @@ use crate::detect::respond::{Response, ResponseKind};
 use crate::detect::rules::{self, Check};
 use crate::detect::store::SessionResponse;
 use crate::detect::store::{Mark, Marks, millis, session_key};
-use crate::outcome::Status;
 use crate::outcome::Stop;
+use crate::outcome::{Reason, Status};
 use crate::risk::PolicyDecision;
 use crate::spec::ToolSpec;
 
@@ -227,7 +227,7 @@ fn alert_record(alert: &Alert, obs: &Observation) -> AuditRecord {
         session: obs.session.clone(),
         tool: obs.tool.clone(),
         call_id: obs.call_id.clone(),
-        reason: Some(alert.rule.clone()),
+        reason: Some(alert.rule.as_str().into()),
         arguments: serde_json::to_value(alert).ok().map(std::sync::Arc::new),
         ..AuditRecord::default()
     }
@@ -275,14 +275,11 @@ async fn respond<S: Send + Sync + 'static>(
         session: obs.session.clone(),
         tool: obs.tool.clone(),
         call_id: obs.call_id.clone(),
-        reason: Some(format!(
-            "session_{}",
-            if kind == ResponseKind::Hold {
-                "held"
-            } else {
-                "blocked"
-            }
-        )),
+        reason: Some(if kind == ResponseKind::Hold {
+            Reason::SessionHeld
+        } else {
+            Reason::SessionBlocked
+        }),
         arguments: serde_json::to_value(&put).ok().map(std::sync::Arc::new),
         ..AuditRecord::default()
     };

@@ -8,7 +8,7 @@ use super::Stop;
 use crate::outcome::{Status, UntrustedOutput};
 
 /// Validates `output` and wraps it.
-pub fn wrap(
+pub(crate) fn wrap(
     validator: &Validator,
     output: Value,
     read_only: bool,

@@ -21,16 +21,9 @@
 //! | `too_many_items` | [`Limits::max_items`] (default 16 384 array elements and object members in the document) |
 //! | `string_too_long` | [`Limits::max_string_bytes`] (default 256 KiB in one string or key) |
 //!
-//! ```
-//! use toolguard_pipeline::stage::gate::{self, Limits};
-//! use toolguard_pipeline::RawArguments;
-//! let deep = format!("{}{}", "[".repeat(40), "]".repeat(40));
-//! let stop = gate::check(&RawArguments::Json(format!("{{\"a\":{deep}}}")), &Limits::default())
-//!     .unwrap_err();
-//! assert_eq!(stop.reason.as_deref(), Some("too_deep"));
-//! ```
+//! Hosts reach this check as [`RawArguments::check_limits`](crate::RawArguments::check_limits).
 
-pub use toolguard_sanitize::limits::Limits;
+pub(crate) use toolguard_sanitize::limits::Limits;
 use toolguard_sanitize::limits::{check_text, check_value};
 
 use super::Stop;
@@ -39,7 +32,7 @@ use crate::outcome::Status;
 
 /// Checks `raw` against `limits`: `Err` with status `malformed` and a reason code of the module
 /// documentation when a limit is crossed. Invalid JSON text is left to the parse stage.
-pub fn check(raw: &RawArguments, limits: &Limits) -> Result<(), Stop> {
+pub(crate) fn check(raw: &RawArguments, limits: &Limits) -> Result<(), Stop> {
     let result = match raw {
         RawArguments::Json(text) => check_text(text.as_bytes(), limits),
         RawArguments::Value(value) => check_value(value, limits),
@@ -60,7 +53,9 @@ mod tests {
     }
 
     fn reason_of(raw: &RawArguments, limits: &Limits) -> Option<String> {
-        check(raw, limits).err().and_then(|s| s.reason)
+        check(raw, limits)
+            .err()
+            .and_then(|s| s.reason.map(String::from))
     }
 
     fn both(value: Value, limits: &Limits) -> (Option<String>, Option<String>) {

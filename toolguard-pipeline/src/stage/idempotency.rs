@@ -10,7 +10,6 @@ use serde_json::Value;
 use super::Stop;
 use super::core::Core;
 pub(crate) use super::settle::Held;
-pub use super::settle::is_stored;
 use super::trace::{Exit, Trace};
 use crate::call::{Principal, ToolCall};
 use crate::outcome::Status;
@@ -18,13 +17,11 @@ use crate::spec::{KeyReuse, Risk, ToolSpec};
 use crate::store::deadline::Deadlined;
 use crate::store::{IdempotencyStore, RecordState, Reservation, ScopedKey, StoredOutcome};
 
-pub use crate::store::DEFAULT_IDEMPOTENCY_TTL as DEFAULT_TTL;
-
 /// How often a caller that waits for an in-flight call with its key looks again.
-pub const WAIT_POLL: Duration = Duration::from_millis(10);
+pub(crate) const WAIT_POLL: Duration = Duration::from_millis(10);
 
 /// Extra lease time beyond the tool's deadline.
-pub const LEASE_MARGIN: Duration = Duration::from_secs(5);
+pub(crate) const LEASE_MARGIN: Duration = Duration::from_secs(5);
 
 /// Whether the call goes on, and holding which key.
 #[derive(Debug, Clone, PartialEq)]
@@ -101,7 +98,7 @@ struct Ask<'a> {
 }
 
 /// Whether a host-supplied key is acceptable.
-pub fn valid_host_key(key: &str) -> bool {
+pub(crate) fn valid_host_key(key: &str) -> bool {
     (1..=200).contains(&key.len())
         && key
             .bytes()
@@ -150,7 +147,11 @@ fn key_reason(code: &str) -> &'static str {
 
 /// The key of a call: the host's, else the model's argument field. State-changing tools that are
 /// idempotent or of high risk must have one.
-pub fn extract_key(spec: &ToolSpec, call: &ToolCall, args: &Value) -> Result<Option<String>, Stop> {
+pub(crate) fn extract_key(
+    spec: &ToolSpec,
+    call: &ToolCall,
+    args: &Value,
+) -> Result<Option<String>, Stop> {
     let from_args = spec
         .idempotency_key_field
         .as_ref()
@@ -236,7 +237,7 @@ async fn reserve(
         }
         RecordState::InFlight { .. } => {
             let mut out = StoredOutcome::new(Status::OutcomeUnknown);
-            out.reason = Some("lease_expired".to_owned());
+            out.reason = Some(crate::outcome::Reason::LeaseExpired);
             out.message = Some(
                 "an earlier attempt may have taken effect; query the operation status".to_owned(),
             );
@@ -244,13 +245,4 @@ async fn reserve(
             Ok(Admission::Replay(out))
         }
     }
-}
-
-/// The arguments that identify the action: `args` without the idempotency-key field.
-pub fn action_arguments(spec: &ToolSpec, args: &Value) -> Value {
-    let mut out = args.clone();
-    if let (Some(field), Value::Object(map)) = (&spec.idempotency_key_field, &mut out) {
-        map.remove(field);
-    }
-    out
 }

@@ -22,11 +22,11 @@
 use std::sync::Arc;
 
 use super::core::{Core, Registered};
-use super::custom::{StageInput, StagePoint};
 use super::policy::PolicyDecision;
 use super::trace::{Answer, Exit, Trace};
 use super::{Stage, Stop, execution};
 use crate::call::{Principal, RawArguments, ToolCall};
+use crate::custom::{StageInput, StagePoint};
 use crate::erased::DecodedArgs;
 use crate::spec::ToolSpec;
 use crate::store::ApprovalRequest;

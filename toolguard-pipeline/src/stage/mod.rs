@@ -5,41 +5,40 @@
 //! approval decisions ([`crate::approvals`]) and status queries ([`crate::operations`]) enter
 //! it.
 
-pub mod approval;
-pub mod authorize;
+pub(crate) mod approval;
+pub(crate) mod authorize;
 pub(crate) mod core;
-pub mod custom;
 pub(crate) mod detect;
-pub mod envelope;
-pub mod execute;
+pub(crate) mod envelope;
+pub(crate) mod execute;
 pub(crate) mod finish;
-pub mod gate;
-pub mod idempotency;
-pub mod intent;
+pub(crate) mod gate;
+pub(crate) mod idempotency;
+pub(crate) mod intent;
 pub(crate) mod list;
 pub(crate) mod normalize;
-pub mod parse;
-pub mod policy;
+pub(crate) mod parse;
+pub(crate) mod policy;
 pub(crate) mod preflight;
-pub mod principal;
+pub(crate) mod principal;
 pub(crate) mod provenance;
 pub(crate) mod recheck;
 pub(crate) mod reconcile;
 pub(crate) mod record;
 pub(crate) mod registry;
 pub(crate) mod replay;
-pub mod sanitize;
+pub(crate) mod sanitize;
 pub(crate) mod settle;
 pub(crate) mod trace;
-pub mod validate;
+pub(crate) mod validate;
 
 use self::core::{Core, Registered};
 use self::policy::PolicyDecision;
 use self::trace::{Answer, Trace};
-pub use crate::audit::Stage;
+pub(crate) use crate::audit::Stage;
 use crate::erased::DecodedArgs;
 use crate::outcome::Status;
-pub use crate::outcome::Stop;
+pub(crate) use crate::outcome::Stop;
 use crate::tool::ToolContext;
 
 /// The tail every execution goes through, from a call or after an approval: recheck → execute →

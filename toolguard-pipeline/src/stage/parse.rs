@@ -7,10 +7,8 @@ use super::Stop;
 use crate::call::RawArguments;
 use crate::outcome::Status;
 
-pub use toolguard_sanitize::limits::MAX_ARGUMENT_BYTES;
-
 /// Parses the model's arguments into a JSON object.
-pub fn arguments(raw: &RawArguments) -> Result<Value, Stop> {
+pub(crate) fn arguments(raw: &RawArguments) -> Result<Value, Stop> {
     let value = match raw {
         RawArguments::Value(v) => v.clone(),
         RawArguments::Json(text) => {
@@ -50,7 +48,7 @@ mod tests {
     fn reason(text: &str) -> Option<String> {
         arguments(&RawArguments::Json(text.into()))
             .err()
-            .and_then(|s| s.reason)
+            .and_then(|s| s.reason.map(|r| r.to_string()))
     }
 
     #[test]

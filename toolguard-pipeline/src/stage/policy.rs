@@ -12,13 +12,12 @@ use crate::spec::{Risk, ToolSpec};
 use crate::store::deadline::Deadlined;
 use crate::store::{ScopeLimit, SessionLedger};
 
-pub use crate::risk::PolicyDecision;
-pub use crate::risk::{
-    AmountLimit, ApprovalHook, OnExceed, RateLimit, RiskPolicy, approval_holds, session_scope,
-    subject_scope,
+pub(crate) use crate::risk::PolicyDecision;
+pub(crate) use crate::risk::{
+    AmountLimit, OnExceed, RiskPolicy, approval_holds, session_scope, subject_scope,
 };
 pub(crate) use crate::risk::{ToolRules, limit_message, unavailable};
-pub use crate::spec::{amount_of, measure_amount};
+pub(crate) use crate::spec::measure_amount;
 
 /// The policy stage. A denial (limit used up, rate hit) gives way to the stored outcome of the
 /// same request under the caller's key, like a failed preflight: the retry of a call that

@@ -13,7 +13,7 @@ use super::trace::{Exit, Trace};
 use super::{Stage, Stop};
 use crate::call::Principal;
 use crate::erased::DecodedArgs;
-use crate::error::ToolError;
+use crate::error::{ToolError, ToolErrorKind};
 use crate::spec::ToolSpec;
 use crate::tool::ToolContext;
 
@@ -45,7 +45,12 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
 fn deferrable(result: Result<(), ToolError>, stage: Stage) -> Result<Option<(Stage, Stop)>, Stop> {
     match result {
         Ok(()) => Ok(None),
-        Err(err @ (ToolError::Precondition(_) | ToolError::NotFound(_))) => {
+        Err(err)
+            if matches!(
+                err.kind(),
+                ToolErrorKind::Precondition(_) | ToolErrorKind::NotFound(_)
+            ) =>
+        {
             Ok(Some((stage, Stop::from_tool_error(err))))
         }
         Err(err) => Err(Stop::from_tool_error(err)),

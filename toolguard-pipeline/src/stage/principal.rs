@@ -3,7 +3,7 @@
 //! [`PrincipalRefresher`]) before an approved action executes.
 
 use super::core::Core;
-pub use crate::access::{MAX_CLOCK_SKEW, PrincipalRefresher, RefreshError, check};
+pub(crate) use crate::access::{PrincipalRefresher, RefreshError, check};
 use crate::call::Principal;
 use crate::outcome::{Status, Stop};
 

@@ -88,7 +88,7 @@ pub(crate) async fn settle<S: Send + Sync + 'static>(
         && let Some(latest) = t.sources.iter().max_by_key(|s| s.at_ms)
     {
         if cause == Some(CAUSE) {
-            answer.reason = Some(CAUSE.to_owned());
+            answer.reason = Some(crate::outcome::Reason::Provenance);
         }
         answer.message = Some(format!(
             "a human must approve this action: it follows untrusted content ({})",

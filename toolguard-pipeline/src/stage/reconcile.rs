@@ -21,7 +21,7 @@ pub(crate) fn current(
 ) -> OperationRecord {
     if crashed(&record, timeout, now) {
         let mut o = StoredOutcome::new(Status::OutcomeUnknown);
-        o.reason = Some("lease_expired".to_owned());
+        o.reason = Some(crate::outcome::Reason::LeaseExpired);
         o.message = Some(
             "the operation was interrupted while executing; it may have taken effect".to_owned(),
         );
@@ -59,12 +59,12 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
         Ok(Reconciled::Completed(value)) if tool.output.is_valid(&value) => {
             let mut o = StoredOutcome::new(Status::Ok);
             o.output = Some(value);
-            o.reason = Some("reconciled".to_owned());
+            o.reason = Some(crate::outcome::Reason::Reconciled);
             (OperationState::Ok, o)
         }
         Ok(Reconciled::NotExecuted) => {
             let mut o = StoredOutcome::new(Status::Failed);
-            o.reason = Some("not_executed".to_owned());
+            o.reason = Some(crate::outcome::Reason::NotExecuted);
             o.message = Some("the operation did not take effect; it may be retried".to_owned());
             (OperationState::Failed, o)
         }

@@ -10,7 +10,7 @@ use crate::outcome::Status;
 use crate::sanitize::{ResolvedUrl, SanitizeReport, Verdict};
 
 /// Stops a call whose report blocks; the message names the field and reason, never the payload.
-pub fn check(report: &SanitizeReport) -> Result<(), Stop> {
+pub(crate) fn check(report: &SanitizeReport) -> Result<(), Stop> {
     if report.verdict != Verdict::Blocked {
         return Ok(());
     }

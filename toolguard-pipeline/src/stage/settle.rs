@@ -53,7 +53,7 @@ pub(crate) struct Held {
 }
 
 /// Whether an outcome is stored under the key (and replayed) rather than released.
-pub fn is_stored(status: Status) -> bool {
+pub(crate) fn is_stored(status: Status) -> bool {
     matches!(
         status,
         Status::Ok

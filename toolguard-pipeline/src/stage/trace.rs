@@ -81,7 +81,7 @@ impl From<Stop> for Exit {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Answer {
     pub(crate) status: Status,
-    pub(crate) reason: Option<String>,
+    pub(crate) reason: Option<crate::outcome::Reason>,
     pub(crate) message: Option<String>,
     pub(crate) output: Option<UntrustedOutput>,
     pub(crate) approval: Option<ApprovalTicket>,

@@ -7,17 +7,17 @@ use super::Stop;
 use crate::outcome::{ArgumentError, Status};
 
 /// Most errors reported for one call.
-pub const MAX_REPORTED_ERRORS: usize = 32;
+pub(crate) const MAX_REPORTED_ERRORS: usize = 32;
 
 /// Compiles a tool schema.
-pub fn compile(schema: &Value) -> Result<Validator, jsonschema::ValidationError<'static>> {
+pub(crate) fn compile(schema: &Value) -> Result<Validator, jsonschema::ValidationError<'static>> {
     jsonschema::validator_for(schema)
 }
 
 /// Validates `args`, reporting each error with its JSON pointer. Valid arguments are judged by
 /// the validator's boolean check, which builds no error; the errors are collected only when
 /// there are some.
-pub fn arguments(validator: &Validator, args: &Value) -> Result<(), Stop> {
+pub(crate) fn arguments(validator: &Validator, args: &Value) -> Result<(), Stop> {
     if validator.is_valid(args) {
         return Ok(());
     }
@@ -44,15 +44,15 @@ pub fn arguments(validator: &Validator, args: &Value) -> Result<(), Stop> {
 /// Validates the sanitized `args` again: stripping characters can leave a value the schema
 /// refuses (an all zero-width string under `min_len = 1` becomes `""`). Reason
 /// `schema_after_sanitize`.
-pub fn sanitized(validator: &Validator, args: &Value) -> Result<(), Stop> {
+pub(crate) fn sanitized(validator: &Validator, args: &Value) -> Result<(), Stop> {
     arguments(validator, args).map_err(|mut stop| {
-        stop.reason = Some("schema_after_sanitize".to_owned());
+        stop.reason = Some(crate::outcome::Reason::SchemaAfterSanitize);
         stop
     })
 }
 
 /// Reports a typed-decoding failure (the schema accepted what the Rust type does not).
-pub fn decode_error(err: serde_json::Error) -> Stop {
+pub(crate) fn decode_error(err: serde_json::Error) -> Stop {
     let mut stop = Stop::new(
         Status::InvalidArguments,
         "decode",

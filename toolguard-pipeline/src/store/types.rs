@@ -58,7 +58,7 @@ pub struct StoredOutcome {
     /// Status.
     pub status: Status,
     /// Reason code.
-    pub reason: Option<String>,
+    pub reason: Option<crate::outcome::Reason>,
     /// External message.
     pub message: Option<String>,
     /// Result data, for `ok`.

@@ -192,18 +192,20 @@ fn forwarder(peer: Peer<RoleClient>, timeout: Duration) -> ForwardFn {
         let peer = peer.clone();
         Box::pin(async move {
             let Value::Object(arguments) = args else {
-                return Err(ToolError::Failed("arguments are not an object".to_owned()));
+                return Err(ToolError::failed("arguments are not an object".to_owned()));
             };
             let params = CallToolRequestParams::new(name).with_arguments(arguments);
             let result = tokio::time::timeout(timeout, peer.call_tool(params))
                 .await
                 .map_err(|_| {
-                    ToolError::Failed(format!(
+                    ToolError::failed(format!(
                         "the upstream did not answer within {}s",
                         timeout.as_secs()
                     ))
                 })?
-                .map_err(|e| ToolError::Failed(format!("the upstream call failed: {e}")))?;
+                .map_err(|e| {
+                    ToolError::failed(format!("the upstream call failed: {e}")).with_source(e)
+                })?;
             result_value(result)
         })
     })
@@ -218,7 +220,7 @@ fn result_value(result: CallToolResult) -> Result<Value, ToolError> {
             .collect::<Vec<_>>()
             .join("\n");
         let cut: String = text.chars().take(MAX_ERROR_TEXT).collect();
-        return Err(ToolError::Failed(format!(
+        return Err(ToolError::failed(format!(
             "the upstream tool failed: {cut}"
         )));
     }

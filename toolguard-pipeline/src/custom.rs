@@ -4,7 +4,7 @@
 //! or replace a built-in stage.
 //!
 //! ```
-//! use toolguard_pipeline::stage::custom::{CustomStage, StageInput, StagePoint, Refusal};
+//! use toolguard_pipeline::custom::{CustomStage, StageInput, StagePoint, Refusal};
 //! use toolguard_pipeline::{BoxFuture, Status};
 //!
 //! /// Refuses tenants that ran out of quota.
@@ -32,9 +32,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::Stop;
 use crate::call::{Principal, ToolCall};
 use crate::outcome::Status;
+use crate::outcome::Stop;
 use crate::spec::ToolSpec;
 use crate::tool::BoxFuture;
 
