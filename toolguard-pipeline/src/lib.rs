@@ -36,6 +36,7 @@ pub mod outcome;
 pub mod provenance;
 pub mod risk;
 /// The sanitizer ([`toolguard_sanitize`]), re-exported for the paths the pipeline names.
+#[doc(no_inline)]
 pub use toolguard_sanitize as sanitize;
 pub mod seal;
 pub mod spec;
@@ -74,6 +75,7 @@ pub use toolguard_sanitize::Limits;
 /// The JSON Schema crate tool argument and result types derive [`JsonSchema`] with; a crate using
 /// toolguard needs no `schemars` dependency of its own (`#[derive(toolguard_pipeline::JsonSchema)]` with
 /// `#[schemars(crate = "toolguard_pipeline::schemars")]`).
+#[doc(no_inline)]
 #[doc(no_inline)]
 pub use schemars;
 pub use schemars::JsonSchema;

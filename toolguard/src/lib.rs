@@ -36,44 +36,48 @@ pub use toolguard_macros::{tool, toolset};
 /// `#[schemars(crate = "toolguard::schemars")]`).
 #[doc(no_inline)]
 pub use schemars;
+
 pub use schemars::JsonSchema;
+/// The sanitizer ([`toolguard_sanitize`]), usable on its own.
+#[doc(no_inline)]
+pub use toolguard_sanitize as sanitize;
 
 #[cfg(feature = "providers")]
 #[cfg_attr(docsrs, doc(cfg(feature = "providers")))]
-#[doc(inline)]
+#[doc(no_inline)]
 pub use toolguard_providers as providers;
 
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
-#[doc(inline)]
+#[doc(no_inline)]
 pub use toolguard_sqlite as sqlite;
 
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
-#[doc(inline)]
+#[doc(no_inline)]
 pub use toolguard_postgres as postgres;
 
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
-#[doc(inline)]
+#[doc(no_inline)]
 pub use toolguard_redis as redis;
 
 #[cfg(feature = "policy")]
 #[cfg_attr(docsrs, doc(cfg(feature = "policy")))]
-#[doc(inline)]
+#[doc(no_inline)]
 pub use toolguard_policy as policy;
 
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
-#[doc(inline)]
+#[doc(no_inline)]
 pub use toolguard_gateway::server as mcp;
 
 #[cfg(feature = "mcp-proxy")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp-proxy")))]
-#[doc(inline)]
+#[doc(no_inline)]
 pub use toolguard_gateway::proxy as gateway;
 
 #[cfg(any(feature = "console", feature = "webhook"))]
 #[cfg_attr(docsrs, doc(cfg(any(feature = "console", feature = "webhook"))))]
-#[doc(inline)]
+#[doc(no_inline)]
 pub use toolguard_console as console;
