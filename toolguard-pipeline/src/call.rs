@@ -37,14 +37,50 @@ impl RawArguments {
     /// assert_eq!(stop.reason.as_deref(), Some("too_deep"));
     /// ```
     pub fn check_limits(&self, limits: &crate::Limits) -> Result<(), crate::outcome::Stop> {
-        crate::stage::gate::check(self, limits)
+        use toolguard_sanitize::limits::{check_text, check_value};
+        let result = match self {
+            RawArguments::Json(text) => check_text(text.as_bytes(), limits),
+            RawArguments::Value(value) => check_value(value, limits),
+        };
+        result.map_err(|over| {
+            let (code, message) = over.describe(limits);
+            crate::outcome::Stop::new(crate::outcome::Status::Malformed, code, message)
+        })
     }
 
     /// The pipeline's parse stage: the arguments as one JSON object, with no duplicate keys at
     /// any depth. `Err` with status `malformed` (`empty`, `invalid_json`, `duplicate_key`,
     /// `trailing_data`, `not_an_object`) otherwise.
     pub fn parse(&self) -> Result<Value, crate::outcome::Stop> {
-        crate::stage::parse::arguments(self)
+        use toolguard_sanitize::json::{self, JsonError};
+        let malformed = |reason: &str, message: String| {
+            crate::outcome::Stop::new(crate::outcome::Status::Malformed, reason, message)
+        };
+        let value = match self {
+            RawArguments::Value(v) => v.clone(),
+            RawArguments::Json(text) if text.trim().is_empty() => {
+                return Err(malformed(
+                    "empty",
+                    "arguments are empty; send a JSON object".into(),
+                ));
+            }
+            // The gate measured the text already: the strict reader alone.
+            RawArguments::Json(text) => json::strict(text, usize::MAX).map_err(|e| match e {
+                JsonError::DuplicateKey(_) => {
+                    malformed("duplicate_key", "arguments repeat a key".into())
+                }
+                JsonError::TrailingData => malformed(
+                    "trailing_data",
+                    "arguments hold more than one JSON value".into(),
+                ),
+                e => malformed("invalid_json", format!("arguments are not valid JSON: {e}")),
+            })?,
+        };
+        if !value.is_object() {
+            let message = "arguments must be a JSON object".to_owned();
+            return Err(malformed("not_an_object", message));
+        }
+        Ok(value)
     }
 }
 

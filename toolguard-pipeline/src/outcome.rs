@@ -255,6 +255,9 @@ impl Stop {
 /// gives the variant of a known code and `Other` for the rest; equality, ordering and hashing
 /// compare the code, so `Reason::Other("schema".into()) == Reason::Schema`. A `Reason` compares
 /// equal to `&str` and derefs to `str` (`outcome.reason.as_deref() == Some("session_limit")`).
+///
+/// A variant never takes the name of a public type users write (`Reconciled`, `String`): rustc
+/// would then print that type with its full path in every diagnostic of the users' crates.
 #[derive(Clone)]
 #[non_exhaustive]
 pub enum Reason {
@@ -379,7 +382,7 @@ pub enum Reason {
     /// `not_executed`
     NotExecuted,
     /// `reconciled`
-    Reconciled,
+    ReconciledOutcome,
     /// `response_lifted`
     ResponseLifted,
     /// `approval_store_unavailable`
@@ -460,7 +463,7 @@ impl Reason {
         Reason::Panicked,
         Reason::LeaseExpired,
         Reason::NotExecuted,
-        Reason::Reconciled,
+        Reason::ReconciledOutcome,
         Reason::ResponseLifted,
         Reason::ApprovalStoreUnavailable,
         Reason::IdempotencyStoreUnavailable,
@@ -532,7 +535,7 @@ impl Reason {
             Reason::Panicked => "panicked",
             Reason::LeaseExpired => "lease_expired",
             Reason::NotExecuted => "not_executed",
-            Reason::Reconciled => "reconciled",
+            Reason::ReconciledOutcome => "reconciled",
             Reason::ResponseLifted => "response_lifted",
             Reason::ApprovalStoreUnavailable => "approval_store_unavailable",
             Reason::IdempotencyStoreUnavailable => "idempotency_store_unavailable",
@@ -607,7 +610,7 @@ impl Reason {
             "panicked" => Reason::Panicked,
             "lease_expired" => Reason::LeaseExpired,
             "not_executed" => Reason::NotExecuted,
-            "reconciled" => Reason::Reconciled,
+            "reconciled" => Reason::ReconciledOutcome,
             "response_lifted" => Reason::ResponseLifted,
             "approval_store_unavailable" => Reason::ApprovalStoreUnavailable,
             "idempotency_store_unavailable" => Reason::IdempotencyStoreUnavailable,

@@ -24,23 +24,14 @@
 //! Hosts reach this check as [`RawArguments::check_limits`](crate::RawArguments::check_limits).
 
 pub(crate) use toolguard_sanitize::limits::Limits;
-use toolguard_sanitize::limits::{check_text, check_value};
 
 use super::Stop;
 use crate::call::RawArguments;
-use crate::outcome::Status;
 
 /// Checks `raw` against `limits`: `Err` with status `malformed` and a reason code of the module
 /// documentation when a limit is crossed. Invalid JSON text is left to the parse stage.
 pub(crate) fn check(raw: &RawArguments, limits: &Limits) -> Result<(), Stop> {
-    let result = match raw {
-        RawArguments::Json(text) => check_text(text.as_bytes(), limits),
-        RawArguments::Value(value) => check_value(value, limits),
-    };
-    result.map_err(|over| {
-        let (code, message) = over.describe(limits);
-        Stop::new(Status::Malformed, code, message)
-    })
+    raw.check_limits(limits)
 }
 
 #[cfg(test)]

@@ -1,44 +1,13 @@
 //! Parse: the arguments must be exactly one JSON object, with no duplicate keys at any depth.
 
 use serde_json::Value;
-use toolguard_sanitize::json::{self, JsonError};
 
 use super::Stop;
 use crate::call::RawArguments;
-use crate::outcome::Status;
 
-/// Parses the model's arguments into a JSON object.
+/// Parses the model's arguments into a JSON object ([`RawArguments::parse`]).
 pub(crate) fn arguments(raw: &RawArguments) -> Result<Value, Stop> {
-    let value = match raw {
-        RawArguments::Value(v) => v.clone(),
-        RawArguments::Json(text) => {
-            if text.trim().is_empty() {
-                return Err(malformed(
-                    "empty",
-                    "arguments are empty; send a JSON object",
-                ));
-            }
-            // The gate measured the text already: the strict reader alone.
-            json::strict(text, usize::MAX).map_err(|e| match e {
-                JsonError::DuplicateKey(_) => malformed("duplicate_key", "arguments repeat a key"),
-                JsonError::TrailingData => {
-                    malformed("trailing_data", "arguments hold more than one JSON value")
-                }
-                e => malformed("invalid_json", format!("arguments are not valid JSON: {e}")),
-            })?
-        }
-    };
-    if !value.is_object() {
-        return Err(malformed(
-            "not_an_object",
-            "arguments must be a JSON object",
-        ));
-    }
-    Ok(value)
-}
-
-fn malformed(reason: &str, message: impl Into<String>) -> Stop {
-    Stop::new(Status::Malformed, reason, message)
+    raw.parse()
 }
 
 #[cfg(test)]

@@ -59,7 +59,7 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
         Ok(Reconciled::Completed(value)) if tool.output.is_valid(&value) => {
             let mut o = StoredOutcome::new(Status::Ok);
             o.output = Some(value);
-            o.reason = Some(crate::outcome::Reason::Reconciled);
+            o.reason = Some(crate::outcome::Reason::ReconciledOutcome);
             (OperationState::Ok, o)
         }
         Ok(Reconciled::NotExecuted) => {
