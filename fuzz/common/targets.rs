@@ -129,6 +129,7 @@ pub fn sanitize(data: &[u8]) {
                 again.reason
             );
         }
+        _ => panic!("a verdict this target does not know: {:?}", out.verdict),
     }
 }
 

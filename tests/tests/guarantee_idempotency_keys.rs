@@ -80,6 +80,7 @@ fn accepted_keys_are_never_rewritten() {
                 }
                 Verdict::Blocked => {}
                 Verdict::Stripped => panic!("{k:?} as {kind:?} was rewritten to {:?}", out.value),
+                _ => panic!("a verdict this test does not know: {:?}", out.verdict),
             }
             checked += 1;
         }

@@ -139,6 +139,7 @@ fn corpus_rates() {
                     }
                     *reasons.entry(reason).or_default() += 1;
                 }
+                _ => panic!("a verdict this test does not know: {:?}", report.verdict),
             }
         }
         println!("{name:>10}: benign clean {b_ok}/{b_n}, attacks caught {a_ok}/{a_n}");

@@ -156,6 +156,7 @@ impl RequestView {
             ApprovalState::Executed => "executed",
             ApprovalState::Rejected => "rejected",
             ApprovalState::Expired => "expired",
+            _ => "unknown",
         }
     }
 

@@ -277,6 +277,7 @@ fn kind_str(kind: ApprovalEventKind) -> &'static str {
         ApprovalEventKind::Approved => "approved",
         ApprovalEventKind::Decided => "decided",
         ApprovalEventKind::Expired => "expired",
+        _ => "event",
     }
 }
 
@@ -383,6 +384,10 @@ pub fn chat_text(event: &ApprovalEvent, console_url: &str) -> String {
         ),
         ApprovalEventKind::Expired => format!(
             "Expired without a decision: {}{amount} requested by {}",
+            event.tool, event.requester
+        ),
+        _ => format!(
+            "Changed: {}{amount} requested by {}",
             event.tool, event.requester
         ),
     };

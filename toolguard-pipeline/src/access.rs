@@ -17,6 +17,7 @@ use crate::tool::BoxFuture;
 
 /// Why an [`Authorizer`] did not allow a call.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AuthorizeError {
     /// The principal may not use the tool (`forbidden`); the reason code is audited.
     #[error("tool not permitted ({0})")]
@@ -150,6 +151,7 @@ pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(60);
 
 /// Why a [`PrincipalRefresher`] gave no current principal.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RefreshError {
     /// The requester may no longer act (account disabled, roles revoked): `forbidden`.
     #[error("the requester may no longer act")]

@@ -40,6 +40,7 @@ use crate::tool::BoxFuture;
 
 /// Where in the pipeline a custom stage runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum StagePoint {
     /// After sanitization: the arguments are valid and sanitized; the principal is not checked
     /// yet. For checks of the arguments alone (a PII scrub that refuses, a size budget).

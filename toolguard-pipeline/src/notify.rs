@@ -36,6 +36,7 @@ use crate::store::{ApprovalRequest, ApprovalState};
 /// What happened to an approval request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ApprovalEventKind {
     /// A request was opened and waits for a reviewer.
     Opened,

@@ -36,6 +36,7 @@ pub struct OperationReport {
 
 /// Why the query gave no report.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum OperationError {
     /// No such operation for this caller (missing and foreign look the same).
     #[error("operation not found")]

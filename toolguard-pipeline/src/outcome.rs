@@ -12,6 +12,7 @@ use crate::error::{ToolError, ToolErrorKind};
 /// The stable status of a call. The snake_case codes are public API and never change meaning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Status {
     /// Executed; the output is in the outcome.
     Ok,

@@ -16,6 +16,7 @@ use crate::store::ScopeLimit;
 
 /// What happens when a call would cross a cumulative limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum OnExceed {
     /// The call waits for a human (`pending_approval`).
     RequireApproval,

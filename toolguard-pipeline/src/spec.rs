@@ -73,6 +73,7 @@ impl toolguard_sanitize::FieldRule for FieldSpec {
 /// What happens when an idempotency key is reused with different arguments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum KeyReuse {
     /// `idempotency_conflict`, as payment APIs do.
     #[default]
@@ -85,6 +86,7 @@ pub enum KeyReuse {
 /// webhook, a fetched URL whose query can carry data); see [`crate::provenance`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Egress {
     /// No data leaves the tenant.
     #[default]

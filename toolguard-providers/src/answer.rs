@@ -59,6 +59,8 @@ pub fn status_text(status: Status) -> &'static str {
             "The action may or may not have taken effect. Do not retry it; its status can be \
              checked with the operation id."
         }
+        // A status added later: say nothing that could invite a blind retry.
+        _ => "The call did not complete. Do not retry it unchanged.",
     }
 }
 

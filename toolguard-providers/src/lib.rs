@@ -75,6 +75,7 @@ impl Default for ExportOptions {
 
 /// A provider tool format, for [`Dispatcher::export`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Dialect {
     /// OpenAI Chat Completions ([`openai::chat_tools`]).
     OpenAiChat,

@@ -23,6 +23,7 @@ use serde_json::Value;
 /// What a string field holds; picks the sanitizer rules applied to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum FieldKind {
     /// ASCII letters, digits, `_` and `-` only.
     Identifier,

@@ -181,6 +181,7 @@ pub const MAX_COMBINING_MARKS: usize = 8;
 /// The sanitizer's decision for a whole arguments object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Verdict {
     /// Nothing to do.
     #[default]

@@ -26,6 +26,7 @@ const CHAIN_DOMAIN: &str = "toolguard/audit-chain/v1";
 
 /// Where a chain stopped verifying.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ChainBreak {
     /// The entry's content no longer matches its hash.
     #[error("audit entry {seq} was altered: its hash does not match its content")]

@@ -10,6 +10,7 @@ use crate::sanitize::Modification;
 /// What an entry records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum AuditEvent {
     /// The terminal entry of a dispatched call.
     #[default]
@@ -101,6 +102,7 @@ pub struct AuditEntry {
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
 )]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Stage {
     /// Arguments parsed as one JSON object with unique keys.
     #[default]

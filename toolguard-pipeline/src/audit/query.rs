@@ -12,6 +12,7 @@ use crate::tool::BoxFuture;
 
 /// Why [`AuditQuery::verify`] did not confirm the stored chain.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum VerifyError {
     /// The chain is broken at the named entry.
     #[error(transparent)]

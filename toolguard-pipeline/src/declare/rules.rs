@@ -206,6 +206,8 @@ fn kind_of(kind: FieldKind) -> Kind {
         FieldKind::Path => Kind::Path,
         FieldKind::Money => Kind::Money,
         FieldKind::Opaque => Kind::Opaque,
+        // A kind the rules do not know yet is judged as free text, the kind with most rules.
+        _ => Kind::Text,
     }
 }
 

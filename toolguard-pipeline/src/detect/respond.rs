@@ -15,6 +15,7 @@ use crate::store::StoreError;
 
 /// What a firing rule does to the session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Response {
     /// Every state-changing call of the session needs approval until a reviewer lifts it.
     Hold,
@@ -25,6 +26,7 @@ pub enum Response {
 /// What is in force.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ResponseKind {
     /// Approval required.
     Hold,
@@ -44,6 +46,7 @@ impl ResponseKind {
 
 /// Why a reviewer could not lift a response.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LiftError {
     /// The dispatcher has no detection configured.
     #[error("detection is not configured")]

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// How serious an alert is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Severity {
     /// Worth a look (a sanitizer that may be too strict, slow reviewers).
     Info,
@@ -18,6 +19,7 @@ pub enum Severity {
 
 /// A detection rule. The metric label and audit reason is [`Rule::as_str`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Rule {
     /// Blocked calls (injection, hidden characters) per session and per subject: an active
     /// attack.

@@ -34,6 +34,7 @@ mod names;
 
 /// Why a dispatcher could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BuildError {
     /// Two tools share a name.
     #[error("tool `{0}` is registered twice")]

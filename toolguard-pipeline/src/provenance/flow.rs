@@ -10,6 +10,7 @@ use crate::spec::{Egress, FieldKind, Risk, ToolSpec};
 
 /// What a rule of the flow policy does to a call in a session with sources.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum FlowAction {
     /// The call goes on as in a clean session.
     Allow,

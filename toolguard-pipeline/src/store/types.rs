@@ -129,6 +129,7 @@ pub enum Reservation {
 /// State of an approval request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ApprovalState {
     /// Waiting for approvers.
     Pending,
@@ -267,6 +268,7 @@ pub enum HoldCommit {
 /// State of an operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum OperationState {
     /// Executing now.
     Executing,
