@@ -461,43 +461,50 @@ fn identity_and_description(tool: &ToolDecl, found: &mut Found) {
     }
 }
 
-/// Rule 11: options that contradict each other or cannot mean what they say.
-fn contradictions(tool: &ToolDecl, found: &mut Found) {
-    if tool.read_only {
-        let not_read_only = found.pick("remove `read_only`", "set `read_only = false`");
-        let side_effects = [
-            (
-                tool.approval_over.is_some(),
-                "approval_over",
-                "approvals guard side effects",
-                "`approval_over`",
-            ),
-            (
-                tool.idempotent.is_some(),
-                "idempotent",
-                "idempotency keys deduplicate side effects",
-                found.pick("`idempotent`", "`idempotent = true`"),
-            ),
-            (
-                tool.approval,
-                "approval",
-                "approvals guard side effects",
-                found.pick("`approval`", "`approval = true`"),
-            ),
-        ];
-        for (set, key, why, remove) in side_effects {
-            if set {
-                found.push(
-                    11,
-                    Site::ToolOption(key),
-                    format!(
-                        "`{key}` on a `read_only` tool: {why}, and a read-only tool has none. \
-                         Remove {remove}, or {not_read_only} if the tool does change state"
-                    ),
-                );
-            }
+/// Rule 11, first part: options that only mean something for a tool with side effects, on a
+/// `read_only` tool.
+fn read_only_contradictions(tool: &ToolDecl, found: &mut Found) {
+    if !tool.read_only {
+        return;
+    }
+    let not_read_only = found.pick("remove `read_only`", "set `read_only = false`");
+    let side_effects = [
+        (
+            tool.approval_over.is_some(),
+            "approval_over",
+            "approvals guard side effects",
+            "`approval_over`",
+        ),
+        (
+            tool.idempotent.is_some(),
+            "idempotent",
+            "idempotency keys deduplicate side effects",
+            found.pick("`idempotent`", "`idempotent = true`"),
+        ),
+        (
+            tool.approval,
+            "approval",
+            "approvals guard side effects",
+            found.pick("`approval`", "`approval = true`"),
+        ),
+    ];
+    for (set, key, why, remove) in side_effects {
+        if set {
+            found.push(
+                11,
+                Site::ToolOption(key),
+                format!(
+                    "`{key}` on a `read_only` tool: {why}, and a read-only tool has none. \
+                     Remove {remove}, or {not_read_only} if the tool does change state"
+                ),
+            );
         }
     }
+}
+
+/// Rule 11: options that contradict each other or cannot mean what they say.
+fn contradictions(tool: &ToolDecl, found: &mut Found) {
+    read_only_contradictions(tool, found);
     if tool.approval_over == Some(0) {
         let fix = found.pick(
             "remove `approval_over` if no amount needs one",
