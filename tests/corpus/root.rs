@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 /// A temporary root laid out for the path corpus.
-pub struct CorpusRoot {
+pub(crate) struct CorpusRoot {
     base: PathBuf,
     /// The confinement root itself.
     pub root: PathBuf,
@@ -14,7 +14,7 @@ pub struct CorpusRoot {
 impl CorpusRoot {
     /// Lays out a fresh root under the temporary directory; `name` keeps concurrent test
     /// binaries apart.
-    pub fn new(name: &str) -> CorpusRoot {
+    pub(crate) fn new(name: &str) -> CorpusRoot {
         let base = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         let root = base.join("root");

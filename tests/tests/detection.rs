@@ -697,8 +697,7 @@ fn build_error(detection: Detection) -> String {
         .tool(EchoNote)
         .detection(detection)
         .build()
-        .err()
-        .expect("the configuration is refused");
+        .expect_err("the configuration is refused");
     assert!(
         matches!(
             err,

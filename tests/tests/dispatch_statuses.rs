@@ -401,8 +401,7 @@ fn refused(tool: impl toolguard::Tool<Ledger>) -> toolguard::BuildError {
     Dispatcher::builder(Ledger::seeded())
         .tool(tool)
         .build()
-        .err()
-        .expect("the builder refuses the tool")
+        .expect_err("the builder refuses the tool")
 }
 
 #[tokio::test]
@@ -531,8 +530,7 @@ fn a_dispatcher_with_sensitive_fields_needs_host_keys() {
         .tool(GetBalance)
         .tool(SaveToken)
         .build()
-        .err()
-        .expect("refused without host keys");
+        .expect_err("refused without host keys");
     match &err {
         toolguard::BuildError::MissingHostKeys { tools } => {
             assert_eq!(tools, &["save_token".to_owned()]);

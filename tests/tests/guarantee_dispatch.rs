@@ -240,8 +240,7 @@ fn audit_checkpoints_need_keys_and_a_built_in_sink() {
         .tool(EchoNote)
         .audit_checkpoints(checkpoints.clone(), CheckpointPolicy::default())
         .build()
-        .err()
-        .expect("refused without keys");
+        .expect_err("refused without keys");
     assert!(
         matches!(&no_keys, BuildError::Audit(m) if m.contains("host_keys")),
         "{no_keys}"
@@ -252,8 +251,7 @@ fn audit_checkpoints_need_keys_and_a_built_in_sink() {
         .audit(MemoryAuditSink::new())
         .audit_checkpoints(checkpoints, CheckpointPolicy::default())
         .build()
-        .err()
-        .expect("refused for a sink the host built");
+        .expect_err("refused for a sink the host built");
     assert!(
         matches!(&own_sink, BuildError::Audit(m) if m.contains("AuditAnchor")),
         "{own_sink}"

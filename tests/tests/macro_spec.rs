@@ -592,8 +592,7 @@ fn dispatcher_refuses_a_nested_identity_property() {
     let err = Dispatcher::builder(())
         .tool(FindOrder)
         .build()
-        .err()
-        .expect("a nested identity property is refused");
+        .expect_err("a nested identity property is refused");
     match err {
         BuildError::UnsafeDeclaration { tool, message } => {
             assert_eq!(tool, "find_order");

@@ -539,8 +539,7 @@ async fn flow_rules_apply_per_tool_and_per_risk_level() {
             RiskPolicy::new().flow(FlowPolicy::default().tool("transfer_fund", FlowAction::Allow)),
         )
         .build()
-        .err()
-        .expect("unknown tool refused");
+        .expect_err("unknown tool refused");
     assert!(err.to_string().contains("transfer_fund"), "{err}");
 }
 
@@ -549,8 +548,7 @@ async fn an_allowlisted_egress_tool_without_an_allowlist_is_refused_at_build() {
     let err = Dispatcher::builder(Bank::default())
         .tool(PostWebhook)
         .build()
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     let text = err.to_string();
     assert!(
         text.contains("post_webhook") && text.contains("`url`"),

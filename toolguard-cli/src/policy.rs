@@ -22,7 +22,7 @@ Exit status:
     arg_required_else_help = true,
     after_long_help = crate::EXIT_STATUS
 )]
-pub struct PolicyArgs {
+pub(crate) struct PolicyArgs {
     #[command(subcommand)]
     command: PolicyCommand,
 }
@@ -49,7 +49,7 @@ struct CheckArgs {
 }
 
 /// Runs `toolguard policy ...`.
-pub fn run(args: PolicyArgs) -> ExitCode {
+pub(crate) fn run(args: PolicyArgs) -> ExitCode {
     let PolicyCommand::Check(args) = args.command;
     match args.upstream.target() {
         Ok(target) => check(&args.file, target),

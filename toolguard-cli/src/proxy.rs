@@ -28,7 +28,7 @@ Exit status:
 /// its standard input and output) or `--upstream-url`: exactly one of the two.
 #[derive(Debug, Args)]
 #[command(after_long_help = EXIT_STATUS)]
-pub struct ProxyArgs {
+pub(crate) struct ProxyArgs {
     /// The policy file (TOML): the tools exposed, principal, limits, approvals, reviewer tokens.
     #[arg(long, value_name = "FILE")]
     policy: PathBuf,
@@ -42,7 +42,7 @@ pub struct ProxyArgs {
 
 /// Runs `toolguard mcp-proxy` until the session ends.
 #[cfg(feature = "mcp-proxy")]
-pub fn run(args: ProxyArgs) -> ExitCode {
+pub(crate) fn run(args: ProxyArgs) -> ExitCode {
     let listen = match Listen::new(args.listen) {
         Ok(listen) => listen,
         Err(message) => return usage(ErrorKind::InvalidValue, message),

@@ -31,7 +31,7 @@ const FIELD: &str = "value";
 /// answered {"verdict":"error","reason":"not_a_json_string","value":null}.
 #[derive(Debug, Args)]
 #[command(args_override_self = true, after_long_help = EXIT_STATUS)]
-pub struct SanitizeArgs {
+pub(crate) struct SanitizeArgs {
     /// The field kind the values are judged as.
     #[arg(long, value_enum, value_name = "KIND")]
     kind: Kind,
@@ -103,7 +103,7 @@ struct Judge {
 }
 
 /// Runs `toolguard sanitize`: 0 when every line was read, 1 on an I/O error.
-pub fn run(args: &SanitizeArgs) -> ExitCode {
+pub(crate) fn run(args: &SanitizeArgs) -> ExitCode {
     match judge_lines(&Judge::new(args)) {
         Ok(()) => ExitCode::SUCCESS,
         // The reader stopped reading (`| head`): not a failure of the command.

@@ -5,7 +5,7 @@ use clap::Args;
 
 /// The options that name the upstream MCP server.
 #[derive(Debug, Args)]
-pub struct UpstreamArgs {
+pub(crate) struct UpstreamArgs {
     /// The upstream MCP server as a Streamable HTTP endpoint, e.g. http://127.0.0.1:3001/mcp
     /// (feature `upstream-http`; plain http:// only).
     #[arg(long, value_name = "URL")]
@@ -30,7 +30,7 @@ pub enum Upstream {
 impl UpstreamArgs {
     /// The upstream named on the command line, `None` when neither form is given; `Err` holds
     /// the message of a usage error.
-    pub fn target(self) -> Result<Option<Upstream>, String> {
+    pub(crate) fn target(self) -> Result<Option<Upstream>, String> {
         match (self.upstream_url, self.command.is_empty()) {
             (Some(_), false) => Err(
                 "give the upstream either as `--upstream-url URL` or as a command after `--`, \
@@ -65,7 +65,7 @@ impl From<Upstream> for toolguard::gateway::UpstreamTarget {
 
 /// The async runtime the upstream is spoken to on.
 #[cfg(feature = "mcp-proxy")]
-pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

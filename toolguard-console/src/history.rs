@@ -19,6 +19,12 @@ pub struct History {
     ids: Arc<Mutex<VecDeque<(String, String)>>>,
 }
 
+impl std::fmt::Debug for History {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("History").finish_non_exhaustive()
+    }
+}
+
 impl History {
     /// An empty history.
     pub fn new() -> Self {

@@ -70,6 +70,12 @@ mod builder {
         shared: Shared<S>,
     }
 
+    impl<S: Send + Sync + 'static> std::fmt::Debug for Console<S> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("Console").finish_non_exhaustive()
+        }
+    }
+
     impl<S: Send + Sync + 'static> Console<S> {
         /// A console over `dispatcher`'s approvals; `auth` says who the reviewer is.
         pub fn new(dispatcher: Dispatcher<S>, auth: impl ReviewerAuth) -> Self {

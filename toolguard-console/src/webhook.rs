@@ -117,6 +117,12 @@ pub struct WebhookNotifier {
     inner: Arc<Inner>,
 }
 
+impl std::fmt::Debug for WebhookNotifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookNotifier").finish_non_exhaustive()
+    }
+}
+
 impl WebhookNotifier {
     /// A notifier posting JSON to `url`, signed with `secret` (at least 32 bytes, shared with the
     /// receiver), with the default [`Retry`].

@@ -19,7 +19,7 @@ const KEY_DESCRIPTION: &str =
 
 /// `transfer_funds` → `TransferFunds`; a name that would not start with a letter gets a `Tool`
 /// prefix, so the result is always an identifier.
-pub fn camel(name: &str) -> String {
+pub(crate) fn camel(name: &str) -> String {
     let mut out = String::new();
     let mut upper = true;
     for c in name.chars() {
@@ -40,7 +40,7 @@ pub fn camel(name: &str) -> String {
 }
 
 /// The unit struct's identifier.
-pub fn tool_ident(decl: &ToolDecl) -> Ident {
+pub(crate) fn tool_ident(decl: &ToolDecl) -> Ident {
     let name = camel(&crate::model::unraw(&decl.fn_ident));
     // `Ident::new` would panic on a string that is not an identifier; parse instead.
     let mut ident =
@@ -54,7 +54,7 @@ fn args_ident(decl: &ToolDecl) -> Ident {
 }
 
 /// The identifier of the struct of field names (`TransferFundsFields`).
-pub fn fields_ident(decl: &ToolDecl) -> Ident {
+pub(crate) fn fields_ident(decl: &ToolDecl) -> Ident {
     format_ident!("{}Fields", tool_ident(decl))
 }
 
@@ -101,7 +101,7 @@ fn name_constants(decl: &ToolDecl, name: &str) -> TokenStream {
 }
 
 /// Everything generated for one tool. `self_ty` is the toolset's type for methods.
-pub fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
+pub(crate) fn tool(decl: &ToolDecl, self_ty: Option<&Type>) -> TokenStream {
     let k = paths::krate();
     let p = paths::private();
     let vis = &decl.vis;
@@ -685,7 +685,7 @@ fn spec_body(
 }
 
 /// `impl Type { pub fn tools() -> Vec<ToolHandle<Type>> }` for a toolset.
-pub fn tools_fn(self_ty: &Type, decls: &[ToolDecl]) -> TokenStream {
+pub(crate) fn tools_fn(self_ty: &Type, decls: &[ToolDecl]) -> TokenStream {
     let k = paths::krate();
     let idents = decls.iter().map(tool_ident);
     let names: Vec<String> = decls.iter().map(|d| format!("`{}`", d.name())).collect();

@@ -3,12 +3,12 @@
 use proc_macro2::Span;
 use syn::{Ident, Path, Type, Visibility};
 
-pub use toolguard_rules::decl::{EgressDecl, KeySource, OutputTrust};
-pub use toolguard_rules::{Kind, Risk};
+pub(crate) use toolguard_rules::decl::{EgressDecl, KeySource, OutputTrust};
+pub(crate) use toolguard_rules::{Kind, Risk};
 
 /// A value with the span of the tokens it came from.
 #[derive(Debug, Clone)]
-pub struct Spanned<T> {
+pub(crate) struct Spanned<T> {
     /// The value.
     pub value: T,
     /// Where it was written.
@@ -17,14 +17,14 @@ pub struct Spanned<T> {
 
 impl<T> Spanned<T> {
     /// Wraps `value`.
-    pub fn new(value: T, span: Span) -> Self {
+    pub(crate) fn new(value: T, span: Span) -> Self {
         Spanned { value, span }
     }
 }
 
 /// A numeric literal of `min`/`max`, kept both as a number and as written.
 #[derive(Debug, Clone)]
-pub struct Number {
+pub(crate) struct Number {
     /// Its value.
     pub value: f64,
     /// Written as an integer (emitted as a JSON integer).
@@ -33,7 +33,7 @@ pub struct Number {
 
 /// The `#[tool(...)]` options.
 #[derive(Debug, Clone, Default)]
-pub struct ToolAttrs {
+pub(crate) struct ToolAttrs {
     /// `name = "..."`.
     pub name: Option<Spanned<String>>,
     /// `description = "..."`.
@@ -68,7 +68,7 @@ pub struct ToolAttrs {
 
 /// The `#[arg(...)]` options of one parameter.
 #[derive(Debug, Clone, Default)]
-pub struct ArgAttrs {
+pub(crate) struct ArgAttrs {
     /// `description = "..."`.
     pub description: Option<Spanned<String>>,
     /// `min_len = N`.
@@ -97,7 +97,7 @@ pub struct ArgAttrs {
 
 /// A parameter that becomes an argument field.
 #[derive(Debug, Clone)]
-pub struct ArgDecl {
+pub(crate) struct ArgDecl {
     /// The identifier as written (may be raw).
     pub ident: Ident,
     /// The field name in the arguments object (`r#` removed).
@@ -118,7 +118,7 @@ pub struct ArgDecl {
 
 impl ArgDecl {
     /// The description: `#[arg(description)]`, else the doc comment.
-    pub fn description(&self) -> Option<&str> {
+    pub(crate) fn description(&self) -> Option<&str> {
         self.attrs
             .description
             .as_ref()
@@ -129,7 +129,7 @@ impl ArgDecl {
 
 /// The receiver of a toolset method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Receiver {
+pub(crate) enum Receiver {
     /// No receiver: an associated function.
     None,
     /// `&self`.
@@ -138,7 +138,7 @@ pub enum Receiver {
 
 /// One tool, from a function or a toolset method.
 #[derive(Debug, Clone)]
-pub struct ToolDecl {
+pub(crate) struct ToolDecl {
     /// The function's identifier.
     pub fn_ident: Ident,
     /// Visibility of the function (given to the generated items).
@@ -163,7 +163,7 @@ pub struct ToolDecl {
 
 impl ToolDecl {
     /// The tool name: `name = ...`, else the function's name.
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match &self.attrs.name {
             Some(n) => n.value.clone(),
             None => unraw(&self.fn_ident),
@@ -171,7 +171,7 @@ impl ToolDecl {
     }
 
     /// Where the name was written.
-    pub fn name_span(&self) -> Span {
+    pub(crate) fn name_span(&self) -> Span {
         match &self.attrs.name {
             Some(n) => n.span,
             None => self.fn_ident.span(),
@@ -179,7 +179,7 @@ impl ToolDecl {
     }
 
     /// The description: `description = ...`, else the doc comment.
-    pub fn description(&self) -> Option<&str> {
+    pub(crate) fn description(&self) -> Option<&str> {
         self.attrs
             .description
             .as_ref()
@@ -188,7 +188,7 @@ impl ToolDecl {
     }
 
     /// The declared risk, `low` by default.
-    pub fn risk(&self) -> Risk {
+    pub(crate) fn risk(&self) -> Risk {
         self.attrs
             .risk
             .as_ref()
@@ -197,7 +197,7 @@ impl ToolDecl {
     }
 
     /// The amount field: marked `#[arg(amount)]`, else named `amount`.
-    pub fn amount_field(&self) -> Option<&ArgDecl> {
+    pub(crate) fn amount_field(&self) -> Option<&ArgDecl> {
         self.args
             .iter()
             .find(|a| a.attrs.amount.is_some())
@@ -205,13 +205,13 @@ impl ToolDecl {
     }
 
     /// The model sends an `idempotency_key` argument.
-    pub fn key_argument(&self) -> bool {
+    pub(crate) fn key_argument(&self) -> bool {
         matches!(&self.attrs.idempotent, Some(k) if k.value == KeySource::Argument)
     }
 }
 
 /// An identifier's name without `r#`.
-pub fn unraw(ident: &Ident) -> String {
+pub(crate) fn unraw(ident: &Ident) -> String {
     let s = ident.to_string();
     match s.strip_prefix("r#") {
         Some(rest) => rest.to_owned(),
@@ -221,23 +221,23 @@ pub fn unraw(ident: &Ident) -> String {
 
 /// Errors collected while reading a declaration, reported together.
 #[derive(Default)]
-pub struct Errors {
+pub(crate) struct Errors {
     inner: Option<syn::Error>,
 }
 
 impl Errors {
     /// Records an error at `span`.
-    pub fn push(&mut self, span: Span, msg: impl std::fmt::Display) {
+    pub(crate) fn push(&mut self, span: Span, msg: impl std::fmt::Display) {
         self.add(syn::Error::new(span, msg));
     }
 
     /// Records an error spanning all of `tokens`.
-    pub fn spanned(&mut self, tokens: &dyn quote::ToTokens, msg: impl std::fmt::Display) {
+    pub(crate) fn spanned(&mut self, tokens: &dyn quote::ToTokens, msg: impl std::fmt::Display) {
         self.add(syn::Error::new_spanned(tokens, msg));
     }
 
     /// Records `err`.
-    pub fn add(&mut self, err: syn::Error) {
+    pub(crate) fn add(&mut self, err: syn::Error) {
         match &mut self.inner {
             Some(e) => e.combine(err),
             None => self.inner = Some(err),
@@ -245,7 +245,7 @@ impl Errors {
     }
 
     /// `Ok` if nothing was recorded, else every error at once.
-    pub fn finish(self) -> syn::Result<()> {
+    pub(crate) fn finish(self) -> syn::Result<()> {
         match self.inner {
             Some(e) => Err(e),
             None => Ok(()),

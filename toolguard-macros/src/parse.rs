@@ -22,7 +22,7 @@ use crate::model::{
 };
 
 /// Keys `#[tool(...)]` accepts.
-pub const TOOL_KEYS: [&str; 15] = [
+pub(crate) const TOOL_KEYS: [&str; 15] = [
     "name",
     "description",
     "risk",
@@ -41,7 +41,7 @@ pub const TOOL_KEYS: [&str; 15] = [
 ];
 
 /// Keys `#[arg(...)]` accepts.
-pub const ARG_KEYS: [&str; 11] = [
+pub(crate) const ARG_KEYS: [&str; 11] = [
     "description",
     "min_len",
     "max_len",
@@ -56,7 +56,7 @@ pub const ARG_KEYS: [&str; 11] = [
 ];
 
 /// Parses the tokens inside `#[tool(...)]`.
-pub fn tool_attrs(tokens: TokenStream, errors: &mut Errors) -> ToolAttrs {
+pub(crate) fn tool_attrs(tokens: TokenStream, errors: &mut Errors) -> ToolAttrs {
     let mut out = ToolAttrs::default();
     let metas = match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(tokens) {
         Ok(m) => m,
@@ -139,7 +139,7 @@ pub fn tool_attrs(tokens: TokenStream, errors: &mut Errors) -> ToolAttrs {
 }
 
 /// Parses one `#[arg(...)]` attribute into `out`.
-pub fn arg_attrs(attr: &Attribute, out: &mut ArgAttrs, errors: &mut Errors) {
+pub(crate) fn arg_attrs(attr: &Attribute, out: &mut ArgAttrs, errors: &mut Errors) {
     let Some(metas) = arg_metas(attr, errors) else {
         return;
     };
@@ -241,7 +241,7 @@ fn kind_value(meta: &Meta, out: &mut ArgAttrs, errors: &mut Errors) -> Option<Sp
 /// attributes and doc comments of its parameters from `sig`.
 ///
 /// `in_toolset` says whether it is a method of a `#[toolset]` block.
-pub fn tool_decl(
+pub(crate) fn tool_decl(
     attrs: ToolAttrs,
     fn_attrs: &[Attribute],
     vis: &Visibility,
@@ -919,7 +919,7 @@ fn unknown_key(meta: &Meta, key: &str, attr: &str, known: &[&str], errors: &mut 
 }
 
 /// The last path segment's identifier of `ty` (through references and parentheses).
-pub fn last_ident(ty: &Type) -> Option<String> {
+pub(crate) fn last_ident(ty: &Type) -> Option<String> {
     match ty {
         Type::Path(tp) => tp.path.segments.last().map(|s| s.ident.to_string()),
         Type::Reference(r) => last_ident(&r.elem),
@@ -930,7 +930,7 @@ pub fn last_ident(ty: &Type) -> Option<String> {
 }
 
 /// The first generic type argument of `ty`'s last segment.
-pub fn first_type_arg(ty: &Type) -> Option<&Type> {
+pub(crate) fn first_type_arg(ty: &Type) -> Option<&Type> {
     match ty {
         Type::Path(tp) => match &tp.path.segments.last()?.arguments {
             PathArguments::AngleBracketed(ab) => ab.args.iter().find_map(|a| match a {
@@ -947,18 +947,18 @@ pub fn first_type_arg(ty: &Type) -> Option<&Type> {
 }
 
 /// `ty` is `Option<..>`.
-pub fn is_option(ty: &Type) -> bool {
+pub(crate) fn is_option(ty: &Type) -> bool {
     last_ident(ty).as_deref() == Some("Option")
 }
 
 /// `ty` is a `Vec<..>` or slice, after looking through `Option<..>`.
-pub fn is_sequence(ty: &Type) -> bool {
+pub(crate) fn is_sequence(ty: &Type) -> bool {
     let ty = through_option(ty);
     matches!(ty, Type::Slice(_) | Type::Array(_)) || last_ident(ty).as_deref() == Some("Vec")
 }
 
 /// `Option<T>` → `T`, anything else unchanged.
-pub fn through_option(ty: &Type) -> &Type {
+pub(crate) fn through_option(ty: &Type) -> &Type {
     if is_option(ty) {
         first_type_arg(ty).unwrap_or(ty)
     } else {
@@ -967,7 +967,7 @@ pub fn through_option(ty: &Type) -> &Type {
 }
 
 /// `ty` with every `Option<..>`, `Vec<..>`, `Box<..>`, slice, array and reference removed.
-pub fn innermost(ty: &Type) -> &Type {
+pub(crate) fn innermost(ty: &Type) -> &Type {
     match ty {
         Type::Reference(r) => innermost(&r.elem),
         Type::Paren(p) => innermost(&p.elem),
@@ -985,7 +985,7 @@ pub fn innermost(ty: &Type) -> &Type {
 }
 
 /// The kind inferred from the type's name, when `kind = ...` is not given.
-pub fn infer_kind(ty: &Type) -> Kind {
+pub(crate) fn infer_kind(ty: &Type) -> Kind {
     match last_ident(innermost(ty)).as_deref() {
         Some("Identifier") => Kind::Identifier,
         Some("Email") => Kind::Email,

@@ -10,13 +10,13 @@ use proc_macro2::Span;
 use syn::spanned::Spanned;
 use toolguard_rules::decl::{self as rules, Scalar, Site, Violation};
 
-pub use toolguard_rules::decl::Collection;
+pub(crate) use toolguard_rules::decl::Collection;
 
 use crate::model::{ArgDecl, Errors, Kind, ToolDecl};
 use crate::parse::{infer_kind, innermost, last_ident, through_option};
 
 /// The kind a field has: `kind = ...`, else inferred from its type.
-pub fn arg_kind(arg: &ArgDecl) -> Kind {
+pub(crate) fn arg_kind(arg: &ArgDecl) -> Kind {
     match &arg.attrs.kind {
         Some(k) => k.value.unwrap_or(Kind::Opaque),
         None => infer_kind(&arg.ty),
@@ -24,12 +24,12 @@ pub fn arg_kind(arg: &ArgDecl) -> Kind {
 }
 
 /// Whether `arg` is the tool's amount field.
-pub fn is_amount(decl: &ToolDecl, arg: &ArgDecl) -> bool {
+pub(crate) fn is_amount(decl: &ToolDecl, arg: &ArgDecl) -> bool {
     decl.amount_field().is_some_and(|a| a.name == arg.name)
 }
 
 /// Checks one tool against every rule that concerns a single declaration.
-pub fn tool(decl: &ToolDecl, errors: &mut Errors) {
+pub(crate) fn tool(decl: &ToolDecl, errors: &mut Errors) {
     for violation in rules::check_with(&model(decl), rules::Syntax::Attributes) {
         report(decl, violation, errors);
     }
@@ -177,7 +177,7 @@ fn arg_option_span(arg: &ArgDecl, key: &str) -> Span {
 
 /// The block-level rules of `#[toolset]`: an inherent, non-generic `impl` with no method named
 /// `tools` (the generated constructor).
-pub fn toolset_block(block: &syn::ItemImpl, errors: &mut Errors) {
+pub(crate) fn toolset_block(block: &syn::ItemImpl, errors: &mut Errors) {
     if let Some((path, _)) = &block.trait_ {
         errors.push(
             path.span(),
@@ -208,7 +208,7 @@ pub fn toolset_block(block: &syn::ItemImpl, errors: &mut Errors) {
 /// Rule 12: tool names are unique within a toolset; no two methods generate structs of one name
 /// (`transfer_funds` and `transferFunds` both give `TransferFunds`), and no generated struct takes
 /// the name of the toolset's own type.
-pub fn toolset(self_ty: &syn::Type, decls: &[ToolDecl], errors: &mut Errors) {
+pub(crate) fn toolset(self_ty: &syn::Type, decls: &[ToolDecl], errors: &mut Errors) {
     if let Some(own) = last_ident(self_ty) {
         for d in decls {
             let generated = crate::expand::tool_ident(d);
@@ -267,7 +267,7 @@ pub fn toolset(self_ty: &syn::Type, decls: &[ToolDecl], errors: &mut Errors) {
 }
 
 /// The collection kind of `ty`, if it is one (fixed-size arrays are not: their length is fixed).
-pub fn collection(ty: &syn::Type) -> Option<Collection> {
+pub(crate) fn collection(ty: &syn::Type) -> Option<Collection> {
     let ty = through_option(ty);
     if let syn::Type::Slice(_) = ty {
         return Some(Collection::Sequence);

@@ -30,6 +30,12 @@ pub struct Approvals<'d, S: Send + Sync + 'static> {
     core: &'d Core<S>,
 }
 
+impl<S: Send + Sync + 'static> std::fmt::Debug for Approvals<'_, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Approvals").finish_non_exhaustive()
+    }
+}
+
 impl<S: Send + Sync + 'static> Dispatcher<S> {
     /// The approval workflow of this dispatcher.
     pub fn approvals(&self) -> Approvals<'_, S> {

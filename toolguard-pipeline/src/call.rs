@@ -167,6 +167,7 @@ impl ToolCall {
     }
 
     /// Sets the provider path of the call.
+    #[must_use]
     pub fn with_provider(mut self, provider: ProviderContext) -> Self {
         self.provider = Some(provider);
         self
@@ -174,6 +175,7 @@ impl ToolCall {
 
     /// Waits up to `at_most` for a call with the same key that is still executing, then answers
     /// with its outcome (or executes, if it released the key), instead of `in_progress`.
+    #[must_use]
     pub fn wait_in_progress(mut self, at_most: std::time::Duration) -> Self {
         self.wait_in_progress = Some(at_most);
         self
@@ -181,12 +183,14 @@ impl ToolCall {
 
     /// Narrows the session's provenance sources to those with these ids: the host knows that
     /// only they were in the model's context for this call (e.g. it trimmed the conversation).
+    #[must_use]
     pub fn with_sources(mut self, ids: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.sources = Some(ids.into_iter().map(Into::into).collect());
         self
     }
 
     /// Sets a host-supplied idempotency key.
+    #[must_use]
     pub fn with_idempotency_key(mut self, key: impl Into<String>) -> Self {
         self.idempotency_key = Some(key.into());
         self
@@ -229,6 +233,7 @@ impl Principal {
     }
 
     /// Adds a role.
+    #[must_use]
     pub fn with_role(mut self, role: impl Into<String>) -> Self {
         let mut roles = self.roles.to_vec();
         roles.push(role.into());
@@ -237,6 +242,7 @@ impl Principal {
     }
 
     /// Sets the authentication time.
+    #[must_use]
     pub fn authenticated_at(mut self, at: SystemTime) -> Self {
         self.authenticated_at = at;
         self

@@ -145,6 +145,12 @@ pub struct NotifyReport {
     clock: Arc<dyn Clock>,
 }
 
+impl std::fmt::Debug for NotifyReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NotifyReport").finish_non_exhaustive()
+    }
+}
+
 impl NotifyReport {
     /// Appends an audit entry of kind [`AuditEvent::Notification`] for `event`, with reason
     /// code `reason` (like `webhook_undeliverable`). Returns the entry's sequence number.

@@ -87,6 +87,7 @@ pub fn verify_approval_seal(keys: &HostKeys, request: &ApprovalRequest) -> Resul
 impl ApprovalRequest {
     /// This record with its seal set to [`seal_approval`] of its current fields. Call it after
     /// the last change and before every `create` or `update`.
+    #[must_use]
     pub fn sealed(mut self, keys: &HostKeys) -> Self {
         self.seal = Some(seal_approval(keys, &self));
         self

@@ -152,6 +152,16 @@ pub struct ToolContext<S> {
     source_label: Option<SourceLabel>,
 }
 
+impl<S> std::fmt::Debug for ToolContext<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("principal", &self.principal)
+            .field("call_id", &&*self.call_id)
+            .field("operation_id", &self.operation_id.as_deref())
+            .finish_non_exhaustive()
+    }
+}
+
 /// The label a handler gives its result as a provenance source (shared by a context's clones).
 pub(crate) type SourceLabel = Arc<std::sync::Mutex<Option<String>>>;
 
@@ -196,6 +206,7 @@ impl<S> ToolContext<S> {
     }
 
     /// Attaches the sanitizer's checked URLs (with their pinned addresses).
+    #[must_use]
     pub fn with_resolved_urls(mut self, resolved: Vec<crate::sanitize::ResolvedUrl>) -> Self {
         self.resolved = if resolved.is_empty() {
             None

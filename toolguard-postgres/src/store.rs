@@ -109,12 +109,14 @@ impl PgConfig {
     }
 
     /// Uses tables in `schema` (created if missing).
+    #[must_use]
     pub fn schema(mut self, schema: impl Into<String>) -> Self {
         self.schema = schema.into();
         self
     }
 
     /// Sets the pool size.
+    #[must_use]
     pub fn pool_size(mut self, n: usize) -> Self {
         self.pool_size = n.max(1);
         self

@@ -386,6 +386,7 @@ impl Sanitizer {
 
     /// Allows only these recipient domains (exact, case-insensitive; `*.example.com` for
     /// sub-domains) in e-mail field `field` of tool `tool`. Calls add up.
+    #[must_use]
     pub fn allow_email_domains<I, S>(mut self, tool: &str, field: &str, domains: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -400,6 +401,7 @@ impl Sanitizer {
 
     /// Allows only these URL schemes in field `field` of tool `tool` (replacing the default
     /// `https`, `http`). Calls add up.
+    #[must_use]
     pub fn allow_url_schemes<I, S>(mut self, tool: &str, field: &str, schemes: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -414,6 +416,7 @@ impl Sanitizer {
 
     /// Allows only these hosts (exact, or `*.example.com` for sub-domains) in URL field `field`
     /// of tool `tool`. Calls add up.
+    #[must_use]
     pub fn allow_url_hosts<I, S>(mut self, tool: &str, field: &str, hosts: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -428,6 +431,7 @@ impl Sanitizer {
 
     /// Confines path field `field` of tool `tool` below `root` (takes precedence over
     /// [`FieldRule::root`]).
+    #[must_use]
     pub fn path_root(mut self, tool: &str, field: &str, root: impl Into<PathBuf>) -> Self {
         self.policy_mut(tool, field).root = Some(root.into());
         self
@@ -437,6 +441,7 @@ impl Sanitizer {
     /// hold markdown or HTML that links or loads an external URL, refused by default as
     /// `markup_link` (see [`markup`]). For fields whose text is never rendered, or whose
     /// renderer does not fetch.
+    #[must_use]
     pub fn allow_markup_links(mut self, tool: &str, field: &str) -> Self {
         self.policy_mut(tool, field).markup_links = true;
         self
@@ -446,6 +451,7 @@ impl Sanitizer {
     /// `identifier_leading_dash` (a handler passing it to a command line would make it an
     /// option: `-rf`, `--upload-pack=...`). For identifiers that are never arguments of a
     /// command, or are always passed after `--`.
+    #[must_use]
     pub fn allow_leading_dash(mut self, tool: &str, field: &str) -> Self {
         self.policy_mut(tool, field).leading_dash = true;
         self
@@ -455,6 +461,7 @@ impl Sanitizer {
     /// URL (`http:`, `https:`, `ftp:`, `//`) with the URL checks of that field, in addition to
     /// the positions the input schema declares URLs (see [`nested`]). For `serde_json::Value`
     /// and map fields whose URLs the schema cannot name.
+    #[must_use]
     pub fn check_nested_urls(mut self, tool: &str, field: &str) -> Self {
         self.policy_mut(tool, field).nested_urls = true;
         self
@@ -462,12 +469,14 @@ impl Sanitizer {
 
     /// Resolves URL host names through `resolver`, so their addresses are checked and returned
     /// for pinning in [`SanitizeReport::resolved`].
+    #[must_use]
     pub fn with_resolver(mut self, resolver: impl HostResolver + 'static) -> Self {
         self.resolver = Arc::new(resolver);
         self
     }
 
     /// Maximum identifier length when the field sets no `max_len` (default 128).
+    #[must_use]
     pub fn identifier_max_len(mut self, max: usize) -> Self {
         self.identifier_max_len = max;
         self
@@ -475,6 +484,7 @@ impl Sanitizer {
 
     /// Sets the argument limits the dispatcher's gate applies to every call before parsing
     /// (see [`limits`]; default [`Limits::default`]).
+    #[must_use]
     pub fn argument_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self

@@ -28,6 +28,14 @@ pub struct SchemaAt<'a> {
     node: Option<&'a Value>,
 }
 
+impl std::fmt::Debug for SchemaAt<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchemaAt")
+            .field("node", &self.node)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<'a> SchemaAt<'a> {
     /// The sub-schema of top-level property `field` of `root`.
     pub fn field(root: &'a Value, field: &str) -> Self {
@@ -84,6 +92,7 @@ impl<'a> SchemaAt<'a> {
     }
 
     /// The schema of property `key` of an object at this position.
+    #[must_use]
     pub fn property(&self, key: &str) -> Self {
         self.child(0, &|node| {
             node.get("properties")
@@ -93,6 +102,7 @@ impl<'a> SchemaAt<'a> {
     }
 
     /// The schema of item `index` of an array at this position.
+    #[must_use]
     pub fn item(&self, index: usize) -> Self {
         self.child(0, &|node| {
             node.get("prefixItems")

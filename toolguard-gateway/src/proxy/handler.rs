@@ -24,6 +24,14 @@ pub struct GuardedServer {
     guard: Arc<Guard>,
 }
 
+impl std::fmt::Debug for GuardedServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GuardedServer")
+            .field("guard", &self.guard)
+            .finish()
+    }
+}
+
 impl GuardedServer {
     /// A server over `guard`.
     pub fn new(guard: Arc<Guard>) -> Self {

@@ -88,6 +88,14 @@ pub struct Current {
     pub server: McpServer<()>,
 }
 
+impl std::fmt::Debug for Current {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Current")
+            .field("dispatcher", &self.dispatcher)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The proxy's state: the upstream, the stores and the policy in force.
 pub struct Guard {
     file: PathBuf,
@@ -98,6 +106,15 @@ pub struct Guard {
     current: RwLock<Arc<Current>>,
     verifier: Option<Arc<dyn TokenVerifier>>,
     clients: clients::Clients,
+}
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard")
+            .field("file", &self.file)
+            .field("session", &self.session)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Guard {

@@ -68,6 +68,15 @@ pub struct McpServer<S: Send + Sync + 'static> {
     name: String,
 }
 
+impl<S: Send + Sync + 'static> std::fmt::Debug for McpServer<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.name)
+            .field("principal", &self.principal)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<S: Send + Sync + 'static> Clone for McpServer<S> {
     fn clone(&self) -> Self {
         McpServer {
@@ -96,6 +105,7 @@ impl<S: Send + Sync + 'static> McpServer<S> {
     }
 
     /// Sets the server name announced at initialization.
+    #[must_use]
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
         self

@@ -50,6 +50,14 @@ pub struct GuardedTransport<R, W> {
     initialized: bool,
 }
 
+impl<R, W> std::fmt::Debug for GuardedTransport<R, W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GuardedTransport")
+            .field("initialized", &self.initialized)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<R, W> GuardedTransport<R, W>
 where
     R: AsyncRead + Unpin + Send + 'static,

@@ -168,6 +168,7 @@ impl AuditAnchor {
     }
 
     /// Also writes checkpoints to `sink` as `policy` says.
+    #[must_use]
     pub fn checkpoints(mut self, sink: Arc<dyn CheckpointSink>, policy: CheckpointPolicy) -> Self {
         let policy = CheckpointPolicy {
             every_entries: policy.every_entries.max(1),

@@ -104,7 +104,7 @@ fn material<S: Sink + ?Sized>(seq: u64, record: &[u8], prev_hash: &str, out: &mu
 }
 
 /// The canonical encoding of `record`, the part of an entry's material that needs no lock.
-pub fn encoded(record: &AuditRecord) -> Vec<u8> {
+pub(crate) fn encoded(record: &AuditRecord) -> Vec<u8> {
     let mut out = Vec::with_capacity(512);
     encode_record(record, &mut out);
     out
@@ -121,7 +121,7 @@ std::thread_local! {
 
 /// Runs `f` with `record` and its canonical encoding ([`encoded`]), written into a buffer the
 /// thread reuses, so that encoding an entry allocates nothing once the thread has sealed one.
-pub fn with_encoded<R>(record: AuditRecord, f: impl FnOnce(AuditRecord, &[u8]) -> R) -> R {
+pub(crate) fn with_encoded<R>(record: AuditRecord, f: impl FnOnce(AuditRecord, &[u8]) -> R) -> R {
     let mut body = BODY.take();
     body.clear();
     encode_record(&record, &mut body);

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use super::rule::{Rule, Severity};
+use super::rule::{Rule, Severity};
 
 /// What an alert is about.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

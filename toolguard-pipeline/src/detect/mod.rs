@@ -41,14 +41,13 @@ mod rule;
 pub(crate) mod rules;
 pub mod store;
 
-pub use alert::{
-    Alert, AlertScope, AlertSink, ChannelSink, CollectingSink, Evidence, LogSink, Severity,
-};
+pub use alert::{Alert, AlertScope, AlertSink, ChannelSink, CollectingSink, Evidence, LogSink};
 pub use config::{
     DEFAULT_BAND_PERCENT, DEFAULT_DECISION_SLA, Detection, DetectionConfigError, MAX_COUNT, Rule,
     Threshold,
 };
 pub use respond::{LiftError, Response, ResponseKind};
+pub use rule::Severity;
 pub use rules::UNICODE_REASONS;
 pub use store::SessionResponse;
 pub use store::{DetectionStore, Mark, Marks, MemoryDetectionStore};

@@ -169,6 +169,15 @@ pub struct DispatcherBuilder<S: Send + Sync + 'static> {
     detection: Option<crate::detect::Detection>,
 }
 
+impl<S: Send + Sync + 'static> std::fmt::Debug for DispatcherBuilder<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tools: Vec<&str> = self.tools.iter().map(|t| t.spec().name.as_str()).collect();
+        f.debug_struct("DispatcherBuilder")
+            .field("tools", &tools)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<S: Send + Sync + 'static> Dispatcher<S> {
     /// A builder over the application state `state` the tools share (a database pool, a
     /// ledger, ...). Stateless hosts write `Dispatcher::builder(())`.

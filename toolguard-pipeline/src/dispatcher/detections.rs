@@ -14,6 +14,12 @@ pub struct Detections<'d, S: Send + Sync + 'static> {
     core: &'d Core<S>,
 }
 
+impl<S: Send + Sync + 'static> std::fmt::Debug for Detections<'_, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Detections").finish_non_exhaustive()
+    }
+}
+
 impl<S: Send + Sync + 'static> Dispatcher<S> {
     /// The responses the detector put in force, and the way to lift them.
     pub fn detection(&self) -> Detections<'_, S> {

@@ -65,6 +65,16 @@ pub struct Dispatcher<S: Send + Sync + 'static> {
     pub(crate) core: Arc<Core<S>>,
 }
 
+impl<S: Send + Sync + 'static> std::fmt::Debug for Dispatcher<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut tools: Vec<&str> = self.core.tools.keys().map(|k| &**k).collect();
+        tools.sort_unstable();
+        f.debug_struct("Dispatcher")
+            .field("tools", &tools)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<S: Send + Sync + 'static> Clone for Dispatcher<S> {
     fn clone(&self) -> Self {
         Dispatcher {

@@ -66,6 +66,14 @@ pub struct Upstream {
     timeout: Duration,
 }
 
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstream")
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Upstream {
     /// Starts `command` (program and arguments) and initializes an MCP session over its stdio,
     /// with the default deadline.
