@@ -71,6 +71,18 @@ struct H {
 }
 
 async fn harness(ineligible: Ineligible) -> H {
+    harness_served(ineligible, Served::Nested).await
+}
+
+/// How the test serves the console.
+enum Served {
+    /// `Console::router` nested into the test's own axum app.
+    Nested,
+    /// `Console::serve` on the test's listener.
+    Own,
+}
+
+async fn harness_served(ineligible: Ineligible, served: Served) -> H {
     let ledger = Arc::new(Ledger::seeded());
     let history = History::new();
     let d = Dispatcher::builder_arc(ledger.clone())
@@ -84,15 +96,21 @@ async fn harness(ineligible: Ineligible) -> H {
         .notifier(history.clone())
         .build()
         .unwrap();
-    let app = Console::new(d.clone(), HeaderAuth)
+    let console = Console::new(d.clone(), HeaderAuth)
         .mounted_at("/console")
         .ineligible(ineligible)
-        .history(history)
-        .router();
-    let app = axum::Router::new().nest("/console", app);
+        .history(history);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/console", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    match served {
+        Served::Nested => {
+            let app = axum::Router::new().nest("/console", console.router());
+            tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        }
+        Served::Own => {
+            tokio::spawn(async move { console.serve(listener).await.unwrap() });
+        }
+    }
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -677,4 +695,17 @@ async fn the_json_api_mirrors_the_pages() {
         )
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+}
+
+#[tokio::test]
+async fn the_console_serves_itself_under_its_mount_path() {
+    let h = harness_served(Ineligible::ReadOnly, Served::Own).await;
+    let id = h.transfer("rent").await;
+    let (status, headers, body) = h.get(Some("bob"), "/requests").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_secure_headers("/requests", &headers);
+    assert!(body.contains(&id), "{body}");
+    let root = h.url.trim_end_matches("/console");
+    let res = h.http.get(format!("{root}/requests")).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::NOT_FOUND, "only the mount path is served");
 }

@@ -1,7 +1,8 @@
 //! The reviewer's side of toolguard approvals.
 //!
-//! - [`Console`] (feature `console`): an axum [`Router`](axum::Router) the host mounts into its
-//!   own app. Reviewers see the pending requests of their tenant with the exact preview of what
+//! - [`Console`] (feature `console`): the console's pages, served on a listener of the host
+//!   ([`Console::serve`]) or, with feature `axum`, as an axum router the host nests into its own
+//!   app. Reviewers see the pending requests of their tenant with the exact preview of what
 //!   will execute, approve or reject them (every decision goes through
 //!   [`Dispatcher::approvals`](toolguard_pipeline::Dispatcher::approvals)), and see a history. The same
 //!   routes answer JSON under `/api` for hosts with their own front end. See [`routes`] for the
@@ -11,16 +12,15 @@
 //!
 //! ```no_run
 //! # #[cfg(feature = "console")]
-//! # async fn mount(dispatcher: toolguard_pipeline::Dispatcher<()>, auth: impl toolguard_console::ReviewerAuth) {
+//! # async fn mount(dispatcher: toolguard_pipeline::Dispatcher<()>, auth: impl toolguard_console::ReviewerAuth) -> std::io::Result<()> {
 //! use toolguard_console::{Console, History};
 //!
-//! let console = Console::new(dispatcher, auth)
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! Console::new(dispatcher, auth)
 //!     .mounted_at("/console")
 //!     .history(History::new())
-//!     .router();
-//! let app = axum::Router::new().nest("/console", console);
-//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await.unwrap();
-//! axum::serve(listener, app).await.unwrap();
+//!     .serve(listener)
+//!     .await
 //! # }
 //! ```
 
@@ -157,7 +157,25 @@ mod builder {
             self
         }
 
-        /// The router to nest into the host's app.
+        /// Serves the console on `listener` until the server fails: its pages under the path
+        /// given to [`mounted_at`](Self::mounted_at) (the root by default), nothing else. For a
+        /// console inside the host's own axum app, see `router` (feature `axum`).
+        pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+            let base = self.shared.base.clone();
+            let routes = crate::routes::router(Arc::new(self.shared));
+            let app = if base.is_empty() {
+                routes
+            } else {
+                axum::Router::new().nest(&base, routes)
+            };
+            axum::serve(listener, app).await
+        }
+
+        /// The router to nest into the host's own axum app, under the path given to
+        /// [`mounted_at`](Self::mounted_at). Feature `axum`: the type is axum's, so this method
+        /// follows axum's releases ([`serve`](Self::serve) does not).
+        #[cfg(feature = "axum")]
+        #[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
         pub fn router(self) -> axum::Router {
             crate::routes::router(Arc::new(self.shared))
         }

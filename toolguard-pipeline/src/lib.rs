@@ -69,7 +69,6 @@ pub use risk::{OnExceed, RiskPolicy};
 pub use spec::{Egress, FieldKind, FieldSpec, KeyReuse, Risk, ToolSpec};
 pub use store::{MemoryStore, OperationState};
 pub use tool::{BoxFuture, Owned, Reconciled, Tool, ToolContext};
-pub use toolguard_macros::{tool, toolset};
 pub use toolguard_sanitize::Limits;
 
 /// The JSON Schema crate tool argument and result types derive [`JsonSchema`] with; a crate using

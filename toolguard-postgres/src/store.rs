@@ -432,7 +432,9 @@ impl PgStore {
         }
     }
 
-    /// The connection pool (for maintenance and tests).
+    /// The connection pool, for the family's own tests (which tamper with rows). Not public
+    /// API: its type is the pool crate's, which follows that crate's releases.
+    #[doc(hidden)]
     pub fn pool(&self) -> &Pool {
         &self.pool
     }

@@ -26,8 +26,30 @@
 
 pub mod guide;
 
+// The items a user composes, documented here.
 #[doc(inline)]
-pub use toolguard_pipeline::*;
+pub use toolguard_pipeline::{
+    AllowAuthenticated, ApprovalTicket, Approvals, ArcStr, ArgumentError, AuditEntry, AuditSink,
+    AuthorizeError, Authorizer, BoxFuture, BuildError, Cents, Clock, Currency, CustomStage,
+    Dispatcher, DispatcherBuilder, Egress, Email, FieldKind, FieldSpec, FlowAction, FlowPolicy,
+    HostKeys, Identifier, KeyReuse, Limits, ManualClock, MemoryAuditSink, MemoryStore, Money,
+    NotFoundClass, OnExceed, OperationError, OperationReport, OperationState, Owned, Principal,
+    PrincipalRefresher, ProviderContext, RawArguments, Reason, Reconciled, RefreshError, Refusal,
+    Risk, RiskPolicy, RoleAuthorizer, SafePath, SchemaError, Source, StageInput, StagePoint,
+    Status, SystemClock, Tool, ToolCall, ToolContext, ToolError, ToolHandle, ToolOutcome, ToolSpec,
+    UntrustedOutput, Url, check_idempotency_key,
+};
+
+// The core's modules, for everything else (stores, audit, detection, provenance, …); their
+// pages are the core crate's.
+#[doc(no_inline)]
+pub use toolguard_pipeline::{
+    access, approvals, audit, call, clock, custom, declare, detect, digest, dispatcher, error,
+    keys, kinds, metrics, notify, operations, outcome, provenance, risk, seal, spec, store, tool,
+};
+
+#[doc(hidden)]
+pub use toolguard_pipeline::__private;
 
 pub use toolguard_macros::{tool, toolset};
 
