@@ -36,11 +36,7 @@ fn bench(c: &mut Criterion) {
     group.finish();
 
     let mut group = c.benchmark_group("sanitize_str");
-    let field = |kind| FieldSpec {
-        name: "f".into(),
-        kind,
-        ..FieldSpec::default()
-    };
+    let field = |kind| FieldSpec::new("f").with_kind(kind);
     for (name, kind, value) in [
         ("identifier", FieldKind::Identifier, "acct_1029384756"),
         (

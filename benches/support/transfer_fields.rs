@@ -16,18 +16,17 @@ pub fn spec() -> ToolSpec {
         json!({}),
         json!({}),
     );
-    let field = |name: &str, kind| FieldSpec {
-        name: name.into(),
-        kind,
-        ..FieldSpec::default()
+    let field = |name: &str, kind| {
+        let mut f = FieldSpec::new(name);
+        f.kind = kind;
+        f
     };
+    let mut amount = field("amount", FieldKind::Money);
+    amount.amount = true;
     spec.fields = vec![
         field("from_account", FieldKind::Identifier),
         field("to_account", FieldKind::Identifier),
-        FieldSpec {
-            amount: true,
-            ..field("amount", FieldKind::Money)
-        },
+        amount,
         field("memo", FieldKind::Text),
         field("notify", FieldKind::Email),
     ];

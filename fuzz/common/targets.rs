@@ -78,12 +78,8 @@ pub fn sanitize(data: &[u8]) {
     };
     let kind = KINDS[pick as usize % KINDS.len()];
     let value = String::from_utf8_lossy(rest);
-    let field = FieldSpec {
-        name: "value".into(),
-        kind,
-        root: Some(fuzz_root().to_string_lossy().into_owned()),
-        ..FieldSpec::default()
-    };
+    let mut field = FieldSpec::new("value").with_kind(kind);
+    field.root = Some(fuzz_root().to_string_lossy().into_owned());
     let sanitizer = Sanitizer::new();
     let out = sanitizer.sanitize_str("fuzz", &field, &value);
     let _ = canon::canonical(&value);

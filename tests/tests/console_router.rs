@@ -707,5 +707,9 @@ async fn the_console_serves_itself_under_its_mount_path() {
     assert!(body.contains(&id), "{body}");
     let root = h.url.trim_end_matches("/console");
     let res = h.http.get(format!("{root}/requests")).send().await.unwrap();
-    assert_eq!(res.status(), StatusCode::NOT_FOUND, "only the mount path is served");
+    assert_eq!(
+        res.status(),
+        StatusCode::NOT_FOUND,
+        "only the mount path is served"
+    );
 }

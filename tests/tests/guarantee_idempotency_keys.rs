@@ -8,10 +8,7 @@ use toolguard::spec::{FieldKind, FieldSpec};
 const ALPHABET: &str = "ABCZabcz0189._~=-";
 
 fn field(kind: FieldKind) -> FieldSpec {
-    FieldSpec {
-        kind,
-        ..FieldSpec::new("idempotency_key")
-    }
+    FieldSpec::new("idempotency_key").with_kind(kind)
 }
 
 /// The sanitizer really folds these variants into the plain key (the attack is real), and every

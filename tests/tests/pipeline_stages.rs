@@ -441,10 +441,10 @@ mod service {
             .service(f.d.clone());
         let mut outcomes = Vec::new();
         for i in 0..5 {
-            let request = DispatchRequest {
-                call: ToolCall::new(format!("c-{i}"), "send_note", json!({ "text": "hi" })),
-                principal: alice(),
-            };
+            let request = DispatchRequest::new(
+                ToolCall::new(format!("c-{i}"), "send_note", json!({ "text": "hi" })),
+                alice(),
+            );
             let out = svc
                 .ready()
                 .await
@@ -464,10 +464,10 @@ mod service {
         let calls = (0..4).map(|i| {
             let svc = limited.clone();
             async move {
-                let request = DispatchRequest {
-                    call: ToolCall::new(format!("p-{i}"), "send_note", json!({ "text": "hi" })),
-                    principal: alice(),
-                };
+                let request = DispatchRequest::new(
+                    ToolCall::new(format!("p-{i}"), "send_note", json!({ "text": "hi" })),
+                    alice(),
+                );
                 svc.oneshot(request).await.expect("outcome")
             }
         });
@@ -475,10 +475,7 @@ mod service {
         assert_eq!(done.iter().filter(|o| o.status == Status::Ok).count(), 4);
         let stale = alice().authenticated_at(SystemTime::now() - Duration::from_secs(13 * 3600));
         let refused = limited
-            .oneshot(DispatchRequest {
-                call: note("hi"),
-                principal: stale,
-            })
+            .oneshot(DispatchRequest::new(note("hi"), stale))
             .await
             .expect("outcome");
         assert_eq!(

@@ -407,11 +407,9 @@ async fn approval_without_an_idempotency_key_fails_closed() {
 async fn an_unreadable_amount_is_denied_never_counted_as_zero() {
     let ledger = Arc::new(Ledger::seeded());
     let mut payout = SpecTool::new("loose_payout", json!({"type": "string"}), json!("paid"));
-    payout.spec.fields = vec![toolguard::FieldSpec {
-        amount: true,
-        kind: toolguard::FieldKind::Opaque,
-        ..toolguard::FieldSpec::new("amount")
-    }];
+    let mut amount = toolguard::FieldSpec::new("amount").with_kind(toolguard::FieldKind::Opaque);
+    amount.amount = true;
+    payout.spec.fields = vec![amount];
     let d = Dispatcher::builder_arc(ledger.clone())
         .tool(payout)
         .audit(MemoryAuditSink::new())

@@ -527,14 +527,8 @@ fn sample_outcomes() -> Vec<ToolOutcome> {
     ));
     let mut invalid = ToolOutcome::new("call_2", "transfer_funds", Status::InvalidArguments);
     invalid.errors = vec![
-        ArgumentError {
-            pointer: "/amount".into(),
-            message: "0 is less than the minimum of 1".into(),
-        },
-        ArgumentError {
-            pointer: "".into(),
-            message: "\"currency\" is a required property".into(),
-        },
+        ArgumentError::new("/amount", "0 is less than the minimum of 1"),
+        ArgumentError::new("", "\"currency\" is a required property"),
     ];
     let mut blocked = ToolOutcome::new("call_3", "transfer_funds", Status::Blocked);
     blocked.reason = Some("prompt_injection".into());
@@ -542,11 +536,11 @@ fn sample_outcomes() -> Vec<ToolOutcome> {
     let mut not_found = ToolOutcome::new("call_4", "get_balance", Status::NotFound);
     not_found.reason = Some("foreign_tenant".into());
     let mut pending = ToolOutcome::new("gemini-0", "transfer_funds", Status::PendingApproval);
-    pending.approval = Some(ApprovalTicket {
-        approval_id: "apr_01J9".into(),
-        preview: "Transfer 800000 USD from ACC001 to ACC002".into(),
-        expires_at_ms: 1_764_700_000_000,
-    });
+    pending.approval = Some(ApprovalTicket::new(
+        "apr_01J9",
+        "Transfer 800000 USD from ACC001 to ACC002",
+        1_764_700_000_000,
+    ));
     let mut unknown = ToolOutcome::new("call_6", "transfer_funds", Status::OutcomeUnknown);
     unknown.operation_id = Some("op_42".into());
     let malformed = ToolOutcome::new("call_7", "get_balance", Status::Malformed);

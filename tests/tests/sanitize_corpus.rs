@@ -69,11 +69,7 @@ use corpus_root::CorpusRoot;
 
 fn tool(kind: FieldKind) -> ToolSpec {
     let mut spec = ToolSpec::new("corpus", "corpus check", json!({}), json!({}));
-    spec.fields = vec![FieldSpec {
-        name: "value".into(),
-        kind,
-        ..FieldSpec::default()
-    }];
+    spec.fields = vec![FieldSpec::new("value").with_kind(kind)];
     spec
 }
 

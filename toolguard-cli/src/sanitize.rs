@@ -117,11 +117,7 @@ pub(crate) fn run(args: &SanitizeArgs) -> ExitCode {
 
 impl Judge {
     fn new(args: &SanitizeArgs) -> Judge {
-        let field = FieldSpec {
-            name: FIELD.to_string(),
-            kind: args.kind.into(),
-            ..FieldSpec::default()
-        };
+        let field = FieldSpec::new(FIELD).with_kind(args.kind.into());
         let mut money_spec = ToolSpec::new(
             TOOL,
             "sanitize",

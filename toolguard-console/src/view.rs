@@ -14,6 +14,7 @@ use crate::money::{currency_of, format_amount, format_instant, format_remaining}
 
 /// One argument as it will execute.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ArgumentView {
     /// Field name.
     pub name: String,
@@ -30,6 +31,7 @@ pub struct ArgumentView {
 
 /// One decision given so far.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct DecisionView {
     /// Who decided.
     pub approver: String,
@@ -43,6 +45,7 @@ pub struct DecisionView {
 
 /// An approval request as the console shows it to one reviewer.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct RequestView {
     /// Approval id.
     pub id: String,

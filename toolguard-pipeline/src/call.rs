@@ -126,6 +126,7 @@ pub struct ProviderContext {
 
 /// A tool call proposed by a model. Everything in it is untrusted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolCall {
     /// The provider's call id (or one the host made up).
     pub call_id: String,
@@ -203,6 +204,7 @@ impl ToolCall {
 /// [`crate::ToolContext`]. Its strings are shared (`ArcStr`): a call copies the principal into
 /// its handler context and audit entry without copying the strings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Principal {
     /// Tenant the caller belongs to.
     pub tenant: ArcStr,

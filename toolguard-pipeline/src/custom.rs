@@ -55,6 +55,7 @@ pub enum StagePoint {
 
 /// What a custom stage sees of a call.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct StageInput<'a> {
     /// The model's call.
     pub call: &'a ToolCall,

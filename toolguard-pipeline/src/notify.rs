@@ -51,6 +51,7 @@ pub enum ApprovalEventKind {
 /// One notification. It carries no arguments: a receiver looks the request up in the console
 /// (the preview can hold customer data that must not travel to a chat channel).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ApprovalEvent {
     /// What happened.
     pub kind: ApprovalEventKind,

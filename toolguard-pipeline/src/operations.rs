@@ -21,6 +21,7 @@ use crate::store::{OperationRecord, OperationState, StoredOutcome};
 
 /// What the operation-status query found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct OperationReport {
     /// Operation id.
     pub operation_id: String,

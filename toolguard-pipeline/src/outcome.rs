@@ -109,6 +109,7 @@ impl std::fmt::Display for Status {
 
 /// One schema-validation error: where (JSON pointer into the arguments) and what.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ArgumentError {
     /// JSON pointer of the offending value (`""` for the whole object).
     pub pointer: String,
@@ -116,11 +117,22 @@ pub struct ArgumentError {
     pub message: String,
 }
 
+impl ArgumentError {
+    /// The error `message` about the value at JSON pointer `pointer`.
+    pub fn new(pointer: impl Into<String>, message: impl Into<String>) -> Self {
+        ArgumentError {
+            pointer: pointer.into(),
+            message: message.into(),
+        }
+    }
+}
+
 /// A tool's result: data for the model, never instructions.
 ///
 /// The envelope exists so that an agent loop cannot mistake a tool result for trusted text: the
 /// result was produced by a downstream system that may be wrong or compromised.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UntrustedOutput {
     /// Always `"untrusted"`.
     pub trust: Cow<'static, str>,
@@ -140,6 +152,7 @@ impl UntrustedOutput {
 
 /// Details of an approval the call is waiting for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ApprovalTicket {
     /// The approval request id.
     pub approval_id: String,
@@ -149,8 +162,25 @@ pub struct ApprovalTicket {
     pub expires_at_ms: u64,
 }
 
+impl ApprovalTicket {
+    /// The ticket of approval request `approval_id`, asking a human to approve `preview` before
+    /// `expires_at_ms`.
+    pub fn new(
+        approval_id: impl Into<String>,
+        preview: impl Into<String>,
+        expires_at_ms: u64,
+    ) -> Self {
+        ApprovalTicket {
+            approval_id: approval_id.into(),
+            preview: preview.into(),
+            expires_at_ms,
+        }
+    }
+}
+
 /// The dispatcher's answer to one call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolOutcome {
     /// The call id it answers.
     pub call_id: String,
@@ -202,6 +232,7 @@ impl ToolOutcome {
 
 /// Why the pipeline stopped a call: the status, and what to tell and record.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Stop {
     /// Terminal status.
     pub status: Status,

@@ -287,6 +287,7 @@ pub(crate) fn limit_message(code: &str) -> &'static str {
 
 /// What the policy decided for a call that may go on.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct PolicyDecision {
     /// The amount measured, if the tool has an amount field.
     pub amount: Option<u64>,

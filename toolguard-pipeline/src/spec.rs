@@ -18,6 +18,7 @@ pub use toolguard_sanitize::FieldKind;
 
 /// Rules of one argument field.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[non_exhaustive]
 pub struct FieldSpec {
     /// Field name as it appears in the arguments object.
     pub name: String,
@@ -52,6 +53,13 @@ impl FieldSpec {
             name: name.into(),
             ..FieldSpec::default()
         }
+    }
+
+    /// This field with kind `kind`.
+    #[must_use]
+    pub fn with_kind(mut self, kind: FieldKind) -> Self {
+        self.kind = kind;
+        self
     }
 }
 
@@ -100,6 +108,7 @@ pub enum Egress {
 
 /// Everything the dispatcher knows about a tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolSpec {
     /// Name the model calls the tool by.
     pub name: String,

@@ -60,6 +60,7 @@ pub struct PolicyError {
 /// `[proxy]`: how `toolguard mcp-proxy` runs.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct ProxySection {
     /// Server name announced to the client (default `toolguard`).
     #[serde(default)]
@@ -95,6 +96,7 @@ impl ProxySection {
 /// `[principal]`: who calls through a local stdio proxy.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct PrincipalSection {
     /// Tenant.
     pub tenant: String,
@@ -112,6 +114,7 @@ pub struct PrincipalSection {
 /// own verifier).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct TokenEntry {
     /// The token (compared in constant time).
     pub token: String,
@@ -127,6 +130,7 @@ pub struct TokenEntry {
 /// `[approvals]`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct ApprovalsSection {
     /// Roles that may approve (default `approver`).
     #[serde(default)]
@@ -139,6 +143,7 @@ pub struct ApprovalsSection {
 /// A session rate: at most `calls` per `window_secs`.
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct RateDecl {
     /// Calls allowed in the window.
     pub calls: u32,
@@ -149,6 +154,7 @@ pub struct RateDecl {
 /// A cumulative amount limit per session.
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct LimitDecl {
     /// Total of amounts allowed in the window.
     pub amount: u64,
@@ -173,6 +179,7 @@ pub enum Exceed {
 /// `[tools.NAME]` (and `[default_tool]`): the declaration plus who may call and limits.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct ToolEntry {
     /// See [`Declaration::description`].
     #[serde(default)]
@@ -303,6 +310,7 @@ struct Raw {
 
 /// A loaded, checked policy file.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Policy {
     file: PathBuf,
     source: String,

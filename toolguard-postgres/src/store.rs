@@ -89,6 +89,7 @@ const MIGRATION_LOCK: i64 = 0x746f_6f6c_6775_6172;
 
 /// Where and how to connect.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PgConfig {
     /// A `postgres://` URL or key-value connection string.
     pub url: String,

@@ -162,20 +162,15 @@ mod tests {
         assert!(text.contains("bidi_control") && !text.contains("ignore"));
 
         let mut invalid = ToolOutcome::new("c", "t", Status::InvalidArguments);
-        invalid.errors.push(ArgumentError {
-            pointer: "/a".into(),
-            message: "x".repeat(500),
-        });
+        invalid
+            .errors
+            .push(ArgumentError::new("/a", "x".repeat(500)));
         let p = model_payload(&invalid);
         assert_eq!(p["errors"][0]["pointer"], "/a");
         assert!(p["errors"][0]["message"].as_str().unwrap().chars().count() <= 201);
 
         let mut pending = ToolOutcome::new("c", "t", Status::PendingApproval);
-        pending.approval = Some(ApprovalTicket {
-            approval_id: "ap_1".into(),
-            preview: "transfer".into(),
-            expires_at_ms: 5,
-        });
+        pending.approval = Some(ApprovalTicket::new("ap_1", "transfer", 5));
         assert_eq!(model_payload(&pending)["approval_id"], "ap_1");
     }
 }

@@ -137,6 +137,7 @@ impl<S: Send + Sync + 'static> ExportTools for Dispatcher<S> {
 
 /// What an export did to one tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ExportReport {
     /// Tool name.
     pub tool: String,
@@ -151,6 +152,7 @@ pub struct ExportReport {
 
 /// One exported tool.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Exported {
     /// The tool in the provider's format.
     pub tool: Value,
@@ -160,6 +162,7 @@ pub struct Exported {
 
 /// Several exported tools, ready for a request body.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ExportedSet {
     /// The request's tools value (an array, or Gemini's `{"functionDeclarations": [...]}`).
     pub tools: Value,

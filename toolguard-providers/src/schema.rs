@@ -82,6 +82,7 @@ pub enum LowerError {
 
 /// One place where a lowered schema says less (or something else) than the canonical one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct LossyStep {
     /// JSON pointer into the canonical schema.
     pub pointer: String,
@@ -91,6 +92,7 @@ pub struct LossyStep {
 
 /// A schema lowered to a dialect, with the record of what it lost.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Lowered {
     /// The dialect's schema.
     pub schema: Value,

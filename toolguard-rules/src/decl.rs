@@ -289,6 +289,7 @@ impl Site {
 
 /// A broken rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Violation {
     /// The rule's number in `RULES.md` (0 for the consistency checks listed below the table).
     pub rule: u8,

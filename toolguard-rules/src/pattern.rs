@@ -24,6 +24,7 @@ use std::fmt;
 
 /// Why a pattern is not portable: where, what was found and the fix.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PatternProblem {
     /// Byte offset of the construct in the pattern.
     pub offset: usize,

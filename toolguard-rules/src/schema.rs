@@ -41,6 +41,7 @@ pub fn properties(schema: &Value) -> impl Iterator<Item = (&String, &Value)> {
 /// `null` the pointers go into the non-null alternative (`/anyOf/0/items`). The element of an
 /// array without `items` is `/items` all the same: it does not exist yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Layout {
     /// The collection the property is, if any.
     pub collection: Option<Collection>,
@@ -169,6 +170,7 @@ fn non_null(schema: &Value, at: String) -> (&Value, String) {
 
 /// A broken rule found in a whole schema, at a place the declaration model has no field for.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SchemaViolation {
     /// The rule's number in `RULES.md` (0 for the consistency checks).
     pub rule: u8,

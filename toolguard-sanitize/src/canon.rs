@@ -35,6 +35,7 @@ pub const MAX_DECODE_ROUNDS: usize = 3;
 
 /// A string brought to its canonical matching form.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Canonical {
     /// The canonical text (lower case, decoded, normalized, invisible characters removed).
     pub text: String,

@@ -166,6 +166,7 @@ pub fn is_nonspacing_mark(c: char) -> bool {
 
 /// The properties of one character the character scan looks at, worked out together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CharInfo {
     /// Its class ([`classify`]).
     pub class: CharClass,

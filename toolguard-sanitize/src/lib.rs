@@ -218,6 +218,7 @@ pub struct Modification {
 
 /// What the sanitizer did to an arguments object. Never carries a blocked payload.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[non_exhaustive]
 pub struct SanitizeReport {
     /// Overall verdict.
     pub verdict: Verdict,
@@ -246,6 +247,7 @@ impl SanitizeReport {
 
 /// The judgement of one string (see [`Sanitizer::sanitize_str`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StrOutcome {
     /// `clean`, `stripped` or `blocked`.
     pub verdict: Verdict,

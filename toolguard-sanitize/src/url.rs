@@ -72,6 +72,7 @@ impl HostResolver for SystemResolver {
 /// When `addrs` is not empty the handler must connect to one of them (with `host` as the TLS
 /// server name / `Host` header) instead of resolving `host` again.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ResolvedUrl {
     /// JSON pointer of the field (empty outside an arguments object).
     pub field: String,

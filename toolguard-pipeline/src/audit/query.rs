@@ -85,6 +85,7 @@ pub trait AuditQuery: Send + Sync + 'static {
 
 /// What a verified trail holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct VerifyReport {
     /// Number of entries (the last sequence number).
     pub entries: u64,

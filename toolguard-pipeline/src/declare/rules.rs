@@ -17,6 +17,7 @@ use crate::spec::{Egress, FieldKind, KeyReuse};
 /// what is wrong with the fix.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("tool `{tool}`{}: {message}", field.as_ref().map(|f| format!(", field `{f}`")).unwrap_or_default())]
+#[non_exhaustive]
 pub struct DeclareError {
     /// The tool.
     pub tool: String,

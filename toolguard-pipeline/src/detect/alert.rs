@@ -44,6 +44,7 @@ impl AlertScope {
 
 /// The calls behind an alert.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Evidence {
     /// Provider call ids of the calls, oldest first.
     pub call_ids: Vec<String>,
@@ -54,6 +55,7 @@ pub struct Evidence {
 
 /// A rule fired.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Alert {
     /// The rule.
     pub rule: String,

@@ -26,6 +26,7 @@ pub const DEFAULT_DECISION_SLA: Duration = Duration::from_secs(5 * 60);
 /// [`BuildError::Detection`](crate::BuildError::Detection)).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("Detection option `{option}`: {message}")]
+#[non_exhaustive]
 pub struct DetectionConfigError {
     /// The option (`threshold`, `tool_threshold`, `structuring_band`, `decision_sla`, ...).
     pub option: &'static str,

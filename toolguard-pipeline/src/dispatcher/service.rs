@@ -10,10 +10,10 @@
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let dispatcher = Dispatcher::builder(()).build().unwrap();
 //! let mut service = ServiceBuilder::new().concurrency_limit(8).service(dispatcher);
-//! let request = DispatchRequest {
-//!     call: ToolCall::new("call-1", "no_such_tool", "{}"),
-//!     principal: Principal::new("acme", "alice", "session-1"),
-//! };
+//! let request = DispatchRequest::new(
+//!     ToolCall::new("call-1", "no_such_tool", "{}"),
+//!     Principal::new("acme", "alice", "session-1"),
+//! );
 //! let outcome = service.ready().await.unwrap().call(request).await.unwrap();
 //! assert_eq!(outcome.status, Status::UnknownTool);
 //! # });
@@ -29,11 +29,19 @@ use crate::tool::BoxFuture;
 
 /// A call and the trusted principal it runs for.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct DispatchRequest {
     /// The model's call.
     pub call: ToolCall,
     /// The authenticated caller, from the host's auth layer.
     pub principal: Principal,
+}
+
+impl DispatchRequest {
+    /// `call`, run for `principal`.
+    pub fn new(call: ToolCall, principal: Principal) -> Self {
+        DispatchRequest { call, principal }
+    }
 }
 
 /// Always ready; every request runs [`Dispatcher::dispatch`] and answers its outcome (never an

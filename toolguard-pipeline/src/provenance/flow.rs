@@ -22,6 +22,7 @@ pub enum FlowAction {
 
 /// The flow rules of one tool, overriding the per-risk defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FlowRule {
     /// For a state-changing call (a tool that is not `read_only`).
     pub state_change: FlowAction,

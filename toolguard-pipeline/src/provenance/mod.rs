@@ -77,6 +77,7 @@ pub const MAX_SOURCES_PER_SESSION: usize = 256;
 
 /// One piece of untrusted content that entered a session's context.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Source {
     /// Stable id (`src_…`), the key audit queries join on.
     pub id: String,

@@ -28,6 +28,7 @@ pub use url::Url;
 
 /// Why a value is not a valid instance of a kind newtype.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct KindError {
     /// The newtype (`Identifier`, `Email`, ...).
     pub kind: &'static str,
