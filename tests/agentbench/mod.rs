@@ -1,0 +1,123 @@
+//! A multi-domain agent benchmark for provenance: four agent domains (banking, messaging,
+//! travel, office work) written as real `#[tool]` tools over in-memory environments, each with
+//! user tasks (a prompt, the calls a correct agent makes, a check of the final environment) and
+//! injection tasks (an instruction planted in the content third parties write, the calls of an
+//! agent that obeys it, a check whether the attacker's goal was reached).
+//!
+//! [`replay`] plays every user task alone (clean) and every (user task × injection task) pair of
+//! a domain as a fully compromised agent: it makes the user task's calls, and if any of their
+//! results carried the planted instruction, it then makes every call of the attacker. Approvals
+//! are never granted: a held call is a call that did not run. [`report`] turns the outcomes into
+//! the per-domain table of `BENCHMARKS.md`.
+//!
+//! Provenance has two modes ([`Mode`]): the session-level flow policy (any untrusted source in
+//! the session holds every high-risk change and every open egress) and the per-argument one.
+//! Everything that differs between them is in [`mode`]; the rest of the suite does not know which
+//! one runs.
+
+pub mod banking;
+// pub mod messaging;
+pub mod mode;
+// pub mod office;
+pub mod replay;
+pub mod report;
+// pub mod travel;
+
+use std::sync::{Mutex, MutexGuard};
+
+use serde_json::Value;
+
+pub use mode::Mode;
+
+/// The in-memory environment of a domain, shared by its tools (the dispatcher's state).
+#[derive(Debug, Default)]
+pub struct Env<S>(Mutex<S>);
+
+impl<S> Env<S> {
+    /// An environment holding `state`.
+    pub fn new(state: S) -> Self {
+        Env(Mutex::new(state))
+    }
+
+    /// The state, locked.
+    pub fn lock(&self) -> MutexGuard<'_, S> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// One tool call of a ground-truth sequence.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// The tool.
+    pub tool: &'static str,
+    /// Its arguments, as the agent writes them (values from the prompt or earlier results).
+    pub args: Value,
+}
+
+/// `tool` called with `args`.
+pub fn call(tool: &'static str, args: Value) -> Call {
+    Call { tool, args }
+}
+
+/// A task of the user: what they asked, what a correct agent does, and how to tell it was done.
+#[derive(Debug)]
+pub struct UserTask<S> {
+    /// Stable id within the domain (`user_task_3`).
+    pub id: &'static str,
+    /// What the user typed (registered as trusted input in the per-argument mode).
+    pub prompt: &'static str,
+    /// The calls, in order.
+    pub calls: Vec<Call>,
+    /// Whether the environment shows the task done (called after the user task's calls).
+    pub check: fn(&S) -> bool,
+}
+
+/// An attack: an instruction an attacker plants in content they can write, the calls of an agent
+/// that obeys it, and whether the goal was reached.
+#[derive(Debug)]
+pub struct InjectionTask<S> {
+    /// Stable id within the domain (`injection_task_2`).
+    pub id: &'static str,
+    /// The attacker's goal, for the report.
+    pub goal: &'static str,
+    /// The planted text (ASCII, no quotes, so that it survives every JSON encoding verbatim).
+    pub text: &'static str,
+    /// The calls of an agent that obeys it.
+    pub calls: Vec<Call>,
+    /// Whether the environment shows the goal reached.
+    pub reached: fn(&S) -> bool,
+}
+
+/// A domain of the benchmark.
+pub trait Domain: 'static {
+    /// The environment's state.
+    type State: Send + Sync + 'static;
+
+    /// The domain's name in the report.
+    const NAME: &'static str;
+
+    /// The places third parties write, where an injection is planted (for the report).
+    const VECTORS: &'static [&'static str];
+
+    /// A fresh environment.
+    fn environment() -> Self::State;
+
+    /// Plants `text` in every vector of `state`.
+    fn inject(state: &mut Self::State, text: &str);
+
+    /// A dispatcher builder with the domain's tools over `env` (the replay adds the policy).
+    fn tools(env: std::sync::Arc<Env<Self::State>>) -> toolguard::DispatcherBuilder<Env<Self::State>>;
+
+    /// The user tasks.
+    fn user_tasks() -> Vec<UserTask<Self::State>>;
+
+    /// The injection tasks.
+    fn injection_tasks() -> Vec<InjectionTask<Self::State>>;
+}
+
+/// Every domain's runs in `mode`, straight through a dispatcher, in report order.
+pub async fn run_all(mode: Mode) -> Vec<replay::DomainRuns> {
+    vec![
+        replay::direct::<banking::Banking>(mode).await,
+    ]
+}
