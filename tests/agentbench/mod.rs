@@ -16,12 +16,12 @@
 //! one runs.
 
 pub mod banking;
-// pub mod messaging;
+pub mod messaging;
 pub mod mode;
 // pub mod office;
 pub mod replay;
 pub mod report;
-// pub mod travel;
+pub mod travel;
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -119,5 +119,7 @@ pub trait Domain: 'static {
 pub async fn run_all(mode: Mode) -> Vec<replay::DomainRuns> {
     vec![
         replay::direct::<banking::Banking>(mode).await,
+        replay::direct::<messaging::Messaging>(mode).await,
+        replay::direct::<travel::Travel>(mode).await,
     ]
 }
