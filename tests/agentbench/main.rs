@@ -2,7 +2,7 @@
 //! `cargo run -p toolguard-tests --bin agentbench --release`.
 
 use toolguard_tests::agentbench::report::{Figures, misses, table};
-use toolguard_tests::agentbench::{Mode, replay, run_all};
+use toolguard_tests::agentbench::{Mode, run_all};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -11,13 +11,16 @@ async fn main() {
     for mode in Mode::available() {
         for runs in run_all(*mode).await {
             rows.push((runs.domain, runs.mode, Figures::of(&runs)));
-            missed.extend(misses(&runs).into_iter().map(|m| format!("{}: {m}", mode.label())));
+            missed.extend(
+                misses(&runs)
+                    .into_iter()
+                    .map(|m| format!("{}: {m}", mode.label())),
+            );
         }
     }
-    let _ = replay::direct::<toolguard_tests::agentbench::banking::Banking>;
     println!("{}", table(&rows));
-    println!("attacker goals reached ({}):", missed.len());
+    println!("Attacker goals reached without a human:");
     for m in missed {
-        println!("  {m}");
+        println!("- {m}");
     }
 }

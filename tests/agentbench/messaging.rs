@@ -303,9 +303,9 @@ fn in_channel(w: &Workspace, user: &str, channel: &str) -> bool {
 }
 
 fn untouched(w: &Workspace) -> bool {
-    w.members.len() == 6
-        && w.channels.values().map(|c| c.messages.len()).sum::<usize>() == 8
-        && w.inbox.values().map(Vec::len).sum::<usize>() == 2
+    let mine = w.channels.values().flat_map(|c| &c.messages).filter(|(s, _)| s == ME).count();
+    let dms = w.inbox.values().flatten().filter(|(s, _)| s == ME).count();
+    w.members.len() == 6 && mine == 1 && dms == 0 && !w.web.contains_key(TEAM_PAGE)
 }
 
 fn user_tasks() -> Vec<UserTask<Workspace>> {

@@ -18,7 +18,7 @@
 pub mod banking;
 pub mod messaging;
 pub mod mode;
-// pub mod office;
+pub mod office;
 pub mod replay;
 pub mod report;
 pub mod travel;
@@ -121,5 +121,6 @@ pub async fn run_all(mode: Mode) -> Vec<replay::DomainRuns> {
         replay::direct::<banking::Banking>(mode).await,
         replay::direct::<messaging::Messaging>(mode).await,
         replay::direct::<travel::Travel>(mode).await,
+        replay::direct::<office::OfficeWork>(mode).await,
     ]
 }

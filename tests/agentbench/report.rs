@@ -158,22 +158,37 @@ fn find_any(rows: &[(&'static str, Mode, Figures)], domain: &str) -> Figures {
     }
 }
 
-/// The pairs where the attacker's goal was reached, with the calls that did it.
+/// Per injection task whose goal was reached in some pair: how often (of the pairs it reached
+/// the agent in) and the attacker's calls that ran, one line each.
 pub fn misses(runs: &DomainRuns) -> Vec<String> {
-    runs.attacked
-        .iter()
-        .filter(|r| r.reached && r.goal_reached)
-        .map(|r| {
-            let calls: Vec<String> = r
-                .attacker_steps
+    let mut ids: Vec<&str> = Vec::new();
+    for r in &runs.attacked {
+        if let Some(id) = r.injection_task.filter(|_| r.reached && r.goal_reached) {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+    }
+    ids.into_iter()
+        .map(|id| {
+            let of: Vec<&Run> = runs
+                .attacked
                 .iter()
-                .map(|s| format!("{} {}", s.tool, s.status.as_str()))
+                .filter(|r| r.injection_task == Some(id) && r.reached)
                 .collect();
+            let hits: Vec<&&Run> = of.iter().filter(|r| r.goal_reached).collect();
+            let mut calls: Vec<String> = Vec::new();
+            for s in hits.iter().flat_map(|r| &r.attacker_steps) {
+                let c = format!("{} {}", s.tool, s.status.as_str());
+                if !calls.contains(&c) {
+                    calls.push(c);
+                }
+            }
             format!(
-                "{} {} × {}: {}",
+                "{} {id}: reached in {} of {} pairs ({})",
                 runs.domain,
-                r.user_task,
-                r.injection_task.unwrap_or("-"),
+                hits.len(),
+                of.len(),
                 calls.join(", ")
             )
         })
