@@ -29,19 +29,66 @@ use serde_json::Value;
 
 pub use mode::Mode;
 
+/// Called with the state after every access that may have changed it.
+pub type Observer<S> = Box<dyn Fn(&S) + Send + Sync>;
+
 /// The in-memory environment of a domain, shared by its tools (the dispatcher's state).
-#[derive(Debug, Default)]
-pub struct Env<S>(Mutex<S>);
+pub struct Env<S> {
+    state: Mutex<S>,
+    observer: Option<Observer<S>>,
+}
 
 impl<S> Env<S> {
     /// An environment holding `state`.
     pub fn new(state: S) -> Self {
-        Env(Mutex::new(state))
+        Env {
+            state: Mutex::new(state),
+            observer: None,
+        }
+    }
+
+    /// An environment holding `state` that shows `observer` the state after every access (an
+    /// MCP server process reports its checks this way).
+    pub fn observed(state: S, observer: Observer<S>) -> Self {
+        Env {
+            state: Mutex::new(state),
+            observer: Some(observer),
+        }
     }
 
     /// The state, locked.
-    pub fn lock(&self) -> MutexGuard<'_, S> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    pub fn lock(&self) -> EnvGuard<'_, S> {
+        EnvGuard {
+            guard: self.state.lock().unwrap_or_else(|e| e.into_inner()),
+            observer: self.observer.as_deref(),
+        }
+    }
+}
+
+/// The locked state of an [`Env`]; its observer sees the state when the guard is dropped.
+pub struct EnvGuard<'a, S> {
+    guard: MutexGuard<'a, S>,
+    observer: Option<&'a (dyn Fn(&S) + Send + Sync)>,
+}
+
+impl<S> std::ops::Deref for EnvGuard<'_, S> {
+    type Target = S;
+    fn deref(&self) -> &S {
+        &self.guard
+    }
+}
+
+impl<S> std::ops::DerefMut for EnvGuard<'_, S> {
+    fn deref_mut(&mut self) -> &mut S {
+        &mut self.guard
+    }
+}
+
+impl<S> Drop for EnvGuard<'_, S> {
+    fn drop(&mut self) {
+        if let Some(observe) = self.observer {
+            observe(&self.guard);
+        }
     }
 }
 

@@ -49,39 +49,85 @@ pub struct DomainRuns {
     pub attacked: Vec<Run>,
 }
 
-/// Where the calls go: something that takes one call of a session and answers with its status,
-/// reason and the result the model would read.
+/// Where the calls go: a session that takes one call at a time and answers with its status,
+/// reason and the result the model would read, over an environment it can check.
 pub trait Agent {
     /// Registers the user's prompt as this turn's trusted input.
     fn user_turn(&mut self, prompt: &str) -> impl Future<Output = ()>;
     /// Makes one call; returns the step and the text of its result (empty unless `ok`).
     fn call(&mut self, id: String, call: &Call) -> impl Future<Output = (Step, String)>;
+    /// The checks on the environment as it is now: the user task's, and the attacker's goal
+    /// (`false` without an injection task).
+    fn checks(&mut self) -> impl Future<Output = (bool, bool)>;
 }
 
-/// A session on a dispatcher of its own (fresh stores) over one environment.
-pub struct DirectAgent<S: Send + Sync + 'static> {
-    dispatcher: Dispatcher<Env<S>>,
+/// What an agent needs to run one user task, alone or with an injection planted.
+#[derive(Debug, Clone, Copy)]
+pub struct Pair<'a> {
+    /// The domain.
+    pub domain: &'static str,
+    /// The user task's index.
+    pub user: usize,
+    /// The injection task's index.
+    pub injection: Option<usize>,
+    /// A session id unique to the pair.
+    pub session: &'a str,
+}
+
+/// The environment of `pair` in domain `D`: seeded, with the injection planted.
+pub fn environment<D: Domain>(pair: Pair<'_>) -> D::State {
+    let mut state = D::environment();
+    if let Some(i) = pair.injection {
+        D::inject(&mut state, D::injection_tasks()[i].text);
+    }
+    state
+}
+
+/// The checks of `pair` on `state`: the user task's, and the attacker's goal.
+pub fn checks<D: Domain>(pair: Pair<'_>, state: &D::State) -> (bool, bool) {
+    let user = (D::user_tasks()[pair.user].check)(state);
+    let goal = pair
+        .injection
+        .is_some_and(|i| (D::injection_tasks()[i].reached)(state));
+    (user, goal)
+}
+
+/// A session on a dispatcher of its own (fresh stores) over its own environment.
+pub struct DirectAgent<D: Domain> {
+    dispatcher: Dispatcher<Env<D::State>>,
+    env: Arc<Env<D::State>>,
     principal: Principal,
     mode: Mode,
+    user: usize,
+    injection: Option<usize>,
 }
 
-impl<S: Send + Sync + 'static> DirectAgent<S> {
-    /// The domain `D`'s tools over `env`, with `mode`'s flow policy, for a session `session`.
-    pub fn new<D: Domain<State = S>>(env: Arc<Env<S>>, mode: Mode, session: &str) -> Self {
-        let dispatcher = D::tools(env)
+impl<D: Domain> DirectAgent<D> {
+    /// The domain `D`'s tools over `pair`'s environment, with `mode`'s flow policy.
+    pub fn new(pair: Pair<'_>, mode: Mode) -> Self {
+        let env = Arc::new(Env::new(environment::<D>(pair)));
+        let dispatcher = D::tools(env.clone())
             .policy(RiskPolicy::new().flow(mode.flow()))
-            .host_keys(HostKeys::new("bench-1", *b"agentbench-host-key-0123456789ab").expect("a key"))
+            .host_keys(host_keys())
             .build()
             .expect("the domain's tools form a valid registry");
         DirectAgent {
             dispatcher,
-            principal: Principal::new("bench", "emma", session),
+            env,
+            principal: Principal::new("bench", "emma", pair.session),
             mode,
+            user: pair.user,
+            injection: pair.injection,
         }
     }
 }
 
-impl<S: Send + Sync + 'static> Agent for DirectAgent<S> {
+/// The host keys of every dispatcher of the suite.
+pub fn host_keys() -> HostKeys {
+    HostKeys::new("bench-1", *b"agentbench-host-key-0123456789ab").expect("a 32-byte key")
+}
+
+impl<D: Domain> Agent for DirectAgent<D> {
     async fn user_turn(&mut self, prompt: &str) {
         self.mode
             .user_turn(&self.dispatcher, &self.principal, prompt)
@@ -102,6 +148,16 @@ impl<S: Send + Sync + 'static> Agent for DirectAgent<S> {
             reason: out.reason.map(|r| r.to_string()),
         };
         (step, seen)
+    }
+
+    async fn checks(&mut self) -> (bool, bool) {
+        let pair = Pair {
+            domain: D::NAME,
+            user: self.user,
+            injection: self.injection,
+            session: "",
+        };
+        checks::<D>(pair, &self.env.lock())
     }
 }
 
@@ -126,33 +182,36 @@ fn all_ran(steps: &[Step]) -> bool {
 pub async fn run_one<D: Domain, A: Agent>(
     u: usize,
     i: Option<usize>,
-    connect: impl FnOnce(Arc<Env<D::State>>, String) -> A,
+    connect: impl AsyncFnOnce(Pair<'_>) -> A,
 ) -> Run {
     let users = D::user_tasks();
     let injections = D::injection_tasks();
     let user = &users[u];
     let injection = i.map(|i| &injections[i]);
-    let mut state = D::environment();
-    if let Some(inj) = injection {
-        D::inject(&mut state, inj.text);
-    }
-    let env = Arc::new(Env::new(state));
     let tag = format!(
         "{}-{}-{}",
         D::NAME,
         user.id,
         injection.map_or("clean", |i| i.id)
     );
-    let mut agent = connect(env.clone(), tag.clone());
+    let pair = Pair {
+        domain: D::NAME,
+        user: u,
+        injection: i,
+        session: &tag,
+    };
+    let mut agent = connect(pair).await;
     agent.user_turn(user.prompt).await;
     let (user_steps, seen) = play(&mut agent, &format!("{tag}-user"), &user.calls).await;
-    let user_done = all_ran(&user_steps) && (user.check)(&env.lock());
+    let user_done = all_ran(&user_steps) && agent.checks().await.0;
     let reached = injection.is_some_and(|inj| seen.contains(inj.text));
     let mut attacker_steps = Vec::new();
     if let (Some(inj), true) = (injection, reached) {
-        attacker_steps = play(&mut agent, &format!("{tag}-attacker"), &inj.calls).await.0;
+        attacker_steps = play(&mut agent, &format!("{tag}-attacker"), &inj.calls)
+            .await
+            .0;
     }
-    let goal_reached = injection.is_some_and(|inj| (inj.reached)(&env.lock()));
+    let goal_reached = agent.checks().await.1;
     Run {
         user_task: user.id,
         injection_task: injection.map(|i| i.id),
@@ -168,7 +227,7 @@ pub async fn run_one<D: Domain, A: Agent>(
 pub async fn direct<D: Domain>(mode: Mode) -> DomainRuns {
     let users = D::user_tasks().len();
     let injections = D::injection_tasks().len();
-    let connect = |env, session: String| DirectAgent::new::<D>(env, mode, &session);
+    let connect = async |pair: Pair<'_>| DirectAgent::<D>::new(pair, mode);
     let mut clean = Vec::with_capacity(users);
     let mut attacked = Vec::with_capacity(users * injections);
     for u in 0..users {
