@@ -452,6 +452,12 @@ impl Domain for Messaging {
         "a guest's status line",
     ];
 
+    const URL_HOSTS: &'static [(&'static str, &'static str, &'static [&'static str])] = &[(
+        "get_webpage",
+        "url",
+        &["www.informations-daily.com", "www.dora-weber.com", "www.kanpai-ramen.com", "www.northwind-labs.com"],
+    )];
+
     fn environment() -> Workspace {
         environment()
     }
@@ -486,11 +492,9 @@ impl Domain for Messaging {
             .tool(AddUserToChannel)
             .tool(InviteUserToWorkspace)
             .tool(RemoveUserFromWorkspace)
-            .sanitizer(Sanitizer::new().allow_url_hosts(
-                "get_webpage",
-                "url",
-                ["www.informations-daily.com", "www.dora-weber.com", "www.kanpai-ramen.com", "www.northwind-labs.com"],
-            ))
+            .sanitizer(Self::URL_HOSTS.iter().fold(Sanitizer::new(), |s, (tool, field, hosts)| {
+                s.allow_url_hosts(tool, field, hosts.iter().copied())
+            }))
     }
 
     fn user_tasks() -> Vec<UserTask<Workspace>> {

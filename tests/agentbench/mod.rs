@@ -16,6 +16,7 @@
 //! one runs.
 
 pub mod banking;
+pub mod gateway;
 pub mod messaging;
 pub mod mode;
 pub mod office;
@@ -146,6 +147,10 @@ pub trait Domain: 'static {
     /// The places third parties write, where an injection is planted (for the report).
     const VECTORS: &'static [&'static str];
 
+    /// Hosts each URL field admits, `(tool, field, hosts)` (the sanitizer's allowlists, also
+    /// written into the proxy's policy file).
+    const URL_HOSTS: &'static [(&'static str, &'static str, &'static [&'static str])] = &[];
+
     /// A fresh environment.
     fn environment() -> Self::State;
 
@@ -160,6 +165,33 @@ pub trait Domain: 'static {
 
     /// The injection tasks.
     fn injection_tasks() -> Vec<InjectionTask<Self::State>>;
+}
+
+/// Evaluates `body` with the type alias `D` naming the domain called `name`: `Some(body)`, or
+/// `None` for an unknown name (`for_domain!(name, D => run::<D>().await)`).
+#[macro_export]
+macro_rules! for_domain {
+    ($name:expr, $d:ident => $body:expr) => {
+        match $name {
+            "banking" => {
+                type $d = $crate::agentbench::banking::Banking;
+                Some($body)
+            }
+            "messaging" => {
+                type $d = $crate::agentbench::messaging::Messaging;
+                Some($body)
+            }
+            "travel" => {
+                type $d = $crate::agentbench::travel::Travel;
+                Some($body)
+            }
+            "office" => {
+                type $d = $crate::agentbench::office::OfficeWork;
+                Some($body)
+            }
+            _ => None,
+        }
+    };
 }
 
 /// Every domain's runs in `mode`, straight through a dispatcher, in report order.

@@ -3,6 +3,9 @@
 //! through the dispatcher. The session-level figures are pinned (the replay is deterministic);
 //! the per-argument targets are asserted once that mode is in the pipeline.
 
+#[cfg(feature = "mcp-proxy")]
+mod proxy_support;
+
 use toolguard::Status;
 use toolguard_tests::agentbench::report::Figures;
 use toolguard_tests::agentbench::replay::DomainRuns;
@@ -170,5 +173,151 @@ async fn every_attack_reaches_the_agent_somewhere() {
                 runs.domain
             );
         }
+    }
+}
+
+/// The same replay through `toolguard mcp-proxy` in front of an MCP server process serving the
+/// domain's tools (`agentbench serve`), declared to the proxy by a policy file written from the
+/// tools' specs.
+#[cfg(feature = "mcp-proxy")]
+mod gateway {
+    use std::path::{Path, PathBuf};
+    use std::sync::OnceLock;
+
+    use rmcp::RoleClient;
+    use rmcp::service::RunningService;
+    use serde_json::Value;
+    use toolguard::Status;
+    use toolguard_tests::agentbench::gateway::policy_toml;
+    use toolguard_tests::agentbench::replay::{Agent, Pair, Run, Step, direct, run_one};
+    use toolguard_tests::agentbench::{Call, Domain, Mode, banking, messaging, office, travel};
+
+    use super::proxy_support::{Scratch, call, connect, proxy_binary, send};
+
+    /// `toolguard mcp-proxy --policy POLICY` (the binary built once per test run).
+    fn proxy_command(policy: &Path) -> tokio::process::Command {
+        static BINARY: OnceLock<PathBuf> = OnceLock::new();
+        let mut cmd = tokio::process::Command::new(BINARY.get_or_init(proxy_binary));
+        cmd.arg("mcp-proxy").arg("--policy").arg(policy);
+        cmd
+    }
+
+    /// A session through the proxy: one proxy process (one session) and one upstream process
+    /// (one environment) per pair.
+    struct GatewayAgent {
+        client: RunningService<RoleClient, ()>,
+        status: PathBuf,
+        _dir: Scratch,
+    }
+
+    impl GatewayAgent {
+        async fn start<D: Domain>(pair: Pair<'_>) -> GatewayAgent {
+            let dir = Scratch::new("tg-agentbench");
+            let policy = dir.join("policy.toml");
+            std::fs::write(&policy, policy_toml::<D>(&dir.join("audit.sqlite"))).expect("policy");
+            let status = dir.join("status.json");
+            let injection = pair.injection.map_or("-".to_owned(), |i| i.to_string());
+            let mut cmd = proxy_command(&policy);
+            cmd.arg("--")
+                .arg(env!("CARGO_BIN_EXE_agentbench"))
+                .arg("serve")
+                .arg(D::NAME)
+                .arg(pair.user.to_string())
+                .arg(injection)
+                .arg(&status);
+            GatewayAgent {
+                client: connect(cmd, ()).await,
+                status,
+                _dir: dir,
+            }
+        }
+    }
+
+    impl Agent for GatewayAgent {
+        async fn user_turn(&mut self, prompt: &str) {
+            // The gateway's trusted input arrives with per-argument provenance.
+            let _ = prompt;
+        }
+
+        async fn call(&mut self, id: String, c: &Call) -> (Step, String) {
+            let key = format!("{id}-idempotency");
+            let answer = send(&self.client, call(c.tool, c.args.clone(), Some(&key))).await;
+            let status: Status =
+                serde_json::from_value(answer["status"].clone()).expect("a status");
+            let reason = answer["reason"].as_str().map(str::to_owned);
+            let seen = match status {
+                Status::Ok => answer.to_string(),
+                _ => String::new(),
+            };
+            let step = Step {
+                tool: c.tool,
+                status,
+                reason,
+            };
+            (step, seen)
+        }
+
+        async fn checks(&mut self) -> (bool, bool) {
+            let text = std::fs::read_to_string(&self.status).expect("the upstream's checks");
+            let v: Value = serde_json::from_str(&text).expect("JSON");
+            (v["user"] == true, v["goal"] == true)
+        }
+    }
+
+    /// The tool and status of each step (the model-facing answer of a held call does not say
+    /// why it waits; the reviewer sees the cause).
+    fn statuses(steps: &[Step]) -> Vec<(&str, Status)> {
+        steps.iter().map(|s| (s.tool, s.status)).collect()
+    }
+
+    fn same(a: &Run, b: &Run) -> bool {
+        statuses(&a.user_steps) == statuses(&b.user_steps)
+            && statuses(&a.attacker_steps) == statuses(&b.attacker_steps)
+            && (a.user_done, a.reached, a.goal_reached) == (b.user_done, b.reached, b.goal_reached)
+    }
+
+    /// Replays, through the gateway, the first `clean` user tasks alone and each injection task
+    /// paired with the first `per_attack` user tasks it reaches (in the dispatcher's replay);
+    /// asserts each run ends exactly as through the dispatcher. Returns the number of runs.
+    async fn replay<D: Domain>(clean: usize, per_attack: usize) -> usize {
+        let reference = direct::<D>(Mode::Session).await;
+        let mut pairs: Vec<(usize, Option<usize>, &Run)> = Vec::new();
+        for (u, run) in reference.clean.iter().enumerate().take(clean) {
+            pairs.push((u, None, run));
+        }
+        let injections = D::injection_tasks().len();
+        for i in 0..injections {
+            let reached = reference
+                .attacked
+                .iter()
+                .enumerate()
+                .filter(|(n, r)| n % injections == i && r.reached)
+                .take(per_attack);
+            for (n, run) in reached {
+                pairs.push((n / injections, Some(i), run));
+            }
+        }
+        for (u, i, expected) in &pairs {
+            let got = run_one::<D, _>(*u, *i, async |pair: Pair<'_>| {
+                GatewayAgent::start::<D>(pair).await
+            })
+            .await;
+            assert!(
+                same(&got, expected),
+                "{} through the gateway:\n{got:#?}\nthrough the dispatcher:\n{expected:#?}",
+                D::NAME
+            );
+        }
+        pairs.len()
+    }
+
+    #[tokio::test]
+    async fn the_gateway_replay_ends_as_the_dispatcher_replay() {
+        let mut runs = 0;
+        runs += replay::<banking::Banking>(4, 1).await;
+        runs += replay::<messaging::Messaging>(4, 1).await;
+        runs += replay::<travel::Travel>(4, 1).await;
+        runs += replay::<office::OfficeWork>(4, 1).await;
+        assert_eq!(runs, 4 * (4 + 7));
     }
 }
