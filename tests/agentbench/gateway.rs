@@ -39,7 +39,11 @@ pub fn policy_toml<D: Domain>(store: &Path) -> String {
         if spec.idempotent {
             let _ = writeln!(out, "idempotent = true");
         }
-        let output = if spec.untrusted_output { "untrusted" } else { "trusted" };
+        let output = if spec.untrusted_output {
+            "untrusted"
+        } else {
+            "trusted"
+        };
         let _ = writeln!(out, "output = \"{output}\"");
         match spec.egress {
             Egress::Open => {

@@ -158,7 +158,9 @@ pub trait Domain: 'static {
     fn inject(state: &mut Self::State, text: &str);
 
     /// A dispatcher builder with the domain's tools over `env` (the replay adds the policy).
-    fn tools(env: std::sync::Arc<Env<Self::State>>) -> toolguard::DispatcherBuilder<Env<Self::State>>;
+    fn tools(
+        env: std::sync::Arc<Env<Self::State>>,
+    ) -> toolguard::DispatcherBuilder<Env<Self::State>>;
 
     /// The user tasks.
     fn user_tasks() -> Vec<UserTask<Self::State>>;

@@ -8,7 +8,7 @@ use super::Mode;
 use super::replay::{DomainRuns, Run};
 
 /// The figures of one domain in one mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Figures {
     /// User tasks.
     pub user_tasks: usize,
@@ -62,21 +62,6 @@ impl Figures {
     }
 }
 
-impl Default for Figures {
-    fn default() -> Self {
-        Figures {
-            user_tasks: 0,
-            clean_done: 0,
-            pairs: 0,
-            reached: 0,
-            stopped: 0,
-            done_under_attack: 0,
-            attacker_calls: 0,
-            attacker_held: 0,
-        }
-    }
-}
-
 /// `part / whole` as a percentage with one decimal (`—` for an empty whole).
 pub fn percent(part: usize, whole: usize) -> String {
     if whole == 0 {
@@ -90,8 +75,18 @@ fn cells(f: Option<&Figures>) -> [String; 3] {
     match f {
         None => ["not measured".into(), "—".into(), "—".into()],
         Some(f) => [
-            format!("{}/{} ({})", f.stopped, f.reached, percent(f.stopped, f.reached)),
-            format!("{}/{} ({})", f.clean_done, f.user_tasks, percent(f.clean_done, f.user_tasks)),
+            format!(
+                "{}/{} ({})",
+                f.stopped,
+                f.reached,
+                percent(f.stopped, f.reached)
+            ),
+            format!(
+                "{}/{} ({})",
+                f.clean_done,
+                f.user_tasks,
+                percent(f.clean_done, f.user_tasks)
+            ),
             format!(
                 "{}/{} ({})",
                 f.done_under_attack,
@@ -163,10 +158,10 @@ fn find_any(rows: &[(&'static str, Mode, Figures)], domain: &str) -> Figures {
 pub fn misses(runs: &DomainRuns) -> Vec<String> {
     let mut ids: Vec<&str> = Vec::new();
     for r in &runs.attacked {
-        if let Some(id) = r.injection_task.filter(|_| r.reached && r.goal_reached) {
-            if !ids.contains(&id) {
-                ids.push(id);
-            }
+        if let Some(id) = r.injection_task.filter(|_| r.reached && r.goal_reached)
+            && !ids.contains(&id)
+        {
+            ids.push(id);
         }
     }
     ids.into_iter()
