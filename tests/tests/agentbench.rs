@@ -280,10 +280,25 @@ mod gateway {
         }
     }
 
-    /// The tool and status of each step (the model-facing answer of a held call does not say
-    /// why it waits; the reviewer sees the cause).
-    fn statuses(steps: &[Step]) -> Vec<(&str, Status)> {
-        steps.iter().map(|s| (s.tool, s.status)).collect()
+    /// The tool and outcome of each step: ran, held, refused by the pipeline (with its status),
+    /// or failed in the tool. The model-facing answer of a held call does not say why it waits
+    /// (the reviewer sees the cause), and the proxy reports an upstream tool's error
+    /// (`not_found` in the upstream's dispatcher) as `failed`.
+    fn statuses(steps: &[Step]) -> Vec<(&str, &str)> {
+        steps
+            .iter()
+            .map(|s| {
+                let outcome = match s.status {
+                    Status::Ok
+                    | Status::PendingApproval
+                    | Status::Blocked
+                    | Status::PolicyDenied
+                    | Status::InvalidArguments => s.status.as_str(),
+                    _ => "tool_error",
+                };
+                (s.tool, outcome)
+            })
+            .collect()
     }
 
     fn same(a: &Run, b: &Run) -> bool {
