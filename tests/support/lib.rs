@@ -566,3 +566,7 @@ impl Tool<Ledger> for SpecTool {
         })
     }
 }
+
+/// The multi-domain agent benchmark for provenance (`tests/agentbench/`).
+#[path = "../agentbench/mod.rs"]
+pub mod agentbench;
