@@ -426,7 +426,7 @@ fn untrusted_output_with_open_egress_is_refused_at_load() {
         "{PRINCIPAL}\n[tools.fetch]\nrisk = \"medium\"\nread_only = true\negress = \"allowlisted\"\nflow = \"deny\"\nfields.\"/url\" = {{ kind = \"url\", allow_hosts = [\"docs.example.com\"] }}\n"
     );
     let policy = parse(&listed).expect("accepted");
-    let fetch = toolguard::ToolSpec::new("fetch", "", json!({"type": "object"}));
+    let fetch = toolguard::ToolSpec::new("fetch", "", json!({"type": "object"}), json!({}));
     let flow = policy.risk_policy(&[fetch]);
     assert!(format!("{:?}", flow.current_flow()).contains("fetch"));
 }

@@ -164,8 +164,7 @@ impl Guard {
             Durability::Full,
         )?);
         let checkpoints = Arc::new(FileCheckpoints::new(policy.checkpoints_path()));
-        let anchor = AuditAnchor::new(Arc::new(keys.clone()))
-            .checkpoints(checkpoints, CheckpointPolicy::default());
+        let anchor = AuditAnchor::new(Arc::new(keys.clone())).checkpoints(checkpoints, CHECKPOINTS);
         let audit = Arc::new(store.audit_sink_anchored(anchor)?);
         let session = format!("proxy-{}", uuid::Uuid::new_v4().simple());
         let (dispatcher, server) =
@@ -291,6 +290,15 @@ impl Guard {
         Ok(())
     }
 }
+
+/// How often the proxy anchors its trail: every 64 entries, or after an append once a second has
+/// passed since the last checkpoint (each checkpoint is a synced append to the checkpoints
+/// file; entries after the newest one are protected against editing, and against removal once
+/// the next checkpoint is written).
+const CHECKPOINTS: CheckpointPolicy = CheckpointPolicy {
+    every_entries: 64,
+    every: std::time::Duration::from_secs(1),
+};
 
 /// The host keys of the policy's `[keys]`, else of the environment variable [`HOST_KEYS_ENV`].
 fn proxy_keys(policy: &Policy) -> Result<HostKeys, ProxyError> {
