@@ -773,6 +773,93 @@ impl Authorizer for PolicyAuthorizer {
     }
 }
 
+impl Policy {
+    /// Every key the policy file format accepts, dotted from its section (`proxy.store`,
+    /// `default_tool.session_rate.calls`, `tools.*.fields.*.max_len`, ...), read from the
+    /// parser's own field lists, so a key added to the format appears here without anyone
+    /// listing it. `tools.*` and `default_tool` take the same keys.
+    pub fn format_keys() -> Vec<String> {
+        use probe::fields;
+        let mut keys = Vec::new();
+        let mut section = |prefix: &str, names: &[&str]| {
+            keys.extend(names.iter().map(|n| format!("{prefix}.{n}")));
+        };
+        section("proxy", fields::<ProxySection>());
+        section("principal", fields::<PrincipalSection>());
+        section("tokens", fields::<TokenEntry>());
+        section("approvals", fields::<ApprovalsSection>());
+        section("keys", fields::<KeysSection>());
+        section("default_tool", fields::<ToolEntry>());
+        section("default_tool.session_rate", fields::<RateDecl>());
+        section("default_tool.session_limit", fields::<LimitDecl>());
+        section("default_tool.fields.*", fields::<FieldDecl>());
+        // A section of the file this list does not expand yet shows as `section.?`.
+        for s in fields::<Raw>() {
+            let covered = *s == "tools" || keys.iter().any(|k| k.starts_with(&format!("{s}.")));
+            if !covered {
+                keys.push(format!("{s}.?"));
+            }
+        }
+        keys
+    }
+}
+
+/// Reads the field names serde's derive gives a struct's deserializer.
+mod probe {
+    use serde::de::{self, Deserializer, Visitor};
+
+    /// The field names of `T` (empty for a type that is not a struct).
+    pub(crate) fn fields<'de, T: serde::Deserialize<'de>>() -> &'static [&'static str] {
+        let mut probe = Probe(None);
+        // The probe answers every request with an error: only the field list is wanted.
+        let _ = T::deserialize(&mut probe);
+        probe.0.unwrap_or(&[])
+    }
+
+    struct Probe(Option<&'static [&'static str]>);
+
+    #[derive(Debug)]
+    struct Stop;
+
+    impl std::fmt::Display for Stop {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("field probe")
+        }
+    }
+
+    impl std::error::Error for Stop {}
+
+    impl de::Error for Stop {
+        fn custom<T: std::fmt::Display>(_: T) -> Self {
+            Stop
+        }
+    }
+
+    impl<'de> Deserializer<'de> for &mut Probe {
+        type Error = Stop;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Stop> {
+            Err(Stop)
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Stop> {
+            self.0 = Some(fields);
+            Err(Stop)
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+            option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+            ignored_any
+        }
+    }
+}
+
 /// Whether `var` looks like an environment variable name (capitals, digits, `_`).
 fn is_env_name(var: &str) -> bool {
     let mut chars = var.chars();
