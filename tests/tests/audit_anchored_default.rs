@@ -67,13 +67,21 @@ fn a_durable_trail_without_keys_and_checkpoints_is_a_build_error() {
             Err(e @ BuildError::UnanchoredAudit) => {
                 let message = e.to_string();
                 assert!(message.contains("unanchored_audit"), "{case}: {message}");
-                assert!(message.contains("toolguard keys generate"), "{case}: {message}");
+                assert!(
+                    message.contains("toolguard keys generate"),
+                    "{case}: {message}"
+                );
             }
             other => panic!("{case}: expected UnanchoredAudit, got {:?}", other.err()),
         }
     }
     // A trail in memory needs no anchor; an anchored SQLite trail builds.
-    assert!(Dispatcher::builder(Ledger::seeded()).tool(EchoNote).build().is_ok());
+    assert!(
+        Dispatcher::builder(Ledger::seeded())
+            .tool(EchoNote)
+            .build()
+            .is_ok()
+    );
     let cp = path.with_extension("checkpoints");
     assert!(
         Dispatcher::builder(Ledger::seeded())
@@ -173,7 +181,10 @@ async fn truncation_and_resealing_are_detected_with_the_key_file_and_checkpoints
     rewrite_and_reseal(&path, &entries, 3);
     let resealed = verifier().verify_against(&checkpoints).await;
     assert!(
-        matches!(resealed, Err(VerifyError::Broken(ChainBreak::Unsealed { seq: 3 }))),
+        matches!(
+            resealed,
+            Err(VerifyError::Broken(ChainBreak::Unsealed { seq: 3 }))
+        ),
         "{resealed:?}"
     );
 
@@ -193,12 +204,16 @@ async fn truncation_and_resealing_are_detected_with_the_key_file_and_checkpoints
         .unwrap();
     }
     assert!(verifier().verify_against(&checkpoints).await.is_ok());
-    c.execute("DELETE FROM toolguard_audit WHERE seq >= 3", []).unwrap();
+    c.execute("DELETE FROM toolguard_audit WHERE seq >= 3", [])
+        .unwrap();
     let truncated = verifier().verify_against(&checkpoints).await;
     assert!(
         matches!(
             truncated,
-            Err(VerifyError::Broken(ChainBreak::Truncated { expected: 4, last: 2 }))
+            Err(VerifyError::Broken(ChainBreak::Truncated {
+                expected: 4,
+                last: 2
+            }))
         ),
         "{truncated:?}"
     );

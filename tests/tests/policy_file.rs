@@ -328,7 +328,10 @@ fn a_valid_file_declares_tightened_tools_and_hides_the_rest() {
     // The revision follows the contents: any change gives another one.
     let changed = parse(&text.replace("max_len = 1000", "max_len = 999")).expect("valid");
     assert_ne!(policy.revision(), changed.revision());
-    assert_eq!(policy.risk_policy(&[]).current_revision(), policy.revision());
+    assert_eq!(
+        policy.risk_policy(&[]).current_revision(),
+        policy.revision()
+    );
 }
 
 #[test]

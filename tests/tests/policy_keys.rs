@@ -56,61 +56,233 @@ const fn case(key: &'static str, reference: &'static str, changed: &'static str)
 const CASES: &[Case] = &[
     case("proxy.name", "", "@[proxy]\nname = \"gateway\""),
     case("proxy.store", "", "@[proxy]\nstore = \"other.sqlite\""),
-    case("proxy.reviewer_listen", "", "@[proxy]\nreviewer_listen = \"127.0.0.1:7411\""),
-    case("proxy.reload_poll_secs", "", "@[proxy]\nreload_poll_secs = 0"),
-    case("proxy.upstream_token_env", "", "@[proxy]\nupstream_token_env = \"UPSTREAM_TOKEN\""),
-    case("proxy.upstream_timeout_secs", "", "@[proxy]\nupstream_timeout_secs = 5"),
-    case("proxy.derive_idempotency_key", "", "@[proxy]\nderive_idempotency_key = true"),
-    case("principal.tenant", "", "@[principal]\ntenant = \"globex\"\nsubject = \"agent\"\nroles = [\"agent\"]"),
-    case("principal.subject", "", "@[principal]\ntenant = \"acme\"\nsubject = \"bot\"\nroles = [\"agent\"]"),
-    case("principal.roles", "", "@[principal]\ntenant = \"acme\"\nsubject = \"agent\"\nroles = [\"reader\"]"),
-    case("principal.session", "", "@[principal]\ntenant = \"acme\"\nsubject = \"agent\"\nroles = [\"agent\"]\nsession = \"fixed\""),
-    case("tokens.token", "", "@[[tokens]]\ntoken = \"another-token-0123456789\"\ntenant = \"acme\"\nsubject = \"bob\"\nroles = [\"approver\"]"),
-    case("tokens.tenant", "", "@[[tokens]]\ntoken = \"reviewer-token-0123456789\"\ntenant = \"globex\"\nsubject = \"bob\"\nroles = [\"approver\"]"),
-    case("tokens.subject", "", "@[[tokens]]\ntoken = \"reviewer-token-0123456789\"\ntenant = \"acme\"\nsubject = \"eve\"\nroles = [\"approver\"]"),
-    case("tokens.roles", "", "@[[tokens]]\ntoken = \"reviewer-token-0123456789\"\ntenant = \"acme\"\nsubject = \"bob\"\nroles = [\"auditor\"]"),
-    case("approvals.roles", "approval = true", "@[approvals]\nroles = [\"auditor\"]"),
-    case("approvals.ttl_secs", "approval = true", "@[approvals]\nttl_secs = 60"),
+    case(
+        "proxy.reviewer_listen",
+        "",
+        "@[proxy]\nreviewer_listen = \"127.0.0.1:7411\"",
+    ),
+    case(
+        "proxy.reload_poll_secs",
+        "",
+        "@[proxy]\nreload_poll_secs = 0",
+    ),
+    case(
+        "proxy.upstream_token_env",
+        "",
+        "@[proxy]\nupstream_token_env = \"UPSTREAM_TOKEN\"",
+    ),
+    case(
+        "proxy.upstream_timeout_secs",
+        "",
+        "@[proxy]\nupstream_timeout_secs = 5",
+    ),
+    case(
+        "proxy.derive_idempotency_key",
+        "",
+        "@[proxy]\nderive_idempotency_key = true",
+    ),
+    case(
+        "principal.tenant",
+        "",
+        "@[principal]\ntenant = \"globex\"\nsubject = \"agent\"\nroles = [\"agent\"]",
+    ),
+    case(
+        "principal.subject",
+        "",
+        "@[principal]\ntenant = \"acme\"\nsubject = \"bot\"\nroles = [\"agent\"]",
+    ),
+    case(
+        "principal.roles",
+        "",
+        "@[principal]\ntenant = \"acme\"\nsubject = \"agent\"\nroles = [\"reader\"]",
+    ),
+    case(
+        "principal.session",
+        "",
+        "@[principal]\ntenant = \"acme\"\nsubject = \"agent\"\nroles = [\"agent\"]\nsession = \"fixed\"",
+    ),
+    case(
+        "tokens.token",
+        "",
+        "@[[tokens]]\ntoken = \"another-token-0123456789\"\ntenant = \"acme\"\nsubject = \"bob\"\nroles = [\"approver\"]",
+    ),
+    case(
+        "tokens.tenant",
+        "",
+        "@[[tokens]]\ntoken = \"reviewer-token-0123456789\"\ntenant = \"globex\"\nsubject = \"bob\"\nroles = [\"approver\"]",
+    ),
+    case(
+        "tokens.subject",
+        "",
+        "@[[tokens]]\ntoken = \"reviewer-token-0123456789\"\ntenant = \"acme\"\nsubject = \"eve\"\nroles = [\"approver\"]",
+    ),
+    case(
+        "tokens.roles",
+        "",
+        "@[[tokens]]\ntoken = \"reviewer-token-0123456789\"\ntenant = \"acme\"\nsubject = \"bob\"\nroles = [\"auditor\"]",
+    ),
+    case(
+        "approvals.roles",
+        "approval = true",
+        "@[approvals]\nroles = [\"auditor\"]",
+    ),
+    case(
+        "approvals.ttl_secs",
+        "approval = true",
+        "@[approvals]\nttl_secs = 60",
+    ),
     case("keys.file", "", "@[keys]\nfile = \"host.keys\""),
-    case("keys.env", "", "@[keys]\nenv = \"TOOLGUARD_TEST_KEYS_NOT_SET\""),
-    case("keys.checkpoints", "", "@[keys]\ncheckpoints = \"elsewhere.checkpoints\""),
-    case("default_tool.description", "", "description = \"Pays a supplier.\""),
+    case(
+        "keys.env",
+        "",
+        "@[keys]\nenv = \"TOOLGUARD_TEST_KEYS_NOT_SET\"",
+    ),
+    case(
+        "keys.checkpoints",
+        "",
+        "@[keys]\ncheckpoints = \"elsewhere.checkpoints\"",
+    ),
+    case(
+        "default_tool.description",
+        "",
+        "description = \"Pays a supplier.\"",
+    ),
     case("default_tool.risk", "", "risk = \"high\""),
-    case("default_tool.read_only", "idempotent = false", "read_only = true"),
+    case(
+        "default_tool.read_only",
+        "idempotent = false",
+        "read_only = true",
+    ),
     case("default_tool.idempotent", "", "idempotent = false"),
-    case("default_tool.idempotency_key", "", "idempotency_key = { field = \"request_id\" }"),
+    case(
+        "default_tool.idempotency_key",
+        "",
+        "idempotency_key = { field = \"request_id\" }",
+    ),
     case("default_tool.key_reuse", "", "key_reuse = \"key_wins\""),
     case("default_tool.approval", "", "approval = true"),
-    case("default_tool.approval_over", "amount = \"/amount\"", "approval_over = 100"),
+    case(
+        "default_tool.approval_over",
+        "amount = \"/amount\"",
+        "approval_over = 100",
+    ),
     case("default_tool.approvals", "approval = true", "approvals = 2"),
     case("default_tool.amount", "", "amount = \"/amount\""),
     case("default_tool.timeout_ms", "", "timeout_ms = 1000"),
-    case("default_tool.fields", "", "fields.\"/note\" = { max_len = 5 }"),
+    case(
+        "default_tool.fields",
+        "",
+        "fields.\"/note\" = { max_len = 5 }",
+    ),
     case("default_tool.tenants", "", "tenants = [\"globex\"]"),
     case("default_tool.roles", "", "roles = [\"admin\"]"),
-    case("default_tool.approver_roles", "approval = true", "approver_roles = [\"auditor\"]"),
-    case("default_tool.session_rate", "", "session_rate = { calls = 1, window_secs = 3600 }"),
-    case("default_tool.session_limit", "amount = \"/amount\"", "session_limit = { amount = 600, window_secs = 3600 }"),
-    case("default_tool.max_per_call", "amount = \"/amount\"", "max_per_call = 100"),
+    case(
+        "default_tool.approver_roles",
+        "approval = true",
+        "approver_roles = [\"auditor\"]",
+    ),
+    case(
+        "default_tool.session_rate",
+        "",
+        "session_rate = { calls = 1, window_secs = 3600 }",
+    ),
+    case(
+        "default_tool.session_limit",
+        "amount = \"/amount\"",
+        "session_limit = { amount = 600, window_secs = 3600 }",
+    ),
+    case(
+        "default_tool.max_per_call",
+        "amount = \"/amount\"",
+        "max_per_call = 100",
+    ),
     case("default_tool.output", "", "output = \"trusted\""),
-    case("default_tool.egress", "fields.\"/to\" = { kind = \"url\", allow_hosts = [\"example.com\"] }", "egress = \"allowlisted\""),
+    case(
+        "default_tool.egress",
+        "fields.\"/to\" = { kind = \"url\", allow_hosts = [\"example.com\"] }",
+        "egress = \"allowlisted\"",
+    ),
     case("default_tool.flow", "", "flow = \"deny\""),
-    case("default_tool.session_rate.calls", "session_rate = { calls = 1, window_secs = 3600 }", "session_rate = { calls = 3, window_secs = 3600 }"),
-    case("default_tool.session_rate.window_secs", "session_rate = { calls = 1, window_secs = 3600 }", "session_rate = { calls = 1, window_secs = 5 }"),
-    case("default_tool.session_limit.amount", "amount = \"/amount\"\nsession_limit = { amount = 600, window_secs = 3600 }", "session_limit = { amount = 1000, window_secs = 3600 }"),
-    case("default_tool.session_limit.window_secs", "amount = \"/amount\"\nsession_limit = { amount = 600, window_secs = 3600 }", "session_limit = { amount = 600, window_secs = 5 }"),
-    case("default_tool.session_limit.on_exceed", "amount = \"/amount\"\nsession_limit = { amount = 600, window_secs = 3600 }", "session_limit = { amount = 600, window_secs = 3600, on_exceed = \"approval\" }"),
-    case("default_tool.fields.*.kind", "", "fields.\"/to\" = { kind = \"email\" }"),
-    case("default_tool.fields.*.description", "", "fields.\"/note\" = { description = \"The memo line.\" }"),
-    case("default_tool.fields.*.sensitive", "", "fields.\"/note\" = { sensitive = true }"),
-    case("default_tool.fields.*.min_len", "", "fields.\"/note\" = { min_len = 50 }"),
-    case("default_tool.fields.*.max_len", "", "fields.\"/note\" = { max_len = 5 }"),
-    case("default_tool.fields.*.max_items", "", "fields.\"/items\" = { max_items = 1 }"),
-    case("default_tool.fields.*.pattern", "", "fields.\"/note\" = { pattern = \"^[0-9]+$\" }"),
-    case("default_tool.fields.*.root", "fields.\"/note\" = { kind = \"path\", root = \"/srv/a\" }", "fields.\"/note\" = { kind = \"path\", root = \"/srv/b\" }"),
-    case("default_tool.fields.*.allow_domains", "fields.\"/to\" = { kind = \"email\" }", "fields.\"/to\" = { kind = \"email\", allow_domains = [\"corp.example\"] }"),
-    case("default_tool.fields.*.allow_hosts", "fields.\"/to\" = { kind = \"url\" }", "fields.\"/to\" = { kind = \"url\", allow_hosts = [\"example.com\"] }"),
-    case("default_tool.fields.*.allow_schemes", "fields.\"/to\" = { kind = \"url\" }", "fields.\"/to\" = { kind = \"url\", allow_schemes = [\"https\"] }"),
+    case(
+        "default_tool.session_rate.calls",
+        "session_rate = { calls = 1, window_secs = 3600 }",
+        "session_rate = { calls = 3, window_secs = 3600 }",
+    ),
+    case(
+        "default_tool.session_rate.window_secs",
+        "session_rate = { calls = 1, window_secs = 3600 }",
+        "session_rate = { calls = 1, window_secs = 5 }",
+    ),
+    case(
+        "default_tool.session_limit.amount",
+        "amount = \"/amount\"\nsession_limit = { amount = 600, window_secs = 3600 }",
+        "session_limit = { amount = 1000, window_secs = 3600 }",
+    ),
+    case(
+        "default_tool.session_limit.window_secs",
+        "amount = \"/amount\"\nsession_limit = { amount = 600, window_secs = 3600 }",
+        "session_limit = { amount = 600, window_secs = 5 }",
+    ),
+    case(
+        "default_tool.session_limit.on_exceed",
+        "amount = \"/amount\"\nsession_limit = { amount = 600, window_secs = 3600 }",
+        "session_limit = { amount = 600, window_secs = 3600, on_exceed = \"approval\" }",
+    ),
+    case(
+        "default_tool.fields.*.kind",
+        "",
+        "fields.\"/to\" = { kind = \"email\" }",
+    ),
+    case(
+        "default_tool.fields.*.description",
+        "",
+        "fields.\"/note\" = { description = \"The memo line.\" }",
+    ),
+    case(
+        "default_tool.fields.*.sensitive",
+        "",
+        "fields.\"/note\" = { sensitive = true }",
+    ),
+    case(
+        "default_tool.fields.*.min_len",
+        "",
+        "fields.\"/note\" = { min_len = 50 }",
+    ),
+    case(
+        "default_tool.fields.*.max_len",
+        "",
+        "fields.\"/note\" = { max_len = 5 }",
+    ),
+    case(
+        "default_tool.fields.*.max_items",
+        "",
+        "fields.\"/items\" = { max_items = 1 }",
+    ),
+    case(
+        "default_tool.fields.*.pattern",
+        "",
+        "fields.\"/note\" = { pattern = \"^[0-9]+$\" }",
+    ),
+    case(
+        "default_tool.fields.*.root",
+        "fields.\"/note\" = { kind = \"path\", root = \"/srv/a\" }",
+        "fields.\"/note\" = { kind = \"path\", root = \"/srv/b\" }",
+    ),
+    case(
+        "default_tool.fields.*.allow_domains",
+        "fields.\"/to\" = { kind = \"email\" }",
+        "fields.\"/to\" = { kind = \"email\", allow_domains = [\"corp.example\"] }",
+    ),
+    case(
+        "default_tool.fields.*.allow_hosts",
+        "fields.\"/to\" = { kind = \"url\" }",
+        "fields.\"/to\" = { kind = \"url\", allow_hosts = [\"example.com\"] }",
+    ),
+    case(
+        "default_tool.fields.*.allow_schemes",
+        "fields.\"/to\" = { kind = \"url\" }",
+        "fields.\"/to\" = { kind = \"url\", allow_schemes = [\"https\"] }",
+    ),
 ];
 
 /// The policy file: the base `[default_tool]` with `lines` (tool lines and `@` sections).
@@ -141,7 +313,9 @@ fn policy_text(lines: &[&str]) -> String {
     }
     let mut text = String::new();
     if principal {
-        text.push_str("[principal]\ntenant = \"acme\"\nsubject = \"agent\"\nroles = [\"agent\"]\n\n");
+        text.push_str(
+            "[principal]\ntenant = \"acme\"\nsubject = \"agent\"\nroles = [\"agent\"]\n\n",
+        );
     }
     if tokens {
         text.push_str(&format!(
@@ -159,7 +333,10 @@ fn outcome_line(o: &ToolOutcome) -> String {
     format!(
         "{}/{}/replayed={}/expires={:?}",
         o.status.as_str(),
-        o.reason.as_ref().map(|r| r.as_str().to_owned()).unwrap_or_default(),
+        o.reason
+            .as_ref()
+            .map(|r| r.as_str().to_owned())
+            .unwrap_or_default(),
         o.replayed,
         o.approval.as_ref().map(|a| a.expires_at_ms)
     )
@@ -185,10 +362,31 @@ async fn observe(dir: &std::path::Path, text: &str) -> Vec<String> {
         format!("checkpoints {:?}", policy.checkpoints_path()),
         format!("upstream timeout {:?}", policy.proxy.upstream_timeout()),
         format!("proxy {:?}", policy.proxy),
-        format!("principal {:?}", policy.local_principal("s-default").map(|p| (p.tenant.to_string(), p.subject.to_string(), p.roles.to_vec(), p.session_id.to_string()))),
-        format!("token {:?}", policy.token_principal(TOKEN, "s-http").map(|p| (p.tenant.to_string(), p.subject.to_string(), p.roles.to_vec()))),
+        format!(
+            "principal {:?}",
+            policy.local_principal("s-default").map(|p| (
+                p.tenant.to_string(),
+                p.subject.to_string(),
+                p.roles.to_vec(),
+                p.session_id.to_string()
+            ))
+        ),
+        format!(
+            "token {:?}",
+            policy.token_principal(TOKEN, "s-http").map(|p| (
+                p.tenant.to_string(),
+                p.subject.to_string(),
+                p.roles.to_vec()
+            ))
+        ),
         format!("approver roles {:?}", policy.approver_roles()),
-        format!("keys {:?}", policy.host_keys().map(|k| k.map(ids)).map_err(|e| e.message)),
+        format!(
+            "keys {:?}",
+            policy
+                .host_keys()
+                .map(|k| k.map(ids))
+                .map_err(|e| e.message)
+        ),
     ];
     let specs = match policy.declare_offered(&[offered()]) {
         Ok(specs) => specs,
@@ -222,10 +420,9 @@ async fn observe(dir: &std::path::Path, text: &str) -> Vec<String> {
         }
     };
     let agent = person("acme", "agent", "agent", "s1", start);
-    let args = |amount: u64| {
-        json!({"amount": amount, "note": "hello there", "to": "https://example.com/a", "items": ["x", "y"]})
-    };
-    let call = |key: &str, a: Value| ToolCall::new(format!("c-{key}"), "pay", a).with_idempotency_key(key);
+    let args = |amount: u64| json!({"amount": amount, "note": "hello there", "to": "https://example.com/a", "items": ["x", "y"]});
+    let call =
+        |key: &str, a: Value| ToolCall::new(format!("c-{key}"), "pay", a).with_idempotency_key(key);
     let mut outcomes = Vec::new();
     outcomes.push(d.dispatch(call("k1", args(500)), &agent).await);
     outcomes.push(d.dispatch(call("k1", args(500)), &agent).await);
@@ -233,7 +430,9 @@ async fn observe(dir: &std::path::Path, text: &str) -> Vec<String> {
     outcomes.push(d.dispatch(call("k2", args(500)), &agent).await);
     clock.advance(Duration::from_secs(10));
     outcomes.push(d.dispatch(call("k3", args(500)), &agent).await);
-    d.add_source(&agent, "a retrieved page").await.expect("source");
+    d.add_source(&agent, "a retrieved page")
+        .await
+        .expect("source");
     outcomes.push(d.dispatch(call("k4", args(500)), &agent).await);
     let stranger = person("globex", "agent", "agent", "s2", start);
     outcomes.push(d.dispatch(call("k5", args(500)), &stranger).await);
@@ -245,7 +444,11 @@ async fn observe(dir: &std::path::Path, text: &str) -> Vec<String> {
         if let Some(ticket) = &o.approval {
             for who in [&bob, &carol] {
                 let decided = d.approvals().approve(who, &ticket.approval_id).await;
-                seen.push(format!("decision by {}: {}", who.subject, outcome_line(&decided)));
+                seen.push(format!(
+                    "decision by {}: {}",
+                    who.subject,
+                    outcome_line(&decided)
+                ));
             }
         }
     }
@@ -258,14 +461,21 @@ fn every_key_of_the_format_has_a_case() {
     let cases: BTreeSet<String> = CASES.iter().map(|c| c.key.to_owned()).collect();
     let missing: Vec<&String> = format.difference(&cases).collect();
     let unknown: Vec<&String> = cases.difference(&format).collect();
-    assert!(missing.is_empty(), "keys of the policy format without a case: {missing:?}");
-    assert!(unknown.is_empty(), "cases for keys the format does not have: {unknown:?}");
+    assert!(
+        missing.is_empty(),
+        "keys of the policy format without a case: {missing:?}"
+    );
+    assert!(
+        unknown.is_empty(),
+        "cases for keys the format does not have: {unknown:?}"
+    );
     assert!(format.len() > 50, "{format:?}");
 }
 
 #[tokio::test]
 async fn every_key_of_the_format_changes_behaviour() {
-    let dir = std::env::temp_dir().join(format!("tg-policy-keys-{}", uuid::Uuid::new_v4().simple()));
+    let dir =
+        std::env::temp_dir().join(format!("tg-policy-keys-{}", uuid::Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir).unwrap();
     toolguard::keys::generate_key_file(dir.join("host.keys"), "k1").unwrap();
     let mut unchanged = Vec::new();
@@ -297,6 +507,12 @@ async fn every_key_of_the_format_changes_behaviour() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(invalid_cases.is_empty(), "each case must be a valid policy: {invalid_cases:#?}");
-    assert!(unchanged.is_empty(), "keys whose setting changed nothing: {unchanged:?}");
+    assert!(
+        invalid_cases.is_empty(),
+        "each case must be a valid policy: {invalid_cases:#?}"
+    );
+    assert!(
+        unchanged.is_empty(),
+        "keys whose setting changed nothing: {unchanged:?}"
+    );
 }

@@ -37,7 +37,12 @@ enum AuditCommand {
 #[derive(Debug, Args)]
 struct Trail {
     /// The SQLite file holding the trail (`[proxy] store` of a policy file).
-    #[arg(long, value_name = "FILE", conflicts_with = "postgres", required_unless_present = "postgres")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "postgres",
+        required_unless_present = "postgres"
+    )]
     sqlite: Option<PathBuf>,
     /// The PostgreSQL database holding the trail, e.g. postgres://user@host/db (feature
     /// `audit-postgres`).
@@ -261,7 +266,10 @@ async fn tail(args: TailArgs) -> Result<ExitCode, String> {
     let first = last.saturating_sub(args.lines as u64) + 1;
     for seq in first..=last {
         if let Some(entry) = sink.get(seq).await? {
-            println!("{}", serde_json::to_string(&entry).map_err(|e| e.to_string())?);
+            println!(
+                "{}",
+                serde_json::to_string(&entry).map_err(|e| e.to_string())?
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

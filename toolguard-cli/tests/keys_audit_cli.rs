@@ -76,7 +76,11 @@ fn keys_generate_writes_a_private_file_never_overwrites_and_rotates() {
     assert_eq!(HostKeys::from_file(&file).unwrap().active_id(), "k1");
     let again = toolguard(&["keys", "generate", s(&file), "--id", "k2"]);
     assert_eq!(again.status.code(), Some(1));
-    assert!(text(&again.stderr).contains("never overwritten"), "{}", text(&again.stderr));
+    assert!(
+        text(&again.stderr).contains("never overwritten"),
+        "{}",
+        text(&again.stderr)
+    );
     let rotated = toolguard(&["keys", "generate", s(&file), "--id", "k2", "--rotate"]);
     assert!(rotated.status.success(), "{}", text(&rotated.stderr));
     let keys = HostKeys::from_file(&file).unwrap();
@@ -87,7 +91,11 @@ fn keys_generate_writes_a_private_file_never_overwrites_and_rotates() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn audit_verify_names_a_truncated_sqlite_trail_and_tail_and_show_read_it() {
     let dir = scratch("sqlite");
-    let (db, keys, cp) = (dir.join("t.db"), dir.join("host.keys"), dir.join("t.checkpoints"));
+    let (db, keys, cp) = (
+        dir.join("t.db"),
+        dir.join("host.keys"),
+        dir.join("t.checkpoints"),
+    );
     toolguard::keys::generate_key_file(&keys, "k1").unwrap();
     let d = Dispatcher::builder(())
         .tool(Hello)
@@ -107,7 +115,12 @@ async fn audit_verify_names_a_truncated_sqlite_trail_and_tail_and_show_read_it()
         toolguard(&args)
     };
     let ok = verify(&["--checkpoints", s(&cp)]);
-    assert!(ok.status.success(), "{}{}", text(&ok.stdout), text(&ok.stderr));
+    assert!(
+        ok.status.success(),
+        "{}{}",
+        text(&ok.stdout),
+        text(&ok.stderr)
+    );
     let shown = text(&ok.stdout);
     assert!(shown.contains("verified: 3 entries"), "{shown}");
     assert!(shown.contains("anchored: sealed"), "{shown}");
@@ -118,7 +131,11 @@ async fn audit_verify_names_a_truncated_sqlite_trail_and_tail_and_show_read_it()
     assert!(tail.status.success(), "{}", text(&tail.stderr));
     let seqs: Vec<u64> = text(&tail.stdout)
         .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"].as_u64().unwrap())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"]
+                .as_u64()
+                .unwrap()
+        })
         .collect();
     assert_eq!(seqs, [2, 3]);
     let mut show = vec!["audit", "show", "1"];
@@ -133,11 +150,16 @@ async fn audit_verify_names_a_truncated_sqlite_trail_and_tail_and_show_read_it()
     no_keys.extend(["--checkpoints", s(&cp)]);
     let no_keys = toolguard(&no_keys);
     assert_eq!(no_keys.status.code(), Some(1));
-    assert!(text(&no_keys.stderr).contains("--keys"), "{}", text(&no_keys.stderr));
+    assert!(
+        text(&no_keys.stderr).contains("--keys"),
+        "{}",
+        text(&no_keys.stderr)
+    );
 
     // The newest entry deleted: exit 1, naming the anchored entry that is missing.
     let c = rusqlite::Connection::open(&db).unwrap();
-    c.execute("DELETE FROM toolguard_audit WHERE seq = 3", []).unwrap();
+    c.execute("DELETE FROM toolguard_audit WHERE seq = 3", [])
+        .unwrap();
     let broken = verify(&["--checkpoints", s(&cp)]);
     assert_eq!(broken.status.code(), Some(1));
     let said = text(&broken.stdout);
@@ -146,7 +168,11 @@ async fn audit_verify_names_a_truncated_sqlite_trail_and_tail_and_show_read_it()
     // Without the checkpoints the shorter chain verifies, and is reported unanchored.
     let bare = verify(&[]);
     assert!(bare.status.success());
-    assert!(text(&bare.stdout).contains("UNANCHORED"), "{}", text(&bare.stdout));
+    assert!(
+        text(&bare.stdout).contains("UNANCHORED"),
+        "{}",
+        text(&bare.stdout)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -182,11 +208,15 @@ async fn audit_verify_names_a_truncated_postgres_trail() {
     let (keys, cp) = (dir.join("host.keys"), dir.join("t.checkpoints"));
     toolguard::keys::generate_key_file(&keys, "k1").unwrap();
     let schema = format!("tg_cli_{}", std::process::id());
-    let config = PgConfig::new(url.clone()).schema(schema.clone()).pool_size(2);
+    let config = PgConfig::new(url.clone())
+        .schema(schema.clone())
+        .pool_size(2);
     let store = Arc::new(PgStore::connect(&config).await.unwrap());
     let anchor = AuditAnchor::new(Arc::new(HostKeys::from_file(&keys).unwrap()))
         .checkpoints(Arc::new(FileCheckpoints::new(&cp)), every_entry());
-    let audit = PgAuditSink::connect_anchored(&config, anchor).await.unwrap();
+    let audit = PgAuditSink::connect_anchored(&config, anchor)
+        .await
+        .unwrap();
     let d = Dispatcher::builder(())
         .tool(Hello)
         .store(store)
@@ -217,17 +247,31 @@ async fn audit_verify_names_a_truncated_postgres_trail() {
         toolguard(&refs)
     };
     let ok = run(args(Some(&cp)));
-    assert!(ok.status.success(), "{}{}", text(&ok.stdout), text(&ok.stderr));
+    assert!(
+        ok.status.success(),
+        "{}{}",
+        text(&ok.stdout),
+        text(&ok.stderr)
+    );
     assert!(text(&ok.stdout).contains("verified: 3 entries"));
-    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
     tokio::spawn(conn);
     client
-        .execute(&format!("DELETE FROM \"{schema}\".toolguard_audit WHERE seq = 3"), &[])
+        .execute(
+            &format!("DELETE FROM \"{schema}\".toolguard_audit WHERE seq = 3"),
+            &[],
+        )
         .await
         .unwrap();
     let broken = run(args(Some(&cp)));
     assert_eq!(broken.status.code(), Some(1), "{}", text(&broken.stderr));
-    assert!(text(&broken.stdout).contains("broken at entry 3"), "{}", text(&broken.stdout));
+    assert!(
+        text(&broken.stdout).contains("broken at entry 3"),
+        "{}",
+        text(&broken.stdout)
+    );
     client
         .execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"), &[])
         .await

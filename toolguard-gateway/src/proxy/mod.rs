@@ -25,12 +25,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use crate::server::{McpServeError, McpServer};
-use toolguard_pipeline::ToolHandle;
 use toolguard_pipeline::HostKeys;
+use toolguard_pipeline::ToolHandle;
 use toolguard_pipeline::audit::{AuditAnchor, CheckpointPolicy, FileCheckpoints};
 use toolguard_pipeline::call::Principal;
-use toolguard_pipeline::keys::HOST_KEYS_ENV;
 use toolguard_pipeline::dispatcher::{BuildError, Dispatcher};
+use toolguard_pipeline::keys::HOST_KEYS_ENV;
 use toolguard_pipeline::store::StoreError;
 use toolguard_policy::{Policy, PolicyError};
 use toolguard_sqlite::SqliteAuditSink;

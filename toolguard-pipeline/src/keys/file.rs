@@ -70,7 +70,9 @@ pub enum KeyFileError {
     )]
     MissingEnv(String),
     /// The file or variable holds no key.
-    #[error("{origin}: no host key found: add a line `<id>:<hex secret>` (make one with `toolguard keys generate FILE`)")]
+    #[error(
+        "{origin}: no host key found: add a line `<id>:<hex secret>` (make one with `toolguard keys generate FILE`)"
+    )]
     Empty {
         /// The file or variable.
         origin: String,
