@@ -97,7 +97,7 @@ approval = true
 roles = ["agent"]
 session_rate = {{ calls = 20, window_secs = 60 }}
 fields."/path" = {{ kind = "path", root = "{data}", max_len = 256, description = "File to write, relative to the data directory." }}
-fields."/content" = {{ kind = "text", max_len = {content_max}, description = "The complete new contents of the file." }}
+fields."/content" = {{ kind = "text", max_len = {content_max}, sensitive = true, description = "The complete new contents of the file." }}
 "#,
             port = self.port,
             data = self.data.display(),

@@ -218,12 +218,11 @@ async fn verify(args: VerifyArgs) -> Result<ExitCode, String> {
         None => Vec::new(),
     };
     let (sink, keyed) = args.trail.open().await?;
-    if !keyed && let Some(first) = sink.get(1).await? {
-        if let Some((id, _)) = first.hash.split_once(':') {
-            return Err(format!(
-                "the trail is sealed with host key `{id}`: give the key file with --keys FILE"
-            ));
-        }
+    let first = if keyed { None } else { sink.get(1).await? };
+    if let Some((id, _)) = first.as_ref().and_then(|e| e.hash.split_once(':')) {
+        return Err(format!(
+            "the trail is sealed with host key `{id}`: give the key file with --keys FILE"
+        ));
     }
     match sink.query().verify_against(&checkpoints).await {
         Ok(report) => {
