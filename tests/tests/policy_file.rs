@@ -328,7 +328,10 @@ fn a_valid_file_declares_tightened_tools_and_hides_the_rest() {
     // The revision follows the contents: any change gives another one.
     let changed = parse(&text.replace("max_len = 1000", "max_len = 999")).expect("valid");
     assert_ne!(policy.revision(), changed.revision());
-    assert_eq!(policy.risk_policy().current_revision(), policy.revision());
+    assert_eq!(
+        policy.risk_policy(&[]).current_revision(),
+        policy.revision()
+    );
 }
 
 #[test]
@@ -426,7 +429,8 @@ fn untrusted_output_with_open_egress_is_refused_at_load() {
         "{PRINCIPAL}\n[tools.fetch]\nrisk = \"medium\"\nread_only = true\negress = \"allowlisted\"\nflow = \"deny\"\nfields.\"/url\" = {{ kind = \"url\", allow_hosts = [\"docs.example.com\"] }}\n"
     );
     let policy = parse(&listed).expect("accepted");
-    let flow = policy.risk_policy();
+    let fetch = toolguard::ToolSpec::new("fetch", "", json!({"type": "object"}), json!({}));
+    let flow = policy.risk_policy(&[fetch]);
     assert!(format!("{:?}", flow.current_flow()).contains("fetch"));
 }
 

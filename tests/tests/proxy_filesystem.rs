@@ -97,7 +97,7 @@ approval = true
 roles = ["agent"]
 session_rate = {{ calls = 20, window_secs = 60 }}
 fields."/path" = {{ kind = "path", root = "{data}", max_len = 256, description = "File to write, relative to the data directory." }}
-fields."/content" = {{ kind = "text", max_len = {content_max}, description = "The complete new contents of the file." }}
+fields."/content" = {{ kind = "text", max_len = {content_max}, sensitive = true, description = "The complete new contents of the file." }}
 "#,
             port = self.port,
             data = self.data.display(),
@@ -191,6 +191,7 @@ async fn the_proxy_guards_the_reference_filesystem_server() {
 
     refusals_never_reach_the_upstream(&setup, &client).await;
     approved_write_executes_once(&setup, &client).await;
+    a_rewritten_pending_request_is_refused_after_approval(&setup, &client).await;
     reload_invalidates_a_pending_approval(&setup, &client).await;
 
     client.cancel().await.expect("close the session");
@@ -305,6 +306,64 @@ async fn approved_write_executes_once(setup: &Setup, client: &RunningService<Rol
     assert_eq!(stamp, again, "the upstream was not called a second time");
 }
 
+/// Someone who can write the proxy's store rewrites the arguments of a pending request: the
+/// request is sealed under the proxy's host keys, so the approval does not run the rewritten
+/// call (`binding_mismatch`) and nothing reaches the upstream.
+async fn a_rewritten_pending_request_is_refused_after_approval(
+    setup: &Setup,
+    client: &RunningService<RoleClient, ()>,
+) {
+    let args = json!({"path": "minutes.txt", "content": "harmless minutes\n"});
+    let pending = send(client, call("write_file", args, Some("write-minutes-0001"))).await;
+    assert_eq!(pending["status"], "pending_approval", "{pending}");
+    let id = pending["approval_id"]
+        .as_str()
+        .expect("approval id")
+        .to_owned();
+    let db = rusqlite::Connection::open(setup.dir.join("audit.sqlite")).expect("open the store");
+    let changed = db
+        .execute(
+            "UPDATE toolguard_approvals SET body = replace(replace(body, 'minutes.txt', 'payload.txt'), 'harmless minutes', 'rewritten payload') WHERE id = ?1",
+            [&id],
+        )
+        .expect("rewrite the pending request");
+    assert_eq!(changed, 1);
+    let (status, decided) = setup
+        .reviewer(
+            "POST",
+            &format!("/approvals/{id}/approve"),
+            Some(REVIEWER_TOKEN),
+        )
+        .await;
+    assert_eq!(status, 200, "{decided}");
+    assert_ne!(decided["status"], "ok", "{decided}");
+    assert!(
+        !setup.data.join("payload.txt").exists() && !setup.data.join("minutes.txt").exists(),
+        "neither the rewritten nor the original call ran"
+    );
+    let audit = trail(setup);
+    let refused = audit.by_tool("write_file", 100).await.expect("query");
+    assert!(
+        refused
+            .iter()
+            .any(|e| e.record.reason.as_ref().map(|r| r.as_str()) == Some("binding_mismatch")),
+        "the audit names the seal failure"
+    );
+}
+
+/// The proxy's trail, read with the test host keys.
+fn trail(setup: &Setup) -> SqliteAuditSink {
+    let keys = toolguard::HostKeys::parse_key_file("test keys", proxy_support::TEST_HOST_KEYS)
+        .expect("test keys");
+    let anchor = toolguard::audit::AuditAnchor::new(std::sync::Arc::new(keys));
+    SqliteAuditSink::open_anchored(
+        setup.dir.join("audit.sqlite"),
+        toolguard::sqlite::Durability::Full,
+        anchor,
+    )
+    .expect("open the trail")
+}
+
 async fn reload_invalidates_a_pending_approval(
     setup: &Setup,
     client: &RunningService<RoleClient, ()>,
@@ -352,8 +411,15 @@ async fn reload_invalidates_a_pending_approval(
 }
 
 async fn audit_trail_has_every_call(setup: &Setup) {
-    let audit = SqliteAuditSink::open(setup.dir.join("audit.sqlite")).expect("open the trail");
-    audit.verify().await.expect("the hash chain verifies");
+    let audit = trail(setup);
+    let checkpoints =
+        toolguard::audit::FileCheckpoints::read(setup.dir.join("audit.sqlite.checkpoints"))
+            .expect("checkpoints");
+    let report = audit
+        .verify_against(&checkpoints)
+        .await
+        .expect("the sealed chain verifies against its checkpoints");
+    assert!(report.sealed, "{report:?}");
     let entries = audit.by_tool("write_file", 100).await.expect("query");
     let statuses: Vec<String> = entries
         .iter()

@@ -228,3 +228,111 @@ async fn streamable_http_callers_are_the_principals_of_their_tokens() {
 
     let _ = child.kill().await;
 }
+
+/// Starts the proxy over Streamable HTTP with `policy` in front of the file-system server and
+/// opens an MCP session as the agent: the child and the session id.
+async fn start_session(dir: &Scratch, policy: &str, port: u16) -> (tokio::process::Child, String) {
+    std::fs::write(dir.join("policy.toml"), policy).expect("policy");
+    let child = proxy_command(&dir.join("policy.toml"))
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--")
+        .arg("node")
+        .arg(npm_server("server-filesystem"))
+        .arg(&dir.0)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn the proxy");
+    wait_for_port(port, "the proxy").await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}});
+    let (status, head, body) = post(port, Some(AGENT), None, &init).await;
+    assert_eq!(status, 200, "{head}\n{body}");
+    let session = head
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id: "))
+        .expect("a session id")
+        .trim()
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post(port, Some(AGENT), Some(&session), &initialized).await;
+    (child, session)
+}
+
+/// An ordinary MCP client sends no idempotency key in `_meta`. Without
+/// `derive_idempotency_key` a write is refused with a message naming the missing key (not an
+/// empty `errors` list); with it, a transport retry of the same JSON-RPC request replays (the
+/// upstream is not called again), a new request id is a new action, and a rate-limited call
+/// says which limit and when to retry.
+#[tokio::test]
+#[cfg_attr(
+    not(toolguard_npm),
+    ignore = "needs TOOLGUARD_NPM_PREFIX (set by .ci/run)"
+)]
+async fn ordinary_clients_get_derived_keys_and_named_refusals() {
+    let dir = Scratch::new("tg-http-keys");
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).expect("dirs");
+    let tool = |derive: bool| {
+        format!(
+            "[proxy]\nstore = \"audit.sqlite\"\nderive_idempotency_key = {derive}\n\n\
+             [[tokens]]\ntoken = \"{AGENT}\"\ntenant = \"acme\"\nsubject = \"agent\"\nroles = [\"agent\"]\n\n\
+             [tools.write_file]\nrisk = \"medium\"\nread_only = false\nidempotent = true\nroles = [\"agent\"]\n\
+             session_rate = {{ calls = 3, window_secs = 60 }}\n\
+             fields.\"/path\" = {{ kind = \"path\", root = \"{}\", max_len = 256 }}\n\
+             fields.\"/content\" = {{ max_len = 1000 }}\n",
+            data.display()
+        )
+    };
+    let write = |id: u64| tool_call(id, "write_file", json!({"path": "a.txt", "content": "one"}));
+    let written = data.join("a.txt");
+
+    // Without a derived key: refused, and the model is told what is missing.
+    let port = free_port();
+    let (mut child, session) = start_session(&dir, &tool(false), port).await;
+    let (_, _, body) = post(port, Some(AGENT), Some(&session), &write(10)).await;
+    let refused = payload(&body);
+    assert_eq!(refused["status"], "invalid_arguments", "{refused}");
+    assert_eq!(refused["reason"], "missing_idempotency_key", "{refused}");
+    let message = refused["message"].as_str().expect("a message");
+    assert!(
+        message.contains("idempotency key") && message.contains("_meta"),
+        "{message}"
+    );
+    assert!(
+        refused.get("errors").is_none(),
+        "no empty errors list: {refused}"
+    );
+    assert!(!written.exists());
+    let _ = child.kill().await;
+    let _ = std::fs::remove_file(dir.join("audit.sqlite"));
+
+    // With a derived key.
+    let port = free_port();
+    let (mut child, session) = start_session(&dir, &tool(true), port).await;
+    let (_, _, body) = post(port, Some(AGENT), Some(&session), &write(10)).await;
+    assert_eq!(payload(&body)["status"], "ok", "{body}");
+    assert!(written.exists());
+    std::fs::remove_file(&written).expect("remove");
+    // The same request again (a transport retry): replayed, the upstream is not called.
+    let (_, _, body) = post(port, Some(AGENT), Some(&session), &write(10)).await;
+    assert_eq!(payload(&body)["status"], "ok", "{body}");
+    assert!(
+        !written.exists(),
+        "a retry of the same request does not run again"
+    );
+    // A new request id is a new action.
+    let (_, _, body) = post(port, Some(AGENT), Some(&session), &write(11)).await;
+    assert_eq!(payload(&body)["status"], "ok", "{body}");
+    assert!(written.exists(), "a new request runs");
+    // The session rate (3 per 60 s) is used up: the reason and the retry time are given.
+    let (_, _, body) = post(port, Some(AGENT), Some(&session), &write(12)).await;
+    let limited = payload(&body);
+    assert_eq!(limited["status"], "policy_denied", "{limited}");
+    assert_eq!(limited["reason"], "rate_limited", "{limited}");
+    assert_eq!(limited["retry_after_ms"], 60_000, "{limited}");
+    let detail = limited["detail"].as_str().expect("a detail");
+    assert!(detail.contains("retry_after_ms"), "{detail}");
+    let _ = child.kill().await;
+}

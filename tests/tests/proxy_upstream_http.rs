@@ -181,8 +181,15 @@ async fn the_proxy_guards_the_reference_everything_server_over_streamable_http()
     );
 
     client.cancel().await.expect("close the session");
-    let audit = SqliteAuditSink::open(dir.join("audit.sqlite")).expect("open the trail");
-    audit.verify().await.expect("the hash chain verifies");
+    let keys = toolguard::HostKeys::parse_key_file("test keys", proxy_support::TEST_HOST_KEYS)
+        .expect("test keys");
+    let audit = SqliteAuditSink::open_anchored(
+        dir.join("audit.sqlite"),
+        toolguard::sqlite::Durability::Full,
+        toolguard::audit::AuditAnchor::new(std::sync::Arc::new(keys)),
+    )
+    .expect("open the trail");
+    audit.verify().await.expect("the sealed chain verifies");
     let statuses: Vec<String> = audit
         .by_tool("echo", 100)
         .await

@@ -30,6 +30,7 @@ fn dispatcher(path: &Path, ledger: Arc<Ledger>) -> Dispatcher<Ledger> {
         .sqlite(path)
         .expect("open sqlite")
         .policy(RiskPolicy::new().approver_roles(["approver"]))
+        .unanchored_audit("this test is about restarts")
         .build()
         .expect("dispatcher")
 }

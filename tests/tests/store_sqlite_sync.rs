@@ -116,6 +116,7 @@ async fn a_failed_sync_stops_the_call_before_its_handler() {
         .tool(TransferFunds)
         .sqlite(&path)
         .unwrap()
+        .unanchored_audit("this test is about syncing the log")
         .build()
         .unwrap();
     let args = |k: &str| {

@@ -51,6 +51,18 @@
 //! stdio) or, with `--upstream-url`, a Streamable HTTP endpoint (feature `upstream-http`);
 //! exactly one of the two. Feature `mcp-proxy` (on by default).
 //!
+//! # `toolguard keys generate PATH [--id ID] [--rotate]`
+//! Writes a new host key file (one random 256-bit key, mode 0600; an existing file is never
+//! overwritten), or with `--rotate` puts a new active key on the first line of an existing file
+//! and keeps the others for verification. Format: `toolguard::keys::file`.
+//!
+//! # `toolguard audit verify | tail | show (--sqlite FILE | --postgres URL) [--keys FILE]`
+//! `verify [--checkpoints FILE]` checks the whole chain (links, seals under the key file, the
+//! checkpoints kept outside the store) and exits 1 naming the first broken entry, or the
+//! anchored entry a truncated trail no longer reaches; it says whether the trail is anchored.
+//! `tail [-n N]` prints the newest entries, `show SEQ` one entry, as JSON. Feature `audit` (on by
+//! default; `--postgres` needs `audit-postgres`).
+//!
 //! # Exit status
 //! - 0: success (`sanitize`: every line was read, whatever the verdicts; `policy check`: the file
 //!   is valid; `mcp-proxy`: the session ended).
@@ -59,6 +71,9 @@
 //! - 2: usage error (unknown option, missing or invalid value, an option whose feature this build
 //!   lacks); the message is followed by the usage.
 
+#[cfg(feature = "audit")]
+mod audit;
+mod keys;
 mod policy;
 mod proxy;
 mod sanitize;
@@ -96,6 +111,9 @@ enum Command {
     Sanitize(sanitize::SanitizeArgs),
     Policy(policy::PolicyArgs),
     McpProxy(proxy::ProxyArgs),
+    Keys(keys::KeysArgs),
+    #[cfg(feature = "audit")]
+    Audit(audit::AuditArgs),
 }
 
 fn main() -> ExitCode {
@@ -103,6 +121,9 @@ fn main() -> ExitCode {
         Command::Sanitize(args) => sanitize::run(&args),
         Command::Policy(args) => policy::run(args),
         Command::McpProxy(args) => proxy::run(args),
+        Command::Keys(args) => keys::run(args),
+        #[cfg(feature = "audit")]
+        Command::Audit(args) => audit::run(args),
     }
 }
 

@@ -36,6 +36,11 @@ pub(crate) struct ProxyArgs {
     /// e.g. 127.0.0.1:8080; callers send bearer tokens (feature `http`).
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
+    /// The host key file (approvals are sealed and the audit trail anchored with it); default:
+    /// the policy file's `[keys]`, else the environment variable TOOLGUARD_HOST_KEYS. Without
+    /// keys the proxy does not start. Make one with `toolguard keys generate FILE`.
+    #[arg(long, value_name = "FILE")]
+    keys: Option<PathBuf>,
     #[command(flatten)]
     upstream: UpstreamArgs,
 }
@@ -48,7 +53,7 @@ pub(crate) fn run(args: ProxyArgs) -> ExitCode {
         Err(message) => return usage(ErrorKind::InvalidValue, message),
     };
     match args.upstream.target() {
-        Ok(Some(target)) => serve(&args.policy, listen, target.into()),
+        Ok(Some(target)) => serve(&args.policy, args.keys.as_deref(), listen, target.into()),
         Ok(None) => usage(
             ErrorKind::MissingRequiredArgument,
             "give the upstream MCP server as `--upstream-url URL` or as a command after `--`"
@@ -97,9 +102,16 @@ impl Listen {
 
 /// Starts the proxy and serves until the session ends.
 #[cfg(feature = "mcp-proxy")]
-fn serve(policy: &Path, listen: Listen, target: UpstreamTarget) -> ExitCode {
+fn serve(policy: &Path, keys: Option<&Path>, listen: Listen, target: UpstreamTarget) -> ExitCode {
+    let keys = match keys.map(toolguard::HostKeys::from_file).transpose() {
+        Ok(keys) => keys,
+        Err(e) => {
+            eprintln!("toolguard: {e}");
+            return crate::failure();
+        }
+    };
     let session = async {
-        let guard = Guard::start_with(policy, &target, None).await?;
+        let guard = Guard::start_with_keys(policy, &target, None, keys).await?;
         match listen {
             Listen::Stdio => guard.serve_stdio().await,
             #[cfg(feature = "http")]

@@ -63,8 +63,8 @@ impl From<Upstream> for toolguard::gateway::UpstreamTarget {
     }
 }
 
-/// The async runtime the upstream is spoken to on.
-#[cfg(feature = "mcp-proxy")]
+/// The async runtime the upstream (or an audit database) is spoken to on.
+#[cfg(any(feature = "mcp-proxy", feature = "audit"))]
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -204,6 +204,10 @@ pub struct ToolOutcome {
     pub replayed: bool,
     /// Sequence number of the terminal audit entry.
     pub audit_seq: Option<u64>,
+    /// For a refusal that clears with time (`rate_limited`): milliseconds after which the same
+    /// call is admitted again, at the latest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
 }
 
 impl ToolOutcome {
@@ -221,6 +225,7 @@ impl ToolOutcome {
             operation_id: None,
             replayed: false,
             audit_seq: None,
+            retry_after_ms: None,
         }
     }
 
@@ -242,6 +247,8 @@ pub struct Stop {
     pub message: Option<String>,
     /// Argument errors (for `invalid_arguments`).
     pub errors: Vec<ArgumentError>,
+    /// When the same call is admitted again, at the latest (a rate limit).
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl Stop {
@@ -252,7 +259,15 @@ impl Stop {
             reason: Some(reason.into()),
             message: Some(message.into()),
             errors: Vec::new(),
+            retry_after: None,
         }
+    }
+
+    /// The same stop, telling the caller the call is admitted again after `after` at the latest.
+    #[must_use]
+    pub fn retry_after(mut self, after: std::time::Duration) -> Self {
+        self.retry_after = Some(after);
+        self
     }
 
     /// Maps a hook's or handler's error to its status. A `not_found` keeps the real class as the

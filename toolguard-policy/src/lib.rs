@@ -84,6 +84,14 @@ pub struct ProxySection {
     /// (default 30).
     #[serde(default)]
     pub upstream_timeout_secs: Option<u64>,
+    /// Derive the idempotency key of a `tools/call` that carries none in `_meta` from the MCP
+    /// session and the JSON-RPC request id (default `false`: such a call of a tool that needs a
+    /// key is refused with `missing_idempotency_key`). A transport retry of the same request
+    /// (same session, same request id) then replays the first outcome instead of running twice;
+    /// a new request id is a new action. A client that reuses a request id in one session for
+    /// another call gets `idempotency_conflict`.
+    #[serde(default)]
+    pub derive_idempotency_key: bool,
 }
 
 impl ProxySection {
@@ -91,6 +99,25 @@ impl ProxySection {
     pub fn upstream_timeout(&self) -> Duration {
         Duration::from_secs(self.upstream_timeout_secs.unwrap_or(30))
     }
+}
+
+/// `[keys]`: where the host keys come from (a key file or an environment variable, never the
+/// secret itself), and where audit checkpoints go. See `toolguard::keys::file` for the key file
+/// format; `toolguard keys generate FILE` makes one.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeysSection {
+    /// The key file, relative to the policy file.
+    #[serde(default)]
+    pub file: Option<String>,
+    /// The environment variable holding the keys (capitals, digits, `_`).
+    #[serde(default)]
+    pub env: Option<String>,
+    /// The file audit checkpoints are appended to, relative to the policy file (default: the
+    /// store's file name with `.checkpoints` appended). Keep it where the store's writers cannot
+    /// write.
+    #[serde(default)]
+    pub checkpoints: Option<String>,
 }
 
 /// `[principal]`: who calls through a local stdio proxy.
@@ -303,6 +330,8 @@ struct Raw {
     #[serde(default)]
     approvals: ApprovalsSection,
     #[serde(default)]
+    keys: KeysSection,
+    #[serde(default)]
     tools: BTreeMap<Spanned<String>, Spanned<ToolEntry>>,
     #[serde(default)]
     default_tool: Option<Spanned<ToolEntry>>,
@@ -323,6 +352,8 @@ pub struct Policy {
     pub tokens: Vec<TokenEntry>,
     /// `[approvals]`.
     pub approvals: ApprovalsSection,
+    /// `[keys]`.
+    pub keys: KeysSection,
     tools: BTreeMap<String, (usize, ToolEntry)>,
     default_tool: Option<(usize, ToolEntry)>,
 }
@@ -379,6 +410,7 @@ impl Policy {
             principal: raw.principal,
             tokens: raw.tokens,
             approvals: raw.approvals,
+            keys: raw.keys,
             tools,
             default_tool,
         };
@@ -431,21 +463,30 @@ impl Policy {
         Ok(())
     }
 
-    /// `upstream_token_env` is a variable name (not a token pasted in its place) and
-    /// `upstream_timeout_secs` is not 0.
+    /// `upstream_token_env` and `[keys] env` are variable names (not a secret pasted in their
+    /// place), `[keys]` names one source, and `upstream_timeout_secs` is not 0.
     fn check_upstream_keys(&self) -> Result<(), PolicyError> {
-        if let Some(var) = &self.proxy.upstream_token_env {
-            let mut chars = var.chars();
-            let name = chars
-                .next()
-                .is_some_and(|c| c.is_ascii_uppercase() || c == '_')
-                && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
-            if !name {
-                return Err(self.error(
-                    self.key_line("upstream_token_env"),
-                    "`upstream_token_env` names the environment variable that holds the upstream's bearer token (capitals, digits, `_`, e.g. `UPSTREAM_MCP_TOKEN`), never the token itself",
-                ));
-            }
+        if let Some(var) = &self.keys.env
+            && !is_env_name(var)
+        {
+            return Err(self.error(
+                self.key_line("env"),
+                "`[keys] env` names the environment variable that holds the host keys (capitals, digits, `_`, e.g. `TOOLGUARD_HOST_KEYS`), never the keys themselves",
+            ));
+        }
+        if self.keys.file.is_some() && self.keys.env.is_some() {
+            return Err(self.error(
+                self.key_line("[keys]"),
+                "`[keys]` names both `file` and `env`: keep one, so every replica reads the same keys",
+            ));
+        }
+        if let Some(var) = &self.proxy.upstream_token_env
+            && !is_env_name(var)
+        {
+            return Err(self.error(
+                self.key_line("upstream_token_env"),
+                "`upstream_token_env` names the environment variable that holds the upstream's bearer token (capitals, digits, `_`, e.g. `UPSTREAM_MCP_TOKEN`), never the token itself",
+            ));
         }
         if self.proxy.upstream_timeout_secs == Some(0) {
             return Err(self.error(
@@ -484,6 +525,37 @@ impl Policy {
             .get(tool)
             .or(self.default_tool.as_ref())
             .map(|(_, e)| e)
+    }
+
+    /// The host keys `[keys]` names: from the key file (relative to the policy file) or the
+    /// environment variable; `Ok(None)` when the section names neither.
+    pub fn host_keys(&self) -> Result<Option<toolguard_pipeline::HostKeys>, PolicyError> {
+        use toolguard_pipeline::HostKeys;
+        let loaded = match (&self.keys.file, &self.keys.env) {
+            (Some(file), _) => HostKeys::from_file(self.relative(file)),
+            (None, Some(var)) => HostKeys::from_env(var),
+            (None, None) => return Ok(None),
+        };
+        loaded
+            .map(Some)
+            .map_err(|e| self.error(self.key_line("[keys]"), e.to_string()))
+    }
+
+    /// The file audit checkpoints are appended to (`[keys] checkpoints`, default the store's
+    /// path with `.checkpoints` appended).
+    pub fn checkpoints_path(&self) -> PathBuf {
+        match &self.keys.checkpoints {
+            Some(file) => self.relative(file),
+            None => {
+                let mut path = self.store_path().into_os_string();
+                path.push(".checkpoints");
+                path.into()
+            }
+        }
+    }
+
+    fn relative(&self, path: &str) -> PathBuf {
+        self.file.parent().unwrap_or(Path::new(".")).join(path)
     }
 
     /// The SQLite file of stores and audit trail (relative paths are taken from the policy
@@ -535,9 +607,10 @@ impl Policy {
         }
     }
 
-    /// The risk policy: limits, rates, approver roles, approval TTL, `approval = true` tools and
-    /// this file's revision.
-    pub fn risk_policy(&self) -> RiskPolicy {
+    /// The risk policy of the `specs` the policy exposes: limits, rates, approver roles and flow
+    /// of each tool's entry (`[default_tool]`'s for tools the file does not name), approval TTL,
+    /// `approval = true` tools and this file's revision.
+    pub fn risk_policy(&self, specs: &[ToolSpec]) -> RiskPolicy {
         let mut p = RiskPolicy::new().revision(self.revision);
         if let Some(roles) = &self.approvals.roles {
             p = p.approver_roles(roles.clone());
@@ -545,8 +618,10 @@ impl Policy {
         if let Some(ttl) = self.approvals.ttl_secs {
             p = p.approval_ttl(Duration::from_secs(ttl));
         }
-        for (name, (_, e)) in &self.tools {
-            p = entry_limits(p, name, e);
+        for spec in specs {
+            if let Some(e) = self.entry(&spec.name) {
+                p = entry_limits(p, &spec.name, e);
+            }
         }
         let always = self.clone();
         p.require_approval_when(move |spec, _, _| {
@@ -588,7 +663,8 @@ impl Policy {
             .roles
             .clone()
             .unwrap_or_else(|| vec!["approver".to_owned()]);
-        for (_, e) in self.tools.values() {
+        let entries = self.tools.values().chain(self.default_tool.iter());
+        for (_, e) in entries {
             roles.extend(e.approver_roles.iter().flatten().cloned());
         }
         roles
@@ -703,6 +779,102 @@ impl Authorizer for PolicyAuthorizer {
             .map_err(toolguard_pipeline::access::AuthorizeError::refused);
         Box::pin(async move { decided })
     }
+}
+
+impl Policy {
+    /// Every key the policy file format accepts, dotted from its section (`proxy.store`,
+    /// `default_tool.session_rate.calls`, `tools.*.fields.*.max_len`, ...), read from the
+    /// parser's own field lists, so a key added to the format appears here without anyone
+    /// listing it. `tools.*` and `default_tool` take the same keys.
+    pub fn format_keys() -> Vec<String> {
+        use probe::fields;
+        let mut keys = Vec::new();
+        let mut section = |prefix: &str, names: &[&str]| {
+            keys.extend(names.iter().map(|n| format!("{prefix}.{n}")));
+        };
+        section("proxy", fields::<ProxySection>());
+        section("principal", fields::<PrincipalSection>());
+        section("tokens", fields::<TokenEntry>());
+        section("approvals", fields::<ApprovalsSection>());
+        section("keys", fields::<KeysSection>());
+        section("default_tool", fields::<ToolEntry>());
+        section("default_tool.session_rate", fields::<RateDecl>());
+        section("default_tool.session_limit", fields::<LimitDecl>());
+        section("default_tool.fields.*", fields::<FieldDecl>());
+        // A section of the file this list does not expand yet shows as `section.?`.
+        for s in fields::<Raw>() {
+            let covered = *s == "tools" || keys.iter().any(|k| k.starts_with(&format!("{s}.")));
+            if !covered {
+                keys.push(format!("{s}.?"));
+            }
+        }
+        keys
+    }
+}
+
+/// Reads the field names serde's derive gives a struct's deserializer.
+mod probe {
+    use serde::de::{self, Deserializer, Visitor};
+
+    /// The field names of `T` (empty for a type that is not a struct).
+    pub(crate) fn fields<'de, T: serde::Deserialize<'de>>() -> &'static [&'static str] {
+        let mut probe = Probe(None);
+        // The probe answers every request with an error: only the field list is wanted.
+        let _ = T::deserialize(&mut probe);
+        probe.0.unwrap_or(&[])
+    }
+
+    struct Probe(Option<&'static [&'static str]>);
+
+    #[derive(Debug)]
+    struct Stop;
+
+    impl std::fmt::Display for Stop {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("field probe")
+        }
+    }
+
+    impl std::error::Error for Stop {}
+
+    impl de::Error for Stop {
+        fn custom<T: std::fmt::Display>(_: T) -> Self {
+            Stop
+        }
+    }
+
+    impl<'de> Deserializer<'de> for &mut Probe {
+        type Error = Stop;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Stop> {
+            Err(Stop)
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Stop> {
+            self.0 = Some(fields);
+            Err(Stop)
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+            option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+            ignored_any
+        }
+    }
+}
+
+/// Whether `var` looks like an environment variable name (capitals, digits, `_`).
+fn is_env_name(var: &str) -> bool {
+    let mut chars = var.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_uppercase() || c == '_')
+        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
 /// 1-based line of byte offset `at`.

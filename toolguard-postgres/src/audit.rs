@@ -260,6 +260,10 @@ fn entries(rows: Vec<(AuditEntry, Columns)>) -> Vec<AuditEntry> {
 }
 
 impl AuditSink for PgAuditSink {
+    fn durable_unanchored(&self) -> bool {
+        self.anchor.as_ref().is_none_or(|a| !a.has_checkpoints())
+    }
+
     fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<u64, AuditError>> {
         Box::pin(async move {
             let (reply, done) = oneshot::channel();

@@ -341,8 +341,12 @@ fn from_json<T: serde::de::DeserializeOwned>(s: &str) -> StoreResult<T> {
 ///
 /// let config = PgConfig::new("postgres://postgres@127.0.0.1:5432/app").schema("toolguard");
 /// let store = Arc::new(PgStore::connect(&config).await?);
+/// // A development trail; in production use `PgAuditSink::connect_anchored`.
 /// let audit = PgAuditSink::connect(&config).await?;
-/// let builder = toolguard_pipeline::Dispatcher::builder(()).store(store).audit(audit);
+/// let builder = toolguard_pipeline::Dispatcher::builder(())
+///     .store(store)
+///     .audit(audit)
+///     .unanchored_audit("development database");
 /// # let _ = builder; Ok(()) }
 /// ```
 #[derive(Clone)]

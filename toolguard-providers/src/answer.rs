@@ -67,9 +67,11 @@ pub fn status_text(status: Status) -> &'static str {
 /// The JSON the model receives for `outcome`.
 ///
 /// `{"status":"ok","data":...}` for success; otherwise `{"status":code,"message":text}` plus, by
-/// status, `reason` (a stable code, for `malformed` and `blocked`), `errors` (for
-/// `invalid_arguments`), `approval_id` and `expires_at_ms` (for `pending_approval`) or
-/// `operation_id` (for `outcome_unknown`).
+/// status, `reason` (a stable code, for `malformed`, `blocked` and `policy_denied`), `errors`
+/// (for `invalid_arguments`; when no argument is at fault, as for a missing idempotency key, the
+/// `reason` and a `message` that says what is missing instead), `detail` and `retry_after_ms`
+/// (for `policy_denied`: which limit, and for a rate when to retry), `approval_id` and
+/// `expires_at_ms` (for `pending_approval`) or `operation_id` (for `outcome_unknown`).
 pub fn model_payload(outcome: &ToolOutcome) -> Value {
     let mut out = Map::new();
     out.insert("status".to_owned(), json!(outcome.status.as_str()));
@@ -87,6 +89,14 @@ pub fn model_payload(outcome: &ToolOutcome) -> Value {
                 out.insert("reason".to_owned(), json!(reason));
             }
         }
+        Status::InvalidArguments if outcome.errors.is_empty() && explained(outcome).is_some() => {
+            // Nothing the model sent is wrong (a missing or unusable idempotency key, which
+            // the client supplies): say what is, instead of an empty `errors` list.
+            if let Some((reason, text)) = explained(outcome) {
+                out.insert("message".to_owned(), json!(text));
+                out.insert("reason".to_owned(), json!(reason));
+            }
+        }
         Status::InvalidArguments => {
             let errors: Vec<Value> = outcome
                 .errors
@@ -96,6 +106,7 @@ pub fn model_payload(outcome: &ToolOutcome) -> Value {
                 .collect();
             out.insert("errors".to_owned(), Value::Array(errors));
         }
+        Status::PolicyDenied => explain(outcome, &mut out),
         Status::PendingApproval => {
             if let Some(ticket) = &outcome.approval {
                 out.insert("approval_id".to_owned(), json!(ticket.approval_id));
@@ -110,6 +121,59 @@ pub fn model_payload(outcome: &ToolOutcome) -> Value {
         _ => {}
     }
     Value::Object(out)
+}
+
+/// What the model is told about a refusal whose reason it can act on (a fixed text per reason
+/// code the pipeline makes; the outcome's own message is never repeated): `reason`, `detail`
+/// and, for a rate limit, `retry_after_ms`. Other reason codes add nothing.
+fn explain(outcome: &ToolOutcome, out: &mut Map<String, Value>) {
+    let Some((reason, detail)) = explained(outcome) else {
+        return;
+    };
+    out.insert("reason".to_owned(), json!(reason));
+    out.insert("detail".to_owned(), json!(detail));
+    if let Some(ms) = outcome.retry_after_ms {
+        out.insert("retry_after_ms".to_owned(), json!(ms));
+    }
+}
+
+/// The outcome's reason code and its fixed explanation, when it has one.
+fn explained(outcome: &ToolOutcome) -> Option<(&str, &'static str)> {
+    let reason = outcome.reason.as_deref()?;
+    reason_text(reason).map(|text| (reason, text))
+}
+
+/// The fixed explanation of a refusal reason the model can act on.
+pub fn reason_text(reason: &str) -> Option<&'static str> {
+    Some(match reason {
+        "missing_idempotency_key" => {
+            "This tool changes state and needs an idempotency key, which the client application \
+             sends with the call (over MCP: `_meta[\"toolguard/idempotencyKey\"]`); it is not an \
+             argument. Nothing was done. Tell the user the client must send a key."
+        }
+        "invalid_idempotency_key" => {
+            "The idempotency key sent with the call is not acceptable: use 1 to 255 characters \
+             from A-Z a-z 0-9 . _ ~ = - (a UUID, for example). Nothing was done."
+        }
+        "approval_needs_idempotency_key" => {
+            "This action needs a human's approval, which needs an idempotency key sent by the \
+             client application with the call. Nothing was done."
+        }
+        "rate_limited" => {
+            "Too many calls of this tool in this session. Wait `retry_after_ms` milliseconds at \
+             most, then retry; nothing was done."
+        }
+        "over_call_limit" => "The amount exceeds the per-call limit. Nothing was done.",
+        "session_limit" | "subject_limit" | "tenant_quota" => {
+            "The amounts already moved in the current window leave no room for this one. \
+             Nothing was done."
+        }
+        "session_blocked" => {
+            "This session is blocked after a security alert until a reviewer lifts it. Nothing \
+             was done."
+        }
+        _ => return None,
+    })
 }
 
 /// [`model_payload`] as compact JSON text.
@@ -138,6 +202,35 @@ fn clip(message: &str) -> String {
 mod tests {
     use super::*;
     use toolguard_pipeline::{ApprovalTicket, ArgumentError, UntrustedOutput};
+
+    #[test]
+    fn refusals_the_model_can_act_on_are_named_and_others_are_not() {
+        let mut missing = ToolOutcome::new("c", "pay", Status::InvalidArguments);
+        missing.reason = Some("missing_idempotency_key".into());
+        missing.message = Some("internal".into());
+        let payload = model_payload(&missing);
+        assert_eq!(payload["reason"], "missing_idempotency_key");
+        assert!(
+            payload["message"]
+                .as_str()
+                .unwrap()
+                .contains("idempotency key")
+        );
+        assert!(payload.get("errors").is_none(), "{payload}");
+        assert!(!payload.to_string().contains("internal"), "{payload}");
+
+        let mut limited = ToolOutcome::new("c", "pay", Status::PolicyDenied);
+        limited.reason = Some("rate_limited".into());
+        limited.retry_after_ms = Some(60_000);
+        let payload = model_payload(&limited);
+        assert_eq!(payload["reason"], "rate_limited");
+        assert_eq!(payload["retry_after_ms"], 60_000);
+
+        let mut custom = ToolOutcome::new("c", "pay", Status::PolicyDenied);
+        custom.reason = Some("host_secret_rule".into());
+        let payload = model_payload(&custom);
+        assert!(payload.get("reason").is_none() && payload.get("detail").is_none());
+    }
 
     #[test]
     fn every_status_has_a_text() {

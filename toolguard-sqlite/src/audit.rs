@@ -321,6 +321,10 @@ impl SqliteAuditSink {
 }
 
 impl AuditSink for SqliteAuditSink {
+    fn durable_unanchored(&self) -> bool {
+        self.anchor.as_ref().is_none_or(|a| !a.has_checkpoints())
+    }
+
     fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<u64, AuditError>> {
         Box::pin(async move {
             let (seq, head) = self.store(record).await?;

@@ -8,9 +8,19 @@
 //!
 //! ```no_run
 //! # fn build(builder: toolguard_pipeline::DispatcherBuilder<()>) -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use toolguard_pipeline::HostKeys;
+//! use toolguard_pipeline::audit::{CheckpointPolicy, FileCheckpoints};
 //! use toolguard_sqlite::SqliteBuilderExt as _;
 //!
-//! let dispatcher = builder.sqlite("toolguard.db")?.build()?;
+//! // A trail in a database is anchored: host keys from a key file (`toolguard keys generate`)
+//! // and checkpoints kept where the database's writers cannot write.
+//! let checkpoints = Arc::new(FileCheckpoints::new("/var/lib/app/audit.checkpoints"));
+//! let dispatcher = builder
+//!     .sqlite("toolguard.db")?
+//!     .host_keys(HostKeys::from_file("/etc/app/toolguard.keys")?)
+//!     .audit_checkpoints(checkpoints, CheckpointPolicy::default())
+//!     .build()?;
 //! # let _ = dispatcher; Ok(()) }
 //! ```
 

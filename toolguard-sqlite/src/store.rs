@@ -191,8 +191,12 @@ fn from_json<T: serde::de::DeserializeOwned>(s: &str) -> rusqlite::Result<T> {
 /// use toolguard_sqlite::SqliteStore;
 ///
 /// let store = Arc::new(SqliteStore::open("toolguard.db")?);
+/// // A development trail; in production open it with `SqliteAuditSink::open_anchored`.
 /// let audit = SqliteAuditSink::open("toolguard.db")?;
-/// let dispatcher = toolguard_pipeline::Dispatcher::builder(()).store(store).audit(audit);
+/// let dispatcher = toolguard_pipeline::Dispatcher::builder(())
+///     .store(store)
+///     .audit(audit)
+///     .unanchored_audit("development database");
 /// # let _ = dispatcher; Ok(()) }
 /// ```
 #[derive(Debug)]

@@ -100,10 +100,17 @@ impl Drop for Scratch {
     }
 }
 
-/// The `mcp-proxy` command line up to `--` (the upstream follows).
+/// Host keys of the proxies the tests start, in the environment variable the proxy reads when
+/// the policy file names none (a fixed test key: never a real one).
+pub const TEST_HOST_KEYS: &str =
+    "test-k1:0101010101010101010101010101010101010101010101010101010101010101";
+
+/// The `mcp-proxy` command line up to `--` (the upstream follows), with the test host keys in
+/// `TOOLGUARD_HOST_KEYS`.
 pub fn proxy_command(policy: &Path) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(proxy_binary());
     cmd.arg("mcp-proxy").arg("--policy").arg(policy);
+    cmd.env("TOOLGUARD_HOST_KEYS", TEST_HOST_KEYS);
     cmd
 }
 

@@ -86,6 +86,23 @@ fn host_key(
     from(&context.meta.0.0).or_else(|| request.meta.as_ref().and_then(|m| from(&m.0.0)))
 }
 
+/// The idempotency key of a call that carries none, when the policy says to derive it
+/// (`[proxy] derive_idempotency_key`): a digest of the MCP session and the JSON-RPC request id,
+/// so a transport retry of the same request (same session, same id) replays its outcome and a
+/// new request id is a new action. The key is scoped by tenant, subject and tool like any other.
+fn derived_key(principal: &Principal, id: &NumberOrString) -> String {
+    let id = match id {
+        NumberOrString::Number(n) => format!("n:{n}"),
+        NumberOrString::String(s) => format!("s:{s}"),
+    };
+    let material = format!(
+        "toolguard/mcp-derived-key/v1\0{}\0{id}",
+        principal.session_id
+    );
+    let digest = toolguard_pipeline::digest::sha256_hex(material.as_bytes());
+    format!("mcp-{}", &digest[..40])
+}
+
 impl ServerHandler for GuardedServer {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
@@ -121,13 +138,16 @@ impl ServerHandler for GuardedServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let key = host_key(&request, &context);
         let call_id = match &context.id {
             NumberOrString::Number(n) => format!("mcp-{n}"),
             NumberOrString::String(s) => format!("mcp-{s}"),
         };
         let current = self.guard.current();
         let principal = self.principal(&context)?;
+        let key = host_key(&request, &context).or_else(|| {
+            let derive = current.policy.proxy.derive_idempotency_key;
+            derive.then(|| derived_key(&principal, &context.id))
+        });
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let mut call = ToolCall::new(
             call_id,

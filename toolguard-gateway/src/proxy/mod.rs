@@ -25,9 +25,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use crate::server::{McpServeError, McpServer};
+use toolguard_pipeline::HostKeys;
 use toolguard_pipeline::ToolHandle;
+use toolguard_pipeline::audit::{AuditAnchor, CheckpointPolicy, FileCheckpoints};
 use toolguard_pipeline::call::Principal;
 use toolguard_pipeline::dispatcher::{BuildError, Dispatcher};
+use toolguard_pipeline::keys::HOST_KEYS_ENV;
 use toolguard_pipeline::store::StoreError;
 use toolguard_policy::{Policy, PolicyError};
 use toolguard_sqlite::SqliteAuditSink;
@@ -69,6 +72,14 @@ pub enum ProxyError {
     /// The reviewer endpoint could not listen.
     #[error("reviewer endpoint: {0}")]
     Reviewer(String),
+    /// No host keys: the proxy does not run with unsealed approvals and an unanchored trail.
+    #[error(
+        "{0}: the proxy needs host keys (approvals are sealed and the audit trail anchored with \
+         them): make a key file with `toolguard keys generate toolguard.keys`, then name it in \
+         the policy file (`[keys] file = \"toolguard.keys\"`), pass `--keys FILE`, or set the \
+         environment variable {HOST_KEYS_ENV}"
+    )]
+    NoHostKeys(String),
 }
 
 /// Verifies a bearer token of a Streamable HTTP caller and names its principal (the host's own
@@ -102,6 +113,7 @@ pub struct Guard {
     upstream: Upstream,
     store: Arc<SqliteStore>,
     audit: Arc<SqliteAuditSink>,
+    keys: HostKeys,
     session: String,
     current: RwLock<Arc<Current>>,
     verifier: Option<Arc<dyn TokenVerifier>>,
@@ -138,27 +150,48 @@ impl Guard {
 
     /// Loads the policy file, connects to the upstream at `target` (a command or a Streamable
     /// HTTP URL) and opens the store; `verifier` checks Streamable HTTP callers' bearer tokens
-    /// (`None`: the policy file's `[[tokens]]`).
+    /// (`None`: the policy file's `[[tokens]]`). The host keys are those `[keys]` names, else
+    /// those of the environment variable [`HOST_KEYS_ENV`]; without keys the proxy does not start.
     pub async fn start_with(
         file: impl AsRef<Path>,
         target: &UpstreamTarget,
         verifier: Option<Arc<dyn TokenVerifier>>,
     ) -> Result<Arc<Guard>, ProxyError> {
+        Self::start_with_keys(file, target, verifier, None).await
+    }
+
+    /// [`Guard::start_with`] with host keys given by the host (`--keys FILE`), which take
+    /// precedence over `[keys]` and the environment. Approvals are sealed and the audit trail is
+    /// sealed under the keys, with checkpoints appended to the policy's checkpoints file.
+    pub async fn start_with_keys(
+        file: impl AsRef<Path>,
+        target: &UpstreamTarget,
+        verifier: Option<Arc<dyn TokenVerifier>>,
+        keys: Option<HostKeys>,
+    ) -> Result<Arc<Guard>, ProxyError> {
         let file = file.as_ref().to_path_buf();
         let policy = Policy::load(&file)?;
+        let keys = match keys {
+            Some(keys) => keys,
+            None => proxy_keys(&policy)?,
+        };
         let upstream = Upstream::open(target, &policy).await?;
         let store = Arc::new(SqliteStore::open_with(
             policy.store_path(),
             Durability::Full,
         )?);
-        let audit = Arc::new(store.audit_sink()?);
+        let checkpoints = Arc::new(FileCheckpoints::new(policy.checkpoints_path()));
+        let anchor = AuditAnchor::new(Arc::new(keys.clone())).checkpoints(checkpoints, CHECKPOINTS);
+        let audit = Arc::new(store.audit_sink_anchored(anchor)?);
         let session = format!("proxy-{}", uuid::Uuid::new_v4().simple());
-        let (dispatcher, server) = build(&policy, &upstream, &store, &audit, &session).await?;
+        let (dispatcher, server) =
+            build(&policy, &upstream, &store, &audit, &keys, &session).await?;
         Ok(Arc::new(Guard {
             file,
             upstream,
             store,
             audit,
+            keys,
             session,
             current: RwLock::new(Arc::new(Current {
                 policy,
@@ -217,6 +250,7 @@ impl Guard {
             &self.upstream,
             &self.store,
             &self.audit,
+            &self.keys,
             &self.session,
         )
         .await?;
@@ -274,12 +308,39 @@ impl Guard {
     }
 }
 
+/// How often the proxy anchors its trail: every 64 entries, or after an append once a second has
+/// passed since the last checkpoint (each checkpoint is a synced append to the checkpoints
+/// file; entries after the newest one are protected against editing, and against removal once
+/// the next checkpoint is written).
+const CHECKPOINTS: CheckpointPolicy = CheckpointPolicy {
+    every_entries: 64,
+    every: std::time::Duration::from_secs(1),
+};
+
+/// The host keys of the policy's `[keys]`, else of the environment variable [`HOST_KEYS_ENV`].
+fn proxy_keys(policy: &Policy) -> Result<HostKeys, ProxyError> {
+    if let Some(keys) = policy.host_keys()? {
+        return Ok(keys);
+    }
+    if std::env::var_os(HOST_KEYS_ENV).is_some() {
+        return HostKeys::from_env(HOST_KEYS_ENV).map_err(|e| {
+            ProxyError::Policy(PolicyError {
+                file: policy.file().to_owned(),
+                line: None,
+                message: e.to_string(),
+            })
+        });
+    }
+    Err(ProxyError::NoHostKeys(policy.file().display().to_string()))
+}
+
 /// Builds a dispatcher for `policy` over the upstream's tools and the shared stores.
 async fn build(
     policy: &Policy,
     upstream: &Upstream,
     store: &Arc<SqliteStore>,
     audit: &Arc<SqliteAuditSink>,
+    keys: &HostKeys,
     session: &str,
 ) -> Result<(Dispatcher<()>, McpServer<()>), ProxyError> {
     // The MCP export only; calls run as the principal the handler picks per request.
@@ -289,14 +350,16 @@ async fn build(
     let offered = upstream.offered().await?;
     let specs = policy.declare_offered(&offered)?;
     let sanitizer = policy.sanitizer(&specs);
+    let risk = policy.risk_policy(&specs);
     let handles = specs.into_iter().map(|s| ToolHandle::new(upstream.tool(s)));
     let dispatcher = Dispatcher::builder(())
         .tools(handles)
         .authorizer(policy.authorizer())
         .sanitizer(sanitizer)
-        .policy(policy.risk_policy())
+        .policy(risk)
         .store(store.clone())
         .audit(audit.clone())
+        .host_keys(keys.clone())
         .build()?;
     let name = policy
         .proxy

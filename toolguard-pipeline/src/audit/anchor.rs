@@ -114,6 +114,79 @@ impl CheckpointSink for MemoryCheckpoints {
     }
 }
 
+/// Checkpoints appended to a file, one JSON object a line (`{"seq":..,"head":..,"time_ms":..,
+/// "tag":..}`), each line synced before the append returns. Keep the file where the audit
+/// store's writers cannot write (another volume, an append-only mount, a directory only the
+/// host's user owns); [`FileCheckpoints::read`] loads it for verification.
+#[derive(Debug)]
+pub struct FileCheckpoints {
+    path: std::path::PathBuf,
+    lock: Mutex<()>,
+}
+
+impl FileCheckpoints {
+    /// Appends to the file at `path` (created, mode `0600` on Unix, when missing).
+    pub fn new(path: impl Into<std::path::PathBuf>) -> Self {
+        FileCheckpoints {
+            path: path.into(),
+            lock: Mutex::new(()),
+        }
+    }
+
+    /// The file.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    /// Every checkpoint in the file at `path`, oldest first; a missing file holds none. A line
+    /// that is not a checkpoint is an error naming the line.
+    pub fn read(path: impl AsRef<std::path::Path>) -> Result<Vec<Checkpoint>, AuditError> {
+        let path = path.as_ref();
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(AuditError(format!("{}: {e}", path.display()))),
+        };
+        text.lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| {
+                serde_json::from_str(l).map_err(|e| {
+                    AuditError(format!(
+                        "{}:{}: not a checkpoint: {e}",
+                        path.display(),
+                        i + 1
+                    ))
+                })
+            })
+            .collect()
+    }
+
+    fn append(&self, checkpoint: &Checkpoint) -> Result<(), AuditError> {
+        use std::io::Write;
+        let io = |e: std::io::Error| AuditError(format!("{}: {e}", self.path.display()));
+        let mut line = serde_json::to_string(checkpoint).map_err(|e| AuditError(e.to_string()))?;
+        line.push('\n');
+        let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut options = std::fs::OpenOptions::new();
+        options.append(true).create(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let mut file = options.open(&self.path).map_err(io)?;
+        file.write_all(line.as_bytes()).map_err(io)?;
+        file.sync_data().map_err(io)
+    }
+}
+
+impl CheckpointSink for FileCheckpoints {
+    fn record(&self, checkpoint: Checkpoint) -> BoxFuture<'_, Result<(), AuditError>> {
+        Box::pin(std::future::ready(self.append(&checkpoint)))
+    }
+}
+
 /// When a sink writes a checkpoint: after an append once `every_entries` entries were appended
 /// since the last one, or `every` passed since it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,8 +266,9 @@ impl AuditAnchor {
         Sealer::Keyed(self.keys.clone())
     }
 
-    /// Whether this anchor writes checkpoints (and so needs each new head).
-    pub(crate) fn has_checkpoints(&self) -> bool {
+    /// Whether this anchor writes checkpoints (without them, removing the newest entries is not
+    /// detected).
+    pub fn has_checkpoints(&self) -> bool {
         self.checkpoints.is_some()
     }
 
@@ -281,6 +355,26 @@ mod tests {
         }
         assert_eq!(sink.kept.latest().map(|c| c.seq), Some(7));
         assert_eq!(sink.kept.all().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn file_checkpoints_are_read_back_in_order() {
+        let dir = std::env::temp_dir().join(format!("tg-cp-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("audit.checkpoints");
+        assert!(FileCheckpoints::read(&path).unwrap().is_empty());
+        let sink = FileCheckpoints::new(&path);
+        for seq in 1..=3 {
+            sink.record(Checkpoint::new(&keys(), seq, format!("h{seq}"), seq))
+                .await
+                .unwrap();
+        }
+        let read = FileCheckpoints::read(&path).unwrap();
+        assert_eq!(read.iter().map(|c| c.seq).collect::<Vec<_>>(), [1, 2, 3]);
+        assert!(read.iter().all(|c| c.verify(&keys())));
+        std::fs::write(&path, "{\"seq\":1}\n").unwrap();
+        let err = FileCheckpoints::read(&path).unwrap_err();
+        assert!(err.0.contains(":1: not a checkpoint"), "{err}");
     }
 
     #[tokio::test]

@@ -19,7 +19,9 @@ mod entry;
 mod memory;
 mod query;
 
-pub use anchor::{AuditAnchor, Checkpoint, CheckpointPolicy, CheckpointSink, MemoryCheckpoints};
+pub use anchor::{
+    AuditAnchor, Checkpoint, CheckpointPolicy, CheckpointSink, FileCheckpoints, MemoryCheckpoints,
+};
 #[doc(hidden)]
 pub use chain::Sealer;
 pub use chain::{ChainBreak, GENESIS_HASH, seal, verify_chain};
@@ -48,6 +50,16 @@ pub trait AuditSink: Send + Sync + 'static {
     fn append_inline(&self, record: AuditRecord) -> Appending<'_> {
         Appending::waiting(self.append(record))
     }
+
+    /// Whether this sink keeps its trail durably (a database, a file) without an anchor that
+    /// both seals entries under host keys and writes checkpoints: such a trail can be truncated,
+    /// or rewritten and re-sealed, unnoticed. [`DispatcherBuilder::build`](crate::DispatcherBuilder::build)
+    /// refuses it unless the host opts out by name
+    /// ([`unanchored_audit`](crate::DispatcherBuilder::unanchored_audit)). Default `false` (a
+    /// sink in memory); the SQLite and PostgreSQL sinks answer for themselves.
+    fn durable_unanchored(&self) -> bool {
+        false
+    }
 }
 
 impl<T: AuditSink> AuditSink for std::sync::Arc<T> {
@@ -57,6 +69,10 @@ impl<T: AuditSink> AuditSink for std::sync::Arc<T> {
 
     fn append_inline(&self, record: AuditRecord) -> Appending<'_> {
         (**self).append_inline(record)
+    }
+
+    fn durable_unanchored(&self) -> bool {
+        (**self).durable_unanchored()
     }
 }
 

@@ -91,6 +91,20 @@ pub struct VerifyReport {
     pub entries: u64,
     /// Hash of the last entry ([`GENESIS_HASH`] for an empty trail).
     pub head: String,
+    /// Whether every entry was checked as sealed under the host keys (`false`: a plain SHA-256
+    /// chain, which someone who rewrites an entry can re-seal).
+    pub sealed: bool,
+    /// How many checkpoints kept outside the store the trail was checked against (0: removing
+    /// the newest entries would not be detected).
+    pub checkpoints: usize,
+}
+
+impl VerifyReport {
+    /// Whether the trail is anchored: sealed under host keys and checked against at least one
+    /// checkpoint, so that rewriting, re-sealing and truncation are all detected.
+    pub fn anchored(&self) -> bool {
+        self.sealed && self.checkpoints > 0
+    }
 }
 
 impl<T: AuditQuery> AuditQuery for std::sync::Arc<T> {
@@ -228,6 +242,8 @@ impl ChainVerifier {
             });
         }
         Ok(VerifyReport {
+            sealed: matches!(self.sealer, Sealer::Keyed(_)),
+            checkpoints: self.anchors.len(),
             entries: last,
             head: self
                 .last

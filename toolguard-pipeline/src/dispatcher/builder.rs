@@ -96,6 +96,17 @@ pub enum BuildError {
     /// with a sink the host built itself, or the SQLite audit table could not be opened.
     #[error("audit trail: {0}")]
     Audit(String),
+    /// A durable audit trail (SQLite, PostgreSQL) without host keys and checkpoints: deleting
+    /// its newest entries, or rewriting one and re-sealing the chain, would still verify.
+    #[error(
+        "the audit trail is kept in a database but not anchored: without host keys and \
+         checkpoints, deleting its newest entries or rewriting one and re-sealing the chain \
+         goes unnoticed; call `.host_keys(HostKeys::from_file(path)?)` (make the file with \
+         `toolguard keys generate FILE`) and `.audit_checkpoints(Arc::new(FileCheckpoints::new(\
+         path)), CheckpointPolicy::default())`, or opt out by name with \
+         `.unanchored_audit(\"why\")`"
+    )]
+    UnanchoredAudit,
     /// A detection option has a value that would disable or break its rule (a zero window, a
     /// band above `approval_over`, ...).
     #[error(transparent)]
@@ -165,6 +176,8 @@ pub struct DispatcherBuilder<S: Send + Sync + 'static> {
     /// The durable backend that also keeps the audit trail ([`DispatcherBuilder::durable`]);
     /// its sink is opened at build, anchored when host keys are given.
     durable_audit: Option<Arc<dyn DurableBackend>>,
+    /// Why the host keeps a durable trail without an anchor ([`DispatcherBuilder::unanchored_audit`]).
+    unanchored: Option<String>,
     checkpoints: Option<(Arc<dyn CheckpointSink>, CheckpointPolicy)>,
     detection: Option<crate::detect::Detection>,
 }
@@ -209,6 +222,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             custom: CustomStages::default(),
             keys: None,
             durable_audit: None,
+            unanchored: None,
             checkpoints: None,
             detection: None,
         }
@@ -289,6 +303,17 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
         policy: CheckpointPolicy,
     ) -> Self {
         self.checkpoints = Some((sink, policy));
+        self
+    }
+
+    /// Accepts a durable audit trail (SQLite, PostgreSQL) without host keys or checkpoints, for
+    /// the reason given (a development database, a trail anchored by other means). Without this
+    /// opt-out [`build`](Self::build) refuses such a trail ([`BuildError::UnanchoredAudit`]). The
+    /// opt-out shows where the trail is checked: its entries carry plain SHA-256 links, and
+    /// `AuditQuery::verify_against` reports it unanchored ([`VerifyReport::anchored`](crate::audit::VerifyReport::anchored)
+    /// is `false`); the build logs the reason as a warning.
+    pub fn unanchored_audit(mut self, reason: impl Into<String>) -> Self {
+        self.unanchored = Some(reason.into());
         self
     }
 
@@ -512,9 +537,11 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
                                build yourself its own AuditAnchor with checkpoints";
                 return Err(BuildError::Audit(message.to_owned()));
             }
+            self.check_anchored(audit.durable_unanchored())?;
             return Ok(audit.clone());
         }
         if let Some(backend) = &self.durable_audit {
+            self.check_anchored(!anchor.as_ref().is_some_and(AuditAnchor::has_checkpoints))?;
             return backend
                 .open_audit(anchor)
                 .map_err(|err| BuildError::Audit(err.to_string()));
@@ -523,6 +550,24 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             Some(anchor) => Arc::new(MemoryAuditSink::with_anchor(anchor)),
             None => Arc::new(MemoryAuditSink::new()),
         })
+    }
+}
+
+impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
+    /// Refuses a durable trail without an anchor unless the host opted out by name.
+    fn check_anchored(&self, durable_unanchored: bool) -> Result<(), BuildError> {
+        match (&self.unanchored, durable_unanchored) {
+            (_, false) => Ok(()),
+            (None, true) => Err(BuildError::UnanchoredAudit),
+            (Some(reason), true) => {
+                tracing::warn!(
+                    reason = reason.as_str(),
+                    "the durable audit trail is not anchored (no host keys or checkpoints): \
+                     truncation and re-sealing go unnoticed"
+                );
+                Ok(())
+            }
+        }
     }
 }
 

@@ -47,6 +47,7 @@ pub enum KeyError {
     DuplicateId(String),
 }
 
+#[derive(Clone)]
 struct Key {
     id: String,
     /// HMAC-SHA256 keyed with the secret (its inner and outer pads already hashed), cloned for
@@ -71,6 +72,7 @@ impl Key {
 /// secret, write access to a store is not enough to forge a request digest, an approval seal or
 /// an audit chain link; and a `sensitive` argument cannot be recovered from a stored digest by
 /// trying candidates.
+#[derive(Clone)]
 pub struct HostKeys {
     keys: Vec<Key>,
 }

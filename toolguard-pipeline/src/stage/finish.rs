@@ -149,6 +149,9 @@ fn outcome(call_id: String, tool: String, answer: Answer, t: &Trace) -> ToolOutc
     outcome.approval = answer.approval;
     outcome.replayed = answer.replayed;
     outcome.errors = answer.errors;
+    outcome.retry_after_ms = answer
+        .retry_after
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     outcome.operation_id = t.operation_id.clone();
     outcome
 }

@@ -173,7 +173,9 @@ pub(crate) fn extract_key(
         return Err(Stop::new(
             Status::InvalidArguments,
             "missing_idempotency_key",
-            "this tool changes state and needs an idempotency key",
+            "this tool changes state and needs an idempotency key, which the client application \
+             sends with the call (over MCP: `_meta[\"toolguard/idempotencyKey\"]`), not the \
+             model; nothing was done",
         ));
     }
     Ok(key)

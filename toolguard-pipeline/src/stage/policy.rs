@@ -84,11 +84,16 @@ pub(crate) async fn evaluate(
             .await
             .map_err(|_| unavailable())?;
         if !counted {
-            return Err(Stop::new(
+            let secs = rate.window.as_secs().max(1);
+            let stop = Stop::new(
                 Status::PolicyDenied,
                 "rate_limited",
-                "too many calls of this tool in this session",
-            ));
+                format!(
+                    "too many calls of this tool in this session: at most {} per {secs} s",
+                    rate.max_calls
+                ),
+            );
+            return Err(stop.retry_after(rate.window));
         }
     }
 

@@ -87,6 +87,7 @@ pub(crate) struct Answer {
     pub(crate) approval: Option<ApprovalTicket>,
     pub(crate) replayed: bool,
     pub(crate) errors: Vec<ArgumentError>,
+    pub(crate) retry_after: Option<std::time::Duration>,
 }
 
 impl Answer {
@@ -107,6 +108,7 @@ impl Answer {
             approval: None,
             replayed: false,
             errors: Vec::new(),
+            retry_after: None,
         }
     }
 
@@ -140,6 +142,7 @@ impl Answer {
             approval: stored.approval,
             replayed: false,
             errors: Vec::new(),
+            retry_after: None,
         }
     }
 
@@ -149,6 +152,7 @@ impl Answer {
             reason: stop.reason,
             message: stop.message,
             errors: stop.errors,
+            retry_after: stop.retry_after,
             ..Answer::bare(stop.status)
         }
     }
