@@ -188,6 +188,9 @@ pub fn origins(spec: &ToolSpec, args: &Value, index: &ValueIndex, key: &ValueKey
     };
     let mut out = Vec::with_capacity(map.len());
     for (name, value) in map {
+        if spec.idempotency_key_field.as_deref() == Some(name.as_str()) {
+            continue;
+        }
         let field = spec.field(name);
         let kind = field.map_or(FieldKind::Text, |f| f.kind);
         let role = field.map_or(Role::Selector, crate::spec::FieldSpec::role);
