@@ -91,7 +91,7 @@ pub struct FlowPolicy {
     tools: HashMap<String, FlowRule>,
     mode: FlowMode,
     roles: [RoleRules; 4],
-    tool_roles: HashMap<String, RoleRules>,
+    tool_roles: HashMap<String, [Option<FlowAction>; 4]>,
     fields: HashMap<(String, String), FlowAction>,
 }
 
@@ -171,11 +171,8 @@ impl FlowPolicy {
 
     /// In the precise mode: [`role`](Self::role) for the calls of `tool` only.
     pub fn tool_role(mut self, tool: &str, role: Role, action: FlowAction) -> Self {
-        let base = self.roles[0];
-        self.tool_roles
-            .entry(tool.to_owned())
-            .or_insert(base)
-            .set(role, action);
+        self.tool_roles.entry(tool.to_owned()).or_default()[RoleRules::index(role)] =
+            Some(action);
         self
     }
 
@@ -206,8 +203,8 @@ impl FlowPolicy {
         }
         self.tool_roles
             .get(&spec.name)
-            .unwrap_or(&self.roles[risk_index(spec.risk)])
-            .get(role)
+            .and_then(|own| own[RoleRules::index(role)])
+            .unwrap_or_else(|| self.roles[risk_index(spec.risk)].get(role))
     }
 
     /// The precise mode's action for a call of `spec` whose arguments have `origins`: the

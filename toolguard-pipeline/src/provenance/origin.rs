@@ -201,6 +201,12 @@ pub fn origins(spec: &ToolSpec, args: &Value, index: &ValueIndex, key: &ValueKey
             && let Some(amount) = money_amount(value)
         {
             acc.add(index.lookup(&key.hash(&amount)));
+        } else if role == Role::Amount
+            && let Some(minor) = value.as_u64()
+        {
+            // An integer amount is minor units or a whole amount: either spelling counts.
+            let spellings = [minor.to_string(), minor_units(minor, 2)];
+            acc.add(either(spellings.iter().map(|s| index.lookup(&key.hash(s)))));
         } else {
             walk(value, contain, index, key, &mut acc);
         }
@@ -211,6 +217,20 @@ pub fn origins(spec: &ToolSpec, args: &Value, index: &ValueIndex, key: &ValueKey
                 Leaf::Model => Origin::Model,
             };
             out.push(ArgumentOrigin::new(name.clone(), role, origin));
+        }
+    }
+    out
+}
+
+/// The origin of a value with several spellings: trusted if any spelling is, else untrusted if
+/// any is, else the model's.
+fn either(leaves: impl Iterator<Item = Leaf>) -> Leaf {
+    let mut out = Leaf::Model;
+    for leaf in leaves {
+        match leaf {
+            Leaf::Trusted => return Leaf::Trusted,
+            Leaf::Untrusted(_) if out == Leaf::Model => out = leaf,
+            _ => {}
         }
     }
     out
