@@ -407,14 +407,27 @@ async fn narrowing_on_the_call_counts_only_the_named_sources() {
 
     // A list that names no source of the session narrows nothing: still tainted by both.
     let trimmed = transfer("c1", "k-1", 5_000).with_sources(Vec::<String>::new());
-    assert_status(&f.desk.dispatch(trimmed, &session).await, Status::PendingApproval);
+    assert_status(
+        &f.desk.dispatch(trimmed, &session).await,
+        Status::PendingApproval,
+    );
     let entry = f.audit.entries().pop().unwrap();
-    assert_eq!(entry.record.sources, vec![email.id.clone(), upload.id.clone()]);
+    assert_eq!(
+        entry.record.sources,
+        vec![email.id.clone(), upload.id.clone()]
+    );
     // Nor does a list with an id the session never had (a stale or mistaken list).
-    let unknown = transfer("c2", "k-2", 5_000).with_sources([upload.id.clone(), "src_unknown".into()]);
-    assert_status(&f.desk.dispatch(unknown, &session).await, Status::PendingApproval);
+    let unknown =
+        transfer("c2", "k-2", 5_000).with_sources([upload.id.clone(), "src_unknown".into()]);
+    assert_status(
+        &f.desk.dispatch(unknown, &session).await,
+        Status::PendingApproval,
+    );
     let entry = f.audit.entries().pop().unwrap();
-    assert_eq!(entry.record.sources, vec![email.id.clone(), upload.id.clone()]);
+    assert_eq!(
+        entry.record.sources,
+        vec![email.id.clone(), upload.id.clone()]
+    );
     // The e-mail named as the one in context: held, and the audit entry names only it.
     let named = transfer("c3", "k-3", 5_000).with_sources([email.id.clone()]);
     let out = f.desk.dispatch(named, &session).await;

@@ -79,7 +79,12 @@ fn load(flow: &str, tool_keys: &str) -> (Policy, Vec<ToolSpec>) {
     (policy, specs)
 }
 
-fn action(policy: &Policy, specs: &[ToolSpec], tool: &str, origins: &[ArgumentOrigin]) -> FlowAction {
+fn action(
+    policy: &Policy,
+    specs: &[ToolSpec],
+    tool: &str,
+    origins: &[ArgumentOrigin],
+) -> FlowAction {
     let risk = policy.risk_policy();
     let spec = specs.iter().find(|s| s.name == tool).unwrap();
     let flow = risk.current_flow();
@@ -90,9 +95,15 @@ fn action(policy: &Policy, specs: &[ToolSpec], tool: &str, origins: &[ArgumentOr
 #[test]
 fn mode_selects_the_precise_or_the_session_mode() {
     let (policy, _) = load("[flow]\nmode = \"per_argument\"\n", "");
-    assert_eq!(policy.risk_policy().current_flow().current_mode(), FlowMode::PerArgument);
+    assert_eq!(
+        policy.risk_policy().current_flow().current_mode(),
+        FlowMode::PerArgument
+    );
     let (policy, _) = load("", "");
-    assert_eq!(policy.risk_policy().current_flow().current_mode(), FlowMode::Session);
+    assert_eq!(
+        policy.risk_policy().current_flow().current_mode(),
+        FlowMode::Session
+    );
     let err = parse(&format!("{PRINCIPAL}[flow]\nmode = \"precise\"\n")).unwrap_err();
     assert_eq!(err.line, Some(6), "{err}");
     assert!(err.to_string().contains("per_argument"), "{err}");
@@ -100,16 +111,28 @@ fn mode_selects_the_precise_or_the_session_mode() {
 
 #[test]
 fn a_role_rule_applies_at_every_risk_level() {
-    let (policy, specs) = load("[flow]\nmode = \"per_argument\"\ndestination = \"deny\"\n", "");
+    let (policy, specs) = load(
+        "[flow]\nmode = \"per_argument\"\ndestination = \"deny\"\n",
+        "",
+    );
     let dest = [untrusted("to", Role::Destination)];
-    assert_eq!(action(&policy, &specs, "send_mail", &dest), FlowAction::Deny);
+    assert_eq!(
+        action(&policy, &specs, "send_mail", &dest),
+        FlowAction::Deny
+    );
     let dest = [untrusted("recipient", Role::Destination)];
     assert_eq!(action(&policy, &specs, "pay", &dest), FlowAction::Deny);
     // The defaults of the other roles stay.
     let amount = [untrusted("amount", Role::Amount)];
-    assert_eq!(action(&policy, &specs, "pay", &amount), FlowAction::RequireApproval);
+    assert_eq!(
+        action(&policy, &specs, "pay", &amount),
+        FlowAction::RequireApproval
+    );
     let err = parse(&format!("{PRINCIPAL}[flow]\ndestinaton = \"deny\"\n")).unwrap_err();
-    assert!(err.to_string().contains("unknown field `destinaton`"), "{err}");
+    assert!(
+        err.to_string().contains("unknown field `destinaton`"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -121,8 +144,14 @@ fn a_risk_level_rule_applies_to_that_level_only() {
     let dest = [untrusted("recipient", Role::Destination)];
     assert_eq!(action(&policy, &specs, "pay", &dest), FlowAction::Deny);
     let dest = [untrusted("to", Role::Destination)];
-    assert_eq!(action(&policy, &specs, "send_mail", &dest), FlowAction::RequireApproval);
-    let err = parse(&format!("{PRINCIPAL}[flow]\nrisk.severe = {{ amount = \"deny\" }}\n")).unwrap_err();
+    assert_eq!(
+        action(&policy, &specs, "send_mail", &dest),
+        FlowAction::RequireApproval
+    );
+    let err = parse(&format!(
+        "{PRINCIPAL}[flow]\nrisk.severe = {{ amount = \"deny\" }}\n"
+    ))
+    .unwrap_err();
     assert!(err.to_string().contains("critical"), "{err}");
 }
 
@@ -136,11 +165,20 @@ fn a_tools_flow_roles_override_the_defaults_for_that_tool() {
     let dest = [untrusted("recipient", Role::Destination)];
     assert_eq!(action(&policy, &specs, "pay", &dest), FlowAction::Allow);
     let dest = [untrusted("to", Role::Destination)];
-    assert_eq!(action(&policy, &specs, "send_mail", &dest), FlowAction::RequireApproval);
+    assert_eq!(
+        action(&policy, &specs, "send_mail", &dest),
+        FlowAction::RequireApproval
+    );
     // Content carrying read data to a made-up recipient: egress, held by default.
     let (policy, specs) = load("[flow]\nmode = \"per_argument\"\n", "");
-    let body = [model("to", Role::Destination), untrusted("body", Role::Content)];
-    assert_eq!(action(&policy, &specs, "send_mail", &body), FlowAction::RequireApproval);
+    let body = [
+        model("to", Role::Destination),
+        untrusted("body", Role::Content),
+    ];
+    assert_eq!(
+        action(&policy, &specs, "send_mail", &body),
+        FlowAction::RequireApproval
+    );
 }
 
 #[test]
@@ -162,7 +200,10 @@ fn a_tools_flow_fields_set_the_rule_of_one_field() {
 fn a_fields_role_is_declared_in_the_spec() {
     let (_, specs) = load("", "");
     let pay = specs.iter().find(|s| s.name == "pay").unwrap();
-    assert_eq!(pay.field("recipient").unwrap().role, Some(Role::Destination));
+    assert_eq!(
+        pay.field("recipient").unwrap().role,
+        Some(Role::Destination)
+    );
     assert_eq!(pay.field("recipient").unwrap().role(), Role::Destination);
     let mail = specs.iter().find(|s| s.name == "send_mail").unwrap();
     assert_eq!(mail.field("body").unwrap().role(), Role::Content);
@@ -170,6 +211,9 @@ fn a_fields_role_is_declared_in_the_spec() {
         "{PRINCIPAL}[tools.t]\nrisk = \"low\"\nread_only = false\noutput = \"trusted\"\nfields.\"/x\" = {{ role = \"recipient\" }}\n"
     ))
     .unwrap_err();
-    assert!(err.to_string().contains("unknown variant `recipient`"), "{err}");
+    assert!(
+        err.to_string().contains("unknown variant `recipient`"),
+        "{err}"
+    );
     assert!(err.to_string().contains("destination"), "{err}");
 }

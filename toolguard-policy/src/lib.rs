@@ -55,9 +55,9 @@ use toml::Spanned;
 use toolguard_pipeline::access::Authorizer;
 use toolguard_pipeline::call::Principal;
 use toolguard_pipeline::declare::{Declaration, FieldDecl, KeySource, declare, rules};
+use toolguard_pipeline::provenance::{FlowAction, FlowMode, FlowPolicy};
 use toolguard_pipeline::risk::{OnExceed, RiskPolicy};
 use toolguard_pipeline::sanitize::Sanitizer;
-use toolguard_pipeline::provenance::{FlowAction, FlowMode, FlowPolicy};
 use toolguard_pipeline::spec::{KeyReuse, Risk, ToolSpec};
 
 /// A policy file error: where (file, line) and what to change.

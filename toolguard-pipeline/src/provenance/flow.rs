@@ -171,8 +171,7 @@ impl FlowPolicy {
 
     /// In the precise mode: [`role`](Self::role) for the calls of `tool` only.
     pub fn tool_role(mut self, tool: &str, role: Role, action: FlowAction) -> Self {
-        self.tool_roles.entry(tool.to_owned()).or_default()[RoleRules::index(role)] =
-            Some(action);
+        self.tool_roles.entry(tool.to_owned()).or_default()[RoleRules::index(role)] = Some(action);
         self
     }
 
@@ -226,7 +225,9 @@ impl FlowPolicy {
             && !destinations_allowlisted(spec, sanitizer);
         let mut worst = (FlowAction::Allow, None);
         for o in origins.iter().filter(|o| o.origin.is_untrusted()) {
-            let own = self.fields.contains_key(&(spec.name.clone(), o.field.clone()));
+            let own = self
+                .fields
+                .contains_key(&(spec.name.clone(), o.field.clone()));
             if o.role == Role::Content && !egress_out && !own {
                 continue;
             }
@@ -325,9 +326,15 @@ pub(crate) fn judge(
     };
     let (action, why) = if policy.per_argument_for(spec) {
         let (action, field) = policy.argument_action(spec, sanitizer, origins);
-        (action, field.map(|f| field_reason(f, sources)).unwrap_or_default())
+        (
+            action,
+            field.map(|f| field_reason(f, sources)).unwrap_or_default(),
+        )
     } else {
-        let why = format!("this call follows untrusted content ({})", latest.describe());
+        let why = format!(
+            "this call follows untrusted content ({})",
+            latest.describe()
+        );
         (policy.action(spec, sanitizer), why)
     };
     match action {

@@ -1,9 +1,11 @@
 //! Keyed hashes of canonical values: what a source keeps of the values in its content, so that
 //! no plaintext of untrusted content is stored and nobody without the key can test a guess.
 //!
-//! `HMAC-SHA256(key, "toolguard/provenance-value" || 0x00 || canonical value)`, truncated to 16
-//! bytes. The key is the active host key ([`HostKeys`]) when the dispatcher has host keys, so
-//! that every replica computes the same hashes; without host keys each dispatcher draws a random
+//! SipHash-2-4 with a 128-bit output, keyed with 16 bytes derived from the active host key
+//! ([`HostKeys`]) as `HMAC-SHA256(host key, "toolguard/provenance-value" || 0x00)`: a keyed
+//! pseudo-random function (nobody without the key can test a guess), fast enough to hash every
+//! argument of every judged call (an HMAC per value cost several microseconds per call). With
+//! host keys every replica computes the same hashes; without host keys each dispatcher draws a random
 //! key, and values recorded by one process never match arguments judged by another (the precise
 //! mode across replicas needs host keys). After a key rotation, values recorded under the old
 //! key no longer match: rotate between conversations, or expect calls to be judged as if the
@@ -16,8 +18,6 @@ use hmac::Mac;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::keys::HostKeys;
-
-type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 
 /// The MAC domain of value hashes.
 const DOMAIN: &str = "toolguard/provenance-value";
@@ -132,7 +132,8 @@ impl<'de> Deserialize<'de> for ValueSet {
 /// The key value hashes are made with.
 #[derive(Clone)]
 pub struct ValueKey {
-    mac: HmacSha256,
+    k0: u64,
+    k1: u64,
 }
 
 impl std::fmt::Debug for ValueKey {
@@ -144,9 +145,18 @@ impl std::fmt::Debug for ValueKey {
 impl ValueKey {
     /// The key of `keys`' active host key (the same on every replica that shares the keys).
     pub fn from_host_keys(keys: &HostKeys) -> Self {
-        match keys.active_mac(DOMAIN) {
-            Some(mac) => ValueKey { mac },
-            None => ValueKey::random(),
+        let Some(mac) = keys.active_mac(DOMAIN) else {
+            return ValueKey::random();
+        };
+        let derived = mac.finalize().into_bytes();
+        let word = |at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&derived[at..at + 8]);
+            u64::from_le_bytes(w)
+        };
+        ValueKey {
+            k0: word(0),
+            k1: word(8),
         }
     }
 
@@ -157,12 +167,7 @@ impl ValueKey {
 
     /// The hash of one canonical value.
     pub fn hash(&self, canonical: &str) -> ValueHash {
-        let mut mac = self.mac.clone();
-        mac.update(canonical.as_bytes());
-        let full = mac.finalize().into_bytes();
-        let mut h = [0u8; 16];
-        h.copy_from_slice(&full[..16]);
-        ValueHash(h)
+        ValueHash(siphash_2_4_128(self.k0, self.k1, canonical.as_bytes()))
     }
 
     /// The hashes of `values` (canonical forms), de-duplicated, at most
@@ -186,9 +191,81 @@ impl ValueKey {
     }
 }
 
+/// SipHash-2-4 with 128-bit output (Aumasson and Bernstein, "SipHash: a fast short-input PRF",
+/// the 128-bit variant of its reference implementation).
+fn siphash_2_4_128(k0: u64, k1: u64, data: &[u8]) -> [u8; 16] {
+    let mut v = [
+        k0 ^ 0x736f_6d65_7073_6575,
+        k1 ^ 0x646f_7261_6e64_6f83, // 0x...6f6d ^ 0xee: the 128-bit variant
+        k0 ^ 0x6c79_6765_6e65_7261,
+        k1 ^ 0x7465_6462_7974_6573,
+    ];
+    let mut chunks = data.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(chunk);
+        let m = u64::from_le_bytes(w);
+        v[3] ^= m;
+        sip_rounds(&mut v, 2);
+        v[0] ^= m;
+    }
+    let rest = chunks.remainder();
+    let mut last = [0u8; 8];
+    last[..rest.len()].copy_from_slice(rest);
+    let m = u64::from_le_bytes(last) | ((data.len() as u64 & 0xff) << 56);
+    v[3] ^= m;
+    sip_rounds(&mut v, 2);
+    v[0] ^= m;
+    v[2] ^= 0xee;
+    sip_rounds(&mut v, 4);
+    let first = v[0] ^ v[1] ^ v[2] ^ v[3];
+    v[1] ^= 0xdd;
+    sip_rounds(&mut v, 4);
+    let second = v[0] ^ v[1] ^ v[2] ^ v[3];
+    let mut out = [0u8; 16];
+    out[..8].copy_from_slice(&first.to_le_bytes());
+    out[8..].copy_from_slice(&second.to_le_bytes());
+    out
+}
+
+fn sip_rounds(v: &mut [u64; 4], n: usize) {
+    for _ in 0..n {
+        v[0] = v[0].wrapping_add(v[1]);
+        v[1] = v[1].rotate_left(13) ^ v[0];
+        v[0] = v[0].rotate_left(32);
+        v[2] = v[2].wrapping_add(v[3]);
+        v[3] = v[3].rotate_left(16) ^ v[2];
+        v[0] = v[0].wrapping_add(v[3]);
+        v[3] = v[3].rotate_left(21) ^ v[0];
+        v[2] = v[2].wrapping_add(v[1]);
+        v[1] = v[1].rotate_left(17) ^ v[2];
+        v[2] = v[2].rotate_left(32);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn siphash_128_matches_the_reference_vectors() {
+        // Key 00 01 .. 0f; messages 00 01 .. (n-1); the reference implementation's vectors_128.
+        let k0 = u64::from_le_bytes([0, 1, 2, 3, 4, 5, 6, 7]);
+        let k1 = u64::from_le_bytes([8, 9, 10, 11, 12, 13, 14, 15]);
+        let msg: Vec<u8> = (0u8..16).collect();
+        assert_eq!(
+            hex::encode(siphash_2_4_128(k0, k1, &msg[..0])),
+            "a3817f04ba25a8e66df67214c7550293"
+        );
+        assert_eq!(
+            hex::encode(siphash_2_4_128(k0, k1, &msg[..1])),
+            "da87c1d86b99af44347659119b22fc45"
+        );
+        assert_eq!(
+            hex::encode(siphash_2_4_128(k0, k1, &msg[..15])),
+            "5493e99933b0a8117e08ec0f97cfc3d9"
+        );
+    }
 
     #[test]
     fn hashes_are_keyed_deduplicated_bounded_and_round_trip() {
@@ -199,10 +276,13 @@ mod tests {
         let (set, cut) = a.hash_all(&["x".into(), "y".into(), "x".into()]);
         assert_eq!((set.len(), cut), (2, false));
         let json = serde_json::to_string(&set).unwrap();
-        assert!(!json.contains('x'), "{json}");
+        // One base64 string of the two 16-byte hashes, nothing of the values.
+        assert_eq!(json.len(), 2 + 43, "{json}");
         let back: ValueSet = serde_json::from_str(&json).unwrap();
         assert_eq!(back, set);
-        let many: Vec<String> = (0..MAX_VALUES_PER_SOURCE + 3).map(|i| i.to_string()).collect();
+        let many: Vec<String> = (0..MAX_VALUES_PER_SOURCE + 3)
+            .map(|i| i.to_string())
+            .collect();
         let (set, cut) = a.hash_all(&many);
         assert_eq!((set.len(), cut), (MAX_VALUES_PER_SOURCE, true));
         let keys = HostKeys::new("k1", [3u8; 32]).unwrap();

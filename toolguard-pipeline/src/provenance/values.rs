@@ -33,14 +33,19 @@ pub const MAX_WHOLE_LEAF_BYTES: usize = 120;
 /// source as truncated (see [`crate::provenance::Source::values_truncated`]).
 pub const MAX_SCANNED_BYTES: usize = 1 << 20;
 
-/// NFKC, then lower case; the trimmed result.
-pub(crate) fn fold(s: &str) -> String {
-    let folded = if s.is_ascii() {
-        s.to_ascii_lowercase()
+/// NFKC, then lower case; trimmed.
+pub(crate) fn fold(s: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    let s = s.trim();
+    if s.is_ascii() {
+        if s.bytes().any(|b| b.is_ascii_uppercase()) {
+            Cow::Owned(s.to_ascii_lowercase())
+        } else {
+            Cow::Borrowed(s)
+        }
     } else {
-        NFKC.normalize(s).to_lowercase()
-    };
-    folded.trim().to_owned()
+        Cow::Owned(NFKC.normalize(s).to_lowercase().trim().to_owned())
+    }
 }
 
 /// Characters that end a token.
@@ -48,7 +53,19 @@ fn is_separator(c: char) -> bool {
     c.is_whitespace()
         || matches!(
             c,
-            '"' | '\'' | '<' | '>' | '(' | ')' | '[' | ']' | '{' | '}' | ';' | '|' | '`' | '*'
+            '"' | '\''
+                | '<'
+                | '>'
+                | '('
+                | ')'
+                | '['
+                | ']'
+                | '{'
+                | '}'
+                | ';'
+                | '|'
+                | '`'
+                | '*'
                 | '\u{2018}'..='\u{201f}'
         )
 }
@@ -57,8 +74,22 @@ fn is_separator(c: char) -> bool {
 fn is_edge_punctuation(c: char) -> bool {
     matches!(
         c,
-        '.' | ',' | ':' | ';' | '!' | '?' | '"' | '\'' | ')' | '(' | ']' | '[' | '}' | '{' | '*'
-            | '_' | '~'
+        '.' | ','
+            | ':'
+            | ';'
+            | '!'
+            | '?'
+            | '"'
+            | '\''
+            | ')'
+            | '('
+            | ']'
+            | '['
+            | '}'
+            | '{'
+            | '*'
+            | '_'
+            | '~'
     ) || c.is_whitespace()
 }
 
@@ -77,7 +108,8 @@ fn tokens(text: &str) -> Vec<&str> {
     let mut chars = text.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
         let next = chars.peek().map_or(' ', |&(_, n)| n);
-        let split = is_separator(c) || (c == ',' && !(prev.is_ascii_digit() && next.is_ascii_digit()));
+        let split =
+            is_separator(c) || (c == ',' && !(prev.is_ascii_digit() && next.is_ascii_digit()));
         match (split, start) {
             (true, Some(s)) => {
                 push_token(&text[s..i], &mut out);
@@ -156,7 +188,10 @@ fn joined(toks: &[&str], out: &mut Vec<String>) {
         let mut digits: String = first.chars().filter(char::is_ascii_digit).collect();
         let mut used = 0;
         for t in &toks[1..] {
-            if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'-' || b == b'.') {
+            if !t.is_empty()
+                && t.bytes()
+                    .all(|b| b.is_ascii_digit() || b == b'-' || b == b'.')
+            {
                 digits.extend(t.chars().filter(char::is_ascii_digit));
                 used += 1;
             } else {
@@ -185,7 +220,11 @@ fn iban_head(t: &str) -> bool {
 fn token_values(t: &str, out: &mut Vec<String>) {
     if let Some(rest) = t.strip_prefix('@').or_else(|| t.strip_prefix('#')) {
         let name = trim_token(rest);
-        if !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.')) {
+        if !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        {
             out.push(name.to_owned());
         }
         return;
@@ -229,40 +268,58 @@ fn token_values(t: &str, out: &mut Vec<String>) {
 /// it, and at least three characters.
 fn identifier(t: &str) -> bool {
     t.chars().count() >= 3
-        && t.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
-        && t.chars().any(|c| c.is_ascii_digit() || c == '_' || c == '-')
+        && t.chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        && t.chars()
+            .any(|c| c.is_ascii_digit() || c == '_' || c == '-')
         && t.chars().any(char::is_alphanumeric)
 }
 
-/// A URL in `t` (with a scheme, or starting `www.`, or a host followed by a path), normalized.
+/// A URL in `t` (folded; with a scheme, or starting `www.`, or a host followed by a path),
+/// normalized: no scheme, user info, fragment, default port or trailing `/`.
 fn url_value(t: &str) -> Option<String> {
-    let candidate = if t.contains("://") {
-        t.to_owned()
+    let rest = if let Some((scheme, rest)) = t.split_once("://") {
+        let scheme_ok = !scheme.is_empty()
+            && scheme
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
+        if !scheme_ok {
+            return None;
+        }
+        rest
     } else if t.starts_with("www.") {
-        format!("http://{t}")
+        t
     } else if let Some((head, _)) = t.split_once('/')
-        && host_value(head).is_some()
         && !head.contains('@')
+        && host_value(head).is_some()
     {
-        format!("http://{t}")
+        t
     } else {
         return None;
     };
-    let url = url::Url::parse(&candidate).ok()?;
-    let host = url.host_str()?.trim_end_matches('.').to_owned();
-    if host.is_empty() {
+    let rest = rest.split('#').next().unwrap_or_default();
+    let split = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(split);
+    let authority = authority.rsplit('@').next().unwrap_or_default();
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if p.bytes().all(|b| b.is_ascii_digit()) => (h, p),
+        _ => (authority, ""),
+    };
+    let host = host.trim_end_matches('.');
+    if host.is_empty() || host.contains(['\\', ' ']) {
         return None;
     }
-    let mut canonical = host;
-    if let Some(port) = url.port() {
+    let (path, query) = tail.split_once('?').unwrap_or((tail, ""));
+    let mut canonical = String::with_capacity(rest.len());
+    canonical.push_str(host);
+    if !port.is_empty() && port != "80" && port != "443" {
         canonical.push(':');
-        canonical.push_str(&port.to_string());
+        canonical.push_str(port);
     }
-    let path = url.path().trim_end_matches('/');
-    canonical.push_str(path);
-    if let Some(q) = url.query().filter(|q| !q.is_empty()) {
+    canonical.push_str(path.trim_end_matches('/'));
+    if !query.is_empty() {
         canonical.push('?');
-        canonical.push_str(q);
+        canonical.push_str(query);
     }
     Some(canonical)
 }
@@ -308,12 +365,10 @@ pub(crate) fn registrable(host: &str) -> &str {
 /// letters.
 fn host_value(t: &str) -> Option<String> {
     let t = t.trim_end_matches('.');
-    let labels: Vec<&str> = t.split('.').collect();
-    let tld = labels.last()?;
-    let ok = labels.len() >= 2
-        && labels.iter().all(|l| {
-            !l.is_empty() && l.chars().all(|c| c.is_alphanumeric() || c == '-')
-        })
+    let (_, tld) = t.rsplit_once('.')?;
+    let ok = t
+        .split('.')
+        .all(|l| !l.is_empty() && l.chars().all(|c| c.is_alphanumeric() || c == '-'))
         && tld.chars().count() >= 2
         && tld.chars().all(char::is_alphabetic);
     ok.then(|| t.to_owned())
@@ -325,7 +380,9 @@ fn email_value(t: &str) -> Option<String> {
     let (local, domain) = t.split_once('@')?;
     let ok = !local.is_empty()
         && !local.contains('@')
-        && local.chars().all(|c| !c.is_whitespace() && c != ':' && c != '/')
+        && local
+            .chars()
+            .all(|c| !c.is_whitespace() && c != ':' && c != '/')
         && host_value(domain).is_some();
     ok.then(|| format!("{local}@{}", domain.trim_end_matches('.')))
 }
@@ -334,7 +391,12 @@ fn email_value(t: &str) -> Option<String> {
 fn phone_value(t: &str) -> Option<String> {
     let body = t.strip_prefix('+').unwrap_or(t);
     let has_sep = body.contains(['-', '.']) || t.starts_with('+');
-    if !has_sep || body.is_empty() || !body.bytes().all(|b| b.is_ascii_digit() || b == b'-' || b == b'.') {
+    if !has_sep
+        || body.is_empty()
+        || !body
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b == b'-' || b == b'.')
+    {
         return None;
     }
     let digits: String = body.chars().filter(char::is_ascii_digit).collect();
@@ -368,7 +430,11 @@ pub(crate) fn amount_value(t: &str) -> Option<String> {
 fn decimal(int: &str, frac: &str) -> String {
     let int = int.trim_start_matches('0');
     let frac = frac.trim_end_matches('0');
-    let mut out = if int.is_empty() { "0".to_owned() } else { int.to_owned() };
+    let mut out = if int.is_empty() {
+        "0".to_owned()
+    } else {
+        int.to_owned()
+    };
     if !frac.is_empty() {
         out.push('.');
         out.push_str(frac);
@@ -395,34 +461,54 @@ pub(crate) fn minor_units(minor: u64, digits: u32) -> String {
 pub fn whole_value(s: &str) -> Option<String> {
     let folded = fold(s);
     let t = trim_token(&folded);
-    if t.is_empty() {
+    let b = t.as_bytes();
+    let Some(&first) = b.first() else {
         return None;
+    };
+    // Cheap gates first: most values are plain ids, names or words.
+    let digits = b.iter().any(u8::is_ascii_digit);
+    let spaces = b.iter().any(|&c| c == b' ') || (!t.is_ascii() && t.contains(char::is_whitespace));
+    if digits && b.len() >= 15 && first.is_ascii_alphabetic() {
+        let compact: String = t.chars().filter(|c| !matches!(c, ' ' | '-')).collect();
+        if compact.len() >= 15 && iban_head(&compact) {
+            return Some(compact);
+        }
     }
-    let compact: String = t.chars().filter(|c| !matches!(c, ' ' | '-')).collect();
-    if compact.len() >= 15 && iban_head(&compact) {
-        return Some(compact);
-    }
-    if let Some(phone) = spaced_phone(t) {
+    if digits && let Some(phone) = spaced_phone(t) {
         return Some(phone);
     }
-    if let Some(name) = t.strip_prefix('@').or_else(|| t.strip_prefix('#')) {
-        return Some(trim_token(name).to_owned());
+    if matches!(first, b'@' | b'#') {
+        return Some(trim_token(&t[1..]).to_owned());
     }
-    if !t.contains(char::is_whitespace) {
-        if let Some(url) = url_value(t) {
-            return Some(url);
+    if !spaces {
+        if b.contains(&b'/') || t.starts_with("www.") {
+            if let Some(url) = url_value(t) {
+                return Some(url);
+            }
         }
-        if let Some(email) = email_value(t) {
+        if b.contains(&b'@')
+            && let Some(email) = email_value(t)
+        {
             return Some(email);
         }
-        if let Some(amount) = amount_value(t) {
+        if digits && let Some(amount) = amount_value(t) {
             return Some(amount);
         }
-        if let Some(host) = host_value(t) {
+        if b.contains(&b'.')
+            && let Some(host) = host_value(t)
+        {
             return Some(host.strip_prefix("www.").unwrap_or(&host).to_owned());
         }
+        return Some(t.to_owned());
     }
-    Some(t.split_whitespace().collect::<Vec<_>>().join(" "))
+    let mut out = String::with_capacity(t.len());
+    for (i, word) in t.split_whitespace().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    Some(out)
 }
 
 /// A phone number with any separators (`+1 (555) 123-4567`): its 7 to 15 digits.
@@ -504,18 +590,33 @@ mod tests {
         let v = values("call +1 (555) 123-4567 now, or 555.987.6543");
         assert!(v.contains(&"15551234567".to_owned()), "{v:?}");
         assert!(v.contains(&"5559876543".to_owned()), "{v:?}");
-        assert_eq!(whole_value("+1 (555) 123-4567").as_deref(), Some("15551234567"));
+        assert_eq!(
+            whole_value("+1 (555) 123-4567").as_deref(),
+            Some("15551234567")
+        );
     }
 
     #[test]
     fn urls_ignore_case_scheme_fragment_and_trailing_slash() {
         let v = values("see HTTPS://Pay.Evil.COM/Transfer/?to=x#top.");
-        assert!(v.contains(&"pay.evil.com/transfer?to=x".to_owned()), "{v:?}");
+        assert!(
+            v.contains(&"pay.evil.com/transfer?to=x".to_owned()),
+            "{v:?}"
+        );
         assert!(v.contains(&"pay.evil.com".to_owned()), "{v:?}");
         assert!(v.contains(&"evil.com".to_owned()), "{v:?}");
-        assert_eq!(whole_value("http://pay.evil.com/transfer?to=x").as_deref(), Some("pay.evil.com/transfer?to=x"));
-        assert_eq!(whole_value("https://example.org/").as_deref(), Some("example.org"));
-        assert_eq!(whole_value("https://example.org").as_deref(), Some("example.org"));
+        assert_eq!(
+            whole_value("http://pay.evil.com/transfer?to=x").as_deref(),
+            Some("pay.evil.com/transfer?to=x")
+        );
+        assert_eq!(
+            whole_value("https://example.org/").as_deref(),
+            Some("example.org")
+        );
+        assert_eq!(
+            whole_value("https://example.org").as_deref(),
+            Some("example.org")
+        );
         assert_eq!(registrable("a.b.example.co.uk"), "example.co.uk");
         let v = values("go to evil.example.net/login");
         assert!(v.contains(&"example.net".to_owned()), "{v:?}");
@@ -527,14 +628,29 @@ mod tests {
         let v = values("send to ｍａｌｌｏｒｙ＠ｅｖｉｌ．ｃｏｍ and acct＿９９");
         assert!(v.contains(&"mallory@evil.com".to_owned()), "{v:?}");
         assert!(v.contains(&"acct_99".to_owned()), "{v:?}");
-        assert_eq!(whole_value("Mallory@Evil.COM").as_deref(), Some("mallory@evil.com"));
-        assert_eq!(whole_value("mailto:mallory@evil.com").as_deref(), Some("mallory@evil.com"));
+        assert_eq!(
+            whole_value("Mallory@Evil.COM").as_deref(),
+            Some("mallory@evil.com")
+        );
+        assert_eq!(
+            whole_value("mailto:mallory@evil.com").as_deref(),
+            Some("mallory@evil.com")
+        );
     }
 
     #[test]
     fn trailing_punctuation_names_and_amounts() {
-        let v = values("Ref INV-2024-001, amount $1,250.00; ping @Alice or #general! file /tmp/report.pdf.");
-        for want in ["inv-2024-001", "1250", "alice", "general", "/tmp/report.pdf", "report.pdf"] {
+        let v = values(
+            "Ref INV-2024-001, amount $1,250.00; ping @Alice or #general! file /tmp/report.pdf.",
+        );
+        for want in [
+            "inv-2024-001",
+            "1250",
+            "alice",
+            "general",
+            "/tmp/report.pdf",
+            "report.pdf",
+        ] {
             assert!(v.contains(&want.to_owned()), "{want} in {v:?}");
         }
         assert_eq!(whole_value("1250.00").as_deref(), Some("1250"));

@@ -11,7 +11,9 @@ use crate::call::{Principal, ToolCall};
 use crate::clock::unix_millis;
 use crate::outcome::Status;
 use crate::provenance::flow::{CAUSE, hold_message, judge};
-use crate::provenance::{FlowMode, Source, ValueIndex, in_context, origins, session_key, trusted_key};
+use crate::provenance::{
+    FlowMode, Source, ValueIndex, in_context, origins, session_key, trusted_key,
+};
 use crate::risk::PolicyDecision;
 use crate::spec::{Egress, ToolSpec};
 use crate::stage::Stop;
@@ -160,11 +162,18 @@ pub(crate) async fn record_output<S: Send + Sync + 'static>(
     let now = unix_millis(core.now());
     if !spec.untrusted_output {
         if core.policy.current_flow().current_mode() == FlowMode::PerArgument {
-            let record = Source::trusted(format!("the result of {} call {call_id}", spec.name), now)
-                .with_json(&core.value_key, output);
+            let record =
+                Source::trusted(format!("the result of {} call {call_id}", spec.name), now)
+                    .with_json(&core.value_key, output);
             if !record.values.is_empty() {
                 let key = trusted_key(&p.tenant, &p.session_id);
-                if core.stores.provenance.add_source(&key, &record).await.is_err() {
+                if core
+                    .stores
+                    .provenance
+                    .add_source(&key, &record)
+                    .await
+                    .is_err()
+                {
                     tracing::warn!(tool = %spec.name, "trusted values could not be recorded");
                 }
             }
