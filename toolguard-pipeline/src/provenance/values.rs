@@ -462,12 +462,10 @@ pub fn whole_value(s: &str) -> Option<String> {
     let folded = fold(s);
     let t = trim_token(&folded);
     let b = t.as_bytes();
-    let Some(&first) = b.first() else {
-        return None;
-    };
+    let &first = b.first()?;
     // Cheap gates first: most values are plain ids, names or words.
     let digits = b.iter().any(u8::is_ascii_digit);
-    let spaces = b.iter().any(|&c| c == b' ') || (!t.is_ascii() && t.contains(char::is_whitespace));
+    let spaces = b.contains(&b' ') || (!t.is_ascii() && t.contains(char::is_whitespace));
     if digits && b.len() >= 15 && first.is_ascii_alphabetic() {
         let compact: String = t.chars().filter(|c| !matches!(c, ' ' | '-')).collect();
         if compact.len() >= 15 && iban_head(&compact) {
@@ -481,10 +479,10 @@ pub fn whole_value(s: &str) -> Option<String> {
         return Some(trim_token(&t[1..]).to_owned());
     }
     if !spaces {
-        if b.contains(&b'/') || t.starts_with("www.") {
-            if let Some(url) = url_value(t) {
-                return Some(url);
-            }
+        if (b.contains(&b'/') || t.starts_with("www."))
+            && let Some(url) = url_value(t)
+        {
+            return Some(url);
         }
         if b.contains(&b'@')
             && let Some(email) = email_value(t)
