@@ -22,6 +22,17 @@
 //!   destinations its sanitizer allowlists admit without approval. Each rule is configurable to
 //!   allow, require approval or deny, per risk level and per tool. A hold or denial names the
 //!   source that caused it.
+//! - Per argument (the precise mode, [`FlowPolicy::per_argument`]): each source also keeps the
+//!   keyed hashes of the values in its content that can steer an action ([`values`],
+//!   [`ValueKey`]); the host registers what the user said with
+//!   [`Dispatcher::add_trusted_input`](crate::Dispatcher::add_trusted_input) (and trusted
+//!   tools' outputs record their values), and each argument of a judged call gets an [`Origin`]
+//!   and a [`Role`]. The flow policy then holds only what came from untrusted content: a
+//!   destination or an amount, or read content leaving to a destination that is not trusted.
+//! - Every path that hands an untrusted result to a session records the source: the call, an
+//!   idempotency replay (to another session, or after the sources were cleared), an approved
+//!   call and its retry, an operation status carrying the result. A narrowing list that names
+//!   no source of the session, or an unknown one, narrows nothing.
 //! - The sources in effect are shown in the approval preview, stored on the
 //!   [`ApprovalRequest`](crate::store::ApprovalRequest), bound into its binding digest, and
 //!   written to audit entries (by id), so source → call → decision can be joined
