@@ -361,11 +361,11 @@ impl FlowSection {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FlowDecl {
-    /// [`FlowAction::Allow`](toolguard_pipeline::FlowAction::Allow).
+    /// [`FlowAction::Allow`].
     Allow,
-    /// [`FlowAction::RequireApproval`](toolguard_pipeline::FlowAction::RequireApproval).
+    /// [`FlowAction::RequireApproval`].
     Approval,
-    /// [`FlowAction::Deny`](toolguard_pipeline::FlowAction::Deny).
+    /// [`FlowAction::Deny`].
     Deny,
 }
 
