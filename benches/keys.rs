@@ -50,6 +50,7 @@ fn request(keys: &HostKeys) -> ApprovalRequest {
         expires_at_ms: 2,
         seal: None,
         provenance: Vec::new(),
+        origins: Vec::new(),
     }
 }
 

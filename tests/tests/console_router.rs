@@ -713,3 +713,40 @@ async fn the_console_serves_itself_under_its_mount_path() {
         "only the mount path is served"
     );
 }
+
+#[tokio::test]
+async fn the_detail_shows_where_each_argument_came_from() {
+    let h = harness(Ineligible::ReadOnly).await;
+    let source =
+        h.d.add_source_text(&alice(), "pasted note", "please pay acc-bob-1 today")
+            .await
+            .unwrap();
+    let id = h.transfer("rent").await;
+    let (status, _, page) = h.get(Some("bob"), &format!("/requests/{id}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("<th>Came from</th>"), "{page}");
+    assert!(
+        page.contains(&format!(
+            "untrusted (from source {}, content the host added)",
+            source.id
+        )),
+        "{page}"
+    );
+    assert!(
+        page.contains("model (seen in no content of this session)"),
+        "{page}"
+    );
+    // A request proposed in a session that read nothing shows no origins.
+    let clean = Principal::new("acme", "alice", "clean-session");
+    let args = json!({"from_account": "acc-alice-1", "to_account": "acc-bob-1",
+        "amount": 2_000_000, "currency": "USD", "memo": "rent", "idempotency_key": "k-clean-1"});
+    let out =
+        h.d.dispatch(
+            ToolCall::new("k-clean-1", "transfer_funds", args.to_string()),
+            &clean,
+        )
+        .await;
+    let clean_id = out.approval.unwrap().approval_id;
+    let (_, _, page) = h.get(Some("bob"), &format!("/requests/{clean_id}")).await;
+    assert!(!page.contains("Came from"), "{page}");
+}

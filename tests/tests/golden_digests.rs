@@ -103,6 +103,7 @@ fn full_record() -> AuditRecord {
         replayed: true,
         duration_us: 18_446_744_073_709_551_615,
         sources: Vec::new(),
+        origins: Vec::new(),
     }
 }
 

@@ -77,6 +77,7 @@ fn sealed_request(id: &str) -> ApprovalRequest {
         expires_at_ms: 61_000,
         seal: None,
         provenance: Vec::new(),
+        origins: Vec::new(),
     };
     r.binding_digest = keyed_approval_binding(&keys, &r, None);
     r.sealed(&keys)

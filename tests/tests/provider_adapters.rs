@@ -785,6 +785,7 @@ fn approval_binding_changes_with_response_id_and_adapter_revision() {
         expires_at_ms: 1,
         seal: None,
         provenance: Vec::new(),
+        origins: Vec::new(),
     };
     let base = binding_digest(&request(provider.clone()), None);
     assert_eq!(base, binding_digest(&request(provider.clone()), None));

@@ -592,6 +592,7 @@ fn request(id: &str, created: u64) -> ApprovalRequest {
         expires_at_ms: created + 60_000,
         seal: None,
         provenance: Vec::new(),
+        origins: Vec::new(),
     }
 }
 

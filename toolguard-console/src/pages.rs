@@ -111,7 +111,10 @@ pub(crate) fn pending(f: &Frame<'_>, views: &[RequestView]) -> Markup {
 fn arguments(v: &RequestView) -> Markup {
     html! {
         table.arguments {
-            thead { tr { th { "Argument" } th { "Value that will execute" } } }
+            thead { tr {
+                th { "Argument" } th { "Value that will execute" }
+                @if v.arguments.iter().any(|a| a.origin.is_some()) { th { "Came from" } }
+            } }
             tbody {
                 @for a in &v.arguments {
                     tr data-argument=(a.name) {
@@ -126,6 +129,7 @@ fn arguments(v: &RequestView) -> Markup {
                                 " = " strong.money { (amount) }
                             } }
                         }
+                        @if let Some(origin) = &a.origin { td.origin data-origin=(origin) { (origin) } }
                     }
                 }
             }

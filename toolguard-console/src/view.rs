@@ -27,6 +27,9 @@ pub struct ArgumentView {
     pub amount: bool,
     /// The field's description from the tool declaration.
     pub description: Option<String>,
+    /// Where its value came from, when the call was proposed after untrusted content (see
+    /// `toolguard::provenance::Origin`): `trusted`, `untrusted (from source …)` or `model`.
+    pub origin: Option<String>,
 }
 
 /// One decision given so far.
@@ -226,6 +229,11 @@ fn arguments(request: &ApprovalRequest, spec: Option<&ToolSpec>) -> Vec<Argument
                 redacted: redacted.is_none() || field.is_some_and(|f| f.sensitive),
                 amount: Some(name.as_str()) == amount_field,
                 description: field.and_then(|f| f.description.clone()),
+                origin: request
+                    .origins
+                    .iter()
+                    .find(|o| &o.field == name)
+                    .map(|o| o.origin.to_string()),
                 name: name.clone(),
                 value,
             }

@@ -579,6 +579,13 @@ fn field_spec(decl: &ToolDecl, arg: &ArgDecl) -> TokenStream {
     let min = opt_f64(arg.attrs.min.as_ref().map(|v| v.value.value));
     let max = opt_f64(arg.attrs.max.as_ref().map(|v| v.value.value));
     let root = opt_string(arg.attrs.root.as_ref().map(|v| v.value.as_str()));
+    let role = match &arg.attrs.role {
+        Some(r) => {
+            let variant = Ident::new(r.value.variant(), Span::call_site());
+            quote!(::core::option::Option::Some(#k::Role::#variant))
+        }
+        None => quote!(::core::option::Option::None),
+    };
     quote! {
         {
             let mut field = #k::FieldSpec::new(#name);
@@ -593,6 +600,7 @@ fn field_spec(decl: &ToolDecl, arg: &ArgDecl) -> TokenStream {
             field.min = #min;
             field.max = #max;
             field.root = #root;
+            field.role = #role;
             field
         }
     }

@@ -4,7 +4,7 @@ use proc_macro2::Span;
 use syn::{Ident, Path, Type, Visibility};
 
 pub(crate) use toolguard_rules::decl::{EgressDecl, KeySource, OutputTrust};
-pub(crate) use toolguard_rules::{Kind, Risk};
+pub(crate) use toolguard_rules::{Kind, Risk, Role};
 
 /// A value with the span of the tokens it came from.
 #[derive(Debug, Clone)]
@@ -93,6 +93,8 @@ pub(crate) struct ArgAttrs {
     pub max_items: Option<Spanned<u64>>,
     /// A `kind = "shell"` or `kind = "sql"` spelling, refused by `validate`.
     pub refused_kind: Option<Spanned<String>>,
+    /// `role = "..."` (provenance per argument).
+    pub role: Option<Spanned<Role>>,
 }
 
 /// A parameter that becomes an argument field.

@@ -18,7 +18,7 @@ use toolguard_rules::suggest::suggestion_and_list;
 
 use crate::model::{
     ArgAttrs, ArgDecl, EgressDecl, Errors, KeySource, Kind, Number, OutputTrust, Receiver, Risk,
-    Spanned as Sp, ToolAttrs, ToolDecl, unraw,
+    Role, Spanned as Sp, ToolAttrs, ToolDecl, unraw,
 };
 
 /// Keys `#[tool(...)]` accepts.
@@ -41,7 +41,7 @@ pub(crate) const TOOL_KEYS: [&str; 15] = [
 ];
 
 /// Keys `#[arg(...)]` accepts.
-pub(crate) const ARG_KEYS: [&str; 11] = [
+pub(crate) const ARG_KEYS: [&str; 12] = [
     "description",
     "min_len",
     "max_len",
@@ -53,6 +53,7 @@ pub(crate) const ARG_KEYS: [&str; 11] = [
     "kind",
     "root",
     "max_items",
+    "role",
 ];
 
 /// Parses the tokens inside `#[tool(...)]`.
@@ -217,6 +218,16 @@ fn arg_option(meta: &Meta, out: &mut ArgAttrs, errors: &mut Errors) {
         "kind" => {
             let v = kind_value(meta, out, errors);
             set(&mut out.kind, v, span, &key, errors)
+        }
+        "role" => {
+            let v = string_value(meta, errors).and_then(|s| match Role::parse(&s.value) {
+                Ok(role) => Some(Sp::new(role, s.span)),
+                Err(message) => {
+                    errors.push(s.span, message);
+                    None
+                }
+            });
+            set(&mut out.role, v, span, &key, errors)
         }
         _ => unknown_key(meta, &key, "arg", &ARG_KEYS, errors),
     }

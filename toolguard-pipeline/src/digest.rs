@@ -184,7 +184,7 @@ fn binding_document(request: &ApprovalRequest, approver: Option<&str>) -> String
     let mut roles = request.eligible_roles.clone();
     roles.sort();
     roles.dedup();
-    canonical_json(&serde_json::json!({
+    let mut document = serde_json::json!({
         "approval_id": request.id,
         "tool": request.tool,
         "tenant": request.requester.tenant,
@@ -208,7 +208,17 @@ fn binding_document(request: &ApprovalRequest, approver: Option<&str>) -> String
         "cause": request.cause,
         "approver": approver,
         "provenance": crate::provenance::source_ids(&request.provenance),
-    }))
+    });
+    // Bound when present; absent, the document is the one requests made before origins had.
+    if !request.origins.is_empty()
+        && let Some(map) = document.as_object_mut()
+    {
+        map.insert(
+            "origins".to_owned(),
+            serde_json::to_value(&request.origins).unwrap_or_default(),
+        );
+    }
+    canonical_json(&document)
 }
 
 /// The keyed approval binding: HMAC-SHA256 under the active host key over every field that

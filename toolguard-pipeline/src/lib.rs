@@ -66,7 +66,7 @@ pub use operations::{OperationError, OperationReport};
 pub use outcome::{ApprovalTicket, ArgumentError, Reason, Status, ToolOutcome, UntrustedOutput};
 pub use provenance::{FlowAction, FlowPolicy, Source};
 pub use risk::{OnExceed, RiskPolicy};
-pub use spec::{Egress, FieldKind, FieldSpec, KeyReuse, Risk, ToolSpec};
+pub use spec::{Egress, FieldKind, FieldSpec, KeyReuse, Risk, Role, ToolSpec};
 pub use store::{MemoryStore, OperationState};
 pub use tool::{BoxFuture, Owned, Reconciled, Tool, ToolContext};
 pub use toolguard_sanitize::Limits;

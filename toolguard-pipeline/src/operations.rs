@@ -126,7 +126,7 @@ async fn query<S: Send + Sync + 'static>(
     t.arguments = Some(stage::intent::redacted(spec, &record.arguments));
     let mut record = stage::reconcile::current(record, spec.timeout, core.now());
     if record.state != OperationState::OutcomeUnknown {
-        return Ok(report(record, false));
+        return answered(core, spec, principal, t, report(record, false)).await;
     }
     t.at(Stage::Execute);
     let Some((state, outcome)) = stage::reconcile::run(core, tool, principal, &record).await else {
@@ -136,7 +136,27 @@ async fn query<S: Send + Sync + 'static>(
     stage::settle::operation(core, &record.tool, key, &record.id, &outcome).await;
     record.state = state;
     record.outcome = Some(outcome);
-    Ok(report(record, true))
+    answered(core, spec, principal, t, report(record, true)).await
+}
+
+/// A report that carries an `ok` result hands it to the caller's session: the result of a tool
+/// with untrusted output becomes a source there first (or the report is withheld,
+/// `unavailable`), as on every path that hands untrusted content to a session.
+async fn answered<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    spec: &crate::spec::ToolSpec,
+    principal: &Principal,
+    t: &Trace,
+    report: OperationReport,
+) -> Result<OperationReport, Stop> {
+    if let Some(outcome) = &report.outcome
+        && outcome.status == Status::Ok
+        && let Some(output) = &outcome.output
+    {
+        let call_id = format!("{} (operation status)", report.operation_id);
+        stage::provenance::record_output(core, spec, principal, &call_id, t, output).await?;
+    }
+    Ok(report)
 }
 
 /// The load step: the operation, if it is `principal`'s (missing and foreign look the same).

@@ -13,6 +13,7 @@ use crate::outcome::{Status, Stop};
 /// `"high"`).
 pub use toolguard_rules::Risk;
 
+pub use toolguard_rules::Role;
 pub use toolguard_rules::names::is_valid_tool_name;
 pub use toolguard_sanitize::FieldKind;
 
@@ -44,6 +45,10 @@ pub struct FieldSpec {
     pub max: Option<f64>,
     /// Confinement root of a path field.
     pub root: Option<String>,
+    /// What the field does in the action (provenance per argument); `None`: the default of its
+    /// kind ([`Role::default_for`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
 }
 
 impl FieldSpec {
@@ -60,6 +65,20 @@ impl FieldSpec {
     pub fn with_kind(mut self, kind: FieldKind) -> Self {
         self.kind = kind;
         self
+    }
+}
+
+impl FieldSpec {
+    /// The field's role: declared, or the default of its kind (e-mail and URL: destination;
+    /// money or the amount field: amount; text: content; anything else: selector).
+    pub fn role(&self) -> Role {
+        self.role.unwrap_or(match self.kind {
+            _ if self.amount => Role::Amount,
+            FieldKind::Email | FieldKind::Url => Role::Destination,
+            FieldKind::Money => Role::Amount,
+            FieldKind::Text => Role::Content,
+            _ => Role::Selector,
+        })
     }
 }
 

@@ -21,11 +21,25 @@
 //! subject = "alice"
 //! roles = ["approver"]
 //!
+//! [flow]                               # provenance: what a session that read untrusted content may do
+//! mode = "per_argument"                # judge each argument by its origin ("session": any source holds)
+//! destination = "approval"             # an untrusted destination (every risk): allow, approval, deny
+//! risk.critical = { destination = "deny", amount = "deny" }
+//!
 //! [tools.read_text_file]
 //! risk = "low"
 //! read_only = true
 //! roles = ["agent"]
 //! fields."/path" = { kind = "path", root = "/srv/data", max_len = 256 }
+//!
+//! [tools.send_email]
+//! risk = "medium"
+//! read_only = false
+//! egress = "open"
+//! fields."/to" = { kind = "email", role = "destination" }
+//! fields."/body" = { max_len = 5000, role = "content" }
+//! flow_roles = { destination = "deny" }  # this tool's rule per role
+//! flow_fields = { "/body" = "allow" }     # this tool's rule per field
 //! ```
 
 use std::collections::BTreeMap;
@@ -41,6 +55,7 @@ use toml::Spanned;
 use toolguard_pipeline::access::Authorizer;
 use toolguard_pipeline::call::Principal;
 use toolguard_pipeline::declare::{Declaration, FieldDecl, KeySource, declare, rules};
+use toolguard_pipeline::provenance::{FlowAction, FlowMode, FlowPolicy};
 use toolguard_pipeline::risk::{OnExceed, RiskPolicy};
 use toolguard_pipeline::sanitize::Sanitizer;
 use toolguard_pipeline::spec::{KeyReuse, Risk, ToolSpec};
@@ -271,17 +286,120 @@ pub struct ToolEntry {
     /// see [`toolguard_pipeline::provenance`]).
     #[serde(default)]
     pub flow: Option<FlowDecl>,
+    /// In the precise mode (`[flow] mode = "per_argument"`): what a call of this tool does when a
+    /// field of a role carries a value from untrusted content.
+    #[serde(default)]
+    pub flow_roles: RoleFlows,
+    /// In the precise mode: what a call of this tool does when the field (a pointer, `"/to"`)
+    /// carries a value from untrusted content, whatever its role.
+    #[serde(default)]
+    pub flow_fields: BTreeMap<String, FlowDecl>,
+}
+
+/// The flow rule per field role (`destination = "deny"`), each optional.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleFlows {
+    /// A destination (recipient, account, address, URL) from untrusted content.
+    #[serde(default)]
+    pub destination: Option<FlowDecl>,
+    /// An amount from untrusted content.
+    #[serde(default)]
+    pub amount: Option<FlowDecl>,
+    /// Content carrying untrusted values, leaving to a destination that is not trusted.
+    #[serde(default)]
+    pub content: Option<FlowDecl>,
+    /// A selector (id, name, path) from untrusted content.
+    #[serde(default)]
+    pub selector: Option<FlowDecl>,
+}
+
+impl RoleFlows {
+    /// The roles given, with their actions.
+    pub fn given(&self) -> impl Iterator<Item = (toolguard_pipeline::spec::Role, FlowAction)> {
+        use toolguard_pipeline::spec::Role;
+        [
+            (Role::Destination, self.destination),
+            (Role::Amount, self.amount),
+            (Role::Content, self.content),
+            (Role::Selector, self.selector),
+        ]
+        .into_iter()
+        .filter_map(|(role, decl)| decl.map(|d| (role, d.action())))
+    }
+}
+
+/// `[flow]`: the flow policy of provenance (see [`toolguard_pipeline::provenance`]).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSection {
+    /// `"session"` (the default: any untrusted source in context holds state changes of high
+    /// risk and egress) or `"per_argument"` (each argument judged by its origin and role).
+    #[serde(default)]
+    pub mode: Option<FlowModeDecl>,
+    /// A destination from untrusted content, at every risk level.
+    #[serde(default)]
+    pub destination: Option<FlowDecl>,
+    /// An amount from untrusted content, at every risk level.
+    #[serde(default)]
+    pub amount: Option<FlowDecl>,
+    /// Content carrying untrusted values to a destination that is not trusted, at every risk
+    /// level.
+    #[serde(default)]
+    pub content: Option<FlowDecl>,
+    /// A selector from untrusted content, at every risk level.
+    #[serde(default)]
+    pub selector: Option<FlowDecl>,
+    /// The rule per role for one risk level (`risk.high = { amount = "deny" }`).
+    #[serde(default)]
+    pub risk: BTreeMap<Risk, RoleFlows>,
+}
+
+/// `[flow] mode = "..."`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowModeDecl {
+    /// [`FlowMode::Session`].
+    Session,
+    /// [`FlowMode::PerArgument`].
+    PerArgument,
+}
+
+impl FlowSection {
+    /// The flow policy it describes (before the tools' own rules).
+    pub fn policy(&self) -> FlowPolicy {
+        let mode = match self.mode {
+            Some(FlowModeDecl::PerArgument) => FlowMode::PerArgument,
+            _ => FlowMode::Session,
+        };
+        let mut flow = FlowPolicy::default().mode(mode);
+        let every = RoleFlows {
+            destination: self.destination,
+            amount: self.amount,
+            content: self.content,
+            selector: self.selector,
+        };
+        for (role, action) in every.given() {
+            flow = flow.every_risk_role(role, action);
+        }
+        for (risk, roles) in &self.risk {
+            for (role, action) in roles.given() {
+                flow = flow.role(*risk, role, action);
+            }
+        }
+        flow
+    }
 }
 
 /// `flow = "..."` of a tool in the policy file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FlowDecl {
-    /// [`FlowAction::Allow`](toolguard_pipeline::FlowAction::Allow).
+    /// [`FlowAction::Allow`].
     Allow,
-    /// [`FlowAction::RequireApproval`](toolguard_pipeline::FlowAction::RequireApproval).
+    /// [`FlowAction::RequireApproval`].
     Approval,
-    /// [`FlowAction::Deny`](toolguard_pipeline::FlowAction::Deny).
+    /// [`FlowAction::Deny`].
     Deny,
 }
 
@@ -335,6 +453,8 @@ struct Raw {
     tools: BTreeMap<Spanned<String>, Spanned<ToolEntry>>,
     #[serde(default)]
     default_tool: Option<Spanned<ToolEntry>>,
+    #[serde(default)]
+    flow: FlowSection,
 }
 
 /// A loaded, checked policy file.
@@ -354,6 +474,8 @@ pub struct Policy {
     pub approvals: ApprovalsSection,
     /// `[keys]`.
     pub keys: KeysSection,
+    /// `[flow]`.
+    pub flow: FlowSection,
     tools: BTreeMap<String, (usize, ToolEntry)>,
     default_tool: Option<(usize, ToolEntry)>,
 }
@@ -411,6 +533,7 @@ impl Policy {
             tokens: raw.tokens,
             approvals: raw.approvals,
             keys: raw.keys,
+            flow: raw.flow,
             tools,
             default_tool,
         };
@@ -611,7 +734,9 @@ impl Policy {
     /// of each tool's entry (`[default_tool]`'s for tools the file does not name), approval TTL,
     /// `approval = true` tools and this file's revision.
     pub fn risk_policy(&self, specs: &[ToolSpec]) -> RiskPolicy {
-        let mut p = RiskPolicy::new().revision(self.revision);
+        let mut p = RiskPolicy::new()
+            .revision(self.revision)
+            .flow(self.flow.policy());
         if let Some(roles) = &self.approvals.roles {
             p = p.approver_roles(roles.clone());
         }
@@ -711,11 +836,20 @@ fn entry_limits(mut p: RiskPolicy, name: &str, e: &ToolEntry) -> RiskPolicy {
     if let Some(roles) = &e.approver_roles {
         p = p.tool_approver_roles(name, roles.clone());
     }
+    let mut rules = p.current_flow().clone();
     if let Some(flow) = e.flow {
-        let rules = p.current_flow().clone().tool(name, flow.action());
-        p = p.flow(rules);
+        rules = rules.tool(name, flow.action());
     }
-    p
+    for (role, action) in e.flow_roles.given() {
+        rules = rules.tool_role(name, role, action);
+    }
+    for (pointer, flow) in &e.flow_fields {
+        // A pointer that names no top-level property was refused by `check_entry`.
+        if let Some(field) = toolguard_pipeline::declare::pointer_property(pointer) {
+            rules = rules.field(name, &field, flow.action());
+        }
+    }
+    p.flow(rules)
 }
 
 /// The declaration rules that need no schema (the same rules and messages as `#[tool]`, from
@@ -723,6 +857,15 @@ fn entry_limits(mut p: RiskPolicy, name: &str, e: &ToolEntry) -> RiskPolicy {
 /// [`Policy::declare_offered`]), and the entry's own consistency.
 fn check_entry(name: &str, e: &ToolEntry) -> Result<(), String> {
     rules::check_declaration(name, &e.declaration()).map_err(|e| e.to_string())?;
+    if let Some(pointer) = e
+        .flow_fields
+        .keys()
+        .find(|p| toolguard_pipeline::declare::pointer_property(p).is_none())
+    {
+        return Err(format!(
+            "tool `{name}`: `flow_fields` key `{pointer}` must name a top-level argument as a pointer, e.g. `\"/to\"`"
+        ));
+    }
     let needs_amount = e.session_limit.is_some() || e.max_per_call.is_some();
     if needs_amount && e.amount.is_none() {
         return Err(format!(

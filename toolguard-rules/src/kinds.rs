@@ -164,9 +164,99 @@ impl Kind {
     }
 }
 
+/// What a field does in an action, for provenance per argument (`role = "destination"`): the
+/// flow policy decides by the role of a field whose value came from untrusted content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "snake_case")
+)]
+#[non_exhaustive]
+pub enum Role {
+    /// Where the action sends money or data: a recipient, an account, an address, a URL
+    /// (`destination`).
+    Destination,
+    /// How much the action moves (`amount`).
+    Amount,
+    /// What the action carries: a body, a message, a memo (`content`).
+    Content,
+    /// Which thing the action works on: an id, a name, a path (`selector`).
+    Selector,
+}
+
+impl Role {
+    /// The valid spellings.
+    pub const NAMES: [&'static str; 4] = ["destination", "amount", "content", "selector"];
+
+    /// Parses a spelling.
+    pub fn from_name(s: &str) -> Option<Role> {
+        match s {
+            "destination" => Some(Role::Destination),
+            "amount" => Some(Role::Amount),
+            "content" => Some(Role::Content),
+            "selector" => Some(Role::Selector),
+            _ => None,
+        }
+    }
+
+    /// Parses a spelling, or says what is wrong with a "did you mean".
+    pub fn parse(s: &str) -> Result<Role, String> {
+        Role::from_name(s).ok_or_else(|| {
+            format!(
+                "unknown field role `{s}`{}",
+                suggestion_and_list(s, &Role::NAMES, "roles")
+            )
+        })
+    }
+
+    /// The snake_case name, as declared and serialized.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Destination => "destination",
+            Role::Amount => "amount",
+            Role::Content => "content",
+            Role::Selector => "selector",
+        }
+    }
+
+    /// The variant name of the runtime's `Role`.
+    pub fn variant(self) -> &'static str {
+        match self {
+            Role::Destination => "Destination",
+            Role::Amount => "Amount",
+            Role::Content => "Content",
+            Role::Selector => "Selector",
+        }
+    }
+
+    /// The role a field of `kind` has when it declares none: e-mail addresses and URLs are
+    /// destinations, money is an amount, free text is content, anything else selects.
+    pub fn default_for(kind: Kind, amount: bool) -> Role {
+        match kind {
+            _ if amount => Role::Amount,
+            Kind::Email | Kind::Url => Role::Destination,
+            Kind::Money => Role::Amount,
+            Kind::Text => Role::Content,
+            Kind::Identifier | Kind::Name | Kind::Path | Kind::Opaque => Role::Selector,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn roles_round_trip_and_misspellings_get_a_suggestion() {
+        for name in Role::NAMES {
+            assert_eq!(Role::from_name(name).map(Role::name), Some(name));
+        }
+        let err = Role::parse("destinaton").unwrap_err();
+        assert!(err.contains("did you mean `destination`"), "{err}");
+        assert_eq!(Role::default_for(Kind::Email, false), Role::Destination);
+        assert_eq!(Role::default_for(Kind::Opaque, true), Role::Amount);
+    }
 
     #[test]
     fn spellings_round_trip_and_misspellings_get_a_suggestion() {

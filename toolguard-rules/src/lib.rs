@@ -33,4 +33,4 @@ pub mod root;
 pub mod schema;
 pub mod suggest;
 
-pub use kinds::{Kind, Risk};
+pub use kinds::{Kind, Risk, Role};

@@ -35,7 +35,7 @@ pub use toolguard_pipeline::{
     HostKeys, Identifier, KeyReuse, Limits, ManualClock, MemoryAuditSink, MemoryStore, Money,
     NotFoundClass, OnExceed, OperationError, OperationReport, OperationState, Owned, Principal,
     PrincipalRefresher, ProviderContext, RawArguments, Reason, Reconciled, RefreshError, Refusal,
-    Risk, RiskPolicy, RoleAuthorizer, SafePath, SchemaError, Source, StageInput, StagePoint,
+    Risk, RiskPolicy, Role, RoleAuthorizer, SafePath, SchemaError, Source, StageInput, StagePoint,
     Status, SystemClock, Tool, ToolCall, ToolContext, ToolError, ToolHandle, ToolOutcome, ToolSpec,
     UntrustedOutput, Url, check_idempotency_key,
 };

@@ -36,7 +36,7 @@ async fn archive(
     #[arg(kind = "email", max_len = 254, sensitive)]
     contact: String,
     /// Callback.
-    #[arg(kind = "url", max_len = 2048)]
+    #[arg(kind = "url", max_len = 2048, role = "destination")]
     callback: Option<String>,
     /// Cost centre.
     #[arg(kind = "text", max_len = 30)]

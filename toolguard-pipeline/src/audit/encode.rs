@@ -34,6 +34,7 @@ pub(crate) fn encode_record<S: Sink + ?Sized>(record: &AuditRecord, out: &mut S)
         replayed,
         duration_us,
         sources,
+        origins,
     } = record;
     out.put(b"{");
     // Members in code-point order of their names.
@@ -65,6 +66,12 @@ pub(crate) fn encode_record<S: Sink + ?Sized>(record: &AuditRecord, out: &mut S)
     out.put(b"]");
     key("operation_id", false, out);
     opt_string(operation_id.as_deref(), out);
+    // Left out when empty, as `skip_serializing_if` does; rare, so encoded through a value.
+    if !origins.is_empty() {
+        key("origins", false, out);
+        let value = serde_json::to_value(origins).unwrap_or(serde_json::Value::Null);
+        canonical::value(&value, out);
+    }
     key("reason", false, out);
     opt_string(reason.as_deref(), out);
     key("replayed", false, out);
@@ -181,6 +188,21 @@ mod tests {
             replayed: true,
             duration_us: 17,
             sources: vec!["src_1".into(), "src\u{0301}2".into()],
+            origins: vec![
+                crate::provenance::ArgumentOrigin::new(
+                    "to",
+                    crate::provenance::Role::Destination,
+                    crate::provenance::Origin::Untrusted {
+                        source: "src_1".into(),
+                        call_id: Some("c-\u{0301}".into()),
+                    },
+                ),
+                crate::provenance::ArgumentOrigin::new(
+                    "memo",
+                    crate::provenance::Role::Content,
+                    crate::provenance::Origin::Model,
+                ),
+            ],
         };
         for record in [full, AuditRecord::default()] {
             assert_eq!(streamed(&record), through_value(&record));

@@ -80,6 +80,10 @@ pub struct AuditRecord {
     /// them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<String>,
+    /// The origin of each argument of a call judged in a session with sources (see
+    /// [`crate::provenance::Origin`]): with `sources`, source → value → call → decision joins.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub origins: Vec<crate::provenance::ArgumentOrigin>,
 }
 
 /// A sealed audit entry: the record plus its place in the hash chain.

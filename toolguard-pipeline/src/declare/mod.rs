@@ -171,6 +171,10 @@ pub struct FieldDecl {
     /// URL schemes allowed (default `https`, `http`).
     #[serde(default)]
     pub allow_schemes: Vec<String>,
+    /// What the field does in the action (`destination`, `amount`, `content`, `selector`), for
+    /// provenance per argument; default: by its kind (see [`crate::spec::FieldSpec::role`]).
+    #[serde(default)]
+    pub role: Option<crate::spec::Role>,
 }
 
 /// Builds the [`ToolSpec`] of tool `name` from its JSON Schema and `decl`, after checking every

@@ -144,6 +144,7 @@ pub(crate) fn field_specs(schema: &Value, decl: &Declaration) -> Vec<FieldSpec> 
                 min: None,
                 max: None,
                 root: f.root.clone(),
+                role: f.role,
             }
         })
         .collect()

@@ -507,6 +507,10 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             fail_open_read_only: self.fail_open_read_only,
             custom: self.custom,
             notifiers,
+            value_key: self.keys.as_deref().map_or_else(
+                crate::provenance::ValueKey::random,
+                crate::provenance::ValueKey::from_host_keys,
+            ),
             keys: self.keys,
             detector: self
                 .detection

@@ -161,6 +161,12 @@ impl HostKeys {
         mac
     }
 
+    /// The MAC of `domain` under the active key, ready for a message (keyed hashes that name no
+    /// key, such as the provenance value hashes).
+    pub(crate) fn active_mac(&self, domain: &str) -> Option<HmacSha256> {
+        self.keys.first().map(|key| Self::mac(key, domain))
+    }
+
     /// The tag of `message` in `domain` under the active key: `<key id>:<64 hex digits>`.
     pub(crate) fn tag(&self, domain: &str, message: &[u8]) -> String {
         self.tag_with(domain, |mac| mac.update(message))

@@ -2,11 +2,11 @@
 
 use std::collections::HashMap;
 
-use super::Source;
+use super::{ArgumentOrigin, Origin, Source};
 use crate::outcome::Status;
 use crate::outcome::Stop;
 use crate::sanitize::Sanitizer;
-use crate::spec::{Egress, FieldKind, Risk, ToolSpec};
+use crate::spec::{Egress, FieldKind, Risk, Role, ToolSpec};
 
 /// What a rule of the flow policy does to a call in a session with sources.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -18,6 +18,52 @@ pub enum FlowAction {
     RequireApproval,
     /// The call is refused (`policy_denied`, reason `provenance`).
     Deny,
+}
+
+/// How the flow policy judges a call in a session with sources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum FlowMode {
+    /// Session-level taint (the strict mode, the default): once any source is in context, every
+    /// state change of the configured risk and every egress beyond the allowlists is judged by
+    /// the session rules ([`FlowPolicy::state_change`], [`FlowPolicy::egress`]).
+    #[default]
+    Session,
+    /// Per argument (the precise mode): each field of a state-changing or egress call has an
+    /// [`Origin`]; only a field whose value came from untrusted content is judged, by its
+    /// [`Role`] ([`FlowPolicy::role`]). Needs host keys to be precise across replicas (see
+    /// [`ValueKey`](super::ValueKey)).
+    PerArgument,
+}
+
+/// What an untrusted value does in a field of each role (the precise mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RoleRules([FlowAction; 4]);
+
+impl RoleRules {
+    const DEFAULT: RoleRules = RoleRules([
+        FlowAction::RequireApproval, // destination
+        FlowAction::RequireApproval, // amount
+        FlowAction::RequireApproval, // content leaving to a destination that is not trusted
+        FlowAction::Allow,           // selector
+    ]);
+
+    fn index(role: Role) -> usize {
+        match role {
+            Role::Destination => 0,
+            Role::Amount => 1,
+            Role::Content => 2,
+            _ => 3,
+        }
+    }
+
+    fn get(&self, role: Role) -> FlowAction {
+        self.0[Self::index(role)]
+    }
+
+    fn set(&mut self, role: Role, action: FlowAction) {
+        self.0[Self::index(role)] = action;
+    }
 }
 
 /// The flow rules of one tool, overriding the per-risk defaults.
@@ -44,6 +90,10 @@ pub struct FlowPolicy {
     state_change: [FlowAction; 4],
     egress: FlowAction,
     tools: HashMap<String, FlowRule>,
+    mode: FlowMode,
+    roles: [RoleRules; 4],
+    tool_roles: HashMap<String, [Option<FlowAction>; 4]>,
+    fields: HashMap<(String, String), FlowAction>,
 }
 
 impl Default for FlowPolicy {
@@ -57,6 +107,10 @@ impl Default for FlowPolicy {
             ],
             egress: FlowAction::RequireApproval,
             tools: HashMap::new(),
+            mode: FlowMode::Session,
+            roles: [RoleRules::DEFAULT; 4],
+            tool_roles: HashMap::new(),
+            fields: HashMap::new(),
         }
     }
 }
@@ -76,8 +130,114 @@ impl FlowPolicy {
         FlowPolicy {
             state_change: [FlowAction::Allow; 4],
             egress: FlowAction::Allow,
-            tools: HashMap::new(),
+            roles: [RoleRules([FlowAction::Allow; 4]); 4],
+            ..FlowPolicy::default()
         }
+    }
+
+    /// The precise mode ([`FlowMode::PerArgument`]) with its defaults: in a session with
+    /// sources, a destination or an amount from untrusted content needs approval, content
+    /// carrying untrusted values to a destination that is not trusted (egress) needs approval,
+    /// and everything else runs.
+    pub fn per_argument() -> Self {
+        FlowPolicy::default().mode(FlowMode::PerArgument)
+    }
+
+    /// Sets the mode.
+    pub fn mode(mut self, mode: FlowMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The mode.
+    pub fn current_mode(&self) -> FlowMode {
+        self.mode
+    }
+
+    /// In the precise mode: what a call of a tool of `risk` does when a field of `role` carries
+    /// a value from untrusted content (for `content`: when it leaves through an egress tool to
+    /// a destination that is not trusted).
+    pub fn role(mut self, risk: Risk, role: Role, action: FlowAction) -> Self {
+        self.roles[risk_index(risk)].set(role, action);
+        self
+    }
+
+    /// [`role`](Self::role) for every risk level.
+    pub fn every_risk_role(mut self, role: Role, action: FlowAction) -> Self {
+        for rules in &mut self.roles {
+            rules.set(role, action);
+        }
+        self
+    }
+
+    /// In the precise mode: [`role`](Self::role) for the calls of `tool` only.
+    pub fn tool_role(mut self, tool: &str, role: Role, action: FlowAction) -> Self {
+        self.tool_roles.entry(tool.to_owned()).or_default()[RoleRules::index(role)] = Some(action);
+        self
+    }
+
+    /// In the precise mode: what a call of `tool` does when its field `field` carries a value
+    /// from untrusted content, whatever the field's role.
+    pub fn field(mut self, tool: &str, field: &str, action: FlowAction) -> Self {
+        self.fields
+            .insert((tool.to_owned(), field.to_owned()), action);
+        self
+    }
+
+    /// The fields with rules of their own, as (tool, field) (checked against the registry at
+    /// build).
+    pub(crate) fn configured_fields(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.fields.keys().map(|(t, f)| (t.as_str(), f.as_str()))
+    }
+
+    /// Whether calls of `spec` are judged per argument: the precise mode, and no session-level
+    /// rule of the tool's own ([`tool`](Self::tool) keeps a tool strict in either mode).
+    pub fn per_argument_for(&self, spec: &ToolSpec) -> bool {
+        self.mode == FlowMode::PerArgument && !self.tools.contains_key(&spec.name)
+    }
+
+    /// The action for an untrusted value in `field` (of `role`) of a call of `spec`.
+    fn field_action(&self, spec: &ToolSpec, field: &str, role: Role) -> FlowAction {
+        if let Some(a) = self.fields.get(&(spec.name.clone(), field.to_owned())) {
+            return *a;
+        }
+        self.tool_roles
+            .get(&spec.name)
+            .and_then(|own| own[RoleRules::index(role)])
+            .unwrap_or_else(|| self.roles[risk_index(spec.risk)].get(role))
+    }
+
+    /// The precise mode's action for a call of `spec` whose arguments have `origins`: the
+    /// strictest over its fields with untrusted values, with the field that decided it.
+    pub fn argument_action<'o>(
+        &self,
+        spec: &ToolSpec,
+        sanitizer: &Sanitizer,
+        origins: &'o [ArgumentOrigin],
+    ) -> (FlowAction, Option<&'o ArgumentOrigin>) {
+        // Content leaves to a destination that is not trusted: an egress tool whose destinations
+        // are neither allowlisted nor all of them the user's own (a tool with no destination
+        // field cannot show where data goes).
+        let mut destinations = origins.iter().filter(|o| o.role == Role::Destination);
+        let trusted_destinations = destinations.clone().next().is_some()
+            && destinations.all(|o| o.origin == Origin::Trusted);
+        let egress_out = spec.egress != Egress::None
+            && !trusted_destinations
+            && !destinations_allowlisted(spec, sanitizer);
+        let mut worst = (FlowAction::Allow, None);
+        for o in origins.iter().filter(|o| o.origin.is_untrusted()) {
+            let own = self
+                .fields
+                .contains_key(&(spec.name.clone(), o.field.clone()));
+            if o.role == Role::Content && !egress_out && !own {
+                continue;
+            }
+            let action = self.field_action(spec, &o.field, o.role);
+            if action > worst.0 {
+                worst = (action, Some(o));
+            }
+        }
+        worst
     }
 
     /// What a state-changing call of a tool of `risk` does in a session with sources.
@@ -112,7 +272,10 @@ impl FlowPolicy {
 
     /// The tool names with rules of their own (checked against the registry at build).
     pub(crate) fn configured_tools(&self) -> impl Iterator<Item = &str> {
-        self.tools.keys().map(String::as_str)
+        self.tools
+            .keys()
+            .chain(self.tool_roles.keys())
+            .map(String::as_str)
     }
 
     /// The action for a call of `spec` in a session with sources: the strictest of the rules
@@ -149,18 +312,33 @@ pub(crate) fn destination_fields(spec: &ToolSpec) -> impl Iterator<Item = &str> 
 
 /// Applies the flow policy to a call whose other rules allowed it: with no source in context,
 /// nothing changes; otherwise a hold adds the cause `provenance` (unless another cause already
-/// holds the call) and a denial stops it, each naming the latest source.
+/// holds the call) and a denial stops it. In the session mode the message names the latest
+/// source; in the precise mode it names the field, its origin and its source.
 pub(crate) fn judge(
     policy: &FlowPolicy,
     sanitizer: &Sanitizer,
     spec: &ToolSpec,
     sources: &[Source],
+    origins: &[ArgumentOrigin],
     approval_cause: &mut Option<String>,
 ) -> Result<(), Stop> {
     let Some(latest) = sources.iter().max_by_key(|s| s.at_ms) else {
         return Ok(());
     };
-    match policy.action(spec, sanitizer) {
+    let (action, why) = if policy.per_argument_for(spec) {
+        let (action, field) = policy.argument_action(spec, sanitizer, origins);
+        (
+            action,
+            field.map(|f| field_reason(f, sources)).unwrap_or_default(),
+        )
+    } else {
+        let why = format!(
+            "this call follows untrusted content ({})",
+            latest.describe()
+        );
+        (policy.action(spec, sanitizer), why)
+    };
+    match action {
         FlowAction::Allow => Ok(()),
         FlowAction::RequireApproval => {
             approval_cause.get_or_insert_with(|| CAUSE.to_owned());
@@ -169,13 +347,48 @@ pub(crate) fn judge(
         FlowAction::Deny => Err(Stop::new(
             Status::PolicyDenied,
             CAUSE,
-            format!(
-                "this call follows untrusted content ({}) and the flow policy refuses it in such \
-                 a session; nothing was done",
-                latest.describe()
-            ),
+            format!("{why}; the flow policy refuses it; nothing was done"),
         )),
     }
+}
+
+/// `field `to` (destination): untrusted (…) came from untrusted content: the result of …`.
+fn field_reason(field: &ArgumentOrigin, sources: &[Source]) -> String {
+    let source = match &field.origin {
+        Origin::Untrusted { source, .. } => sources
+            .iter()
+            .find(|s| &s.id == source)
+            .map_or_else(|| format!("source {source}"), Source::describe),
+        _ => String::new(),
+    };
+    format!(
+        "field {} came from untrusted content: {source}",
+        field.describe()
+    )
+}
+
+/// The hold message of a call the flow policy sent to a human: the precise mode names the
+/// field that decided, its origin and its source; the session mode the latest source.
+pub(crate) fn hold_message(
+    policy: &FlowPolicy,
+    sanitizer: &Sanitizer,
+    spec: &ToolSpec,
+    sources: &[Source],
+    origins: &[ArgumentOrigin],
+) -> Option<String> {
+    let latest = sources.iter().max_by_key(|s| s.at_ms)?;
+    if policy.per_argument_for(spec)
+        && let (_, Some(field)) = policy.argument_action(spec, sanitizer, origins)
+    {
+        return Some(format!(
+            "a human must approve this action: {}",
+            field_reason(field, sources)
+        ));
+    }
+    Some(format!(
+        "a human must approve this action: it follows untrusted content ({})",
+        latest.describe()
+    ))
 }
 
 /// The approval cause and denial reason of the flow policy.
@@ -277,10 +490,10 @@ mod tests {
         let mut cause = None;
         let p = FlowPolicy::default().state_change(Risk::High, FlowAction::Deny);
         let s = spec("t", Risk::High, false);
-        judge(&p, &Sanitizer::new(), &s, &[], &mut cause).unwrap();
+        judge(&p, &Sanitizer::new(), &s, &[], &[], &mut cause).unwrap();
         assert_eq!(cause, None);
         let src = Source::tool_result("read_email", "c-1", None, 3, None);
-        let stop = judge(&p, &Sanitizer::new(), &s, &[src], &mut cause).unwrap_err();
+        let stop = judge(&p, &Sanitizer::new(), &s, &[src], &[], &mut cause).unwrap_err();
         assert_eq!(stop.reason.as_deref(), Some(CAUSE));
         assert!(stop.message.unwrap().contains("read_email call c-1"));
     }

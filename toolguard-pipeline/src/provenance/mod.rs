@@ -22,6 +22,17 @@
 //!   destinations its sanitizer allowlists admit without approval. Each rule is configurable to
 //!   allow, require approval or deny, per risk level and per tool. A hold or denial names the
 //!   source that caused it.
+//! - Per argument (the precise mode, [`FlowPolicy::per_argument`]): each source also keeps the
+//!   keyed hashes of the values in its content that can steer an action ([`values`],
+//!   [`ValueKey`]); the host registers what the user said with
+//!   [`Dispatcher::add_trusted_input`](crate::Dispatcher::add_trusted_input) (and trusted
+//!   tools' outputs record their values), and each argument of a judged call gets an [`Origin`]
+//!   and a [`Role`]. The flow policy then holds only what came from untrusted content: a
+//!   destination or an amount, or read content leaving to a destination that is not trusted.
+//! - Every path that hands an untrusted result to a session records the source: the call, an
+//!   idempotency replay (to another session, or after the sources were cleared), an approved
+//!   call and its retry, an operation status carrying the result. A narrowing list that names
+//!   no source of the session, or an unknown one, narrows nothing.
 //! - The sources in effect are shown in the approval preview, stored on the
 //!   [`ApprovalRequest`](crate::store::ApprovalRequest), bound into its binding digest, and
 //!   written to audit entries (by id), so source → call → decision can be joined
@@ -40,10 +51,16 @@
 //! ```
 
 pub(crate) mod flow;
+mod hash;
+mod origin;
 mod store;
+pub mod values;
 
-pub use flow::{CAUSE, FlowAction, FlowPolicy, FlowRule};
-pub use store::{ProvenanceStore, session_key};
+pub use flow::{CAUSE, FlowAction, FlowMode, FlowPolicy, FlowRule};
+pub use hash::{MAX_VALUES_PER_SESSION, MAX_VALUES_PER_SOURCE, ValueHash, ValueKey, ValueSet};
+pub use origin::{ArgumentOrigin, Origin, ValueIndex, origins, with_origins};
+pub use store::{ProvenanceStore, session_key, trusted_key};
+pub use toolguard_rules::Role;
 
 /// A provenance store shared by the dispatcher's stages (and, through the backend, by replicas).
 pub type SharedProvenance = std::sync::Arc<dyn ProvenanceStore>;
@@ -91,6 +108,14 @@ pub struct Source {
     pub at_ms: u64,
     /// A short label (e.g. the sender of an e-mail, a document's name), for reviewers.
     pub label: Option<String>,
+    /// The keyed hashes of the values in its content that can steer an action (see
+    /// [`values`]); never their plaintext. Absent in records written before values were kept.
+    #[serde(default, skip_serializing_if = "ValueSet::is_empty")]
+    pub values: ValueSet,
+    /// The content held more than [`MAX_VALUES_PER_SOURCE`] values (or more than
+    /// [`values::MAX_SCANNED_BYTES`]): a value placed nowhere may still come from it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub values_truncated: bool,
 }
 
 impl Source {
@@ -104,6 +129,52 @@ impl Source {
             operation_id: None,
             at_ms,
             label: Some(cap_label(label.into())),
+            values: ValueSet::default(),
+            values_truncated: false,
+        }
+    }
+
+    /// A record of trusted values (a user turn, a trusted tool's output), labelled `label`.
+    /// Kept under [`trusted_key`], beside the session's sources.
+    pub fn trusted(label: impl Into<String>, at_ms: u64) -> Self {
+        Source {
+            id: format!("tru_{}", uuid::Uuid::new_v4().simple()),
+            ..Source::host(label, at_ms)
+        }
+    }
+
+    /// The same source with the keyed hashes of `values` (canonical forms).
+    pub fn with_values(mut self, key: &ValueKey, values: &[String]) -> Self {
+        let (set, cut) = key.hash_all(values);
+        self.values = set;
+        self.values_truncated |= cut;
+        self
+    }
+
+    /// The same source with the values of `text` (plain text).
+    pub fn with_text(self, key: &ValueKey, text: &str) -> Self {
+        let mut values = Vec::new();
+        values::text_values(text, &mut values);
+        let cut = text.len() > values::MAX_SCANNED_BYTES;
+        let mut s = self.with_values(key, &values);
+        s.values_truncated |= cut;
+        s
+    }
+
+    /// The same source with the values of `doc` (a tool's JSON result).
+    pub fn with_json(self, key: &ValueKey, doc: &serde_json::Value) -> Self {
+        let mut values = Vec::new();
+        values::json_values(doc, &mut values);
+        self.with_values(key, &values)
+    }
+
+    /// The source without its values (as approval requests keep it: ids and labels for the
+    /// reviewer, not the hashes).
+    pub(crate) fn without_values(&self) -> Self {
+        Source {
+            values: ValueSet::default(),
+            values_truncated: false,
+            ..self.clone()
         }
     }
 
@@ -122,6 +193,8 @@ impl Source {
             operation_id,
             at_ms,
             label: label.map(cap_label),
+            values: ValueSet::default(),
+            values_truncated: false,
         }
     }
 
@@ -174,15 +247,21 @@ pub fn with_sources(mut preview: String, sources: &[Source]) -> String {
 }
 
 /// The sources of a session that were in the model's context for one call: all of them, or
-/// those the call names (the host knows which were).
+/// those the call names (the host knows which were). A list that names an id the session does
+/// not have, or names none of its sources, narrows nothing: the session stays tainted by all of
+/// them (a stale or mistaken list never launders content).
 pub(crate) fn in_context(sources: Vec<Source>, narrowed: Option<&[String]>) -> Vec<Source> {
-    match narrowed {
-        None => sources,
-        Some(ids) => sources
-            .into_iter()
-            .filter(|s| ids.contains(&s.id))
-            .collect(),
+    let Some(ids) = narrowed else {
+        return sources;
+    };
+    let known = |id: &String| sources.iter().any(|s| &s.id == id);
+    if ids.is_empty() || !ids.iter().all(known) {
+        return sources;
     }
+    sources
+        .into_iter()
+        .filter(|s| ids.contains(&s.id))
+        .collect()
 }
 
 #[cfg(test)]
@@ -198,16 +277,18 @@ mod tests {
     }
 
     #[test]
-    fn narrowing_keeps_only_named_sources() {
+    fn narrowing_keeps_only_named_sources_and_unknown_ids_keep_all() {
         let a = Source::host("a", 1);
         let b = Source::host("b", 2);
         let all = vec![a.clone(), b.clone()];
         assert_eq!(in_context(all.clone(), None), all);
         assert_eq!(
             in_context(all.clone(), Some(std::slice::from_ref(&b.id))),
-            vec![b]
+            vec![b.clone()]
         );
-        assert!(in_context(all, Some(&[])).is_empty());
+        assert_eq!(in_context(all.clone(), Some(&[])), all);
+        let unknown = vec![b.id.clone(), "src_unknown".to_owned()];
+        assert_eq!(in_context(all.clone(), Some(&unknown)), all);
     }
 
     #[test]

@@ -35,6 +35,12 @@ pub fn session_key(tenant: &str, session_id: &str) -> String {
     crate::store::tenant_key(tenant, '|', session_id)
 }
 
+/// The key under which `session_id`'s trusted values (user turns, trusted tools' outputs) are
+/// kept in the same [`ProvenanceStore`], beside its sources (never equal to a [`session_key`]).
+pub fn trusted_key(tenant: &str, session_id: &str) -> String {
+    crate::store::tenant_key(tenant, '~', session_id)
+}
+
 impl ProvenanceStore for MemoryStore {
     fn add_source<'a>(
         &'a self,

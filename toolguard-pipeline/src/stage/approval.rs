@@ -87,6 +87,8 @@ pub(crate) struct Pending<'a> {
     pub holds: &'a [ScopeLimit],
     /// The provenance sources in the model's context when the call was proposed.
     pub sources: &'a [crate::provenance::Source],
+    /// Where each argument came from (in a session with sources).
+    pub origins: &'a [crate::provenance::ArgumentOrigin],
 }
 
 /// The session ledger and approval store a request is opened in.
@@ -122,9 +124,9 @@ pub(crate) async fn open(
         request_digest: p.request_digest.to_owned(),
         binding_digest: String::new(),
         arguments: p.arguments.clone(),
-        preview: crate::provenance::with_sources(
-            preview(p.spec, p.redacted, p.principal),
-            p.sources,
+        preview: crate::provenance::with_origins(
+            crate::provenance::with_sources(preview(p.spec, p.redacted, p.principal), p.sources),
+            p.origins,
         ),
         eligible_roles: policy.eligible_roles(&p.spec.name),
         approvals_required: p.spec.approvals.max(1),
@@ -136,7 +138,12 @@ pub(crate) async fn open(
         created_at_ms: created,
         expires_at_ms: expires,
         seal: None,
-        provenance: p.sources.to_vec(),
+        provenance: p
+            .sources
+            .iter()
+            .map(crate::provenance::Source::without_values)
+            .collect(),
+        origins: p.origins.to_vec(),
     };
     request.binding_digest = approval_binding(keys, &request, None);
     let request = with_seal(keys, request);
@@ -670,6 +677,7 @@ pub(crate) async fn ask<S: Send + Sync + 'static>(
         cause,
         amount: decision.amount,
         sources: &t.sources,
+        origins: &t.origins,
         holds: &decision.holds(principal, &spec.name),
     };
     let backing = Backing {

@@ -82,6 +82,8 @@ pub(crate) struct Core<S: Send + Sync + 'static> {
     /// The host's MAC keys (keyed request digests); `None` only when no tool has a `sensitive`
     /// field.
     pub(crate) keys: Option<Arc<crate::keys::HostKeys>>,
+    /// The key of provenance value hashes: the active host key's, else random per dispatcher.
+    pub(crate) value_key: crate::provenance::ValueKey,
     /// The detector fed by every finished call, if detection is configured.
     pub(crate) detector: Option<crate::detect::observation::Detector>,
     /// The metric keys of calls naming no registered tool.

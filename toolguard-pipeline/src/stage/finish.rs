@@ -53,6 +53,8 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
     t: Trace,
     answer: Answer,
 ) -> ToolOutcome {
+    let answer =
+        super::provenance::record_answer(core, about.principal, &about.call_id, &t, answer).await;
     let tool_label = t.tool.as_deref().unwrap_or(metrics::UNKNOWN_TOOL_LABEL);
     if t.admitted
         && !answer.replayed
@@ -115,6 +117,7 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
         replayed: outcome.replayed,
         duration_us: u64::try_from(about.started.elapsed().as_micros()).unwrap_or(u64::MAX),
         sources: t.sources.into_iter().map(|s| s.id).collect(),
+        origins: t.origins,
     };
     let seen = core.detector.as_ref().and_then(|_| {
         let spec = core.spec(tool_label)?;

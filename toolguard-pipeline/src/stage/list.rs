@@ -76,7 +76,7 @@ pub(crate) async fn call<S: Send + Sync + 'static>(
     }
     t.source_label = ctx.source_label();
     super::preflight::run(core, spec, p, &*decoded, &ctx, t).await?;
-    crate::stage::provenance::load(core, spec, call, p, t).await?;
+    crate::stage::provenance::load(core, spec, call, p, &args, t).await?;
     t.at(Stage::Policy);
     let decision = super::policy::stage(core, spec, &args, p, t).await?;
     custom(core, StagePoint::AfterPolicy, input).await?;
@@ -94,7 +94,7 @@ pub(crate) async fn call<S: Send + Sync + 'static>(
         None => execution(core, tool, decoded, ctx, &decision, false, t).await,
     };
     let cause = decision.approval_cause.as_deref();
-    let answer = crate::stage::provenance::settle(core, spec, call, p, cause, answer, t).await;
+    let answer = crate::stage::provenance::settle(core, spec, cause, answer, t);
     let answer = Answer::from_result(answer);
     super::settle::held(core, spec, held, &answer, t).await;
     Ok(answer)

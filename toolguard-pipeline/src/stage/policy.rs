@@ -31,7 +31,7 @@ pub(crate) async fn stage<S: Send + Sync + 'static>(
 ) -> Result<PolicyDecision, super::trace::Exit> {
     let ledger = &*core.stores.ledger;
     let evaluated = evaluate(&core.policy, ledger, spec, args, principal, core.now()).await;
-    match evaluated.and_then(|d| crate::stage::provenance::flow(core, spec, &t.sources, d)) {
+    match evaluated.and_then(|d| crate::stage::provenance::flow(core, spec, t, d)) {
         Ok(mut decision) => {
             crate::stage::detect::gate(core, spec, principal, &mut decision).await?;
             Ok(decision)

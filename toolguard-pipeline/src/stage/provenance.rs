@@ -1,12 +1,19 @@
-//! Provenance in the pipeline: the sources in context are loaded before the risk policy, judged
-//! by the flow policy inside it, named in holds, and an untrusted `ok` result becomes a new
-//! source. The host's entry points (add, clear, list) are methods of the dispatcher.
+//! Provenance in the pipeline: the sources in context (and, in a session with sources, the
+//! trusted values and each argument's origin) are loaded before the risk policy, judged by the
+//! flow policy inside it, named in holds; and every answer that hands an untrusted tool's `ok`
+//! result to a session records a source there (a call, a replay, an approved call, an operation
+//! status), with the values of the result. The host's entry points (add, clear, list) are
+//! methods of the dispatcher.
+
+use serde_json::Value;
 
 use crate::call::{Principal, ToolCall};
 use crate::clock::unix_millis;
 use crate::outcome::Status;
-use crate::provenance::flow::{CAUSE, judge};
-use crate::provenance::{Source, in_context, session_key};
+use crate::provenance::flow::{CAUSE, hold_message, judge};
+use crate::provenance::{
+    FlowMode, Source, ValueIndex, in_context, origins, session_key, trusted_key,
+};
 use crate::risk::PolicyDecision;
 use crate::spec::{Egress, ToolSpec};
 use crate::stage::Stop;
@@ -28,12 +35,14 @@ fn judged(spec: &ToolSpec) -> bool {
 }
 
 /// Loads the sources of `p`'s session that were in the model's context for `call` into the
-/// trace. A store that does not answer fails the call closed (`unavailable`).
+/// trace; when there are any, also the session's trusted values, and the origin of each of
+/// `args`. A store that does not answer fails the call closed (`unavailable`).
 pub(crate) async fn load<S: Send + Sync + 'static>(
     core: &Core<S>,
     spec: &ToolSpec,
     call: &ToolCall,
     p: &Principal,
+    args: &Value,
     t: &mut Trace,
 ) -> Result<(), Stop> {
     if !judged(spec) {
@@ -47,6 +56,17 @@ pub(crate) async fn load<S: Send + Sync + 'static>(
         .await
         .map_err(|_| unavailable())?;
     t.sources = in_context(all, call.sources.as_deref());
+    if t.sources.is_empty() {
+        return Ok(());
+    }
+    let trusted = core
+        .stores
+        .provenance
+        .sources(&trusted_key(&p.tenant, &p.session_id))
+        .await
+        .map_err(|_| unavailable())?;
+    let index = ValueIndex::new(&t.sources, &trusted);
+    t.origins = origins(spec, args, &index, &core.value_key);
     Ok(())
 }
 
@@ -55,7 +75,7 @@ pub(crate) async fn load<S: Send + Sync + 'static>(
 pub(crate) fn flow<S: Send + Sync + 'static>(
     core: &Core<S>,
     spec: &ToolSpec,
-    sources: &[Source],
+    t: &Trace,
     mut decision: PolicyDecision,
 ) -> Result<PolicyDecision, Stop> {
     let policy = core.policy.current_flow();
@@ -63,40 +83,102 @@ pub(crate) fn flow<S: Send + Sync + 'static>(
         policy,
         &core.sanitizer,
         spec,
-        sources,
+        &t.sources,
+        &t.origins,
         &mut decision.approval_cause,
     )?;
     Ok(decision)
 }
 
-/// After the call's answer: an `ok` result of a tool with untrusted output becomes a source of
-/// the session (labelled by the handler, if it set one); a hold in a session with sources names
-/// the latest source in its message (and, when the flow policy caused it, has the reason
-/// `provenance`). A source that cannot be recorded withholds the result
-/// (`unavailable`): the model never sees content the session would not know it read.
-pub(crate) async fn settle<S: Send + Sync + 'static>(
+/// After the call's answer: a hold in a session with sources names the latest source in its
+/// message, or, when the flow policy caused it, the field that decided with its origin and
+/// source (and has the reason `provenance`).
+pub(crate) fn settle<S: Send + Sync + 'static>(
     core: &Core<S>,
     spec: &ToolSpec,
-    call: &ToolCall,
-    p: &Principal,
     cause: Option<&str>,
     answer: Result<Answer, Stop>,
     t: &Trace,
 ) -> Result<Answer, Stop> {
     let mut answer = answer?;
-    if answer.status == Status::PendingApproval
-        && let Some(latest) = t.sources.iter().max_by_key(|s| s.at_ms)
-    {
-        if cause == Some(CAUSE) {
+    if answer.status == Status::PendingApproval && !t.sources.is_empty() {
+        let policy = core.policy.current_flow();
+        let message = if cause == Some(CAUSE) {
             answer.reason = Some(crate::outcome::Reason::Provenance);
-        }
-        answer.message = Some(format!(
-            "a human must approve this action: it follows untrusted content ({})",
-            latest.describe()
-        ));
+            hold_message(policy, &core.sanitizer, spec, &t.sources, &t.origins)
+        } else {
+            hold_message(
+                &crate::provenance::FlowPolicy::default(),
+                &core.sanitizer,
+                spec,
+                &t.sources,
+                &[],
+            )
+        };
+        answer.message = message.or(answer.message);
     }
-    if answer.status != Status::Ok || answer.replayed || !spec.untrusted_output {
-        return Ok(answer);
+    Ok(answer)
+}
+
+/// The last step before an answer leaves any entry point: an `ok` result of a tool with
+/// untrusted output that reaches `p`'s session (executed, replayed from the idempotency store,
+/// run after a human's approval, or read in an operation's status) becomes a source of that
+/// session, with the values in it. A source that cannot be recorded withholds the result
+/// (`unavailable`): the model never sees content the session would not know it read. In the
+/// precise mode, a trusted tool's `ok` result records its values as trusted (best effort: a
+/// value missing from the trusted set only makes the judgement stricter).
+pub(crate) async fn record_answer<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    p: &Principal,
+    call_id: &str,
+    t: &Trace,
+    answer: Answer,
+) -> Answer {
+    let (Some(spec), Some(output)) = (
+        t.tool.as_deref().and_then(|name| core.spec(name)),
+        answer.output.as_ref(),
+    ) else {
+        return answer;
+    };
+    if answer.status != Status::Ok {
+        return answer;
+    }
+    match record_output(core, spec, p, call_id, t, &output.data).await {
+        Ok(()) => answer,
+        Err(stop) => Answer::stopped(stop),
+    }
+}
+
+/// Records `output`, an `ok` result of `spec` handed to `p`'s session: a source when the tool's
+/// output is untrusted, trusted values in the precise mode otherwise.
+pub(crate) async fn record_output<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    spec: &ToolSpec,
+    p: &Principal,
+    call_id: &str,
+    t: &Trace,
+    output: &Value,
+) -> Result<(), Stop> {
+    let now = unix_millis(core.now());
+    if !spec.untrusted_output {
+        if core.policy.current_flow().current_mode() == FlowMode::PerArgument {
+            let record =
+                Source::trusted(format!("the result of {} call {call_id}", spec.name), now)
+                    .with_json(&core.value_key, output);
+            if !record.values.is_empty() {
+                let key = trusted_key(&p.tenant, &p.session_id);
+                if core
+                    .stores
+                    .provenance
+                    .add_source(&key, &record)
+                    .await
+                    .is_err()
+                {
+                    tracing::warn!(tool = %spec.name, "trusted values could not be recorded");
+                }
+            }
+        }
+        return Ok(());
     }
     let label = t
         .source_label
@@ -104,16 +186,16 @@ pub(crate) async fn settle<S: Send + Sync + 'static>(
         .and_then(|slot| slot.lock().unwrap_or_else(|e| e.into_inner()).take());
     let source = Source::tool_result(
         &spec.name,
-        &call.call_id,
+        call_id,
         t.operation_id.as_deref().map(str::to_owned),
-        unix_millis(core.now()),
+        now,
         label,
-    );
+    )
+    .with_json(&core.value_key, output);
     let key = session_key(&p.tenant, &p.session_id);
     core.stores
         .provenance
         .add_source(&key, &source)
         .await
-        .map_err(|_| unavailable())?;
-    Ok(answer)
+        .map_err(|_| unavailable())
 }

@@ -35,6 +35,8 @@ pub(crate) struct Trace {
     /// The provenance sources in the model's context for this call (see
     /// [`crate::provenance`]).
     pub(crate) sources: Vec<crate::provenance::Source>,
+    /// The origin of each argument, in a session with sources in context.
+    pub(crate) origins: Vec<crate::provenance::ArgumentOrigin>,
     /// The label the handler gave its result as a provenance source.
     /// (Only for tools whose output is untrusted.)
     pub(crate) source_label: Option<crate::tool::SourceLabel>,

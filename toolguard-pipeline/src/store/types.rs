@@ -227,6 +227,10 @@ pub struct ApprovalRequest {
     /// sources is another intent.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub provenance: Vec<crate::provenance::Source>,
+    /// Where each argument came from, when the call was proposed in a session with sources (see
+    /// [`crate::provenance::Origin`]); shown in the preview and bound into the binding digest.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub origins: Vec<crate::provenance::ArgumentOrigin>,
 }
 
 impl ApprovalRequest {

@@ -35,13 +35,22 @@ pub(super) fn check<'a, S: Send + Sync + 'static>(
     for tool in sorted(authorized.iter().map(String::as_str)) {
         known("Authorizer", tool)?;
     }
-    let mut fields: Vec<(&str, &str)> = sanitizer.configured_fields().collect();
+    let mut fields: Vec<(&'static str, &str, &str)> = sanitizer
+        .configured_fields()
+        .map(|(t, f)| ("Sanitizer", t, f))
+        .chain(
+            policy
+                .current_flow()
+                .configured_fields()
+                .map(|(t, f)| ("FlowPolicy", t, f)),
+        )
+        .collect();
     fields.sort_unstable();
-    for (tool, field) in fields {
-        let spec = known("Sanitizer", tool)?.spec();
+    for (option, tool, field) in fields {
+        let spec = known(option, tool)?.spec();
         if spec.field(field).is_none() {
             return Err(BuildError::UnknownField {
-                option: "Sanitizer",
+                option,
                 tool: tool.to_owned(),
                 field: field.to_owned(),
                 nearest: nearest(field, spec.fields.iter().map(|f| f.name.as_str())),

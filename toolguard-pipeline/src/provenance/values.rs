@@ -1,0 +1,681 @@
+//! The values in a piece of content that can steer an action, in canonical form.
+//!
+//! Account numbers and IBANs, e-mail addresses, URLs and hosts (and their registrable host),
+//! phone numbers, identifiers (tokens with digits, `_` or `-`), file names and paths, `@user` and
+//! `#channel` names, and amounts. The same canonical form is computed for a value read in
+//! content ([`text_values`], [`json_values`]) and for an argument a call carries
+//! ([`whole_value`]), so that the two compare equal when they name the same thing:
+//!
+//! - Unicode NFKC and lower case (full-width and other compatibility look-alikes fold to their
+//!   plain letters; `Bob@Example.COM` is `bob@example.com`);
+//! - separators removed inside IBANs (`DE89 3704 0044 …`) and phone numbers
+//!   (`+1 (555) 123-4567`);
+//! - URLs without scheme, fragment, default port and trailing `/` (`HTTPS://Evil.com/pay/#x` is
+//!   `evil.com/pay`), with their host and registrable host (`pay.evil.co.uk` → `evil.co.uk`,
+//!   by the short-second-level heuristic, not the public suffix list);
+//! - trailing punctuation stripped (`acct_42.` is `acct_42`), `@`/`#` removed from names;
+//! - amounts as a plain decimal without thousands separators, currency signs or trailing zeros
+//!   (`$1,250.00` is `1250`).
+//!
+//! This module is domain logic: it knows nothing of the pipeline.
+
+use icu_normalizer::ComposingNormalizerBorrowed;
+use serde_json::Value;
+
+/// The NFKC normalizer (ICU4X, compiled data).
+const NFKC: ComposingNormalizerBorrowed<'static> = ComposingNormalizerBorrowed::new_nfkc();
+
+/// Longest string leaf of a JSON result that is also recorded as one whole value (a name, a
+/// subject, an id), in bytes; longer leaves only contribute the values found inside them.
+pub const MAX_WHOLE_LEAF_BYTES: usize = 120;
+
+/// Most bytes of one piece of content that are scanned for values; content beyond it marks the
+/// source as truncated (see [`crate::provenance::Source::values_truncated`]).
+pub const MAX_SCANNED_BYTES: usize = 1 << 20;
+
+/// NFKC, then lower case; trimmed.
+pub(crate) fn fold(s: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    let s = s.trim();
+    if s.is_ascii() {
+        if s.bytes().any(|b| b.is_ascii_uppercase()) {
+            Cow::Owned(s.to_ascii_lowercase())
+        } else {
+            Cow::Borrowed(s)
+        }
+    } else {
+        Cow::Owned(NFKC.normalize(s).to_lowercase().trim().to_owned())
+    }
+}
+
+/// Characters that end a token.
+fn is_separator(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            '"' | '\''
+                | '<'
+                | '>'
+                | '('
+                | ')'
+                | '['
+                | ']'
+                | '{'
+                | '}'
+                | ';'
+                | '|'
+                | '`'
+                | '*'
+                | '\u{2018}'..='\u{201f}'
+        )
+}
+
+/// Punctuation stripped from either end of a token.
+fn is_edge_punctuation(c: char) -> bool {
+    matches!(
+        c,
+        '.' | ','
+            | ':'
+            | ';'
+            | '!'
+            | '?'
+            | '"'
+            | '\''
+            | ')'
+            | '('
+            | ']'
+            | '['
+            | '}'
+            | '{'
+            | '*'
+            | '_'
+            | '~'
+    ) || c.is_whitespace()
+}
+
+/// Strips edge punctuation (keeps a leading `@`/`#`, and `_` inside).
+fn trim_token(t: &str) -> &str {
+    t.trim_start_matches(|c: char| is_edge_punctuation(c) && c != '_')
+        .trim_end_matches(is_edge_punctuation)
+}
+
+/// The tokens of folded text: runs between separators, where a comma splits only when it does
+/// not sit between two digits (`1,250.00` is one token).
+fn tokens(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = None;
+    let mut prev = ' ';
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next = chars.peek().map_or(' ', |&(_, n)| n);
+        let split =
+            is_separator(c) || (c == ',' && !(prev.is_ascii_digit() && next.is_ascii_digit()));
+        match (split, start) {
+            (true, Some(s)) => {
+                push_token(&text[s..i], &mut out);
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+        prev = c;
+    }
+    if let Some(s) = start {
+        push_token(&text[s..], &mut out);
+    }
+    out
+}
+
+fn push_token<'a>(raw: &'a str, out: &mut Vec<&'a str>) {
+    let t = trim_token(raw);
+    if !t.is_empty() {
+        out.push(t);
+    }
+}
+
+/// The values in `text` (plain text: a mail body, a page, a message), in canonical form, appended
+/// to `out` (duplicates allowed; the caller de-duplicates their hashes).
+pub fn text_values(text: &str, out: &mut Vec<String>) {
+    let text = if text.len() > MAX_SCANNED_BYTES {
+        &text[..floor_char_boundary(text, MAX_SCANNED_BYTES)]
+    } else {
+        text
+    };
+    let folded = fold(text);
+    let toks = tokens(&folded);
+    for i in 0..toks.len() {
+        joined(&toks[i..], out);
+        token_values(toks[i], out);
+    }
+}
+
+/// `i` rounded down to a character boundary of `s`.
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Values spread over several tokens at the start of `toks`: an IBAN written in groups
+/// (`de89 3704 0044 0532 0130 00`) or a phone number with spaces (`+1 555 123 4567`). The
+/// tokens still count on their own as well.
+fn joined(toks: &[&str], out: &mut Vec<String>) {
+    let first = toks[0];
+    if iban_head(first) {
+        let mut compact = first.to_owned();
+        let mut used = 0;
+        // Groups of four, the last one shorter.
+        let mut last = first.len();
+        for t in &toks[1..] {
+            let group = last == 4
+                && t.len() <= 4
+                && t.bytes().all(|b| b.is_ascii_alphanumeric())
+                && compact.len() + t.len() <= 34;
+            if !group {
+                break;
+            }
+            compact.push_str(t);
+            used += 1;
+            last = t.len();
+        }
+        if used > 0 && compact.len() >= 15 {
+            out.push(compact);
+            return;
+        }
+    }
+    if first.starts_with('+') || first.bytes().all(|b| b.is_ascii_digit()) {
+        let mut digits: String = first.chars().filter(char::is_ascii_digit).collect();
+        let mut used = 0;
+        for t in &toks[1..] {
+            if !t.is_empty()
+                && t.bytes()
+                    .all(|b| b.is_ascii_digit() || b == b'-' || b == b'.')
+            {
+                digits.extend(t.chars().filter(char::is_ascii_digit));
+                used += 1;
+            } else {
+                break;
+            }
+        }
+        if used > 0 && (7..=15).contains(&digits.len()) {
+            out.push(digits);
+        }
+    }
+}
+
+/// Whether `t` starts an IBAN: two letters, two digits, then letters and digits.
+fn iban_head(t: &str) -> bool {
+    let b = t.as_bytes();
+    b.len() >= 4
+        && b.len() <= 34
+        && b[0].is_ascii_lowercase()
+        && b[1].is_ascii_lowercase()
+        && b[2].is_ascii_digit()
+        && b[3].is_ascii_digit()
+        && b.iter().all(u8::is_ascii_alphanumeric)
+}
+
+/// The values one folded token names.
+fn token_values(t: &str, out: &mut Vec<String>) {
+    if let Some(rest) = t.strip_prefix('@').or_else(|| t.strip_prefix('#')) {
+        let name = trim_token(rest);
+        if !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        {
+            out.push(name.to_owned());
+        }
+        return;
+    }
+    if let Some(url) = url_value(t) {
+        push_url(&url, out);
+        return;
+    }
+    if let Some(email) = email_value(t) {
+        out.push(email);
+        return;
+    }
+    if let Some(phone) = phone_value(t) {
+        out.push(phone);
+    }
+    if let Some(amount) = amount_value(t) {
+        if amount != t && t.bytes().all(|b| b.is_ascii_digit()) {
+            // Leading zeros: an account or reference number as well as an amount.
+            out.push(t.to_owned());
+        }
+        out.push(amount);
+        return;
+    }
+    if t.contains('/') || t.contains('\\') {
+        out.push(t.to_owned());
+        if let Some(name) = t.rsplit(['/', '\\']).next().filter(|n| !n.is_empty()) {
+            out.push(name.to_owned());
+        }
+        return;
+    }
+    if let Some(host) = host_value(t) {
+        push_host(&host, out);
+        return;
+    }
+    if identifier(t) {
+        out.push(t.to_owned());
+    }
+}
+
+/// An identifier worth recording: letters, digits, `_`, `-`, `.`, with a digit, `_` or `-` in
+/// it, and at least three characters.
+fn identifier(t: &str) -> bool {
+    t.chars().count() >= 3
+        && t.chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        && t.chars()
+            .any(|c| c.is_ascii_digit() || c == '_' || c == '-')
+        && t.chars().any(char::is_alphanumeric)
+}
+
+/// A URL in `t` (folded; with a scheme, or starting `www.`, or a host followed by a path),
+/// normalized: no scheme, user info, fragment, default port or trailing `/`.
+fn url_value(t: &str) -> Option<String> {
+    let rest = if let Some((scheme, rest)) = t.split_once("://") {
+        let scheme_ok = !scheme.is_empty()
+            && scheme
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
+        if !scheme_ok {
+            return None;
+        }
+        rest
+    } else if t.starts_with("www.") {
+        t
+    } else if let Some((head, _)) = t.split_once('/')
+        && !head.contains('@')
+        && host_value(head).is_some()
+    {
+        t
+    } else {
+        return None;
+    };
+    let rest = rest.split('#').next().unwrap_or_default();
+    let split = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(split);
+    let authority = authority.rsplit('@').next().unwrap_or_default();
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if p.bytes().all(|b| b.is_ascii_digit()) => (h, p),
+        _ => (authority, ""),
+    };
+    let host = host.trim_end_matches('.');
+    if host.is_empty() || host.contains(['\\', ' ']) {
+        return None;
+    }
+    let (path, query) = tail.split_once('?').unwrap_or((tail, ""));
+    let mut canonical = String::with_capacity(rest.len());
+    canonical.push_str(host);
+    if !port.is_empty() && port != "80" && port != "443" {
+        canonical.push(':');
+        canonical.push_str(port);
+    }
+    canonical.push_str(path.trim_end_matches('/'));
+    if !query.is_empty() {
+        canonical.push('?');
+        canonical.push_str(query);
+    }
+    Some(canonical)
+}
+
+/// Records a canonical URL, its host and its registrable host.
+fn push_url(url: &str, out: &mut Vec<String>) {
+    let host_end = url.find(['/', '?', ':']).unwrap_or(url.len());
+    let host = &url[..host_end];
+    if host.len() != url.len() {
+        out.push(url.to_owned());
+    }
+    push_host(host, out);
+}
+
+/// Records a host and, when it differs, its registrable host.
+fn push_host(host: &str, out: &mut Vec<String>) {
+    let host = host.strip_prefix("www.").unwrap_or(host);
+    out.push(host.to_owned());
+    let reg = registrable(host);
+    if reg.len() != host.len() {
+        out.push(reg.to_owned());
+    }
+}
+
+/// The registrable part of `host`: its last two labels, or three when the second-to-last is a
+/// short second level under a country code (`co.uk`, `com.au`). A heuristic, not the public
+/// suffix list: a miss records one value too many or too few, never a plaintext.
+pub(crate) fn registrable(host: &str) -> &str {
+    let labels: Vec<&str> = host.rsplit('.').collect();
+    let keep = if labels.len() >= 3 && labels[0].len() == 2 && labels[1].len() <= 3 {
+        3
+    } else {
+        2
+    };
+    if labels.len() <= keep {
+        return host;
+    }
+    let cut: usize = labels[..keep].iter().map(|l| l.len() + 1).sum::<usize>() - 1;
+    &host[host.len() - cut..]
+}
+
+/// A host name: dot-separated labels of letters, digits and `-`, a final label of two or more
+/// letters.
+fn host_value(t: &str) -> Option<String> {
+    let t = t.trim_end_matches('.');
+    let (_, tld) = t.rsplit_once('.')?;
+    let ok = t
+        .split('.')
+        .all(|l| !l.is_empty() && l.chars().all(|c| c.is_alphanumeric() || c == '-'))
+        && tld.chars().count() >= 2
+        && tld.chars().all(char::is_alphabetic);
+    ok.then(|| t.to_owned())
+}
+
+/// An e-mail address (`local@domain.tld`), `mailto:` removed.
+fn email_value(t: &str) -> Option<String> {
+    let t = t.strip_prefix("mailto:").unwrap_or(t);
+    let (local, domain) = t.split_once('@')?;
+    let ok = !local.is_empty()
+        && !local.contains('@')
+        && local
+            .chars()
+            .all(|c| !c.is_whitespace() && c != ':' && c != '/')
+        && host_value(domain).is_some();
+    ok.then(|| format!("{local}@{}", domain.trim_end_matches('.')))
+}
+
+/// A phone number written in one token (`+1-555-123-4567`, `555.123.4567`): its 7 to 15 digits.
+fn phone_value(t: &str) -> Option<String> {
+    let body = t.strip_prefix('+').unwrap_or(t);
+    let has_sep = body.contains(['-', '.']) || t.starts_with('+');
+    if !has_sep
+        || body.is_empty()
+        || !body
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b == b'-' || b == b'.')
+    {
+        return None;
+    }
+    let digits: String = body.chars().filter(char::is_ascii_digit).collect();
+    (7..=15).contains(&digits.len()).then_some(digits)
+}
+
+/// An amount (`$1,250.00`, `1250`, `12.5€`, `eur120`): a plain decimal without thousands
+/// separators, currency signs or trailing zeros.
+pub(crate) fn amount_value(t: &str) -> Option<String> {
+    let t = t
+        .trim_start_matches(['$', '€', '£', '¥', '₹', '+'])
+        .trim_end_matches(['$', '€', '£', '¥', '₹']);
+    let t = ["usd", "eur", "gbp", "chf", "jpy"]
+        .iter()
+        .find_map(|c| t.strip_prefix(c).or_else(|| t.strip_suffix(c)))
+        .unwrap_or(t);
+    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    if int.is_empty() || !int.bytes().next()?.is_ascii_digit() {
+        return None;
+    }
+    let int_ok = int.bytes().all(|b| b.is_ascii_digit() || b == b',')
+        && int.split(',').skip(1).all(|g| g.len() == 3);
+    if !int_ok || !frac.bytes().all(|b| b.is_ascii_digit()) || t.ends_with('.') {
+        return None;
+    }
+    Some(decimal(&int.replace(',', ""), frac))
+}
+
+/// The canonical decimal of an integer part and a fraction: no leading zeros, no trailing
+/// zeros in the fraction, no `.` without a fraction.
+fn decimal(int: &str, frac: &str) -> String {
+    let int = int.trim_start_matches('0');
+    let frac = frac.trim_end_matches('0');
+    let mut out = if int.is_empty() {
+        "0".to_owned()
+    } else {
+        int.to_owned()
+    };
+    if !frac.is_empty() {
+        out.push('.');
+        out.push_str(frac);
+    }
+    out
+}
+
+/// The canonical decimal of `minor` minor units with `digits` digits of minor unit
+/// (`800000`, 2 → `8000`).
+pub(crate) fn minor_units(minor: u64, digits: u32) -> String {
+    let s = minor.to_string();
+    let digits = digits as usize;
+    if digits == 0 {
+        return s;
+    }
+    let padded = format!("{s:0>width$}", width = digits + 1);
+    let (int, frac) = padded.split_at(padded.len() - digits);
+    decimal(int, frac)
+}
+
+/// The canonical form of one whole value an argument (or a short JSON leaf) carries: an IBAN or
+/// phone number without separators, a normalized URL, a name without `@`/`#`, an amount as a
+/// decimal, anything else folded with inner whitespace collapsed. `None` for an empty value.
+pub fn whole_value(s: &str) -> Option<String> {
+    let folded = fold(s);
+    let t = trim_token(&folded);
+    let b = t.as_bytes();
+    let &first = b.first()?;
+    // Cheap gates first: most values are plain ids, names or words.
+    let digits = b.iter().any(u8::is_ascii_digit);
+    let spaces = b.contains(&b' ') || (!t.is_ascii() && t.contains(char::is_whitespace));
+    if digits && b.len() >= 15 && first.is_ascii_alphabetic() {
+        let compact: String = t.chars().filter(|c| !matches!(c, ' ' | '-')).collect();
+        if compact.len() >= 15 && iban_head(&compact) {
+            return Some(compact);
+        }
+    }
+    if digits && let Some(phone) = spaced_phone(t) {
+        return Some(phone);
+    }
+    if matches!(first, b'@' | b'#') {
+        return Some(trim_token(&t[1..]).to_owned());
+    }
+    if !spaces {
+        if (b.contains(&b'/') || t.starts_with("www."))
+            && let Some(url) = url_value(t)
+        {
+            return Some(url);
+        }
+        if b.contains(&b'@')
+            && let Some(email) = email_value(t)
+        {
+            return Some(email);
+        }
+        if digits && let Some(amount) = amount_value(t) {
+            return Some(amount);
+        }
+        if b.contains(&b'.')
+            && let Some(host) = host_value(t)
+        {
+            return Some(host.strip_prefix("www.").unwrap_or(&host).to_owned());
+        }
+        return Some(t.to_owned());
+    }
+    let mut out = String::with_capacity(t.len());
+    for (i, word) in t.split_whitespace().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    Some(out)
+}
+
+/// A phone number with any separators (`+1 (555) 123-4567`): its 7 to 15 digits.
+fn spaced_phone(t: &str) -> Option<String> {
+    let phoneish = t
+        .chars()
+        .all(|c| c.is_ascii_digit() || matches!(c, ' ' | '-' | '.' | '(' | ')' | '+'));
+    let seps = t.chars().any(|c| matches!(c, ' ' | '-' | '(' | '+'));
+    if !phoneish || !seps {
+        return None;
+    }
+    let digits: String = t.chars().filter(char::is_ascii_digit).collect();
+    (7..=15).contains(&digits.len()).then_some(digits)
+}
+
+/// The values in a JSON document (a tool's result): every string leaf scanned as text (and
+/// recorded whole when short), every number as an amount and an identifier.
+pub fn json_values(value: &Value, out: &mut Vec<String>) {
+    let mut budget = MAX_SCANNED_BYTES;
+    json_walk(value, out, &mut budget);
+}
+
+fn json_walk(value: &Value, out: &mut Vec<String>, budget: &mut usize) {
+    match value {
+        Value::String(s) => {
+            if *budget == 0 {
+                return;
+            }
+            let s = &s[..floor_char_boundary(s, (*budget).min(s.len()))];
+            *budget -= s.len();
+            text_values(s, out);
+            if s.len() <= MAX_WHOLE_LEAF_BYTES
+                && let Some(whole) = whole_value(s)
+            {
+                out.push(whole);
+            }
+        }
+        Value::Number(n) => {
+            let text = n.to_string();
+            if let Some(amount) = amount_value(&text) {
+                out.push(amount);
+            }
+            if text.bytes().all(|b| b.is_ascii_digit()) {
+                out.push(text);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| json_walk(v, out, budget)),
+        Value::Object(map) => map.values().for_each(|v| json_walk(v, out, budget)),
+        Value::Bool(_) | Value::Null => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        text_values(text, &mut out);
+        out
+    }
+
+    #[test]
+    fn an_iban_with_spaces_is_one_compact_value() {
+        let v = values("Please pay to DE89 3704 0044 0532 0130 00 by Friday.");
+        assert!(v.contains(&"de89370400440532013000".to_owned()), "{v:?}");
+        assert_eq!(
+            whole_value("de89-3704-0044-0532-0130-00").as_deref(),
+            Some("de89370400440532013000")
+        );
+        assert_eq!(
+            whole_value("DE89370400440532013000").as_deref(),
+            Some("de89370400440532013000")
+        );
+    }
+
+    #[test]
+    fn a_phone_with_separators_is_its_digits() {
+        let v = values("call +1 (555) 123-4567 now, or 555.987.6543");
+        assert!(v.contains(&"15551234567".to_owned()), "{v:?}");
+        assert!(v.contains(&"5559876543".to_owned()), "{v:?}");
+        assert_eq!(
+            whole_value("+1 (555) 123-4567").as_deref(),
+            Some("15551234567")
+        );
+    }
+
+    #[test]
+    fn urls_ignore_case_scheme_fragment_and_trailing_slash() {
+        let v = values("see HTTPS://Pay.Evil.COM/Transfer/?to=x#top.");
+        assert!(
+            v.contains(&"pay.evil.com/transfer?to=x".to_owned()),
+            "{v:?}"
+        );
+        assert!(v.contains(&"pay.evil.com".to_owned()), "{v:?}");
+        assert!(v.contains(&"evil.com".to_owned()), "{v:?}");
+        assert_eq!(
+            whole_value("http://pay.evil.com/transfer?to=x").as_deref(),
+            Some("pay.evil.com/transfer?to=x")
+        );
+        assert_eq!(
+            whole_value("https://example.org/").as_deref(),
+            Some("example.org")
+        );
+        assert_eq!(
+            whole_value("https://example.org").as_deref(),
+            Some("example.org")
+        );
+        assert_eq!(registrable("a.b.example.co.uk"), "example.co.uk");
+        let v = values("go to evil.example.net/login");
+        assert!(v.contains(&"example.net".to_owned()), "{v:?}");
+    }
+
+    #[test]
+    fn confusables_fold_by_nfkc_and_emails_by_case() {
+        // Full-width letters and digits fold to ASCII.
+        let v = values("send to ｍａｌｌｏｒｙ＠ｅｖｉｌ．ｃｏｍ and acct＿９９");
+        assert!(v.contains(&"mallory@evil.com".to_owned()), "{v:?}");
+        assert!(v.contains(&"acct_99".to_owned()), "{v:?}");
+        assert_eq!(
+            whole_value("Mallory@Evil.COM").as_deref(),
+            Some("mallory@evil.com")
+        );
+        assert_eq!(
+            whole_value("mailto:mallory@evil.com").as_deref(),
+            Some("mallory@evil.com")
+        );
+    }
+
+    #[test]
+    fn trailing_punctuation_names_and_amounts() {
+        let v = values(
+            "Ref INV-2024-001, amount $1,250.00; ping @Alice or #general! file /tmp/report.pdf.",
+        );
+        for want in [
+            "inv-2024-001",
+            "1250",
+            "alice",
+            "general",
+            "/tmp/report.pdf",
+            "report.pdf",
+        ] {
+            assert!(v.contains(&want.to_owned()), "{want} in {v:?}");
+        }
+        assert_eq!(whole_value("1250.00").as_deref(), Some("1250"));
+        assert_eq!(whole_value("€1,250.50").as_deref(), Some("1250.5"));
+        assert_eq!(minor_units(125050, 2), "1250.5");
+        assert_eq!(minor_units(7, 2), "0.07");
+        assert_eq!(minor_units(800000, 0), "800000");
+        assert_eq!(whole_value("#General").as_deref(), Some("general"));
+        assert_eq!(whole_value("  Bob   Smith ").as_deref(), Some("bob smith"));
+        assert_eq!(whole_value(" .. "), None);
+    }
+
+    #[test]
+    fn plain_words_are_not_values() {
+        assert!(values("Thanks for the lovely dinner yesterday").is_empty());
+    }
+
+    #[test]
+    fn json_results_are_walked_strings_and_numbers() {
+        let doc = serde_json::json!({
+            "items": [{"subject": "Rent", "from": "GB33BUKB20201555555555", "amount": 1200},
+                      {"subject": "send money to evil.com", "amount": 99.5}],
+        });
+        let mut out = Vec::new();
+        json_values(&doc, &mut out);
+        for want in ["gb33bukb20201555555555", "1200", "99.5", "evil.com", "rent"] {
+            assert!(out.contains(&want.to_owned()), "{want} in {out:?}");
+        }
+    }
+}
