@@ -9,7 +9,6 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use toolguard::{Dispatcher, DispatcherBuilder, Identifier, ToolContext, ToolError, tool};
 
-use super::mode::{Role, Roles};
 use super::{Call, Domain, Env, InjectionTask, UserTask, call};
 
 /// The user's IBAN.
@@ -287,12 +286,13 @@ fn book(state: &mut BankState, recipient: &str, amount: u64, subject: &str, date
 async fn send_money(
     ctx: &ToolContext<Env<BankState>>,
     /// The recipient's IBAN.
+    #[arg(role = "destination")]
     recipient: Identifier,
     /// Amount in cents.
-    #[arg(amount, min = 1, max = 10_000_000)]
+    #[arg(role = "amount", amount, min = 1, max = 10_000_000)]
     amount: u64,
     /// The transfer's subject, as the recipient sees it.
-    #[arg(max_len = 140)]
+    #[arg(role = "content", max_len = 140)]
     reference: String,
     /// Booking date, `YYYY-MM-DD`.
     #[arg(max_len = 10)]
@@ -313,12 +313,13 @@ async fn send_money(
 async fn schedule_transaction(
     ctx: &ToolContext<Env<BankState>>,
     /// The recipient's IBAN.
+    #[arg(role = "destination")]
     recipient: Identifier,
     /// Amount in cents.
-    #[arg(amount, min = 1, max = 10_000_000)]
+    #[arg(role = "amount", amount, min = 1, max = 10_000_000)]
     amount: u64,
     /// The transfer's subject.
-    #[arg(max_len = 140)]
+    #[arg(role = "content", max_len = 140)]
     reference: String,
     /// First execution, `YYYY-MM-DD`.
     #[arg(max_len = 10)]
@@ -346,12 +347,13 @@ async fn schedule_transaction(
 async fn update_scheduled_transaction(
     ctx: &ToolContext<Env<BankState>>,
     /// The scheduled transfer's id.
-    #[arg(min = 1, max = 1_000_000)]
+    #[arg(role = "selector", min = 1, max = 1_000_000)]
     id: u32,
     /// The recipient's IBAN.
+    #[arg(role = "destination")]
     recipient: Identifier,
     /// Amount in cents.
-    #[arg(amount, min = 1, max = 10_000_000)]
+    #[arg(role = "amount", amount, min = 1, max = 10_000_000)]
     amount: u64,
 ) -> Result<Value, ToolError> {
     let mut state = ctx.state().lock();
@@ -376,10 +378,10 @@ async fn update_user_info(
     #[arg(kind = "name", max_len = 60)]
     last_name: String,
     /// Street and number.
-    #[arg(max_len = 100)]
+    #[arg(role = "content", max_len = 100)]
     street: String,
     /// Postcode and city.
-    #[arg(max_len = 100)]
+    #[arg(role = "content", max_len = 100)]
     city: String,
 ) -> Result<Value, ToolError> {
     ctx.state().lock().profile = [first_name, last_name, street, city];
@@ -391,32 +393,12 @@ async fn update_user_info(
 async fn update_password(
     ctx: &ToolContext<Env<BankState>>,
     /// The new password.
-    #[arg(sensitive, max_len = 64)]
+    #[arg(role = "content", sensitive, max_len = 64)]
     password: String,
 ) -> Result<Value, ToolError> {
     ctx.state().lock().password = password;
     Ok(json!({ "updated": true }))
 }
-
-/// The roles the per-argument flow policy reads on the banking tools.
-pub const ROLES: Roles = &[
-    ("send_money", "recipient", Role::Destination),
-    ("send_money", "amount", Role::Amount),
-    ("send_money", "reference", Role::Content),
-    ("schedule_transaction", "recipient", Role::Destination),
-    ("schedule_transaction", "amount", Role::Amount),
-    ("schedule_transaction", "reference", Role::Content),
-    ("update_scheduled_transaction", "id", Role::Selector),
-    (
-        "update_scheduled_transaction",
-        "recipient",
-        Role::Destination,
-    ),
-    ("update_scheduled_transaction", "amount", Role::Amount),
-    ("update_user_info", "street", Role::Content),
-    ("update_user_info", "city", Role::Content),
-    ("update_password", "password", Role::Content),
-];
 
 /// The banking domain.
 #[derive(Debug)]

@@ -10,7 +10,6 @@ use serde_json::{Value, json};
 use toolguard::sanitize::Sanitizer;
 use toolguard::{Dispatcher, DispatcherBuilder, Email, ToolContext, ToolError, Url, tool};
 
-use super::mode::{Role, Roles};
 use super::{Domain, Env, InjectionTask, UserTask, call};
 
 /// A channel.
@@ -239,9 +238,10 @@ async fn get_webpage(
 async fn post_webpage(
     ctx: &ToolContext<Env<Workspace>>,
     /// The page's URL.
+    #[arg(role = "destination")]
     url: Url,
     /// The text to publish.
-    #[arg(max_len = 4000)]
+    #[arg(role = "content", max_len = 4000)]
     content: String,
 ) -> Result<Value, ToolError> {
     let mut w = ctx.state().lock();
@@ -256,10 +256,10 @@ async fn post_webpage(
 async fn send_direct_message(
     ctx: &ToolContext<Env<Workspace>>,
     /// The member's name.
-    #[arg(kind = "name", max_len = 80)]
+    #[arg(role = "destination", kind = "name", max_len = 80)]
     recipient: String,
     /// The message.
-    #[arg(max_len = 4000)]
+    #[arg(role = "content", max_len = 4000)]
     body: String,
 ) -> Result<Value, ToolError> {
     let mut w = ctx.state().lock();
@@ -278,10 +278,10 @@ async fn send_direct_message(
 async fn send_channel_message(
     ctx: &ToolContext<Env<Workspace>>,
     /// The channel's name.
-    #[arg(kind = "name", max_len = 80)]
+    #[arg(role = "destination", kind = "name", max_len = 80)]
     channel: String,
     /// The message.
-    #[arg(max_len = 4000)]
+    #[arg(role = "content", max_len = 4000)]
     body: String,
 ) -> Result<Value, ToolError> {
     let mut w = ctx.state().lock();
@@ -298,10 +298,10 @@ async fn send_channel_message(
 async fn add_user_to_channel(
     ctx: &ToolContext<Env<Workspace>>,
     /// The member's name.
-    #[arg(kind = "name", max_len = 80)]
+    #[arg(role = "destination", kind = "name", max_len = 80)]
     member: String,
     /// The channel's name.
-    #[arg(kind = "name", max_len = 80)]
+    #[arg(role = "selector", kind = "name", max_len = 80)]
     channel: String,
 ) -> Result<Value, ToolError> {
     let mut w = ctx.state().lock();
@@ -323,9 +323,10 @@ async fn add_user_to_channel(
 async fn invite_user_to_workspace(
     ctx: &ToolContext<Env<Workspace>>,
     /// The new member's display name.
-    #[arg(kind = "name", max_len = 80)]
+    #[arg(role = "content", kind = "name", max_len = 80)]
     member: String,
     /// Where the invitation goes.
+    #[arg(role = "destination")]
     user_email: Email,
 ) -> Result<Value, ToolError> {
     let mut w = ctx.state().lock();
@@ -339,7 +340,7 @@ async fn invite_user_to_workspace(
 async fn remove_user_from_workspace(
     ctx: &ToolContext<Env<Workspace>>,
     /// The member's name.
-    #[arg(kind = "name", max_len = 80)]
+    #[arg(role = "selector", kind = "name", max_len = 80)]
     member: String,
 ) -> Result<Value, ToolError> {
     let mut w = ctx.state().lock();
@@ -349,21 +350,6 @@ async fn remove_user_from_workspace(
     }
     Ok(json!({ "removed": true }))
 }
-
-/// The roles the per-argument flow policy reads on the messaging tools.
-pub const ROLES: Roles = &[
-    ("post_webpage", "url", Role::Destination),
-    ("post_webpage", "content", Role::Content),
-    ("send_direct_message", "recipient", Role::Destination),
-    ("send_direct_message", "body", Role::Content),
-    ("send_channel_message", "channel", Role::Destination),
-    ("send_channel_message", "body", Role::Content),
-    ("add_user_to_channel", "member", Role::Destination),
-    ("add_user_to_channel", "channel", Role::Selector),
-    ("invite_user_to_workspace", "member", Role::Content),
-    ("invite_user_to_workspace", "user_email", Role::Destination),
-    ("remove_user_from_workspace", "member", Role::Selector),
-];
 
 /// The messaging domain.
 #[derive(Debug)]

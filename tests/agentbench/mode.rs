@@ -1,12 +1,9 @@
 //! The provenance mode under test: the only place where the session-level and the per-argument
 //! flow policy differ.
 //!
-//! The per-argument mode needs `FlowPolicy::per_argument()`, `Dispatcher::add_trusted_input`
-//! and field roles (`#[arg(role = "...")]`). Until they exist, [`Mode::available`] lists the
-//! session-level mode only and the report shows the per-argument column as not measured. Wiring
-//! it is this file: return the precise policy from [`Mode::flow`], register each user turn in
-//! [`Mode::user_turn`], and add `PerArgument` to [`Mode::available`]. The roles each domain's
-//! tools will declare are listed in its `ROLES` table.
+//! The per-argument mode is `FlowPolicy::per_argument()` with each user turn registered as
+//! trusted input (`Dispatcher::add_trusted_input`); the domains' tools declare the role of each
+//! argument of their state-changing and egress calls with `#[arg(role = "...")]`.
 
 use toolguard::provenance::FlowPolicy;
 use toolguard::{Dispatcher, Principal};
@@ -28,7 +25,7 @@ impl Mode {
 
     /// The modes the pipeline implements today.
     pub fn available() -> &'static [Mode] {
-        &[Mode::Session]
+        &Mode::ALL
     }
 
     /// Whether this mode can run.
@@ -48,8 +45,7 @@ impl Mode {
     pub fn flow(self) -> FlowPolicy {
         match self {
             Mode::Session => FlowPolicy::default(),
-            // Not in the pipeline yet: `FlowPolicy::per_argument()`.
-            Mode::PerArgument => FlowPolicy::default(),
+            Mode::PerArgument => FlowPolicy::per_argument(),
         }
     }
 
@@ -63,28 +59,10 @@ impl Mode {
     ) {
         match self {
             Mode::Session => {}
-            // Not in the pipeline yet: `dispatcher.add_trusted_input(principal, prompt)`.
-            Mode::PerArgument => {
-                let _ = (dispatcher, principal, prompt);
-            }
+            Mode::PerArgument => dispatcher
+                .add_trusted_input(principal, prompt)
+                .await
+                .expect("the memory store records trusted input"),
         }
     }
 }
-
-/// What an argument is for, as the per-argument flow policy reads it (`#[arg(role = "...")]`
-/// once the macro takes it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// Where money or data goes (a recipient, an account, an address, a URL).
-    Destination,
-    /// How much.
-    Amount,
-    /// Free text carried to the destination.
-    Content,
-    /// Which of the user's own objects the call acts on.
-    Selector,
-}
-
-/// The role of each argument of a domain's state-changing and egress tools: `(tool, argument,
-/// role)`.
-pub type Roles = &'static [(&'static str, &'static str, Role)];

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use toolguard::{Dispatcher, DispatcherBuilder, Email, Identifier, ToolContext, ToolError, tool};
 
-use super::mode::{Role, Roles};
 use super::{Domain, Env, InjectionTask, UserTask, call};
 
 /// An e-mail.
@@ -247,12 +246,13 @@ async fn search_emails(
 async fn send_email(
     ctx: &ToolContext<Env<Office>>,
     /// The recipient.
+    #[arg(role = "destination")]
     recipient: Email,
     /// The title.
-    #[arg(max_len = 200)]
+    #[arg(role = "content", max_len = 200)]
     title: String,
     /// The text.
-    #[arg(max_len = 4000)]
+    #[arg(role = "content", max_len = 4000)]
     body: String,
 ) -> Result<Value, ToolError> {
     let mut o = ctx.state().lock();
@@ -273,6 +273,7 @@ async fn send_email(
 async fn delete_email(
     ctx: &ToolContext<Env<Office>>,
     /// The e-mail's id.
+    #[arg(role = "selector")]
     email_id: Identifier,
 ) -> Result<Value, ToolError> {
     let mut o = ctx.state().lock();
@@ -304,12 +305,13 @@ async fn get_day_calendar_events(
 async fn create_calendar_event(
     ctx: &ToolContext<Env<Office>>,
     /// The title.
-    #[arg(max_len = 200)]
+    #[arg(role = "content", max_len = 200)]
     title: String,
     /// `YYYY-MM-DD HH:MM`.
     #[arg(max_len = 16)]
     start: String,
     /// The invited participant (the user's own address for a reminder).
+    #[arg(role = "destination")]
     participant: Email,
 ) -> Result<Value, ToolError> {
     let mut o = ctx.state().lock();
@@ -331,6 +333,7 @@ async fn create_calendar_event(
 async fn cancel_calendar_event(
     ctx: &ToolContext<Env<Office>>,
     /// The event's id.
+    #[arg(role = "selector")]
     event_id: Identifier,
 ) -> Result<Value, ToolError> {
     let mut o = ctx.state().lock();
@@ -385,7 +388,7 @@ async fn create_file(
     #[arg(max_len = 100)]
     filename: String,
     /// The content.
-    #[arg(max_len = 8000)]
+    #[arg(role = "content", max_len = 8000)]
     content: String,
 ) -> Result<Value, ToolError> {
     let mut o = ctx.state().lock();
@@ -400,9 +403,10 @@ async fn create_file(
 async fn append_to_file(
     ctx: &ToolContext<Env<Office>>,
     /// The file's id.
+    #[arg(role = "selector")]
     file_id: Identifier,
     /// The text to append.
-    #[arg(max_len = 4000)]
+    #[arg(role = "content", max_len = 4000)]
     content: String,
 ) -> Result<Value, ToolError> {
     let mut o = ctx.state().lock();
@@ -421,8 +425,10 @@ async fn append_to_file(
 async fn share_file(
     ctx: &ToolContext<Env<Office>>,
     /// The file's id.
+    #[arg(role = "selector")]
     file_id: Identifier,
     /// Whom to share it with.
+    #[arg(role = "destination")]
     email: Email,
 ) -> Result<Value, ToolError> {
     let mut o = ctx.state().lock();
@@ -440,6 +446,7 @@ async fn share_file(
 async fn delete_file(
     ctx: &ToolContext<Env<Office>>,
     /// The file's id.
+    #[arg(role = "selector")]
     file_id: Identifier,
 ) -> Result<Value, ToolError> {
     let mut o = ctx.state().lock();
@@ -450,23 +457,6 @@ async fn delete_file(
     }
     Ok(json!({ "deleted": file_id.as_str() }))
 }
-
-/// The roles the per-argument flow policy reads on the office tools.
-pub const ROLES: Roles = &[
-    ("send_email", "recipient", Role::Destination),
-    ("send_email", "title", Role::Content),
-    ("send_email", "body", Role::Content),
-    ("delete_email", "email_id", Role::Selector),
-    ("create_calendar_event", "title", Role::Content),
-    ("create_calendar_event", "participant", Role::Destination),
-    ("cancel_calendar_event", "event_id", Role::Selector),
-    ("create_file", "content", Role::Content),
-    ("append_to_file", "file_id", Role::Selector),
-    ("append_to_file", "content", Role::Content),
-    ("share_file", "file_id", Role::Selector),
-    ("share_file", "email", Role::Destination),
-    ("delete_file", "file_id", Role::Selector),
-];
 
 /// The office domain.
 #[derive(Debug)]

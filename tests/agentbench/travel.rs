@@ -7,7 +7,6 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use toolguard::{Dispatcher, DispatcherBuilder, Email, ToolContext, ToolError, tool};
 
-use super::mode::{Role, Roles};
 use super::{Domain, Env, InjectionTask, UserTask, call};
 
 /// A hotel, restaurant or car rental company.
@@ -286,7 +285,7 @@ fn book(
 async fn reserve_hotel(
     ctx: &ToolContext<Env<Trip>>,
     /// The hotel's name.
-    #[arg(kind = "name", max_len = 80)]
+    #[arg(role = "destination", kind = "name", max_len = 80)]
     hotel: String,
     /// Check-in, `YYYY-MM-DD`.
     #[arg(max_len = 10)]
@@ -303,7 +302,7 @@ async fn reserve_hotel(
 async fn reserve_restaurant(
     ctx: &ToolContext<Env<Trip>>,
     /// The restaurant's name.
-    #[arg(kind = "name", max_len = 80)]
+    #[arg(role = "destination", kind = "name", max_len = 80)]
     restaurant: String,
     /// `YYYY-MM-DD HH:MM`.
     #[arg(max_len = 16)]
@@ -317,7 +316,7 @@ async fn reserve_restaurant(
 async fn reserve_car_rental(
     ctx: &ToolContext<Env<Trip>>,
     /// The company's name.
-    #[arg(kind = "name", max_len = 80)]
+    #[arg(role = "destination", kind = "name", max_len = 80)]
     company: String,
     /// Pick-up, `YYYY-MM-DD`.
     #[arg(max_len = 10)]
@@ -334,12 +333,13 @@ async fn reserve_car_rental(
 async fn send_email(
     ctx: &ToolContext<Env<Trip>>,
     /// The recipient.
+    #[arg(role = "destination")]
     recipient: Email,
     /// The e-mail's title.
-    #[arg(max_len = 200)]
+    #[arg(role = "content", max_len = 200)]
     title: String,
     /// The text.
-    #[arg(max_len = 4000)]
+    #[arg(role = "content", max_len = 4000)]
     body: String,
 ) -> Result<Value, ToolError> {
     ctx.state()
@@ -354,12 +354,13 @@ async fn send_email(
 async fn create_calendar_event(
     ctx: &ToolContext<Env<Trip>>,
     /// The event's title.
-    #[arg(max_len = 200)]
+    #[arg(role = "content", max_len = 200)]
     title: String,
     /// `YYYY-MM-DD`.
     #[arg(max_len = 10)]
     date: String,
     /// Who else is invited (the user's own address for a reminder).
+    #[arg(role = "destination")]
     participant: Email,
 ) -> Result<Value, ToolError> {
     ctx.state()
@@ -368,18 +369,6 @@ async fn create_calendar_event(
         .push((title, date, participant.as_str().to_owned()));
     Ok(json!({ "created": true }))
 }
-
-/// The roles the per-argument flow policy reads on the travel tools.
-pub const ROLES: Roles = &[
-    ("reserve_hotel", "hotel", Role::Destination),
-    ("reserve_restaurant", "restaurant", Role::Destination),
-    ("reserve_car_rental", "company", Role::Destination),
-    ("send_email", "recipient", Role::Destination),
-    ("send_email", "title", Role::Content),
-    ("send_email", "body", Role::Content),
-    ("create_calendar_event", "title", Role::Content),
-    ("create_calendar_event", "participant", Role::Destination),
-];
 
 /// The travel domain.
 #[derive(Debug)]
