@@ -210,11 +210,13 @@ mod gateway {
 
     use super::proxy_support::{Scratch, call, connect, proxy_binary, send};
 
-    /// `toolguard mcp-proxy --policy POLICY` (the binary built once per test run).
+    /// `toolguard mcp-proxy --policy POLICY` with the test host keys (the binary built once per
+    /// test run).
     fn proxy_command(policy: &Path) -> tokio::process::Command {
         static BINARY: OnceLock<PathBuf> = OnceLock::new();
         let mut cmd = tokio::process::Command::new(BINARY.get_or_init(proxy_binary));
         cmd.arg("mcp-proxy").arg("--policy").arg(policy);
+        cmd.env("TOOLGUARD_HOST_KEYS", super::proxy_support::TEST_HOST_KEYS);
         cmd
     }
 
