@@ -165,10 +165,28 @@ pub fn call(name: &str, args: Value, key: Option<&str>) -> CallToolRequestParams
     params
 }
 
-/// The model-facing JSON of a result (the proxy's envelope in the first text block).
+/// The outcome of a result as JSON: `{"status": "ok", "data": ...}` for a forwarded result
+/// (its outcome in `_meta["toolguard/outcome"]`; `data` its `structuredContent`, else its
+/// content), the pipeline's explanation (the first text block) for a refusal.
 pub fn payload(result: &CallToolResult) -> Value {
-    let block = serde_json::to_value(&result.content).expect("serializable");
-    serde_json::from_str(block[0]["text"].as_str().expect("a text block")).expect("JSON text")
+    let value = serde_json::to_value(result).expect("serializable");
+    payload_of(&value)
+}
+
+/// [`payload`] of a result in JSON.
+pub fn payload_of(result: &Value) -> Value {
+    let outcome = &result["_meta"]["toolguard/outcome"];
+    if outcome["status"] == "ok" {
+        let data = match result.get("structuredContent") {
+            Some(s) => s.clone(),
+            None => json!({"content": result["content"]}),
+        };
+        return json!({"status": "ok", "data": data, "replayed": outcome["replayed"]});
+    }
+    let text = result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a text block: {result}"));
+    serde_json::from_str(text).expect("JSON text")
 }
 
 /// Calls a tool through the proxy and returns the model-facing JSON.
