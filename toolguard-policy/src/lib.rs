@@ -49,9 +49,7 @@ use toolguard_pipeline::spec::{KeyReuse, Risk, ToolSpec};
 
 mod surface;
 
-pub use surface::{
-    ExposeSection, UpstreamRequestAction, UpstreamRequestSection, pattern_matches,
-};
+pub use surface::{ExposeSection, UpstreamRequestAction, UpstreamRequestSection, pattern_matches};
 
 /// A policy file error: where (file, line) and what to change.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -132,7 +132,10 @@ mod tests {
         assert!(pattern_matches("*", "file:///a/b"));
         assert!(pattern_matches("file:///a/*", "file:///a/b/c"));
         assert!(!pattern_matches("file:///a/*", "file:///b/a/c"));
-        assert!(pattern_matches("test://*/resource/*", "test://static/resource/1"));
+        assert!(pattern_matches(
+            "test://*/resource/*",
+            "test://static/resource/1"
+        ));
         assert!(pattern_matches("greet", "greet"));
         assert!(!pattern_matches("greet", "greeting"));
         assert!(!pattern_matches("a*a", "a"));

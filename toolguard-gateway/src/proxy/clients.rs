@@ -49,8 +49,7 @@ impl Clients {
                     tokio::time::timeout(NOTIFY_DEADLINE, peer.notify_tool_list_changed()).await
                 }
                 List::Resources => {
-                    tokio::time::timeout(NOTIFY_DEADLINE, peer.notify_resource_list_changed())
-                        .await
+                    tokio::time::timeout(NOTIFY_DEADLINE, peer.notify_resource_list_changed()).await
                 }
                 List::Prompts => {
                     tokio::time::timeout(NOTIFY_DEADLINE, peer.notify_prompt_list_changed()).await

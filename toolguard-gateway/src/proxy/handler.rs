@@ -19,8 +19,9 @@ use rmcp::model::{
     CompleteResult, GetPromptRequestParams, GetPromptResponse, Implementation,
     InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, NumberOrString, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, Request, RequestOptionalParam, ServerCapabilities, ServerConfig,
-    ServerResult, SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, Request, RequestOptionalParam,
+    ServerCapabilities, ServerConfig, ServerResult, SetLevelRequestParams, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -223,7 +224,10 @@ impl ServerHandler for GuardedServer {
         let policy = &current.policy;
         let upstream = self.guard.upstream().capabilities();
         let mut caps = json!({"tools": {"listChanged": true}});
-        if let Some(r) = upstream.resources.filter(|_| policy.resources.exposes_any()) {
+        if let Some(r) = upstream
+            .resources
+            .filter(|_| policy.resources.exposes_any())
+        {
             caps["resources"] = serde_json::to_value(r).unwrap_or_default();
         }
         if let Some(p) = upstream.prompts.filter(|_| policy.prompts.exposes_any()) {
@@ -238,7 +242,11 @@ impl ServerHandler for GuardedServer {
         let capabilities: ServerCapabilities = serde_json::from_value(caps).unwrap_or_default();
         let mut config = ServerConfig::new(capabilities);
         config.protocol_version = STABLE;
-        config.instructions = self.guard.upstream().server_info().and_then(|i| i.instructions);
+        config.instructions = self
+            .guard
+            .upstream()
+            .server_info()
+            .and_then(|i| i.instructions);
         let name = policy.proxy.name.clone();
         config.server_info = Implementation::new(
             name.unwrap_or_else(|| "toolguard".to_owned()),
@@ -265,7 +273,12 @@ impl ServerHandler for GuardedServer {
     }
 
     async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
-        let _ = self.guard.upstream().peer().notify_roots_list_changed().await;
+        let _ = self
+            .guard
+            .upstream()
+            .peer()
+            .notify_roots_list_changed()
+            .await;
     }
 
     async fn list_tools(
@@ -321,7 +334,10 @@ impl ServerHandler for GuardedServer {
     ) -> Result<ListResourcesResult, ErrorData> {
         let current = self.guard.current();
         let answer = self
-            .forward(ClientRequest::ListResourcesRequest(optional(request)), &context)
+            .forward(
+                ClientRequest::ListResourcesRequest(optional(request)),
+                &context,
+            )
             .await?;
         let mut list: ListResourcesResult = match answer {
             ServerResult::ListResourcesResult(r) => r,
@@ -359,7 +375,10 @@ impl ServerHandler for GuardedServer {
             return Err(not_exposed("resource", &uri, "resources"));
         }
         let answer = self
-            .forward(ClientRequest::ReadResourceRequest(Request::new(request)), &context)
+            .forward(
+                ClientRequest::ReadResourceRequest(Request::new(request)),
+                &context,
+            )
             .await?;
         let value = serde_json::to_value(&answer).unwrap_or_default();
         self.record_source(
@@ -384,8 +403,11 @@ impl ServerHandler for GuardedServer {
             return Err(not_exposed("resource", &request.uri, "resources"));
         }
         let uri = request.uri.clone();
-        self.forward(ClientRequest::SubscribeRequest(Request::new(request)), &context)
-            .await?;
+        self.forward(
+            ClientRequest::SubscribeRequest(Request::new(request)),
+            &context,
+        )
+        .await?;
         let caller = Caller::of(self.client, &context);
         self.guard.upstream().relay().subscribe(&uri, &caller);
         Ok(())
@@ -403,8 +425,11 @@ impl ServerHandler for GuardedServer {
             .relay()
             .unsubscribe(&request.uri, &caller);
         if last {
-            self.forward(ClientRequest::UnsubscribeRequest(Request::new(request)), &context)
-                .await?;
+            self.forward(
+                ClientRequest::UnsubscribeRequest(Request::new(request)),
+                &context,
+            )
+            .await?;
         }
         Ok(())
     }
@@ -416,7 +441,10 @@ impl ServerHandler for GuardedServer {
     ) -> Result<ListPromptsResult, ErrorData> {
         let current = self.guard.current();
         let answer = self
-            .forward(ClientRequest::ListPromptsRequest(optional(request)), &context)
+            .forward(
+                ClientRequest::ListPromptsRequest(optional(request)),
+                &context,
+            )
             .await?;
         let mut list: ListPromptsResult = match answer {
             ServerResult::ListPromptsResult(r) => r,
@@ -436,12 +464,17 @@ impl ServerHandler for GuardedServer {
         let name = request.name.clone();
         if !current.policy.prompts.exposes(&name) {
             return Err(ErrorData::invalid_params(
-                format!("prompt `{name}` is not exposed by the gateway's policy (`[prompts] expose`)"),
+                format!(
+                    "prompt `{name}` is not exposed by the gateway's policy (`[prompts] expose`)"
+                ),
                 None,
             ));
         }
         let answer = self
-            .forward(ClientRequest::GetPromptRequest(Request::new(request)), &context)
+            .forward(
+                ClientRequest::GetPromptRequest(Request::new(request)),
+                &context,
+            )
             .await?;
         let value = serde_json::to_value(&answer).unwrap_or_default();
         self.record_source(
@@ -482,7 +515,10 @@ impl ServerHandler for GuardedServer {
             ));
         }
         match self
-            .forward(ClientRequest::CompleteRequest(Request::new(request)), &context)
+            .forward(
+                ClientRequest::CompleteRequest(Request::new(request)),
+                &context,
+            )
             .await?
         {
             ServerResult::CompleteResult(r) => Ok(r),
@@ -496,8 +532,37 @@ impl ServerHandler for GuardedServer {
         request: SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.forward(ClientRequest::SetLevelRequest(Request::new(request)), &context)
-            .await
-            .map(drop)
+        self.forward(
+            ClientRequest::SetLevelRequest(Request::new(request)),
+            &context,
+        )
+        .await
+        .map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{prompt_label, resource_label};
+    use serde_json::json;
+
+    #[test]
+    fn resource_and_prompt_sources_name_their_content_types() {
+        let read = json!({"contents": [
+            {"uri": "test://a", "mimeType": "text/plain", "text": "a"},
+            {"uri": "test://b", "mimeType": "image/png", "blob": "AA=="}
+        ]});
+        assert_eq!(
+            resource_label("test://a", &read),
+            "resource test://a (text text/plain, blob image/png)"
+        );
+        let prompt = json!({"messages": [
+            {"role": "user", "content": {"type": "text", "text": "hi"}},
+            {"role": "user", "content": {"type": "image", "data": "AA==", "mimeType": "image/png"}}
+        ]});
+        assert_eq!(
+            prompt_label("greet", &prompt),
+            "prompt greet (text, image image/png)"
+        );
     }
 }

@@ -43,10 +43,10 @@ use toolguard_sqlite::{Durability, SqliteStore};
 
 mod clients;
 mod handler;
-mod relay;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
+mod relay;
 mod reload;
 pub mod reviewer;
 mod upstream;

@@ -18,8 +18,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
-    CancelledNotificationParam, ClientRequest, ClientResult, GetExtensions, ProgressNotificationParam,
-    ProgressToken, RequestId, ServerRequest, ServerResult,
+    CancelledNotificationParam, ClientRequest, ClientResult, GetExtensions,
+    ProgressNotificationParam, ProgressToken, RequestId, ServerRequest, ServerResult,
 };
 use rmcp::service::{OriginatingRequestId, Peer, PeerRequestOptions, RequestContext, ServiceError};
 use rmcp::{ErrorData, RoleClient, RoleServer};
@@ -280,10 +280,7 @@ impl Relay {
                 decide,
             },
         );
-        let approved = matches!(
-            tokio::time::timeout(timeout, decision).await,
-            Ok(Ok(true))
-        );
+        let approved = matches!(tokio::time::timeout(timeout, decision).await, Ok(Ok(true)));
         lock(&self.held).remove(&id);
         approved
     }

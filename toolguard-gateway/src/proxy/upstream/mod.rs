@@ -32,10 +32,10 @@ use tokio::sync::Notify;
 use super::ProxyError;
 use super::clients::List;
 use super::relay::{CALLER, Relay, service_error};
-use toolguard_policy::UpstreamRequestAction;
 use toolguard_pipeline::declare::{ForwardFn, RuntimeTool};
 use toolguard_pipeline::error::ToolError;
 use toolguard_pipeline::spec::ToolSpec;
+use toolguard_policy::UpstreamRequestAction;
 use toolguard_policy::{Offered, Policy};
 
 mod http;
@@ -91,13 +91,17 @@ impl UpstreamEvents {
                     Ok(())
                 } else {
                     Err(ErrorData::invalid_request(
-                        format!("{kind} of the upstream was not approved by a reviewer (`{section} action = \"approval\"`)"),
+                        format!(
+                            "{kind} of the upstream was not approved by a reviewer (`{section} action = \"approval\"`)"
+                        ),
                         None,
                     ))
                 }
             }
             _ => Err(ErrorData::invalid_request(
-                format!("{kind} of the upstream is denied by the gateway's policy (`{section} action`)"),
+                format!(
+                    "{kind} of the upstream is denied by the gateway's policy (`{section} action`)"
+                ),
                 None,
             )),
         }
@@ -208,9 +212,7 @@ impl ClientHandler for UpstreamEvents {
 
 /// A result of another shape than expected read again as `T` (the union of results is
 /// untagged, so a small result can land in another variant).
-fn reread<T: serde::de::DeserializeOwned>(
-    other: impl serde::Serialize,
-) -> Result<T, ErrorData> {
+fn reread<T: serde::de::DeserializeOwned>(other: impl serde::Serialize) -> Result<T, ErrorData> {
     serde_json::to_value(other)
         .and_then(serde_json::from_value)
         .map_err(|e| ErrorData::internal_error(format!("unexpected answer: {e}"), None))
@@ -360,7 +362,11 @@ impl Upstream {
     pub fn tool(&self, spec: ToolSpec) -> RuntimeTool {
         RuntimeTool::new(
             spec,
-            forwarder(self.service.peer().clone(), self.relay.clone(), self.timeout),
+            forwarder(
+                self.service.peer().clone(),
+                self.relay.clone(),
+                self.timeout,
+            ),
         )
         .with_source_label(content_label)
     }
@@ -438,8 +444,9 @@ fn forwarder(peer: Peer<RoleClient>, relay: Arc<Relay>, timeout: Duration) -> Fo
             })?;
             let result = match answer {
                 ServerResult::CallToolResult(r) => r,
-                other => server_result(other)
-                    .map_err(|e| ToolError::failed(format!("the upstream call failed: {}", e.message)))?,
+                other => server_result(other).map_err(|e| {
+                    ToolError::failed(format!("the upstream call failed: {}", e.message))
+                })?,
             };
             result_value(result)
         })
@@ -482,7 +489,12 @@ fn result_value(result: CallToolResult) -> Result<Value, ToolError> {
 /// `resource text/plain`, `structuredContent`), so reviewers see what entered the session.
 pub(super) fn content_label(result: &Value) -> Option<String> {
     let mut kinds: Vec<String> = Vec::new();
-    for block in result.get("content").and_then(Value::as_array).into_iter().flatten() {
+    for block in result
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         kinds.push(block_kind(block));
     }
     if result.get("structuredContent").is_some() {
@@ -494,7 +506,10 @@ pub(super) fn content_label(result: &Value) -> Option<String> {
 
 /// `text`, `image image/png`, `resource file:///x (text/plain)`, ... of one content block.
 pub(super) fn block_kind(block: &Value) -> String {
-    let kind = block.get("type").and_then(Value::as_str).unwrap_or("unknown");
+    let kind = block
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown");
     let mime = block
         .get("mimeType")
         .or_else(|| block.pointer("/resource/mimeType"))
@@ -502,5 +517,28 @@ pub(super) fn block_kind(block: &Value) -> String {
     match mime {
         Some(m) => format!("{kind} {m}"),
         None => kind.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::content_label;
+    use serde_json::json;
+
+    #[test]
+    fn a_result_source_is_labelled_with_its_content_types() {
+        let result = json!({
+            "content": [
+                {"type": "text", "text": "hi"},
+                {"type": "image", "data": "AA==", "mimeType": "image/png"},
+                {"type": "resource", "resource": {"uri": "file:///a", "mimeType": "text/plain", "text": "a"}}
+            ],
+            "structuredContent": {"a": 1}
+        });
+        assert_eq!(
+            content_label(&result).as_deref(),
+            Some("text, image image/png, resource text/plain, structuredContent")
+        );
+        assert_eq!(content_label(&json!({"content": []})), None);
     }
 }
