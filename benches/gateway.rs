@@ -14,6 +14,10 @@
 //! latency. Then 64 clients call the gateway served over Streamable HTTP (loopback) for a few
 //! seconds and the calls per second are printed.
 //!
+//! Most of what the gateway adds is the audit trail's sync: the SQLite store is opened with
+//! `Durability::Full`, so each call's audit entry is on disk before its result is returned. Run
+//! with `TMPDIR=/dev/shm` (the store on tmpfs, where a sync costs nothing) to see the rest.
+//!
 //! `cargo bench -p toolguard-benches --bench gateway`
 
 use std::path::PathBuf;

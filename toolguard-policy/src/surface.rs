@@ -125,6 +125,43 @@ pub fn pattern_matches(pattern: &str, text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Policy;
+
+    fn parse(text: &str) -> Result<Policy, crate::PolicyError> {
+        Policy::parse("policy.toml", text.to_owned())
+    }
+
+    #[test]
+    fn the_sections_are_read_and_closed_by_default() {
+        let none = parse("").expect("an empty file");
+        assert!(!none.resources.exposes_any() && !none.prompts.exposes_any());
+        assert_eq!(none.sampling.action, UpstreamRequestAction::Deny);
+        assert_eq!(none.elicitation.action, UpstreamRequestAction::Deny);
+        let all = parse(
+            "[resources]\nexpose = [\"file:///*\"]\ntrust = \"trusted\"\n[prompts]\nexpose = [\"*\"]\nhide = [\"x\"]\n[sampling]\naction = \"approval\"\n[elicitation]\naction = \"allow\"\n",
+        )
+        .expect("valid sections");
+        assert!(all.resources.exposes("file:///a") && !all.resources.untrusted());
+        assert!(all.prompts.exposes("greet") && !all.prompts.exposes("x"));
+        assert_eq!(all.sampling.action, UpstreamRequestAction::Approval);
+        assert_eq!(all.elicitation.action, UpstreamRequestAction::Allow);
+    }
+
+    #[test]
+    fn unknown_keys_and_values_of_the_sections_are_load_errors() {
+        for (text, says) in [
+            ("[resources]\nexposes = [\"*\"]\n", "unknown field `exposes`"),
+            ("[prompts]\nexpose = [\"*\"]\ntrusted = true\n", "unknown field `trusted`"),
+            ("[sampling]\naction = \"maybe\"\n", "unknown variant `maybe`"),
+            ("[elicitation]\nallow = true\n", "unknown field `allow`"),
+            ("[resources]\ntrust = \"sometimes\"\n", "unknown variant `sometimes`"),
+            ("[resources]\nexpose = [\"\"]\n", "empty pattern"),
+        ] {
+            let error = parse(text).expect_err(text).to_string();
+            assert!(error.contains(says), "{text}: {error}");
+            assert!(error.starts_with("policy.toml:"), "{error}");
+        }
+    }
 
     #[test]
     fn patterns_match_the_whole_text_with_stars_for_any_run() {
