@@ -150,11 +150,23 @@ mod tests {
     #[test]
     fn unknown_keys_and_values_of_the_sections_are_load_errors() {
         for (text, says) in [
-            ("[resources]\nexposes = [\"*\"]\n", "unknown field `exposes`"),
-            ("[prompts]\nexpose = [\"*\"]\ntrusted = true\n", "unknown field `trusted`"),
-            ("[sampling]\naction = \"maybe\"\n", "unknown variant `maybe`"),
+            (
+                "[resources]\nexposes = [\"*\"]\n",
+                "unknown field `exposes`",
+            ),
+            (
+                "[prompts]\nexpose = [\"*\"]\ntrusted = true\n",
+                "unknown field `trusted`",
+            ),
+            (
+                "[sampling]\naction = \"maybe\"\n",
+                "unknown variant `maybe`",
+            ),
             ("[elicitation]\nallow = true\n", "unknown field `allow`"),
-            ("[resources]\ntrust = \"sometimes\"\n", "unknown variant `sometimes`"),
+            (
+                "[resources]\ntrust = \"sometimes\"\n",
+                "unknown variant `sometimes`",
+            ),
             ("[resources]\nexpose = [\"\"]\n", "empty pattern"),
         ] {
             let error = parse(text).expect_err(text).to_string();

@@ -206,9 +206,10 @@ fn prompt_label(name: &str, result: &Value) -> String {
 fn optional<M: Default>(
     params: Option<PaginatedRequestParams>,
 ) -> RequestOptionalParam<M, PaginatedRequestParams> {
-    let mut request = RequestOptionalParam::default();
-    request.params = params;
-    request
+    match params {
+        Some(params) => RequestOptionalParam::with_param(params),
+        None => RequestOptionalParam::default(),
+    }
 }
 
 fn not_exposed(what: &str, name: &str, section: &str) -> ErrorData {

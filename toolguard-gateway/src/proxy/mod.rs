@@ -223,7 +223,9 @@ impl Guard {
             server,
             tools,
         });
-        let changed = self.current().tools != next.tools;
+        // What the clients see, or a declaration behind it (an approval, a risk), changed.
+        let before = self.current();
+        let changed = before.tools != next.tools || before.server.tools() != next.server.tools();
         match self.current.write() {
             Ok(mut c) => *c = next,
             Err(poisoned) => *poisoned.into_inner() = next,

@@ -64,6 +64,9 @@ struct Held {
     decide: oneshot::Sender<bool>,
 }
 
+/// Resource URI → the clients (id, peer) subscribed to it.
+type Subscribers = HashMap<String, Vec<(u64, Peer<RoleServer>)>>;
+
 /// See the module documentation.
 #[derive(Default)]
 pub(crate) struct Relay {
@@ -72,7 +75,7 @@ pub(crate) struct Relay {
     /// Upstream progress token → the caller of the request it belongs to.
     routes: Mutex<HashMap<ProgressToken, (u64, Caller)>>,
     /// Resource URI → clients subscribed to it.
-    subscribers: Mutex<HashMap<String, Vec<(u64, Peer<RoleServer>)>>>,
+    subscribers: Mutex<Subscribers>,
     held: Mutex<HashMap<String, Held>>,
     /// `[sampling]` and `[elicitation]` of the policy in force.
     actions: Mutex<(UpstreamRequestAction, UpstreamRequestAction)>,
