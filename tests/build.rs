@@ -3,7 +3,8 @@
 //!
 //! `TOOLGUARD_PG_URL` set (non-empty) enables `cfg(toolguard_pg)`, `TOOLGUARD_REDIS_URL` enables
 //! `cfg(toolguard_redis)`, `TOOLGUARD_NPM_PREFIX` (where the reference MCP servers are installed)
-//! enables `cfg(toolguard_npm)`; the PostgreSQL and Redis tests carry
+//! enables `cfg(toolguard_npm)`, `TOOLGUARD_CONFORMANCE` (where the MCP conformance suite, its
+//! fixture server and a Node 22 are installed) enables `cfg(toolguard_conformance)`; the PostgreSQL and Redis tests carry
 //! `#[cfg_attr(not(toolguard_pg), ignore = "...")]` and the like.
 //!
 //! A `node` program that runs (`node --version`) enables `cfg(toolguard_node)`, for the test that
@@ -17,6 +18,7 @@ fn main() {
         ("TOOLGUARD_PG_URL", "toolguard_pg"),
         ("TOOLGUARD_REDIS_URL", "toolguard_redis"),
         ("TOOLGUARD_NPM_PREFIX", "toolguard_npm"),
+        ("TOOLGUARD_CONFORMANCE", "toolguard_conformance"),
     ] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
         println!("cargo::rerun-if-env-changed={var}");

@@ -105,11 +105,7 @@ fn message(body: &str) -> Value {
 
 /// The model-facing payload of a `tools/call` response.
 fn payload(body: &str) -> Value {
-    let m = message(body);
-    let text = m["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{m}"));
-    serde_json::from_str(text).expect("JSON text")
+    proxy_support::payload_of(&message(body)["result"])
 }
 
 fn tool_call(id: u64, name: &str, args: Value) -> Value {

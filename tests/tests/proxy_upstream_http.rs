@@ -102,8 +102,10 @@ async fn the_proxy_guards_the_reference_everything_server_over_streamable_http()
     names.sort();
     assert_eq!(names, ["echo"]);
 
-    // The upstream may still be settling its session (it registers tools after initialization);
-    // count from a quiet point.
+    // The upstream may still be settling its session (it registers tools after initialization,
+    // and asks the gateway for the client's roots 350 ms after it: one more POST, the answer);
+    // count from a quiet point after that.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     let quiet = upstream.settle_at(upstream.posts()).await;
     let echo = send(&client, call("echo", json!({"message": "hello"}), None)).await;
     assert_eq!(echo["status"], "ok", "{echo}");

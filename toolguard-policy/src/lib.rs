@@ -1,6 +1,8 @@
 //! The policy file (TOML): per tool its [`Declaration`] and who may call it, session limits,
 //! approval settings, sanitizer allowlists, the caller of a local proxy, bearer tokens, and a
-//! default for tools the file does not name (hidden unless `[default_tool]` is given).
+//! default for tools the file does not name (hidden unless `[default_tool]` is given), and
+//! for the MCP gateway the upstream's resources and prompts it exposes and what it does with the
+//! upstream's sampling and elicitation requests ([`ExposeSection`], [`UpstreamRequestSection`]).
 //!
 //! Every error names the file and line and says what to change: unknown keys, wrong types, rule
 //! violations ([`toolguard_pipeline::declare::rules`]) and tool names the upstream does not offer.
@@ -59,6 +61,10 @@ use toolguard_pipeline::provenance::{FlowAction, FlowMode, FlowPolicy};
 use toolguard_pipeline::risk::{OnExceed, RiskPolicy};
 use toolguard_pipeline::sanitize::Sanitizer;
 use toolguard_pipeline::spec::{KeyReuse, Risk, ToolSpec};
+
+mod surface;
+
+pub use surface::{ExposeSection, UpstreamRequestAction, UpstreamRequestSection, pattern_matches};
 
 /// A policy file error: where (file, line) and what to change.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -455,6 +461,14 @@ struct Raw {
     default_tool: Option<Spanned<ToolEntry>>,
     #[serde(default)]
     flow: FlowSection,
+    #[serde(default)]
+    resources: ExposeSection,
+    #[serde(default)]
+    prompts: ExposeSection,
+    #[serde(default)]
+    sampling: UpstreamRequestSection,
+    #[serde(default)]
+    elicitation: UpstreamRequestSection,
 }
 
 /// A loaded, checked policy file.
@@ -478,6 +492,14 @@ pub struct Policy {
     pub flow: FlowSection,
     tools: BTreeMap<String, (usize, ToolEntry)>,
     default_tool: Option<(usize, ToolEntry)>,
+    /// `[resources]`: the upstream's resources exposed (by URI pattern), none by default.
+    pub resources: ExposeSection,
+    /// `[prompts]`: the upstream's prompts exposed (by name pattern), none by default.
+    pub prompts: ExposeSection,
+    /// `[sampling]`: the upstream's `sampling/createMessage` requests (denied by default).
+    pub sampling: UpstreamRequestSection,
+    /// `[elicitation]`: the upstream's `elicitation/create` requests (denied by default).
+    pub elicitation: UpstreamRequestSection,
 }
 
 /// One tool an upstream server offers: name, description and input schema.
@@ -536,6 +558,10 @@ impl Policy {
             flow: raw.flow,
             tools,
             default_tool,
+            resources: raw.resources,
+            prompts: raw.prompts,
+            sampling: raw.sampling,
+            elicitation: raw.elicitation,
         };
         policy.check()?;
         Ok(policy)
@@ -573,6 +599,10 @@ impl Policy {
             }
         }
         self.check_upstream_keys()?;
+        for (section, s) in [("resources", &self.resources), ("prompts", &self.prompts)] {
+            s.check(section)
+                .map_err(|m| self.error(self.key_line(&format!("[{section}]")), m))?;
+        }
         for (i, t) in self.tokens.iter().enumerate() {
             if t.token.len() < 16 {
                 let at = self

@@ -172,10 +172,28 @@ pub fn call(name: &str, args: Value, key: Option<&str>) -> CallToolRequestParams
     params
 }
 
-/// The model-facing JSON of a result (the proxy's envelope in the first text block).
+/// The outcome of a result as JSON: `{"status": "ok", "data": ...}` for a forwarded result
+/// (its outcome in `_meta["toolguard/outcome"]`; `data` its `structuredContent`, else its
+/// content), the pipeline's explanation (the first text block) for a refusal.
 pub fn payload(result: &CallToolResult) -> Value {
-    let block = serde_json::to_value(&result.content).expect("serializable");
-    serde_json::from_str(block[0]["text"].as_str().expect("a text block")).expect("JSON text")
+    let value = serde_json::to_value(result).expect("serializable");
+    payload_of(&value)
+}
+
+/// [`payload`] of a result in JSON.
+pub fn payload_of(result: &Value) -> Value {
+    let outcome = &result["_meta"]["toolguard/outcome"];
+    if outcome["status"] == "ok" {
+        let data = match result.get("structuredContent") {
+            Some(s) => s.clone(),
+            None => json!({"content": result["content"]}),
+        };
+        return json!({"status": "ok", "data": data, "replayed": outcome["replayed"]});
+    }
+    let text = result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a text block: {result}"));
+    serde_json::from_str(text).expect("JSON text")
 }
 
 /// Calls a tool through the proxy and returns the model-facing JSON.
@@ -277,4 +295,92 @@ impl ListChanges {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+}
+
+/// An MCP host for tests: answers sampling and elicitation requests (counting them) and records
+/// progress and log notifications.
+#[derive(Clone, Default)]
+pub struct Host {
+    /// `sampling/createMessage` requests answered.
+    pub sampled: Arc<AtomicUsize>,
+    /// `elicitation/create` requests answered.
+    pub elicited: Arc<AtomicUsize>,
+    /// Progress notifications: (token, progress).
+    pub progress: Arc<std::sync::Mutex<Vec<(Value, f64)>>>,
+    /// Log messages' data.
+    pub logs: Arc<std::sync::Mutex<Vec<Value>>>,
+}
+
+#[allow(deprecated)]
+impl rmcp::ClientHandler for Host {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let capabilities = serde_json::from_value(
+            json!({"sampling": {}, "elicitation": {"form": {}}, "roots": {"listChanged": true}}),
+        )
+        .expect("capabilities");
+        rmcp::model::ClientConfig::new(
+            capabilities,
+            rmcp::model::Implementation::new("toolguard-test-host", "1.0.0"),
+        )
+    }
+
+    async fn create_message(
+        &self,
+        _params: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        self.sampled.fetch_add(1, Ordering::SeqCst);
+        Ok(serde_json::from_value(json!({
+            "role": "assistant",
+            "content": {"type": "text", "text": "sampled by the test host"},
+            "model": "test-model",
+            "stopReason": "endTurn"
+        }))
+        .expect("a sampling result"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _params: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        self.elicited.fetch_add(1, Ordering::SeqCst);
+        Ok(serde_json::from_value(json!({
+            "action": "accept",
+            "content": {"username": "ada", "email": "ada@example.com"}
+        }))
+        .expect("an elicitation result"))
+    }
+
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        let token = serde_json::to_value(&params.progress_token).unwrap_or(Value::Null);
+        self.progress
+            .lock()
+            .expect("lock")
+            .push((token, params.progress));
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.logs.lock().expect("lock").push(params.data);
+    }
+}
+
+/// A result as JSON without the gateway's `_meta["toolguard/outcome"]` (what the upstream sent).
+pub fn upstream_part(result: &CallToolResult) -> Value {
+    let mut value = serde_json::to_value(result).expect("serializable");
+    if let Some(meta) = value.get_mut("_meta").and_then(Value::as_object_mut) {
+        meta.remove("toolguard/outcome");
+        if meta.is_empty() {
+            value.as_object_mut().expect("object").remove("_meta");
+        }
+    }
+    value
 }

@@ -3,10 +3,17 @@
 //! The proxy starts the upstream server as a child process and speaks MCP to it over its stdio,
 //! or reaches it over Streamable HTTP ([`UpstreamTarget`]; rmcp's client either way). It serves
 //! MCP itself on its own stdio (or over Streamable HTTP, [`http`]): `tools/list` answers the upstream's
-//! tools the policy file exposes, with their schemas tightened by the declarations
-//! ([`toolguard_pipeline::declare`]); every `tools/call` runs through a [`Dispatcher`] (all stages, stores and
-//! audit trail in SQLite) before it is forwarded, and results go back enveloped as untrusted
-//! output.
+//! tools the policy file exposes, as the upstream describes them with their input schemas
+//! tightened by the declarations ([`toolguard_pipeline::declare`]; `$schema` kept); every
+//! `tools/call` runs through a [`Dispatcher`] (all stages, stores and audit trail in SQLite)
+//! before it is forwarded, and an `ok` result goes back exactly as the upstream sent it.
+//!
+//! Everything else of the stable MCP protocol passes through in both directions ([`GuardedServer`],
+//! the relay): resources and prompts as far as `[resources]` / `[prompts]` expose them (read
+//! contents of an untrusted upstream become provenance sources), completion, logging,
+//! subscriptions, progress and cancellation mapped to the request they belong to, and the
+//! upstream's sampling, elicitation and roots requests (sampling and elicitation as
+//! `[sampling]` / `[elicitation]` allow; `approval` holds them for a reviewer, see [`reviewer`]).
 //!
 //! Calls run as the policy file's `[principal]`. Approvals wait in the SQLite store; reviewers
 //! decide them over the local reviewer endpoint ([`reviewer`]), authenticated by the bearer tokens
@@ -31,8 +38,9 @@ use toolguard_pipeline::audit::{AuditAnchor, CheckpointPolicy, FileCheckpoints};
 use toolguard_pipeline::call::Principal;
 use toolguard_pipeline::dispatcher::{BuildError, Dispatcher};
 use toolguard_pipeline::keys::HOST_KEYS_ENV;
+use toolguard_pipeline::spec::ToolSpec;
 use toolguard_pipeline::store::StoreError;
-use toolguard_policy::{Policy, PolicyError};
+use toolguard_policy::{Offered, Policy, PolicyError};
 use toolguard_sqlite::SqliteAuditSink;
 use toolguard_sqlite::{Durability, SqliteStore};
 
@@ -41,12 +49,13 @@ mod handler;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
+mod relay;
 mod reload;
 pub mod reviewer;
 mod upstream;
 
-pub use handler::GuardedServer;
-pub use upstream::{Upstream, UpstreamTarget};
+pub use handler::{GuardedServer, OUTCOME_META};
+pub use upstream::{STABLE, Upstream, UpstreamTarget};
 
 /// Why the proxy could not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -97,6 +106,9 @@ pub struct Current {
     pub dispatcher: Dispatcher<()>,
     /// The MCP view of the dispatcher for the local principal.
     pub server: McpServer<()>,
+    /// The tools `tools/list` answers: the upstream's own descriptions, input schemas tightened
+    /// by the policy.
+    pub tools: Arc<Vec<rmcp::model::Tool>>,
 }
 
 impl std::fmt::Debug for Current {
@@ -117,7 +129,6 @@ pub struct Guard {
     session: String,
     current: RwLock<Arc<Current>>,
     verifier: Option<Arc<dyn TokenVerifier>>,
-    clients: clients::Clients,
 }
 
 impl std::fmt::Debug for Guard {
@@ -175,7 +186,7 @@ impl Guard {
             Some(keys) => keys,
             None => proxy_keys(&policy)?,
         };
-        let upstream = Upstream::open(target, &policy).await?;
+        let upstream = Upstream::open_with(target, &policy, Arc::default()).await?;
         let store = Arc::new(SqliteStore::open_with(
             policy.store_path(),
             Durability::Full,
@@ -184,7 +195,7 @@ impl Guard {
         let anchor = AuditAnchor::new(Arc::new(keys.clone())).checkpoints(checkpoints, CHECKPOINTS);
         let audit = Arc::new(store.audit_sink_anchored(anchor)?);
         let session = format!("proxy-{}", uuid::Uuid::new_v4().simple());
-        let (dispatcher, server) =
+        let (dispatcher, server, tools) =
             build(&policy, &upstream, &store, &audit, &keys, &session).await?;
         Ok(Arc::new(Guard {
             file,
@@ -197,9 +208,9 @@ impl Guard {
                 policy,
                 dispatcher,
                 server,
+                tools,
             })),
             verifier,
-            clients: clients::Clients::default(),
         }))
     }
 
@@ -245,7 +256,7 @@ impl Guard {
     /// Builds a dispatcher for `policy` over the upstream's current tools and puts it in force;
     /// connected clients are notified when the exposed tools changed.
     async fn install(&self, policy: Policy) -> Result<u32, ProxyError> {
-        let (dispatcher, server) = build(
+        let (dispatcher, server, tools) = build(
             &policy,
             &self.upstream,
             &self.store,
@@ -255,18 +266,22 @@ impl Guard {
         )
         .await?;
         let revision = policy.revision();
+        self.upstream.relay().set_policy(&policy);
         let next = Arc::new(Current {
             policy,
             dispatcher,
             server,
+            tools,
         });
-        let changed = self.current().server.tools() != next.server.tools();
+        // What the clients see, or a declaration behind it (an approval, a risk), changed.
+        let before = self.current();
+        let changed = before.tools != next.tools || before.server.tools() != next.server.tools();
         match self.current.write() {
             Ok(mut c) => *c = next,
             Err(poisoned) => *poisoned.into_inner() = next,
         }
         if changed {
-            let reached = self.clients.tools_changed().await;
+            let reached = self.upstream.relay().clients.tools_changed().await;
             tracing::info!(reached, "the exposed tools changed: clients notified");
         }
         Ok(revision)
@@ -274,7 +289,7 @@ impl Guard {
 
     /// Registers a connected client for `notifications/tools/list_changed`.
     pub fn add_client(&self, peer: rmcp::service::Peer<rmcp::RoleServer>) {
-        self.clients.add(peer);
+        self.upstream.relay().clients.add(peer);
     }
 
     /// The upstream.
@@ -334,6 +349,9 @@ fn proxy_keys(policy: &Policy) -> Result<HostKeys, ProxyError> {
     Err(ProxyError::NoHostKeys(policy.file().display().to_string()))
 }
 
+/// What [`build`] makes: the dispatcher, its MCP view and the tools `tools/list` answers.
+type Built = (Dispatcher<()>, McpServer<()>, Arc<Vec<rmcp::model::Tool>>);
+
 /// Builds a dispatcher for `policy` over the upstream's tools and the shared stores.
 async fn build(
     policy: &Policy,
@@ -342,13 +360,15 @@ async fn build(
     audit: &Arc<SqliteAuditSink>,
     keys: &HostKeys,
     session: &str,
-) -> Result<(Dispatcher<()>, McpServer<()>), ProxyError> {
+) -> Result<Built, ProxyError> {
     // The MCP export only; calls run as the principal the handler picks per request.
     let principal = policy
         .local_principal(session)
         .unwrap_or_else(|| Principal::new("", "", session));
-    let offered = upstream.offered().await?;
+    let listed = upstream.tools().await?;
+    let offered: Vec<Offered> = listed.iter().map(upstream::offered).collect();
     let specs = policy.declare_offered(&offered)?;
+    let tools = Arc::new(exported(&listed, &specs));
     let sanitizer = policy.sanitizer(&specs);
     let risk = policy.risk_policy(&specs);
     let handles = specs.into_iter().map(|s| ToolHandle::new(upstream.tool(s)));
@@ -367,5 +387,26 @@ async fn build(
         .clone()
         .unwrap_or_else(|| "toolguard".to_owned());
     let server = McpServer::new(dispatcher.clone(), principal)?.with_name(name);
-    Ok((dispatcher, server))
+    Ok((dispatcher, server, tools))
+}
+
+/// The upstream's tools the policy exposes, each as the upstream describes it (title,
+/// annotations, output schema, `_meta`, icons) with the declared description and the input
+/// schema as the policy tightens it (the upstream's `$schema` kept).
+fn exported(listed: &[rmcp::model::Tool], specs: &[ToolSpec]) -> Vec<rmcp::model::Tool> {
+    specs
+        .iter()
+        .filter_map(|spec| {
+            let mut tool = listed.iter().find(|t| t.name == spec.name)?.clone();
+            let mut schema = spec.input_schema.as_object().cloned().unwrap_or_default();
+            if let Some(dialect) = tool.input_schema.get("$schema") {
+                schema.insert("$schema".to_owned(), dialect.clone());
+            }
+            tool.input_schema = Arc::new(schema);
+            if !spec.description.is_empty() {
+                tool.description = Some(spec.description.clone().into());
+            }
+            Some(tool)
+        })
+        .collect()
 }

@@ -10,6 +10,8 @@
 //! | `GET /approvals` | pending requests of the caller's tenant: `[{"id", "tool", "preview", "requester", "cause", "amount", "expires_at_ms", "eligible_roles", "policy_revision"}]` |
 //! | `POST /approvals/{id}/approve` | the call's outcome after the decision (`ok` once executed) |
 //! | `POST /approvals/{id}/reject` with `{"reason": "..."}` | the outcome (`approval_rejected`) |
+//! | `GET /upstream-requests` | the upstream's sampling and elicitation requests held by `action = "approval"`: `[{"id", "kind", "request"}]` |
+//! | `POST /upstream-requests/{id}/approve` or `/reject` | `{"decided": true}` (the request is passed on to the client, or refused) |
 //!
 //! Errors: `401` without a known token, `403` when its principal holds no approver role, `404` for an unknown path or request, `400` for a bad
 //! request, `413` for a request over 16 KiB; bodies are `{"error": "..."}`.
@@ -156,7 +158,7 @@ async fn route(guard: &Guard, request: Request) -> (u16, Value) {
         .any(|r| viewer.has_role(r));
     match (request.method.as_str(), segments.as_slice()) {
         ("GET", ["policy"]) => (200, json!({"revision": current.policy.revision()})),
-        (_, ["approvals", ..]) if !reviewer => (
+        (_, ["approvals" | "upstream-requests", ..]) if !reviewer => (
             403,
             json!({"error": "the token's principal holds no approver role"}),
         ),
@@ -174,9 +176,17 @@ async fn route(guard: &Guard, request: Request) -> (u16, Value) {
             };
             (200, serde_json::to_value(&outcome).unwrap_or(Value::Null))
         }
+        ("GET", ["upstream-requests"]) => (200, guard.upstream().relay().held()),
+        ("POST", ["upstream-requests", id, verb @ ("approve" | "reject")]) => {
+            if guard.upstream().relay().decide(id, *verb == "approve") {
+                (200, json!({"decided": true}))
+            } else {
+                (404, json!({"error": "no such upstream request is waiting"}))
+            }
+        }
         _ => (
             404,
-            json!({"error": "unknown path: GET /policy, GET /approvals, POST /approvals/{id}/approve|reject"}),
+            json!({"error": "unknown path: GET /policy, GET /approvals, POST /approvals/{id}/approve|reject, GET /upstream-requests, POST /upstream-requests/{id}/approve|reject"}),
         ),
     }
 }

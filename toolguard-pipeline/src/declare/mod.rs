@@ -37,7 +37,7 @@ mod schema;
 mod tool;
 
 pub use rules::DeclareError;
-pub use tool::{ForwardFn, RuntimeTool};
+pub use tool::{ForwardFn, LabelFn, RuntimeTool};
 
 /// Where a state-changing call's idempotency key comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -21,7 +21,12 @@ pub type ForwardFn =
 pub struct RuntimeTool {
     spec: ToolSpec,
     forward: ForwardFn,
+    label: Option<LabelFn>,
 }
+
+/// Names a result for reviewers when it becomes a provenance source (see
+/// [`RuntimeTool::with_source_label`]).
+pub type LabelFn = fn(&Value) -> Option<String>;
 
 impl std::fmt::Debug for RuntimeTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -34,7 +39,19 @@ impl std::fmt::Debug for RuntimeTool {
 impl RuntimeTool {
     /// A tool with the declared `spec` (see [`super::declare`]) calling `forward`.
     pub fn new(spec: ToolSpec, forward: ForwardFn) -> Self {
-        RuntimeTool { spec, forward }
+        RuntimeTool {
+            spec,
+            forward,
+            label: None,
+        }
+    }
+
+    /// Labels each result that becomes a provenance source with `label(result)` (e.g. the
+    /// content types an MCP result carries), shown to reviewers beside the source.
+    #[must_use]
+    pub fn with_source_label(mut self, label: LabelFn) -> Self {
+        self.label = Some(label);
+        self
     }
 
     /// The declaration.
@@ -81,10 +98,17 @@ impl<S: Send + Sync + 'static> Tool<S> for RuntimeTool {
 
     fn call<'a>(
         &'a self,
-        _ctx: &'a ToolContext<S>,
+        ctx: &'a ToolContext<S>,
         args: Value,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         let args = self.forwarded_arguments(args);
-        (self.forward)(self.spec.name.clone(), args)
+        let forwarded = (self.forward)(self.spec.name.clone(), args);
+        Box::pin(async move {
+            let result = forwarded.await?;
+            if let Some(label) = self.label.and_then(|l| l(&result)) {
+                ctx.set_source_label(label);
+            }
+            Ok(result)
+        })
     }
 }

@@ -1,0 +1,213 @@
+//! What the MCP gateway (`toolguard mcp-proxy`) adds to a forwarded low-risk tool call, and how
+//! many calls it serves to 64 concurrent clients over Streamable HTTP.
+//!
+//! The upstream is the reference memory server (`@modelcontextprotocol/server-memory` from npm,
+//! installed by `.ci/run` under `TOOLGUARD_NPM_PREFIX`) started as a child process; the call is
+//! its read-only `read_graph`, declared `risk = "low"` in the gateway's policy.
+//!
+//! - `gateway/direct`: rmcp's client calls the upstream over its stdio.
+//! - `gateway/through`: rmcp's client calls the gateway (in this process, over an in-memory
+//!   pipe), which runs the guard pipeline (stores and audit trail in SQLite) and forwards the call
+//!   to a second instance of the same upstream.
+//!
+//! Both run in the same process and run; the difference of the medians is printed as the added
+//! latency. Then 64 clients call the gateway served over Streamable HTTP (loopback) for a few
+//! seconds and the calls per second are printed.
+//!
+//! Most of what the gateway adds is the audit trail's sync: the SQLite store is opened with
+//! `Durability::Full`, so each call's audit entry is on disk before its result is returned. Run
+//! with `TMPDIR=/dev/shm` (the store on tmpfs, where a sync costs nothing) to see the rest.
+//!
+//! `cargo bench -p toolguard-benches --bench gateway`
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::{RoleClient, ServiceExt};
+use toolguard::gateway::{Guard, GuardedServer};
+
+const TOKEN: &str = "bench-token-0123456789abcdef";
+const CLIENTS: usize = 64;
+const THROUGHPUT_RUN: Duration = Duration::from_secs(5);
+
+fn memory_server() -> Option<Vec<String>> {
+    let prefix = std::env::var("TOOLGUARD_NPM_PREFIX").ok()?;
+    let entry = PathBuf::from(prefix)
+        .join("node_modules/@modelcontextprotocol/server-memory/dist/index.js");
+    entry
+        .exists()
+        .then(|| vec!["node".to_owned(), entry.display().to_string()])
+}
+
+fn policy(dir: &std::path::Path) -> PathBuf {
+    let file = dir.join("policy.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"[proxy]
+store = "bench.sqlite"
+reload_poll_secs = 0
+
+[principal]
+tenant = "bench"
+subject = "agent"
+roles = ["agent"]
+
+[[tokens]]
+token = "{TOKEN}"
+tenant = "bench"
+subject = "agent"
+roles = ["agent"]
+
+[tools.read_graph]
+risk = "low"
+read_only = true
+output = "trusted"
+"#
+        ),
+    )
+    .expect("policy");
+    file
+}
+
+fn read_graph() -> CallToolRequestParams {
+    CallToolRequestParams::new("read_graph").with_arguments(Default::default())
+}
+
+async fn direct(command: &[String]) -> RunningService<RoleClient, ()> {
+    let mut cmd = tokio::process::Command::new(&command[0]);
+    cmd.args(&command[1..]).env(
+        "MEMORY_FILE_PATH",
+        std::env::temp_dir().join(format!("tg-bench-{}.jsonl", std::process::id())),
+    );
+    let transport = rmcp::transport::TokioChildProcess::new(cmd).expect("spawn the upstream");
+    ().serve(transport).await.expect("initialize the upstream")
+}
+
+async fn through(guard: Arc<Guard>) -> RunningService<RoleClient, ()> {
+    let (client_io, server_io) = tokio::io::duplex(1 << 20);
+    let server = GuardedServer::new(guard);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    ().serve(client_io).await.expect("initialize the gateway")
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+async fn sample(client: &RunningService<RoleClient, ()>, n: usize) -> Vec<Duration> {
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let start = Instant::now();
+        let result = client.call_tool(read_graph()).await.expect("tools/call");
+        assert_ne!(result.is_error, Some(true), "{result:?}");
+        out.push(start.elapsed());
+    }
+    out
+}
+
+/// 64 clients over Streamable HTTP for [`THROUGHPUT_RUN`]: calls per second.
+async fn throughput(guard: Arc<Guard>) -> f64 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("listen");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    tokio::spawn(guard.serve_http(listener));
+    let mut clients = Vec::new();
+    for _ in 0..CLIENTS {
+        let config =
+            rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                url.clone(),
+            )
+            .auth_header(TOKEN.to_owned());
+        let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+        clients.push(().serve(transport).await.expect("initialize over HTTP"));
+    }
+    let calls = Arc::new(AtomicUsize::new(0));
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for client in clients {
+        let calls = calls.clone();
+        tasks.push(tokio::spawn(async move {
+            while start.elapsed() < THROUGHPUT_RUN {
+                let r = client
+                    .call_tool(read_graph())
+                    .await
+                    .expect("tools/call over HTTP");
+                assert_ne!(r.is_error, Some(true), "{r:?}");
+                calls.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("client task");
+    }
+    calls.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64()
+}
+
+fn gateway(c: &mut Criterion) {
+    let Some(command) = memory_server() else {
+        eprintln!(
+            "gateway bench skipped: TOOLGUARD_NPM_PREFIX does not hold @modelcontextprotocol/server-memory (run .ci/run)"
+        );
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let dir = std::env::temp_dir().join(format!("tg-bench-gateway-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let file = policy(&dir);
+    let guard = rt
+        .block_on(Guard::start(&file, &command))
+        .expect("the gateway starts");
+    let direct = rt.block_on(direct(&command));
+    let through = rt.block_on(through(guard.clone()));
+
+    // The added latency, medians of interleaved samples of the same run.
+    let (mut d, mut t) = (Vec::new(), Vec::new());
+    rt.block_on(async {
+        for _ in 0..10 {
+            d.extend(sample(&direct, 200).await);
+            t.extend(sample(&through, 200).await);
+        }
+    });
+    let (md, mt) = (median(d), median(t));
+    eprintln!(
+        "gateway: median direct {:?}, through the gateway {:?}, added {:?} per low-risk call ({} calls each)",
+        md,
+        mt,
+        mt.saturating_sub(md),
+        2000
+    );
+
+    let mut g = c.benchmark_group("gateway");
+    g.bench_function("direct", |b| {
+        b.to_async(&rt).iter(|| direct.call_tool(read_graph()))
+    });
+    g.bench_function("through", |b| {
+        b.to_async(&rt).iter(|| through.call_tool(read_graph()))
+    });
+    g.finish();
+
+    let per_second = rt.block_on(throughput(guard));
+    eprintln!(
+        "gateway: {CLIENTS} concurrent clients over Streamable HTTP: {per_second:.0} calls/s ({}s run)",
+        THROUGHPUT_RUN.as_secs()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+criterion_group!(benches, gateway);
+criterion_main!(benches);

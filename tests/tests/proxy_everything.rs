@@ -1,0 +1,211 @@
+//! `toolguard mcp-proxy` as a transparent gateway in front of the reference "everything" MCP
+//! server (`@modelcontextprotocol/server-everything` from npm, installed by `.ci/run` under
+//! `TOOLGUARD_NPM_PREFIX`), compared with a direct connection to the same server: resources and
+//! prompts pass unchanged as far as `[resources]` / `[prompts]` expose them, completion and
+//! logging levels pass through, and the protocol version is the latest stable one. (Its tools
+//! have names with `-`, which the declaration rules refuse, so they stay hidden here; tool
+//! results, logging, progress, sampling, elicitation and provenance are tested against the
+//! conformance suite's fixture server in `conformance.rs`.)
+
+#![allow(deprecated)] // rmcp marks logging (and sampling) deprecated for a draft protocol
+
+mod proxy_support;
+
+use proxy_support::{Host, Scratch, connect, npm_server, proxy_command};
+use rmcp::RoleClient;
+use rmcp::model::{
+    ArgumentInfo, CompleteRequestParams, GetPromptRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, Reference, SetLevelRequestParams,
+};
+use rmcp::service::RunningService;
+use serde_json::{Map, Value, json};
+
+fn policy(resources_extra: &str) -> String {
+    format!(
+        r#"[proxy]
+store = "audit.sqlite"
+
+[principal]
+tenant = "acme"
+subject = "agent"
+roles = ["agent"]
+
+[resources]
+expose = ["demo://resource/*"]
+hide = ["demo://resource/static/document/features.md"]
+{resources_extra}
+
+[prompts]
+expose = ["*"]
+hide = ["args-prompt"]
+"#
+    )
+}
+
+fn everything() -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new("node");
+    cmd.arg(npm_server("server-everything")).arg("stdio");
+    cmd
+}
+
+async fn through_gateway(dir: &Scratch, resources_extra: &str) -> RunningService<RoleClient, Host> {
+    std::fs::write(dir.join("policy.toml"), policy(resources_extra)).expect("policy");
+    let mut cmd = proxy_command(&dir.join("policy.toml"));
+    cmd.arg("--")
+        .arg("node")
+        .arg(npm_server("server-everything"))
+        .arg("stdio");
+    connect(cmd, Host::default()).await
+}
+
+fn args(value: Value) -> Map<String, Value> {
+    value.as_object().cloned().expect("object")
+}
+
+#[tokio::test]
+#[cfg_attr(
+    not(toolguard_npm),
+    ignore = "needs TOOLGUARD_NPM_PREFIX (set by .ci/run)"
+)]
+async fn resources_prompts_and_completion_pass_as_the_policy_exposes_them() {
+    let dir = Scratch::new("tg-everything");
+    let direct = connect(everything(), Host::default()).await;
+    let gateway = through_gateway(&dir, "").await;
+
+    let listed: Vec<String> = gateway
+        .list_all_resources()
+        .await
+        .expect("resources/list")
+        .iter()
+        .map(|r| r.uri.clone())
+        .collect();
+    assert!(
+        listed.iter().any(|u| u.ends_with("architecture.md")),
+        "{listed:?}"
+    );
+    assert!(
+        !listed.iter().any(|u| u.ends_with("features.md")),
+        "hidden: {listed:?}"
+    );
+    let templates = gateway
+        .list_all_resource_templates()
+        .await
+        .expect("templates");
+    assert_eq!(templates.len(), 2, "{templates:?}");
+
+    let uri = "demo://resource/static/document/architecture.md";
+    let read = gateway
+        .read_resource(ReadResourceRequestParams::new(uri))
+        .await
+        .expect("an exposed resource is read");
+    let want = direct
+        .read_resource(ReadResourceRequestParams::new(uri))
+        .await
+        .expect("direct read");
+    assert_eq!(
+        serde_json::to_value(&read).unwrap(),
+        serde_json::to_value(&want).unwrap()
+    );
+    let hidden = gateway
+        .read_resource(ReadResourceRequestParams::new(
+            "demo://resource/static/document/features.md",
+        ))
+        .await
+        .expect_err("a hidden resource is refused");
+    assert!(hidden.to_string().contains("not exposed"), "{hidden}");
+
+    let prompts: Vec<String> = gateway
+        .list_all_prompts()
+        .await
+        .expect("prompts/list")
+        .iter()
+        .map(|p| p.name.clone())
+        .collect();
+    assert!(prompts.contains(&"simple-prompt".to_owned()), "{prompts:?}");
+    assert!(
+        !prompts.contains(&"args-prompt".to_owned()),
+        "hidden: {prompts:?}"
+    );
+    let prompt = gateway
+        .get_prompt(GetPromptRequestParams::new("simple-prompt"))
+        .await
+        .expect("prompts/get");
+    let want = direct
+        .get_prompt(GetPromptRequestParams::new("simple-prompt"))
+        .await
+        .expect("direct prompts/get");
+    assert_eq!(
+        serde_json::to_value(&prompt).unwrap(),
+        serde_json::to_value(&want).unwrap()
+    );
+    let mut hidden_prompt = GetPromptRequestParams::new("args-prompt");
+    hidden_prompt.arguments = Some(args(json!({"city": "Paris"})));
+    assert!(gateway.get_prompt(hidden_prompt).await.is_err());
+
+    // Completion of an exposed prompt's argument passes through.
+    let complete = CompleteRequestParams::new(
+        Reference::for_prompt("completable-prompt"),
+        serde_json::from_value::<ArgumentInfo>(json!({"name": "department", "value": "Eng"}))
+            .expect("argument"),
+    );
+    let completed = gateway
+        .complete(complete)
+        .await
+        .expect("completion/complete");
+    let values = serde_json::to_value(&completed).unwrap();
+    assert!(values.to_string().contains("Engineering"), "{values}");
+
+    // Logging levels pass through; the protocol version is the latest stable one, though
+    // rmcp's client offers a newer draft.
+    let level: SetLevelRequestParams =
+        serde_json::from_value(json!({"level": "debug"})).expect("level");
+    gateway.set_level(level).await.expect("logging/setLevel");
+    let info = gateway.peer_info().expect("initialized");
+    assert_eq!(info.protocol_version, ProtocolVersion::V_2025_11_25);
+    direct.cancel().await.ok();
+    gateway.cancel().await.ok();
+}
+
+#[tokio::test]
+#[cfg_attr(
+    not(toolguard_npm),
+    ignore = "needs TOOLGUARD_NPM_PREFIX (set by .ci/run)"
+)]
+async fn without_sections_no_resource_or_prompt_is_exposed() {
+    let dir = Scratch::new("tg-everything");
+    let text = policy("")
+        .replace("[resources]", "[unused_resources]")
+        .replace("[prompts]", "[unused_prompts]");
+    let text: String = text.split("[unused_resources]").next().unwrap().to_owned();
+    std::fs::write(dir.join("policy.toml"), text).expect("policy");
+    let mut cmd = proxy_command(&dir.join("policy.toml"));
+    cmd.arg("--")
+        .arg("node")
+        .arg(npm_server("server-everything"))
+        .arg("stdio");
+    let gateway = connect(cmd, Host::default()).await;
+    let info = gateway.peer_info().expect("initialized");
+    assert!(
+        info.capabilities.resources.is_none(),
+        "{:?}",
+        info.capabilities
+    );
+    assert!(
+        info.capabilities.prompts.is_none(),
+        "{:?}",
+        info.capabilities
+    );
+    let read = gateway
+        .read_resource(ReadResourceRequestParams::new(
+            "demo://resource/static/document/architecture.md",
+        ))
+        .await;
+    assert!(read.is_err(), "{read:?}");
+    assert!(
+        gateway
+            .get_prompt(GetPromptRequestParams::new("simple-prompt"))
+            .await
+            .is_err()
+    );
+    gateway.cancel().await.ok();
+}
