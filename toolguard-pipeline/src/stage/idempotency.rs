@@ -126,7 +126,7 @@ pub(crate) fn check_raw_key(spec: &ToolSpec, call: &ToolCall, raw: &Value) -> Re
             key_reason(code),
             format!(
                 "{source} (`{name}`) is not acceptable ({code}): use 1 to {} characters from \
-                 A-Z a-z 0-9 . _ ~ = -, e.g. a UUID; keys are never cleaned",
+                 A-Z a-z 0-9 . _ ~ = -, at least one a letter or digit, e.g. a UUID; keys are never cleaned",
                 crate::keys::MAX_IDEMPOTENCY_KEY_LEN
             ),
         )
@@ -141,6 +141,7 @@ fn key_reason(code: &str) -> &'static str {
         "non_ascii" => "idempotency_key_non_ascii",
         "control_char" => "idempotency_key_control_char",
         "whitespace" => "idempotency_key_whitespace",
+        "punctuation_only" => "idempotency_key_punctuation_only",
         _ => "idempotency_key_disallowed_char",
     }
 }
