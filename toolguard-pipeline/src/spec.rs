@@ -205,6 +205,24 @@ pub fn amount_of(spec: &ToolSpec, args: &Value) -> Option<u64> {
     measure_amount(spec, args).ok().flatten()
 }
 
+/// The kind of amount a call moves: the currency beside the amount (the amount object's
+/// `currency` member, or the call's `currency` argument), lower-cased; `""` for an amount
+/// without one. Tools that move amounts of one kind are counted together where amounts are
+/// summed across tools (detection's `structuring`).
+pub fn amount_kind(spec: &ToolSpec, args: &Value) -> String {
+    let Some(field) = spec.amount_field() else {
+        return String::new();
+    };
+    let nested = args
+        .get(&field.name)
+        .and_then(|v| v.get("currency"))
+        .and_then(Value::as_str);
+    nested
+        .or_else(|| args.get("currency").and_then(Value::as_str))
+        .unwrap_or_default()
+        .to_ascii_lowercase()
+}
+
 /// The amount a call moves, failing closed: `Ok(None)` when the tool has no amount field or the
 /// call leaves it out (or null); `policy_denied` (reason `amount_unreadable`) when the value is
 /// not a non-negative integer amount (negative, fractional, a string, another shape), so that
