@@ -478,6 +478,7 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
                 .detection
                 .map(|config| crate::stage::detect::Detector { config, deadline }),
             unknown_metrics: crate::metrics::ToolKeys::new(crate::metrics::UNKNOWN_TOOL_LABEL),
+            flights: Default::default(),
         };
         Ok(Dispatcher {
             core: Arc::new(core),
