@@ -76,9 +76,16 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
         },
         None => None,
     };
+    // While waiting for a holder seen in flight, a poll the store does not answer in time is
+    // polled again (until the wait runs out): the waiter never fails for the holder's load.
+    let mut holder_seen = false;
     let admission = loop {
         match reserve(&core.stores.idempotency, &reservation, core.now()).await {
             Err(stop) if stop.status == Status::InProgress && waiting() => {
+                holder_seen = true;
+                tokio::time::sleep(WAIT_POLL).await;
+            }
+            Err(stop) if stop.status == Status::Unavailable && holder_seen && waiting() => {
                 tokio::time::sleep(WAIT_POLL).await;
             }
             other => break other?,
