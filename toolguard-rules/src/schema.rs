@@ -628,20 +628,19 @@ fn free_text_at<'a>(
             return Some(found);
         }
     }
-    match object.get("additionalProperties") {
-        // A map: its keys are text the data chose, unless `propertyNames` confines them.
-        Some(values @ (Value::Object(_) | Value::Bool(true))) => {
-            let names = object.get("propertyNames");
-            let keys_confined =
-                names.is_some_and(|n| free_text_at(root, n, String::new(), seen).is_none());
-            if !keys_confined {
-                return Some(format!("{at}/*"));
-            }
-            if let Some(found) = free_text_at(root, values, format!("{at}/*"), seen) {
-                return Some(found);
-            }
+    // A map: its keys are text the data chose, unless `propertyNames` confines them.
+    if let Some(values @ (Value::Object(_) | Value::Bool(true))) =
+        object.get("additionalProperties")
+    {
+        let names = object.get("propertyNames");
+        let keys_confined =
+            names.is_some_and(|n| free_text_at(root, n, String::new(), seen).is_none());
+        if !keys_confined {
+            return Some(format!("{at}/*"));
         }
-        _ => {}
+        if let Some(found) = free_text_at(root, values, format!("{at}/*"), seen) {
+            return Some(found);
+        }
     }
     for (i, item) in object
         .get("prefixItems")
