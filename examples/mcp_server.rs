@@ -35,7 +35,7 @@ struct Balance {
 }
 
 /// Current balance of one of the caller's accounts.
-#[tool(read_only)]
+#[tool(read_only, output = "trusted")]
 async fn get_balance(
     _ctx: &ToolContext<()>,
     /// The account id.

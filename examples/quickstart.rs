@@ -44,7 +44,8 @@ struct NoteText {
 }
 
 /// Reads one of the caller's notes.
-#[tool(read_only, risk = "medium")]
+// The caller's own notes, kept by the application: `trusted` text, not someone else's words.
+#[tool(read_only, risk = "medium", output = "trusted")]
 async fn read_note(
     ctx: &ToolContext<Notebook>,
     /// Note id, like `n-1`.

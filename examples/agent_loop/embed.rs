@@ -63,7 +63,7 @@ pub struct OrderView {
 }
 
 /// Looks up one of the caller's orders.
-#[tool(read_only, risk = "medium")]
+#[tool(read_only, risk = "medium", output = "trusted")]
 pub async fn get_order(
     ctx: &ToolContext<Shop>,
     /// Order reference, like `ORDER-7`.

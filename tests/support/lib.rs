@@ -177,7 +177,7 @@ pub struct Balance {
 }
 
 /// The balance of one of the caller's accounts.
-#[tool(read_only, risk = "medium")]
+#[tool(read_only, risk = "medium", output = "trusted")]
 pub async fn get_balance(
     ctx: &ToolContext<Ledger>,
     /// Account id.

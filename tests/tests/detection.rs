@@ -528,6 +528,24 @@ async fn the_session_hold_stops_the_rest_of_the_incident_until_lifted() {
             .await
             .unwrap()
     );
+    // The crossing was also counted for alice across her sessions: that hold holds her other
+    // sessions too, and is lifted apart.
+    let elsewhere = Principal::new("acme", "alice", "sess-alice-phone");
+    let other_session = lab
+        .call(
+            "transfer_funds",
+            transfer(5_000, "other-sess-0001"),
+            &elsewhere,
+        )
+        .await;
+    assert_eq!(other_session.status, Status::PendingApproval);
+    assert!(
+        lab.d
+            .detection()
+            .lift_subject(&bob_approver(), "alice", "customer called")
+            .await
+            .unwrap()
+    );
     let lifted = lab
         .audit
         .entries()

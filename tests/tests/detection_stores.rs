@@ -9,12 +9,16 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use serde_json::json;
+use std::sync::atomic::Ordering;
+use toolguard::detect::store::subject_key;
 use toolguard::detect::{
     CollectingSink, Detection, DetectionStore, Mark, MemoryDetectionStore, Response, ResponseKind,
     Rule, SessionResponse,
 };
+
 use toolguard::{
     Dispatcher, ManualClock, MemoryAuditSink, MemoryStore, Principal, Status, ToolCall,
+    ToolContext, ToolError, tool,
 };
 use toolguard_tests::*;
 
@@ -136,8 +140,25 @@ async fn responses_live_until_lifted(store: Arc<dyn DetectionStore>) {
         call_id: "c1".into(),
         since_ms: now_ms,
         until_ms: None,
+        subject: None,
     };
     store.respond(&hold).await.unwrap();
+    // A subject's response is kept apart from its sessions' (same tenant and session id).
+    let of_subject = SessionResponse {
+        subject: Some("s1".into()),
+        ..hold.clone()
+    };
+    assert_ne!(of_subject.key(), hold.key());
+    store.respond(&of_subject).await.unwrap();
+    assert_eq!(
+        store
+            .response(&subject_key("acme", "s1"), now)
+            .await
+            .unwrap(),
+        Some(of_subject.clone())
+    );
+    assert!(store.lift(&of_subject.key()).await.unwrap());
+    assert_eq!(store.response(&of_subject.key(), now).await.unwrap(), None);
     let block = SessionResponse {
         session: "s2".into(),
         kind: ResponseKind::Block,
@@ -222,10 +243,133 @@ async fn replicas_agree(store: Arc<dyn DetectionStore>) {
             .await
             .unwrap()
     );
+    // The same crossing was counted for the subject too: its hold is lifted apart.
     assert_eq!(
         a.dispatch(transfer("r4", 5_000), &p).await.status,
+        Status::PendingApproval,
+        "the subject's hold outlives the session's"
+    );
+    assert!(
+        b.detection()
+            .lift_subject(&bob_approver(), "alice", "checked")
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        a.dispatch(transfer("r5", 5_000), &p).await.status,
         Status::Ok
     );
+}
+
+/// Pays a supplier's invoice: moves the same kind of amount as `transfer_funds`.
+#[tool(risk = "high", idempotent, approval_over = 1_000_000)]
+async fn pay_invoice(
+    ctx: &ToolContext<Ledger>,
+    /// Invoice number.
+    #[arg(kind = "identifier", max_len = 64)]
+    invoice: String,
+    /// Amount in cents.
+    #[arg(amount, min = 1, max = 100_000_000)]
+    amount: u64,
+    /// Currency.
+    currency: Currency,
+) -> Result<u64, ToolError> {
+    let _ = (invoice, currency);
+    ctx.state().transfers.fetch_add(1, Ordering::SeqCst);
+    Ok(amount)
+}
+
+fn invoice(id: &str, amount: u64) -> ToolCall {
+    let args = json!({
+        "invoice": format!("inv-{id}"), "amount": amount, "currency": "USD",
+        "idempotency_key": format!("invoice-key-{id}"),
+    });
+    ToolCall::new(id, "pay_invoice", args.to_string())
+}
+
+/// The incident spread out: six in-band payments of one subject, each from a new session and
+/// alternating between two tools that move dollars. The second raises the subject's structuring
+/// alert (no session ever has two); its hold stops the other four, in sessions opened after
+/// it too, on every replica, until a reviewer lifts it. Another subject is not held.
+async fn a_subject_hold_holds_every_session_of_the_subject(store: Arc<dyn DetectionStore>) {
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    let alerts = CollectingSink::new();
+    let ledger = Arc::new(Ledger::seeded());
+    let replica = || {
+        let detection = Detection::new()
+            .store(store.clone())
+            .sink(alerts.clone())
+            .respond(Rule::Structuring, Response::Hold);
+        Dispatcher::builder_arc(ledger.clone())
+            .tool(TransferFunds)
+            .tool(PayInvoice)
+            .audit(MemoryAuditSink::new())
+            .clock(clock.clone())
+            .store(Arc::new(MemoryStore::new()))
+            .detection(detection)
+            .build()
+            .unwrap()
+    };
+    let replicas = [replica(), replica()];
+    let run = uuid_like();
+    let mut statuses = Vec::new();
+    for i in 0..6 {
+        let p = Principal::new("acme", "alice", format!("sess-{run}-{i}"));
+        let id = format!("spread-{run}-{i}");
+        let call = if i % 2 == 0 {
+            transfer(&id, 800_000)
+        } else {
+            invoice(&id, 800_000)
+        };
+        statuses.push(replicas[i % 2].dispatch(call, &p).await.status);
+        clock.advance(Duration::from_secs(15));
+    }
+    assert_eq!(&statuses[..2], [Status::Ok, Status::Ok]);
+    assert_eq!(
+        &statuses[2..],
+        [Status::PendingApproval; 4],
+        "every later session of the subject is held"
+    );
+    assert_eq!(ledger.transfers(), 2, "two payments executed, four held");
+    let fired = alerts.alerts();
+    assert!(
+        fired.iter().all(|a| a.scope.kind() == "subject"),
+        "{fired:?}"
+    );
+    assert_eq!(fired.len(), 1, "{fired:?}");
+    assert_eq!(
+        fired[0].evidence.call_ids,
+        [format!("spread-{run}-0"), format!("spread-{run}-1")],
+        "counted across sessions and across the two tools"
+    );
+    assert_eq!(fired[0].response.as_deref(), Some("hold"));
+    let held = replicas[0]
+        .detection()
+        .subject_response(&bob_approver(), "alice")
+        .await
+        .unwrap()
+        .expect("the subject's hold");
+    assert_eq!(held.subject.as_deref(), Some("alice"));
+    assert_eq!(held.kind, ResponseKind::Hold);
+    // Another subject of the tenant goes on.
+    let carol = Principal::new("acme", "carol", format!("sess-{run}-carol"));
+    let other = replicas[0]
+        .dispatch(invoice(&format!("carol-{run}"), 5_000), &carol)
+        .await;
+    assert_eq!(other.status, Status::Ok);
+    // Lifted on one replica, gone on the other, for a new session too.
+    assert!(
+        replicas[1]
+            .detection()
+            .lift_subject(&bob_approver(), "alice", "customer confirmed")
+            .await
+            .unwrap()
+    );
+    let fresh = Principal::new("acme", "alice", format!("sess-{run}-after"));
+    let after = replicas[0]
+        .dispatch(transfer(&format!("after-{run}"), 5_000), &fresh)
+        .await;
+    assert_eq!(after.status, Status::Ok);
 }
 
 fn uuid_like() -> u128 {
@@ -252,6 +396,10 @@ macro_rules! backend_suite {
             async fn responses_live_until_lifted() { with("detect_responses", super::responses_live_until_lifted).await }
             #[tokio::test] $(#[$attr])?
             async fn replicas_agree() { with("detect_replicas", super::replicas_agree).await }
+            #[tokio::test] $(#[$attr])?
+            async fn a_subject_hold_holds_every_session_of_the_subject() {
+                with("detect_subject_hold", super::a_subject_hold_holds_every_session_of_the_subject).await
+            }
         }
     };
 }

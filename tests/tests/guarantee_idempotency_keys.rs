@@ -66,6 +66,13 @@ fn accepted_keys_are_never_rewritten() {
     keys.push("550e8400-e29b-41d4-a716-446655440000".into());
     keys.push("01ARZ3NDEKTSV4RRFFQ69G5FAV".into());
     keys.push("aGVsbG8gd29ybGQ=".into());
+    // A key of punctuation only (`-`, `..`) is refused outright (`punctuation_only`).
+    let (keys, punctuation): (Vec<String>, Vec<String>) = keys
+        .into_iter()
+        .partition(|k| k.bytes().any(|b| b.is_ascii_alphanumeric()));
+    for k in &punctuation {
+        assert_eq!(check_idempotency_key(k), Err("punctuation_only"), "{k}");
+    }
     let mut checked = 0;
     for k in &keys {
         assert_eq!(check_idempotency_key(k), Ok(()), "{k}");

@@ -63,6 +63,8 @@ async fn idempotency_keys_never_collide_through_sanitizing() {
         ("key 1", "idempotency_key_whitespace"),
         ("key%31", "idempotency_key_disallowed_char"),
         ("ｋｅｙ1", "idempotency_key_non_ascii"),
+        ("-", "idempotency_key_punctuation_only"),
+        ("._~", "idempotency_key_punctuation_only"),
     ];
     for (i, (key, reason)) in cases.iter().enumerate() {
         let out = h.call(&format!("bad-{i}"), key).await;

@@ -737,3 +737,105 @@ async fn generated_names_are_static_and_shared_with_the_audit_trail() {
         Status::UnknownTool
     );
 }
+
+/// A message of someone's mailbox, several levels down a result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Message {
+    /// Message number.
+    pub number: u32,
+    /// What the sender wrote.
+    pub body: Option<String>,
+}
+
+/// One folder's messages.
+#[derive(Debug, Serialize, JsonSchema)]
+pub enum Folder {
+    /// No messages.
+    Empty,
+    /// Some messages.
+    Messages(Vec<Message>),
+}
+
+/// A mailbox summary whose type name says nothing about the text in it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Mailbox {
+    /// Unread count.
+    pub unread: u32,
+    /// The folders by name.
+    pub folders: Vec<Folder>,
+}
+
+/// Summarizes the inbox; says nothing about where the text in its result comes from.
+#[tool(read_only)]
+fn inbox_summary() -> Result<Mailbox, ToolError> {
+    Ok(Mailbox {
+        unread: 0,
+        folders: Vec::new(),
+    })
+}
+
+/// The same, declared untrusted.
+#[tool(read_only, output = "untrusted")]
+fn inbox_summary_declared() -> Result<Mailbox, ToolError> {
+    Ok(Mailbox {
+        unread: 0,
+        folders: Vec::new(),
+    })
+}
+
+/// A count and a flag: nothing that carries text.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Counts {
+    /// Unread.
+    pub unread: u32,
+    /// Whether the box is full.
+    pub full: bool,
+}
+
+/// Counts the inbox.
+#[tool(read_only)]
+fn inbox_counts() -> Result<Counts, ToolError> {
+    Ok(Counts {
+        unread: 0,
+        full: false,
+    })
+}
+
+#[test]
+fn a_read_only_result_that_carries_text_must_declare_its_trust_whatever_its_type_is_called() {
+    use toolguard::{BuildError, Dispatcher};
+
+    let err = Dispatcher::builder(())
+        .tool(InboxSummary)
+        .build()
+        .err()
+        .expect("free text nested in the result needs `output = ...`");
+    match err {
+        BuildError::UnsafeDeclaration { tool, message } => {
+            assert_eq!(tool, "inbox_summary");
+            assert!(message.contains("/folders/*/Messages/*/body"), "{message}");
+            assert!(message.contains("output = \"untrusted\""), "{message}");
+        }
+        other => panic!("unexpected error: {other}"),
+    }
+    // Declared, it builds and its results are sources; without text, nothing to declare.
+    let d = Dispatcher::builder(())
+        .tool(InboxSummaryDeclared)
+        .tool(InboxCounts)
+        .build()
+        .expect("declared or text-free results build");
+    let _ = d;
+    assert!(<InboxSummaryDeclared as Tool<()>>::spec(&InboxSummaryDeclared).untrusted_output);
+    // A hand-written spec is read the same way.
+    let mut spec = toolguard::ToolSpec::new(
+        "hand_written",
+        "Reads a page.",
+        json!({"type": "object"}),
+        json!({"type": "object", "properties": {"page": {"type": "string", "maxLength": 2000}}}),
+    );
+    spec.read_only = true;
+    let message = toolguard::spec::check_output_trust(&spec).expect_err("free text");
+    assert!(message.contains("`/page`"), "{message}");
+    spec.output_declared = true;
+    assert_eq!(toolguard::spec::check_output_trust(&spec), Ok(()));
+}

@@ -527,3 +527,29 @@ async fn unknown_tool_is_invalid_params_and_still_audited() {
     assert_eq!(unknown.len(), 2, "one terminal audit entry per call");
     client.cancel().await.expect("clean shutdown");
 }
+
+/// Cost before work: a `tools/call` whose arguments hold more keys than a message may is
+/// refused from its bytes (`-32600`, naming the limit) before it becomes a map, and nothing is
+/// dispatched; a line over the transport's size is refused the same way.
+#[tokio::test]
+async fn oversized_messages_are_refused_before_they_are_built() {
+    let (mut wire, ledger, audit) = Wire::start();
+    wire.initialize().await;
+    let keys: Vec<String> = (0..70_000).map(|i| format!(r#""k{i}":0"#)).collect();
+    let message = format!(
+        r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"get_balance","arguments":{{"account":"acc-alice-1","extra":{{{}}}}}}}}}"#,
+        keys.join(",")
+    );
+    let reply = wire.ask(&message).await;
+    assert_eq!(error_code(&reply, &json!(7)), -32600, "{reply}");
+    let text = reply["error"]["message"].as_str().unwrap_or_default();
+    assert!(text.contains("too_many_keys"), "{text}");
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{{"name":"get_balance","arguments":{{"account":"{}"}}}}}}"#,
+        "x".repeat(5 << 20)
+    );
+    let reply = wire.ask(&huge).await;
+    assert_eq!(error_code(&reply, &json!(8)), -32600, "{reply}");
+    assert_eq!(ledger.runs(), 0);
+    assert!(audit.entries().is_empty(), "nothing reached the dispatcher");
+}

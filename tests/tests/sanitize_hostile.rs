@@ -247,7 +247,7 @@ async fn markup_links_are_refused_unless_the_field_allows_them() {
 #[tokio::test]
 async fn option_like_identifiers_are_refused_unless_the_field_allows_them() {
     let h = harness(Sanitizer::new());
-    for branch in ["-rf", "--upload-pack", "-oProxyCommand", "-"] {
+    for branch in ["-rf", "--upload-pack", "-oProxyCommand", "-x"] {
         let out = h
             .call("post_comment", json!({"body": "hi", "branch": branch}))
             .await;
@@ -263,4 +263,13 @@ async fn option_like_identifiers_are_refused_unless_the_field_allows_them() {
         .call("post_comment", json!({"body": "hi", "branch": "-rf"}))
         .await;
     assert_eq!(out.status, Status::Ok);
+    // Punctuation alone names nothing, even where leading dashes are allowed.
+    for branch in ["-", "--", "_", "-_-"] {
+        let out = h
+            .call("post_comment", json!({"body": "hi", "branch": branch}))
+            .await;
+        assert_eq!(out.status, Status::Blocked, "{branch}");
+        assert_eq!(out.reason.as_deref(), Some("identifier_punctuation"));
+    }
+    assert_eq!(h.ledger.runs(), 1);
 }

@@ -703,6 +703,70 @@ async fn approval_via_dispatcher(b: Arc<Backend>) {
     assert_eq!(h.ledger.transfers(), 1);
 }
 
+/// A host switch a custom stage reads: while it is on, transfers stop.
+struct TransfersOff(Arc<std::sync::atomic::AtomicBool>);
+
+impl toolguard::custom::CustomStage for TransfersOff {
+    fn check<'a>(
+        &'a self,
+        _input: toolguard::custom::StageInput<'a>,
+    ) -> toolguard::BoxFuture<'a, Result<(), toolguard::custom::Refusal>> {
+        let off = self.0.load(Ordering::SeqCst);
+        Box::pin(async move {
+            if off {
+                return Err(toolguard::custom::Refusal::new(
+                    Status::Forbidden,
+                    "transfers_off",
+                    "transfers are switched off",
+                ));
+            }
+            Ok(())
+        })
+    }
+}
+
+/// The approval path runs the custom stages as dispatch does: a request approved after the
+/// host switched transfers off stops at the custom stage, with its reason, whatever backend
+/// holds the request; nothing executes, and the requester's retry does not run it either.
+async fn approval_runs_the_custom_stages(b: Arc<Backend>) {
+    let (Some(approvals), Some(operations)) = (&b.approvals, &b.operations) else {
+        eprintln!("{}: no approval store (not applicable)", b.name);
+        return;
+    };
+    let off = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ledger = Arc::new(Ledger::seeded());
+    let d = Dispatcher::builder_arc(ledger.clone())
+        .tool(TransferFunds)
+        .audit(MemoryAuditSink::new())
+        .idempotency_store(b.idem.clone())
+        .session_ledger(b.ledger.clone())
+        .approval_store(approvals.clone())
+        .operation_store(operations.clone())
+        .policy(RiskPolicy::new().approver_roles(["approver"]))
+        .custom_stage(
+            toolguard::custom::StagePoint::AfterPolicy,
+            TransfersOff(off.clone()),
+        )
+        .build()
+        .expect("dispatcher");
+    let call = ToolCall::new("c-off", "transfer_funds", transfer(1_500_000, "off-key-1"));
+    let out = d.dispatch(call.clone(), &alice()).await;
+    assert_eq!(out.status, Status::PendingApproval, "{}: {out:?}", b.name);
+    off.store(true, Ordering::SeqCst);
+    let id = out.approval.unwrap().approval_id;
+    let decided = d.approvals().approve(&bob_approver(), &id).await;
+    assert_eq!(decided.status, Status::Forbidden, "{}: {decided:?}", b.name);
+    assert_eq!(
+        decided.reason.as_deref(),
+        Some("transfers_off"),
+        "{}",
+        b.name
+    );
+    assert_eq!(ledger.transfers(), 0, "{}", b.name);
+    d.dispatch(call, &alice()).await;
+    assert_eq!(ledger.transfers(), 0, "{}: the retry runs nothing", b.name);
+}
+
 // ---------------------------------------------------------------- session ledger
 
 async fn ledger_admit_atomic(b: Arc<Backend>) {
@@ -1182,6 +1246,7 @@ macro_rules! approvals_operations_audit {
         conformance!(approvals_operations_audit, $backend, #[$attr]:
             approval_lifecycle_and_cas,
             approval_via_dispatcher,
+            approval_runs_the_custom_stages,
             operation_records,
             audit_append_and_query,
             audit_tamper_detection,

@@ -552,7 +552,7 @@ fn markup_links_and_leading_dashes_with_their_options() {
         &links,
     );
     assert!(got.iter().all(|r| r == "clean"), "{got:?}");
-    let dashes = ["-rf", "--upload-pack", "-"];
+    let dashes = ["-rf", "--upload-pack", "-x"];
     let got = reasons(&["sanitize", "--kind", "identifier"], &dashes);
     assert!(
         got.iter().all(|r| r == "identifier_leading_dash"),
@@ -563,6 +563,14 @@ fn markup_links_and_leading_dashes_with_their_options() {
         &dashes,
     );
     assert!(got.iter().all(|r| r == "clean"), "{got:?}");
+    // Punctuation alone names nothing, whatever the options.
+    for options in [
+        &["sanitize", "--kind", "identifier"][..],
+        &["sanitize", "--kind", "identifier", "--allow-leading-dash"],
+    ] {
+        let got = reasons(options, &["-", "_", "-_-"]);
+        assert!(got.iter().all(|r| r == "identifier_punctuation"), "{got:?}");
+    }
 }
 
 #[test]

@@ -644,6 +644,7 @@ fn spec_body(
         .output
         .as_ref()
         .is_some_and(|o| o.value == OutputTrust::Untrusted);
+    let output_declared = a.output.is_some();
     let egress = Ident::new(
         match a.egress.as_ref().map(|e| e.value) {
             None => "None",
@@ -686,6 +687,7 @@ fn spec_body(
         #revision
         spec.idempotency_key_field = #key_field;
         spec.untrusted_output = #untrusted_output;
+        spec.output_declared = #output_declared;
         spec.egress = #k::Egress::#egress;
         spec.fields = ::std::vec![#(#fields),*];
         spec

@@ -356,6 +356,8 @@ pub enum Reason {
     IdempotencyKeyWhitespace,
     /// `idempotency_key_disallowed_char`
     IdempotencyKeyDisallowedChar,
+    /// `idempotency_key_punctuation_only`
+    IdempotencyKeyPunctuationOnly,
     /// `unauthenticated`
     Unauthenticated,
     /// `stale_principal`
@@ -474,6 +476,7 @@ impl Reason {
         Reason::IdempotencyKeyControlChar,
         Reason::IdempotencyKeyWhitespace,
         Reason::IdempotencyKeyDisallowedChar,
+        Reason::IdempotencyKeyPunctuationOnly,
         Reason::Unauthenticated,
         Reason::StalePrincipal,
         Reason::RequesterRevoked,
@@ -546,6 +549,7 @@ impl Reason {
             Reason::IdempotencyKeyControlChar => "idempotency_key_control_char",
             Reason::IdempotencyKeyWhitespace => "idempotency_key_whitespace",
             Reason::IdempotencyKeyDisallowedChar => "idempotency_key_disallowed_char",
+            Reason::IdempotencyKeyPunctuationOnly => "idempotency_key_punctuation_only",
             Reason::Unauthenticated => "unauthenticated",
             Reason::StalePrincipal => "stale_principal",
             Reason::RequesterRevoked => "requester_revoked",
@@ -621,6 +625,7 @@ impl Reason {
             "idempotency_key_control_char" => Reason::IdempotencyKeyControlChar,
             "idempotency_key_whitespace" => Reason::IdempotencyKeyWhitespace,
             "idempotency_key_disallowed_char" => Reason::IdempotencyKeyDisallowedChar,
+            "idempotency_key_punctuation_only" => Reason::IdempotencyKeyPunctuationOnly,
             "unauthenticated" => Reason::Unauthenticated,
             "stale_principal" => Reason::StalePrincipal,
             "requester_revoked" => Reason::RequesterRevoked,

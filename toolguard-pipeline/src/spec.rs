@@ -163,6 +163,12 @@ pub struct ToolSpec {
     /// session ([`crate::provenance`]).
     #[serde(default)]
     pub untrusted_output: bool,
+    /// Whether the declaration says where the result comes from (`output = "trusted"` or
+    /// `"untrusted"`). A read-only tool whose output schema can carry free-form text must say
+    /// it: without it the dispatcher is not built (rule 20, read from the schema by
+    /// `toolguard_rules::schema::free_text`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub output_declared: bool,
     /// Whether the tool sends data out of the tenant.
     #[serde(default)]
     pub egress: Egress,
@@ -195,6 +201,7 @@ impl ToolSpec {
             revision: 1,
             fields: Vec::new(),
             untrusted_output: false,
+            output_declared: false,
             egress: Egress::None,
         }
     }
@@ -233,6 +240,24 @@ pub fn amount_of(spec: &ToolSpec, args: &Value) -> Option<u64> {
     measure_amount(spec, args).ok().flatten()
 }
 
+/// The kind of amount a call moves: the currency beside the amount (the amount object's
+/// `currency` member, or the call's `currency` argument), lower-cased; `""` for an amount
+/// without one. Tools that move amounts of one kind are counted together where amounts are
+/// summed across tools (detection's `structuring`).
+pub fn amount_kind(spec: &ToolSpec, args: &Value) -> String {
+    let Some(field) = spec.amount_field() else {
+        return String::new();
+    };
+    let nested = args
+        .get(&field.name)
+        .and_then(|v| v.get("currency"))
+        .and_then(Value::as_str);
+    nested
+        .or_else(|| args.get("currency").and_then(Value::as_str))
+        .unwrap_or_default()
+        .to_ascii_lowercase()
+}
+
 /// The amount a call moves, failing closed: `Ok(None)` when the tool has no amount field or the
 /// call leaves it out (or null); `policy_denied` (reason `amount_unreadable`) when the value is
 /// not a non-negative integer amount (negative, fractional, a string, another shape), so that
@@ -263,6 +288,32 @@ pub fn measure_amount(spec: &ToolSpec, args: &Value) -> Result<Option<u64>, Stop
 /// identity word (`subject_line`, `username_hint`) are ordinary names.
 pub fn is_identity_name(name: &str) -> bool {
     toolguard_rules::names::is_identity_name(name)
+}
+
+/// Rule 20 on the output schema: a read-only tool whose result can carry free-form text (any
+/// string reachable in it that nothing confines, see [`toolguard_rules::schema::free_text`])
+/// must declare where the text comes from; otherwise the message names the tool, the path of
+/// the text in the result and the fix. Tools declared untrusted are not asked.
+pub fn check_output_trust(spec: &ToolSpec) -> Result<(), String> {
+    if !spec.read_only || spec.output_declared || spec.untrusted_output {
+        return Ok(());
+    }
+    let Some(path) = toolguard_rules::schema::free_text(&spec.output_schema) else {
+        return Ok(());
+    };
+    let at = if path.is_empty() {
+        "its result".to_owned()
+    } else {
+        format!("its result at `{path}`")
+    };
+    Err(format!(
+        "read-only tool `{}` returns free-form text ({at}), which may carry someone else's \
+         words into the model's context: declare where it comes from, `output = \"untrusted\"` \
+         for mail, web pages, documents, search results or other users' text (the session then \
+         records it as a provenance source), or `output = \"trusted\"` for text the \
+         application produced itself (rule 20)",
+        spec.name
+    ))
 }
 
 /// Refuses an input schema that has a property named like identity or authority (see

@@ -513,3 +513,204 @@ mod tests {
         assert_eq!(check(&json!({"type": "object"}), Syntax::Keys), []);
     }
 }
+
+/// Where a value of `schema` (an output schema) can carry free-form text, as a path into the
+/// value (`/notes`, `/items/*/body`, `/*` for a map's keys or values, `` (empty) for the value
+/// itself); `None` when nothing reachable in it can. Read through nested objects
+/// (`properties`, `additionalProperties`, `patternProperties`), arrays (`items`,
+/// `prefixItems`), `Option` and enums with data (`anyOf`, `oneOf`, `allOf`) and local
+/// references (`$ref` to `#/$defs/..` or `#/definitions/..`, each followed once).
+///
+/// Free-form text is a string that neither `enum`, `const`, `pattern` nor a `format` of
+/// machine values (`date-time`, `date`, `time`, `duration`, `uuid`, `ipv4`, `ipv6`) confines
+/// (a `maxLength` does not: 140 characters carry an instruction), the keys of a map, and a
+/// schema that allows any value (`true`, `{}`, a JSON value). Rule 20 reads a read-only
+/// tool's output by this, not by its type's name.
+pub fn free_text(schema: &Value) -> Option<String> {
+    let mut seen = Vec::new();
+    free_text_at(schema, schema, String::new(), &mut seen)
+}
+
+/// Formats whose strings are machine values, not prose.
+const MACHINE_FORMATS: [&str; 7] = [
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "uuid",
+    "ipv4",
+    "ipv6",
+];
+
+fn free_text_at<'a>(
+    root: &'a Value,
+    schema: &'a Value,
+    at: String,
+    seen: &mut Vec<&'a str>,
+) -> Option<String> {
+    let object = match schema {
+        Value::Bool(true) => return Some(at),
+        Value::Object(object) => object,
+        _ => return None,
+    };
+    if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
+        if seen.contains(&reference) {
+            return None;
+        }
+        seen.push(reference);
+        let target = reference
+            .strip_prefix('#')
+            .and_then(|pointer| root.pointer(pointer));
+        // A reference that cannot be followed here may point at anything.
+        let found = match target {
+            Some(target) => free_text_at(root, target, at.clone(), seen),
+            None => Some(at.clone()),
+        };
+        seen.pop();
+        if found.is_some() {
+            return found;
+        }
+    }
+    for combinator in ["anyOf", "oneOf", "allOf"] {
+        for alternative in object
+            .get(combinator)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(found) = free_text_at(root, alternative, at.clone(), seen) {
+                return Some(found);
+            }
+        }
+    }
+    if object.contains_key("enum") || object.contains_key("const") {
+        return None;
+    }
+    let types: Vec<&str> = match object.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let confined = object.contains_key("pattern")
+        || object
+            .get("format")
+            .and_then(Value::as_str)
+            .is_some_and(|f| MACHINE_FORMATS.contains(&f));
+    let structural = [
+        "$ref",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "properties",
+        "items",
+        "prefixItems",
+        "additionalProperties",
+        "patternProperties",
+    ];
+    if types.is_empty() && !confined && !structural.iter().any(|k| object.contains_key(*k)) {
+        // No type and no structure: any value, strings included.
+        return Some(at);
+    }
+    if types.contains(&"string") && !confined {
+        return Some(at);
+    }
+    for (name, property) in properties(schema) {
+        let path = format!("{at}/{}", name.replace('~', "~0").replace('/', "~1"));
+        if let Some(found) = free_text_at(root, property, path, seen) {
+            return Some(found);
+        }
+    }
+    for (_, property) in object
+        .get("patternProperties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(found) = free_text_at(root, property, format!("{at}/*"), seen) {
+            return Some(found);
+        }
+    }
+    // A map: its keys are text the data chose, unless `propertyNames` confines them.
+    if let Some(values @ (Value::Object(_) | Value::Bool(true))) =
+        object.get("additionalProperties")
+    {
+        let names = object.get("propertyNames");
+        let keys_confined =
+            names.is_some_and(|n| free_text_at(root, n, String::new(), seen).is_none());
+        if !keys_confined {
+            return Some(format!("{at}/*"));
+        }
+        if let Some(found) = free_text_at(root, values, format!("{at}/*"), seen) {
+            return Some(found);
+        }
+    }
+    for (i, item) in object
+        .get("prefixItems")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        if let Some(found) = free_text_at(root, item, format!("{at}/{i}"), seen) {
+            return Some(found);
+        }
+    }
+    if let Some(items) = object.get("items")
+        && let Some(found) = free_text_at(root, items, format!("{at}/*"), seen)
+    {
+        return Some(found);
+    }
+    None
+}
+
+#[cfg(test)]
+mod free_text_tests {
+    use super::free_text;
+    use serde_json::json;
+
+    #[test]
+    fn free_text_is_found_wherever_the_output_can_hold_it() {
+        let nested = json!({
+            "type": "object",
+            "properties": {
+                "count": {"type": "integer"},
+                "messages": {"type": "array", "items": {"$ref": "#/$defs/Message"}},
+            },
+            "$defs": {"Message": {"type": "object", "properties": {
+                "id": {"type": "string", "format": "uuid"},
+                "body": {"type": ["string", "null"]},
+            }}},
+        });
+        assert_eq!(free_text(&nested).as_deref(), Some("/messages/*/body"));
+        let option = json!({"anyOf": [{"type": "null"}, {"type": "object", "properties": {"note": {"type": "string", "maxLength": 140}}}]});
+        assert_eq!(free_text(&option).as_deref(), Some("/note"));
+        let map = json!({"type": "object", "additionalProperties": {"type": "integer"}});
+        assert_eq!(free_text(&map).as_deref(), Some("/*"));
+        let enum_with_data = json!({"oneOf": [
+            {"type": "string", "enum": ["none"]},
+            {"type": "object", "properties": {"text": {"type": "object", "properties": {"0": {"type": "string"}}}}},
+        ]});
+        assert_eq!(free_text(&enum_with_data).as_deref(), Some("/text/0"));
+        assert_eq!(free_text(&json!(true)).as_deref(), Some(""));
+        assert_eq!(free_text(&json!({})).as_deref(), Some(""));
+        assert_eq!(free_text(&json!({"type": "string"})).as_deref(), Some(""));
+    }
+
+    #[test]
+    fn confined_values_are_not_free_text() {
+        let balance = json!({
+            "type": "object",
+            "properties": {
+                "cents": {"type": "integer"},
+                "currency": {"type": "string", "enum": ["USD", "EUR"]},
+                "at": {"type": "string", "format": "date-time"},
+                "account": {"type": "string", "pattern": "^[a-z0-9-]+$"},
+                "flags": {"type": "array", "items": {"type": "boolean"}},
+                "next": {"$ref": "#"},
+            },
+        });
+        assert_eq!(free_text(&balance), None);
+        let keyed = json!({"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}, "additionalProperties": {"type": "number"}});
+        assert_eq!(free_text(&keyed), None);
+    }
+}

@@ -15,7 +15,8 @@ pub enum CharClass {
     Newline,
     /// `U+000D` carriage return.
     CarriageReturn,
-    /// Any other C0/C1 control (`Cc`).
+    /// Any other C0/C1 control (`Cc`), and the control pictures U+2400–U+2426 (`␀`, `␊`, `␛`,
+    /// `␤`), which stand in for one where text shows them.
     Control,
     /// Zero-width space/joiners: U+200B–U+200D, U+2060.
     ZeroWidth,
@@ -81,6 +82,9 @@ pub fn classify(c: char) -> CharClass {
         '\u{034F}' | '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' | '\u{17B4}'
         | '\u{17B5}' => return CharClass::Format,
         '\u{2028}' | '\u{2029}' => return CharClass::LineSeparator,
+        // The Control Pictures block: a picture of a control imitates it (a `␊Human:` reads
+        // as a turn of its own where it is rendered). The rest of the block is unassigned.
+        '\u{2400}'..='\u{243F}' => return CharClass::Control,
         _ => {}
     }
     match c.general_category() {

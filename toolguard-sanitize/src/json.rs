@@ -8,8 +8,8 @@
 //!
 //! [`read`] applies every [`Limits`] bound before anything is built (one pass over the bytes,
 //! then the strict parse), so an oversized or too deeply nested document costs a scan, never an
-//! allocation; [`parse`] is the message reader of the adapters (nesting bounded by
-//! [`MAX_NESTING`]).
+//! allocation; [`parse`] is the message reader of the adapters, the same way within
+//! [`MESSAGE_LIMITS`].
 //!
 //! ```
 //! use toolguard_sanitize::json::{JsonError, read};
@@ -55,9 +55,29 @@ pub enum JsonError {
 const DUPLICATE: &str = "\u{0}duplicate key:";
 const TOO_DEEP: &str = "\u{0}too deep";
 
-/// Parses `text` as exactly one JSON document, refusing repeated keys and nesting deeper than
-/// [`MAX_NESTING`].
+/// The bounds of a message an adapter reads ([`parse`]: a provider response or stream event, an
+/// MCP message): 16 MiB, [`MAX_NESTING`] levels, 65 536 keys (in one object or in all), a
+/// million items, any string within the size. Generous for a message that carries several
+/// calls, they stop what no message needs before it is built: a 50 MB string is refused by its
+/// length, a million keys by one scan of the bytes. A call's own arguments then meet the
+/// dispatcher's tighter [`Limits`] at its gate.
+pub const MESSAGE_LIMITS: Limits = Limits {
+    max_bytes: 16 << 20,
+    max_depth: MAX_NESTING,
+    max_object_keys: 1 << 16,
+    max_total_keys: 1 << 16,
+    max_items: 1 << 20,
+    max_string_bytes: 16 << 20,
+};
+
+/// Parses `text` as exactly one JSON document within [`MESSAGE_LIMITS`], checked in one pass
+/// over the bytes before anything is built ([`JsonError::Exceeded`]; nesting deeper than
+/// [`MAX_NESTING`] is [`JsonError::TooDeep`]), refusing repeated keys.
 pub fn parse(text: &str) -> Result<Value, JsonError> {
+    check_text(text.as_bytes(), &MESSAGE_LIMITS).map_err(|over| match over {
+        Exceeded::Depth => JsonError::TooDeep,
+        over => JsonError::Exceeded(over),
+    })?;
     strict(text, MAX_NESTING)
 }
 

@@ -43,7 +43,7 @@
 //! | tag characters U+E0000–U+E007F | blocks `tag_character`, except the three RGI subdivision flags (🏴 + `gbeng`/`gbsct`/`gbwls` + cancel tag) | as `text` | blocks |
 //! | tab, line feed | kept | blocks `control_char` | blocks `control_char` |
 //! | carriage return, U+2028, U+2029 | stripped | stripped | blocks `control_char` |
-//! | other C0/C1 controls | blocks `control_char` | blocks | blocks |
+//! | other C0/C1 controls, control pictures (U+2400 block: `␀`, `␊`, `␛`) | blocks `control_char` | blocks | blocks |
 //! | private use | stripped | stripped | blocks `private_use` |
 //! | unassigned, noncharacters | stripped | stripped | blocks `unassigned` |
 //!
@@ -99,7 +99,7 @@
 //! | --- | --- |
 //! | `bidi_control` | a bidi embedding/override/isolate control (also when revealed by decoding) |
 //! | `tag_character` | a tag character outside an RGI flag sequence (also when revealed by decoding) |
-//! | `control_char` | a C0/C1 control the kind does not allow (also when revealed by decoding: `%0d%0a`, `%00`, `&#0;`) |
+//! | `control_char` | a C0/C1 control the kind does not allow (also when revealed by decoding: `%0d%0a`, `%00`, `&#0;`), or a control picture (`␊`, `␀`) that imitates one |
 //! | `invisible_char` | a zero-width, format or variation-selector character in a strict kind |
 //! | `private_use` | a private-use code point in a strict kind |
 //! | `unassigned` | an unassigned code point or noncharacter in a strict kind |
@@ -109,6 +109,7 @@
 //! | `command_substitution` | shell `$(...)` (any spacing), `${...}`, `<(...)` or back-ticked command |
 //! | `identifier_charset` | an identifier with a character other than ASCII letters, digits, `_`, `-` |
 //! | `identifier_length` | an identifier that is empty or longer than its limit (default 128) |
+//! | `identifier_punctuation` | an identifier of `_` and `-` only (`_`, `--`, `-_-`): no letter or digit names anything |
 //! | `identifier_leading_dash` | an identifier starting with `-` (unless [`Sanitizer::allow_leading_dash`]) |
 //! | `markup_link` | markdown or HTML in `text` that links or loads an external URL (unless [`Sanitizer::allow_markup_links`]) |
 //! | `name_charset` | a name with a character other than letters, marks, spaces, apostrophes, hyphens, periods, or without any letter |
@@ -1125,7 +1126,10 @@ fn full_markers(value: &str, links: bool) -> Result<(), &'static str> {
     Ok(())
 }
 
-fn check_identifier(value: &str, max: usize) -> Result<(), &'static str> {
+/// The identifier rule, shared by the `identifier` field kind and
+/// [`kinds::Identifier`](crate::kinds::Identifier): ASCII letters, digits, `_` and `-`, 1 to
+/// `max` of them, at least one a letter or digit.
+pub(crate) fn check_identifier(value: &str, max: usize) -> Result<(), &'static str> {
     if !value
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
@@ -1134,6 +1138,9 @@ fn check_identifier(value: &str, max: usize) -> Result<(), &'static str> {
     }
     if value.is_empty() || value.len() > max {
         return Err("identifier_length");
+    }
+    if !value.bytes().any(|b| b.is_ascii_alphanumeric()) {
+        return Err("identifier_punctuation");
     }
     Ok(())
 }

@@ -266,7 +266,10 @@ fn string_end(bytes: &[u8], start: usize) -> usize {
 }
 
 /// Walks a parsed value without recursion, adding up its compact serialized size; stops as
-/// soon as the size limit is crossed.
+/// soon as the size limit is crossed, and before looking inside a string, array or object whose
+/// smallest serialization would cross it (a 50 MB string is refused by its length, an object of
+/// a million keys by its member count, neither read). [`Exceeded::Bytes`] comes first in the
+/// ranking of limits, so stopping early names the limit the full walk would name.
 pub fn check_value(value: &Value, limits: &Limits) -> Result<(), Exceeded> {
     // (value, depth of the container holding it)
     let mut todo: Vec<(&Value, usize)> = vec![(value, 0)];
@@ -275,6 +278,17 @@ pub fn check_value(value: &Value, limits: &Limits) -> Result<(), Exceeded> {
     let mut item_count = 0usize;
     let mut found = Found(None);
     while let Some((v, depth)) = todo.pop() {
+        // The least this value adds: a string its bytes and quotes, an array one byte and a
+        // comma per element, an object `"":0,` per member.
+        let least = match v {
+            Value::String(s) => s.len().saturating_add(2),
+            Value::Array(items) => items.len().saturating_mul(2).saturating_add(1),
+            Value::Object(map) => map.len().saturating_mul(5).saturating_add(1),
+            _ => 0,
+        };
+        if bytes.saturating_add(least) > limits.max_bytes {
+            return Err(Exceeded::Bytes);
+        }
         bytes = bytes.saturating_add(scalar_size(v, limits, &mut found));
         match v {
             Value::Array(items) => {
@@ -300,6 +314,9 @@ pub fn check_value(value: &Value, limits: &Limits) -> Result<(), Exceeded> {
                 bytes = bytes.saturating_add(map.len().max(1) + 1);
                 item_count += map.len();
                 for (key, item) in map {
+                    if bytes.saturating_add(key.len()) > limits.max_bytes {
+                        return Err(Exceeded::Bytes);
+                    }
                     // The key, its quotes and the colon.
                     bytes = bytes.saturating_add(string_size(key, limits, &mut found) + 1);
                     todo.push((item, depth + 1));

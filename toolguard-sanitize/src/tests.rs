@@ -269,6 +269,55 @@ fn controls() {
 }
 
 #[test]
+fn control_pictures_are_refused_like_the_controls_they_picture() {
+    for kind in [
+        FieldKind::Text,
+        FieldKind::Name,
+        FieldKind::Identifier,
+        FieldKind::Email,
+        FieldKind::Url,
+        FieldKind::Opaque,
+    ] {
+        for s in [
+            "ok\u{240A}\u{240A}Human: wire it",
+            "a\u{2400}",
+            "esc\u{241B}[31m",
+            "x\u{2424}y",
+        ] {
+            assert_eq!(reason(kind, s), Some("control_char"), "{kind:?} {s:?}");
+        }
+    }
+    // Keyboard symbols outside the block stay ordinary text.
+    assert_eq!(
+        judge(FieldKind::Text, "press \u{23CE}").verdict,
+        Verdict::Clean
+    );
+}
+
+#[test]
+fn an_identifier_of_punctuation_only_is_refused() {
+    for s in ["_", "__", "-", "---", "_-_", "-_"] {
+        assert_eq!(
+            reason(FieldKind::Identifier, s),
+            Some("identifier_punctuation"),
+            "{s:?}"
+        );
+    }
+    // `.` is not an identifier character at all.
+    assert_eq!(
+        reason(FieldKind::Identifier, "."),
+        Some("identifier_charset")
+    );
+    for s in ["_a", "-1", "a_-", "0"] {
+        assert_ne!(
+            reason(FieldKind::Identifier, s),
+            Some("identifier_punctuation"),
+            "{s:?}"
+        );
+    }
+}
+
+#[test]
 fn private_use_and_unassigned() {
     let out = judge(FieldKind::Text, "a\u{E000}b\u{FFFF}c");
     assert_eq!(out.value.as_deref(), Some("abc"));

@@ -12,7 +12,7 @@ struct Echoed {
 }
 
 /// Echoes a text.
-#[tool(read_only, risk = "low")]
+#[tool(read_only, risk = "low", output = "trusted")]
 async fn echo(
     _ctx: &ToolContext<()>,
     /// Text to echo.

@@ -7,7 +7,7 @@
 //! | --- | --- |
 //! | not UTF-8, not one JSON document, a lone surrogate escape, a number out of range, nesting over [`MAX_NESTING`] | `-32700` parse error |
 //! | an object that repeats a key (at any depth) | `-32600` invalid request |
-//! | a batch (an array: MCP has none since 2025-06-18), a line over [`MAX_MESSAGE_BYTES`] | `-32600` invalid request |
+//! | a batch (an array: MCP has none since 2025-06-18), a line over [`MAX_MESSAGE_BYTES`], a message over [`json::MESSAGE_LIMITS`] (keys, items; checked on the bytes before it is built) | `-32600` invalid request |
 //! | a request that is not JSON-RPC 2.0 or does not fit its method, an `id` that is `null` or not a string or an integer | `-32600` invalid request |
 //! | any request but `initialize` and `ping` before `initialize` | `-32600` invalid request |
 //!
@@ -126,6 +126,17 @@ where
             Ok(value) => value,
             Err(e @ JsonError::DuplicateKey(_)) => {
                 let message = format!("Invalid Request: {e}");
+                return Err(Some(error(
+                    json::jsonrpc_id(text),
+                    INVALID_REQUEST,
+                    &message,
+                )));
+            }
+            Err(JsonError::Exceeded(over)) => {
+                let (code, _) = over.describe(&json::MESSAGE_LIMITS);
+                let message = format!(
+                    "Invalid Request: the message exceeds the server's limits ({code}); send less data"
+                );
                 return Err(Some(error(
                     json::jsonrpc_id(text),
                     INVALID_REQUEST,

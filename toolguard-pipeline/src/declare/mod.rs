@@ -211,6 +211,7 @@ pub fn declare(
     }
     spec.fields = schema::field_specs(&spec.input_schema, decl);
     spec.untrusted_output = decl.output != Some(OutputTrust::Trusted);
+    spec.output_declared = decl.output.is_some();
     spec.egress = decl.egress;
     spec.revision = schema::revision_of(&spec);
     Ok(spec)

@@ -164,6 +164,8 @@ fn has_type(schema: &Value, ty: &str) -> bool {
 pub(crate) fn revision_of(spec: &ToolSpec) -> u32 {
     let mut copy = spec.clone();
     copy.revision = 0;
+    // Not part of the contract the revision names (the trust it declares is).
+    copy.output_declared = false;
     let bytes = serde_json::to_vec(&copy).unwrap_or_default();
     let digest = Sha256::digest(&bytes);
     let n = u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]]);

@@ -15,15 +15,19 @@
 //! | `approval_backlog` | pending requests of the tool | tenant | 20 (re-alerts after 15 min) |
 //! | `decision_latency` | decisions slower than the SLA (default 5 min) | tenant | 1 in 60 min |
 //! | `unusual_unicode` | calls with hidden characters stripped or blocked | session | 3 in 10 min |
-//! | `structuring` | amounts in the band just under `approval_over` (default its lower 25%) | session, subject | 2 in 60 min |
+//! | `structuring` | amounts in the band just under `approval_over` (default its lower 25%), of every tool moving the same kind of amount (currency) | session, subject | 2 in 60 min |
 //!
 //! Thresholds are counts within a sliding window, set for every tool or per tool. A count
 //! reaching its threshold raises one [`Alert`] per scope and window (replicas agree through the
 //! store): an audit entry (event `alert`, reason the rule, the alert with its evidence: call ids
 //! and audit sequence numbers), the metric `tool_alerts{rule}`, and every [`AlertSink`].
-//! A rule may also respond ([`Response`]): hold the session (its state-changing calls need
-//! approval) or block it for a period, with an audit entry (event `response`); a reviewer lifts
-//! it through [`Dispatcher::detection`](crate::Dispatcher::detection).
+//! A rule may also respond ([`Response`]): hold (state-changing calls need approval) or block
+//! for a period, at the scope of the alert: an alert counted per session holds that session, one
+//! counted per subject holds every session of the subject, also sessions opened after it (six
+//! transfers from six new sessions are one subject's structuring). Each is audited (event
+//! `response`); a reviewer lifts it through
+//! [`Dispatcher::detection`](crate::Dispatcher::detection) (`lift` for a session,
+//! `lift_subject` for a subject).
 //!
 //! **Failure policy.** Alerting fails open: when the detection store fails or misses the store
 //! deadline the call's outcome is unchanged, the failure is logged and counted

@@ -29,6 +29,8 @@ pub(crate) struct Observation {
     pub(crate) audit_seq: Option<u64>,
     pub(crate) at: SystemTime,
     pub(crate) amount: Option<u64>,
+    /// The kind of the amount (its currency, see [`crate::spec::amount_kind`]).
+    pub(crate) amount_kind: String,
     /// The request digest: normalized arguments, idempotency key and call id excluded.
     pub(crate) digest: Option<String>,
     pub(crate) unicode_stripped: bool,
@@ -39,10 +41,12 @@ pub(crate) struct Observation {
 impl Observation {
     /// The observation of the call `record` describes, of tool `spec`.
     pub(crate) fn of(record: &AuditRecord, spec: &ToolSpec, at: SystemTime) -> Self {
-        let amount = record
-            .arguments
-            .as_ref()
-            .and_then(|args| crate::spec::amount_of(spec, args));
+        let args = record.arguments.as_deref();
+        let amount = args.and_then(|args| crate::spec::amount_of(spec, args));
+        let amount_kind = match (amount, args) {
+            (Some(_), Some(args)) => crate::spec::amount_kind(spec, args),
+            _ => String::new(),
+        };
         Observation {
             event: record.event,
             status: record.status,
@@ -55,6 +59,7 @@ impl Observation {
             audit_seq: None,
             at,
             amount,
+            amount_kind,
             digest: record.request_digest.clone(),
             unicode_stripped: !record.modifications.is_empty(),
             replayed: record.replayed,

@@ -73,19 +73,25 @@ fn check(
     scope: AlertScope,
     extra: &str,
 ) -> Check {
+    checked_in(config, rule, obs, scope, &obs.tool, extra)
+}
+
+/// A check of `rule` in `scope` counted under `counted` (the tool's name, or what several tools
+/// share); `extra` narrows the store scope.
+fn checked_in(
+    config: &Detection,
+    rule: Rule,
+    obs: &Observation,
+    scope: AlertScope,
+    counted: &str,
+    extra: &str,
+) -> Check {
     let id = match &scope {
         AlertScope::Session { session, .. } => session.as_str(),
         AlertScope::Subject { subject, .. } => subject.as_str(),
         AlertScope::Tenant { .. } => "",
     };
-    let parts = [
-        rule.as_str(),
-        scope.kind(),
-        &obs.tenant,
-        id,
-        &obs.tool,
-        extra,
-    ];
+    let parts = [rule.as_str(), scope.kind(), &obs.tenant, id, counted, extra];
     Check {
         rule,
         store_scope: scope_key(&parts),
@@ -161,20 +167,19 @@ pub(crate) fn checks(config: &Detection, spec: &ToolSpec, obs: &Observation) -> 
             .is_some_and(|(lo, hi)| (lo..=hi).contains(&amount))
     };
     if call && on(Rule::Structuring) && obs.amount.is_some_and(in_band) {
-        out.push(check(
-            config,
-            Rule::Structuring,
-            obs,
-            obs.session_scope(),
-            "",
-        ));
-        out.push(check(
-            config,
-            Rule::Structuring,
-            obs,
-            obs.subject_scope(),
-            "",
-        ));
+        // Counted across the tools that move the same kind of amount: splitting a transfer
+        // over `transfer_funds` and `pay_invoice` is structuring all the same.
+        let counted = format!("amount:{}", obs.amount_kind);
+        for scope in [obs.session_scope(), obs.subject_scope()] {
+            out.push(checked_in(
+                config,
+                Rule::Structuring,
+                obs,
+                scope,
+                &counted,
+                "",
+            ));
+        }
     }
     out
 }

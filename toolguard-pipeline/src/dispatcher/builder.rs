@@ -516,6 +516,7 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
                 .detection
                 .map(|config| crate::stage::detect::Detector { config, deadline }),
             unknown_metrics: crate::metrics::ToolKeys::new(crate::metrics::UNKNOWN_TOOL_LABEL),
+            flights: Default::default(),
         };
         Ok(Dispatcher {
             core: Arc::new(core),
@@ -595,6 +596,7 @@ fn register<S: Send + Sync + 'static>(
             return Err(unsafe_decl(message.to_owned()));
         }
         crate::spec::check_identity_properties(&spec.input_schema).map_err(unsafe_decl)?;
+        crate::spec::check_output_trust(spec).map_err(unsafe_decl)?;
         let compile = |schema: &Value, which| {
             stage::validate::compile(schema).map_err(|error| BuildError::InvalidSchema {
                 tool: name.clone(),

@@ -11,8 +11,9 @@
 pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
 
 /// Accepts `key` if it is 1 to [`MAX_IDEMPOTENCY_KEY_LEN`] characters from `A-Z a-z 0-9 . _ ~
-/// = -`; otherwise returns a stable reason code: `empty`, `too_long`, `non_ascii`,
-/// `control_char`, `whitespace` or `disallowed_char`.
+/// = -`, at least one a letter or digit; otherwise returns a stable reason code: `empty`,
+/// `too_long`, `non_ascii`, `control_char`, `whitespace`, `disallowed_char` or
+/// `punctuation_only` (a key such as `-` or `..` is one every careless client sends).
 ///
 /// A refused key is never cleaned: the call is refused (the caller's fix is to send a key such
 /// as a UUID or a ULID).
@@ -31,6 +32,9 @@ pub fn check_idempotency_key(key: &str) -> Result<(), &'static str> {
             ' ' => return Err("whitespace"),
             _ => return Err("disallowed_char"),
         }
+    }
+    if !key.bytes().any(|b| b.is_ascii_alphanumeric()) {
+        return Err("punctuation_only");
     }
     Ok(())
 }
@@ -76,6 +80,11 @@ mod tests {
             ("x@EXAMPLE.com", "disallowed_char"),
             ("HTTP://x", "disallowed_char"),
             ("a\\b", "disallowed_char"),
+            ("_", "punctuation_only"),
+            ("-", "punctuation_only"),
+            (".", "punctuation_only"),
+            ("..", "punctuation_only"),
+            ("~=-_.", "punctuation_only"),
         ];
         for (k, reason) in cases {
             assert_eq!(check_idempotency_key(k), Err(reason), "{k:?}");

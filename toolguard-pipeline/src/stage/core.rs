@@ -88,6 +88,8 @@ pub(crate) struct Core<S: Send + Sync + 'static> {
     pub(crate) detector: Option<crate::detect::observation::Detector>,
     /// The metric keys of calls naming no registered tool.
     pub(crate) unknown_metrics: ToolKeys,
+    /// The idempotency keys in flight in this process (single flight).
+    pub(crate) flights: super::flight::Flights,
 }
 
 impl<S: Send + Sync + 'static> Core<S> {

@@ -18,7 +18,7 @@ pub(crate) use crate::detect::observation::{Detector, Observation, failed};
 use crate::detect::respond::{Response, ResponseKind};
 use crate::detect::rules::{self, Check};
 use crate::detect::store::SessionResponse;
-use crate::detect::store::{Mark, Marks, millis, session_key};
+use crate::detect::store::{Mark, Marks, millis, session_key, subject_key};
 use crate::outcome::Stop;
 use crate::outcome::{Reason, Status};
 use crate::risk::PolicyDecision;
@@ -233,8 +233,10 @@ fn alert_record(alert: &Alert, obs: &Observation) -> AuditRecord {
     }
 }
 
-/// Puts the rule's response in force for the observed call's session (not for tenant-wide
-/// alerts) and writes its audit entry; what was put in force.
+/// Puts the rule's response in force at the scope of its alert and writes its audit entry; what
+/// was put in force. A session alert's response holds the observed call's session; a subject
+/// alert's holds every session of the subject, those opened later included. Tenant-wide
+/// alerts put none in force.
 async fn respond<S: Send + Sync + 'static>(
     core: &Core<S>,
     d: &Detector,
@@ -242,9 +244,11 @@ async fn respond<S: Send + Sync + 'static>(
     obs: &Observation,
 ) -> Option<ResponseKind> {
     let response = *d.config.responses.get(&check.rule)?;
-    if matches!(check.scope, AlertScope::Tenant { .. }) {
-        return None;
-    }
+    let subject = match &check.scope {
+        AlertScope::Tenant { .. } => return None,
+        AlertScope::Subject { subject, .. } => Some(subject.clone()),
+        AlertScope::Session { .. } => None,
+    };
     let since_ms = unix_millis(obs.at);
     let (kind, until_ms) = match response {
         Response::Hold => (ResponseKind::Hold, None),
@@ -256,6 +260,7 @@ async fn respond<S: Send + Sync + 'static>(
     let put = SessionResponse {
         tenant: obs.tenant.to_string(),
         session: obs.session.to_string(),
+        subject,
         kind,
         rule: check.rule.as_str().to_owned(),
         call_id: obs.call_id.to_string(),
@@ -263,7 +268,7 @@ async fn respond<S: Send + Sync + 'static>(
         until_ms,
     };
     if let Err(err) = d.timed(d.config.store.respond(&put)).await {
-        tracing::error!(error = %err, session = %session_key(&obs.tenant, &obs.session), "the response could not be put in force");
+        tracing::error!(error = %err, key = %put.key(), "the response could not be put in force");
         failed("respond");
         return None;
     }
@@ -287,7 +292,8 @@ async fn respond<S: Send + Sync + 'static>(
     Some(kind)
 }
 
-/// Puts a held or blocked session's state-changing call on its way to approval or refuses it.
+/// Puts a held or blocked session's state-changing call on its way to approval or refuses it:
+/// the response in force for the session and the one for its subject, the stricter of the two.
 /// Fails closed: a response that cannot be read means approval required.
 pub(crate) async fn gate<S: Send + Sync + 'static>(
     core: &Core<S>,
@@ -301,25 +307,38 @@ pub(crate) async fn gate<S: Send + Sync + 'static>(
     if spec.read_only || !detector.responds() {
         return Ok(());
     }
-    let key = session_key(&principal.tenant, &principal.session_id);
-    let cause = match detector.response(&key, core.now()).await {
-        Ok(None) => return Ok(()),
-        Ok(Some(r)) if r.kind == ResponseKind::Block => {
-            return Err(Stop::new(
-                Status::PolicyDenied,
-                "session_blocked",
-                "this session is blocked after a security alert; a reviewer can lift it",
-            ));
+    let now = core.now();
+    let session = session_key(&principal.tenant, &principal.session_id);
+    let subject = subject_key(&principal.tenant, &principal.subject);
+    let (of_session, of_subject) = tokio::join!(
+        detector.response(&session, now),
+        detector.response(&subject, now)
+    );
+    let mut cause = None;
+    for found in [of_session, of_subject] {
+        match found {
+            Ok(None) => {}
+            Ok(Some(r)) if r.kind == ResponseKind::Block => {
+                return Err(Stop::new(
+                    Status::PolicyDenied,
+                    "session_blocked",
+                    "this session is blocked after a security alert; a reviewer can lift it",
+                ));
+            }
+            Ok(Some(_)) => {
+                cause.get_or_insert("session_held");
+            }
+            Err(err) => {
+                tracing::error!(error = %err, "the detection store could not say whether the session is held; approval required");
+                super::detect::failed("response");
+                cause = Some("session_hold_unknown");
+            }
         }
-        Ok(Some(_)) => "session_held",
-        Err(err) => {
-            tracing::error!(error = %err, "the detection store could not say whether the session is held; approval required");
-            super::detect::failed("response");
-            "session_hold_unknown"
-        }
-    };
-    decision
-        .approval_cause
-        .get_or_insert_with(|| cause.to_owned());
+    }
+    if let Some(cause) = cause {
+        decision
+            .approval_cause
+            .get_or_insert_with(|| cause.to_owned());
+    }
     Ok(())
 }

@@ -1,6 +1,10 @@
 //! Idempotency: one execution per (tenant, subject, tool, key). A stored outcome is replayed, a
 //! reused key with other arguments conflicts, a key still executing is `in_progress`, and a key
 //! whose holder vanished mid-execution is `outcome_unknown` until reconciled.
+//!
+//! In one process, calls with the same key and request share one attempt ([`super::flight`]):
+//! only the first goes to the store; the others are `in_progress` at once or, if they wait,
+//! replay its outcome. A hot key costs the store one reservation, not one per call.
 
 use std::time::{Duration, Instant, SystemTime};
 
@@ -9,6 +13,7 @@ use serde_json::Value;
 
 use super::Stop;
 use super::core::Core;
+use super::flight::{Boarding, Followed, Landing, Pilot};
 pub(crate) use super::settle::Held;
 use super::trace::{Exit, Trace};
 use crate::call::{Principal, ToolCall};
@@ -62,24 +67,85 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
         ttl: core.idempotency_ttl(spec),
         fail_open: core.fail_open_read_only,
     };
+    // In this process, one call per key and request goes to the store (single flight).
+    let pilot = match reservation.scoped() {
+        Some(scoped) => match board(core, &scoped, digest, wait_until).await {
+            Ok(pilot) => Some(pilot),
+            Err(Some(stored)) => return Err(replay(core, spec, stored, t).await),
+            Err(None) => return Err(Exit::Stop(in_progress())),
+        },
+        None => None,
+    };
+    // While waiting for a holder seen in flight, a poll the store does not answer in time is
+    // polled again (until the wait runs out): the waiter never fails for the holder's load.
+    let mut holder_seen = false;
     let admission = loop {
         match reserve(&core.stores.idempotency, &reservation, core.now()).await {
             Err(stop) if stop.status == Status::InProgress && waiting() => {
+                holder_seen = true;
+                tokio::time::sleep(WAIT_POLL).await;
+            }
+            Err(stop) if stop.status == Status::Unavailable && holder_seen && waiting() => {
                 tokio::time::sleep(WAIT_POLL).await;
             }
             other => break other?,
         }
     };
     match admission {
-        Admission::Proceed(held) => Ok(held),
+        Admission::Proceed(held) => {
+            // Landed when the call settles its key (`settle::held`).
+            t.pilot = pilot;
+            Ok(held)
+        }
         Admission::Replay(stored) => {
-            // The replay names the original operation.
-            t.operation_id = stored.operation_id.clone().or(t.operation_id.take());
-            Err(Exit::answer(
-                super::replay::replayed(core, spec, stored).await,
-            ))
+            if let Some(pilot) = pilot {
+                pilot.land(Landing::Outcome(stored.clone()));
+            }
+            Err(replay(core, spec, stored, t).await)
         }
     }
+}
+
+/// Boards the flight of `scoped` and `digest` until this call is its pilot, or answers it with
+/// the outcome a pilot stored (`Err(Some)`). A follower that does not wait, or whose wait runs
+/// out, is `in_progress` (`Err(None)`); it never touches the store.
+async fn board<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    scoped: &ScopedKey,
+    digest: &str,
+    wait_until: Option<Option<Instant>>,
+) -> Result<Pilot, Option<StoredOutcome>> {
+    loop {
+        let follower = match core.flights.board(scoped, digest) {
+            Boarding::Pilot(pilot) => return Ok(pilot),
+            Boarding::Follower(follower) => follower,
+        };
+        match follower.follow(wait_until).await {
+            Followed::Landed(stored) => return Err(Some(stored)),
+            Followed::Retry => {}
+            Followed::InProgress => return Err(None),
+        }
+    }
+}
+
+/// A stored outcome answering the call (replayed), naming the original operation.
+async fn replay<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    spec: &ToolSpec,
+    stored: StoredOutcome,
+    t: &mut Trace,
+) -> Exit {
+    t.operation_id = stored.operation_id.clone().or(t.operation_id.take());
+    Exit::answer(super::replay::replayed(core, spec, stored).await)
+}
+
+/// A call with the key is still executing.
+fn in_progress() -> Stop {
+    Stop::new(
+        Status::InProgress,
+        "in_progress",
+        "a call with this idempotency key is still executing",
+    )
 }
 
 /// What a reservation asks for.
@@ -95,6 +161,18 @@ struct Ask<'a> {
     operation_id: Option<&'a str>,
     ttl: Duration,
     fail_open: bool,
+}
+
+impl Ask<'_> {
+    /// The key in its namespace; `None` for a call without a key.
+    fn scoped(&self) -> Option<ScopedKey> {
+        Some(ScopedKey {
+            tenant: self.principal.tenant.clone(),
+            subject: self.principal.subject.clone(),
+            tool: self.tool.clone(),
+            key: self.key?.clone(),
+        })
+    }
 }
 
 /// Whether a host-supplied key is acceptable.
@@ -126,7 +204,7 @@ pub(crate) fn check_raw_key(spec: &ToolSpec, call: &ToolCall, raw: &Value) -> Re
             key_reason(code),
             format!(
                 "{source} (`{name}`) is not acceptable ({code}): use 1 to {} characters from \
-                 A-Z a-z 0-9 . _ ~ = -, e.g. a UUID; keys are never cleaned",
+                 A-Z a-z 0-9 . _ ~ = -, at least one a letter or digit, e.g. a UUID; keys are never cleaned",
                 crate::keys::MAX_IDEMPOTENCY_KEY_LEN
             ),
         )
@@ -141,6 +219,7 @@ fn key_reason(code: &str) -> &'static str {
         "non_ascii" => "idempotency_key_non_ascii",
         "control_char" => "idempotency_key_control_char",
         "whitespace" => "idempotency_key_whitespace",
+        "punctuation_only" => "idempotency_key_punctuation_only",
         _ => "idempotency_key_disallowed_char",
     }
 }
@@ -187,15 +266,9 @@ async fn reserve(
     r: &Ask<'_>,
     now: SystemTime,
 ) -> Result<Admission, Stop> {
-    let (spec, principal, request_digest) = (r.spec, r.principal, r.request_digest);
-    let Some(key) = r.key.cloned() else {
+    let (spec, request_digest) = (r.spec, r.request_digest);
+    let Some(scoped) = r.scoped() else {
         return Ok(Admission::Proceed(None));
-    };
-    let scoped = ScopedKey {
-        tenant: principal.tenant.clone(),
-        subject: principal.subject.clone(),
-        tool: r.tool.clone(),
-        key,
     };
     let lease = spec.timeout + LEASE_MARGIN;
     let reservation = match store
@@ -231,11 +304,7 @@ async fn reserve(
         RecordState::InFlight { lease_until_ms, .. }
             if lease_until_ms > crate::clock::unix_millis(now) =>
         {
-            Err(Stop::new(
-                Status::InProgress,
-                "in_progress",
-                "a call with this idempotency key is still executing",
-            ))
+            Err(in_progress())
         }
         RecordState::InFlight { .. } => {
             let mut out = StoredOutcome::new(Status::OutcomeUnknown);

@@ -12,6 +12,7 @@ pub(crate) mod detect;
 pub(crate) mod envelope;
 pub(crate) mod execute;
 pub(crate) mod finish;
+pub(crate) mod flight;
 pub(crate) mod gate;
 pub(crate) mod idempotency;
 pub(crate) mod intent;

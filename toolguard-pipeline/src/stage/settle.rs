@@ -4,6 +4,7 @@
 //! with its operation record.
 
 use super::core::Core;
+use super::flight::Landing;
 use super::trace::{Answer, Trace};
 use crate::spec::ToolSpec;
 use std::time::{Duration, SystemTime};
@@ -18,12 +19,21 @@ pub(crate) async fn held<S: Send + Sync + 'static>(
     spec: &ToolSpec,
     held: Option<Held>,
     answer: &Answer,
-    t: &Trace,
+    t: &mut Trace,
 ) {
     let Some(held) = held else { return };
     let stored = answer.stored(t.operation_id.as_ref());
     let ttl = core.idempotency_ttl(spec);
+    let landing = if is_stored(stored.status) {
+        Landing::Outcome(stored.clone())
+    } else {
+        Landing::Retry
+    };
     settle_held(&core.stores.idempotency, held, &stored, ttl, core.now()).await;
+    // The calls waiting in this process for the key replay what was stored (or board again).
+    if let Some(pilot) = t.pilot.take() {
+        pilot.land(landing);
+    }
 }
 
 /// Settles operation `operation_id` after its call ended: the outcome under its key (if it has

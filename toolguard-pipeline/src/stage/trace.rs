@@ -40,6 +40,8 @@ pub(crate) struct Trace {
     /// The label the handler gave its result as a provenance source.
     /// (Only for tools whose output is untrusted.)
     pub(crate) source_label: Option<crate::tool::SourceLabel>,
+    /// The flight this call pilots for its key (see [`super::flight`]), landed when it settles.
+    pub(crate) pilot: Option<super::flight::Pilot>,
 }
 
 impl Trace {

@@ -7,7 +7,8 @@ use serde::{Serialize, Serializer};
 use super::{KindError, deserialize_via_new};
 use crate::DEFAULT_IDENTIFIER_MAX_LEN;
 
-/// An identifier: 1 to 128 ASCII letters, digits, `_` or `-` (account ids, order numbers, slugs).
+/// An identifier: 1 to 128 ASCII letters, digits, `_` or `-`, at least one a letter or digit
+/// (account ids, order numbers, slugs).
 ///
 /// Safe to put in logs, URLs and (parameterized) queries; no quote, space, semicolon or shell
 /// metacharacter can be in it.
@@ -29,15 +30,8 @@ impl Identifier {
     /// Checks and wraps `value`.
     pub fn new(value: impl Into<String>) -> Result<Self, KindError> {
         let value = value.into();
-        if !value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-        {
-            return Err(KindError::new("Identifier", "identifier_charset"));
-        }
-        if value.is_empty() || value.len() > Self::MAX_LEN {
-            return Err(KindError::new("Identifier", "identifier_length"));
-        }
+        crate::check_identifier(&value, Self::MAX_LEN)
+            .map_err(|reason| KindError::new("Identifier", reason))?;
         Ok(Identifier(value))
     }
 
@@ -99,12 +93,25 @@ mod tests {
     fn round_trip_and_refusals() {
         let id: Identifier = serde_json::from_str("\"order-77_A\"").unwrap();
         assert_eq!(serde_json::to_string(&id).unwrap(), "\"order-77_A\"");
-        for bad in ["\"\"", "\"a b\"", "\"a;b\"", "\"ä\"", "\"$(id)\""] {
+        for bad in [
+            "\"\"",
+            "\"a b\"",
+            "\"a;b\"",
+            "\"ä\"",
+            "\"$(id)\"",
+            "\"_\"",
+            "\"--\"",
+            "\"-_-\"",
+        ] {
             assert!(serde_json::from_str::<Identifier>(bad).is_err(), "{bad}");
         }
         assert_eq!(
             Identifier::new("x".repeat(129)).unwrap_err().reason,
             "identifier_length"
+        );
+        assert_eq!(
+            Identifier::new("__").unwrap_err().reason,
+            "identifier_punctuation"
         );
         let schema = serde_json::to_value(crate::kinds::schema_for::<Identifier>()).unwrap();
         assert_eq!(schema["maxLength"], 128);

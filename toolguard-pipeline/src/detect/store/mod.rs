@@ -1,6 +1,8 @@
 //! Where the detector keeps its state, shared by every replica of a dispatcher: per scope the
 //! recent marks of a rule (trimmed to the rule's window and count, so state stays bounded), the
-//! alerts already raised (so replicas raise each once), and the responses in force per session.
+//! alerts already raised (so replicas raise each once), and the responses in force per session
+//! and per subject (a subject's response holds every session of the subject, also sessions
+//! opened after it).
 //!
 //! Every backend applies [`Marks::admit`] atomically per scope: the in-memory store under a lock,
 //! SQLite on its connection thread, PostgreSQL under a row lock, Redis in a Lua script.
@@ -78,17 +80,20 @@ pub trait DetectionStore: Send + Sync + 'static {
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<bool>>;
 
-    /// Puts `response` in force for its session (replacing the one in force).
+    /// Puts `response` in force under [`SessionResponse::key`] (its session's, or its subject's
+    /// when it has one), replacing the one in force there.
     fn respond<'a>(&'a self, response: &'a SessionResponse) -> BoxFuture<'a, StoreResult<()>>;
 
-    /// The response in force for `session` (a key from [`session_key`]) at `now`, if any.
+    /// The response in force under `session` (a key from [`session_key`] or [`subject_key`]) at
+    /// `now`, if any.
     fn response<'a>(
         &'a self,
         session: &'a str,
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<Option<SessionResponse>>>;
 
-    /// Removes the response in force for `session`; returns whether there was one.
+    /// Removes the response in force under `session` (a key from [`session_key`] or
+    /// [`subject_key`]); returns whether there was one.
     fn lift<'a>(&'a self, session: &'a str) -> BoxFuture<'a, StoreResult<bool>>;
 }
 
@@ -97,19 +102,29 @@ pub fn session_key(tenant: &str, session: &str) -> String {
     crate::store::tenant_key(tenant, ':', session)
 }
 
+/// The store key of a subject's response: tenant and subject, length-prefixed, apart from every
+/// session key (another separator).
+pub fn subject_key(tenant: &str, subject: &str) -> String {
+    crate::store::tenant_key(tenant, '#', subject)
+}
+
 /// Whether `response` is in force at `now_ms` (a hold has no end; a block ends).
 #[doc(hidden)]
 pub fn live(response: &SessionResponse, now_ms: u64) -> bool {
     response.until_ms.is_none_or(|until| now_ms < until)
 }
 
-/// A response in force for one session.
+/// A response in force for one session, or for every session of one subject (when the alert
+/// that put it in force was counted per subject: `subject` is set).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionResponse {
     /// Tenant.
     pub tenant: String,
-    /// Session id.
+    /// Session id (of a subject's response: the session whose call raised the alert).
     pub session: String,
+    /// The subject whose every session the response holds; `None` for a session's response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
     /// Hold or block.
     pub kind: ResponseKind,
     /// The rule whose alert put it in force.
@@ -123,8 +138,12 @@ pub struct SessionResponse {
 }
 
 impl SessionResponse {
-    /// The store key of its session.
+    /// The store key it is kept under: its subject's ([`subject_key`]) when it has one, else
+    /// its session's ([`session_key`]).
     pub fn key(&self) -> String {
-        session_key(&self.tenant, &self.session)
+        match &self.subject {
+            Some(subject) => subject_key(&self.tenant, subject),
+            None => session_key(&self.tenant, &self.session),
+        }
     }
 }
