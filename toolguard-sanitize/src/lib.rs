@@ -751,6 +751,7 @@ impl Sanitizer {
         // Looked up only by the kinds and paths that read it: most judged strings need no rule.
         let policy = || self.policy(tool, field.name());
         let mut resolved = None;
+        let mut namespaced = None;
         let kind_result = match kind {
             FieldKind::Identifier => {
                 let max = field
@@ -774,9 +775,21 @@ impl Sanitizer {
             FieldKind::Url => {
                 let default = UrlPolicy::default();
                 let up = policy().map(|p| &p.url).unwrap_or(&default);
-                match url::check_url(current, up, self.resolver.as_ref()) {
+                let with_scheme = url::with_default_scheme(current, field.default_scheme());
+                match url::check_url(&with_scheme, up, self.resolver.as_ref()) {
                     Ok(r) => {
                         resolved = Some(r);
+                        markers(current, || false)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            FieldKind::Path if field.upstream_namespace() => {
+                match path::normalize_relative(current) {
+                    Ok(normal) => {
+                        if normal != current {
+                            namespaced = Some(normal);
+                        }
                         markers(current, || false)
                     }
                     Err(e) => Err(e),
@@ -803,8 +816,9 @@ impl Sanitizer {
             None => Judged {
                 verdict: Verdict::Clean,
                 reason: None,
-                // A URL goes on as the serialization that was checked, never as sent.
-                replacement: resolved.as_ref().map(|r| r.url.clone()),
+                // A URL goes on as the serialization that was checked, never as sent; an
+                // upstream path as its normalized form.
+                replacement: resolved.as_ref().map(|r| r.url.clone()).or(namespaced),
                 modifications,
                 resolved,
             },

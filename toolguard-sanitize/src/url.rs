@@ -215,6 +215,29 @@ fn host_allowed(host: &str, hosts: &[String]) -> bool {
     })
 }
 
+/// `raw` with `scheme` put in front when it has none (`www.example.com/x` with `https` is
+/// `https://www.example.com/x`); unchanged without a default scheme or with a scheme of its own
+/// (`scheme://`, or `mailto:`-like `name:` before any `/`, `?` or `#`).
+pub fn with_default_scheme<'a>(raw: &'a str, scheme: Option<&str>) -> std::borrow::Cow<'a, str> {
+    let Some(scheme) = scheme else {
+        return raw.into();
+    };
+    let head = raw.split(['/', '?', '#']).next().unwrap_or("");
+    let has_scheme = raw.contains("://")
+        || head.split_once(':').is_some_and(|(s, rest)| {
+            // `host:port` is not a scheme: a scheme is followed by something not all digits.
+            s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+                && !rest.is_empty()
+                && !rest.chars().all(|c| c.is_ascii_digit())
+        });
+    if has_scheme || raw.starts_with("//") {
+        raw.into()
+    } else {
+        format!("{scheme}://{raw}").into()
+    }
+}
+
 /// True when a label of an internationalized domain mixes scripts (`pаypal` with a Cyrillic `а`).
 pub(crate) fn idn_mixed_script(ascii_host: &str) -> bool {
     if !ascii_host.split('.').any(|l| l.starts_with("xn--")) {

@@ -49,7 +49,13 @@ pub fn check(
     schema: &Value,
     decl: &Declaration,
 ) -> Result<(), DeclareError> {
-    let whole = schema_rules::check(schema, Syntax::Keys);
+    let not_identity: Vec<&str> = decl
+        .fields
+        .iter()
+        .filter(|(_, f)| f.identity == Some(false))
+        .filter_map(|(p, _)| p.strip_prefix('/'))
+        .collect();
+    let whole = schema_rules::check_except(schema, Syntax::Keys, &not_identity);
     // An input schema that is not an object schema has no fields to read.
     if let Some(v) = whole.iter().find(|v| v.at.is_empty()) {
         return Err(DeclareError::new(name, None, v.message.clone()));
@@ -180,7 +186,14 @@ fn field_index(
 fn apply(field: &mut model::FieldDecl, f: &FieldDecl) {
     if let Some(kind) = f.kind {
         field.kind = kind_of(kind);
+        field.kind_declared = true;
     }
+    field.not_identity = f.identity == Some(false);
+    field.scale = f.scale;
+    field.currency = f.currency.clone();
+    field.default_scheme = f.default_scheme.clone();
+    field.upstream_namespace = f.namespace == Some(super::PathNamespace::Upstream);
+    field.egress_when = f.egress;
     if let Some(d) = &f.description {
         field.description = Some(d.clone());
     }

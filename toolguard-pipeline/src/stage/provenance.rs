@@ -55,6 +55,7 @@ pub(crate) async fn load<S: Send + Sync + 'static>(
 pub(crate) fn flow<S: Send + Sync + 'static>(
     core: &Core<S>,
     spec: &ToolSpec,
+    args: &serde_json::Value,
     sources: &[Source],
     mut decision: PolicyDecision,
 ) -> Result<PolicyDecision, Stop> {
@@ -63,6 +64,7 @@ pub(crate) fn flow<S: Send + Sync + 'static>(
         policy,
         &core.sanitizer,
         spec,
+        args,
         sources,
         &mut decision.approval_cause,
     )?;
@@ -89,11 +91,16 @@ pub(crate) async fn settle<S: Send + Sync + 'static>(
     {
         if cause == Some(CAUSE) {
             answer.reason = Some(crate::outcome::Reason::Provenance);
+            answer.message = Some(format!(
+                "a human must approve this action: it follows untrusted content ({})",
+                latest.describe()
+            ));
+        } else if let Some(message) = answer.message.as_mut() {
+            message.push_str(&format!(
+                " (it also follows untrusted content: {})",
+                latest.describe()
+            ));
         }
-        answer.message = Some(format!(
-            "a human must approve this action: it follows untrusted content ({})",
-            latest.describe()
-        ));
     }
     if answer.status != Status::Ok || answer.replayed || !spec.untrusted_output {
         return Ok(answer);
