@@ -65,5 +65,11 @@ def create_calendar_event(title: str, start_time: str,
                   participants=participants)
 
 
+@mcp.tool()
+def close_account(account: str) -> str:
+    """Closes a bank account for good."""
+    return record("close_account", account=account)
+
+
 if __name__ == "__main__":
     mcp.run()

@@ -57,9 +57,13 @@ pub struct FieldSpec {
     /// A `path` field in the upstream's own namespace: relative and normalized, no root.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub upstream_namespace: bool,
-    /// The tool sends data out only when this field is set ([`ToolSpec::egress_in`]).
+    /// The tool sends data out only when this field is set (not absent, null or empty).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub egress_when: bool,
+    /// Declared as not the caller's identity although named like it (`identity = false`): a
+    /// field of someone else's server, judged by its kind ([`check_identity_of`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_identity: bool,
 }
 
 impl FieldSpec {
@@ -97,6 +101,9 @@ impl toolguard_sanitize::FieldRule for FieldSpec {
     }
     fn upstream_namespace(&self) -> bool {
         self.upstream_namespace
+    }
+    fn scale(&self) -> Option<u8> {
+        self.scale
     }
 }
 
@@ -313,6 +320,26 @@ pub fn check_identity_properties(schema: &Value) -> Result<(), String> {
             "argument property `{path}` is named like identity or authority, which the model \
              must never supply: take it from the authenticated principal (`ToolContext`) and \
              remove or rename the property"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// [`check_identity_properties`] of `spec`'s input schema, passing over its top-level fields
+/// declared as not the caller's identity ([`FieldSpec::not_identity`]).
+pub fn check_identity_of(spec: &ToolSpec) -> Result<(), String> {
+    let declared: Vec<&str> = spec
+        .fields
+        .iter()
+        .filter(|f| f.not_identity)
+        .map(|f| f.name.as_str())
+        .collect();
+    match toolguard_rules::schema::identity_property_except(&spec.input_schema, &declared) {
+        Some(path) => Err(format!(
+            "argument property `{path}` is named like identity or authority, which the model \
+             must never supply: take it from the authenticated principal (`ToolContext`) and \
+             remove or rename the property, or, for a field of someone else's server that is \
+             not the caller's identity, declare it `identity = false` with its `kind`"
         )),
         None => Ok(()),
     }

@@ -14,6 +14,9 @@ use toolguard_pipeline::{Status, ToolOutcome};
 pub const MAX_REPORTED_ERRORS: usize = 20;
 /// Longest argument-error message reported back to the model, in characters.
 pub const MAX_ERROR_MESSAGE: usize = 200;
+/// Longest `why` (the sentence of a hold or a policy denial) reported back to the model, in
+/// characters.
+pub const MAX_WHY: usize = 400;
 
 /// The stable explanation of `status` given to the model.
 pub fn status_text(status: Status) -> &'static str {
@@ -67,7 +70,8 @@ pub fn status_text(status: Status) -> &'static str {
 /// The JSON the model receives for `outcome`.
 ///
 /// `{"status":"ok","data":...}` for success; otherwise `{"status":code,"message":text}` plus, by
-/// status, `reason` (a stable code, for `malformed` and `blocked`), `errors` (for
+/// status, `reason` (a stable code, for `malformed`, `blocked`, `policy_denied` and
+/// `pending_approval`, the latter two with the sentence `why`), `errors` (for
 /// `invalid_arguments`), `approval_id` and `expires_at_ms` (for `pending_approval`) or
 /// `operation_id` (for `outcome_unknown`).
 pub fn model_payload(outcome: &ToolOutcome) -> Value {
@@ -109,7 +113,31 @@ pub fn model_payload(outcome: &ToolOutcome) -> Value {
         }
         _ => {}
     }
+    policy_reason(outcome, &mut out);
     Value::Object(out)
+}
+
+/// Why the risk policy held or refused a call: its reason code (`approval_over`,
+/// `session_limit`, `critical`, `provenance`, `over_call_limit`, ...) and the pipeline's sentence
+/// naming the threshold, the limit and what is left, or the source (`why`), so the model can
+/// tell the user what would change the answer.
+fn policy_reason(outcome: &ToolOutcome, out: &mut Map<String, Value>) {
+    if !matches!(
+        outcome.status,
+        Status::PendingApproval | Status::PolicyDenied
+    ) {
+        return;
+    }
+    if let Some(reason) = outcome.reason.as_deref().filter(|r| is_code(r)) {
+        out.insert("reason".to_owned(), json!(reason));
+    }
+    if let Some(why) = outcome.message.as_deref() {
+        let mut why: String = why.chars().take(MAX_WHY).collect();
+        if why.len() < outcome.message.as_deref().map_or(0, str::len) {
+            why.push('…');
+        }
+        out.insert("why".to_owned(), json!(why));
+    }
 }
 
 /// [`model_payload`] as compact JSON text.

@@ -704,11 +704,12 @@ fn approvals(tool: &ToolDecl, found: &mut Found) {
                     ),
                 );
             }
-            Some(f) if found.typed && f.scalar == Scalar::Float => {
+            Some(f) if found.typed && f.scalar == Scalar::Float && f.scale.is_none() => {
                 let fix = found.pick(
                     format!("Make `{}` an integer in minor units (`u64` cents)", f.name),
                     "Name an integer property (`\"type\": \"integer\"`, in minor units) with \
-                     `amount = \"/<field>\"`"
+                     `amount = \"/<field>\"`, or declare the decimals it has: \
+                     `kind = \"money\", scale = 2, currency = \"USD\"`"
                         .to_owned(),
                 );
                 found.push(
@@ -1641,6 +1642,100 @@ mod tests {
                 ]
             );
         }
+    }
+
+    #[test]
+    fn a_scaled_float_amount_is_an_amount_and_scale_and_currency_come_together() {
+        let mut t = tool(vec![amount("amount", Kind::Money, Scalar::Float)]);
+        t.idempotent = Some(KeySource::Host);
+        t.approval_over = Some(100);
+        assert_eq!(
+            rules(&t),
+            [
+                (2, Site::ToolOption("approval_over")),
+                (3, Site::FieldType(0))
+            ]
+        );
+        t.fields[0].scale = Some(2);
+        t.fields[0].currency = Some("USD".to_owned());
+        assert_eq!(rules(&t), []);
+        t.fields[0].currency = None;
+        assert_eq!(rules(&t), [(3, Site::FieldOption(0, "scale"))]);
+        t.fields[0].currency = Some("usd".to_owned());
+        assert_eq!(rules(&t), [(3, Site::FieldOption(0, "currency"))]);
+        t.fields[0].currency = Some("EUR".to_owned());
+        t.fields[0].scale = Some(MAX_SCALE + 1);
+        assert_eq!(rules(&t), [(3, Site::FieldOption(0, "scale"))]);
+        // A scale reads money: on a text field it would read nothing.
+        let mut f = described("memo", Kind::Text, Scalar::Text);
+        f.scale = Some(2);
+        f.currency = Some("USD".to_owned());
+        f.max_len = Some(10);
+        assert_eq!(rules(&tool(vec![f])), [(3, Site::FieldOption(0, "scale"))]);
+    }
+
+    #[test]
+    fn a_field_declared_not_identity_is_judged_by_its_declared_kind() {
+        let mut f = described("subject", Kind::Text, Scalar::Text);
+        f.max_len = Some(100);
+        let found = check_with(&tool(vec![f.clone()]), Syntax::Keys);
+        assert_eq!(found[0].rule, 4);
+        assert!(
+            found[0].message.contains("identity = false"),
+            "{}",
+            found[0].message
+        );
+        assert!(
+            !found[0].message.contains("ToolContext"),
+            "{}",
+            found[0].message
+        );
+        // The macro's authors own their parameters: the fix stays the Rust one.
+        let found = check_with(&tool(vec![f.clone()]), Syntax::Attributes);
+        assert!(
+            found[0].message.contains("ToolContext"),
+            "{}",
+            found[0].message
+        );
+        f.not_identity = true;
+        assert_eq!(
+            rules(&tool(vec![f.clone()])),
+            [(4, Site::FieldOption(0, "identity"))]
+        );
+        f.kind_declared = true;
+        assert_eq!(rules(&tool(vec![f])), []);
+    }
+
+    #[test]
+    fn run_time_destination_options_fit_their_kind() {
+        let mut url = described("link", Kind::Url, Scalar::Text);
+        url.default_scheme = Some("https".to_owned());
+        assert_eq!(rules(&tool(vec![url.clone()])), []);
+        url.default_scheme = Some("javascript".to_owned());
+        assert_eq!(
+            rules(&tool(vec![url.clone()])),
+            [(0, Site::FieldOption(0, "default_scheme"))]
+        );
+        url.kind = Kind::Text;
+        url.max_len = Some(10);
+        url.default_scheme = Some("https".to_owned());
+        assert_eq!(
+            rules(&tool(vec![url])),
+            [(0, Site::FieldOption(0, "default_scheme"))]
+        );
+        let mut path = described("file", Kind::Path, Scalar::Text);
+        assert_eq!(rules(&tool(vec![path.clone()])), [(6, Site::FieldType(0))]);
+        path.upstream_namespace = true;
+        assert_eq!(rules(&tool(vec![path.clone()])), []);
+        path.root = Some("/srv".to_owned());
+        assert!(rules(&tool(vec![path])).contains(&(6, Site::FieldOption(0, "namespace"))));
+        let mut to = described("participants", Kind::Email, Scalar::Text);
+        to.egress_when = true;
+        let mut t = tool(vec![to]);
+        assert_eq!(rules(&t), [(19, Site::FieldOption(0, "egress"))]);
+        t.egress = Some(EgressDecl::Open);
+        t.output = Some(OutputTrust::Trusted);
+        assert_eq!(rules(&t), []);
     }
 
     #[test]

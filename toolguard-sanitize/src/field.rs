@@ -84,6 +84,12 @@ pub trait FieldRule {
     fn upstream_namespace(&self) -> bool {
         false
     }
+    /// Decimal places of a `money` field sent as a JSON number in major units: its numbers are
+    /// read exactly as minor units ([`crate::kinds::minor_units`]) and refused when they are
+    /// not an exact amount. `None`: a money number is an integer of minor units.
+    fn scale(&self) -> Option<u8> {
+        None
+    }
 }
 
 /// A tool's declaration, as far as the sanitizer reads it.

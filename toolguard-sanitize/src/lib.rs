@@ -132,6 +132,7 @@
 //! | `path_traversal` | a `..` component (also percent- or entity-encoded) |
 //! | `path_escape` | a symlink leading out of the root (or dangling) |
 //! | `money_invalid` | a negative or fractional amount, or a currency code that is not a [`Currency`](crate::kinds::Currency) |
+//! | `amount_too_precise`, `amount_negative`, `amount_too_large`, `amount_not_a_number` | a number of a money field with a declared scale ([`FieldRule::scale`]) that is not an exact amount of minor units ([`kinds::minor_units`]) |
 //! | `invalid_key` | a nested object key that is not clean text (the field named is the object holding it, never the key) |
 //!
 //! Modification codes ([`Modification::what`]): `zero_width`, `format_char`,
@@ -582,13 +583,14 @@ impl Sanitizer {
             (_, Value::String(s)) => {
                 self.judge_string(tool, field, field.kind(), s, pointer, report)
             }
-            (FieldKind::Money, Value::Number(n)) => {
-                if n.as_u64().is_some() {
-                    Ok(())
-                } else {
-                    Err("money_invalid")
-                }
-            }
+            (FieldKind::Money, Value::Number(n)) => match field.scale() {
+                // A decimal in major units, read exactly from the number's text.
+                Some(scale) => kinds::minor_units(&n.to_string(), scale)
+                    .map(|_| ())
+                    .map_err(kinds::DecimalError::code),
+                None if n.as_u64().is_some() => Ok(()),
+                None => Err("money_invalid"),
+            },
             (_, Value::Array(items)) => {
                 let len = pointer.len();
                 for (i, item) in items.iter_mut().enumerate() {

@@ -507,6 +507,33 @@ mod tests {
     }
 
     #[test]
+    fn a_default_scheme_goes_only_where_none_is_written() {
+        let https = Some("https");
+        for (raw, read) in [
+            ("www.example.com/x", "https://www.example.com/x"),
+            ("example.com:8443/a", "https://example.com:8443/a"),
+            ("http://example.com/", "http://example.com/"),
+            ("mailto:ann@example.com", "mailto:ann@example.com"),
+            ("javascript:alert(1)", "javascript:alert(1)"),
+        ] {
+            assert_eq!(with_default_scheme(raw, https), read, "{raw}");
+        }
+        assert_eq!(
+            with_default_scheme("www.example.com", None),
+            "www.example.com"
+        );
+        // What the default makes of a scheme-less URL is checked like any URL.
+        let none = NoResolution;
+        let read = with_default_scheme("www.example.com/news", https);
+        assert_eq!(
+            check_url(&read, &UrlPolicy::default(), &none).unwrap().url,
+            "https://www.example.com/news"
+        );
+        let internal = with_default_scheme("127.0.0.1/admin", https);
+        assert!(check_url(&internal, &UrlPolicy::default(), &none).is_err());
+    }
+
+    #[test]
     fn host_allowlist() {
         let p = UrlPolicy {
             schemes: vec![],

@@ -331,4 +331,97 @@ mod tests {
         .unwrap_err();
         assert!(err.message.starts_with("unbounded"), "{err}");
     }
+
+    /// A Python server's `send_money`: `subject` named like identity, `amount: float | None`.
+    fn python_transfer() -> Value {
+        json!({"type": "object", "required": ["recipient", "subject"], "properties": {
+            "recipient": {"type": "string", "title": "Recipient"},
+            "amount": {"anyOf": [{"type": "number"}, {"type": "null"}], "default": null},
+            "subject": {"type": "string", "title": "Subject"}
+        }})
+    }
+
+    fn transfer_decl() -> Declaration {
+        let mut decl = Declaration::new(Risk::Medium, false);
+        decl.idempotent = true;
+        decl.amount = Some("/amount".to_owned());
+        decl.approval_over = Some(100_000);
+        decl.fields.insert(
+            "/amount".to_owned(),
+            FieldDecl {
+                kind: Some(FieldKind::Money),
+                scale: Some(2),
+                currency: Some("USD".to_owned()),
+                ..FieldDecl::default()
+            },
+        );
+        decl.fields.insert(
+            "/subject".to_owned(),
+            FieldDecl {
+                kind: Some(FieldKind::Text),
+                identity: Some(false),
+                ..FieldDecl::default()
+            },
+        );
+        decl
+    }
+
+    #[test]
+    fn a_third_party_field_and_an_optional_decimal_amount_can_be_declared() {
+        let spec =
+            crate::declare::declare("send_money", "Pays.", &python_transfer(), &transfer_decl())
+                .unwrap();
+        let amount = spec.field("amount").unwrap();
+        assert_eq!(
+            (amount.scale, amount.currency.as_deref()),
+            (Some(2), Some("USD"))
+        );
+        assert_eq!(
+            spec.input_schema["properties"]["amount"]["anyOf"][0]["minimum"],
+            0
+        );
+        assert_eq!(
+            spec.input_schema["properties"]["amount"]["anyOf"][1]["type"],
+            "null"
+        );
+        // 1000.01 USD is 100001 cents: over the threshold, read without a float.
+        let args = json!({"amount": 1000.01});
+        assert_eq!(
+            crate::spec::measure_amount(&spec, &args).unwrap(),
+            Some(100_001)
+        );
+        let stop = crate::spec::measure_amount(&spec, &json!({"amount": 0.001})).unwrap_err();
+        assert_eq!(stop.reason.as_deref(), Some("amount_too_precise"));
+    }
+
+    #[test]
+    fn undeclared_the_identity_rule_still_applies_and_names_the_policy_option() {
+        let mut decl = transfer_decl();
+        decl.fields.remove("/subject");
+        let err = check("send_money", "Pays.", &python_transfer(), &decl).unwrap_err();
+        assert!(err.message.contains("looks like identity"), "{err}");
+        assert!(err.message.contains("identity = false"), "{err}");
+        assert!(!err.message.contains("ToolContext"), "{err}");
+        // Without scale, the float amount is refused with the fix that declares it.
+        let mut decl = transfer_decl();
+        decl.fields.get_mut("/amount").unwrap().scale = None;
+        decl.fields.get_mut("/amount").unwrap().currency = None;
+        let err = check("send_money", "Pays.", &python_transfer(), &decl).unwrap_err();
+        assert!(err.message.contains("scale = 2"), "{err}");
+        // `identity = false` passes over the field itself, not over what is nested in it.
+        let nested = json!({"type": "object", "properties": {"user": {"type": "object",
+            "properties": {"tenant_id": {"type": "string"}}}}});
+        let mut decl = Declaration::new(Risk::Low, true);
+        decl.fields.insert(
+            "/user".to_owned(),
+            FieldDecl {
+                kind: Some(FieldKind::Opaque),
+                identity: Some(false),
+                ..FieldDecl::default()
+            },
+        );
+        decl.output = Some(OutputTrust::Trusted);
+        let err = check("lookup", "Looks up.", &nested, &decl).unwrap_err();
+        assert!(err.message.contains("`user.tenant_id`"), "{err}");
+    }
 }

@@ -154,6 +154,7 @@ pub(crate) fn field_specs(schema: &Value, decl: &Declaration) -> Vec<FieldSpec> 
                 default_scheme: f.default_scheme.clone(),
                 upstream_namespace: f.namespace == Some(super::PathNamespace::Upstream),
                 egress_when: f.egress,
+                not_identity: f.identity == Some(false) && f.kind.is_some(),
             }
         })
         .collect()

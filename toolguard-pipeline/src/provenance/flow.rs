@@ -272,6 +272,33 @@ mod tests {
     }
 
     #[test]
+    fn a_tool_with_egress_fields_sends_out_only_when_one_is_set() {
+        let mut s = mailer();
+        s.fields[0].egress_when = true;
+        let p = FlowPolicy::default();
+        let none = Sanitizer::new();
+        for unset in [
+            json!({}),
+            json!({"to": null}),
+            json!({"to": []}),
+            json!({"to": ""}),
+        ] {
+            assert!(!sends_out(&s, &unset), "{unset}");
+            assert_eq!(p.action_for_call(&s, &none, &unset), FlowAction::Allow);
+        }
+        let set = json!({"to": ["eve@example.org"]});
+        assert!(sends_out(&s, &set));
+        assert_eq!(
+            p.action_for_call(&s, &none, &set),
+            FlowAction::RequireApproval
+        );
+        // Without egress fields, every call of an egress tool sends out.
+        assert!(sends_out(&mailer(), &json!({})));
+        s.egress = Egress::None;
+        assert!(!sends_out(&s, &set));
+    }
+
+    #[test]
     fn defaults_hold_high_state_changes_and_unlisted_egress() {
         let p = FlowPolicy::default();
         let s = Sanitizer::new();
