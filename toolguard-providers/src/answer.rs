@@ -117,10 +117,23 @@ pub fn model_payload(outcome: &ToolOutcome) -> Value {
     Value::Object(out)
 }
 
-/// Why the risk policy held or refused a call: its reason code (`approval_over`,
-/// `session_limit`, `critical`, `provenance`, `over_call_limit`, ...) and the pipeline's sentence
-/// naming the threshold, the limit and what is left, or the source (`why`), so the model can
-/// tell the user what would change the answer.
+/// The reason codes of the risk policy whose sentence the model is told (`why`): each names
+/// only what the model's own call and the policy say (the amount, the threshold, the limit and
+/// what is left, the source read). Any other message (a host's hook, a custom stage) is never
+/// echoed: it may carry internal detail.
+pub const POLICY_REASONS: [&str; 7] = [
+    "approval_over",
+    "session_limit",
+    "subject_limit",
+    "over_call_limit",
+    "critical",
+    "policy",
+    "provenance",
+];
+
+/// Why the risk policy held or refused a call: its reason code (one of [`POLICY_REASONS`]) and
+/// the pipeline's sentence naming the threshold, the limit and what is left, or the source
+/// (`why`), so the model can tell the user what would change the answer.
 fn policy_reason(outcome: &ToolOutcome, out: &mut Map<String, Value>) {
     if !matches!(
         outcome.status,
@@ -128,15 +141,20 @@ fn policy_reason(outcome: &ToolOutcome, out: &mut Map<String, Value>) {
     ) {
         return;
     }
-    if let Some(reason) = outcome.reason.as_deref().filter(|r| is_code(r)) {
-        out.insert("reason".to_owned(), json!(reason));
-    }
+    let Some(reason) = outcome
+        .reason
+        .as_deref()
+        .filter(|r| POLICY_REASONS.contains(r))
+    else {
+        return;
+    };
+    out.insert("reason".to_owned(), json!(reason));
     if let Some(why) = outcome.message.as_deref() {
-        let mut why: String = why.chars().take(MAX_WHY).collect();
-        if why.len() < outcome.message.as_deref().map_or(0, str::len) {
-            why.push('…');
+        let mut clipped: String = why.chars().take(MAX_WHY).collect();
+        if clipped.len() < why.len() {
+            clipped.push('…');
         }
-        out.insert("why".to_owned(), json!(why));
+        out.insert("why".to_owned(), json!(clipped));
     }
 }
 
