@@ -56,7 +56,7 @@ fn lexical_inner(raw: &str) -> Result<(), &'static str> {
 
 /// A path in someone else's namespace (an upstream server's virtual file names), checked with
 /// no root on this host: the lexical checks of [`check_lexical`] (relative, no `..` in any
-/// form, no NUL), then normalized: `\\` read as `/`, empty and `.` components dropped. A path
+/// form, no NUL), then normalized: a backslash read as `/`, empty and `.` components dropped. A path
 /// with nothing left (`.`, `./`) is `path_invalid`.
 ///
 /// ```
