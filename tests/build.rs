@@ -10,7 +10,9 @@
 //! A `node` program that runs (`node --version`) enables `cfg(toolguard_node)`, for the test that
 //! drives the MCP server with the official TypeScript SDK (`tests/mcp_sdk.rs`); a `chromedriver`
 //! (or `TOOLGUARD_CHROMEDRIVER`) that runs enables `cfg(toolguard_chromium)`, for the approval
-//! console's browser test (`tests/console_browser.rs`).
+//! console's browser test (`tests/console_browser.rs`); a `python3` that imports the Python MCP
+//! SDK's FastMCP enables `cfg(toolguard_fastmcp)`, for the gateway tests against a Python tool
+//! server (`tests/proxy_fastmcp.rs`).
 
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
@@ -34,6 +36,17 @@ fn main() {
         .is_ok_and(|out| out.status.success());
     if node {
         println!("cargo::rustc-cfg=toolguard_node");
+    }
+    // The Python MCP SDK (FastMCP) for the gateway tests against a Python tool server
+    // (`tests/proxy_fastmcp.rs`): `python3 -c "import mcp.server.fastmcp"` succeeds.
+    println!("cargo::rustc-check-cfg=cfg(toolguard_fastmcp)");
+    println!("cargo::rerun-if-env-changed=PYTHONPATH");
+    let fastmcp = std::process::Command::new("python3")
+        .args(["-c", "import mcp.server.fastmcp"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if fastmcp {
+        println!("cargo::rustc-cfg=toolguard_fastmcp");
     }
     println!("cargo::rustc-check-cfg=cfg(toolguard_chromium)");
     println!("cargo::rerun-if-env-changed=TOOLGUARD_CHROMEDRIVER");

@@ -808,8 +808,7 @@ fn a_read_only_result_that_carries_text_must_declare_its_trust_whatever_its_type
     let err = Dispatcher::builder(())
         .tool(InboxSummary)
         .build()
-        .err()
-        .expect("free text nested in the result needs `output = ...`");
+        .expect_err("free text nested in the result needs `output = ...`");
     match err {
         BuildError::UnsafeDeclaration { tool, message } => {
             assert_eq!(tool, "inbox_summary");

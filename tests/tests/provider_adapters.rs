@@ -807,6 +807,32 @@ fn approval_binding_changes_with_response_id_and_adapter_revision() {
 }
 
 #[test]
+fn holds_and_policy_denials_tell_the_model_the_policy_reason_only() {
+    let why = "the amount 1500.50 USD is over the approval threshold of 1000.00 USD";
+    for status in [Status::PendingApproval, Status::PolicyDenied] {
+        let mut outcome = ToolOutcome::new("call_x", "send_money", status);
+        outcome.message = Some(why.into());
+        outcome.reason = Some("approval_over".into());
+        let payload = model_payload(&outcome);
+        assert_eq!(payload["reason"], "approval_over", "{payload}");
+        assert_eq!(payload["why"], why, "{payload}");
+        assert_eq!(payload["message"], status_text(status), "{payload}");
+        // A reason the risk policy does not own (a host hook's) is not told, nor its message.
+        outcome.reason = Some("internal_check".into());
+        let payload = model_payload(&outcome);
+        assert!(
+            payload.get("reason").is_none() && payload.get("why").is_none(),
+            "{payload}"
+        );
+    }
+    // Other statuses never carry it.
+    let mut outcome = ToolOutcome::new("call_x", "send_money", Status::Failed);
+    outcome.message = Some(why.into());
+    outcome.reason = Some("approval_over".into());
+    assert!(model_payload(&outcome).get("why").is_none());
+}
+
+#[test]
 fn every_status_explanation_is_pinned_and_echoes_nothing() {
     const MESSAGE: &str = "internal detail: row 42 of tenant globex";
     const REASON: &str = "secret_reason_code";

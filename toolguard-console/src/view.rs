@@ -249,6 +249,7 @@ fn cause_text(cause: &str) -> &'static str {
         "session_limit" => "the agent session's cumulative limit would be exceeded",
         "subject_limit" => "the customer's cumulative limit would be exceeded",
         "policy" => "a policy rule asks for a human",
+        "provenance" => "the call follows untrusted content the session read (see its sources)",
         _ => "the risk policy asks for a human",
     }
 }

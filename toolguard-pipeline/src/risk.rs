@@ -291,8 +291,11 @@ pub(crate) fn limit_message(code: &str) -> &'static str {
 pub struct PolicyDecision {
     /// The amount measured, if the tool has an amount field.
     pub amount: Option<u64>,
-    /// Why a human must approve, if one must.
+    /// Why a human must approve, if one must (the reason code of the hold).
     pub approval_cause: Option<String>,
+    /// The hold's reason as a sentence for the model and the reviewer (which threshold and
+    /// amount, which limit and how much is left); `None` where the cause says it all.
+    pub approval_message: Option<String>,
     /// Limits to admit the amount against right before execution.
     pub limits: Vec<ScopeLimit>,
     /// The limits of [`limits`](Self::limits) in `Deny` mode: an approval request's reservation
@@ -312,6 +315,35 @@ impl PolicyDecision {
     /// Ledger scopes of the decision.
     pub fn scopes(&self) -> Vec<String> {
         self.limits.iter().map(|l| l.scope.clone()).collect()
+    }
+}
+
+/// `amount` (minor units) as the call's amount field states it: in major units with the
+/// currency of a scaled money field (`1500.00 USD`), else the integer (`150000`).
+pub(crate) fn amount_text(spec: &ToolSpec, amount: u64) -> String {
+    let scaled = spec
+        .amount_field()
+        .and_then(|f| Some((f.scale?, f.currency.as_deref().unwrap_or(""))));
+    match scaled {
+        Some((scale, currency)) if scale > 0 => {
+            let unit = 10u64.pow(u32::from(scale));
+            let (major, minor) = (amount / unit, amount % unit);
+            let width = usize::from(scale);
+            format!("{major}.{minor:0width$} {currency}")
+                .trim_end()
+                .to_owned()
+        }
+        Some((_, currency)) => format!("{amount} {currency}").trim_end().to_owned(),
+        None => amount.to_string(),
+    }
+}
+
+/// The sentence of a hold of cause `cause` that says no more than its code.
+pub(crate) fn cause_message(cause: &str) -> Option<&'static str> {
+    match cause {
+        "critical" => Some("every call of this tool needs a human (risk = \"critical\")"),
+        "policy" => Some("the policy requires a human's approval for every call of this tool"),
+        _ => None,
     }
 }
 

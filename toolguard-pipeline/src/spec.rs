@@ -49,6 +49,26 @@ pub struct FieldSpec {
     /// kind ([`Role::default_for`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<Role>,
+    /// Decimal places of a money field sent as a number in major units: its value is read
+    /// exactly as an integer of minor units ([`measure_amount`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<u8>,
+    /// Currency (ISO 4217) of a scaled money field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub currency: Option<String>,
+    /// Scheme a `url` value written without one is read with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_scheme: Option<String>,
+    /// A `path` field in the upstream's own namespace: relative and normalized, no root.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub upstream_namespace: bool,
+    /// The tool sends data out only when this field is set (not absent, null or empty).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub egress_when: bool,
+    /// Declared as not the caller's identity although named like it (`identity = false`): a
+    /// field of someone else's server, judged by its kind ([`check_identity_of`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_identity: bool,
 }
 
 impl FieldSpec {
@@ -94,6 +114,15 @@ impl toolguard_sanitize::FieldRule for FieldSpec {
     }
     fn root(&self) -> Option<&str> {
         self.root.as_deref()
+    }
+    fn default_scheme(&self) -> Option<&str> {
+        self.default_scheme.as_deref()
+    }
+    fn upstream_namespace(&self) -> bool {
+        self.upstream_namespace
+    }
+    fn scale(&self) -> Option<u8> {
+        self.scale
     }
 }
 
@@ -271,6 +300,9 @@ pub fn measure_amount(spec: &ToolSpec, args: &Value) -> Result<Option<u64>, Stop
         Some(Value::Object(m)) => m.get("amount"),
         Some(v) => Some(v),
     };
+    if let (Some(scale), Some(Value::Number(n))) = (field.scale, value) {
+        return scaled_amount(field, n, scale).map(Some);
+    }
     match value.and_then(Value::as_u64) {
         Some(amount) => Ok(Some(amount)),
         None => Err(Stop::new(
@@ -279,6 +311,39 @@ pub fn measure_amount(spec: &ToolSpec, args: &Value) -> Result<Option<u64>, Stop
             "the amount of this call cannot be read as a non-negative integer; nothing was done",
         )),
     }
+}
+
+/// A scaled amount (a number in major units, `scale` decimal places) in minor units, read from
+/// the number's decimal text (the text the call is forwarded with), never through float
+/// arithmetic: `invalid_arguments` with the reason of [`DecimalError`] when it is negative, has
+/// more decimals than the scale allows, or is too large to be read exactly.
+///
+/// [`DecimalError`]: toolguard_sanitize::kinds::DecimalError
+fn scaled_amount(field: &FieldSpec, n: &serde_json::Number, scale: u8) -> Result<u64, Stop> {
+    use toolguard_sanitize::kinds::{DecimalError, MAX_SIGNIFICANT_DIGITS, minor_units};
+    let text = n.to_string();
+    minor_units(&text, scale).map_err(|e| {
+        let currency = field.currency.as_deref().unwrap_or("");
+        let why = match e {
+            DecimalError::TooPrecise => format!(
+                "has more than {scale} decimal places, which {currency} amounts do not have"
+            ),
+            DecimalError::Negative => "is negative".to_owned(),
+            DecimalError::TooLarge => format!(
+                "is too large to be read exactly (at most {MAX_SIGNIFICANT_DIGITS} significant \
+                 digits)"
+            ),
+            _ => "is not a decimal number".to_owned(),
+        };
+        Stop::new(
+            Status::InvalidArguments,
+            e.code(),
+            format!(
+                "the amount `{}` = {text} {why}; nothing was done",
+                field.name
+            ),
+        )
+    })
 }
 
 /// Whether an argument property named `name` would let the model claim identity or authority,
@@ -325,6 +390,26 @@ pub fn check_identity_properties(schema: &Value) -> Result<(), String> {
             "argument property `{path}` is named like identity or authority, which the model \
              must never supply: take it from the authenticated principal (`ToolContext`) and \
              remove or rename the property"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// [`check_identity_properties`] of `spec`'s input schema, passing over its top-level fields
+/// declared as not the caller's identity ([`FieldSpec::not_identity`]).
+pub fn check_identity_of(spec: &ToolSpec) -> Result<(), String> {
+    let declared: Vec<&str> = spec
+        .fields
+        .iter()
+        .filter(|f| f.not_identity)
+        .map(|f| f.name.as_str())
+        .collect();
+    match toolguard_rules::schema::identity_property_except(&spec.input_schema, &declared) {
+        Some(path) => Err(format!(
+            "argument property `{path}` is named like identity or authority, which the model \
+             must never supply: take it from the authenticated principal (`ToolContext`) and \
+             remove or rename the property, or, for a field of someone else's server that is \
+             not the caller's identity, declare it `identity = false` with its `kind`"
         )),
         None => Ok(()),
     }

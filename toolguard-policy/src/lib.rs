@@ -43,6 +43,45 @@
 //! flow_roles = { destination = "deny" }  # this tool's rule per role
 //! flow_fields = { "/body" = "allow" }     # this tool's rule per field
 //! ```
+//!
+//! A server someone else wrote is described as it is, without renaming its fields:
+//!
+//! ```toml
+//! [tools.send_money]                   # `send_money(recipient: str, amount: float, subject: str)`
+//! risk = "high"
+//! read_only = false
+//! idempotent = true
+//! amount = "/amount"
+//! approval_over = 100000               # minor units: 1000.00 USD
+//! # A float amount read exactly from the number's text as minor units; more decimals than
+//! # the scale are refused (`amount_too_precise`), never rounded.
+//! fields."/amount" = { kind = "money", scale = 2, currency = "USD", description = "Dollars." }
+//! # Named like the caller's identity, but a transfer's subject line: judged as text.
+//! fields."/subject" = { kind = "text", identity = false, max_len = 140, description = "Subject." }
+//! fields."/recipient" = { kind = "identifier", max_len = 34, description = "IBAN." }
+//!
+//! [tools.get_webpage]
+//! risk = "medium"
+//! read_only = true
+//! egress = "allowlisted"
+//! # `www.example.com/x` is read (and forwarded) as `https://www.example.com/x`.
+//! fields."/url" = { kind = "url", default_scheme = "https", allow_hosts = ["*.example.com"] }
+//!
+//! [tools.read_file]                    # names in the upstream's own (virtual) drive
+//! risk = "low"
+//! read_only = true
+//! fields."/file_path" = { kind = "path", namespace = "upstream", max_len = 256 }
+//!
+//! [tools.create_calendar_event]        # data leaves only with participants
+//! risk = "medium"
+//! read_only = false
+//! egress = "open"
+//! output = "trusted"
+//! fields."/participants" = { kind = "email", max_items = 10, egress = true }
+//! ```
+//!
+//! Optional fields (`anyOf: [T, {"type": "null"}]`, `type: [T, "null"]`) get every rule of
+//! their inner type; the tightened schema bounds the inner schema and keeps the null branch.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

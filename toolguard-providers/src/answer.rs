@@ -14,6 +14,9 @@ use toolguard_pipeline::{Status, ToolOutcome};
 pub const MAX_REPORTED_ERRORS: usize = 20;
 /// Longest argument-error message reported back to the model, in characters.
 pub const MAX_ERROR_MESSAGE: usize = 200;
+/// Longest `why` (the sentence of a hold or a policy denial) reported back to the model, in
+/// characters.
+pub const MAX_WHY: usize = 400;
 
 /// The stable explanation of `status` given to the model.
 pub fn status_text(status: Status) -> &'static str {
@@ -67,8 +70,9 @@ pub fn status_text(status: Status) -> &'static str {
 /// The JSON the model receives for `outcome`.
 ///
 /// `{"status":"ok","data":...}` for success; otherwise `{"status":code,"message":text}` plus, by
-/// status, `reason` (a stable code, for `malformed`, `blocked` and `policy_denied`), `errors`
-/// (for `invalid_arguments`; when no argument is at fault, as for a missing idempotency key, the
+/// status, `reason` (a stable code, for `malformed`, `blocked`, `policy_denied` and
+/// `pending_approval`, the risk policy's holds and denials with the sentence `why`), `errors` (for
+/// `invalid_arguments`; when no argument is at fault, as for a missing idempotency key, the
 /// `reason` and a `message` that says what is missing instead), `detail` and `retry_after_ms`
 /// (for `policy_denied`: which limit, and for a rate when to retry), `approval_id` and
 /// `expires_at_ms` (for `pending_approval`) or `operation_id` (for `outcome_unknown`).
@@ -120,6 +124,7 @@ pub fn model_payload(outcome: &ToolOutcome) -> Value {
         }
         _ => {}
     }
+    policy_reason(outcome, &mut out);
     Value::Object(out)
 }
 
@@ -174,6 +179,47 @@ pub fn reason_text(reason: &str) -> Option<&'static str> {
         }
         _ => return None,
     })
+}
+
+/// The reason codes of the risk policy whose sentence the model is told (`why`): each names
+/// only what the model's own call and the policy say (the amount, the threshold, the limit and
+/// what is left, the source read). Any other message (a host's hook, a custom stage) is never
+/// echoed: it may carry internal detail.
+pub const POLICY_REASONS: [&str; 7] = [
+    "approval_over",
+    "session_limit",
+    "subject_limit",
+    "over_call_limit",
+    "critical",
+    "policy",
+    "provenance",
+];
+
+/// Why the risk policy held or refused a call: its reason code (one of [`POLICY_REASONS`]) and
+/// the pipeline's sentence naming the threshold, the limit and what is left, or the source
+/// (`why`), so the model can tell the user what would change the answer.
+fn policy_reason(outcome: &ToolOutcome, out: &mut Map<String, Value>) {
+    if !matches!(
+        outcome.status,
+        Status::PendingApproval | Status::PolicyDenied
+    ) {
+        return;
+    }
+    let Some(reason) = outcome
+        .reason
+        .as_deref()
+        .filter(|r| POLICY_REASONS.contains(r))
+    else {
+        return;
+    };
+    out.insert("reason".to_owned(), json!(reason));
+    if let Some(why) = outcome.message.as_deref() {
+        let mut clipped: String = why.chars().take(MAX_WHY).collect();
+        if clipped.len() < why.len() {
+            clipped.push('…');
+        }
+        out.insert("why".to_owned(), json!(clipped));
+    }
 }
 
 /// [`model_payload`] as compact JSON text.

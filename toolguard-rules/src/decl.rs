@@ -146,6 +146,25 @@ pub struct FieldDecl {
     /// An allowlist of URL hosts or schemes is declared (`allow_hosts`/`allow_schemes`, run
     /// time).
     pub allow_hosts: bool,
+    /// Declared as not the caller's identity (`identity = false`, run time): a field of someone
+    /// else's server named like identity (an e-mail's `subject`, a third party's `user`) that
+    /// holds what its declared kind says. The identity-name rule (4) passes over it.
+    pub not_identity: bool,
+    /// Decimal places of a money field sent as a JSON number in major units (`scale = 2`, run
+    /// time): read exactly as an integer of minor units, so a float type is no longer refused.
+    pub scale: Option<u8>,
+    /// The declared currency of a scaled money field (`currency = "USD"`, run time).
+    pub currency: Option<String>,
+    /// The kind was declared, not inferred from the type (run time: `kind = "..."`).
+    pub kind_declared: bool,
+    /// The scheme a URL written without one is read with (`default_scheme = "https"`, run
+    /// time).
+    pub default_scheme: Option<String>,
+    /// A path in the upstream's own namespace (`namespace = "upstream"`, run time): relative,
+    /// normalized, no traversal, and no root on the gateway's host.
+    pub upstream_namespace: bool,
+    /// The tool sends data out only when this field is set (`egress = true`, run time).
+    pub egress_when: bool,
 }
 
 impl FieldDecl {
@@ -170,6 +189,13 @@ impl FieldDecl {
             max_items: None,
             allow_domains: false,
             allow_hosts: false,
+            not_identity: false,
+            scale: None,
+            currency: None,
+            kind_declared: false,
+            default_scheme: None,
+            upstream_namespace: false,
+            egress_when: false,
         }
     }
 }
@@ -678,11 +704,12 @@ fn approvals(tool: &ToolDecl, found: &mut Found) {
                     ),
                 );
             }
-            Some(f) if found.typed && f.scalar == Scalar::Float => {
+            Some(f) if found.typed && f.scalar == Scalar::Float && f.scale.is_none() => {
                 let fix = found.pick(
                     format!("Make `{}` an integer in minor units (`u64` cents)", f.name),
                     "Name an integer property (`\"type\": \"integer\"`, in minor units) with \
-                     `amount = \"/<field>\"`"
+                     `amount = \"/<field>\"`, or declare the decimals it has: \
+                     `kind = \"money\", scale = 2, currency = \"USD\"`"
                         .to_owned(),
                 );
                 found.push(
@@ -749,13 +776,21 @@ fn key_argument(tool: &ToolDecl, found: &mut Found) {
 /// The message of rule 4 for a parameter or property called `name` (a dotted path below the
 /// arguments for a nested property).
 pub(crate) fn identity_message(name: &str, syntax: Syntax) -> String {
-    let fix = syntax.pick(
-        "Remove it and take `ctx: &ToolContext<S>` as the first parameter, then use \
-         `ctx.tenant()`, `ctx.subject()` or `ctx.principal().roles`",
-        "Remove or rename the property in the input schema and take the value from the \
-         authenticated principal (`ToolContext`); a tool that needs it from the model cannot be \
-         declared",
-    );
+    let fix = match syntax {
+        Syntax::Attributes => {
+            "Remove it and take `ctx: &ToolContext<S>` as the first parameter, then use \
+             `ctx.tenant()`, `ctx.subject()` or `ctx.principal().roles`"
+                .to_owned()
+        }
+        Syntax::Keys => format!(
+            "If it is not the caller's identity (an e-mail's subject, a third party's user name), \
+             say what it holds: `fields.\"/{top}\" = {{ kind = \"text\", identity = false }}` (or \
+             `kind = \"identifier\"`/`\"name\"`/`\"email\"`) and it is judged by that kind; if \
+             it is the caller's identity, the upstream must take it from its own authentication, \
+             not from the model",
+            top = name.split('.').next().unwrap_or(name)
+        ),
+    };
     format!(
         "parameter `{name}` looks like identity or authority, which the model must never supply: \
          it comes from the authenticated principal. {fix}"
@@ -773,7 +808,7 @@ pub(crate) fn pattern_message(name: &str, problem: &PatternProblem) -> String {
 /// The rules on one field.
 fn field_rules(tool: &ToolDecl, i: usize, f: &FieldDecl, found: &mut Found) {
     let amount = tool.amount_field() == Some(i);
-    if is_identity_name(&f.name) {
+    if is_identity_name(&f.name) && !f.not_identity {
         found.push(
             4,
             Site::FieldName(i),
@@ -781,6 +816,8 @@ fn field_rules(tool: &ToolDecl, i: usize, f: &FieldDecl, found: &mut Found) {
         );
     }
     money(tool, i, f, amount, found);
+    scaled_money(i, f, found);
+    run_time_options(tool, i, f, found);
     if amount && f.sensitive {
         let remove = found.pick("`sensitive`", "`sensitive = true`");
         found.push(
@@ -853,7 +890,11 @@ fn money(tool: &ToolDecl, i: usize, f: &FieldDecl, amount: bool, found: &mut Fou
     if !found.typed {
         return;
     }
-    if (amount || f.kind == Kind::Money || is_money_name(&f.name)) && f.scalar == Scalar::Float {
+    let scaled = f.scale.is_some();
+    if (amount || f.kind == Kind::Money || is_money_name(&f.name))
+        && f.scalar == Scalar::Float
+        && !scaled
+    {
         let what = if amount {
             "an amount"
         } else if f.kind == Kind::Money {
@@ -863,8 +904,9 @@ fn money(tool: &ToolDecl, i: usize, f: &FieldDecl, amount: bool, found: &mut Fou
         };
         let fix = found.pick(
             "Use an integer in minor units (`u64` cents) or the `Money`/`Cents` type",
-            "Use an integer in minor units (`\"type\": \"integer\"`, e.g. cents): a tool that \
-             takes float amounts cannot be guarded",
+            "Declare how to read it exactly: `kind = \"money\", scale = 2, currency = \"USD\"` \
+             (decimal places and currency; the number's text is read as minor units, never as \
+             a float), or use an integer in minor units (`\"type\": \"integer\"`, e.g. cents)",
         );
         found.push(
             3,
@@ -877,7 +919,8 @@ fn money(tool: &ToolDecl, i: usize, f: &FieldDecl, amount: bool, found: &mut Fou
         );
     } else if amount
         && !tool.compiler_checks_amount
-        && !(f.scalar == Scalar::Integer && f.collection.is_none())
+        && !(f.collection.is_none()
+            && (f.scalar == Scalar::Integer || (scaled && f.scalar == Scalar::Float)))
     {
         let fix = found.pick(
             "Use an unsigned integer in minor units (`u64` cents) or the `Money`/`Cents` type",
@@ -896,6 +939,134 @@ fn money(tool: &ToolDecl, i: usize, f: &FieldDecl, amount: bool, found: &mut Fou
         );
     }
 }
+
+/// Rule 3 on `scale`/`currency`: they come together, on a `money` field, the scale is at most
+/// [`MAX_SCALE`] and the currency is an ISO 4217 code; a scaled field holds one number.
+fn scaled_money(i: usize, f: &FieldDecl, found: &mut Found) {
+    let (option, message) = match (&f.scale, &f.currency) {
+        (None, None) => return,
+        (Some(_), None) | (None, Some(_)) => (
+            if f.scale.is_some() {
+                "scale"
+            } else {
+                "currency"
+            },
+            format!(
+                "`{}` needs both `scale` (decimal places) and `currency` (e.g. `\"USD\"`): \
+                 together they say how many minor units one major unit has and in which money \
+                 limits are counted",
+                f.name
+            ),
+        ),
+        (Some(scale), _) if *scale > MAX_SCALE => (
+            "scale",
+            format!(
+                "`scale = {scale}` on `{}`: at most {MAX_SCALE} decimal places can be read into \
+                 an integer of minor units",
+                f.name
+            ),
+        ),
+        (_, Some(c)) if c.len() != 3 || !c.bytes().all(|b| b.is_ascii_uppercase()) => (
+            "currency",
+            format!(
+                "`currency = \"{c}\"` on `{}` is not an ISO 4217 code: three capital letters, \
+                 e.g. `\"USD\"`, `\"EUR\"`",
+                f.name
+            ),
+        ),
+        _ if f.kind != Kind::Money => (
+            "scale",
+            format!(
+                "`scale`/`currency` read money, but `{}` is not a money field: add \
+                 `kind = \"money\"`",
+                f.name
+            ),
+        ),
+        _ if found.typed
+            && (f.collection.is_some() || !matches!(f.scalar, Scalar::Float | Scalar::Integer)) =>
+        {
+            (
+                "scale",
+                format!(
+                    "`{}` has a `scale` but does not hold one number: a scaled amount is a JSON \
+                     number in major units (`\"type\": \"number\"`)",
+                    f.name
+                ),
+            )
+        }
+        _ => return,
+    };
+    found.push(3, Site::FieldOption(i, option), message);
+}
+
+/// The options only a run-time declaration has: `identity = false` says what the field is
+/// (a `kind`), `default_scheme` reads URLs, `namespace = "upstream"` reads paths, and a field's
+/// `egress = true` narrows a tool that sends data out.
+fn run_time_options(tool: &ToolDecl, i: usize, f: &FieldDecl, found: &mut Found) {
+    let name = &f.name;
+    let broken = if f.not_identity && !f.kind_declared {
+        Some((
+            4,
+            "identity",
+            format!(
+                "`identity = false` on `{name}` must say what the field holds instead: add \
+                 `kind = \"text\"` (a subject, a message), `\"name\"`, `\"identifier\"` or \
+                 `\"email\"`, and it is judged by that kind"
+            ),
+        ))
+    } else if let Some(scheme) = f.default_scheme.as_deref().filter(|_| f.kind != Kind::Url) {
+        Some((
+            0,
+            "default_scheme",
+            format!(
+                "`default_scheme = \"{scheme}\"` reads URLs, but `{name}` is not a URL field: add \
+                 `kind = \"url\"`, or remove it"
+            ),
+        ))
+    } else if let Some(scheme) = f
+        .default_scheme
+        .as_deref()
+        .filter(|s| !matches!(*s, "https" | "http"))
+    {
+        Some((
+            0,
+            "default_scheme",
+            format!(
+                "`default_scheme = \"{scheme}\"` on `{name}`: a URL written without a scheme is \
+                 read as `https` or `http`; give one of them"
+            ),
+        ))
+    } else if f.upstream_namespace && (f.kind != Kind::Path || f.root.is_some()) {
+        Some((
+            6,
+            "namespace",
+            format!(
+                "`namespace = \"upstream\"` on `{name}` names paths in the upstream's own \
+                 namespace: it needs `kind = \"path\"` and no `root` (a root confines paths on \
+                 the gateway's host)"
+            ),
+        ))
+    } else if f.egress_when && tool.egress.is_none() {
+        Some((
+            19,
+            "egress",
+            format!(
+                "`egress = true` on `{name}` says the tool sends data out only when this field \
+                 is set, but tool `{}` declares no egress: add `egress = \"open\"` or \
+                 `\"allowlisted\"` to the tool, or remove it",
+                tool.name
+            ),
+        ))
+    } else {
+        None
+    };
+    if let Some((rule, option, message)) = broken {
+        found.push(rule, Site::FieldOption(i, option), message);
+    }
+}
+
+/// The largest `scale` a money field may declare.
+pub const MAX_SCALE: u8 = 9;
 
 /// Rules 5 and 16: strings and collections of high-risk tools are bounded; and bounds that
 /// admit nothing (rule 11).
@@ -978,11 +1149,14 @@ fn bounds(tool: &ToolDecl, i: usize, f: &FieldDecl, found: &mut Found) {
 /// Rule 6: paths are confined below a real root.
 fn path_rules(i: usize, f: &FieldDecl, found: &mut Found) {
     match (&f.root, f.kind == Kind::Path) {
-        (None, true) if !f.confined => {
+        (None, true) if !f.confined && !f.upstream_namespace => {
             let opt = found.opt("arg", "root = \"/srv/data\"");
             let fix = found.pick(
                 format!("Confine it with {opt} (or use `SafePath`)"),
-                format!("Confine it with {opt}"),
+                format!(
+                    "Confine it with {opt}, or, for a name in the upstream's own namespace (not a \
+                     file on this host), `namespace = \"upstream\"`"
+                ),
             );
             found.push(
                 6,
@@ -1468,6 +1642,100 @@ mod tests {
                 ]
             );
         }
+    }
+
+    #[test]
+    fn a_scaled_float_amount_is_an_amount_and_scale_and_currency_come_together() {
+        let mut t = tool(vec![amount("amount", Kind::Money, Scalar::Float)]);
+        t.idempotent = Some(KeySource::Host);
+        t.approval_over = Some(100);
+        assert_eq!(
+            rules(&t),
+            [
+                (2, Site::ToolOption("approval_over")),
+                (3, Site::FieldType(0))
+            ]
+        );
+        t.fields[0].scale = Some(2);
+        t.fields[0].currency = Some("USD".to_owned());
+        assert_eq!(rules(&t), []);
+        t.fields[0].currency = None;
+        assert_eq!(rules(&t), [(3, Site::FieldOption(0, "scale"))]);
+        t.fields[0].currency = Some("usd".to_owned());
+        assert_eq!(rules(&t), [(3, Site::FieldOption(0, "currency"))]);
+        t.fields[0].currency = Some("EUR".to_owned());
+        t.fields[0].scale = Some(MAX_SCALE + 1);
+        assert_eq!(rules(&t), [(3, Site::FieldOption(0, "scale"))]);
+        // A scale reads money: on a text field it would read nothing.
+        let mut f = described("memo", Kind::Text, Scalar::Text);
+        f.scale = Some(2);
+        f.currency = Some("USD".to_owned());
+        f.max_len = Some(10);
+        assert_eq!(rules(&tool(vec![f])), [(3, Site::FieldOption(0, "scale"))]);
+    }
+
+    #[test]
+    fn a_field_declared_not_identity_is_judged_by_its_declared_kind() {
+        let mut f = described("subject", Kind::Text, Scalar::Text);
+        f.max_len = Some(100);
+        let found = check_with(&tool(vec![f.clone()]), Syntax::Keys);
+        assert_eq!(found[0].rule, 4);
+        assert!(
+            found[0].message.contains("identity = false"),
+            "{}",
+            found[0].message
+        );
+        assert!(
+            !found[0].message.contains("ToolContext"),
+            "{}",
+            found[0].message
+        );
+        // The macro's authors own their parameters: the fix stays the Rust one.
+        let found = check_with(&tool(vec![f.clone()]), Syntax::Attributes);
+        assert!(
+            found[0].message.contains("ToolContext"),
+            "{}",
+            found[0].message
+        );
+        f.not_identity = true;
+        assert_eq!(
+            rules(&tool(vec![f.clone()])),
+            [(4, Site::FieldOption(0, "identity"))]
+        );
+        f.kind_declared = true;
+        assert_eq!(rules(&tool(vec![f])), []);
+    }
+
+    #[test]
+    fn run_time_destination_options_fit_their_kind() {
+        let mut url = described("link", Kind::Url, Scalar::Text);
+        url.default_scheme = Some("https".to_owned());
+        assert_eq!(rules(&tool(vec![url.clone()])), []);
+        url.default_scheme = Some("javascript".to_owned());
+        assert_eq!(
+            rules(&tool(vec![url.clone()])),
+            [(0, Site::FieldOption(0, "default_scheme"))]
+        );
+        url.kind = Kind::Text;
+        url.max_len = Some(10);
+        url.default_scheme = Some("https".to_owned());
+        assert_eq!(
+            rules(&tool(vec![url])),
+            [(0, Site::FieldOption(0, "default_scheme"))]
+        );
+        let mut path = described("file", Kind::Path, Scalar::Text);
+        assert_eq!(rules(&tool(vec![path.clone()])), [(6, Site::FieldType(0))]);
+        path.upstream_namespace = true;
+        assert_eq!(rules(&tool(vec![path.clone()])), []);
+        path.root = Some("/srv".to_owned());
+        assert!(rules(&tool(vec![path])).contains(&(6, Site::FieldOption(0, "namespace"))));
+        let mut to = described("participants", Kind::Email, Scalar::Text);
+        to.egress_when = true;
+        let mut t = tool(vec![to]);
+        assert_eq!(rules(&t), [(19, Site::FieldOption(0, "egress"))]);
+        t.egress = Some(EgressDecl::Open);
+        t.output = Some(OutputTrust::Trusted);
+        assert_eq!(rules(&t), []);
     }
 
     #[test]

@@ -186,6 +186,14 @@ pub struct SchemaViolation {
 /// with the message of a parameter), and every `pattern` at any depth is portable (rule 17).
 /// Fixes are spelt in `syntax`. A schema that is not an object schema gets that one violation.
 pub fn check(schema: &Value, syntax: Syntax) -> Vec<SchemaViolation> {
+    check_except(schema, syntax, &[])
+}
+
+/// [`check`], with the identity-name rule passing over the top-level properties in
+/// `not_identity` (fields declared `identity = false`: a field of someone else's server that
+/// is named like identity but holds what its declared kind says). Properties nested in them are
+/// still checked.
+pub fn check_except(schema: &Value, syntax: Syntax, not_identity: &[&str]) -> Vec<SchemaViolation> {
     let typed_object = schema.get("type").and_then(Value::as_str) == Some("object");
     if !schema.is_object() || !(typed_object || schema.get("properties").is_some()) {
         return vec![SchemaViolation {
@@ -197,7 +205,7 @@ pub fn check(schema: &Value, syntax: Syntax) -> Vec<SchemaViolation> {
         }];
     }
     let mut out = Vec::new();
-    if let Some(path) = identity_property(schema) {
+    if let Some(path) = identity_property_except(schema, not_identity) {
         out.push(SchemaViolation {
             rule: 4,
             message: identity_message(&path, syntax),
@@ -218,10 +226,16 @@ pub fn check(schema: &Value, syntax: Syntax) -> Vec<SchemaViolation> {
 /// (rule 4, [`is_identity_name`]): in nested objects, array items and `$defs`/`definitions`
 /// (`customer.tenant_id`, `$defs.Meta.user`).
 pub fn identity_property(schema: &Value) -> Option<String> {
-    identity_below(schema, "")
+    identity_below(schema, "", &[])
 }
 
-fn identity_below(schema: &Value, path: &str) -> Option<String> {
+/// [`identity_property`], passing over the names in `not_identity` among the top-level
+/// properties (but not what is nested in them).
+pub fn identity_property_except(schema: &Value, not_identity: &[&str]) -> Option<String> {
+    identity_below(schema, "", not_identity)
+}
+
+fn identity_below(schema: &Value, path: &str, exempt: &[&str]) -> Option<String> {
     let join = |name: &str| {
         if path.is_empty() {
             name.to_owned()
@@ -234,18 +248,19 @@ fn identity_below(schema: &Value, path: &str) -> Option<String> {
             .iter()
             .find_map(|(key, value)| match (key.as_str(), value) {
                 ("properties", Value::Object(props)) => props.iter().find_map(|(name, sub)| {
-                    if is_identity_name(name) {
+                    let declared = path.is_empty() && exempt.contains(&name.as_str());
+                    if is_identity_name(name) && !declared {
                         Some(join(name))
                     } else {
-                        identity_below(sub, &join(name))
+                        identity_below(sub, &join(name), &[])
                     }
                 }),
                 ("$defs" | "definitions", Value::Object(defs)) => defs
                     .iter()
-                    .find_map(|(name, sub)| identity_below(sub, &format!("$defs.{name}"))),
-                (_, sub) => identity_below(sub, path),
+                    .find_map(|(name, sub)| identity_below(sub, &format!("$defs.{name}"), &[])),
+                (_, sub) => identity_below(sub, path, exempt),
             }),
-        Value::Array(items) => items.iter().find_map(|v| identity_below(v, path)),
+        Value::Array(items) => items.iter().find_map(|v| identity_below(v, path, exempt)),
         _ => None,
     }
 }

@@ -74,6 +74,22 @@ pub trait FieldRule {
     fn root(&self) -> Option<&str> {
         None
     }
+    /// The scheme a `url` value written without one is read with (`https`: `www.example.com`
+    /// is checked and passed on as `https://www.example.com/`).
+    fn default_scheme(&self) -> Option<&str> {
+        None
+    }
+    /// A `path` field names something in the upstream's own namespace: the value is checked
+    /// lexically (relative, no `..`, no absolute path) and normalized, with no root on this host.
+    fn upstream_namespace(&self) -> bool {
+        false
+    }
+    /// Decimal places of a `money` field sent as a JSON number in major units: its numbers are
+    /// read exactly as minor units ([`crate::kinds::minor_units`]) and refused when they are
+    /// not an exact amount. `None`: a money number is an integer of minor units.
+    fn scale(&self) -> Option<u8> {
+        None
+    }
 }
 
 /// A tool's declaration, as far as the sanitizer reads it.

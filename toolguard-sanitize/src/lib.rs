@@ -133,6 +133,7 @@
 //! | `path_traversal` | a `..` component (also percent- or entity-encoded) |
 //! | `path_escape` | a symlink leading out of the root (or dangling) |
 //! | `money_invalid` | a negative or fractional amount, or a currency code that is not a [`Currency`](crate::kinds::Currency) |
+//! | `amount_too_precise`, `amount_negative`, `amount_too_large`, `amount_not_a_number` | a number of a money field with a declared scale ([`FieldRule::scale`]) that is not an exact amount of minor units ([`kinds::minor_units`]) |
 //! | `invalid_key` | a nested object key that is not clean text (the field named is the object holding it, never the key) |
 //!
 //! Modification codes ([`Modification::what`]): `zero_width`, `format_char`,
@@ -583,13 +584,14 @@ impl Sanitizer {
             (_, Value::String(s)) => {
                 self.judge_string(tool, field, field.kind(), s, pointer, report)
             }
-            (FieldKind::Money, Value::Number(n)) => {
-                if n.as_u64().is_some() {
-                    Ok(())
-                } else {
-                    Err("money_invalid")
-                }
-            }
+            (FieldKind::Money, Value::Number(n)) => match field.scale() {
+                // A decimal in major units, read exactly from the number's text.
+                Some(scale) => kinds::minor_units(&n.to_string(), scale)
+                    .map(|_| ())
+                    .map_err(kinds::DecimalError::code),
+                None if n.as_u64().is_some() => Ok(()),
+                None => Err("money_invalid"),
+            },
             (_, Value::Array(items)) => {
                 let len = pointer.len();
                 for (i, item) in items.iter_mut().enumerate() {
@@ -752,6 +754,7 @@ impl Sanitizer {
         // Looked up only by the kinds and paths that read it: most judged strings need no rule.
         let policy = || self.policy(tool, field.name());
         let mut resolved = None;
+        let mut namespaced = None;
         let kind_result = match kind {
             FieldKind::Identifier => {
                 let max = field
@@ -775,9 +778,21 @@ impl Sanitizer {
             FieldKind::Url => {
                 let default = UrlPolicy::default();
                 let up = policy().map(|p| &p.url).unwrap_or(&default);
-                match url::check_url(current, up, self.resolver.as_ref()) {
+                let with_scheme = url::with_default_scheme(current, field.default_scheme());
+                match url::check_url(&with_scheme, up, self.resolver.as_ref()) {
                     Ok(r) => {
                         resolved = Some(r);
+                        markers(current, || false)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            FieldKind::Path if field.upstream_namespace() => {
+                match path::normalize_relative(current) {
+                    Ok(normal) => {
+                        if normal != current {
+                            namespaced = Some(normal);
+                        }
                         markers(current, || false)
                     }
                     Err(e) => Err(e),
@@ -804,8 +819,9 @@ impl Sanitizer {
             None => Judged {
                 verdict: Verdict::Clean,
                 reason: None,
-                // A URL goes on as the serialization that was checked, never as sent.
-                replacement: resolved.as_ref().map(|r| r.url.clone()),
+                // A URL goes on as the serialization that was checked, never as sent; an
+                // upstream path as its normalized form.
+                replacement: resolved.as_ref().map(|r| r.url.clone()).or(namespaced),
                 modifications,
                 resolved,
             },

@@ -54,6 +54,29 @@ fn lexical_inner(raw: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// A path in someone else's namespace (an upstream server's virtual file names), checked with
+/// no root on this host: the lexical checks of [`check_lexical`] (relative, no `..` in any
+/// form, no NUL), then normalized: a backslash read as `/`, empty and `.` components dropped. A path
+/// with nothing left (`.`, `./`) is `path_invalid`.
+///
+/// ```
+/// use toolguard_sanitize::path::normalize_relative;
+/// assert_eq!(normalize_relative("docs//./q3.txt"), Ok("docs/q3.txt".to_owned()));
+/// assert_eq!(normalize_relative("../etc/passwd"), Err("path_traversal"));
+/// assert_eq!(normalize_relative("/etc/passwd"), Err("path_absolute"));
+/// ```
+pub fn normalize_relative(raw: &str) -> Result<String, &'static str> {
+    check_lexical(raw)?;
+    let parts: Vec<&str> = raw
+        .split(['/', '\\'])
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    if parts.is_empty() {
+        return Err("path_invalid");
+    }
+    Ok(parts.join("/"))
+}
+
 /// Confines `raw` below `root`: lexical checks, then the file-system walk described in the
 /// module docs. Returns the resolved absolute path (below the canonical root).
 pub fn confine(raw: &str, root: &Path) -> Result<PathBuf, &'static str> {

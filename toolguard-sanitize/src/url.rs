@@ -215,6 +215,29 @@ fn host_allowed(host: &str, hosts: &[String]) -> bool {
     })
 }
 
+/// `raw` with `scheme` put in front when it has none (`www.example.com/x` with `https` is
+/// `https://www.example.com/x`); unchanged without a default scheme or with a scheme of its own
+/// (`scheme://`, or `mailto:`-like `name:` before any `/`, `?` or `#`).
+pub fn with_default_scheme<'a>(raw: &'a str, scheme: Option<&str>) -> std::borrow::Cow<'a, str> {
+    let Some(scheme) = scheme else {
+        return raw.into();
+    };
+    let head = raw.split(['/', '?', '#']).next().unwrap_or("");
+    let has_scheme = raw.contains("://")
+        || head.split_once(':').is_some_and(|(s, rest)| {
+            // `host:port` is not a scheme: a scheme is followed by something not all digits.
+            s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+                && !rest.is_empty()
+                && !rest.chars().all(|c| c.is_ascii_digit())
+        });
+    if has_scheme || raw.starts_with("//") {
+        raw.into()
+    } else {
+        format!("{scheme}://{raw}").into()
+    }
+}
+
 /// True when a label of an internationalized domain mixes scripts (`pаypal` with a Cyrillic `а`).
 pub(crate) fn idn_mixed_script(ascii_host: &str) -> bool {
     if !ascii_host.split('.').any(|l| l.starts_with("xn--")) {
@@ -481,6 +504,33 @@ mod tests {
             check("https://[::ffff:0:a9fe:a9fe]/").unwrap_err(),
             "url_private_address"
         );
+    }
+
+    #[test]
+    fn a_default_scheme_goes_only_where_none_is_written() {
+        let https = Some("https");
+        for (raw, read) in [
+            ("www.example.com/x", "https://www.example.com/x"),
+            ("example.com:8443/a", "https://example.com:8443/a"),
+            ("http://example.com/", "http://example.com/"),
+            ("mailto:ann@example.com", "mailto:ann@example.com"),
+            ("javascript:alert(1)", "javascript:alert(1)"),
+        ] {
+            assert_eq!(with_default_scheme(raw, https), read, "{raw}");
+        }
+        assert_eq!(
+            with_default_scheme("www.example.com", None),
+            "www.example.com"
+        );
+        // What the default makes of a scheme-less URL is checked like any URL.
+        let none = NoResolution;
+        let read = with_default_scheme("www.example.com/news", https);
+        assert_eq!(
+            check_url(&read, &UrlPolicy::default(), &none).unwrap().url,
+            "https://www.example.com/news"
+        );
+        let internal = with_default_scheme("127.0.0.1/admin", https);
+        assert!(check_url(&internal, &UrlPolicy::default(), &none).is_err());
     }
 
     #[test]

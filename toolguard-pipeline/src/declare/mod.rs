@@ -175,6 +175,40 @@ pub struct FieldDecl {
     /// provenance per argument; default: by its kind (see [`crate::spec::FieldSpec::role`]).
     #[serde(default)]
     pub role: Option<crate::spec::Role>,
+    /// `identity = false`: the field is named like identity or authority (an e-mail's
+    /// `subject`, a third party's `user`) but is not the caller's identity; with a declared
+    /// `kind` it is judged by that kind instead of refused. Undeclared, the identity rule
+    /// applies.
+    #[serde(default)]
+    pub identity: Option<bool>,
+    /// Decimal places of a `money` field sent as a JSON number in major units (`12.34` with
+    /// `scale = 2` is 1234 minor units), read exactly from the number's text; needs `currency`.
+    #[serde(default)]
+    pub scale: Option<u8>,
+    /// ISO 4217 code of a scaled `money` field (`"USD"`).
+    #[serde(default)]
+    pub currency: Option<String>,
+    /// Scheme of a `url` field's value written without one (`"https"`: `www.example.com/x` is
+    /// read as `https://www.example.com/x`).
+    #[serde(default)]
+    pub default_scheme: Option<String>,
+    /// `"upstream"`: a `path` field names something in the upstream's own namespace (relative,
+    /// normalized, no `..`, no absolute path), with no root on the gateway's host.
+    #[serde(default)]
+    pub namespace: Option<PathNamespace>,
+    /// The tool sends data out only when this field is set (not absent, null, empty): a call
+    /// without it is not egress. Needs the tool's `egress`.
+    #[serde(default)]
+    pub egress: bool,
+}
+
+/// Whose namespace a `path` field's values name (`namespace = "..."`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PathNamespace {
+    /// The upstream server's own (virtual) names: no root on the gateway's host.
+    Upstream,
 }
 
 /// Builds the [`ToolSpec`] of tool `name` from its JSON Schema and `decl`, after checking every

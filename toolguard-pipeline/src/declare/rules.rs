@@ -49,7 +49,13 @@ pub fn check(
     schema: &Value,
     decl: &Declaration,
 ) -> Result<(), DeclareError> {
-    let whole = schema_rules::check(schema, Syntax::Keys);
+    let not_identity: Vec<&str> = decl
+        .fields
+        .iter()
+        .filter(|(_, f)| f.identity == Some(false))
+        .filter_map(|(p, _)| p.strip_prefix('/'))
+        .collect();
+    let whole = schema_rules::check_except(schema, Syntax::Keys, &not_identity);
     // An input schema that is not an object schema has no fields to read.
     if let Some(v) = whole.iter().find(|v| v.at.is_empty()) {
         return Err(DeclareError::new(name, None, v.message.clone()));
@@ -180,7 +186,14 @@ fn field_index(
 fn apply(field: &mut model::FieldDecl, f: &FieldDecl) {
     if let Some(kind) = f.kind {
         field.kind = kind_of(kind);
+        field.kind_declared = true;
     }
+    field.not_identity = f.identity == Some(false);
+    field.scale = f.scale;
+    field.currency = f.currency.clone();
+    field.default_scheme = f.default_scheme.clone();
+    field.upstream_namespace = f.namespace == Some(super::PathNamespace::Upstream);
+    field.egress_when = f.egress;
     if let Some(d) = &f.description {
         field.description = Some(d.clone());
     }
@@ -317,5 +330,98 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.message.starts_with("unbounded"), "{err}");
+    }
+
+    /// A Python server's `send_money`: `subject` named like identity, `amount: float | None`.
+    fn python_transfer() -> Value {
+        json!({"type": "object", "required": ["recipient", "subject"], "properties": {
+            "recipient": {"type": "string", "title": "Recipient"},
+            "amount": {"anyOf": [{"type": "number"}, {"type": "null"}], "default": null},
+            "subject": {"type": "string", "title": "Subject"}
+        }})
+    }
+
+    fn transfer_decl() -> Declaration {
+        let mut decl = Declaration::new(Risk::Medium, false);
+        decl.idempotent = true;
+        decl.amount = Some("/amount".to_owned());
+        decl.approval_over = Some(100_000);
+        decl.fields.insert(
+            "/amount".to_owned(),
+            FieldDecl {
+                kind: Some(FieldKind::Money),
+                scale: Some(2),
+                currency: Some("USD".to_owned()),
+                ..FieldDecl::default()
+            },
+        );
+        decl.fields.insert(
+            "/subject".to_owned(),
+            FieldDecl {
+                kind: Some(FieldKind::Text),
+                identity: Some(false),
+                ..FieldDecl::default()
+            },
+        );
+        decl
+    }
+
+    #[test]
+    fn a_third_party_field_and_an_optional_decimal_amount_can_be_declared() {
+        let spec =
+            crate::declare::declare("send_money", "Pays.", &python_transfer(), &transfer_decl())
+                .unwrap();
+        let amount = spec.field("amount").unwrap();
+        assert_eq!(
+            (amount.scale, amount.currency.as_deref()),
+            (Some(2), Some("USD"))
+        );
+        assert_eq!(
+            spec.input_schema["properties"]["amount"]["anyOf"][0]["minimum"],
+            0
+        );
+        assert_eq!(
+            spec.input_schema["properties"]["amount"]["anyOf"][1]["type"],
+            "null"
+        );
+        // 1000.01 USD is 100001 cents: over the threshold, read without a float.
+        let args = json!({"amount": 1000.01});
+        assert_eq!(
+            crate::spec::measure_amount(&spec, &args).unwrap(),
+            Some(100_001)
+        );
+        let stop = crate::spec::measure_amount(&spec, &json!({"amount": 0.001})).unwrap_err();
+        assert_eq!(stop.reason.as_deref(), Some("amount_too_precise"));
+    }
+
+    #[test]
+    fn undeclared_the_identity_rule_still_applies_and_names_the_policy_option() {
+        let mut decl = transfer_decl();
+        decl.fields.remove("/subject");
+        let err = check("send_money", "Pays.", &python_transfer(), &decl).unwrap_err();
+        assert!(err.message.contains("looks like identity"), "{err}");
+        assert!(err.message.contains("identity = false"), "{err}");
+        assert!(!err.message.contains("ToolContext"), "{err}");
+        // Without scale, the float amount is refused with the fix that declares it.
+        let mut decl = transfer_decl();
+        decl.fields.get_mut("/amount").unwrap().scale = None;
+        decl.fields.get_mut("/amount").unwrap().currency = None;
+        let err = check("send_money", "Pays.", &python_transfer(), &decl).unwrap_err();
+        assert!(err.message.contains("scale = 2"), "{err}");
+        // `identity = false` passes over the field itself, not over what is nested in it.
+        let nested = json!({"type": "object", "properties": {"user": {"type": "object",
+            "properties": {"tenant_id": {"type": "string"}}}}});
+        let mut decl = Declaration::new(Risk::Low, true);
+        decl.fields.insert(
+            "/user".to_owned(),
+            FieldDecl {
+                kind: Some(FieldKind::Opaque),
+                identity: Some(false),
+                ..FieldDecl::default()
+            },
+        );
+        decl.output = Some(OutputTrust::Trusted);
+        let err = check("lookup", "Looks up.", &nested, &decl).unwrap_err();
+        assert!(err.message.contains("`user.tenant_id`"), "{err}");
     }
 }

@@ -76,14 +76,17 @@ pub(crate) fn tighten(schema: &Value, decl: &Declaration) -> Value {
         });
         set(sub, "description", description.map(Value::from));
     }
+    // On the number itself: through an optional field's `anyOf`, the null branch stays.
     if let Some(sub) = decl
         .amount
         .as_deref()
         .and_then(pointer_property)
         .and_then(|p| props.get_mut(&p))
-        .and_then(Value::as_object_mut)
     {
-        sub.insert("minimum".to_owned(), json!(0));
+        let at = layout(sub).element;
+        if let Some(number) = sub.pointer_mut(&at).and_then(Value::as_object_mut) {
+            number.insert("minimum".to_owned(), json!(0));
+        }
     }
     if let KeySource::Field(field) = &decl.idempotency_key
         && decl.idempotent
@@ -120,9 +123,11 @@ pub(crate) fn field_specs(schema: &Value, decl: &Declaration) -> Vec<FieldSpec> 
         .map(|(name, sub)| {
             let pointer = pointer_of(name);
             let f = decl.fields.get(&pointer).cloned().unwrap_or_default();
+            // An optional field (`anyOf: [T, null]`) is read as its non-null alternative.
+            let inner = sub.pointer(&layout(sub).container).unwrap_or(sub);
             let scalar = ["integer", "number", "boolean", "null"]
                 .iter()
-                .any(|t| has_type(sub, t));
+                .any(|t| has_type(inner, t));
             let kind = f.kind.unwrap_or(if scalar {
                 FieldKind::Opaque
             } else {
@@ -145,6 +150,12 @@ pub(crate) fn field_specs(schema: &Value, decl: &Declaration) -> Vec<FieldSpec> 
                 max: None,
                 root: f.root.clone(),
                 role: f.role,
+                scale: f.scale,
+                currency: f.currency.clone(),
+                default_scheme: f.default_scheme.clone(),
+                upstream_namespace: f.namespace == Some(super::PathNamespace::Upstream),
+                egress_when: f.egress,
+                not_identity: f.identity == Some(false) && f.kind.is_some(),
             }
         })
         .collect()

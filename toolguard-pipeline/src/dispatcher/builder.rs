@@ -595,7 +595,7 @@ fn register<S: Send + Sync + 'static>(
             let message = "a high-risk tool that changes state must be idempotent";
             return Err(unsafe_decl(message.to_owned()));
         }
-        crate::spec::check_identity_properties(&spec.input_schema).map_err(unsafe_decl)?;
+        crate::spec::check_identity_of(spec).map_err(unsafe_decl)?;
         crate::spec::check_output_trust(spec).map_err(unsafe_decl)?;
         let compile = |schema: &Value, which| {
             stage::validate::compile(schema).map_err(|error| BuildError::InvalidSchema {

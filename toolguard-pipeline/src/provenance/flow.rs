@@ -1,5 +1,6 @@
 //! The flow policy: what a session that has read untrusted content may still do unattended.
 
+use serde_json::Value;
 use std::collections::HashMap;
 
 use super::{ArgumentOrigin, Origin, Source};
@@ -281,17 +282,53 @@ impl FlowPolicy {
     /// The action for a call of `spec` in a session with sources: the strictest of the rules
     /// that apply (state change, egress beyond the allowlists).
     pub fn action(&self, spec: &ToolSpec, sanitizer: &Sanitizer) -> FlowAction {
+        self.decide(spec, sanitizer, spec.egress != Egress::None)
+    }
+
+    /// The action for this call of `spec`, with `args`: as [`action`](Self::action), but a
+    /// tool that sends data out only when one of its `egress_when` fields is set is egress only
+    /// for the calls that set one.
+    pub fn action_for_call(
+        &self,
+        spec: &ToolSpec,
+        sanitizer: &Sanitizer,
+        args: &Value,
+    ) -> FlowAction {
+        self.decide(spec, sanitizer, sends_out(spec, args))
+    }
+
+    fn decide(&self, spec: &ToolSpec, sanitizer: &Sanitizer, egress: bool) -> FlowAction {
         let own = self.tools.get(&spec.name);
         let mut action = FlowAction::Allow;
         if !spec.read_only {
             let rule = own.map_or(self.state_change[risk_index(spec.risk)], |r| r.state_change);
             action = action.max(rule);
         }
-        if spec.egress != Egress::None && !destinations_allowlisted(spec, sanitizer) {
+        if egress && !destinations_allowlisted(spec, sanitizer) {
             action = action.max(own.map_or(self.egress, |r| r.egress));
         }
         action
     }
+}
+
+/// Whether a call of `spec` with `args` sends data out: the tool declares egress and, when
+/// some of its fields are marked `egress_when` (data leaves only through them: a calendar
+/// event's participants), one of them is set (present, not null, not empty).
+pub(crate) fn sends_out(spec: &ToolSpec, args: &Value) -> bool {
+    if spec.egress == Egress::None {
+        return false;
+    }
+    let mut when = spec.fields.iter().filter(|f| f.egress_when).peekable();
+    if when.peek().is_none() {
+        return true;
+    }
+    when.any(|f| match args.get(&f.name) {
+        None | Some(Value::Null) => false,
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Array(a)) => !a.is_empty(),
+        Some(Value::Object(o)) => !o.is_empty(),
+        Some(_) => true,
+    })
 }
 
 /// Whether every destination field of `spec` (kind `email` or `url`) admits only allowlisted
@@ -318,6 +355,7 @@ pub(crate) fn judge(
     policy: &FlowPolicy,
     sanitizer: &Sanitizer,
     spec: &ToolSpec,
+    args: &Value,
     sources: &[Source],
     origins: &[ArgumentOrigin],
     approval_cause: &mut Option<String>,
@@ -336,7 +374,7 @@ pub(crate) fn judge(
             "this call follows untrusted content ({})",
             latest.describe()
         );
-        (policy.action(spec, sanitizer), why)
+        (policy.action_for_call(spec, sanitizer, args), why)
     };
     match action {
         FlowAction::Allow => Ok(()),
@@ -447,6 +485,33 @@ mod tests {
     }
 
     #[test]
+    fn a_tool_with_egress_fields_sends_out_only_when_one_is_set() {
+        let mut s = mailer();
+        s.fields[0].egress_when = true;
+        let p = FlowPolicy::default();
+        let none = Sanitizer::new();
+        for unset in [
+            json!({}),
+            json!({"to": null}),
+            json!({"to": []}),
+            json!({"to": ""}),
+        ] {
+            assert!(!sends_out(&s, &unset), "{unset}");
+            assert_eq!(p.action_for_call(&s, &none, &unset), FlowAction::Allow);
+        }
+        let set = json!({"to": ["eve@example.org"]});
+        assert!(sends_out(&s, &set));
+        assert_eq!(
+            p.action_for_call(&s, &none, &set),
+            FlowAction::RequireApproval
+        );
+        // Without egress fields, every call of an egress tool sends out.
+        assert!(sends_out(&mailer(), &json!({})));
+        s.egress = Egress::None;
+        assert!(!sends_out(&s, &set));
+    }
+
+    #[test]
     fn defaults_hold_high_state_changes_and_unlisted_egress() {
         let p = FlowPolicy::default();
         let s = Sanitizer::new();
@@ -490,10 +555,28 @@ mod tests {
         let mut cause = None;
         let p = FlowPolicy::default().state_change(Risk::High, FlowAction::Deny);
         let s = spec("t", Risk::High, false);
-        judge(&p, &Sanitizer::new(), &s, &[], &[], &mut cause).unwrap();
+        judge(
+            &p,
+            &Sanitizer::new(),
+            &s,
+            &Value::Null,
+            &[],
+            &[],
+            &mut cause,
+        )
+        .unwrap();
         assert_eq!(cause, None);
         let src = Source::tool_result("read_email", "c-1", None, 3, None);
-        let stop = judge(&p, &Sanitizer::new(), &s, &[src], &[], &mut cause).unwrap_err();
+        let stop = judge(
+            &p,
+            &Sanitizer::new(),
+            &s,
+            &Value::Null,
+            &[src],
+            &[],
+            &mut cause,
+        )
+        .unwrap_err();
         assert_eq!(stop.reason.as_deref(), Some(CAUSE));
         assert!(stop.message.unwrap().contains("read_email call c-1"));
     }

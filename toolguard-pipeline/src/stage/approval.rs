@@ -694,5 +694,23 @@ pub(crate) async fn ask<S: Send + Sync + 'static>(
     )
     .await?;
     t.approval_id = Some(ticket.approval_id.clone());
-    Ok(Answer::pending(ticket))
+    Ok(with_reason(Answer::pending(ticket), decision))
+}
+
+/// A pending answer with the hold's reason: its code and, for the model and the reviewer, the
+/// sentence that says which rule held it.
+fn with_reason(mut answer: Answer, decision: &crate::risk::PolicyDecision) -> Answer {
+    let Some(cause) = decision.approval_cause.as_deref() else {
+        return answer;
+    };
+    answer.reason = Some(cause.into());
+    let why = decision
+        .approval_message
+        .as_deref()
+        .or_else(|| crate::risk::cause_message(cause));
+    if let (Some(message), Some(why)) = (answer.message.as_mut(), why) {
+        message.push_str(": ");
+        message.push_str(why);
+    }
+    answer
 }

@@ -16,7 +16,7 @@ pub(crate) use crate::risk::PolicyDecision;
 pub(crate) use crate::risk::{
     AmountLimit, OnExceed, RiskPolicy, approval_holds, session_scope, subject_scope,
 };
-pub(crate) use crate::risk::{ToolRules, limit_message, unavailable};
+pub(crate) use crate::risk::{ToolRules, amount_text, limit_message, unavailable};
 pub(crate) use crate::spec::measure_amount;
 
 /// The policy stage. A denial (limit used up, rate hit) gives way to the stored outcome of the
@@ -31,7 +31,7 @@ pub(crate) async fn stage<S: Send + Sync + 'static>(
 ) -> Result<PolicyDecision, super::trace::Exit> {
     let ledger = &*core.stores.ledger;
     let evaluated = evaluate(&core.policy, ledger, spec, args, principal, core.now()).await;
-    match evaluated.and_then(|d| crate::stage::provenance::flow(core, spec, t, d)) {
+    match evaluated.and_then(|d| crate::stage::provenance::flow(core, spec, args, t, d)) {
         Ok(mut decision) => {
             crate::stage::detect::gate(core, spec, principal, &mut decision).await?;
             Ok(decision)
@@ -55,6 +55,7 @@ pub(crate) fn approved(
     PolicyDecision {
         amount,
         approval_cause: None,
+        approval_message: None,
         limits: approval_holds(requester, &spec.name, &[]),
         deny: Vec::new(),
     }
@@ -101,17 +102,23 @@ pub(crate) async fn evaluate(
     if let Some(max) = rules.max_per_call
         && amount > max
     {
-        return Err(Stop::new(
-            Status::PolicyDenied,
-            "over_call_limit",
-            "the amount exceeds the per-call limit",
-        ));
+        let message = format!(
+            "the amount {} exceeds the per-call limit of {}; nothing was done",
+            amount_text(spec, amount),
+            amount_text(spec, max)
+        );
+        return Err(Stop::new(Status::PolicyDenied, "over_call_limit", message));
     }
 
     if spec.risk == Risk::Critical {
         decision.approval_cause = Some("critical".to_owned());
-    } else if spec.approval_over.is_some_and(|n| amount > n) {
+    } else if let Some(n) = spec.approval_over.filter(|n| amount > *n) {
         decision.approval_cause = Some("approval_over".to_owned());
+        decision.approval_message = Some(format!(
+            "the amount {} is over the approval threshold of {}",
+            amount_text(spec, amount),
+            amount_text(spec, n)
+        ));
     } else if policy
         .hook
         .as_ref()
@@ -134,15 +141,17 @@ pub(crate) async fn evaluate(
             .await
             .map_err(|_| unavailable())?;
         if total.saturating_add(amount) > limit.limit {
+            let left = limit_left(spec, code, limit.limit, total, amount);
             match limit.on_exceed {
                 OnExceed::Deny => {
-                    return Err(Stop::new(Status::PolicyDenied, code, limit_message(code)));
+                    let message = format!("{left}; nothing was done");
+                    return Err(Stop::new(Status::PolicyDenied, code, message));
                 }
-                OnExceed::RequireApproval => {
-                    decision
-                        .approval_cause
-                        .get_or_insert_with(|| code.to_owned());
+                OnExceed::RequireApproval if decision.approval_cause.is_none() => {
+                    decision.approval_cause = Some(code.to_owned());
+                    decision.approval_message = Some(left);
                 }
+                OnExceed::RequireApproval => {}
             }
         }
         let scoped = ScopeLimit {
@@ -156,4 +165,17 @@ pub(crate) async fn evaluate(
         decision.limits.push(scoped);
     }
     Ok(decision)
+}
+
+/// The sentence of a cumulative limit the call does not fit: which limit, what is used, what
+/// is left, and what the call asks for.
+fn limit_left(spec: &ToolSpec, code: &str, limit: u64, total: u64, amount: u64) -> String {
+    format!(
+        "{} ({} of {} used in the window, {} left; this call asks for {})",
+        limit_message(code),
+        amount_text(spec, total),
+        amount_text(spec, limit),
+        amount_text(spec, limit.saturating_sub(total)),
+        amount_text(spec, amount)
+    )
 }

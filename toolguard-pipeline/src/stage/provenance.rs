@@ -75,6 +75,7 @@ pub(crate) async fn load<S: Send + Sync + 'static>(
 pub(crate) fn flow<S: Send + Sync + 'static>(
     core: &Core<S>,
     spec: &ToolSpec,
+    args: &serde_json::Value,
     t: &Trace,
     mut decision: PolicyDecision,
 ) -> Result<PolicyDecision, Stop> {
@@ -83,6 +84,7 @@ pub(crate) fn flow<S: Send + Sync + 'static>(
         policy,
         &core.sanitizer,
         spec,
+        args,
         &t.sources,
         &t.origins,
         &mut decision.approval_cause,

@@ -22,7 +22,7 @@ use std::fmt;
 
 pub use email::Email;
 pub use identifier::Identifier;
-pub use money::{Cents, Currency, Money};
+pub use money::{Cents, Currency, DecimalError, MAX_SIGNIFICANT_DIGITS, Money, minor_units};
 pub use path::SafePath;
 pub use url::Url;
 

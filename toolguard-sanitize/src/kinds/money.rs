@@ -191,3 +191,105 @@ mod tests {
         );
     }
 }
+
+/// Why a decimal amount cannot be read as minor units ([`minor_units`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DecimalError {
+    /// Not a JSON number's text.
+    NotANumber,
+    /// Below zero.
+    Negative,
+    /// More decimal places than the scale allows.
+    TooPrecise,
+    /// More significant digits than a JSON number carries exactly between two programs (15),
+    /// or more minor units than a `u64` holds.
+    TooLarge,
+}
+
+impl DecimalError {
+    /// The reason code (`amount_not_a_number`, `amount_negative`, `amount_too_precise`,
+    /// `amount_too_large`).
+    pub fn code(self) -> &'static str {
+        match self {
+            DecimalError::NotANumber => "amount_not_a_number",
+            DecimalError::Negative => "amount_negative",
+            DecimalError::TooPrecise => "amount_too_precise",
+            DecimalError::TooLarge => "amount_too_large",
+        }
+    }
+}
+
+/// Most significant digits an amount may have: what an IEEE double, as most servers read a JSON
+/// number, holds exactly, so the gateway and the server agree on the amount.
+pub const MAX_SIGNIFICANT_DIGITS: usize = 15;
+
+/// The amount a JSON number's text (`12.34`, `1e3`, `0.5E-1`) is, in minor units of a currency
+/// with `scale` decimal places: `"12.34"` at scale 2 is 1234. Read from the decimal digits alone,
+/// never through a float; refused when negative, with more decimals than `scale` (trailing zeros
+/// aside), with more than [`MAX_SIGNIFICANT_DIGITS`] significant digits, or too large.
+///
+/// ```
+/// use toolguard_sanitize::kinds::{DecimalError, minor_units};
+/// assert_eq!(minor_units("12.34", 2), Ok(1234));
+/// assert_eq!(minor_units("1.5e2", 2), Ok(15000));
+/// assert_eq!(minor_units("0.10", 2), Ok(10));
+/// assert_eq!(minor_units("999999.99", 2), Ok(99999999));
+/// assert_eq!(minor_units("12.345", 2), Err(DecimalError::TooPrecise));
+/// assert_eq!(minor_units("-1", 2), Err(DecimalError::Negative));
+/// ```
+pub fn minor_units(text: &str, scale: u8) -> Result<u64, DecimalError> {
+    let text = text.trim();
+    let (negative, rest) = match text.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, text),
+    };
+    let (mantissa, exponent) = match rest.find(['e', 'E']) {
+        Some(at) => {
+            let exp: i64 = rest[at + 1..]
+                .trim_start_matches('+')
+                .parse()
+                .map_err(|_| DecimalError::NotANumber)?;
+            (&rest[..at], exp)
+        }
+        None => (rest, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits_ok = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !digits_ok(whole) || !digits_ok(fraction) {
+        return Err(DecimalError::NotANumber);
+    }
+    // All digits, and where the decimal point sits after the exponent moves it.
+    let digits: String = format!("{whole}{fraction}");
+    let point = i64::try_from(whole.len())
+        .ok()
+        .and_then(|w| w.checked_add(exponent))
+        .ok_or(DecimalError::TooLarge)?;
+    let significant = digits.trim_start_matches('0');
+    let significant = significant.trim_end_matches('0');
+    if significant.is_empty() {
+        return Ok(0);
+    }
+    if negative {
+        return Err(DecimalError::Negative);
+    }
+    if significant.len() > MAX_SIGNIFICANT_DIGITS {
+        return Err(DecimalError::TooLarge);
+    }
+    // The minor units are the digits up to `point + scale`; any non-zero digit after is too precise.
+    let cut = point
+        .checked_add(i64::from(scale))
+        .ok_or(DecimalError::TooLarge)?;
+    let lead = i64::try_from(digits.len() - digits.trim_start_matches('0').len())
+        .map_err(|_| DecimalError::TooLarge)?;
+    let last = lead + i64::try_from(significant.len()).map_err(|_| DecimalError::TooLarge)?;
+    if last > cut {
+        return Err(DecimalError::TooPrecise);
+    }
+    let zeros = u32::try_from(cut - last).map_err(|_| DecimalError::TooLarge)?;
+    let base: u64 = significant.parse().map_err(|_| DecimalError::TooLarge)?;
+    10u64
+        .checked_pow(zeros)
+        .and_then(|p| base.checked_mul(p))
+        .ok_or(DecimalError::TooLarge)
+}
