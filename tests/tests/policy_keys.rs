@@ -283,6 +283,85 @@ const CASES: &[Case] = &[
         "fields.\"/to\" = { kind = \"url\" }",
         "fields.\"/to\" = { kind = \"url\", allow_schemes = [\"https\"] }",
     ),
+    case(
+        "default_tool.fields.*.role",
+        "",
+        "fields.\"/note\" = { role = \"destination\" }",
+    ),
+    case(
+        "default_tool.fields.*.identity",
+        "fields.\"/note\" = { kind = \"text\" }",
+        "fields.\"/note\" = { kind = \"text\", identity = false }",
+    ),
+    case(
+        "default_tool.fields.*.scale",
+        "amount = \"/amount\"\nfields.\"/amount\" = { kind = \"money\", scale = 2, currency = \"USD\" }",
+        "fields.\"/amount\" = { kind = \"money\", scale = 0, currency = \"USD\" }",
+    ),
+    case(
+        "default_tool.fields.*.currency",
+        "amount = \"/amount\"\nfields.\"/amount\" = { kind = \"money\", scale = 2, currency = \"USD\" }",
+        "fields.\"/amount\" = { kind = \"money\", scale = 2, currency = \"EUR\" }",
+    ),
+    case(
+        "default_tool.fields.*.default_scheme",
+        "fields.\"/to\" = { kind = \"url\" }",
+        "fields.\"/to\" = { kind = \"url\", default_scheme = \"https\" }",
+    ),
+    case(
+        "default_tool.fields.*.namespace",
+        "",
+        "fields.\"/note\" = { kind = \"path\", namespace = \"upstream\" }",
+    ),
+    case(
+        "default_tool.fields.*.egress",
+        "egress = \"open\"\noutput = \"trusted\"\nfields.\"/to\" = { kind = \"url\" }",
+        "fields.\"/to\" = { kind = \"url\", egress = true }",
+    ),
+    case(
+        "default_tool.flow_roles",
+        "",
+        "flow_roles = { destination = \"deny\" }",
+    ),
+    case(
+        "default_tool.flow_fields",
+        "",
+        "flow_fields = { \"/to\" = \"deny\" }",
+    ),
+    case("flow.mode", "", "@[flow]\nmode = \"per_argument\""),
+    case("flow.destination", "", "@[flow]\ndestination = \"deny\""),
+    case("flow.amount", "", "@[flow]\namount = \"deny\""),
+    case("flow.content", "", "@[flow]\ncontent = \"deny\""),
+    case("flow.selector", "", "@[flow]\nselector = \"deny\""),
+    case(
+        "flow.risk",
+        "",
+        "@[flow]\nrisk = { medium = { destination = \"deny\" } }",
+    ),
+    case(
+        "resources.expose",
+        "",
+        "@[resources]\nexpose = [\"file:///docs/*\"]",
+    ),
+    case(
+        "resources.hide",
+        "",
+        "@[resources]\nexpose = [\"file:///docs/*\"]\nhide = [\"file:///docs/a.md\"]",
+    ),
+    case("resources.trust", "", "@[resources]\ntrust = \"trusted\""),
+    case("prompts.expose", "", "@[prompts]\nexpose = [\"summ*\"]"),
+    case(
+        "prompts.hide",
+        "",
+        "@[prompts]\nexpose = [\"*\"]\nhide = [\"summarize\"]",
+    ),
+    case("prompts.trust", "", "@[prompts]\ntrust = \"trusted\""),
+    case("sampling.action", "", "@[sampling]\naction = \"allow\""),
+    case(
+        "elicitation.action",
+        "",
+        "@[elicitation]\naction = \"approval\"",
+    ),
 ];
 
 /// The policy file: the base `[default_tool]` with `lines` (tool lines and `@` sections).
@@ -396,6 +475,22 @@ async fn observe(dir: &std::path::Path, text: &str) -> Vec<String> {
         }
     };
     seen.push(format!("specs {specs:?}"));
+    seen.push(format!(
+        "flow {:?}",
+        policy.risk_policy(&specs).current_flow()
+    ));
+    seen.push(format!(
+        "resources {:?}, file:///docs/a.md exposed: {}",
+        policy.resources,
+        policy.resources.exposes("file:///docs/a.md")
+    ));
+    seen.push(format!(
+        "prompts {:?}, summarize exposed: {}",
+        policy.prompts,
+        policy.prompts.exposes("summarize")
+    ));
+    seen.push(format!("sampling {:?}", policy.sampling));
+    seen.push(format!("elicitation {:?}", policy.elicitation));
     seen.push(format!("sanitizer {:?}", policy.sanitizer(&specs)));
     let Some(spec) = specs.first().cloned() else {
         return seen;

@@ -82,7 +82,7 @@ struct Contact {
 }
 
 /// The user's own address book (trusted output).
-#[tool(read_only, risk = "low")]
+#[tool(read_only, risk = "low", output = "trusted")]
 async fn list_contacts(ctx: &ToolContext<Bank>) -> Result<Vec<Contact>, ToolError> {
     let _ = ctx;
     Ok(vec![Contact {

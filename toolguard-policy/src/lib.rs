@@ -1013,6 +1013,11 @@ impl Policy {
         section("default_tool.session_rate", fields::<RateDecl>());
         section("default_tool.session_limit", fields::<LimitDecl>());
         section("default_tool.fields.*", fields::<FieldDecl>());
+        section("flow", fields::<FlowSection>());
+        section("resources", fields::<surface::ExposeSection>());
+        section("prompts", fields::<surface::ExposeSection>());
+        section("sampling", fields::<surface::UpstreamRequestSection>());
+        section("elicitation", fields::<surface::UpstreamRequestSection>());
         // A section of the file this list does not expand yet shows as `section.?`.
         for s in fields::<Raw>() {
             let covered = *s == "tools" || keys.iter().any(|k| k.starts_with(&format!("{s}.")));
