@@ -15,7 +15,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use proxy_support::{
-    Host, Scratch, connect, free_port, payload, proxy_binary, proxy_command, reviewer,
+    Host, Scratch, TEST_HOST_KEYS, connect, free_port, payload, proxy_binary, proxy_command,
+    reviewer,
     upstream_part, wait_for_port,
 };
 use rmcp::model::{CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams};
@@ -151,6 +152,7 @@ async fn every_server_scenario_that_passes_directly_passes_through_the_gateway()
         .arg(dir.join("policy.toml"))
         .args(["--listen", &format!("127.0.0.1:{port}")])
         .args(["--upstream-url", &url])
+        .env("TOOLGUARD_HOST_KEYS", TEST_HOST_KEYS)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .kill_on_drop(true)
@@ -197,6 +199,7 @@ async fn the_gateway_passes_the_client_scenarios_as_a_client_of_its_upstream() {
             .args(["client", "--scenario", scenario, "--command"])
             .arg(helper("gateway-client.sh"))
             .env("TOOLGUARD_BIN", proxy_binary())
+            .env("TOOLGUARD_HOST_KEYS", TEST_HOST_KEYS)
             .env("TOOLGUARD_CONFORMANCE_POLICY", dir.join("policy.toml"))
             .current_dir(&dir.0)
             .output()
