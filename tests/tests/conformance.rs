@@ -16,8 +16,7 @@ use std::time::{Duration, Instant};
 
 use proxy_support::{
     Host, Scratch, TEST_HOST_KEYS, connect, free_port, payload, proxy_binary, proxy_command,
-    reviewer,
-    upstream_part, wait_for_port,
+    reviewer, upstream_part, wait_for_port,
 };
 use rmcp::model::{CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams};
 use rmcp::service::RunningService;
