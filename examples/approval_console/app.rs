@@ -155,7 +155,7 @@ pub async fn start(addr: &str) -> std::io::Result<Demo> {
     let mut pending = Vec::new();
     let transfer = json!({
         "from_account": "chk-alice", "to_account": "ext-vendor-7", "amount": 2_000_000,
-        "currency": "USD", "memo": "Invoice 2291 <script>alert('pwned')</script>"
+        "currency": "USD", "memo": "Invoice 2291 <marquee>alert('pwned')</marquee>"
     });
     pending.extend(propose(&desk, "call-transfer-1", "transfer_funds", transfer).await);
     let wire = json!({

@@ -241,9 +241,9 @@ async fn reviewers_decide_in_a_real_browser() {
         "ext-vendor-7"
     );
     assert_eq!(text(&c, "#requester").await, "alice (acme)");
-    // The model's `<script>` is text on the page, not a script.
+    // The model's markup is text on the page, not markup.
     let memo = text(&c, "tr[data-argument='memo'] td").await;
-    assert_eq!(memo, "Invoice 2291 <script>alert('pwned')</script>");
+    assert_eq!(memo, "Invoice 2291 <marquee>alert('pwned')</marquee>");
     let scripts = c.find_all(Locator::Css("script")).await.unwrap();
     assert_eq!(scripts.len(), 1, "only the console's own script");
     let binding = text(&c, "#binding").await;
@@ -285,7 +285,7 @@ async fn reviewers_decide_in_a_real_browser() {
     );
     let args = json!({"from_account": "chk-alice", "to_account": "ext-vendor-7",
         "amount": 2_000_000, "currency": "USD",
-        "memo": "Invoice 2291 <script>alert('pwned')</script>",
+        "memo": "Invoice 2291 <marquee>alert('pwned')</marquee>",
         "idempotency_key": "key-call-transfer-1"});
     let retry = demo
         .desk

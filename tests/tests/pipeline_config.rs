@@ -209,9 +209,12 @@ fn the_macro_and_a_run_time_declaration_give_one_message_per_mistake() {
             ),
             "/tenant_id",
             "parameter `tenant_id` looks like identity or authority, which the model must never \
-             supply: it comes from the authenticated principal. Remove or rename the property in \
-             the input schema and take the value from the authenticated principal \
-             (`ToolContext`); a tool that needs it from the model cannot be declared",
+             supply: it comes from the authenticated principal. If it is not the caller's \
+             identity (an e-mail's subject, a third party's user name), say what it holds: \
+             `fields.\"/tenant_id\" = { kind = \"text\", identity = false }` (or `kind = \
+             \"identifier\"`/`\"name\"`/`\"email\"`) and it is judged by that kind; if it is the \
+             caller's identity, the upstream must take it from its own authentication, not from \
+             the model",
         ),
         (
             ("float_money", "`amount` is an amount"),
