@@ -221,9 +221,10 @@ fn the_macro_and_a_run_time_declaration_give_one_message_per_mistake() {
             declare("refund", "Refunds an order.", &float_amount, &refund),
             "/amount",
             "`amount` is an amount but has a float type: floats cannot represent most decimal \
-             amounts exactly and make limits drift. Use an integer in minor units \
-             (`\"type\": \"integer\"`, e.g. cents): a tool that takes float amounts cannot be \
-             guarded",
+             amounts exactly and make limits drift. Declare how to read it exactly: \
+             `kind = \"money\", scale = 2, currency = \"USD\"` (decimal places and currency; the \
+             number's text is read as minor units, never as a float), or use an integer in minor \
+             units (`\"type\": \"integer\"`, e.g. cents)",
         ),
         (
             ("float_money", "`price` is named like money"),
@@ -235,9 +236,10 @@ fn the_macro_and_a_run_time_declaration_give_one_message_per_mistake() {
             ),
             "/price",
             "`price` is named like money but has a float type: floats cannot represent most \
-             decimal amounts exactly and make limits drift. Use an integer in minor units \
-             (`\"type\": \"integer\"`, e.g. cents): a tool that takes float amounts cannot be \
-             guarded",
+             decimal amounts exactly and make limits drift. Declare how to read it exactly: \
+             `kind = \"money\", scale = 2, currency = \"USD\"` (decimal places and currency; the \
+             number's text is read as minor units, never as a float), or use an integer in minor \
+             units (`\"type\": \"integer\"`, e.g. cents)",
         ),
     ];
     for ((case, start), declared, field, expected) in cases {
