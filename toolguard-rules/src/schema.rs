@@ -568,23 +568,8 @@ fn free_text_at<'a>(
         Value::Object(object) => object,
         _ => return None,
     };
-    if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
-        if seen.contains(&reference) {
-            return None;
-        }
-        seen.push(reference);
-        let target = reference
-            .strip_prefix('#')
-            .and_then(|pointer| root.pointer(pointer));
-        // A reference that cannot be followed here may point at anything.
-        let found = match target {
-            Some(target) => free_text_at(root, target, at.clone(), seen),
-            None => Some(at.clone()),
-        };
-        seen.pop();
-        if found.is_some() {
-            return found;
-        }
+    if let Some(found) = free_text_through_ref(root, object, &at, seen) {
+        return Some(found);
     }
     for combinator in ["anyOf", "oneOf", "allOf"] {
         for alternative in object
@@ -601,6 +586,39 @@ fn free_text_at<'a>(
     if object.contains_key("enum") || object.contains_key("const") {
         return None;
     }
+    if holds_free_text_itself(object) {
+        return Some(at);
+    }
+    free_text_in_members(root, schema, object, &at, seen)
+}
+
+/// The free text behind `object`'s `$ref` (a reference that cannot be followed here may point
+/// at anything; a reference already being followed adds nothing).
+fn free_text_through_ref<'a>(
+    root: &'a Value,
+    object: &'a serde_json::Map<String, Value>,
+    at: &str,
+    seen: &mut Vec<&'a str>,
+) -> Option<String> {
+    let reference = object.get("$ref").and_then(Value::as_str)?;
+    if seen.contains(&reference) {
+        return None;
+    }
+    seen.push(reference);
+    let target = reference
+        .strip_prefix('#')
+        .and_then(|pointer| root.pointer(pointer));
+    let found = match target {
+        Some(target) => free_text_at(root, target, at.to_owned(), seen),
+        None => Some(at.to_owned()),
+    };
+    seen.pop();
+    found
+}
+
+/// Whether the value at `object` can itself be free text: a string no pattern or machine format
+/// confines, or a schema with neither a type nor any structure (any value, strings included).
+fn holds_free_text_itself(object: &serde_json::Map<String, Value>) -> bool {
     let types: Vec<&str> = match object.get("type") {
         Some(Value::String(t)) => vec![t.as_str()],
         Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
@@ -623,12 +641,20 @@ fn free_text_at<'a>(
         "patternProperties",
     ];
     if types.is_empty() && !confined && !structural.iter().any(|k| object.contains_key(*k)) {
-        // No type and no structure: any value, strings included.
-        return Some(at);
+        return true;
     }
-    if types.contains(&"string") && !confined {
-        return Some(at);
-    }
+    types.contains(&"string") && !confined
+}
+
+/// The first free text among the members of an object or array schema: properties, pattern
+/// properties, a map's keys and values, tuple items and items.
+fn free_text_in_members<'a>(
+    root: &'a Value,
+    schema: &'a Value,
+    object: &'a serde_json::Map<String, Value>,
+    at: &str,
+    seen: &mut Vec<&'a str>,
+) -> Option<String> {
     for (name, property) in properties(schema) {
         let path = format!("{at}/{}", name.replace('~', "~0").replace('/', "~1"));
         if let Some(found) = free_text_at(root, property, path, seen) {
@@ -670,12 +696,8 @@ fn free_text_at<'a>(
             return Some(found);
         }
     }
-    if let Some(items) = object.get("items")
-        && let Some(found) = free_text_at(root, items, format!("{at}/*"), seen)
-    {
-        return Some(found);
-    }
-    None
+    let items = object.get("items")?;
+    free_text_at(root, items, format!("{at}/*"), seen)
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ pub(crate) use crate::risk::PolicyDecision;
 pub(crate) use crate::risk::{
     AmountLimit, OnExceed, RiskPolicy, approval_holds, session_scope, subject_scope,
 };
-pub(crate) use crate::risk::{ToolRules, amount_text, limit_message, unavailable};
+pub(crate) use crate::risk::{RateLimit, ToolRules, amount_text, limit_message, unavailable};
 pub(crate) use crate::spec::measure_amount;
 
 /// The policy stage. A denial (limit used up, rate hit) gives way to the stored outcome of the
@@ -77,27 +77,9 @@ pub(crate) async fn evaluate(
         amount: measure_amount(spec, args)?,
         ..Default::default()
     };
-
     if let Some(rate) = rules.session_rate {
-        let scope = session_scope(principal, &spec.name);
-        let counted = ledger
-            .hit(&scope, rate.max_calls, rate.window, now)
-            .await
-            .map_err(|_| unavailable())?;
-        if !counted {
-            let secs = rate.window.as_secs().max(1);
-            let stop = Stop::new(
-                Status::PolicyDenied,
-                "rate_limited",
-                format!(
-                    "too many calls of this tool in this session: at most {} per {secs} s",
-                    rate.max_calls
-                ),
-            );
-            return Err(stop.retry_after(rate.window));
-        }
+        check_rate(ledger, spec, principal, rate, now).await?;
     }
-
     let amount = decision.amount.unwrap_or(0);
     if let Some(max) = rules.max_per_call
         && amount > max
@@ -109,7 +91,50 @@ pub(crate) async fn evaluate(
         );
         return Err(Stop::new(Status::PolicyDenied, "over_call_limit", message));
     }
+    approval_cause(policy, spec, args, principal, amount, &mut decision);
+    apply_amount_limits(ledger, rules, spec, principal, amount, now, &mut decision).await?;
+    Ok(decision)
+}
 
+/// Counts the call against the session's rate of `spec`; a call over it is `rate_limited`,
+/// with the window as the longest wait before a retry.
+async fn check_rate(
+    ledger: &Deadlined<dyn SessionLedger>,
+    spec: &ToolSpec,
+    principal: &Principal,
+    rate: RateLimit,
+    now: SystemTime,
+) -> Result<(), Stop> {
+    let scope = session_scope(principal, &spec.name);
+    let counted = ledger
+        .hit(&scope, rate.max_calls, rate.window, now)
+        .await
+        .map_err(|_| unavailable())?;
+    if counted {
+        return Ok(());
+    }
+    let secs = rate.window.as_secs().max(1);
+    let stop = Stop::new(
+        Status::PolicyDenied,
+        "rate_limited",
+        format!(
+            "too many calls of this tool in this session: at most {} per {secs} s",
+            rate.max_calls
+        ),
+    );
+    Err(stop.retry_after(rate.window))
+}
+
+/// Why a call needs a human before any cumulative limit is read: a critical tool, an amount over
+/// the approval threshold, or the host's hook.
+fn approval_cause(
+    policy: &RiskPolicy,
+    spec: &ToolSpec,
+    args: &Value,
+    principal: &Principal,
+    amount: u64,
+    decision: &mut PolicyDecision,
+) {
     if spec.risk == Risk::Critical {
         decision.approval_cause = Some("critical".to_owned());
     } else if let Some(n) = spec.approval_over.filter(|n| amount > *n) {
@@ -126,7 +151,20 @@ pub(crate) async fn evaluate(
     {
         decision.approval_cause = Some("policy".to_owned());
     }
+}
 
+/// The session's and the subject's cumulative amount limits: a call that does not fit is denied
+/// or held (unless another cause already holds it); every limit that applies is recorded in the
+/// decision for settling.
+async fn apply_amount_limits(
+    ledger: &Deadlined<dyn SessionLedger>,
+    rules: &ToolRules,
+    spec: &ToolSpec,
+    principal: &Principal,
+    amount: u64,
+    now: SystemTime,
+    decision: &mut PolicyDecision,
+) -> Result<(), Stop> {
     // A scope string is made only for a limit that applies.
     type ScopeOf = fn(&Principal, &str) -> String;
     let limits: [(Option<AmountLimit>, ScopeOf, &str); 2] = [
@@ -164,7 +202,7 @@ pub(crate) async fn evaluate(
         }
         decision.limits.push(scoped);
     }
-    Ok(decision)
+    Ok(())
 }
 
 /// The sentence of a cumulative limit the call does not fit: which limit, what is used, what
