@@ -43,6 +43,7 @@ import base64
 import contextlib
 import itertools
 import json
+import logging
 import re
 import struct
 import weakref
@@ -624,7 +625,7 @@ def application() -> Starlette:
         allowed_origins=[f"http://{h}:*" for h in LOOPBACK] + [f"http://{h}" for h in LOOPBACK],
     )
     manager = StreamableHTTPSessionManager(
-        app=server, event_store=MemoryEventStore(), security_settings=security, retry_interval=1000
+        app=server, event_store=MemoryEventStore(), security_settings=security, retry_interval=500
     )
 
     @contextlib.asynccontextmanager
@@ -639,8 +640,12 @@ def application() -> Starlette:
 def main() -> None:
     parser = argparse.ArgumentParser(description="toolguard's MCP conformance fixture server")
     parser.add_argument("--port", type=int, required=True, help="port to listen on, on 127.0.0.1")
+    parser.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"], help="of the server's own log"
+    )
     args = parser.parse_args()
-    uvicorn.run(application(), host="127.0.0.1", port=args.port, log_level="warning")
+    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    uvicorn.run(application(), host="127.0.0.1", port=args.port, log_level=args.log_level)
 
 
 if __name__ == "__main__":

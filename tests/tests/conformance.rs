@@ -312,7 +312,9 @@ async fn image_audio_and_embedded_resource_results_pass_unchanged() {
         "test_image_content",
         "test_audio_content",
         "test_embedded_resource",
+        "test_resource_link",
         "test_multiple_content_types",
+        "test_structured_content",
     ] {
         let want = upstream_part(&call_tool(&direct, name, json!({})).await);
         let got = call_tool(&through, name, json!({})).await;
@@ -408,15 +410,24 @@ async fn sampling_and_elicitation_are_allowed_held_or_denied_as_the_policy_says(
     assert_eq!(host.elicited.load(Ordering::SeqCst), 0);
     drop(client);
 
-    // Allowed: the requests reach the host. (The fixture's own tool then rejects the sampling
-    // result's shape, which is why only the requests are counted here; the suite's
-    // `tools-call-sampling` scenario checks the exchange end to end.)
+    // Allowed: the requests reach the host, and its answers come back into the tools' results.
     let dir = Scratch::new("tg-fixture");
     let host = Host::default();
     let sections = "[sampling]\naction = \"allow\"\n[elicitation]\naction = \"allow\"\n";
     let (client, _) = gateway(&dir, &url, sections, host.clone()).await;
-    call_tool(&client, "test_sampling", sample.clone()).await;
-    call_tool(&client, "test_elicitation", elicit.clone()).await;
+    let sampled = upstream_part(&call_tool(&client, "test_sampling", sample.clone()).await);
+    assert!(
+        sampled
+            .to_string()
+            .contains("LLM response: sampled by the test host"),
+        "{sampled}"
+    );
+    let answered = upstream_part(&call_tool(&client, "test_elicitation", elicit.clone()).await);
+    let answer = answered.to_string();
+    assert!(
+        answer.contains("action=accept") && answer.contains("ada@example.com"),
+        "{answered}"
+    );
     assert_eq!(host.sampled.load(Ordering::SeqCst), 1);
     assert_eq!(host.elicited.load(Ordering::SeqCst), 1);
     drop(client);
@@ -454,6 +465,12 @@ async fn sampling_and_elicitation_are_allowed_held_or_denied_as_the_policy_says(
     assert_eq!(status, 200);
     let (_client, approved) = call.await.expect("the call ends");
     assert_eq!(payload(&approved)["status"], "ok", "{approved:?}");
+    assert!(
+        upstream_part(&approved)
+            .to_string()
+            .contains("sampled by the test host"),
+        "{approved:?}"
+    );
     assert_eq!(host.sampled.load(Ordering::SeqCst), 1);
 }
 
