@@ -3,8 +3,9 @@
 //!
 //! `TOOLGUARD_PG_URL` set (non-empty) enables `cfg(toolguard_pg)`, `TOOLGUARD_REDIS_URL` enables
 //! `cfg(toolguard_redis)`, `TOOLGUARD_NPM_PREFIX` (where the reference MCP servers are installed)
-//! enables `cfg(toolguard_npm)`, `TOOLGUARD_CONFORMANCE` (where the MCP conformance suite, its
-//! fixture server and a Node 22 are installed) enables `cfg(toolguard_conformance)`; the PostgreSQL and Redis tests carry
+//! enables `cfg(toolguard_npm)`, `TOOLGUARD_CONFORMANCE` (where the MCP conformance suite and a
+//! Node 22 are installed; its fixture server is `tests/conformance/server.py`) enables
+//! `cfg(toolguard_conformance)`; the PostgreSQL and Redis tests carry
 //! `#[cfg_attr(not(toolguard_pg), ignore = "...")]` and the like.
 //!
 //! A `node` program that runs (`node --version`) enables `cfg(toolguard_node)`, for the test that

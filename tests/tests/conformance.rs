@@ -1,8 +1,8 @@
-//! The official MCP conformance suite (`@modelcontextprotocol/conformance`, installed with its
-//! fixture server and a Node 22 by `.ci/run` under `TOOLGUARD_CONFORMANCE`, see
-//! `tests/conformance/README.md`): its server scenarios against the suite's own fixture server
-//! directly and through `toolguard mcp-proxy` (Streamable HTTP on both sides), and its client
-//! scenarios with the gateway as the client of the suite's test servers.
+//! The official MCP conformance suite (`@modelcontextprotocol/conformance`, installed with a
+//! Node 22 by `.ci/run` under `TOOLGUARD_CONFORMANCE`, see `tests/conformance/README.md`): its
+//! server scenarios against our own fixture server (`tests/conformance/server.py`, on the Python
+//! MCP SDK) directly and through `toolguard mcp-proxy` (Streamable HTTP on both sides), and its
+//! client scenarios with the gateway as the client of the suite's test servers.
 
 #![allow(deprecated)] // rmcp marks sampling and logging deprecated for a draft protocol
 
@@ -24,6 +24,9 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
 const TOKEN: &str = "conformance-token-0123456789abcdef";
+
+/// The server scenarios of the pinned suite (`@modelcontextprotocol/conformance@0.1.16`, `--suite all`).
+const SERVER_SCENARIOS: usize = 32;
 
 /// Exposes everything the fixture offers: the suite checks that it all passes through.
 const POLICY: &str = r#"[proxy]
@@ -78,23 +81,20 @@ fn helper(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Starts the suite's fixture server on a free port; its MCP endpoint.
+/// Starts our fixture server (`tests/conformance/server.py`) on a free port; its MCP endpoint.
 async fn fixture() -> (tokio::process::Child, String) {
     let port = free_port();
-    let dir = root().join("fixture");
-    let child = tokio::process::Command::new(node())
-        .arg(dir.join("node_modules/tsx/dist/cli.mjs"))
-        .arg(dir.join("everything-server.ts"))
-        .current_dir(&dir)
-        .env("PORT", port.to_string())
+    let child = tokio::process::Command::new("python3")
+        .arg(helper("server.py"))
+        .args(["--port", &port.to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .kill_on_drop(true)
         .spawn()
-        .expect("start the fixture server");
+        .expect("start the fixture server (python3 with the MCP SDK, see .ci/run)");
     wait_for_port(port, "the conformance fixture server").await;
-    (child, format!("http://localhost:{port}/mcp"))
+    (child, format!("http://127.0.0.1:{port}/mcp"))
 }
 
 /// Runs the suite's server scenarios against `url` (with the bearer token when `token`); the
@@ -166,7 +166,21 @@ async fn every_server_scenario_that_passes_directly_passes_through_the_gateway()
         .filter(|(_, ok)| **ok)
         .map(|(n, _)| n)
         .collect();
-    assert!(passing.len() >= 30, "the suite ran: {direct:?}");
+    // Our fixture offers everything the pinned suite's server scenarios ask for: all pass.
+    let failing: Vec<&String> = direct
+        .iter()
+        .filter(|(_, ok)| !**ok)
+        .map(|(n, _)| n)
+        .collect();
+    assert!(
+        direct.len() >= SERVER_SCENARIOS,
+        "the suite ran {} server scenarios: {direct:?}",
+        direct.len()
+    );
+    assert!(
+        failing.is_empty(),
+        "scenarios our fixture fails directly: {failing:?}"
+    );
     let lost: Vec<&&String> = passing
         .iter()
         .filter(|n| through.get(n.as_str()) != Some(&true))
@@ -298,7 +312,9 @@ async fn image_audio_and_embedded_resource_results_pass_unchanged() {
         "test_image_content",
         "test_audio_content",
         "test_embedded_resource",
+        "test_resource_link",
         "test_multiple_content_types",
+        "test_structured_content",
     ] {
         let want = upstream_part(&call_tool(&direct, name, json!({})).await);
         let got = call_tool(&through, name, json!({})).await;
@@ -394,15 +410,24 @@ async fn sampling_and_elicitation_are_allowed_held_or_denied_as_the_policy_says(
     assert_eq!(host.elicited.load(Ordering::SeqCst), 0);
     drop(client);
 
-    // Allowed: the requests reach the host. (The fixture's own tool then rejects the sampling
-    // result's shape, which is why only the requests are counted here; the suite's
-    // `tools-call-sampling` scenario checks the exchange end to end.)
+    // Allowed: the requests reach the host, and its answers come back into the tools' results.
     let dir = Scratch::new("tg-fixture");
     let host = Host::default();
     let sections = "[sampling]\naction = \"allow\"\n[elicitation]\naction = \"allow\"\n";
     let (client, _) = gateway(&dir, &url, sections, host.clone()).await;
-    call_tool(&client, "test_sampling", sample.clone()).await;
-    call_tool(&client, "test_elicitation", elicit.clone()).await;
+    let sampled = upstream_part(&call_tool(&client, "test_sampling", sample.clone()).await);
+    assert!(
+        sampled
+            .to_string()
+            .contains("LLM response: sampled by the test host"),
+        "{sampled}"
+    );
+    let answered = upstream_part(&call_tool(&client, "test_elicitation", elicit.clone()).await);
+    let answer = answered.to_string();
+    assert!(
+        answer.contains("action=accept") && answer.contains("ada@example.com"),
+        "{answered}"
+    );
     assert_eq!(host.sampled.load(Ordering::SeqCst), 1);
     assert_eq!(host.elicited.load(Ordering::SeqCst), 1);
     drop(client);
@@ -440,6 +465,12 @@ async fn sampling_and_elicitation_are_allowed_held_or_denied_as_the_policy_says(
     assert_eq!(status, 200);
     let (_client, approved) = call.await.expect("the call ends");
     assert_eq!(payload(&approved)["status"], "ok", "{approved:?}");
+    assert!(
+        upstream_part(&approved)
+            .to_string()
+            .contains("sampled by the test host"),
+        "{approved:?}"
+    );
     assert_eq!(host.sampled.load(Ordering::SeqCst), 1);
 }
 

@@ -5,7 +5,7 @@
 //! logging levels pass through, and the protocol version is the latest stable one. (Its tools
 //! have names with `-`, which the declaration rules refuse, so they stay hidden here; tool
 //! results, logging, progress, sampling, elicitation and provenance are tested against the
-//! conformance suite's fixture server in `conformance.rs`.)
+//! conformance fixture server (`tests/conformance/server.py`) in `conformance.rs`.)
 
 #![allow(deprecated)] // rmcp marks logging (and sampling) deprecated for a draft protocol
 
