@@ -234,7 +234,14 @@ fn gemini_openapi_omits_parameters_of_a_tool_without_arguments() {
 fn tool_names_follow_the_portable_rule() {
     use toolguard::providers::is_valid_tool_name;
     let longest = format!("a{}", "b".repeat(63));
-    for good in ["a", "Z", "get_balance", "a1_B2", longest.as_str()] {
+    for good in [
+        "a",
+        "Z",
+        "get_balance",
+        "get-balance",
+        "a1_B2",
+        longest.as_str(),
+    ] {
         assert!(is_valid_tool_name(good), "{good:?}");
     }
     let too_long = format!("a{}", "b".repeat(64));
@@ -242,7 +249,7 @@ fn tool_names_follow_the_portable_rule() {
         "",
         "1abc",
         "_private",
-        "get-balance",
+        "-balance",
         "get balance",
         "émoji",
         "a.b",
@@ -254,7 +261,7 @@ fn tool_names_follow_the_portable_rule() {
         let err = anthropic::tool(&spec, &options()).unwrap_err();
         assert!(matches!(err, ExportError::InvalidName { .. }), "{err}");
         assert!(
-            err.to_string().contains("^[a-zA-Z][a-zA-Z0-9_]{0,63}$"),
+            err.to_string().contains("^[a-zA-Z][a-zA-Z0-9_-]{0,63}$"),
             "{err}"
         );
     }

@@ -2,10 +2,11 @@
 //! server (`@modelcontextprotocol/server-everything` from npm, installed by `.ci/run` under
 //! `TOOLGUARD_NPM_PREFIX`), compared with a direct connection to the same server: resources and
 //! prompts pass unchanged as far as `[resources]` / `[prompts]` expose them, completion and
-//! logging levels pass through, and the protocol version is the latest stable one. (Its tools
-//! have names with `-`, which the declaration rules refuse, so they stay hidden here; tool
-//! results, logging, progress, sampling, elicitation and provenance are tested against the
-//! conformance fixture server (`tests/conformance/server.py`) in `conformance.rs`.)
+//! logging levels pass through, and the protocol version is the latest stable one. Its tools are
+//! named as MCP servers often name them (`get-sum`, `get-tiny-image`): declared by those names,
+//! they are guarded and their results pass unchanged (image content stays an image). Logging,
+//! progress, sampling, elicitation and provenance are tested against the conformance fixture server
+//! (`tests/conformance/server.py`) in `conformance.rs`.
 
 #![allow(deprecated)] // rmcp marks logging (and sampling) deprecated for a draft protocol
 
@@ -208,4 +209,87 @@ async fn without_sections_no_resource_or_prompt_is_exposed() {
             .is_err()
     );
     gateway.cancel().await.ok();
+}
+
+#[tokio::test]
+#[cfg_attr(
+    not(toolguard_npm),
+    ignore = "needs TOOLGUARD_NPM_PREFIX (set by .ci/run)"
+)]
+async fn tools_named_with_hyphens_are_declared_guarded_and_pass_unchanged() {
+    use rmcp::model::CallToolRequestParams;
+    let dir = Scratch::new("tg-everything");
+    let text = format!(
+        "{}\n[tools.get-sum]\nrisk = \"low\"\nread_only = true\n\n\
+         [tools.get-tiny-image]\nrisk = \"low\"\nread_only = true\n",
+        policy("")
+    );
+    std::fs::write(dir.join("policy.toml"), text).expect("policy");
+    let mut cmd = proxy_command(&dir.join("policy.toml"));
+    cmd.arg("--")
+        .arg("node")
+        .arg(npm_server("server-everything"))
+        .arg("stdio");
+    let gateway = connect(cmd, Host::default()).await;
+    let direct = connect(everything(), Host::default()).await;
+    let names: Vec<String> = gateway
+        .list_all_tools()
+        .await
+        .expect("tools/list")
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(names.contains(&"get-sum".to_owned()), "{names:?}");
+    assert!(names.contains(&"get-tiny-image".to_owned()), "{names:?}");
+    // Undeclared tools stay hidden.
+    assert!(!names.contains(&"get-env".to_owned()), "{names:?}");
+
+    let sum = gateway
+        .call_tool(
+            CallToolRequestParams::new("get-sum").with_arguments(args(json!({"a": 2, "b": 3}))),
+        )
+        .await
+        .expect("get-sum answers");
+    let text = serde_json::to_string(&sum.content).unwrap();
+    assert!(text.contains('5'), "{text}");
+    // The upstream's schema is enforced before the call leaves: a string where it wants a
+    // number never reaches it.
+    let wrong = gateway
+        .call_tool(
+            CallToolRequestParams::new("get-sum").with_arguments(args(json!({"a": "2", "b": 3}))),
+        )
+        .await;
+    let refused = match &wrong {
+        Ok(result) => result.is_error == Some(true),
+        Err(_) => true,
+    };
+    assert!(refused, "{wrong:?}");
+    // An undeclared tool cannot be called, whatever its name.
+    assert!(
+        gateway
+            .call_tool(CallToolRequestParams::new("get-env"))
+            .await
+            .is_err()
+    );
+
+    // Content passes unchanged: the image is an image, as the upstream sent it.
+    let image = gateway
+        .call_tool(CallToolRequestParams::new("get-tiny-image"))
+        .await
+        .expect("get-tiny-image answers");
+    let want = direct
+        .call_tool(CallToolRequestParams::new("get-tiny-image"))
+        .await
+        .expect("direct call");
+    assert_eq!(
+        serde_json::to_value(&image.content).unwrap(),
+        serde_json::to_value(&want.content).unwrap()
+    );
+    assert!(
+        image.content.iter().any(|c| c.as_image().is_some()),
+        "{:?}",
+        image.content
+    );
+    gateway.cancel().await.ok();
+    direct.cancel().await.ok();
 }

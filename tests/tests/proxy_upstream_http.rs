@@ -26,7 +26,7 @@ use toolguard::sqlite::SqliteAuditSink;
 const REVIEWER_TOKEN: &str = "reviewer-token-0123456789abcdef";
 
 /// The policy: `echo` passes, or with `gated` it waits for a reviewer (the server's other tools
-/// have names with `-`, which are not portable tool names and stay hidden).
+/// are not declared and stay hidden).
 fn policy(reviewer_port: u16, extra_proxy_keys: &str, gated: bool) -> String {
     let echo = if gated {
         "risk = \"high\"\nread_only = false\nidempotent = true\napproval = true"

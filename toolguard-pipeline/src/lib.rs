@@ -22,6 +22,7 @@ mod canonical;
 pub mod clock;
 pub mod custom;
 pub mod declare;
+mod deferred_drop;
 pub mod detect;
 pub mod digest;
 pub mod dispatcher;

@@ -173,8 +173,8 @@ pub struct ExportedSet {
 /// Why a tool could not be exported.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExportError {
-    /// The tool name is not one every dialect accepts (`^[a-zA-Z][a-zA-Z0-9_]{0,63}$`).
-    #[error("tool name {tool:?} must match ^[a-zA-Z][a-zA-Z0-9_]{{0,63}}$")]
+    /// The tool name is not one every dialect accepts (`^[a-zA-Z][a-zA-Z0-9_-]{0,63}$`).
+    #[error("tool name {tool:?} must match ^[a-zA-Z][a-zA-Z0-9_-]{{0,63}}$")]
     InvalidName {
         /// The tool name.
         tool: String,
@@ -238,7 +238,7 @@ pub enum AdapterError {
     },
 }
 
-/// Whether `name` is a tool name every dialect accepts: `^[a-zA-Z][a-zA-Z0-9_]{0,63}$`, the
+/// Whether `name` is a tool name every dialect accepts: `^[a-zA-Z][a-zA-Z0-9_-]{0,63}$`, the
 /// portable rule the `#[tool]` macro enforces (an ASCII letter, then up to 63 ASCII letters,
 /// digits or underscores).
 pub use toolguard_pipeline::spec::is_valid_tool_name;

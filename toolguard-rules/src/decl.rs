@@ -26,7 +26,9 @@
 //! ```
 
 use crate::kinds::{Kind, Risk};
-use crate::names::{is_identity_name, is_money_name, is_valid_tool_name, suggest_tool_name};
+use crate::names::{
+    is_identity_name, is_money_name, is_valid_argument_name, is_valid_tool_name, suggest_tool_name,
+};
 use crate::pattern::{self, PatternProblem};
 use crate::root::root_problem;
 
@@ -463,8 +465,8 @@ fn identity_and_description(tool: &ToolDecl, found: &mut Found) {
             9,
             Site::ToolName,
             format!(
-                "invalid tool name `{name}`: providers accept `^[a-zA-Z][a-zA-Z0-9_]{{0,63}}$` \
-                 (a letter, then up to 63 letters, digits or `_`). {fix}"
+                "invalid tool name `{name}`: providers accept `^[a-zA-Z][a-zA-Z0-9_-]{{0,63}}$` \
+                 (a letter, then up to 63 letters, digits, `_` or `-`). {fix}"
             ),
         );
     }
@@ -748,7 +750,7 @@ fn key_argument(tool: &ToolDecl, found: &mut Found) {
     let Some(key) = tool.key_argument() else {
         return;
     };
-    if !is_valid_tool_name(key) {
+    if !is_valid_argument_name(key) {
         found.push(
             0,
             Site::ToolOption("idempotency_key"),
@@ -1339,7 +1341,7 @@ mod tests {
     #[test]
     fn tool_level_rules_name_their_option() {
         let mut t = tool(vec![]);
-        t.name = "send-mail".to_owned();
+        t.name = "send.mail".to_owned();
         t.description = Some("  ".to_owned());
         t.risk = Risk::High;
         assert_eq!(

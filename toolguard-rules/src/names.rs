@@ -89,22 +89,35 @@ pub fn is_money_name(name: &str) -> bool {
 }
 
 /// Whether `name` is a tool name every provider accepts (rule 9):
-/// `^[a-zA-Z][a-zA-Z0-9_]{0,63}$`.
+/// `^[a-zA-Z][a-zA-Z0-9_-]{0,63}$`.
 pub fn is_valid_tool_name(name: &str) -> bool {
     let mut chars = name.chars();
     match chars.next() {
         Some(c) if c.is_ascii_alphabetic() => {}
         _ => return false,
     }
-    name.len() <= MAX_TOOL_NAME_LEN && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    name.len() <= MAX_TOOL_NAME_LEN
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-/// A valid tool name close to `name`: other characters become `_`, leading non-letters are
+/// Whether `name` is an argument name every provider accepts for a key argument:
+/// `^[a-zA-Z][a-zA-Z0-9_]{0,63}$` (a tool name without `-`).
+pub fn is_valid_argument_name(name: &str) -> bool {
+    is_valid_tool_name(name) && !name.contains('-')
+}
+
+/// A valid tool name close to `name`: characters other than letters, digits and `-` become `_`, leading non-letters are
 /// dropped, and the result is cut to 64 characters (`my_tool` if nothing is left).
 pub fn suggest_tool_name(name: &str) -> String {
     let mapped: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     let mut s = mapped
         .trim_start_matches(|c: char| !c.is_ascii_alphabetic())
@@ -181,10 +194,13 @@ mod tests {
         assert!(is_valid_tool_name(&"a".repeat(64)));
         assert!(!is_valid_tool_name(&"a".repeat(65)));
         assert!(!is_valid_tool_name("1x"));
-        assert!(!is_valid_tool_name("send-mail"));
+        // MCP servers name tools `get-sum`; every provider accepts the hyphen.
+        assert!(is_valid_tool_name("send-mail"));
+        assert!(!is_valid_tool_name("send.mail"));
+        assert!(!is_valid_tool_name("-x"));
         assert!(!is_valid_tool_name("é"));
         assert!(!is_valid_tool_name(""));
-        assert_eq!(suggest_tool_name("send-mail"), "send_mail");
+        assert_eq!(suggest_tool_name("send.mail"), "send_mail");
         assert_eq!(suggest_tool_name("9 lives"), "lives");
         assert_eq!(suggest_tool_name("__"), "my_tool");
         assert!(is_valid_tool_name(&suggest_tool_name(&"x-".repeat(80))));

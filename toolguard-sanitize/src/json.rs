@@ -198,6 +198,23 @@ impl<'de> Visitor<'de> for Strict {
 ///
 /// The scan never recurses: nested values are skipped by counting brackets outside strings.
 pub fn jsonrpc_id(text: &str) -> Option<Value> {
+    let raw = top_level(text, |key| key == "id")?.1;
+    let id: Value = serde_json::from_str(raw.trim()).ok()?;
+    (id.is_string() || id.is_i64() || id.is_u64()).then_some(id)
+}
+
+/// Whether a JSON-RPC message whose text may not parse as a whole is a request or a
+/// notification (`Some(true)`: a top-level `method` member comes first) or a response
+/// (`Some(false)`: `result` or `error` comes first); `None` when neither can be read. Scans like
+/// [`jsonrpc_id`].
+pub fn jsonrpc_has_method(text: &str) -> Option<bool> {
+    let (key, _) = top_level(text, |key| matches!(key, "method" | "result" | "error"))?;
+    Some(key == "method")
+}
+
+/// The first top-level member of the object `text` whose key `wanted` accepts: its key and the
+/// raw text of its value. Nested values are skipped by counting brackets outside strings.
+fn top_level(text: &str, wanted: impl Fn(&str) -> bool) -> Option<(String, &str)> {
     let mut scan = Scan {
         bytes: text.as_bytes(),
         at: 0,
@@ -214,9 +231,8 @@ pub fn jsonrpc_id(text: &str) -> Option<Value> {
         scan.space();
         let value_start = scan.at;
         scan.value()?;
-        if key == "id" {
-            let id: Value = serde_json::from_str(text[value_start..scan.at].trim()).ok()?;
-            return (id.is_string() || id.is_i64() || id.is_u64()).then_some(id);
+        if wanted(&key) {
+            return Some((key, text.get(value_start..scan.at)?));
         }
         scan.space();
         scan.eat(b',')?;

@@ -5,7 +5,7 @@
 //! are parsed.
 
 mod service;
-mod transport;
+pub(crate) mod transport;
 
 pub use service::{
     IDEMPOTENCY_KEY_META, McpServeError, McpServer, call_tool_result, unknown_tool_error,

@@ -41,6 +41,45 @@ pub const INVALID_REQUEST: i64 = -32600;
 /// How much of an over-long line is kept to find its `id`.
 const ID_PREFIX_BYTES: usize = 4096;
 
+/// The next line of `reader`, without its line end; `None` at the end of input or on a read
+/// error. A line over `max` bytes is never held whole: it comes back as `Err(prefix)`, its first
+/// bytes (where a JSON-RPC `id` usually is), the rest read and dropped.
+pub(crate) async fn read_line<R: AsyncRead + Unpin>(
+    reader: &mut BufReader<R>,
+    max: usize,
+) -> Option<Result<Vec<u8>, Vec<u8>>> {
+    let mut line = Vec::new();
+    let mut too_long = false;
+    loop {
+        let buffer = reader.fill_buf().await.ok()?;
+        if buffer.is_empty() {
+            if line.is_empty() {
+                return None;
+            }
+            break;
+        }
+        let (chunk, used, end) = match buffer.iter().position(|b| *b == b'\n') {
+            Some(i) => (&buffer[..i], i + 1, true),
+            None => (buffer, buffer.len(), false),
+        };
+        let room = if too_long { ID_PREFIX_BYTES } else { max };
+        let take = chunk.len().min(room.saturating_sub(line.len()));
+        line.extend_from_slice(&chunk[..take]);
+        if take < chunk.len() && !too_long {
+            too_long = true;
+            line.truncate(ID_PREFIX_BYTES);
+        }
+        reader.consume(used);
+        if end {
+            break;
+        }
+    }
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    Some(if too_long { Err(line) } else { Ok(line) })
+}
+
 /// A server transport over a reader and a writer (standard input and output for
 /// [`McpServer::serve_stdio`](super::McpServer::serve_stdio)) that refuses malformed messages with
 /// a JSON-RPC error (see the module documentation) before the SDK parses them.
@@ -75,40 +114,7 @@ where
     /// The next line, without its line end; `None` at the end of input or on a read error.
     /// A line over [`MAX_MESSAGE_BYTES`] comes back as `Err(prefix)`.
     async fn next_line(&mut self) -> Option<Result<Vec<u8>, Vec<u8>>> {
-        let mut line = Vec::new();
-        let mut too_long = false;
-        loop {
-            let buffer = self.reader.fill_buf().await.ok()?;
-            if buffer.is_empty() {
-                if line.is_empty() {
-                    return None;
-                }
-                break;
-            }
-            let (chunk, used, end) = match buffer.iter().position(|b| *b == b'\n') {
-                Some(i) => (&buffer[..i], i + 1, true),
-                None => (buffer, buffer.len(), false),
-            };
-            let room = if too_long {
-                ID_PREFIX_BYTES
-            } else {
-                MAX_MESSAGE_BYTES
-            };
-            let take = chunk.len().min(room.saturating_sub(line.len()));
-            line.extend_from_slice(&chunk[..take]);
-            if take < chunk.len() && !too_long {
-                too_long = true;
-                line.truncate(ID_PREFIX_BYTES);
-            }
-            self.reader.consume(used);
-            if end {
-                break;
-            }
-        }
-        if line.last() == Some(&b'\r') {
-            line.pop();
-        }
-        Some(if too_long { Err(line) } else { Ok(line) })
+        read_line(&mut self.reader, MAX_MESSAGE_BYTES).await
     }
 
     /// Checks one line: the message to hand to the SDK, or the error reply to send (`None`:
@@ -203,7 +209,7 @@ where
 }
 
 /// A JSON-RPC error response.
-fn error(id: Option<Value>, code: i64, message: &str) -> Value {
+pub(crate) fn error(id: Option<Value>, code: i64, message: &str) -> Value {
     json!({
         "jsonrpc": "2.0",
         "id": id.unwrap_or(Value::Null),
@@ -211,7 +217,7 @@ fn error(id: Option<Value>, code: i64, message: &str) -> Value {
     })
 }
 
-async fn write_line<W: AsyncWrite + Unpin, T: serde::Serialize>(
+pub(crate) async fn write_line<W: AsyncWrite + Unpin, T: serde::Serialize>(
     writer: &Mutex<W>,
     message: &T,
 ) -> io::Result<()> {

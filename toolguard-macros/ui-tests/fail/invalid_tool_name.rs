@@ -1,7 +1,7 @@
 use toolguard::{tool, ToolError};
 
 /// Sends a message.
-#[tool(name = "send-message", read_only)]
+#[tool(name = "send.message", read_only)]
 fn send_message() -> Result<(), ToolError> {
     Ok(())
 }

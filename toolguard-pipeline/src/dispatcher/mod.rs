@@ -107,6 +107,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
                 stage::execute::contained(stage::list::call(&self.core, &call, principal, &mut t))
                     .await
                     .unwrap_or_else(|_| Err(Exit::Stop(stage::panicked(&self.core, &t))));
+            let oversized = t.oversized;
             // The call's own strings move into the outcome.
             let about = Subject {
                 event: AuditEvent::Call,
@@ -115,7 +116,12 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
                 principal,
                 started,
             };
-            stage::finish::finish(&self.core, about, t, Answer::from_exit(result)).await
+            let outcome =
+                stage::finish::finish(&self.core, about, t, Answer::from_exit(result)).await;
+            if oversized {
+                crate::deferred_drop::release(call.arguments);
+            }
+            outcome
         });
         crate::canonical::with_nfc_memo(pipeline)
             .instrument(span)

@@ -81,6 +81,20 @@ mod tests {
                 json!({"a": [1, 2, [3, 4, 5]], "b": []}),
                 Some("too_many_items"),
             ),
+            // Several limits crossed: the highest-ranked is named, wherever it comes (the text
+            // scan goes on past a lower-ranked one to find it).
+            (
+                json!({"a": "1234567", "b": 1, "c": {"d": [[1]]}}),
+                Some("too_deep"),
+            ),
+            (
+                json!({"a": "1234567", "b": 1, "c": 2}),
+                Some("too_many_keys"),
+            ),
+            (
+                json!({"a": {"x": "1234567"}, "b": {"x": 1, "y": 2}, "c": 1}),
+                Some("too_many_keys"),
+            ),
         ];
         for (value, want) in cases {
             let (t, v) = both(value.clone(), &l);

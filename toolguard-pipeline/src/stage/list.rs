@@ -43,7 +43,11 @@ pub(crate) async fn call<S: Send + Sync + 'static>(
     // The metrics label of a registered tool, even when its arguments do not parse.
     t.tool = core.tools.get(&call.tool).map(|r| r.name.clone());
     t.at(Stage::Parse);
-    super::gate::check(&call.arguments, core.sanitizer.limits())?;
+    if let Err(stop) = super::gate::check(&call.arguments, core.sanitizer.limits()) {
+        // Refused by its size: the caller frees it off its path (`deferred_drop`).
+        t.oversized = true;
+        return Err(stop.into());
+    }
     let args = super::parse::arguments(&call.arguments)?;
     t.at(Stage::Registry);
     let tool = super::registry::lookup(core, &call.tool)?;

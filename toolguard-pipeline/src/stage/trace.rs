@@ -42,6 +42,8 @@ pub(crate) struct Trace {
     pub(crate) source_label: Option<crate::tool::SourceLabel>,
     /// The flight this call pilots for its key (see [`super::flight`]), landed when it settles.
     pub(crate) pilot: Option<super::flight::Pilot>,
+    /// The gate refused the arguments by their size.
+    pub(crate) oversized: bool,
 }
 
 impl Trace {

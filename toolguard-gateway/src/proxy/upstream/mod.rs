@@ -24,7 +24,6 @@ use rmcp::model::{
     ServerResult,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService};
-use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -39,6 +38,7 @@ use toolguard_policy::UpstreamRequestAction;
 use toolguard_policy::{Offered, Policy};
 
 mod http;
+mod stdio;
 
 /// Longest upstream error text passed on (it is untrusted and may be large).
 const MAX_ERROR_TEXT: usize = 2000;
@@ -403,9 +403,9 @@ async fn spawn(
         .split_first()
         .ok_or_else(|| "no upstream command given".to_owned())?;
     let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args).kill_on_drop(true);
+    cmd.args(args);
     let transport =
-        TokioChildProcess::new(cmd).map_err(|e| format!("cannot start `{program}`: {e}"))?;
+        stdio::ChildStdio::spawn(cmd).map_err(|e| format!("cannot start `{program}`: {e}"))?;
     events
         .serve(transport)
         .await
