@@ -26,7 +26,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::limits::{Exceeded, Limits, check_text};
+use crate::limits::{Exceeded, Limits, check_text, check_text_quick};
 
 /// Deepest nesting of arrays and objects accepted in a provider response or an MCP message.
 pub const MAX_NESTING: usize = 64;
@@ -71,10 +71,11 @@ pub const MESSAGE_LIMITS: Limits = Limits {
 };
 
 /// Parses `text` as exactly one JSON document within [`MESSAGE_LIMITS`], checked in one pass
-/// over the bytes before anything is built ([`JsonError::Exceeded`]; nesting deeper than
+/// over the bytes that stops at the first limit crossed ([`check_text_quick`]), before anything
+/// is built ([`JsonError::Exceeded`]; nesting deeper than
 /// [`MAX_NESTING`] is [`JsonError::TooDeep`]), refusing repeated keys.
 pub fn parse(text: &str) -> Result<Value, JsonError> {
-    check_text(text.as_bytes(), &MESSAGE_LIMITS).map_err(|over| match over {
+    check_text_quick(text.as_bytes(), &MESSAGE_LIMITS).map_err(|over| match over {
         Exceeded::Depth => JsonError::TooDeep,
         over => JsonError::Exceeded(over),
     })?;
@@ -435,5 +436,35 @@ mod tests {
         );
         assert_eq!(read("{} []", &limits), Err(JsonError::TrailingData));
         assert_eq!(read(r#"{"ok": true}"#, &limits), Ok(json!({"ok": true})));
+    }
+
+    #[test]
+    fn the_message_reader_names_the_first_limit_it_meets() {
+        use crate::limits::check_text_quick;
+        // Too many keys, then too deep: the argument gate names the higher-ranked limit, the
+        // message reader the first it meets (and stops there).
+        let keys = (0..70_000)
+            .map(|i| format!("\"k{i}\":0"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let text = format!("{{{keys},\"deep\":{}1{}}}", "[".repeat(70), "]".repeat(70));
+        assert_eq!(
+            check_text(text.as_bytes(), &MESSAGE_LIMITS),
+            Err(Exceeded::Depth)
+        );
+        assert_eq!(
+            check_text_quick(text.as_bytes(), &MESSAGE_LIMITS),
+            Err(Exceeded::ObjectKeys)
+        );
+        assert_eq!(parse(&text), Err(JsonError::Exceeded(Exceeded::ObjectKeys)));
+        let items = format!("[{}]", vec!["0"; (1 << 20) + 1].join(","));
+        assert_eq!(
+            check_text_quick(items.as_bytes(), &MESSAGE_LIMITS),
+            Err(Exceeded::Items)
+        );
+        assert_eq!(
+            check_text_quick(br#"{"a": [1, {"b": "c"}]}"#, &MESSAGE_LIMITS),
+            Ok(())
+        );
     }
 }

@@ -178,6 +178,18 @@ struct Frame {
 /// [`Exceeded::Depth`] (nothing ranks above it), and once another limit is crossed it only
 /// looks for a higher-ranked one (strings are then skipped without being measured).
 pub fn check_text(bytes: &[u8], limits: &Limits) -> Result<(), Exceeded> {
+    scan_text(bytes, limits, false)
+}
+
+/// [`check_text`] for a reader that only needs to know whether the text is within `limits`:
+/// the pass stops at the first limit crossed, in reading order ([`Exceeded::Bytes`] first), so
+/// a message of a million keys costs the scan of its first [`Limits::max_object_keys`] keys.
+/// The limit named may differ from [`check_text`]'s when several are crossed.
+pub fn check_text_quick(bytes: &[u8], limits: &Limits) -> Result<(), Exceeded> {
+    scan_text(bytes, limits, true)
+}
+
+fn scan_text(bytes: &[u8], limits: &Limits, first_wins: bool) -> Result<(), Exceeded> {
     if bytes.len() > limits.max_bytes {
         return Err(Exceeded::Bytes);
     }
@@ -188,6 +200,7 @@ pub fn check_text(bytes: &[u8], limits: &Limits) -> Result<(), Exceeded> {
         items: 0,
         first: false,
         found: Found(None),
+        first_wins,
     };
     scan.run(bytes)
 }
@@ -203,6 +216,8 @@ struct TextScan<'l> {
     // item unless it closes it.
     first: bool,
     found: Found,
+    /// Stop at the first limit crossed ([`check_text_quick`]).
+    first_wins: bool,
 }
 
 impl TextScan<'_> {
@@ -247,6 +262,12 @@ impl TextScan<'_> {
                 }
                 b':' => self.key(),
                 _ => {}
+            }
+            if self.first_wins {
+                if self.items > self.limits.max_items {
+                    self.found.add(Exceeded::Items);
+                }
+                self.found.result()?;
             }
             i += 1;
         }
