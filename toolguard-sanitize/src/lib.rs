@@ -638,6 +638,8 @@ impl Sanitizer {
         report: &mut SanitizeReport,
     ) -> Result<(), &'static str> {
         match value {
+            // One of the schema's own constants (an enum's member): nothing to judge.
+            Value::String(s) if at.lists(s) => Ok(()),
             Value::String(s) => {
                 let by_option = self
                     .policy(tool, field.name())

@@ -91,6 +91,25 @@ impl<'a> SchemaAt<'a> {
             || (depth < MAX_REF_HOPS && self.branches().any(|b| b.is_url_depth(depth + 1)))
     }
 
+    /// True when `s` is one of the constants the schema lists at this position (`enum`,
+    /// `const`, in any branch): a value the tool's author wrote, which the schema check
+    /// already confined, so the text checks pass over it.
+    pub fn lists(&self, s: &str) -> bool {
+        self.lists_depth(s, 0)
+    }
+
+    fn lists_depth(&self, s: &str, depth: usize) -> bool {
+        let Some(node) = self.resolved() else {
+            return false;
+        };
+        let is_s = |v: &Value| v.as_str() == Some(s);
+        node.get("enum")
+            .and_then(Value::as_array)
+            .is_some_and(|e| e.iter().any(is_s))
+            || node.get("const").is_some_and(is_s)
+            || (depth < MAX_REF_HOPS && self.branches().any(|b| b.lists_depth(s, depth + 1)))
+    }
+
     /// The schema of property `key` of an object at this position.
     #[must_use]
     pub fn property(&self, key: &str) -> Self {
