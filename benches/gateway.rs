@@ -29,7 +29,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
-use toolguard::gateway::{Guard, GuardedServer};
+use toolguard::HostKeys;
+use toolguard::gateway::{Guard, GuardedServer, UpstreamTarget};
 
 const TOKEN: &str = "bench-token-0123456789abcdef";
 const CLIENTS: usize = 64;
@@ -169,8 +170,11 @@ fn gateway(c: &mut Criterion) {
     let dir = std::env::temp_dir().join(format!("tg-bench-gateway-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("scratch dir");
     let file = policy(&dir);
+    // Host keys are always on in the gateway: approvals sealed, the trail anchored.
+    let keys = HostKeys::new("bench", vec![7u8; 32]).expect("a host key");
+    let target = UpstreamTarget::Command(command.clone());
     let guard = rt
-        .block_on(Guard::start(&file, &command))
+        .block_on(Guard::start_with_keys(&file, &target, None, Some(keys)))
         .expect("the gateway starts");
     let direct = rt.block_on(direct(&command));
     let through = rt.block_on(through(guard.clone()));
