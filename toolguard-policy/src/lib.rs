@@ -11,6 +11,7 @@
 //! [proxy]
 //! store = "toolguard.sqlite"          # stores and audit trail, relative to this file
 //! reviewer_listen = "127.0.0.1:7411"  # reviewer endpoint (approvals)
+//! session_idle = "30m"                # a stdio client's session ends after 30 min without a request
 //!
 //! [principal]                          # the caller of a local stdio proxy
 //! tenant = "acme"
@@ -80,6 +81,22 @@
 //! fields."/participants" = { kind = "email", max_items = 10, egress = true }
 //! ```
 //!
+//! A field's `egress = "outside"` narrows it further: the call is egress only when the field
+//! names an address (an e-mail domain, a URL host) outside `internal`; an invitation among
+//! colleagues runs in a session that read untrusted content, one to an outside address waits
+//! for a human. A value that cannot be read as an address counts as outside.
+//!
+//! ```toml
+//! fields."/participants" = { kind = "email", max_items = 10, egress = "outside", internal = ["example.com", "*.example.com"] }
+//! ```
+//!
+//! Sessions of a stdio client: provenance is kept per session, and a stdio proxy serves one
+//! client for the life of its process. The client names its sessions in a request's `_meta`
+//! (`"toolguard/session": "conversation-42"`, 1 to 128 ASCII letters, digits, `.`, `_`, `:`,
+//! `-`): each distinct id is a session of its own, so untrusted content read in one
+//! conversation never holds the actions of another. `[proxy] session_idle` (`"30m"`, `"2h"`,
+//! `"90s"`) ends a session after that long without a request: the next one starts clean.
+//!
 //! Optional fields (`anyOf: [T, {"type": "null"}]`, `type: [T, "null"]`) get every rule of
 //! their inner type; the tightened schema bounds the inner schema and keeps the null branch.
 
@@ -101,8 +118,12 @@ use toolguard_pipeline::risk::{OnExceed, RiskPolicy};
 use toolguard_pipeline::sanitize::Sanitizer;
 use toolguard_pipeline::spec::{KeyReuse, Risk, ToolSpec};
 
+mod duration;
+mod review;
 mod surface;
 
+pub use duration::{Span, SpanError};
+pub use review::{FieldGuard, Guarding, Refusal, Review, ToolReview, ToolState};
 pub use surface::{ExposeSection, UpstreamRequestAction, UpstreamRequestSection, pattern_matches};
 
 /// A policy file error: where (file, line) and what to change.
@@ -152,6 +173,11 @@ pub struct ProxySection {
     /// another call gets `idempotency_conflict`.
     #[serde(default)]
     pub derive_idempotency_key: bool,
+    /// A stdio client's provenance session ends after this long without a request
+    /// (`"30m"`, `"2h"`): the next request starts a new session, with no untrusted content in
+    /// it. Default: a session lasts as long as its client (or its `_meta` session id).
+    #[serde(default)]
+    pub session_idle: Option<Span>,
 }
 
 impl ProxySection {
