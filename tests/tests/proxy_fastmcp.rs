@@ -729,14 +729,13 @@ fn policy_check_lists_every_refused_tool_with_its_fix_and_a_table_of_guards() {
     );
     assert!(!report.contains("REFUSED get_webpage"), "{report}");
     // The table a reviewer reads: per tool, then per field.
+    // A row of a table, its cells joined by one space, found by its first cells.
     let row = |start: &str| {
         report
             .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
             .find(|l| l.starts_with(start))
             .unwrap_or_else(|| panic!("no row `{start}`: {report}"))
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
     };
     assert_eq!(row("tool "), "tool state risk egress approval", "{report}");
     assert_eq!(

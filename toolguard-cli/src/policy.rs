@@ -69,7 +69,13 @@ fn usage(kind: ErrorKind, message: String) -> ExitCode {
 /// Loads the policy file and checks it, against the upstream when there is one.
 #[cfg(feature = "policy")]
 fn check(file: &std::path::Path, target: Option<Upstream>) -> ExitCode {
-    let policy = match toolguard::policy::Policy::load(file) {
+    use toolguard::policy::Policy;
+    // Against an upstream, every tool is reviewed with its schema, all its errors at once.
+    let loaded = match target {
+        Some(_) => Policy::load_for_review(file),
+        None => Policy::load(file),
+    };
+    let policy = match loaded {
         Ok(policy) => policy,
         Err(e) => {
             eprintln!("{e}");

@@ -592,7 +592,27 @@ impl Policy {
 
     /// Checks `source` as the policy file `file` (used for error messages and relative paths).
     pub fn parse(file: impl Into<PathBuf>, source: String) -> Result<Policy, PolicyError> {
-        let file = file.into();
+        let policy = Self::parse_sections(file.into(), source)?;
+        policy.check_tools()?;
+        Ok(policy)
+    }
+
+    /// Reads the policy file at `file` like [`load`](Policy::load), except that the tools'
+    /// declarations are not checked: [`review_offered`](Policy::review_offered) then judges each
+    /// against the upstream's schema and lists every rule each breaks, where `load` stops at
+    /// the first. Never serve with a policy read this way.
+    pub fn load_for_review(file: impl AsRef<Path>) -> Result<Policy, PolicyError> {
+        let file = file.as_ref().to_path_buf();
+        let source = std::fs::read_to_string(&file).map_err(|e| PolicyError {
+            file: file.clone(),
+            line: None,
+            message: format!("cannot read the policy file: {e}"),
+        })?;
+        Self::parse_sections(file, source)
+    }
+
+    /// The file read and every check but the tools' declarations.
+    fn parse_sections(file: PathBuf, source: String) -> Result<Policy, PolicyError> {
         let raw: Raw = toml::from_str(&source).map_err(|e| PolicyError {
             line: e.span().map(|s| line_of(&source, s.start)),
             file: file.clone(),
@@ -640,8 +660,8 @@ impl Policy {
         }
     }
 
-    /// The checks that need no upstream schema.
-    fn check(&self) -> Result<(), PolicyError> {
+    /// The checks of the tools' entries that need no upstream schema.
+    fn check_tools(&self) -> Result<(), PolicyError> {
         let entries = self
             .tools
             .iter()
@@ -654,6 +674,11 @@ impl Policy {
         for (name, line, entry) in entries {
             check_entry(name, entry).map_err(|m| self.error(Some(line), m))?;
         }
+        Ok(())
+    }
+
+    /// The checks of everything but the tools' entries that need no upstream schema.
+    fn check(&self) -> Result<(), PolicyError> {
         if let Some(listen) = &self.proxy.reviewer_listen {
             let loopback = listen
                 .parse::<std::net::SocketAddr>()
@@ -952,6 +977,12 @@ fn entry_limits(mut p: RiskPolicy, name: &str, e: &ToolEntry) -> RiskPolicy {
 /// [`Policy::declare_offered`]), and the entry's own consistency.
 fn check_entry(name: &str, e: &ToolEntry) -> Result<(), String> {
     rules::check_declaration(name, &e.declaration()).map_err(|e| e.to_string())?;
+    check_consistency(name, e)
+}
+
+/// The entry's own consistency, beside the declaration rules: flow pointers, limits that need
+/// an amount, non-empty `roles`/`tenants`.
+fn check_consistency(name: &str, e: &ToolEntry) -> Result<(), String> {
     if let Some(pointer) = e
         .flow_fields
         .keys()

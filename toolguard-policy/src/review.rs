@@ -8,6 +8,8 @@
 //! use toolguard_policy::{Offered, Policy, ToolState};
 //!
 //! let file = "[tools.send_email]\nrisk = \"medium\"\nread_only = false\n";
+//! // `Policy::load_for_review` reads a file whose declarations may be wrong; here they are not
+//! // wrong before the schema is known.
 //! let policy = Policy::parse("policy.toml", file.to_owned()).unwrap();
 //! let offered = [Offered {
 //!     name: "send_email".into(),
@@ -143,14 +145,24 @@ impl Policy {
             };
         };
         let decl = entry.declaration();
+        let consistency = crate::check_consistency(&o.name, entry)
+            .err()
+            .map(|message| Refusal {
+                field: None,
+                message,
+                fix: None,
+            });
         let state = match declare(&o.name, &o.description, &o.input_schema, &decl) {
-            Ok(spec) => ToolState::Exposed(Box::new(spec)),
+            Ok(spec) if consistency.is_none() => ToolState::Exposed(Box::new(spec)),
+            Ok(_) => ToolState::Refused(consistency.into_iter().collect()),
             Err(first) => {
                 let mut all = rules::check_all(&o.name, &o.description, &o.input_schema, &decl);
                 if all.is_empty() {
                     all.push(first);
                 }
-                ToolState::Refused(all.into_iter().map(refusal).collect())
+                let mut refusals: Vec<Refusal> = all.into_iter().map(refusal).collect();
+                refusals.extend(consistency);
+                ToolState::Refused(refusals)
             }
         };
         let spec = match &state {
@@ -267,8 +279,10 @@ fn approval_of(entry: &ToolEntry) -> String {
     if let Some(n) = entry.approvals.filter(|n| *n > 1) {
         when.push(format!("{n} approvers"));
     }
-    if when.is_empty() {
-        "after untrusted content, by the flow policy".to_owned()
+    if when.is_empty() && entry.read_only && entry.egress == Egress::None {
+        "-".to_owned()
+    } else if when.is_empty() {
+        "after untrusted content (flow policy)".to_owned()
     } else {
         when.join("; ")
     }
