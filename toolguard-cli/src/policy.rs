@@ -114,9 +114,9 @@ fn check_against_upstream(policy: &toolguard::policy::Policy, target: Upstream) 
     let target = UpstreamTarget::from(target);
     let list = async {
         let upstream = gateway::Upstream::open(&target, policy).await?;
-        let offered = upstream.offered().await;
+        let offered: Result<_, ProxyError> = upstream.offered().await;
         upstream.close().await;
-        Ok::<_, ProxyError>(offered?)
+        offered
     };
     let listed =
         crate::upstream::runtime().and_then(|rt| rt.block_on(list).map_err(|e| e.to_string()));
