@@ -7,24 +7,28 @@ use toolguard::policy::{Policy, Review, ToolReview, ToolState};
 /// Prints `review` of `policy`; returns whether loading would fail.
 pub(crate) fn print(policy: &Policy, review: &Review) -> bool {
     let file = policy.file().display();
+    let named = |exposed: bool| {
+        let names: Vec<&str> = review
+            .tools
+            .iter()
+            .filter(|t| match t.state {
+                ToolState::Exposed(_) => exposed,
+                ToolState::Hidden => !exposed,
+                _ => false,
+            })
+            .map(|t| t.name.as_str())
+            .collect();
+        names.join(", ")
+    };
     println!(
-        "{file}: checked against the upstream, revision {}",
-        policy.revision()
+        "{file}: checked against the upstream, revision {}; exposed: {}; hidden (covered \
+         nowhere in the file, clients never see them): {}",
+        policy.revision(),
+        named(true),
+        named(false)
     );
     for tool in &review.tools {
         print_problem(policy, tool);
-    }
-    let hidden: Vec<&str> = review
-        .tools
-        .iter()
-        .filter(|t| matches!(t.state, ToolState::Hidden))
-        .map(|t| t.name.as_str())
-        .collect();
-    if !hidden.is_empty() {
-        println!(
-            "hidden (the file covers them nowhere; clients never see them): {}",
-            hidden.join(", ")
-        );
     }
     println!();
     print_table(&tool_rows(review));
@@ -45,6 +49,12 @@ fn print_problem(policy: &Policy, tool: &ToolReview) {
     };
     match &tool.state {
         ToolState::Refused(reasons) => {
+            eprintln!(
+                "{}: tool `{}` would be refused ({} reason(s), each with its fix on standard output)",
+                at(tool.line),
+                tool.name,
+                reasons.len()
+            );
             println!("REFUSED {} ({})", tool.name, at(tool.line));
             for r in reasons {
                 let field = r
@@ -62,6 +72,12 @@ fn print_problem(policy: &Policy, tool: &ToolReview) {
             }
         }
         ToolState::NotOffered(offered) => {
+            eprintln!(
+                "{}: tool `{}` is not offered by the upstream server; it offers: {}",
+                at(tool.line),
+                tool.name,
+                offered.join(", ")
+            );
             println!(
                 "REFUSED {} ({}): the upstream does not offer it; it offers: {}",
                 tool.name,
