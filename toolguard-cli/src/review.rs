@@ -21,8 +21,7 @@ pub(crate) fn print(policy: &Policy, review: &Review) -> bool {
         names.join(", ")
     };
     println!(
-        "{file}: checked against the upstream, revision {}; exposed: {}; hidden (covered \
-         nowhere in the file, clients never see them): {}",
+        "{file}: checked against the upstream, revision {}; exposed: {}; hidden: {}",
         policy.revision(),
         named(true),
         named(false)
