@@ -46,6 +46,7 @@ fn request(keys: &HostKeys) -> ApprovalRequest {
         policy_revision: 1,
         amount: Some(125_000),
         cause: "critical".into(),
+        cause_message: None,
         created_at_ms: 1,
         expires_at_ms: 2,
         seal: None,

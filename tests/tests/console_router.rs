@@ -752,3 +752,45 @@ async fn the_detail_shows_where_each_argument_came_from() {
     let (_, _, page) = h.get(Some("bob"), &format!("/requests/{clean_id}")).await;
     assert!(!page.contains("Came from"), "{page}");
 }
+
+#[tokio::test]
+async fn the_detail_says_which_rule_held_the_request_in_the_pipelines_words() {
+    let h = harness(Ineligible::ReadOnly).await;
+    // Over the threshold: the sentence names both amounts.
+    let id = h.transfer("rent").await;
+    let request =
+        h.d.approvals()
+            .get(&bob_approver(), &id)
+            .await
+            .unwrap()
+            .unwrap();
+    let sentence = request
+        .cause_message
+        .clone()
+        .expect("the request keeps the hold's sentence");
+    assert!(
+        sentence.contains("is over the approval threshold of"),
+        "{sentence}"
+    );
+    let (status, _, page) = h.get(Some("bob"), &format!("/requests/{id}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        page.contains(&format!("<span id=\"cause-message\">{sentence}</span>")),
+        "{page}"
+    );
+    assert!(page.contains("<code>approval_over</code>"), "{page}");
+    // A critical tool: the fixed sentence of its cause, escaped as text.
+    let key = format!("k-{}", uuid::Uuid::new_v4().simple());
+    let id = h
+        .propose(
+            "rotate_key",
+            json!({"partner": "partner-1", "new_key": "k"}),
+            &key,
+        )
+        .await;
+    let (_, _, page) = h.get(Some("bob"), &format!("/requests/{id}")).await;
+    assert!(
+        page.contains("every call of this tool needs a human (risk = &quot;critical&quot;)"),
+        "{page}"
+    );
+}

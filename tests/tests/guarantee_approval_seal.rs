@@ -73,6 +73,7 @@ fn sealed_request(id: &str) -> ApprovalRequest {
         policy_revision: 3,
         amount: Some(500),
         cause: "critical".into(),
+        cause_message: None,
         created_at_ms: 1_000,
         expires_at_ms: 61_000,
         seal: None,

@@ -81,6 +81,7 @@ const CASES: &[Case] = &[
         "",
         "@[proxy]\nderive_idempotency_key = true",
     ),
+    case("proxy.session_idle", "", "@[proxy]\nsession_idle = \"30m\""),
     case(
         "principal.tenant",
         "",
@@ -317,6 +318,11 @@ const CASES: &[Case] = &[
         "default_tool.fields.*.egress",
         "egress = \"open\"\noutput = \"trusted\"\nfields.\"/to\" = { kind = \"url\" }",
         "fields.\"/to\" = { kind = \"url\", egress = true }",
+    ),
+    case(
+        "default_tool.fields.*.internal",
+        "egress = \"open\"\noutput = \"trusted\"\nfields.\"/to\" = { kind = \"url\", egress = \"outside\", internal = [\"example.com\"] }",
+        "fields.\"/to\" = { kind = \"url\", egress = \"outside\", internal = [\"*.example.com\"] }",
     ),
     case(
         "default_tool.flow_roles",

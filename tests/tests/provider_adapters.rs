@@ -781,6 +781,7 @@ fn approval_binding_changes_with_response_id_and_adapter_revision() {
         policy_revision: 1,
         amount: None,
         cause: "amount".into(),
+        cause_message: None,
         created_at_ms: 0,
         expires_at_ms: 1,
         seal: None,

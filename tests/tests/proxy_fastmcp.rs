@@ -174,6 +174,35 @@ async fn tool(client: &RunningService<RoleClient, ()>, name: &str, args: Value) 
     send(client, call(name, args, Some(&key()))).await
 }
 
+/// `tools/call` parameters in the client's session `session` (`_meta["toolguard/session"]`).
+fn in_session(name: &str, args: Value, session: Value) -> rmcp::model::CallToolRequestParams {
+    let mut params = call(name, args, Some(&key()));
+    if let Some(meta) = params.meta.as_mut() {
+        meta.0.0.insert("toolguard/session".to_owned(), session);
+    }
+    params
+}
+
+/// Calls `name` in the client's session `session`.
+async fn tool_in(
+    client: &RunningService<RoleClient, ()>,
+    session: &str,
+    name: &str,
+    args: Value,
+) -> Value {
+    send(client, in_session(name, args, json!(session))).await
+}
+
+/// A transfer under every threshold: held only by the session's provenance.
+fn small_transfer() -> Value {
+    json!({"recipient": "DE89370400440532013000", "amount": 12.34, "subject": "Rent"})
+}
+
+/// A page read: untrusted content in the session (`get_webpage` declares no trusted output).
+fn page() -> Value {
+    json!({"url": "https://www.example.com/"})
+}
+
 #[tokio::test]
 #[cfg_attr(
     not(toolguard_fastmcp),
@@ -475,4 +504,272 @@ async fn every_hold_and_denial_says_why_to_the_model_and_the_audit() {
         "{money:?}"
     );
     client.cancel().await.ok();
+}
+
+#[tokio::test]
+#[cfg_attr(
+    not(toolguard_fastmcp),
+    ignore = "needs the Python MCP SDK (installed by .ci/run)"
+)]
+async fn a_stdio_client_names_its_sessions_and_untrusted_content_stays_in_its_own() {
+    let office = Office::new(POLICY);
+    let client = office.connect().await;
+    // Session A reads a web page: its transfers wait for a human.
+    assert_eq!(
+        tool_in(&client, "A", "get_webpage", page()).await["status"],
+        "ok"
+    );
+    let held = tool_in(&client, "A", "send_money", small_transfer()).await;
+    assert_eq!(held["status"], "pending_approval", "{held}");
+    assert_eq!(held["reason"], "provenance", "{held}");
+    // Session B read nothing: the same transfer runs, as it does in the unnamed session.
+    let ok = tool_in(&client, "B", "send_money", small_transfer()).await;
+    assert_eq!(ok["status"], "ok", "{ok}");
+    let ok = tool(&client, "send_money", small_transfer()).await;
+    assert_eq!(ok["status"], "ok", "{ok}");
+    // A stays tainted.
+    let again = tool_in(&client, "A", "send_money", small_transfer()).await;
+    assert_eq!(again["status"], "pending_approval", "{again}");
+    // A session id that is not a short plain string is refused before anything runs.
+    for bad in [json!(7), json!(""), json!("a/b"), json!("x".repeat(129))] {
+        let params = in_session("send_money", small_transfer(), bad.clone());
+        let err = client.call_tool(params).await.expect_err("refused");
+        assert!(
+            err.to_string().contains("toolguard/session"),
+            "{bad}: {err}"
+        );
+    }
+    let transfers = office
+        .received()
+        .iter()
+        .filter(|c| c["tool"] == "send_money")
+        .count();
+    assert_eq!(
+        transfers, 2,
+        "only the two untainted transfers reached the server"
+    );
+    client.cancel().await.ok();
+}
+
+#[tokio::test]
+#[cfg_attr(
+    not(toolguard_fastmcp),
+    ignore = "needs the Python MCP SDK (installed by .ci/run)"
+)]
+async fn an_idle_session_ends_and_the_next_request_starts_a_clean_one() {
+    let policy = POLICY.replace(
+        "store = \"audit.sqlite\"",
+        "store = \"audit.sqlite\"\nsession_idle = \"1s\"",
+    );
+    let office = Office::new(&policy);
+    let client = office.connect().await;
+    for session in [None, Some("A")] {
+        let params = |name: &str, args: Value| match session {
+            Some(s) => in_session(name, args, json!(s)),
+            None => call(name, args, Some(&key())),
+        };
+        assert_eq!(
+            send(&client, params("get_webpage", page())).await["status"],
+            "ok"
+        );
+        let held = send(&client, params("send_money", small_transfer())).await;
+        assert_eq!(held["status"], "pending_approval", "{session:?}: {held}");
+        // Still in use within the idle time: still held.
+        tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+        let held = send(&client, params("send_money", small_transfer())).await;
+        assert_eq!(held["status"], "pending_approval", "{session:?}: {held}");
+        // A full second without a request: the next one is a new session.
+        tokio::time::sleep(std::time::Duration::from_millis(1300)).await;
+        let ok = send(&client, params("send_money", small_transfer())).await;
+        assert_eq!(ok["status"], "ok", "{session:?}: {ok}");
+    }
+    client.cancel().await.ok();
+
+    // A duration without a unit is refused at load, naming the line.
+    let office = Office::new(&POLICY.replace(
+        "store = \"audit.sqlite\"",
+        "store = \"audit.sqlite\"\nsession_idle = \"30\"",
+    ));
+    let out = office
+        .command()
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .expect("the proxy runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("policy.toml:3"), "{err}");
+    assert!(err.contains("e.g. \"30m\""), "{err}");
+}
+
+/// The calendar tool with an org: participants inside `example.com` are not egress.
+fn internal_policy() -> String {
+    POLICY.replace(
+        "fields.\"/participants\" = { kind = \"email\", max_items = 10, egress = true }",
+        "fields.\"/participants\" = { kind = \"email\", max_items = 10, egress = \"outside\", \
+         internal = [\"example.com\", \"*.example.com\"] }",
+    )
+}
+
+#[tokio::test]
+#[cfg_attr(
+    not(toolguard_fastmcp),
+    ignore = "needs the Python MCP SDK (installed by .ci/run)"
+)]
+async fn invitations_inside_the_org_are_not_egress_and_one_outside_is() {
+    let policy = internal_policy();
+    assert!(policy.contains("egress = \"outside\""));
+    let office = Office::new(&policy);
+    let client = office.connect().await;
+    assert_eq!(tool(&client, "get_webpage", page()).await["status"], "ok");
+    let event = |participants: Value| json!({"title": "Sync", "start_time": "2026-12-07T11-00", "participants": participants});
+    // Only colleagues (the domain and its sub-domains): runs, also after untrusted content.
+    let inside = event(json!(["ann@example.com", "bob@mail.example.com"]));
+    let ok = tool(&client, "create_calendar_event", inside).await;
+    assert_eq!(ok["status"], "ok", "{ok}");
+    // One participant outside (a look-alike domain too): egress, held in the tainted session.
+    for outside in [
+        json!(["ann@example.com", "eve@example.org"]),
+        json!(["eve@notexample.com"]),
+    ] {
+        let held = tool(&client, "create_calendar_event", event(outside.clone())).await;
+        assert_eq!(held["status"], "pending_approval", "{outside}: {held}");
+        assert_eq!(held["reason"], "provenance", "{held}");
+    }
+    // In a session that read nothing, an outside participant is fine.
+    let clean = tool_in(
+        &client,
+        "clean",
+        "create_calendar_event",
+        event(json!(["eve@example.org"])),
+    )
+    .await;
+    assert_eq!(clean["status"], "ok", "{clean}");
+    let events: Vec<Value> = office
+        .received()
+        .into_iter()
+        .filter(|c| c["tool"] == "create_calendar_event")
+        .map(|c| c["args"]["participants"].clone())
+        .collect();
+    assert_eq!(
+        events,
+        [
+            json!(["ann@example.com", "bob@mail.example.com"]),
+            json!(["eve@example.org"])
+        ]
+    );
+    client.cancel().await.ok();
+
+    // `egress = "outside"` without its internal set is refused at load, naming the fix.
+    let office =
+        Office::new(&policy.replace(", internal = [\"example.com\", \"*.example.com\"]", ""));
+    let out = office
+        .command()
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .expect("the proxy runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("internal = ["), "{err}");
+}
+
+#[test]
+#[cfg_attr(
+    not(toolguard_fastmcp),
+    ignore = "needs the Python MCP SDK (installed by .ci/run)"
+)]
+fn policy_check_lists_every_refused_tool_with_its_fix_and_a_table_of_guards() {
+    let dir = Scratch::new("tg-fastmcp-check");
+    // The policy as a first draft would write it: the identity rule and an unbounded text
+    // field of a high-risk tool break it; the rest declares the office as it is.
+    let draft = POLICY.replace(", identity = false", "").replace(
+        "fields.\"/body\" = { max_len = 5000, description = \"Body.\" }",
+        "",
+    );
+    std::fs::write(dir.join("policy.toml"), &draft).expect("policy");
+    let check = |policy: &str| {
+        std::process::Command::new(proxy_support::proxy_binary())
+            .args(["policy", "check"])
+            .arg(dir.join(policy))
+            .arg("--")
+            .arg("python3")
+            .arg(server_script())
+            .env("OFFICE_LOG", dir.join("calls.jsonl"))
+            .output()
+            .expect("toolguard runs")
+    };
+    let out = check("policy.toml");
+    let report = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{report}\n{err}");
+    assert!(err.contains("would refuse to start"), "{err}");
+    // Every refused tool, each reason, with the lines that fix it.
+    for tool in ["send_email", "send_channel_message", "send_money"] {
+        assert!(
+            report.contains(&format!("REFUSED {tool} (")),
+            "{tool}: {report}"
+        );
+    }
+    assert!(
+        report.contains("fix:\n      [tools.send_email]\n      fields.\"/subject\" = { kind = \"text\", identity = false }"),
+        "{report}"
+    );
+    assert!(
+        report.contains("fix:\n      [tools.send_channel_message]\n      fields.\"/user\" = { kind = \"text\", identity = false }"),
+        "{report}"
+    );
+    assert!(
+        report.contains("field `/body`: unbounded string"),
+        "{report}"
+    );
+    assert!(
+        report.contains("      [tools.send_email]\n      fields.\"/body\" = { max_len = "),
+        "{report}"
+    );
+    assert!(!report.contains("REFUSED get_webpage"), "{report}");
+    // The table a reviewer reads: per tool, then per field.
+    // A row of a table, its cells joined by one space, found by its first cells.
+    let row = |start: &str| {
+        report
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no row `{start}`: {report}"))
+    };
+    assert_eq!(row("tool "), "tool state risk egress approval", "{report}");
+    assert_eq!(
+        row("close_account "),
+        "close_account exposed critical none every call",
+        "{report}"
+    );
+    assert!(
+        row("create_calendar_event ").contains("open, only when /participants set"),
+        "{report}"
+    );
+    assert!(
+        row("send_money ").contains("over 100000; session over 300000 per 3600s held"),
+        "{report}"
+    );
+    assert_eq!(
+        row("get_webpage url "),
+        "get_webpage url url destination - hosts *.example.com",
+        "{report}"
+    );
+    assert_eq!(
+        row("send_money amount "),
+        "send_money amount money amount scale 2 USD, the amount -",
+        "{report}"
+    );
+    // The fixed policy passes, with the same table.
+    std::fs::write(dir.join("fixed.toml"), POLICY).expect("policy");
+    let out = check("fixed.toml");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{report}");
+    assert!(!report.contains("REFUSED"), "{report}");
+    assert!(report.contains("send_email"), "{report}");
+    assert!(
+        std::fs::read_to_string(dir.join("calls.jsonl")).is_err(),
+        "listing the tools called none"
+    );
 }

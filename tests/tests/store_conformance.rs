@@ -588,6 +588,7 @@ fn request(id: &str, created: u64) -> ApprovalRequest {
         policy_revision: 1,
         amount: Some(5),
         cause: "approval_over".into(),
+        cause_message: None,
         created_at_ms: created,
         expires_at_ms: created + 60_000,
         seal: None,

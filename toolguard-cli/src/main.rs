@@ -76,6 +76,8 @@ mod audit;
 mod keys;
 mod policy;
 mod proxy;
+#[cfg(feature = "mcp-proxy")]
+mod review;
 mod sanitize;
 mod upstream;
 

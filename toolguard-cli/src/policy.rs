@@ -11,8 +11,10 @@ use crate::upstream::{Upstream, UpstreamArgs};
 /// The exit statuses of `policy check`, at the end of its `--help`.
 const EXIT_STATUS: &str = "\
 Exit status:
-  0  the file is valid
-  1  it is not (the message names file and line), or the upstream cannot be reached
+  0  the file is valid (against the upstream: no tool would be refused)
+  1  it is not (the message names file and line), a tool of the upstream would be refused
+     (each reason is listed with the policy lines that fix it), or the upstream cannot be
+     reached
   2  usage error";
 
 /// Work with policy files.
@@ -37,7 +39,9 @@ enum PolicyCommand {
 /// Checks the syntax, unknown keys, and the declaration rules that need no schema. Given an
 /// upstream MCP server (a command after `--`, or `--upstream-url`), also connects to it, lists
 /// its tools and checks every declaration against its schema, and that every tool the file names
-/// is offered.
+/// is offered: every tool the proxy would refuse is listed with each reason and the policy lines
+/// that fix it, then a table of what guards each tool (risk, egress, approval) and each field
+/// (kind, role, bounds, protection).
 #[derive(Debug, Args)]
 #[command(after_long_help = EXIT_STATUS)]
 struct CheckArgs {
@@ -65,7 +69,13 @@ fn usage(kind: ErrorKind, message: String) -> ExitCode {
 /// Loads the policy file and checks it, against the upstream when there is one.
 #[cfg(feature = "policy")]
 fn check(file: &std::path::Path, target: Option<Upstream>) -> ExitCode {
-    let policy = match toolguard::policy::Policy::load(file) {
+    use toolguard::policy::Policy;
+    // Against an upstream, every tool is reviewed with its schema, all its errors at once.
+    let loaded = match target {
+        Some(_) => Policy::load_for_review(file),
+        None => Policy::load(file),
+    };
+    let policy = match loaded {
         Ok(policy) => policy,
         Err(e) => {
             eprintln!("{e}");
@@ -96,37 +106,28 @@ fn check(_: &std::path::Path, _: Option<Upstream>) -> ExitCode {
     )
 }
 
-/// Connects to the upstream, lists its tools and declares them with the policy.
+/// Connects to the upstream, lists its tools and reviews them with the policy: every tool it
+/// would refuse at load with the lines that fix it, and what guards each tool and field.
 #[cfg(feature = "mcp-proxy")]
 fn check_against_upstream(policy: &toolguard::policy::Policy, target: Upstream) -> ExitCode {
     use toolguard::gateway::{self, ProxyError, UpstreamTarget};
     let target = UpstreamTarget::from(target);
-    let check = async {
+    let list = async {
         let upstream = gateway::Upstream::open(&target, policy).await?;
-        let offered = upstream.offered().await;
+        let offered: Result<_, ProxyError> = upstream.offered().await;
         upstream.close().await;
-        let offered = offered?;
-        let specs = policy.declare_offered(&offered)?;
-        Ok::<_, ProxyError>((offered, specs))
+        offered
     };
-    let checked =
-        crate::upstream::runtime().and_then(|rt| rt.block_on(check).map_err(|e| e.to_string()));
-    match checked {
-        Ok((offered, specs)) => {
-            let exposed: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
-            let hidden: Vec<&str> = offered
-                .iter()
-                .map(|o| o.name.as_str())
-                .filter(|n| !exposed.contains(n))
-                .collect();
-            println!(
-                "{}: valid against the upstream, revision {}; exposed: {}; hidden: {}",
-                policy.file().display(),
-                policy.revision(),
-                exposed.join(", "),
-                hidden.join(", ")
-            );
-            ExitCode::SUCCESS
+    let listed =
+        crate::upstream::runtime().and_then(|rt| rt.block_on(list).map_err(|e| e.to_string()));
+    match listed {
+        Ok(offered) => {
+            let review = policy.review_offered(&offered);
+            if crate::review::print(policy, &review) {
+                crate::failure()
+            } else {
+                ExitCode::SUCCESS
+            }
         }
         Err(e) => {
             eprintln!("{e}");

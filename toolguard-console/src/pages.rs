@@ -188,7 +188,10 @@ pub(crate) fn detail(f: &Frame<'_>, v: &RequestView) -> Markup {
             @if let Some(a) = &v.amount { p.big id="amount" { (a) } }
             dl {
                 dt { "Requested by" } dd id="requester" { (v.requester) " (" (v.tenant) ")" }
-                dt { "Why it waits" } dd id="cause" { (v.cause_text) " (" code { (v.cause) } ")" }
+                dt { "Why it waits" } dd id="cause" {
+                    (v.cause_text) " (" code { (v.cause) } ")"
+                    @if let Some(m) = &v.cause_message { br; span id="cause-message" { (m) } }
+                }
                 dt { "Proposed" } dd { (v.created_at) }
                 dt { "Expires" } dd { (v.expires_at) " — " (countdown(v)) }
                 dt { "Dual control" } dd id="progress" { (progress(v)) }

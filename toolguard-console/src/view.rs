@@ -64,6 +64,9 @@ pub struct RequestView {
     pub cause: String,
     /// The same in words.
     pub cause_text: String,
+    /// The rule that held this request, as the pipeline said it (the threshold and the amount,
+    /// the limit and what is left, the untrusted content), when the request records it.
+    pub cause_message: Option<String>,
     /// Requester (subject) and tenant.
     pub requester: String,
     /// Tenant.
@@ -121,6 +124,7 @@ impl RequestView {
             risk: spec.map_or("unknown", |s| s.risk.as_str()).to_owned(),
             cause: request.cause.clone(),
             cause_text: cause_text(&request.cause).to_owned(),
+            cause_message: request.cause_message.clone(),
             requester: request.requester.subject.to_string(),
             tenant: request.requester.tenant.to_string(),
             arguments: arguments(request, spec),

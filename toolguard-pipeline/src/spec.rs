@@ -65,6 +65,11 @@ pub struct FieldSpec {
     /// The tool sends data out only when this field is set (not absent, null or empty).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub egress_when: bool,
+    /// With `egress_when`: the hosts and e-mail domains that stay inside (`egress = "outside"`);
+    /// the field sends data out only when it carries an address outside them. Empty: whenever
+    /// it is set.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub egress_internal: Vec<String>,
     /// Declared as not the caller's identity although named like it (`identity = false`): a
     /// field of someone else's server, judged by its kind ([`check_identity_of`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -11,6 +11,7 @@
 //! [proxy]
 //! store = "toolguard.sqlite"          # stores and audit trail, relative to this file
 //! reviewer_listen = "127.0.0.1:7411"  # reviewer endpoint (approvals)
+//! session_idle = "30m"                # a stdio client's session ends after 30 min without a request
 //!
 //! [principal]                          # the caller of a local stdio proxy
 //! tenant = "acme"
@@ -80,6 +81,22 @@
 //! fields."/participants" = { kind = "email", max_items = 10, egress = true }
 //! ```
 //!
+//! A field's `egress = "outside"` narrows it further: the call is egress only when the field
+//! names an address (an e-mail domain, a URL host) outside `internal`; an invitation among
+//! colleagues runs in a session that read untrusted content, one to an outside address waits
+//! for a human. A value that cannot be read as an address counts as outside.
+//!
+//! ```toml
+//! fields."/participants" = { kind = "email", max_items = 10, egress = "outside", internal = ["example.com", "*.example.com"] }
+//! ```
+//!
+//! Sessions of a stdio client: provenance is kept per session, and a stdio proxy serves one
+//! client for the life of its process. The client names its sessions in a request's `_meta`
+//! (`"toolguard/session": "conversation-42"`, 1 to 128 ASCII letters, digits, `.`, `_`, `:`,
+//! `-`): each distinct id is a session of its own, so untrusted content read in one
+//! conversation never holds the actions of another. `[proxy] session_idle` (`"30m"`, `"2h"`,
+//! `"90s"`) ends a session after that long without a request: the next one starts clean.
+//!
 //! Optional fields (`anyOf: [T, {"type": "null"}]`, `type: [T, "null"]`) get every rule of
 //! their inner type; the tightened schema bounds the inner schema and keeps the null branch.
 
@@ -101,8 +118,12 @@ use toolguard_pipeline::risk::{OnExceed, RiskPolicy};
 use toolguard_pipeline::sanitize::Sanitizer;
 use toolguard_pipeline::spec::{KeyReuse, Risk, ToolSpec};
 
+mod duration;
+mod review;
 mod surface;
 
+pub use duration::{Span, SpanError};
+pub use review::{FieldGuard, Guarding, Refusal, Review, ToolReview, ToolState};
 pub use surface::{ExposeSection, UpstreamRequestAction, UpstreamRequestSection, pattern_matches};
 
 /// A policy file error: where (file, line) and what to change.
@@ -152,6 +173,11 @@ pub struct ProxySection {
     /// another call gets `idempotency_conflict`.
     #[serde(default)]
     pub derive_idempotency_key: bool,
+    /// A stdio client's provenance session ends after this long without a request
+    /// (`"30m"`, `"2h"`): the next request starts a new session, with no untrusted content in
+    /// it. Default: a session lasts as long as its client (or its `_meta` session id).
+    #[serde(default)]
+    pub session_idle: Option<Span>,
 }
 
 impl ProxySection {
@@ -566,7 +592,27 @@ impl Policy {
 
     /// Checks `source` as the policy file `file` (used for error messages and relative paths).
     pub fn parse(file: impl Into<PathBuf>, source: String) -> Result<Policy, PolicyError> {
-        let file = file.into();
+        let policy = Self::parse_sections(file.into(), source)?;
+        policy.check_tools()?;
+        Ok(policy)
+    }
+
+    /// Reads the policy file at `file` like [`load`](Policy::load), except that the tools'
+    /// declarations are not checked: [`review_offered`](Policy::review_offered) then judges each
+    /// against the upstream's schema and lists every rule each breaks, where `load` stops at
+    /// the first. Never serve with a policy read this way.
+    pub fn load_for_review(file: impl AsRef<Path>) -> Result<Policy, PolicyError> {
+        let file = file.as_ref().to_path_buf();
+        let source = std::fs::read_to_string(&file).map_err(|e| PolicyError {
+            file: file.clone(),
+            line: None,
+            message: format!("cannot read the policy file: {e}"),
+        })?;
+        Self::parse_sections(file, source)
+    }
+
+    /// The file read and every check but the tools' declarations.
+    fn parse_sections(file: PathBuf, source: String) -> Result<Policy, PolicyError> {
         let raw: Raw = toml::from_str(&source).map_err(|e| PolicyError {
             line: e.span().map(|s| line_of(&source, s.start)),
             file: file.clone(),
@@ -614,8 +660,8 @@ impl Policy {
         }
     }
 
-    /// The checks that need no upstream schema.
-    fn check(&self) -> Result<(), PolicyError> {
+    /// The checks of the tools' entries that need no upstream schema.
+    fn check_tools(&self) -> Result<(), PolicyError> {
         let entries = self
             .tools
             .iter()
@@ -628,6 +674,11 @@ impl Policy {
         for (name, line, entry) in entries {
             check_entry(name, entry).map_err(|m| self.error(Some(line), m))?;
         }
+        Ok(())
+    }
+
+    /// The checks of everything but the tools' entries that need no upstream schema.
+    fn check(&self) -> Result<(), PolicyError> {
         if let Some(listen) = &self.proxy.reviewer_listen {
             let loopback = listen
                 .parse::<std::net::SocketAddr>()
@@ -926,6 +977,12 @@ fn entry_limits(mut p: RiskPolicy, name: &str, e: &ToolEntry) -> RiskPolicy {
 /// [`Policy::declare_offered`]), and the entry's own consistency.
 fn check_entry(name: &str, e: &ToolEntry) -> Result<(), String> {
     rules::check_declaration(name, &e.declaration()).map_err(|e| e.to_string())?;
+    check_consistency(name, e)
+}
+
+/// The entry's own consistency, beside the declaration rules: flow pointers, limits that need
+/// an amount, non-empty `roles`/`tenants`.
+fn check_consistency(name: &str, e: &ToolEntry) -> Result<(), String> {
     if let Some(pointer) = e
         .flow_fields
         .keys()

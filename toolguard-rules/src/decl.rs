@@ -167,6 +167,11 @@ pub struct FieldDecl {
     pub upstream_namespace: bool,
     /// The tool sends data out only when this field is set (`egress = true`, run time).
     pub egress_when: bool,
+    /// The tool sends data out only when this field names an address outside the declared
+    /// internal hosts and domains (`egress = "outside"`, run time).
+    pub egress_outside: bool,
+    /// Internal hosts and e-mail domains are declared (`internal = [...]`, run time).
+    pub internal: bool,
 }
 
 impl FieldDecl {
@@ -198,6 +203,8 @@ impl FieldDecl {
             default_scheme: None,
             upstream_namespace: false,
             egress_when: false,
+            egress_outside: false,
+            internal: false,
         }
     }
 }
@@ -1048,6 +1055,8 @@ fn run_time_options(tool: &ToolDecl, i: usize, f: &FieldDecl, found: &mut Found)
                  the gateway's host)"
             ),
         ))
+    } else if let Some(broken) = outside_egress(f) {
+        Some(broken)
     } else if f.egress_when && tool.egress.is_none() {
         Some((
             19,
@@ -1065,6 +1074,44 @@ fn run_time_options(tool: &ToolDecl, i: usize, f: &FieldDecl, found: &mut Found)
     if let Some((rule, option, message)) = broken {
         found.push(rule, Site::FieldOption(i, option), message);
     }
+}
+
+/// `egress = "outside"` judges addresses: it needs an address kind and the internal set, and
+/// `internal` means nothing without it.
+fn outside_egress(f: &FieldDecl) -> Option<(u8, &'static str, String)> {
+    let name = &f.name;
+    if f.egress_outside && !matches!(f.kind, Kind::Email | Kind::Url) {
+        return Some((
+            19,
+            "egress",
+            format!(
+                "`egress = \"outside\"` on `{name}` judges the addresses it carries, but it is \
+                 not an address field: add `kind = \"email\"` or `kind = \"url\"`, or use \
+                 `egress = true`"
+            ),
+        ));
+    }
+    if f.egress_outside && !f.internal {
+        return Some((
+            19,
+            "egress",
+            format!(
+                "`egress = \"outside\"` on `{name}` needs the addresses that stay inside: add \
+                 `internal = [\"example.com\", \"*.example.com\"]` (hosts and e-mail domains)"
+            ),
+        ));
+    }
+    if f.internal && !f.egress_outside {
+        return Some((
+            19,
+            "internal",
+            format!(
+                "`internal` on `{name}` lists the addresses that are not egress, which only \
+                 `egress = \"outside\"` reads: add it, or remove `internal`"
+            ),
+        ));
+    }
+    None
 }
 
 /// The largest `scale` a money field may declare.

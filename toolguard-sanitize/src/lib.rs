@@ -141,6 +141,7 @@
 
 pub mod canon;
 pub mod chars;
+pub mod destination;
 mod email;
 pub mod fast;
 mod field;

@@ -200,7 +200,7 @@ fn is_internal_name(host: &str) -> bool {
         || h.ends_with(".ip6.arpa")
 }
 
-fn host_allowed(host: &str, hosts: &[String]) -> bool {
+pub(crate) fn host_allowed(host: &str, hosts: &[String]) -> bool {
     let h = host.trim_end_matches('.');
     hosts.iter().any(|allowed| {
         let a = allowed.trim_end_matches('.').to_ascii_lowercase();

@@ -28,6 +28,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
 
 use super::relay::{CALLER, Caller};
+use super::sessions::{SESSION_META, check_session_id};
 use super::upstream::{STABLE, block_kind, server_result};
 use super::{Current, Guard, ProxyError};
 use crate::server::{
@@ -83,8 +84,13 @@ impl GuardedServer {
     }
 
     /// The caller: over Streamable HTTP the principal of the request's verified bearer token,
-    /// over stdio the policy file's `[principal]`.
-    fn principal(&self, context: &RequestContext<RoleServer>) -> Result<Principal, ErrorData> {
+    /// over stdio the policy file's `[principal]` in the session the request's `_meta` names
+    /// (in `context`, or `params` of a request that has some), see [`SESSION_META`].
+    fn principal(
+        &self,
+        context: &RequestContext<RoleServer>,
+        params: Option<&Map<String, Value>>,
+    ) -> Result<Principal, ErrorData> {
         #[cfg(feature = "http")]
         if let Some(parts) = context.extensions.get::<http::request::Parts>() {
             return self
@@ -92,12 +98,18 @@ impl GuardedServer {
                 .http_principal(parts)
                 .ok_or_else(|| ErrorData::invalid_request("no valid bearer token", None));
         }
-        #[cfg(not(feature = "http"))]
-        let _ = context;
+        let named = context
+            .meta
+            .0
+            .0
+            .get(SESSION_META)
+            .or_else(|| params?.get(SESSION_META));
+        let client = named
+            .map(check_session_id)
+            .transpose()
+            .map_err(|m| ErrorData::invalid_params(m, None))?;
         self.guard
-            .current()
-            .policy
-            .local_principal(self.guard.session())
+            .local_principal(client)
             .ok_or_else(|| ErrorData::invalid_request("the policy file names no [principal]", None))
     }
 
@@ -127,7 +139,7 @@ impl GuardedServer {
         if !section.untrusted() {
             return Ok(());
         }
-        let principal = self.principal(context)?;
+        let principal = self.principal(context, None)?;
         current
             .dispatcher
             .add_source(&principal, label)
@@ -326,7 +338,8 @@ impl ServerHandler for GuardedServer {
             NumberOrString::String(s) => format!("mcp-{s}"),
         };
         let current = self.guard.current();
-        let principal = self.principal(&context)?;
+        let params = request.meta.as_ref().map(|m| &m.0.0);
+        let principal = self.principal(&context, params)?;
         let key = host_key(&request, &context).or_else(|| {
             let derive = current.policy.proxy.derive_idempotency_key;
             derive.then(|| derived_key(&principal, &context.id))

@@ -52,9 +52,11 @@ pub mod http;
 mod relay;
 mod reload;
 pub mod reviewer;
+mod sessions;
 mod upstream;
 
 pub use handler::{GuardedServer, OUTCOME_META};
+pub use sessions::{MAX_SESSION_LEN, SESSION_META};
 pub use upstream::{STABLE, Upstream, UpstreamTarget};
 
 /// Why the proxy could not start or stopped.
@@ -127,6 +129,7 @@ pub struct Guard {
     audit: Arc<SqliteAuditSink>,
     keys: HostKeys,
     session: String,
+    sessions: sessions::Sessions,
     current: RwLock<Arc<Current>>,
     verifier: Option<Arc<dyn TokenVerifier>>,
 }
@@ -204,6 +207,7 @@ impl Guard {
             audit,
             keys,
             session,
+            sessions: sessions::Sessions::default(),
             current: RwLock::new(Arc::new(Current {
                 policy,
                 dispatcher,
@@ -222,9 +226,30 @@ impl Guard {
         }
     }
 
-    /// The session id of the local principal (one per proxy process).
+    /// The session id of the local principal (one per proxy process): the provenance session
+    /// of a stdio client that names none in `_meta` ([`SESSION_META`]) until it is idle for
+    /// `[proxy] session_idle`.
     pub fn session(&self) -> &str {
         &self.session
+    }
+
+    /// The principal of a stdio request: the policy file's `[principal]`, in the provenance
+    /// session of the client's session id (`client`, from [`SESSION_META`]) as the idle time
+    /// of `[proxy] session_idle` renews it.
+    pub(crate) fn local_principal(&self, client: Option<&str>) -> Option<Principal> {
+        let current = self.current();
+        let mut principal = current.policy.local_principal(&self.session)?;
+        let idle = current
+            .policy
+            .proxy
+            .session_idle
+            .map(toolguard_policy::Span::duration);
+        let now = std::time::Instant::now();
+        let session = self
+            .sessions
+            .resolve(&principal.session_id, client, idle, now);
+        principal.session_id = session.as_str().into();
+        Some(principal)
     }
 
     /// The principal of a bearer token: the host's verifier, else the policy's `[[tokens]]`.

@@ -7,7 +7,7 @@
 //! | request | answer |
 //! | --- | --- |
 //! | `GET /policy` | `{"revision": N}` |
-//! | `GET /approvals` | pending requests of the caller's tenant: `[{"id", "tool", "preview", "requester", "cause", "amount", "expires_at_ms", "eligible_roles", "policy_revision"}]` |
+//! | `GET /approvals` | pending requests of the caller's tenant: `[{"id", "tool", "preview", "requester", "cause", "cause_message", "amount", "expires_at_ms", "eligible_roles", "policy_revision"}]` |
 //! | `POST /approvals/{id}/approve` | the call's outcome after the decision (`ok` once executed) |
 //! | `POST /approvals/{id}/reject` with `{"reason": "..."}` | the outcome (`approval_rejected`) |
 //! | `GET /upstream-requests` | the upstream's sampling and elicitation requests held by `action = "approval"`: `[{"id", "kind", "request"}]` |
@@ -207,6 +207,7 @@ async fn pending(
                             "preview": r.preview,
                             "requester": r.requester.subject,
                             "cause": r.cause,
+                            "cause_message": r.cause_message,
                             "amount": r.amount,
                             "expires_at_ms": r.expires_at_ms,
                             "eligible_roles": r.eligible_roles,

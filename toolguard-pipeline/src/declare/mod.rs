@@ -196,10 +196,77 @@ pub struct FieldDecl {
     /// normalized, no `..`, no absolute path), with no root on the gateway's host.
     #[serde(default)]
     pub namespace: Option<PathNamespace>,
-    /// The tool sends data out only when this field is set (not absent, null, empty): a call
-    /// without it is not egress. Needs the tool's `egress`.
+    /// When the tool sends data out through this field: `egress = true`, only when it is set
+    /// (not absent, null, empty), so a call without it is not egress; `egress = "outside"`,
+    /// only when it carries an address outside [`internal`](Self::internal). Needs the tool's
+    /// `egress`.
     #[serde(default)]
-    pub egress: bool,
+    pub egress: FieldEgress,
+    /// With `egress = "outside"`: the hosts and e-mail domains that stay inside
+    /// (`"example.com"`, `"*.example.com"` for its sub-domains). A value naming any other
+    /// address, or none that can be read, makes the call egress.
+    #[serde(default)]
+    pub internal: Vec<String>,
+}
+
+/// A field's `egress = ...`: when a call sends data out through it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum FieldEgress {
+    /// `false` (the default): the field says nothing of egress.
+    #[default]
+    Unmarked,
+    /// `true`: the tool sends data out only when this field is set.
+    WhenSet,
+    /// `"outside"`: only when the field carries an address outside the internal set.
+    Outside,
+}
+
+impl FieldEgress {
+    /// Whether the field marks when the tool sends data out (`true` or `"outside"`).
+    pub fn is_marked(self) -> bool {
+        self != FieldEgress::Unmarked
+    }
+}
+
+impl Serialize for FieldEgress {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            FieldEgress::Unmarked => s.serialize_bool(false),
+            FieldEgress::WhenSet => s.serialize_bool(true),
+            FieldEgress::Outside => s.serialize_str("outside"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for FieldEgress {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = FieldEgress;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("`true`, `false` or `\"outside\"`")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<FieldEgress, E> {
+                Ok(if v {
+                    FieldEgress::WhenSet
+                } else {
+                    FieldEgress::Unmarked
+                })
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<FieldEgress, E> {
+                match v {
+                    "outside" => Ok(FieldEgress::Outside),
+                    other => Err(E::custom(format!(
+                        "a field's `egress = \"{other}\"`: give `true` (egress when the field \
+                         is set) or `\"outside\"` (egress when it names an address outside \
+                         `internal`)"
+                    ))),
+                }
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 /// Whose namespace a `path` field's values name (`namespace = "..."`).

@@ -49,6 +49,24 @@ pub fn check(
     schema: &Value,
     decl: &Declaration,
 ) -> Result<(), DeclareError> {
+    match check_all(name, description, schema, decl)
+        .into_iter()
+        .next()
+    {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Every rule [`check`] finds broken, in the same order (a schema that is not an object schema,
+/// or a declaration of a property the schema lacks, is the only error: nothing else can be
+/// read). A review of a whole policy file shows them all at once.
+pub fn check_all(
+    name: &str,
+    description: &str,
+    schema: &Value,
+    decl: &Declaration,
+) -> Vec<DeclareError> {
     let not_identity: Vec<&str> = decl
         .fields
         .iter()
@@ -58,14 +76,23 @@ pub fn check(
     let whole = schema_rules::check_except(schema, Syntax::Keys, &not_identity);
     // An input schema that is not an object schema has no fields to read.
     if let Some(v) = whole.iter().find(|v| v.at.is_empty()) {
-        return Err(DeclareError::new(name, None, v.message.clone()));
+        return vec![DeclareError::new(name, None, v.message.clone())];
     }
-    let tool = tool_model(name, Some(description), Some(schema), decl)?;
-    first(name, &tool, model::check_with(&tool, Syntax::Keys))?;
-    match whole.into_iter().next() {
-        Some(v) => Err(DeclareError::new(name, None, v.message)),
-        None => Ok(()),
+    let tool = match tool_model(name, Some(description), Some(schema), decl) {
+        Ok(tool) => tool,
+        Err(e) => return vec![e],
+    };
+    let mut all: Vec<DeclareError> = model::check_with(&tool, Syntax::Keys)
+        .into_iter()
+        .map(|v| error_of(name, &tool, v))
+        .collect();
+    // A top-level property named like identity is found by both walks: reported once.
+    for v in whole {
+        if !all.iter().any(|e| e.message == v.message) {
+            all.push(DeclareError::new(name, None, v.message));
+        }
     }
+    all
 }
 
 /// Checks what `decl` says of itself, before the schema it will apply to is known (a policy file
@@ -83,12 +110,15 @@ fn first(
     found: Vec<model::Violation>,
 ) -> Result<(), DeclareError> {
     match found.into_iter().next() {
-        Some(v) => {
-            let field = v.site.field().map(|i| pointer_of(&tool.fields[i].name));
-            Err(DeclareError::new(name, field, v.message))
-        }
+        Some(v) => Err(error_of(name, tool, v)),
         None => Ok(()),
     }
+}
+
+/// Violation `v` as the error of tool `name`, on the field its site names.
+fn error_of(name: &str, tool: &model::ToolDecl, v: model::Violation) -> DeclareError {
+    let field = v.site.field().map(|i| pointer_of(&tool.fields[i].name));
+    DeclareError::new(name, field, v.message)
 }
 
 /// The rules' model of tool `name`: from `schema` and `decl`, or from `decl` alone (its fields,
@@ -193,7 +223,9 @@ fn apply(field: &mut model::FieldDecl, f: &FieldDecl) {
     field.currency = f.currency.clone();
     field.default_scheme = f.default_scheme.clone();
     field.upstream_namespace = f.namespace == Some(super::PathNamespace::Upstream);
-    field.egress_when = f.egress;
+    field.egress_when = f.egress.is_marked();
+    field.egress_outside = f.egress == super::FieldEgress::Outside;
+    field.internal = !f.internal.is_empty();
     if let Some(d) = &f.description {
         field.description = Some(d.clone());
     }

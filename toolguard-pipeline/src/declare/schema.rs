@@ -154,7 +154,11 @@ pub(crate) fn field_specs(schema: &Value, decl: &Declaration) -> Vec<FieldSpec> 
                 currency: f.currency.clone(),
                 default_scheme: f.default_scheme.clone(),
                 upstream_namespace: f.namespace == Some(super::PathNamespace::Upstream),
-                egress_when: f.egress,
+                egress_when: f.egress.is_marked(),
+                egress_internal: match f.egress {
+                    super::FieldEgress::Outside => f.internal.clone(),
+                    _ => Vec::new(),
+                },
                 not_identity: f.identity == Some(false) && f.kind.is_some(),
             }
         })

@@ -7,7 +7,7 @@ use super::{ArgumentOrigin, Origin, Source};
 use crate::outcome::Status;
 use crate::outcome::Stop;
 use crate::sanitize::Sanitizer;
-use crate::spec::{Egress, FieldKind, Risk, Role, ToolSpec};
+use crate::spec::{Egress, FieldKind, FieldSpec, Risk, Role, ToolSpec};
 
 /// What a rule of the flow policy does to a call in a session with sources.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -313,7 +313,8 @@ impl FlowPolicy {
 
 /// Whether a call of `spec` with `args` sends data out: the tool declares egress and, when
 /// some of its fields are marked `egress_when` (data leaves only through them: a calendar
-/// event's participants), one of them is set (present, not null, not empty).
+/// event's participants), one of them is set (present, not null, not empty) or, for a field
+/// with internal addresses (`egress = "outside"`), carries an address outside them.
 pub(crate) fn sends_out(spec: &ToolSpec, args: &Value) -> bool {
     if spec.egress == Egress::None {
         return false;
@@ -324,11 +325,28 @@ pub(crate) fn sends_out(spec: &ToolSpec, args: &Value) -> bool {
     }
     when.any(|f| match args.get(&f.name) {
         None | Some(Value::Null) => false,
+        Some(value) if !f.egress_internal.is_empty() => names_outside(f, value),
         Some(Value::String(s)) => !s.is_empty(),
         Some(Value::Array(a)) => !a.is_empty(),
         Some(Value::Object(o)) => !o.is_empty(),
         Some(_) => true,
     })
+}
+
+/// Whether `value` of field `f` (a string, or strings nested in arrays and objects) names an
+/// address outside the field's internal hosts and domains; anything but such strings, or an
+/// address that cannot be read, counts as outside.
+fn names_outside(f: &FieldSpec, value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::String(s) => {
+            !s.is_empty()
+                && !toolguard_sanitize::destination::is_inside(f.kind, s, &f.egress_internal)
+        }
+        Value::Array(items) => items.iter().any(|v| names_outside(f, v)),
+        Value::Object(map) => map.values().any(|v| names_outside(f, v)),
+        _ => true,
+    }
 }
 
 /// Whether every destination field of `spec` (kind `email` or `url`) admits only allowlisted
@@ -414,17 +432,27 @@ pub(crate) fn hold_message(
     sources: &[Source],
     origins: &[ArgumentOrigin],
 ) -> Option<String> {
+    hold_reason(policy, sanitizer, spec, sources, origins)
+        .map(|why| format!("a human must approve this action: {why}"))
+}
+
+/// Why the flow policy sent a call to a human, as a sentence (the reviewer's "why it waits"):
+/// the field that decided with its origin and source, or the latest source.
+pub(crate) fn hold_reason(
+    policy: &FlowPolicy,
+    sanitizer: &Sanitizer,
+    spec: &ToolSpec,
+    sources: &[Source],
+    origins: &[ArgumentOrigin],
+) -> Option<String> {
     let latest = sources.iter().max_by_key(|s| s.at_ms)?;
     if policy.per_argument_for(spec)
         && let (_, Some(field)) = policy.argument_action(spec, sanitizer, origins)
     {
-        return Some(format!(
-            "a human must approve this action: {}",
-            field_reason(field, sources)
-        ));
+        return Some(field_reason(field, sources));
     }
     Some(format!(
-        "a human must approve this action: it follows untrusted content ({})",
+        "it follows untrusted content ({})",
         latest.describe()
     ))
 }
@@ -509,6 +537,28 @@ mod tests {
         assert!(sends_out(&mailer(), &json!({})));
         s.egress = Egress::None;
         assert!(!sends_out(&s, &set));
+    }
+
+    #[test]
+    fn an_outside_egress_field_sends_out_only_to_addresses_outside_the_internal_set() {
+        let mut s = mailer();
+        s.fields[0].egress_when = true;
+        s.fields[0].egress_internal = vec!["example.com".into(), "*.example.com".into()];
+        for inside in [
+            json!({"to": []}),
+            json!({"to": ["ann@example.com", "bob@mail.example.com"]}),
+            json!({"to": "ANN@Example.COM"}),
+        ] {
+            assert!(!sends_out(&s, &inside), "{inside}");
+        }
+        for outside in [
+            json!({"to": ["ann@example.com", "eve@example.org"]}),
+            json!({"to": ["eve@notexample.com"]}),
+            json!({"to": ["no address"]}),
+            json!({"to": [7]}),
+        ] {
+            assert!(sends_out(&s, &outside), "{outside}");
+        }
     }
 
     #[test]

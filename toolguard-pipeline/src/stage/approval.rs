@@ -80,6 +80,8 @@ pub(crate) struct Pending<'a> {
     pub idempotency: Option<ScopedKey>,
     /// Why approval is needed.
     pub cause: &'a str,
+    /// The rule that held the call, as a sentence for the reviewer.
+    pub cause_message: Option<String>,
     /// Amount measured.
     pub amount: Option<u64>,
     /// What the request holds in the ledger while it waits (see
@@ -135,6 +137,7 @@ pub(crate) async fn open(
         policy_revision: policy.current_revision(),
         amount: p.amount,
         cause: p.cause.to_owned(),
+        cause_message: p.cause_message,
         created_at_ms: created,
         expires_at_ms: expires,
         seal: None,
@@ -675,6 +678,7 @@ pub(crate) async fn ask<S: Send + Sync + 'static>(
         operation_id: t.operation_id.as_deref().unwrap_or_default(),
         idempotency: Some(key),
         cause,
+        cause_message: hold_sentence(core, spec, decision, t),
         amount: decision.amount,
         sources: &t.sources,
         origins: &t.origins,
@@ -695,6 +699,32 @@ pub(crate) async fn ask<S: Send + Sync + 'static>(
     .await?;
     t.approval_id = Some(ticket.approval_id.clone());
     Ok(with_reason(Answer::pending(ticket), decision))
+}
+
+/// The sentence a reviewer reads under "why it waits": the risk policy's own (threshold and
+/// amount, limit and what is left), the flow policy's (the untrusted content, the field), or
+/// the cause's fixed sentence.
+fn hold_sentence<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    spec: &ToolSpec,
+    decision: &crate::risk::PolicyDecision,
+    t: &super::trace::Trace,
+) -> Option<String> {
+    let cause = decision.approval_cause.as_deref()?;
+    if cause == crate::provenance::flow::CAUSE {
+        let policy = core.policy.current_flow();
+        return crate::provenance::flow::hold_reason(
+            policy,
+            &core.sanitizer,
+            spec,
+            &t.sources,
+            &t.origins,
+        );
+    }
+    decision
+        .approval_message
+        .clone()
+        .or_else(|| crate::risk::cause_message(cause).map(str::to_owned))
 }
 
 /// A pending answer with the hold's reason: its code and, for the model and the reviewer, the

@@ -214,6 +214,11 @@ pub struct ApprovalRequest {
     pub amount: Option<u64>,
     /// Why approval was needed (`critical`, `approval_over`, `session_limit`, `policy`).
     pub cause: String,
+    /// The rule that held it, as a sentence for the reviewer (which threshold and amount,
+    /// which limit and how much is left, which untrusted content); `None` for records written
+    /// before it was kept, or where the cause says it all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause_message: Option<String>,
     /// Created, in milliseconds since the epoch.
     pub created_at_ms: u64,
     /// Void from this instant on (`now < expires_at` is valid).
