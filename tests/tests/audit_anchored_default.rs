@@ -220,3 +220,52 @@ async fn truncation_and_resealing_are_detected_with_the_key_file_and_checkpoints
     store_support::remove_sqlite(&path);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The entries of read-only calls are answered at commit and synced right after (off the
+/// call's path); a checkpoint only ever names an entry after the log was synced. The trail of a
+/// run of reads and writes verifies against its checkpoints once reopened.
+#[tokio::test]
+async fn read_only_entries_are_committed_synced_and_anchored() {
+    let path = store_support::sqlite_path("anchored_reads");
+    let dir = path.parent().unwrap().join(format!(
+        "keys-{}",
+        path.file_stem().unwrap().to_string_lossy()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key_file = dir.join("toolguard.keys");
+    toolguard::keys::generate_key_file(&key_file, "k1").unwrap();
+    let cp = dir.join("audit.checkpoints");
+    let d = Dispatcher::builder(Ledger::seeded())
+        .tool(EchoNote)
+        .tool(GetBalance)
+        .sqlite(&path)
+        .unwrap()
+        .host_keys(HostKeys::from_file(&key_file).unwrap())
+        .audit_checkpoints(Arc::new(FileCheckpoints::new(&cp)), every_entry())
+        .build()
+        .unwrap();
+    for i in 0..12 {
+        let call = if i % 3 == 0 {
+            ToolCall::new(format!("w{i}"), "echo_note", json!({"note": "hi"}))
+        } else {
+            ToolCall::new(
+                format!("r{i}"),
+                "get_balance",
+                json!({"account": "acc-alice-1"}),
+            )
+        };
+        let out = d.dispatch(call, &alice()).await;
+        assert_eq!(out.audit_seq, Some(i + 1), "{out:?}");
+    }
+    drop(d);
+    let anchor =
+        toolguard::audit::AuditAnchor::new(Arc::new(HostKeys::from_file(&key_file).unwrap()));
+    let sink = SqliteAuditSink::open_anchored(&path, Durability::Full, anchor).unwrap();
+    let checkpoints = FileCheckpoints::read(&cp).unwrap();
+    assert_eq!(checkpoints.last().map(|c| c.seq), Some(12));
+    let report = sink.verify_against(&checkpoints).await.unwrap();
+    assert!(report.anchored(), "{report:?}");
+    assert_eq!(sink.by_time(0, u64::MAX, 100).await.unwrap().len(), 12);
+    store_support::remove_sqlite(&path);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -15,9 +15,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::store::{Durability, Mode, Worker, open_connection};
 use toolguard_pipeline::audit::columns::{COLUMNS, Columns, limit_of};
+use toolguard_pipeline::audit::{Appending, AuditError, AuditSink};
 use toolguard_pipeline::audit::{AuditAnchor, Checkpoint};
 use toolguard_pipeline::audit::{AuditEntry, AuditRecord};
-use toolguard_pipeline::audit::{AuditError, AuditSink};
 use toolguard_pipeline::audit::{AuditQuery, ChainVerifier, VerifyError, VerifyReport};
 use toolguard_pipeline::audit::{GENESIS_HASH, Sealer};
 use toolguard_pipeline::store::StoreError;
@@ -297,17 +297,20 @@ impl SqliteAuditSink {
 }
 
 impl SqliteAuditSink {
-    async fn store(&self, record: AuditRecord) -> Result<(u64, String), AuditError> {
+    async fn store(&self, record: AuditRecord, soon: bool) -> Result<(u64, String), AuditError> {
         let queue = match &self.writer {
             Writer::Own(queue) => queue,
             Writer::Shared(worker) => {
                 let sealer = self.sealer.clone();
                 // Encoded here, off the connection's thread; sealing needs the chain head.
                 let body = serde_json::to_string(&record).map_err(aerr)?;
-                return worker
-                    .run(move |c| append_one(c, &sealer, record, body))
-                    .await
-                    .map_err(serr);
+                let job = move |c: &mut Connection| append_one(c, &sealer, record, body);
+                let stored = if soon {
+                    worker.run_soon(job).await
+                } else {
+                    worker.run(job).await
+                };
+                return stored.map_err(serr);
             }
         };
         let (reply, done) = oneshot::channel();
@@ -327,12 +330,32 @@ impl AuditSink for SqliteAuditSink {
 
     fn append(&self, record: AuditRecord) -> BoxFuture<'_, Result<u64, AuditError>> {
         Box::pin(async move {
-            let (seq, head) = self.store(record).await?;
+            let (seq, head) = self.store(record, false).await?;
             if let Some(anchor) = &self.anchor {
                 anchor.appended(seq, &head).await;
             }
             Ok(seq)
         })
+    }
+
+    /// On a trail that writes through the store's connection ([`SqliteStore::audit_sink`]),
+    /// answers once the entry committed and syncs it right after; a checkpoint is only ever
+    /// written for an entry on disk (the log is synced first). A trail with its own connection
+    /// appends as [`append`](Self::append) does.
+    ///
+    /// [`SqliteStore::audit_sink`]: crate::SqliteStore::audit_sink
+    fn append_unsynced(&self, record: AuditRecord) -> Appending<'_> {
+        let Writer::Shared(worker) = &self.writer else {
+            return self.append_inline(record);
+        };
+        Appending::waiting(Box::pin(async move {
+            let (seq, head) = self.store(record, true).await?;
+            if let Some(anchor) = &self.anchor {
+                let synced = async { worker.run(|_| Ok(())).await.is_ok() };
+                anchor.appended_after(seq, &head, synced).await;
+            }
+            Ok(seq)
+        }))
     }
 }
 

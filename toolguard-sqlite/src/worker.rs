@@ -32,6 +32,9 @@ enum Wait {
     /// Once its transaction committed: it survives a crash of the process at once, and a power
     /// loss from the next synced commit of the connection on.
     Committed,
+    /// Once its transaction committed, like [`Wait::Committed`], and the log is synced right
+    /// after without the caller waiting (a write no later synced write of the caller covers).
+    Soon,
 }
 
 /// A job with the moment its caller waits for.
@@ -111,13 +114,19 @@ impl Answers {
             return;
         };
         let mut synced = Vec::with_capacity(replies.len());
+        let mut soon = false;
         for (reply, wait) in replies {
             match wait {
                 Wait::Synced => synced.push(reply),
                 Wait::Committed => reply(Ok(())),
+                Wait::Soon => {
+                    soon = true;
+                    reply(Ok(()));
+                }
             }
         }
-        if synced.is_empty() {
+        // A sync nobody waits for (an empty list) still syncs the log.
+        if synced.is_empty() && !soon {
             return;
         }
         if let Err(mpsc::SendError(lost)) = syncer.send(synced) {
@@ -231,6 +240,18 @@ impl Worker {
             Wait::Synced
         };
         self.queue(f, wait).await
+    }
+
+    /// [`run`](Self::run), answering as soon as the transaction committed and syncing the log
+    /// right after, off the caller's path: for a write that changes nothing the caller acted on
+    /// (the audit entry of a read), which a crash of the process keeps and a power loss may drop
+    /// within one sync.
+    pub(crate) async fn run_soon<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        self.queue(f, Wait::Soon).await
     }
 
     async fn queue<T, F>(&self, f: F, wait: Wait) -> StoreResult<T>

@@ -277,6 +277,21 @@ impl AuditAnchor {
     /// append itself stands (the entry is stored).
     #[doc(hidden)]
     pub async fn appended(&self, seq: u64, head: &str) {
+        self.appended_after(seq, head, std::future::ready(true))
+            .await;
+    }
+
+    /// [`appended`](Self::appended) for an entry that may not be on disk yet: `make_durable`
+    /// runs before a checkpoint naming it is written (and only then), so that a checkpoint never
+    /// names an entry a power loss could take back; when it fails (`false`), the checkpoint is
+    /// left for the next append.
+    #[doc(hidden)]
+    pub async fn appended_after(
+        &self,
+        seq: u64,
+        head: &str,
+        make_durable: impl Future<Output = bool>,
+    ) {
         let Some(c) = &self.checkpoints else { return };
         let due = {
             let mut last = c.last.lock().unwrap_or_else(|e| e.into_inner());
@@ -290,6 +305,13 @@ impl AuditAnchor {
             due
         };
         if !due {
+            return;
+        }
+        if !make_durable.await {
+            let mut last = c.last.lock().unwrap_or_else(|e| e.into_inner());
+            if last.0 == seq {
+                last.2 = true;
+            }
             return;
         }
         let now = crate::clock::unix_millis(std::time::SystemTime::now());

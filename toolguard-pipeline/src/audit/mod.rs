@@ -51,6 +51,15 @@ pub trait AuditSink: Send + Sync + 'static {
         Appending::waiting(self.append(record))
     }
 
+    /// Appends the entry of a call that changed nothing (a call of a `read_only` tool): a sink
+    /// that syncs to disk may answer once the entry is committed, so that the read does not wait
+    /// for the disk; the entry then survives a crash of the process at once and a power loss
+    /// from the sync that follows it. The entry's place in the chain and its seal are the same.
+    /// The default appends as [`append_inline`](Self::append_inline) does.
+    fn append_unsynced(&self, record: AuditRecord) -> Appending<'_> {
+        self.append_inline(record)
+    }
+
     /// Whether this sink keeps its trail durably (a database, a file) without an anchor that
     /// both seals entries under host keys and writes checkpoints: such a trail can be truncated,
     /// or rewritten and re-sealed, unnoticed. [`DispatcherBuilder::build`](crate::DispatcherBuilder::build)
@@ -69,6 +78,10 @@ impl<T: AuditSink> AuditSink for std::sync::Arc<T> {
 
     fn append_inline(&self, record: AuditRecord) -> Appending<'_> {
         (**self).append_inline(record)
+    }
+
+    fn append_unsynced(&self, record: AuditRecord) -> Appending<'_> {
+        (**self).append_unsynced(record)
     }
 
     fn durable_unanchored(&self) -> bool {

@@ -128,7 +128,16 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
         ))
     });
     // The sink runs inside `contained`, so that a panic in its synchronous part is caught too.
-    match super::execute::contained(async { core.audit.append_inline(record).await }).await {
+    // A read-only tool's call changed nothing: its entry need not wait for the disk.
+    let read_only = core.spec(tool_label).is_some_and(|s| s.read_only);
+    let append = async {
+        if read_only {
+            core.audit.append_unsynced(record).await
+        } else {
+            core.audit.append_inline(record).await
+        }
+    };
+    match super::execute::contained(append).await {
         Ok(Ok(seq)) => outcome.audit_seq = Some(seq),
         Ok(Err(err)) => tracing::error!(error = %err, "audit entry could not be written"),
         Err(_) => tracing::error!("the audit sink panicked; the entry was not written"),
