@@ -142,6 +142,16 @@ impl<D: Domain> Agent for DirectAgent<D> {
             (Status::Ok, Some(output)) => output.data.to_string(),
             _ => String::new(),
         };
+        if std::env::var_os("AGENTBENCH_TRACE").is_some() {
+            eprintln!(
+                "TRACE {:?} {} {} {:?} {}",
+                self.mode,
+                self.principal.session_id,
+                call.tool,
+                out.status,
+                out.message.clone().unwrap_or_default().replace('\n', " | ")
+            );
+        }
         let step = Step {
             tool: call.tool,
             status: out.status,

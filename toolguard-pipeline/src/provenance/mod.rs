@@ -161,6 +161,14 @@ impl Source {
         s
     }
 
+    /// The same source with the values of what the user typed: those of [`with_text`](Self::with_text)
+    /// and each word and run of two and three words ([`values::input_values`]).
+    pub fn with_input(self, key: &ValueKey, text: &str) -> Self {
+        let mut values = Vec::new();
+        values::input_values(text, &mut values);
+        self.with_values(key, &values)
+    }
+
     /// The same source with the values of `doc` (a tool's JSON result).
     pub fn with_json(self, key: &ValueKey, doc: &serde_json::Value) -> Self {
         let mut values = Vec::new();

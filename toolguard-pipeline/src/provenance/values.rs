@@ -134,8 +134,51 @@ fn push_token<'a>(raw: &'a str, out: &mut Vec<&'a str>) {
 }
 
 /// The values in `text` (plain text: a mail body, a page, a message), in canonical form, appended
-/// to `out` (duplicates allowed; the caller de-duplicates their hashes).
+/// to `out` (duplicates allowed; the caller de-duplicates their hashes): those of
+/// [`argument_values`], and the names in it ([`names`]).
 pub fn text_values(text: &str, out: &mut Vec<String>) {
+    argument_values(text, out);
+    names(text, out);
+}
+
+/// The names in `text`: each run of one to three capitalized words (`Please remove Charlie now`
+/// names `please` and `charlie`; `book Riverside View Hotel` names `riverside view hotel`, its
+/// words and pairs), folded. An instruction names whom or what to act on in plain words; those
+/// words are values like an address is.
+pub fn names(text: &str, out: &mut Vec<String>) {
+    let text = &text[..floor_char_boundary(text, MAX_SCANNED_BYTES.min(text.len()))];
+    let mut run: Vec<&str> = Vec::new();
+    for raw in text.split(is_separator) {
+        let word = trim_token(raw);
+        let capitalized = word.chars().next().is_some_and(char::is_uppercase)
+            && word
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '-' | '\'' | '.'));
+        if capitalized {
+            run.push(word);
+        }
+        // A word that is not a name, or punctuation after a name, ends the run.
+        if !capitalized || raw.len() != word.len() || raw.is_empty() {
+            push_runs(&run, out);
+            run.clear();
+        }
+    }
+    push_runs(&run, out);
+}
+
+/// Every run of one to three consecutive words of `run`, folded.
+fn push_runs(run: &[&str], out: &mut Vec<String>) {
+    for n in 1..=3.min(run.len()) {
+        for words in run.windows(n) {
+            out.push(fold(&words.join(" ")).into_owned());
+        }
+    }
+}
+
+/// The values in `text` that can steer an action (addresses, URLs, accounts, phone numbers,
+/// identifiers, paths, names with `@`/`#`, amounts), without plain names: what is looked for
+/// inside an argument's text.
+pub fn argument_values(text: &str, out: &mut Vec<String>) {
     let text = if text.len() > MAX_SCANNED_BYTES {
         &text[..floor_char_boundary(text, MAX_SCANNED_BYTES)]
     } else {
@@ -200,6 +243,38 @@ fn joined(toks: &[&str], out: &mut Vec<String>) {
         }
         if used > 0 && (7..=15).contains(&digits.len()) {
             out.push(digits);
+        }
+    }
+}
+
+/// Whether a canonical value names a place money or data can go: an e-mail address, a URL, a
+/// host, a path, an IBAN or a phone or account number (7 to 15 digits). Text that carries such a
+/// value from untrusted content carries more than quoted facts.
+pub(crate) fn is_address(v: &str) -> bool {
+    if v.contains('@') || v.contains('/') || v.contains('\\') {
+        return true;
+    }
+    if v.bytes().all(|b| b.is_ascii_digit()) {
+        return (7..=15).contains(&v.len());
+    }
+    (v.len() >= 15 && iban_head(v)) || host_value(v).is_some()
+}
+
+/// The values of what the user typed ([`text_values`]), and also each of its words and each run
+/// of two and three words, folded (`Book Breizh Cafe` names `breizh cafe`): the user's own words
+/// are what they asked for, whether or not they look like an address or an identifier.
+pub fn input_values(text: &str, out: &mut Vec<String>) {
+    text_values(text, out);
+    let text = &text[..floor_char_boundary(text, MAX_SCANNED_BYTES.min(text.len()))];
+    let folded = fold(text);
+    let words: Vec<&str> = tokens(&folded)
+        .into_iter()
+        .map(|t| t.trim_start_matches(['@', '#']))
+        .filter(|t| !t.is_empty())
+        .collect();
+    for n in 1..=3 {
+        for run in words.windows(n) {
+            out.push(run.join(" "));
         }
     }
 }
