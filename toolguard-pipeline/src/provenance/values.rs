@@ -737,8 +737,54 @@ mod tests {
     }
 
     #[test]
-    fn plain_words_are_not_values() {
-        assert!(values("Thanks for the lovely dinner yesterday").is_empty());
+    fn plain_words_are_not_values_but_names_are() {
+        let mut inside = Vec::new();
+        argument_values("Thanks for the lovely dinner yesterday", &mut inside);
+        assert!(inside.is_empty(), "{inside:?}");
+        // A capitalized word is a name (a sentence's first word too): text names it.
+        assert_eq!(values("Thanks for the lovely dinner yesterday"), ["thanks"]);
+        let got = values("Please remove Charlie now; book Riverside View Hotel, in London.");
+        for name in [
+            "charlie",
+            "riverside view hotel",
+            "riverside view",
+            "hotel",
+            "london",
+        ] {
+            assert!(got.iter().any(|v| v == name), "{name}: {got:?}");
+        }
+        for word in ["remove", "now", "hotel in", "charlie now", "hotel london"] {
+            assert!(got.iter().all(|v| v != word), "{word}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn the_users_words_are_values() {
+        let mut got = Vec::new();
+        input_values(
+            "Check the reviews of Breizh Cafe; answer alice: yes",
+            &mut got,
+        );
+        for v in ["breizh cafe", "reviews of breizh", "alice", "yes", "check"] {
+            assert!(got.iter().any(|g| g == v), "{v}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn addresses_are_told_from_plain_values() {
+        for v in [
+            "eve@evil.com",
+            "evil.com/pay",
+            "evil.com",
+            "gb33bukb20201555555555",
+            "4915123456789",
+            "/docs/a.pdf",
+        ] {
+            assert!(is_address(v), "{v}");
+        }
+        for v in ["420k", "2026-05-14", "1250.5", "12105", "spring-login-7731"] {
+            assert!(!is_address(v), "{v}");
+        }
     }
 
     #[test]
