@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::Source;
 use super::hash::{PassThroughState, ValueHash, ValueKey};
-use super::values::{argument_values, is_address, minor_units, whole_value};
+use super::values::{fold, folded_values, is_address, minor_units, whole_folded, whole_value};
 use crate::spec::{FieldKind, Role, ToolSpec};
 
 /// Where one argument's value came from.
@@ -373,7 +373,9 @@ fn walk(value: &Value, contain: bool, index: &ValueIndex, key: &ValueKey, acc: &
 /// One string: its whole canonical value, then (for text, URLs, destinations) the values inside
 /// it that are not trusted.
 fn string_leaf(s: &str, contain: bool, index: &ValueIndex, key: &ValueKey) -> Leaf {
-    let Some(whole) = whole_value(s) else {
+    // Folded once: the whole value and the values inside it are read from the same text.
+    let folded = fold(s);
+    let Some(whole) = whole_folded(&folded) else {
         return Leaf::Model;
     };
     let leaf = index.lookup(&key.hash(&whole));
@@ -381,7 +383,7 @@ fn string_leaf(s: &str, contain: bool, index: &ValueIndex, key: &ValueKey) -> Le
         return leaf;
     }
     let mut inner = Vec::new();
-    argument_values(s, &mut inner);
+    folded_values(&folded, &mut inner);
     let mut found = Leaf::Model;
     for v in inner.iter().filter(|v| **v != whole) {
         if let Leaf::Untrusted(i, _) = index.lookup(&key.hash(v)) {

@@ -184,8 +184,13 @@ pub fn argument_values(text: &str, out: &mut Vec<String>) {
     } else {
         text
     };
-    let folded = fold(text);
-    let toks = tokens(&folded);
+    folded_values(&fold(text), out);
+}
+
+/// [`argument_values`] of text already folded ([`fold`]).
+pub(crate) fn folded_values(folded: &str, out: &mut Vec<String>) {
+    let folded = &folded[..floor_char_boundary(folded, MAX_SCANNED_BYTES.min(folded.len()))];
+    let toks = tokens(folded);
     for i in 0..toks.len() {
         joined(&toks[i..], out);
         token_values(toks[i], out);
@@ -227,7 +232,15 @@ fn joined(toks: &[&str], out: &mut Vec<String>) {
             return;
         }
     }
-    if first.starts_with('+') || first.bytes().all(|b| b.is_ascii_digit()) {
+    let digit_group = |t: &&str| {
+        !t.is_empty()
+            && t.bytes()
+                .all(|b| b.is_ascii_digit() || b == b'-' || b == b'.')
+    };
+    // Only a number followed by another group of digits is spread over several tokens.
+    if (first.starts_with('+') || first.bytes().all(|b| b.is_ascii_digit()))
+        && toks.get(1).is_some_and(digit_group)
+    {
         let mut digits: String = first.chars().filter(char::is_ascii_digit).collect();
         let mut used = 0;
         for t in &toks[1..] {
@@ -534,14 +547,25 @@ pub(crate) fn minor_units(minor: u64, digits: u32) -> String {
 /// phone number without separators, a normalized URL, a name without `@`/`#`, an amount as a
 /// decimal, anything else folded with inner whitespace collapsed. `None` for an empty value.
 pub fn whole_value(s: &str) -> Option<String> {
-    let folded = fold(s);
-    let t = trim_token(&folded);
+    whole_folded(&fold(s))
+}
+
+/// [`whole_value`] of a value already folded ([`fold`]).
+pub(crate) fn whole_folded(folded: &str) -> Option<String> {
+    let t = trim_token(folded);
     let b = t.as_bytes();
     let &first = b.first()?;
     // Cheap gates first: most values are plain ids, names or words.
     let digits = b.iter().any(u8::is_ascii_digit);
     let spaces = b.contains(&b' ') || (!t.is_ascii() && t.contains(char::is_whitespace));
-    if digits && b.len() >= 15 && first.is_ascii_alphabetic() {
+    // An IBAN starts with two letters and two digits, however it is grouped.
+    if digits
+        && b.len() >= 15
+        && first.is_ascii_alphabetic()
+        && b[1].is_ascii_alphabetic()
+        && b[2].is_ascii_digit()
+        && b[3].is_ascii_digit()
+    {
         let compact: String = t.chars().filter(|c| !matches!(c, ' ' | '-')).collect();
         if compact.len() >= 15 && iban_head(&compact) {
             return Some(compact);
