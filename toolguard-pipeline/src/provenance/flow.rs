@@ -629,6 +629,72 @@ mod tests {
         );
     }
 
+    fn untrusted(field: &str, role: Role) -> ArgumentOrigin {
+        ArgumentOrigin::new(
+            field,
+            role,
+            Origin::Untrusted {
+                source: "src_1".into(),
+                call_id: None,
+            },
+        )
+    }
+
+    #[test]
+    fn per_argument_defaults_hold_what_untrusted_content_steers() {
+        let p = FlowPolicy::per_argument();
+        let none = Sanitizer::new();
+        let act = |spec: &ToolSpec, o: ArgumentOrigin| p.argument_action(spec, &none, &[o]).0;
+        let high = spec("delete_file", Risk::High, false);
+        let medium = spec("append", Risk::Medium, false);
+        // A selector: only an irreversible change waits.
+        let selector = untrusted("file_id", Role::Selector);
+        assert_eq!(act(&high, selector.clone()), FlowAction::RequireApproval);
+        assert_eq!(act(&medium, selector), FlowAction::Allow);
+        // Content of a state change: a copied value or an address waits, a fact quoted runs.
+        let copied = untrusted("content", Role::Content);
+        assert_eq!(act(&medium, copied.clone()), FlowAction::RequireApproval);
+        let mut quoted = copied.clone();
+        quoted.inner = true;
+        assert_eq!(act(&medium, quoted), FlowAction::Allow);
+        let lenient = p.clone().copied_content(false);
+        assert_eq!(
+            lenient.argument_action(&medium, &none, &[copied]).0,
+            FlowAction::Allow
+        );
+        // A destination only a tool's output named: waits on a high-risk change or egress.
+        let mut looked_up = ArgumentOrigin::new("to", Role::Destination, Origin::Trusted);
+        looked_up.output_only = true;
+        assert_eq!(act(&high, looked_up.clone()), FlowAction::RequireApproval);
+        assert_eq!(
+            act(&mailer(), looked_up.clone()),
+            FlowAction::RequireApproval
+        );
+        assert_eq!(act(&medium, looked_up.clone()), FlowAction::Allow);
+        let (_, field) = p.argument_action(&high, &none, std::slice::from_ref(&looked_up));
+        assert!(field_reason(field.unwrap(), &[]).contains("the user did not name"));
+        let named = ArgumentOrigin::new("to", Role::Destination, Origin::Trusted);
+        assert_eq!(act(&high, named), FlowAction::Allow);
+        assert_eq!(
+            p.clone()
+                .user_destinations(false)
+                .argument_action(&high, &none, &[looked_up])
+                .0,
+            FlowAction::Allow
+        );
+        // An allowlisted destination is the host's word, whatever its origin.
+        let listed = Sanitizer::new().allow_email_domains("send_email", "to", ["example.com"]);
+        assert_eq!(
+            p.argument_action(&mailer(), &listed, &[untrusted("to", Role::Destination)])
+                .0,
+            FlowAction::Allow
+        );
+        assert_eq!(
+            act(&mailer(), untrusted("to", Role::Destination)),
+            FlowAction::RequireApproval
+        );
+    }
+
     #[test]
     fn judging_a_clean_session_changes_nothing() {
         let mut cause = None;
