@@ -142,9 +142,11 @@ impl<D: Domain> Agent for DirectAgent<D> {
             (Status::Ok, Some(output)) => output.data.to_string(),
             _ => String::new(),
         };
+        // `AGENTBENCH_TRACE=1`: every call's mode, session, tool, status and message on stderr
+        // (why a call was held, field by field).
         if std::env::var_os("AGENTBENCH_TRACE").is_some() {
             eprintln!(
-                "TRACE {:?} {} {} {:?} {}",
+                "{:?} {} {} {:?} {}",
                 self.mode,
                 self.principal.session_id,
                 call.tool,
