@@ -1,10 +1,12 @@
 //! Where each argument of a call came from: [`Origin`] per field, judged against the values of
 //! the session's untrusted sources and its trusted input ([`ValueIndex`]).
 //!
-//! - `trusted`: the value was seen in what the user said or in a trusted tool's output;
+//! - `trusted`: the value was seen in what the user said or in a trusted tool's output (then
+//!   [`ArgumentOrigin::output_only`] when the user never said it);
 //! - `untrusted`: seen only in untrusted content; also when a text or URL field *contains* a
 //!   value of untrusted content (a body carrying an attacker's host, account or address), and
-//!   for an amount equal to an amount in untrusted content unless the same amount is trusted;
+//!   for an amount equal to an amount in untrusted content unless the same amount is trusted
+//!   ([`ArgumentOrigin::inner`] when only a plain value inside it was seen, no address);
 //! - `model`: seen nowhere (the model made it up, or it is plain wording).
 //!
 //! A session with a source whose values were cut at
