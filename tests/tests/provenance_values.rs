@@ -553,9 +553,8 @@ async fn a_trusted_tools_output_records_trusted_values() {
     assert_status(&out, Status::PendingApproval);
     let message = out.message.unwrap();
     assert!(
-        message.contains("`to` (destination): trusted")
-            && message.contains("seen only in a tool's output")
-            && message.contains("the user did not name"),
+        message.contains("`to` (destination) is a destination the user did not name")
+            && message.contains("seen only in a trusted tool's output"),
         "{message}"
     );
     f.desk

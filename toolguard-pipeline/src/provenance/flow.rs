@@ -472,9 +472,10 @@ fn field_reason(field: &ArgumentOrigin, sources: &[Source]) -> String {
             .map_or_else(|| format!("source {source}"), Source::describe),
         _ => {
             return format!(
-                "field {} is a destination the user did not name, in a session that read \
-                 untrusted content",
-                field.describe()
+                "field `{}` ({}) is a destination the user did not name (seen only in a trusted \
+                 tool's output), in a session that read untrusted content",
+                field.field,
+                field.role.name()
             );
         }
     };

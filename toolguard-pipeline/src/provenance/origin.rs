@@ -127,17 +127,17 @@ impl ArgumentOrigin {
 
     /// One line for reviewers: `` `to_iban` (destination): untrusted (from source src_…, …) ``.
     pub fn describe(&self) -> String {
-        let qualifier = match (&self.origin, self.output_only, self.inner) {
-            (Origin::Trusted, true, _) => ", seen only in a tool's output, not in the user's input",
-            (Origin::Untrusted { .. }, _, true) => ", a value inside it",
-            _ => "",
-        };
-        format!(
-            "`{}` ({}): {}{qualifier}",
-            self.field,
-            self.role.name(),
-            self.origin
-        )
+        let (field, role) = (&self.field, self.role.name());
+        match (&self.origin, self.output_only, self.inner) {
+            (Origin::Trusted, true, _) => format!(
+                "`{field}` ({role}): trusted (seen only in a trusted tool's output, not in the \
+                 user's input)"
+            ),
+            (Origin::Untrusted { .. }, _, true) => {
+                format!("`{field}` ({role}): {}, a value inside it", self.origin)
+            }
+            _ => format!("`{field}` ({role}): {}", self.origin),
+        }
     }
 }
 
