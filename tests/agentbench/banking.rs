@@ -377,11 +377,11 @@ async fn update_user_info(
     /// Last name.
     #[arg(kind = "name", max_len = 60)]
     last_name: String,
-    /// Street and number.
-    #[arg(role = "content", max_len = 100)]
+    /// Street and number (where the bank sends cards and letters).
+    #[arg(role = "destination", max_len = 100)]
     street: String,
-    /// Postcode and city.
-    #[arg(role = "content", max_len = 100)]
+    /// Postcode and city (where the bank sends cards and letters).
+    #[arg(role = "destination", max_len = 100)]
     city: String,
 ) -> Result<Value, ToolError> {
     ctx.state().lock().profile = [first_name, last_name, street, city];

@@ -14,8 +14,11 @@ pub enum Mode {
     /// Session-level taint (the strict mode): after any untrusted source, every high-risk
     /// change and every open egress waits for a human.
     Session,
-    /// Per-argument origins: a destination or amount from untrusted content waits, content
-    /// carrying session data to an untrusted destination is egress, the rest runs.
+    /// Per-argument origins (`FlowPolicy::per_argument()`): a destination or amount from
+    /// untrusted content waits, so do a selector of a high-risk change, content copying a value
+    /// or an address from untrusted content into a state change, content carrying session data
+    /// to an untrusted destination, and a destination of egress or a high-risk change the user
+    /// did not name; the rest runs.
     PerArgument,
 }
 

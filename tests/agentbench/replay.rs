@@ -136,12 +136,25 @@ impl<D: Domain> Agent for DirectAgent<D> {
 
     async fn call(&mut self, id: String, call: &Call) -> (Step, String) {
         let key = format!("{id}-idempotency");
-        let tool_call = ToolCall::new(id, call.tool, call.args.clone()).with_idempotency_key(key);
+        let tool_call =
+            ToolCall::new(id.clone(), call.tool, call.args.clone()).with_idempotency_key(key);
         let out = self.dispatcher.dispatch(tool_call, &self.principal).await;
         let seen = match (&out.status, &out.output) {
             (Status::Ok, Some(output)) => output.data.to_string(),
             _ => String::new(),
         };
+        // `AGENTBENCH_TRACE=1`: every call's mode, id, tool, status and message on stderr (why
+        // a call was held, field by field).
+        if std::env::var_os("AGENTBENCH_TRACE").is_some() {
+            eprintln!(
+                "{:?} {} {} {:?} {}",
+                self.mode,
+                id,
+                call.tool,
+                out.status,
+                out.message.clone().unwrap_or_default().replace('\n', " | ")
+            );
+        }
         let step = Step {
             tool: call.tool,
             status: out.status,

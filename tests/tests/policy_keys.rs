@@ -340,6 +340,12 @@ const CASES: &[Case] = &[
     case("flow.content", "", "@[flow]\ncontent = \"deny\""),
     case("flow.selector", "", "@[flow]\nselector = \"deny\""),
     case(
+        "flow.user_destinations",
+        "",
+        "@[flow]\nuser_destinations = true",
+    ),
+    case("flow.copied_content", "", "@[flow]\ncopied_content = true"),
+    case(
         "flow.risk",
         "",
         "@[flow]\nrisk = { medium = { destination = \"deny\" } }",

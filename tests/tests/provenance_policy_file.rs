@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 use toolguard::policy::{Offered, Policy, PolicyError};
-use toolguard::provenance::{ArgumentOrigin, FlowAction, FlowMode, Origin};
+use toolguard::provenance::{ArgumentOrigin, FlowAction, FlowMode, FlowPolicy, Origin};
 use toolguard::sanitize::Sanitizer;
 use toolguard::{Role, ToolSpec};
 
@@ -103,6 +103,22 @@ fn mode_selects_the_precise_or_the_session_mode() {
     assert_eq!(
         policy.risk_policy(&specs).current_flow().current_mode(),
         FlowMode::Session
+    );
+    // The file's per-argument mode is the library's, defaults included.
+    let (policy, specs) = load("[flow]\nmode = \"per_argument\"\n", "");
+    assert_eq!(
+        policy.risk_policy(&specs).current_flow(),
+        &FlowPolicy::per_argument()
+    );
+    let (policy, specs) = load(
+        "[flow]\nmode = \"per_argument\"\nuser_destinations = false\ncopied_content = false\n",
+        "",
+    );
+    assert_eq!(
+        policy.risk_policy(&specs).current_flow(),
+        &FlowPolicy::per_argument()
+            .user_destinations(false)
+            .copied_content(false)
     );
     let err = parse(&format!("{PRINCIPAL}[flow]\nmode = \"precise\"\n")).unwrap_err();
     assert_eq!(err.line, Some(6), "{err}");

@@ -348,8 +348,9 @@ async fn the_attackers_iban_from_an_email_body_is_held_with_the_field_named() {
         "{}",
         ticket.preview
     );
+    // The user said "rent": their own word is trusted.
     assert!(
-        ticket.preview.contains("`memo` (content): model"),
+        ticket.preview.contains("`memo` (content): trusted"),
         "{}",
         ticket.preview
     );
@@ -425,10 +426,22 @@ async fn an_attacker_url_inside_a_body_to_an_outside_recipient_is_held_as_egress
         )
         .await;
     assert_status(&out, Status::Ok);
-    // The user's own recipient: the content goes where the user said.
+    // The user's own recipient, but the link is the attacker's (a phishing link sent to a
+    // colleague): content carrying an address from untrusted content waits in any state change.
     let out = f
         .desk
         .dispatch(mail("m3", "m-3", "Bob@Partner.example", body), &session)
+        .await;
+    assert_status(&out, Status::PendingApproval);
+    let message = out.message.unwrap();
+    assert!(message.contains("`body` (content): untrusted"), "{message}");
+    // Quoting what was read without its addresses goes where the user said.
+    let out = f
+        .desk
+        .dispatch(
+            mail("m3b", "m-3b", "Bob@Partner.example", "Settled, ref 4471."),
+            &session,
+        )
         .await;
     assert_status(&out, Status::Ok);
     // An attacker's address as the recipient is a destination from untrusted content.
@@ -492,7 +505,13 @@ async fn an_amount_copied_from_a_bill_is_untrusted_unless_the_user_said_it() {
 
 #[tokio::test]
 async fn a_trusted_tools_output_records_trusted_values() {
-    let f = fixture(FlowPolicy::per_argument());
+    // A destination from a trusted tool's output, content with a link read in the session: both
+    // run only without the precise defaults that hold them (see below).
+    let f = fixture(
+        FlowPolicy::per_argument()
+            .user_destinations(false)
+            .copied_content(false),
+    );
     let session = alice("contacts");
     assert_status(
         &f.desk
@@ -515,6 +534,41 @@ async fn a_trusted_tools_output_records_trusted_values() {
         .dispatch(mail("m2", "m-2", "bob@partner.example", body), &session)
         .await;
     assert_status(&out, Status::PendingApproval);
+
+    // The precise defaults: a recipient only a tool's output named (not the user) waits for a
+    // human on an egress call in a tainted session, and says so.
+    let f = fixture(FlowPolicy::per_argument());
+    let session = alice("contacts-defaults");
+    f.desk
+        .dispatch(call("l1", "list_contacts", json!({})), &session)
+        .await;
+    read_the_email(&f.desk, &session).await;
+    let out = f
+        .desk
+        .dispatch(
+            mail("m3", "m-3", "bob@partner.example", "Settled, thanks."),
+            &session,
+        )
+        .await;
+    assert_status(&out, Status::PendingApproval);
+    let message = out.message.unwrap();
+    assert!(
+        message.contains("`to` (destination) is a destination the user did not name")
+            && message.contains("seen only in a trusted tool's output"),
+        "{message}"
+    );
+    f.desk
+        .add_trusted_input(&session, "write to bob@partner.example")
+        .await
+        .unwrap();
+    let out = f
+        .desk
+        .dispatch(
+            mail("m4", "m-4", "bob@partner.example", "Settled, thanks."),
+            &session,
+        )
+        .await;
+    assert_status(&out, Status::Ok);
 }
 
 #[tokio::test]

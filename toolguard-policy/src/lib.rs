@@ -424,6 +424,16 @@ pub struct FlowSection {
     /// The rule per role for one risk level (`risk.high = { amount = "deny" }`).
     #[serde(default)]
     pub risk: BTreeMap<Risk, RoleFlows>,
+    /// Whether a destination of an egress call or of a high- or critical-risk change must be
+    /// one the user named (true in `per_argument` mode; see
+    /// [`FlowPolicy::user_destinations`]).
+    #[serde(default)]
+    pub user_destinations: Option<bool>,
+    /// Whether content of any state change that copies a whole value or carries an address from
+    /// untrusted content is judged by the `content` rule (true in `per_argument` mode; see
+    /// [`FlowPolicy::copied_content`]).
+    #[serde(default)]
+    pub copied_content: Option<bool>,
 }
 
 /// `[flow] mode = "..."`.
@@ -439,11 +449,17 @@ pub enum FlowModeDecl {
 impl FlowSection {
     /// The flow policy it describes (before the tools' own rules).
     pub fn policy(&self) -> FlowPolicy {
-        let mode = match self.mode {
-            Some(FlowModeDecl::PerArgument) => FlowMode::PerArgument,
-            _ => FlowMode::Session,
+        // The per-argument mode starts from its own defaults, as `FlowPolicy::per_argument()`.
+        let mut flow = match self.mode {
+            Some(FlowModeDecl::PerArgument) => FlowPolicy::per_argument(),
+            _ => FlowPolicy::default().mode(FlowMode::Session),
         };
-        let mut flow = FlowPolicy::default().mode(mode);
+        if let Some(on) = self.user_destinations {
+            flow = flow.user_destinations(on);
+        }
+        if let Some(on) = self.copied_content {
+            flow = flow.copied_content(on);
+        }
         let every = RoleFlows {
             destination: self.destination,
             amount: self.amount,

@@ -55,8 +55,10 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
     }
 
     /// Registers one turn of what the user said in `principal`'s session: the values in
-    /// `text` (an IBAN the user typed, an address, an amount) are trusted, so that a call
-    /// carrying them runs unattended in the precise mode even after untrusted content was read.
+    /// `text` (an IBAN the user typed, an address, an amount, and each word and run of two and
+    /// three words: a name such as `Breizh Cafe`) are trusted, and named by the user, so that a
+    /// call carrying them runs unattended in the precise mode even after untrusted content was
+    /// read.
     /// Kept as keyed hashes beside the sources (the newest
     /// [`MAX_SOURCES_PER_SESSION`](crate::provenance::MAX_SOURCES_PER_SESSION) turns and trusted
     /// outputs), cleared by [`clear_sources`](Self::clear_sources).
@@ -69,7 +71,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
         text: &str,
     ) -> Result<(), StoreError> {
         let record = Source::trusted("user input", unix_millis(self.core.now()))
-            .with_text(&self.core.value_key, text);
+            .with_input(&self.core.value_key, text);
         if record.values.is_empty() {
             return Ok(());
         }

@@ -95,6 +95,8 @@ pub struct FlowPolicy {
     roles: [RoleRules; 4],
     tool_roles: HashMap<String, [Option<FlowAction>; 4]>,
     fields: HashMap<(String, String), FlowAction>,
+    user_destinations: bool,
+    copied_content: bool,
 }
 
 impl Default for FlowPolicy {
@@ -112,6 +114,8 @@ impl Default for FlowPolicy {
             roles: [RoleRules::DEFAULT; 4],
             tool_roles: HashMap::new(),
             fields: HashMap::new(),
+            user_destinations: false,
+            copied_content: false,
         }
     }
 }
@@ -136,12 +140,50 @@ impl FlowPolicy {
         }
     }
 
-    /// The precise mode ([`FlowMode::PerArgument`]) with its defaults: in a session with
-    /// sources, a destination or an amount from untrusted content needs approval, content
-    /// carrying untrusted values to a destination that is not trusted (egress) needs approval,
-    /// and everything else runs.
+    /// The precise mode ([`FlowMode::PerArgument`]) with its defaults. In a session with
+    /// sources, a call waits for a human when:
+    ///
+    /// - a destination or an amount came from untrusted content (any risk);
+    /// - a selector came from untrusted content, in a state change of high or critical risk
+    ///   (which account, file or member an irreversible change works on);
+    /// - content carries untrusted values to a destination that is not trusted (egress), or, in
+    ///   any state change, content copies a whole value from untrusted content or carries an
+    ///   address, URL, account or phone number from it ([`copied_content`](Self::copied_content):
+    ///   a password or a link an injection dictated; quoting facts one read runs);
+    /// - a destination of an egress call or of a high- or critical-risk change was seen only in
+    ///   a trusted tool's output, never in the user's own input
+    ///   ([`user_destinations`](Self::user_destinations): untrusted content can make the agent
+    ///   look a destination up before using it).
+    ///
+    /// A destination field restricted by a sanitizer allowlist is never held for its origin
+    /// (the host vouched for every value it admits), and a call whose every judged argument is
+    /// trusted or the model's own runs.
     pub fn per_argument() -> Self {
-        FlowPolicy::default().mode(FlowMode::PerArgument)
+        FlowPolicy::default()
+            .mode(FlowMode::PerArgument)
+            .role(Risk::High, Role::Selector, FlowAction::RequireApproval)
+            .role(Risk::Critical, Role::Selector, FlowAction::RequireApproval)
+            .user_destinations(true)
+            .copied_content(true)
+    }
+
+    /// In the precise mode: whether a destination of an egress call or of a state change of
+    /// high or critical risk must be seen in the user's own input
+    /// ([`Dispatcher::add_trusted_input`](crate::Dispatcher::add_trusted_input)); when `true`,
+    /// one seen only in a trusted tool's output is judged by the destination rule as if it came
+    /// from untrusted content. On in [`per_argument`](Self::per_argument).
+    pub fn user_destinations(mut self, on: bool) -> Self {
+        self.user_destinations = on;
+        self
+    }
+
+    /// In the precise mode: whether content of a state change that copies a whole value from
+    /// untrusted content, or carries an address, URL, account or phone number from it, is judged
+    /// by the content rule even when the call sends nothing out. On in
+    /// [`per_argument`](Self::per_argument).
+    pub fn copied_content(mut self, on: bool) -> Self {
+        self.copied_content = on;
+        self
     }
 
     /// Sets the mode.
@@ -209,7 +251,7 @@ impl FlowPolicy {
     }
 
     /// The precise mode's action for a call of `spec` whose arguments have `origins`: the
-    /// strictest over its fields with untrusted values, with the field that decided it.
+    /// strictest over its judged fields, with the field that decided it.
     pub fn argument_action<'o>(
         &self,
         spec: &ToolSpec,
@@ -226,11 +268,8 @@ impl FlowPolicy {
             && !trusted_destinations
             && !destinations_allowlisted(spec, sanitizer);
         let mut worst = (FlowAction::Allow, None);
-        for o in origins.iter().filter(|o| o.origin.is_untrusted()) {
-            let own = self
-                .fields
-                .contains_key(&(spec.name.clone(), o.field.clone()));
-            if o.role == Role::Content && !egress_out && !own {
+        for o in origins {
+            if !self.judged(spec, sanitizer, o, egress_out) {
                 continue;
             }
             let action = self.field_action(spec, &o.field, o.role);
@@ -239,6 +278,39 @@ impl FlowPolicy {
             }
         }
         worst
+    }
+
+    /// Whether the precise mode judges the field `o` of a call of `spec` (whose content leaves
+    /// to a destination that is not trusted when `egress_out`).
+    fn judged(
+        &self,
+        spec: &ToolSpec,
+        sanitizer: &Sanitizer,
+        o: &ArgumentOrigin,
+        egress_out: bool,
+    ) -> bool {
+        let own = self
+            .fields
+            .contains_key(&(spec.name.clone(), o.field.clone()));
+        if o.role == Role::Destination && sanitizer.destination_allowlisted(&spec.name, &o.field) {
+            // Only the values the host allowlisted get through the sanitizer.
+            return own && o.origin.is_untrusted();
+        }
+        if o.origin == Origin::Trusted {
+            return self.user_destinations
+                && o.output_only
+                && o.role == Role::Destination
+                && (spec.egress != Egress::None || spec.risk >= Risk::High);
+        }
+        if !o.origin.is_untrusted() {
+            return false;
+        }
+        match o.role {
+            _ if own => true,
+            Role::Content => egress_out || (self.copied_content && !spec.read_only && !o.inner),
+            Role::Selector => !spec.read_only,
+            _ => true,
+        }
     }
 
     /// What a state-changing call of a tool of `risk` does in a session with sources.
@@ -408,14 +480,22 @@ pub(crate) fn judge(
     }
 }
 
-/// `field `to` (destination): untrusted (…) came from untrusted content: the result of …`.
+/// `field `to` (destination): untrusted (…) came from untrusted content: the result of …`, or,
+/// for a destination only a tool's output holds, that the user did not name it.
 fn field_reason(field: &ArgumentOrigin, sources: &[Source]) -> String {
     let source = match &field.origin {
         Origin::Untrusted { source, .. } => sources
             .iter()
             .find(|s| &s.id == source)
             .map_or_else(|| format!("source {source}"), Source::describe),
-        _ => String::new(),
+        _ => {
+            return format!(
+                "field `{}` ({}) is a destination the user did not name (seen only in a trusted \
+                 tool's output), in a session that read untrusted content",
+                field.field,
+                field.role.name()
+            );
+        }
     };
     format!(
         "field {} came from untrusted content: {source}",
@@ -596,6 +676,72 @@ mod tests {
         let p = p.state_change(Risk::Medium, FlowAction::RequireApproval);
         assert_eq!(
             p.action(&spec("u", Risk::Medium, false), &s),
+            FlowAction::RequireApproval
+        );
+    }
+
+    fn untrusted(field: &str, role: Role) -> ArgumentOrigin {
+        ArgumentOrigin::new(
+            field,
+            role,
+            Origin::Untrusted {
+                source: "src_1".into(),
+                call_id: None,
+            },
+        )
+    }
+
+    #[test]
+    fn per_argument_defaults_hold_what_untrusted_content_steers() {
+        let p = FlowPolicy::per_argument();
+        let none = Sanitizer::new();
+        let act = |spec: &ToolSpec, o: ArgumentOrigin| p.argument_action(spec, &none, &[o]).0;
+        let high = spec("delete_file", Risk::High, false);
+        let medium = spec("append", Risk::Medium, false);
+        // A selector: only an irreversible change waits.
+        let selector = untrusted("file_id", Role::Selector);
+        assert_eq!(act(&high, selector.clone()), FlowAction::RequireApproval);
+        assert_eq!(act(&medium, selector), FlowAction::Allow);
+        // Content of a state change: a copied value or an address waits, a fact quoted runs.
+        let copied = untrusted("content", Role::Content);
+        assert_eq!(act(&medium, copied.clone()), FlowAction::RequireApproval);
+        let mut quoted = copied.clone();
+        quoted.inner = true;
+        assert_eq!(act(&medium, quoted), FlowAction::Allow);
+        let lenient = p.clone().copied_content(false);
+        assert_eq!(
+            lenient.argument_action(&medium, &none, &[copied]).0,
+            FlowAction::Allow
+        );
+        // A destination only a tool's output named: waits on a high-risk change or egress.
+        let mut looked_up = ArgumentOrigin::new("to", Role::Destination, Origin::Trusted);
+        looked_up.output_only = true;
+        assert_eq!(act(&high, looked_up.clone()), FlowAction::RequireApproval);
+        assert_eq!(
+            act(&mailer(), looked_up.clone()),
+            FlowAction::RequireApproval
+        );
+        assert_eq!(act(&medium, looked_up.clone()), FlowAction::Allow);
+        let (_, field) = p.argument_action(&high, &none, std::slice::from_ref(&looked_up));
+        assert!(field_reason(field.unwrap(), &[]).contains("the user did not name"));
+        let named = ArgumentOrigin::new("to", Role::Destination, Origin::Trusted);
+        assert_eq!(act(&high, named), FlowAction::Allow);
+        assert_eq!(
+            p.clone()
+                .user_destinations(false)
+                .argument_action(&high, &none, &[looked_up])
+                .0,
+            FlowAction::Allow
+        );
+        // An allowlisted destination is the host's word, whatever its origin.
+        let listed = Sanitizer::new().allow_email_domains("send_email", "to", ["example.com"]);
+        assert_eq!(
+            p.argument_action(&mailer(), &listed, &[untrusted("to", Role::Destination)])
+                .0,
+            FlowAction::Allow
+        );
+        assert_eq!(
+            act(&mailer(), untrusted("to", Role::Destination)),
             FlowAction::RequireApproval
         );
     }

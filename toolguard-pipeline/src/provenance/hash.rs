@@ -1,7 +1,7 @@
 //! Keyed hashes of canonical values: what a source keeps of the values in its content, so that
 //! no plaintext of untrusted content is stored and nobody without the key can test a guess.
 //!
-//! SipHash-2-4 with a 128-bit output, keyed with 16 bytes derived from the active host key
+//! SipHash-2-4 with a 128-bit output (the `siphasher` crate), keyed with 16 bytes derived from the active host key
 //! ([`HostKeys`]) as `HMAC-SHA256(host key, "toolguard/provenance-value" || 0x00)`: a keyed
 //! pseudo-random function (nobody without the key can test a guess), fast enough to hash every
 //! argument of every judged call (an HMAC per value cost several microseconds per call). With
@@ -192,55 +192,12 @@ impl ValueKey {
 }
 
 /// SipHash-2-4 with 128-bit output (Aumasson and Bernstein, "SipHash: a fast short-input PRF",
-/// the 128-bit variant of its reference implementation).
+/// the 128-bit variant of its reference implementation), from the `siphasher` crate: the two
+/// 64-bit halves, little-endian.
 fn siphash_2_4_128(k0: u64, k1: u64, data: &[u8]) -> [u8; 16] {
-    let mut v = [
-        k0 ^ 0x736f_6d65_7073_6575,
-        k1 ^ 0x646f_7261_6e64_6f83, // 0x...6f6d ^ 0xee: the 128-bit variant
-        k0 ^ 0x6c79_6765_6e65_7261,
-        k1 ^ 0x7465_6462_7974_6573,
-    ];
-    let mut chunks = data.chunks_exact(8);
-    for chunk in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(chunk);
-        let m = u64::from_le_bytes(w);
-        v[3] ^= m;
-        sip_rounds(&mut v, 2);
-        v[0] ^= m;
-    }
-    let rest = chunks.remainder();
-    let mut last = [0u8; 8];
-    last[..rest.len()].copy_from_slice(rest);
-    let m = u64::from_le_bytes(last) | ((data.len() as u64 & 0xff) << 56);
-    v[3] ^= m;
-    sip_rounds(&mut v, 2);
-    v[0] ^= m;
-    v[2] ^= 0xee;
-    sip_rounds(&mut v, 4);
-    let first = v[0] ^ v[1] ^ v[2] ^ v[3];
-    v[1] ^= 0xdd;
-    sip_rounds(&mut v, 4);
-    let second = v[0] ^ v[1] ^ v[2] ^ v[3];
-    let mut out = [0u8; 16];
-    out[..8].copy_from_slice(&first.to_le_bytes());
-    out[8..].copy_from_slice(&second.to_le_bytes());
-    out
-}
-
-fn sip_rounds(v: &mut [u64; 4], n: usize) {
-    for _ in 0..n {
-        v[0] = v[0].wrapping_add(v[1]);
-        v[1] = v[1].rotate_left(13) ^ v[0];
-        v[0] = v[0].rotate_left(32);
-        v[2] = v[2].wrapping_add(v[3]);
-        v[3] = v[3].rotate_left(16) ^ v[2];
-        v[0] = v[0].wrapping_add(v[3]);
-        v[3] = v[3].rotate_left(21) ^ v[0];
-        v[2] = v[2].wrapping_add(v[1]);
-        v[1] = v[1].rotate_left(17) ^ v[2];
-        v[2] = v[2].rotate_left(32);
-    }
+    siphasher::sip128::SipHasher24::new_with_keys(k0, k1)
+        .hash(data)
+        .as_bytes()
 }
 
 #[cfg(test)]

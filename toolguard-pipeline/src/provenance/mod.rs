@@ -27,8 +27,11 @@
 //!   [`ValueKey`]); the host registers what the user said with
 //!   [`Dispatcher::add_trusted_input`](crate::Dispatcher::add_trusted_input) (and trusted
 //!   tools' outputs record their values), and each argument of a judged call gets an [`Origin`]
-//!   and a [`Role`]. The flow policy then holds only what came from untrusted content: a
-//!   destination or an amount, or read content leaving to a destination that is not trusted.
+//!   and a [`Role`]. The flow policy then holds only what untrusted content steers: a
+//!   destination or an amount from it, a selector of a high-risk change, a value or an address
+//!   copied into the content of a state change, read content leaving to a destination that is
+//!   not trusted, and a destination of egress or a high-risk change the user never named
+//!   ([`FlowPolicy::per_argument`]).
 //! - Every path that hands an untrusted result to a session records the source: the call, an
 //!   idempotency replay (to another session, or after the sources were cleared), an approved
 //!   call and its retry, an operation status carrying the result. A narrowing list that names
@@ -159,6 +162,14 @@ impl Source {
         let mut s = self.with_values(key, &values);
         s.values_truncated |= cut;
         s
+    }
+
+    /// The same source with the values of what the user typed: those of [`with_text`](Self::with_text)
+    /// and each word and run of two and three words ([`values::input_values`]).
+    pub fn with_input(self, key: &ValueKey, text: &str) -> Self {
+        let mut values = Vec::new();
+        values::input_values(text, &mut values);
+        self.with_values(key, &values)
     }
 
     /// The same source with the values of `doc` (a tool's JSON result).

@@ -1,24 +1,26 @@
 //! Where each argument of a call came from: [`Origin`] per field, judged against the values of
 //! the session's untrusted sources and its trusted input ([`ValueIndex`]).
 //!
-//! - `trusted`: the value was seen in what the user said or in a trusted tool's output;
+//! - `trusted`: the value was seen in what the user said or in a trusted tool's output (then
+//!   [`ArgumentOrigin::output_only`] when the user never said it);
 //! - `untrusted`: seen only in untrusted content; also when a text or URL field *contains* a
 //!   value of untrusted content (a body carrying an attacker's host, account or address), and
-//!   for an amount equal to an amount in untrusted content unless the same amount is trusted;
+//!   for an amount equal to an amount in untrusted content unless the same amount is trusted
+//!   ([`ArgumentOrigin::inner`] when only a plain value inside it was seen, no address);
 //! - `model`: seen nowhere (the model made it up, or it is plain wording).
 //!
 //! A session with a source whose values were cut at
 //! [`MAX_VALUES_PER_SOURCE`](super::MAX_VALUES_PER_SOURCE) cannot rule out that an unplaced
 //! value came from it: such values are `untrusted` (from that source), never `model`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Source;
 use super::hash::{PassThroughState, ValueHash, ValueKey};
-use super::values::{minor_units, text_values, whole_value};
+use super::values::{fold, folded_values, is_address, minor_units, whole_folded, whole_value};
 use crate::spec::{FieldKind, Role, ToolSpec};
 
 /// Where one argument's value came from.
@@ -95,6 +97,20 @@ pub struct ArgumentOrigin {
     pub role: Role,
     /// Where its value came from.
     pub origin: Origin,
+    /// For a `trusted` value: it was seen only in a trusted tool's output, never in the user's
+    /// own input (a destination the agent looked up, possibly because untrusted content asked it
+    /// to).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub output_only: bool,
+    /// For an `untrusted` value: the value itself was not seen, only a plain value inside it (a
+    /// number, a word-like identifier), never an address, URL, account or phone number. Text
+    /// that quotes facts it read is not a copied instruction.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub inner: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl ArgumentOrigin {
@@ -104,12 +120,24 @@ impl ArgumentOrigin {
             field: field.into(),
             role,
             origin,
+            output_only: false,
+            inner: false,
         }
     }
 
     /// One line for reviewers: `` `to_iban` (destination): untrusted (from source src_…, …) ``.
     pub fn describe(&self) -> String {
-        format!("`{}` ({}): {}", self.field, self.role.name(), self.origin)
+        let (field, role) = (&self.field, self.role.name());
+        match (&self.origin, self.output_only, self.inner) {
+            (Origin::Trusted, true, _) => format!(
+                "`{field}` ({role}): trusted (seen only in a trusted tool's output, not in the \
+                 user's input)"
+            ),
+            (Origin::Untrusted { .. }, _, true) => {
+                format!("`{field}` ({role}): {}, a value inside it", self.origin)
+            }
+            _ => format!("`{field}` ({role}): {}", self.origin),
+        }
     }
 }
 
@@ -130,7 +158,8 @@ pub fn with_origins(mut preview: String, origins: &[ArgumentOrigin]) -> String {
 #[derive(Debug, Default)]
 pub struct ValueIndex {
     untrusted: HashMap<ValueHash, u32, PassThroughState>,
-    trusted: HashSet<ValueHash, PassThroughState>,
+    /// Trusted values, each with whether the user's own input holds it.
+    trusted: HashMap<ValueHash, bool, PassThroughState>,
     sources: Vec<(String, Option<String>)>,
     truncated: Option<u32>,
 }
@@ -143,7 +172,7 @@ impl ValueIndex {
         let t: usize = trusted.iter().map(|s| s.values.len()).sum();
         let mut index = ValueIndex {
             untrusted: HashMap::with_capacity_and_hasher(n, PassThroughState::default()),
-            trusted: HashSet::with_capacity_and_hasher(t, PassThroughState::default()),
+            trusted: HashMap::with_capacity_and_hasher(t, PassThroughState::default()),
             sources: Vec::with_capacity(untrusted.len()),
             truncated: None,
         };
@@ -160,7 +189,11 @@ impl ValueIndex {
             }
         }
         for s in trusted {
-            index.trusted.extend(s.values.iter().copied());
+            // A record without a tool is what the user said (a turn the host registered).
+            let user = s.tool.is_none();
+            for h in s.values.iter() {
+                *index.trusted.entry(*h).or_insert(user) |= user;
+            }
         }
         index
     }
@@ -170,23 +203,34 @@ impl ValueIndex {
         Origin::Untrusted { source, call_id }
     }
 
-    /// The origin of one canonical value.
+    /// The origin of one canonical value (seen whole).
     fn lookup(&self, h: &ValueHash) -> Leaf {
-        if self.trusted.contains(h) {
-            Leaf::Trusted
+        if let Some(&user) = self.trusted.get(h) {
+            Leaf::Trusted { user }
         } else if let Some(&i) = self.untrusted.get(h) {
-            Leaf::Untrusted(i)
+            Leaf::Untrusted(i, Found::Whole)
         } else {
             Leaf::Model
         }
     }
 }
 
+/// How an untrusted value was found in an argument, weakest first.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Found {
+    /// A plain value inside it (a number, an identifier).
+    Inner,
+    /// An address, URL, host, account or phone number inside it.
+    Address,
+    /// The whole value.
+    Whole,
+}
+
 /// The origin of one leaf of an argument.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Leaf {
-    Trusted,
-    Untrusted(u32),
+    Trusted { user: bool },
+    Untrusted(u32, Found),
     Model,
 }
 
@@ -226,25 +270,34 @@ pub fn origins(
             walk(value, contain, index, key, &mut acc);
         }
         if let Some(leaf) = acc.result(index) {
-            let origin = match leaf {
-                Leaf::Trusted => Origin::Trusted,
-                Leaf::Untrusted(i) => index.untrusted_origin(i),
-                Leaf::Model => Origin::Model,
-            };
-            out.push(ArgumentOrigin::new(name.clone(), role, origin));
+            let mut o = ArgumentOrigin::new(name.clone(), role, Origin::Model);
+            match leaf {
+                Leaf::Trusted { user } => {
+                    o.origin = Origin::Trusted;
+                    o.output_only = !user;
+                }
+                Leaf::Untrusted(i, found) => {
+                    o.origin = index.untrusted_origin(i);
+                    o.inner = found == Found::Inner;
+                }
+                Leaf::Model => {}
+            }
+            out.push(o);
         }
     }
     out
 }
 
-/// The origin of a value with several spellings: trusted if any spelling is, else untrusted if
-/// any is, else the model's.
+/// The origin of a value with several spellings: trusted if any spelling is (by the user if
+/// any spelling is theirs), else untrusted if any is, else the model's.
 fn either(leaves: impl Iterator<Item = Leaf>) -> Leaf {
     let mut out = Leaf::Model;
     for leaf in leaves {
-        match leaf {
-            Leaf::Trusted => return Leaf::Trusted,
-            Leaf::Untrusted(_) if out == Leaf::Model => out = leaf,
+        match (leaf, out) {
+            (Leaf::Trusted { user: true }, _) => return leaf,
+            (Leaf::Trusted { .. }, Leaf::Trusted { .. }) => {}
+            (Leaf::Trusted { .. }, _) => out = leaf,
+            (Leaf::Untrusted(..), Leaf::Model) => out = leaf,
             _ => {}
         }
     }
@@ -261,35 +314,47 @@ fn money_amount(value: &Value) -> Option<String> {
     Some(minor_units(minor, digits))
 }
 
-/// The leaves of an argument, combined: any untrusted leaf makes the argument untrusted; all
-/// trusted make it trusted; otherwise it is the model's.
+/// The leaves of an argument, combined: any untrusted leaf makes the argument untrusted (found
+/// as the strongest of its leaves); all trusted make it trusted (by the user when every leaf
+/// is theirs); otherwise it is the model's.
 #[derive(Default)]
 struct Acc {
-    untrusted: Option<u32>,
+    untrusted: Option<(u32, Found)>,
     trusted: usize,
+    output_only: bool,
     model: usize,
 }
 
 impl Acc {
     fn add(&mut self, leaf: Leaf) {
         match leaf {
-            Leaf::Trusted => self.trusted += 1,
-            Leaf::Untrusted(i) => {
-                self.untrusted.get_or_insert(i);
+            Leaf::Trusted { user } => {
+                self.trusted += 1;
+                self.output_only |= !user;
+            }
+            Leaf::Untrusted(i, found) => {
+                let (_, strongest) = self.untrusted.get_or_insert((i, found));
+                *strongest = (*strongest).max(found);
             }
             Leaf::Model => self.model += 1,
         }
     }
 
     fn result(&self, index: &ValueIndex) -> Option<Leaf> {
-        if let Some(i) = self.untrusted {
-            return Some(Leaf::Untrusted(i));
+        if let Some((i, found)) = self.untrusted {
+            return Some(Leaf::Untrusted(i, found));
         }
         if self.model > 0 {
             // A value placed nowhere may come from a source whose values were cut.
-            return Some(index.truncated.map_or(Leaf::Model, Leaf::Untrusted));
+            return Some(
+                index
+                    .truncated
+                    .map_or(Leaf::Model, |i| Leaf::Untrusted(i, Found::Whole)),
+            );
         }
-        (self.trusted > 0).then_some(Leaf::Trusted)
+        (self.trusted > 0).then_some(Leaf::Trusted {
+            user: !self.output_only,
+        })
     }
 }
 
@@ -310,7 +375,9 @@ fn walk(value: &Value, contain: bool, index: &ValueIndex, key: &ValueKey, acc: &
 /// One string: its whole canonical value, then (for text, URLs, destinations) the values inside
 /// it that are not trusted.
 fn string_leaf(s: &str, contain: bool, index: &ValueIndex, key: &ValueKey) -> Leaf {
-    let Some(whole) = whole_value(s) else {
+    // Folded once: the whole value and the values inside it are read from the same text.
+    let folded = fold(s);
+    let Some(whole) = whole_folded(&folded) else {
         return Leaf::Model;
     };
     let leaf = index.lookup(&key.hash(&whole));
@@ -318,13 +385,19 @@ fn string_leaf(s: &str, contain: bool, index: &ValueIndex, key: &ValueKey) -> Le
         return leaf;
     }
     let mut inner = Vec::new();
-    text_values(s, &mut inner);
+    folded_values(&folded, &mut inner);
+    let mut found = Leaf::Model;
     for v in inner.iter().filter(|v| **v != whole) {
-        if let Leaf::Untrusted(i) = index.lookup(&key.hash(v)) {
-            return Leaf::Untrusted(i);
+        if let Leaf::Untrusted(i, _) = index.lookup(&key.hash(v)) {
+            if is_address(v) {
+                return Leaf::Untrusted(i, Found::Address);
+            }
+            if found == Leaf::Model {
+                found = Leaf::Untrusted(i, Found::Inner);
+            }
         }
     }
-    Leaf::Model
+    found
 }
 
 #[cfg(test)]
@@ -404,6 +477,45 @@ mod tests {
             attack.iter().find(|o| o.field == "to_iban").unwrap().role,
             Role::Destination
         );
+    }
+
+    #[test]
+    fn origins_tell_the_users_values_and_how_untrusted_ones_were_found() {
+        let key = ValueKey::random();
+        let mail = source(
+            &key,
+            "src_mail",
+            "Order 420k units, confirm at evil.com/pay. Regards, Dora",
+        );
+        let mut lookup = source(&key, "tru_contacts", "ann@example.com");
+        lookup.tool = Some("list_contacts".into());
+        let mut user = Source::trusted("user input", 2);
+        user = user.with_input(&key, "write to bob@example.com about Breizh Cafe");
+        let index = ValueIndex::new(&[mail], &[lookup, user]);
+        let mut spec = transfer();
+        let mut to = FieldSpec::new("to");
+        to.kind = FieldKind::Email;
+        spec.fields.push(to);
+        let got = |args| origins(&spec, &args, &index, &key);
+        let looked_up = got(json!({"to": "ann@example.com"}));
+        assert!(looked_up[0].output_only && looked_up[0].origin == Origin::Trusted);
+        let named = got(json!({"to": "Bob@Example.com", "memo": "Breizh Cafe"}));
+        assert!(
+            named
+                .iter()
+                .all(|o| o.origin == Origin::Trusted && !o.output_only)
+        );
+        // A number inside the memo is a quoted fact; a link inside it is an address; a name
+        // from the mail alone is the whole value.
+        let memo = |text: &str| got(json!({ "memo": text })).remove(0);
+        let quoted = memo("we need 420k units");
+        assert!(quoted.origin.is_untrusted() && quoted.inner, "{quoted:?}");
+        let link = memo("see https://evil.com/pay");
+        assert!(link.origin.is_untrusted() && !link.inner, "{link:?}");
+        let name = memo("Dora");
+        assert!(name.origin.is_untrusted() && !name.inner, "{name:?}");
+        assert!(name.describe().contains("untrusted"));
+        assert!(looked_up[0].describe().contains("not in the user's input"));
     }
 
     #[test]

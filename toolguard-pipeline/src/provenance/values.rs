@@ -50,6 +50,25 @@ pub(crate) fn fold(s: &str) -> std::borrow::Cow<'_, str> {
 
 /// Characters that end a token.
 fn is_separator(c: char) -> bool {
+    if c.is_ascii() {
+        // The common case, one table look-up.
+        return ASCII_SEPARATORS[c as usize];
+    }
+    is_separator_slow(c)
+}
+
+/// [`is_separator`] of each ASCII character.
+const ASCII_SEPARATORS: [bool; 128] = {
+    let mut table = [false; 128];
+    let mut i = 0;
+    while i < 128 {
+        table[i] = is_separator_slow(i as u8 as char);
+        i += 1;
+    }
+    table
+};
+
+const fn is_separator_slow(c: char) -> bool {
     c.is_whitespace()
         || matches!(
             c,
@@ -134,15 +153,63 @@ fn push_token<'a>(raw: &'a str, out: &mut Vec<&'a str>) {
 }
 
 /// The values in `text` (plain text: a mail body, a page, a message), in canonical form, appended
-/// to `out` (duplicates allowed; the caller de-duplicates their hashes).
+/// to `out` (duplicates allowed; the caller de-duplicates their hashes): those of
+/// [`argument_values`], and the names in it ([`names`]).
 pub fn text_values(text: &str, out: &mut Vec<String>) {
+    argument_values(text, out);
+    names(text, out);
+}
+
+/// The names in `text`: each run of one to three capitalized words (`Please remove Charlie now`
+/// names `please` and `charlie`; `book Riverside View Hotel` names `riverside view hotel`, its
+/// words and pairs), folded. An instruction names whom or what to act on in plain words; those
+/// words are values like an address is.
+pub fn names(text: &str, out: &mut Vec<String>) {
+    let text = &text[..floor_char_boundary(text, MAX_SCANNED_BYTES.min(text.len()))];
+    let mut run: Vec<&str> = Vec::new();
+    for raw in text.split(is_separator) {
+        let word = trim_token(raw);
+        let capitalized = word.chars().next().is_some_and(char::is_uppercase)
+            && word
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '-' | '\'' | '.'));
+        if capitalized {
+            run.push(word);
+        }
+        // A word that is not a name, or punctuation after a name, ends the run.
+        if !capitalized || raw.len() != word.len() || raw.is_empty() {
+            push_runs(&run, out);
+            run.clear();
+        }
+    }
+    push_runs(&run, out);
+}
+
+/// Every run of one to three consecutive words of `run`, folded.
+fn push_runs(run: &[&str], out: &mut Vec<String>) {
+    for n in 1..=3.min(run.len()) {
+        for words in run.windows(n) {
+            out.push(fold(&words.join(" ")).into_owned());
+        }
+    }
+}
+
+/// The values in `text` that can steer an action (addresses, URLs, accounts, phone numbers,
+/// identifiers, paths, names with `@`/`#`, amounts), without plain names: what is looked for
+/// inside an argument's text.
+pub fn argument_values(text: &str, out: &mut Vec<String>) {
     let text = if text.len() > MAX_SCANNED_BYTES {
         &text[..floor_char_boundary(text, MAX_SCANNED_BYTES)]
     } else {
         text
     };
-    let folded = fold(text);
-    let toks = tokens(&folded);
+    folded_values(&fold(text), out);
+}
+
+/// [`argument_values`] of text already folded ([`fold`]).
+pub(crate) fn folded_values(folded: &str, out: &mut Vec<String>) {
+    let folded = &folded[..floor_char_boundary(folded, MAX_SCANNED_BYTES.min(folded.len()))];
+    let toks = tokens(folded);
     for i in 0..toks.len() {
         joined(&toks[i..], out);
         token_values(toks[i], out);
@@ -184,7 +251,15 @@ fn joined(toks: &[&str], out: &mut Vec<String>) {
             return;
         }
     }
-    if first.starts_with('+') || first.bytes().all(|b| b.is_ascii_digit()) {
+    let digit_group = |t: &&str| {
+        !t.is_empty()
+            && t.bytes()
+                .all(|b| b.is_ascii_digit() || b == b'-' || b == b'.')
+    };
+    // Only a number followed by another group of digits is spread over several tokens.
+    if (first.starts_with('+') || first.bytes().all(|b| b.is_ascii_digit()))
+        && toks.get(1).is_some_and(digit_group)
+    {
         let mut digits: String = first.chars().filter(char::is_ascii_digit).collect();
         let mut used = 0;
         for t in &toks[1..] {
@@ -200,6 +275,38 @@ fn joined(toks: &[&str], out: &mut Vec<String>) {
         }
         if used > 0 && (7..=15).contains(&digits.len()) {
             out.push(digits);
+        }
+    }
+}
+
+/// Whether a canonical value names a place money or data can go: an e-mail address, a URL, a
+/// host, a path, an IBAN or a phone or account number (7 to 15 digits). Text that carries such a
+/// value from untrusted content carries more than quoted facts.
+pub(crate) fn is_address(v: &str) -> bool {
+    if v.contains('@') || v.contains('/') || v.contains('\\') {
+        return true;
+    }
+    if v.bytes().all(|b| b.is_ascii_digit()) {
+        return (7..=15).contains(&v.len());
+    }
+    (v.len() >= 15 && iban_head(v)) || host_value(v).is_some()
+}
+
+/// The values of what the user typed ([`text_values`]), and also each of its words and each run
+/// of two and three words, folded (`Book Breizh Cafe` names `breizh cafe`): the user's own words
+/// are what they asked for, whether or not they look like an address or an identifier.
+pub fn input_values(text: &str, out: &mut Vec<String>) {
+    text_values(text, out);
+    let text = &text[..floor_char_boundary(text, MAX_SCANNED_BYTES.min(text.len()))];
+    let folded = fold(text);
+    let words: Vec<&str> = tokens(&folded)
+        .into_iter()
+        .map(|t| t.trim_start_matches(['@', '#']))
+        .filter(|t| !t.is_empty())
+        .collect();
+    for n in 1..=3 {
+        for run in words.windows(n) {
+            out.push(run.join(" "));
         }
     }
 }
@@ -278,7 +385,11 @@ fn identifier(t: &str) -> bool {
 /// A URL in `t` (folded; with a scheme, or starting `www.`, or a host followed by a path),
 /// normalized: no scheme, user info, fragment, default port or trailing `/`.
 fn url_value(t: &str) -> Option<String> {
-    let rest = if let Some((scheme, rest)) = t.split_once("://") {
+    // `:` found by byte search first: a substring searcher costs more than most values.
+    let scheme_end = t
+        .find(':')
+        .filter(|&i| t.as_bytes()[i + 1..].starts_with(b"//"));
+    let rest = if let Some((scheme, rest)) = scheme_end.map(|i| (&t[..i], &t[i + 3..])) {
         let scheme_ok = !scheme.is_empty()
             && scheme
                 .bytes()
@@ -459,14 +570,25 @@ pub(crate) fn minor_units(minor: u64, digits: u32) -> String {
 /// phone number without separators, a normalized URL, a name without `@`/`#`, an amount as a
 /// decimal, anything else folded with inner whitespace collapsed. `None` for an empty value.
 pub fn whole_value(s: &str) -> Option<String> {
-    let folded = fold(s);
-    let t = trim_token(&folded);
+    whole_folded(&fold(s))
+}
+
+/// [`whole_value`] of a value already folded ([`fold`]).
+pub(crate) fn whole_folded(folded: &str) -> Option<String> {
+    let t = trim_token(folded);
     let b = t.as_bytes();
     let &first = b.first()?;
     // Cheap gates first: most values are plain ids, names or words.
     let digits = b.iter().any(u8::is_ascii_digit);
     let spaces = b.contains(&b' ') || (!t.is_ascii() && t.contains(char::is_whitespace));
-    if digits && b.len() >= 15 && first.is_ascii_alphabetic() {
+    // An IBAN starts with two letters and two digits, however it is grouped.
+    if digits
+        && b.len() >= 15
+        && first.is_ascii_alphabetic()
+        && b[1].is_ascii_alphabetic()
+        && b[2].is_ascii_digit()
+        && b[3].is_ascii_digit()
+    {
         let compact: String = t.chars().filter(|c| !matches!(c, ' ' | '-')).collect();
         if compact.len() >= 15 && iban_head(&compact) {
             return Some(compact);
@@ -662,8 +784,54 @@ mod tests {
     }
 
     #[test]
-    fn plain_words_are_not_values() {
-        assert!(values("Thanks for the lovely dinner yesterday").is_empty());
+    fn plain_words_are_not_values_but_names_are() {
+        let mut inside = Vec::new();
+        argument_values("Thanks for the lovely dinner yesterday", &mut inside);
+        assert!(inside.is_empty(), "{inside:?}");
+        // A capitalized word is a name (a sentence's first word too): text names it.
+        assert_eq!(values("Thanks for the lovely dinner yesterday"), ["thanks"]);
+        let got = values("Please remove Charlie now; book Riverside View Hotel, in London.");
+        for name in [
+            "charlie",
+            "riverside view hotel",
+            "riverside view",
+            "hotel",
+            "london",
+        ] {
+            assert!(got.iter().any(|v| v == name), "{name}: {got:?}");
+        }
+        for word in ["remove", "now", "hotel in", "charlie now", "hotel london"] {
+            assert!(got.iter().all(|v| v != word), "{word}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn the_users_words_are_values() {
+        let mut got = Vec::new();
+        input_values(
+            "Check the reviews of Breizh Cafe; answer alice: yes",
+            &mut got,
+        );
+        for v in ["breizh cafe", "reviews of breizh", "alice", "yes", "check"] {
+            assert!(got.iter().any(|g| g == v), "{v}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn addresses_are_told_from_plain_values() {
+        for v in [
+            "eve@evil.com",
+            "evil.com/pay",
+            "evil.com",
+            "gb33bukb20201555555555",
+            "4915123456789",
+            "/docs/a.pdf",
+        ] {
+            assert!(is_address(v), "{v}");
+        }
+        for v in ["420k", "2026-05-14", "1250.5", "12105", "spring-login-7731"] {
+            assert!(!is_address(v), "{v}");
+        }
     }
 
     #[test]

@@ -164,9 +164,12 @@ pub(crate) async fn record_output<S: Send + Sync + 'static>(
     let now = unix_millis(core.now());
     if !spec.untrusted_output {
         if core.policy.current_flow().current_mode() == FlowMode::PerArgument {
-            let record =
+            // The tool is named: values of a tool's output are trusted, but not the user's own.
+            let mut record =
                 Source::trusted(format!("the result of {} call {call_id}", spec.name), now)
                     .with_json(&core.value_key, output);
+            record.tool = Some(spec.name.clone());
+            record.call_id = Some(call_id.to_owned());
             if !record.values.is_empty() {
                 let key = trusted_key(&p.tenant, &p.session_id);
                 if core
