@@ -89,7 +89,9 @@ fn action(
     let spec = specs.iter().find(|s| s.name == tool).unwrap();
     let flow = risk.current_flow();
     assert!(flow.per_argument_for(spec), "{tool} judged per argument");
-    flow.argument_action(spec, &Sanitizer::new(), origins).0
+    let sends_out = spec.egress != toolguard::Egress::None;
+    flow.argument_action(spec, &Sanitizer::new(), origins, sends_out)
+        .0
 }
 
 #[test]

@@ -251,12 +251,15 @@ impl FlowPolicy {
     }
 
     /// The precise mode's action for a call of `spec` whose arguments have `origins`: the
-    /// strictest over its judged fields, with the field that decided it.
+    /// strictest over its judged fields, with the field that decided it. `sends_out`: this call
+    /// sends data out (see [`FlowPolicy::action_for_call`]: an egress tool whose `egress_when`
+    /// fields are unset, or name only internal addresses, does not).
     pub fn argument_action<'o>(
         &self,
         spec: &ToolSpec,
         sanitizer: &Sanitizer,
         origins: &'o [ArgumentOrigin],
+        sends_out: bool,
     ) -> (FlowAction, Option<&'o ArgumentOrigin>) {
         // Content leaves to a destination that is not trusted: an egress tool whose destinations
         // are neither allowlisted nor all of them the user's own (a tool with no destination
@@ -264,12 +267,11 @@ impl FlowPolicy {
         let mut destinations = origins.iter().filter(|o| o.role == Role::Destination);
         let trusted_destinations = destinations.clone().next().is_some()
             && destinations.all(|o| o.origin == Origin::Trusted);
-        let egress_out = spec.egress != Egress::None
-            && !trusted_destinations
-            && !destinations_allowlisted(spec, sanitizer);
+        let egress_out =
+            sends_out && !trusted_destinations && !destinations_allowlisted(spec, sanitizer);
         let mut worst = (FlowAction::Allow, None);
         for o in origins {
-            if !self.judged(spec, sanitizer, o, egress_out) {
+            if !self.judged(spec, sanitizer, o, sends_out, egress_out) {
                 continue;
             }
             let action = self.field_action(spec, &o.field, o.role);
@@ -280,13 +282,14 @@ impl FlowPolicy {
         worst
     }
 
-    /// Whether the precise mode judges the field `o` of a call of `spec` (whose content leaves
-    /// to a destination that is not trusted when `egress_out`).
+    /// Whether the precise mode judges the field `o` of a call of `spec` (which sends data out
+    /// when `sends_out`, to a destination that is not trusted when `egress_out`).
     fn judged(
         &self,
         spec: &ToolSpec,
         sanitizer: &Sanitizer,
         o: &ArgumentOrigin,
+        sends_out: bool,
         egress_out: bool,
     ) -> bool {
         let own = self
@@ -300,7 +303,7 @@ impl FlowPolicy {
             return self.user_destinations
                 && o.output_only
                 && o.role == Role::Destination
-                && (spec.egress != Egress::None || spec.risk >= Risk::High);
+                && (sends_out || spec.risk >= Risk::High);
         }
         if !o.origin.is_untrusted() {
             return false;
@@ -454,7 +457,8 @@ pub(crate) fn judge(
         return Ok(());
     };
     let (action, why) = if policy.per_argument_for(spec) {
-        let (action, field) = policy.argument_action(spec, sanitizer, origins);
+        let (action, field) =
+            policy.argument_action(spec, sanitizer, origins, sends_out(spec, args));
         (
             action,
             field.map(|f| field_reason(f, sources)).unwrap_or_default(),
@@ -509,25 +513,29 @@ pub(crate) fn hold_message(
     policy: &FlowPolicy,
     sanitizer: &Sanitizer,
     spec: &ToolSpec,
+    args: Option<&Value>,
     sources: &[Source],
     origins: &[ArgumentOrigin],
 ) -> Option<String> {
-    hold_reason(policy, sanitizer, spec, sources, origins)
+    hold_reason(policy, sanitizer, spec, args, sources, origins)
         .map(|why| format!("a human must approve this action: {why}"))
 }
 
 /// Why the flow policy sent a call to a human, as a sentence (the reviewer's "why it waits"):
-/// the field that decided with its origin and source, or the latest source.
+/// the field that decided with its origin and source, or the latest source. `args`: the call's
+/// arguments, when known (without them, an egress tool is taken to send data out).
 pub(crate) fn hold_reason(
     policy: &FlowPolicy,
     sanitizer: &Sanitizer,
     spec: &ToolSpec,
+    args: Option<&Value>,
     sources: &[Source],
     origins: &[ArgumentOrigin],
 ) -> Option<String> {
     let latest = sources.iter().max_by_key(|s| s.at_ms)?;
+    let out = args.map_or(spec.egress != Egress::None, |a| sends_out(spec, a));
     if policy.per_argument_for(spec)
-        && let (_, Some(field)) = policy.argument_action(spec, sanitizer, origins)
+        && let (_, Some(field)) = policy.argument_action(spec, sanitizer, origins, out)
     {
         return Some(field_reason(field, sources));
     }
@@ -642,6 +650,36 @@ mod tests {
     }
 
     #[test]
+    fn the_precise_mode_reads_egress_fields_too() {
+        // A calendar event: data leaves only through participants outside the organization.
+        let mut s = spec("create_calendar_event", Risk::Medium, false);
+        s.egress = Egress::Open;
+        let mut participants = FieldSpec::new("participants");
+        participants.kind = FieldKind::Email;
+        participants.egress_when = true;
+        participants.egress_internal = vec!["example.com".into()];
+        s.fields.push(participants);
+        s.fields.push(FieldSpec::new("description"));
+        let p = FlowPolicy::per_argument();
+        let none = Sanitizer::new();
+        // The description carries a fact read in untrusted content.
+        let mut quoted = untrusted("description", Role::Content);
+        quoted.inner = true;
+        let origins = [
+            quoted,
+            ArgumentOrigin::new("participants", Role::Destination, Origin::Model),
+        ];
+        let inside = json!({"participants": ["ann@example.com"], "description": "x"});
+        let outside = json!({"participants": ["eve@example.org"], "description": "x"});
+        let act = |args: &Value| {
+            p.argument_action(&s, &none, &origins, sends_out(&s, args))
+                .0
+        };
+        assert_eq!(act(&inside), FlowAction::Allow);
+        assert!(act(&outside) > FlowAction::Allow, "{:?}", act(&outside));
+    }
+
+    #[test]
     fn defaults_hold_high_state_changes_and_unlisted_egress() {
         let p = FlowPolicy::default();
         let s = Sanitizer::new();
@@ -695,7 +733,10 @@ mod tests {
     fn per_argument_defaults_hold_what_untrusted_content_steers() {
         let p = FlowPolicy::per_argument();
         let none = Sanitizer::new();
-        let act = |spec: &ToolSpec, o: ArgumentOrigin| p.argument_action(spec, &none, &[o]).0;
+        let act = |spec: &ToolSpec, o: ArgumentOrigin| {
+            p.argument_action(spec, &none, &[o], spec.egress != Egress::None)
+                .0
+        };
         let high = spec("delete_file", Risk::High, false);
         let medium = spec("append", Risk::Medium, false);
         // A selector: only an irreversible change waits.
@@ -710,7 +751,7 @@ mod tests {
         assert_eq!(act(&medium, quoted), FlowAction::Allow);
         let lenient = p.clone().copied_content(false);
         assert_eq!(
-            lenient.argument_action(&medium, &none, &[copied]).0,
+            lenient.argument_action(&medium, &none, &[copied], false).0,
             FlowAction::Allow
         );
         // A destination only a tool's output named: waits on a high-risk change or egress.
@@ -722,22 +763,27 @@ mod tests {
             FlowAction::RequireApproval
         );
         assert_eq!(act(&medium, looked_up.clone()), FlowAction::Allow);
-        let (_, field) = p.argument_action(&high, &none, std::slice::from_ref(&looked_up));
+        let (_, field) = p.argument_action(&high, &none, std::slice::from_ref(&looked_up), false);
         assert!(field_reason(field.unwrap(), &[]).contains("the user did not name"));
         let named = ArgumentOrigin::new("to", Role::Destination, Origin::Trusted);
         assert_eq!(act(&high, named), FlowAction::Allow);
         assert_eq!(
             p.clone()
                 .user_destinations(false)
-                .argument_action(&high, &none, &[looked_up])
+                .argument_action(&high, &none, &[looked_up], false)
                 .0,
             FlowAction::Allow
         );
         // An allowlisted destination is the host's word, whatever its origin.
         let listed = Sanitizer::new().allow_email_domains("send_email", "to", ["example.com"]);
         assert_eq!(
-            p.argument_action(&mailer(), &listed, &[untrusted("to", Role::Destination)])
-                .0,
+            p.argument_action(
+                &mailer(),
+                &listed,
+                &[untrusted("to", Role::Destination)],
+                true
+            )
+            .0,
             FlowAction::Allow
         );
         assert_eq!(

@@ -717,6 +717,7 @@ fn hold_sentence<S: Send + Sync + 'static>(
             policy,
             &core.sanitizer,
             spec,
+            t.arguments.as_deref(),
             &t.sources,
             &t.origins,
         );

@@ -107,12 +107,20 @@ pub(crate) fn settle<S: Send + Sync + 'static>(
         let policy = core.policy.current_flow();
         let message = if cause == Some(CAUSE) {
             answer.reason = Some(crate::outcome::Reason::Provenance);
-            hold_message(policy, &core.sanitizer, spec, &t.sources, &t.origins)
+            hold_message(
+                policy,
+                &core.sanitizer,
+                spec,
+                t.arguments.as_deref(),
+                &t.sources,
+                &t.origins,
+            )
         } else {
             hold_message(
                 &crate::provenance::FlowPolicy::default(),
                 &core.sanitizer,
                 spec,
+                t.arguments.as_deref(),
                 &t.sources,
                 &[],
             )
