@@ -14,9 +14,10 @@
 //! latency. Then 64 clients call the gateway served over Streamable HTTP (loopback) for a few
 //! seconds and the calls per second are printed.
 //!
-//! Most of what the gateway adds is the audit trail's sync: the SQLite store is opened with
-//! `Durability::Full`, so each call's audit entry is on disk before its result is returned. Run
-//! with `TMPDIR=/dev/shm` (the store on tmpfs, where a sync costs nothing) to see the rest.
+//! The SQLite store is opened with `Durability::Full`, but a read-only call's audit entry is
+//! answered at commit and synced right after (`AuditSink::append_unsynced`), so the read does
+//! not wait for the disk; a state-changing call's entry still does. Run with `TMPDIR=/dev/shm`
+//! (the store on tmpfs) to see what is left without the disk.
 //!
 //! `cargo bench -p toolguard-benches --bench gateway`
 
