@@ -4,6 +4,7 @@
 //! detected by a verifier holding the key file and the checkpoints file; the opt-out is reported
 //! by `verify`.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,6 +23,21 @@ fn every_entry() -> CheckpointPolicy {
         every_entries: 1,
         every: Duration::from_secs(3600),
     }
+}
+
+/// A SQLite file for `name`, and beside it a directory with a new key file and the path of
+/// its checkpoints file: `(database, directory, key file, checkpoints)`.
+fn anchored_files(name: &str) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
+    let path = store_support::sqlite_path(name);
+    let dir = path.parent().unwrap().join(format!(
+        "keys-{}",
+        path.file_stem().unwrap().to_string_lossy()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key_file = dir.join("toolguard.keys");
+    toolguard::keys::generate_key_file(&key_file, "k1").unwrap();
+    let cp = dir.join("audit.checkpoints");
+    (path, dir, key_file, cp)
 }
 
 async fn four_calls(d: &Dispatcher<Ledger>) {
@@ -147,15 +163,7 @@ fn rewrite_and_reseal(path: &std::path::Path, entries: &[AuditEntry], from: u64)
 
 #[tokio::test]
 async fn truncation_and_resealing_are_detected_with_the_key_file_and_checkpoints() {
-    let path = store_support::sqlite_path("anchored_default_trail");
-    let dir = path.parent().unwrap().join(format!(
-        "keys-{}",
-        path.file_stem().unwrap().to_string_lossy()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let key_file = dir.join("toolguard.keys");
-    toolguard::keys::generate_key_file(&key_file, "k1").unwrap();
-    let cp = dir.join("audit.checkpoints");
+    let (path, dir, key_file, cp) = anchored_files("anchored_default_trail");
     let d = Dispatcher::builder(Ledger::seeded())
         .tool(EchoNote)
         .sqlite(&path)
@@ -226,15 +234,7 @@ async fn truncation_and_resealing_are_detected_with_the_key_file_and_checkpoints
 /// run of reads and writes verifies against its checkpoints once reopened.
 #[tokio::test]
 async fn read_only_entries_are_committed_synced_and_anchored() {
-    let path = store_support::sqlite_path("anchored_reads");
-    let dir = path.parent().unwrap().join(format!(
-        "keys-{}",
-        path.file_stem().unwrap().to_string_lossy()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let key_file = dir.join("toolguard.keys");
-    toolguard::keys::generate_key_file(&key_file, "k1").unwrap();
-    let cp = dir.join("audit.checkpoints");
+    let (path, dir, key_file, cp) = anchored_files("anchored_reads");
     let d = Dispatcher::builder(Ledger::seeded())
         .tool(EchoNote)
         .tool(GetBalance)

@@ -594,15 +594,20 @@ pub struct Offered {
     pub input_schema: Value,
 }
 
+/// The text of the policy file at `file`, or the error naming it.
+fn read_source(file: &Path) -> Result<(PathBuf, String), PolicyError> {
+    let source = std::fs::read_to_string(file).map_err(|e| PolicyError {
+        file: file.to_path_buf(),
+        line: None,
+        message: format!("cannot read the policy file: {e}"),
+    })?;
+    Ok((file.to_path_buf(), source))
+}
+
 impl Policy {
     /// Reads and checks the policy file at `file`.
     pub fn load(file: impl AsRef<Path>) -> Result<Policy, PolicyError> {
-        let file = file.as_ref().to_path_buf();
-        let source = std::fs::read_to_string(&file).map_err(|e| PolicyError {
-            file: file.clone(),
-            line: None,
-            message: format!("cannot read the policy file: {e}"),
-        })?;
+        let (file, source) = read_source(file.as_ref())?;
         Self::parse(file, source)
     }
 
@@ -618,12 +623,7 @@ impl Policy {
     /// against the upstream's schema and lists every rule each breaks, where `load` stops at
     /// the first. Never serve with a policy read this way.
     pub fn load_for_review(file: impl AsRef<Path>) -> Result<Policy, PolicyError> {
-        let file = file.as_ref().to_path_buf();
-        let source = std::fs::read_to_string(&file).map_err(|e| PolicyError {
-            file: file.clone(),
-            line: None,
-            message: format!("cannot read the policy file: {e}"),
-        })?;
+        let (file, source) = read_source(file.as_ref())?;
         Self::parse_sections(file, source)
     }
 
