@@ -55,6 +55,10 @@ async fn storm(backend: &str, store: Arc<dyn IdempotencyStore>, wait: Option<Dur
             .tool(SlowPayout)
             .audit(MemoryAuditSink::new())
             .idempotency_store(store.clone())
+            // The storm is about who runs, not about how fast a loaded machine answers: with
+            // 10,000 tasks on two cores beside the other tests, a store call can wait longer
+            // than the 2 s default to be polled at all, and would then be `unavailable`.
+            .store_deadline(Duration::from_secs(20))
             .build()
             .expect("dispatcher");
         Arc::new(d)
