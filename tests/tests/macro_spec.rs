@@ -765,15 +765,6 @@ pub struct Mailbox {
     pub folders: Vec<Folder>,
 }
 
-/// Summarizes the inbox; says nothing about where the text in its result comes from.
-#[tool(read_only)]
-fn inbox_summary() -> Result<Mailbox, ToolError> {
-    Ok(Mailbox {
-        unread: 0,
-        folders: Vec::new(),
-    })
-}
-
 /// The same, declared untrusted.
 #[tool(read_only, output = "untrusted")]
 fn inbox_summary_declared() -> Result<Mailbox, ToolError> {
@@ -783,8 +774,9 @@ fn inbox_summary_declared() -> Result<Mailbox, ToolError> {
     })
 }
 
-/// A count and a flag: nothing that carries text.
-#[derive(Debug, Serialize, JsonSchema)]
+/// A count and a flag: nothing that carries text (the compiler checks it: the derive requires
+/// `NoFreeText` of every field).
+#[derive(Debug, Serialize, JsonSchema, toolguard::NoFreeText)]
 pub struct Counts {
     /// Unread.
     pub unread: u32,
@@ -803,20 +795,18 @@ fn inbox_counts() -> Result<Counts, ToolError> {
 
 #[test]
 fn a_read_only_result_that_carries_text_must_declare_its_trust_whatever_its_type_is_called() {
-    use toolguard::{BuildError, Dispatcher};
+    use toolguard::Dispatcher;
 
-    let err = Dispatcher::builder(())
-        .tool(InboxSummary)
-        .build()
-        .expect_err("free text nested in the result needs `output = ...`");
-    match err {
-        BuildError::UnsafeDeclaration { tool, message } => {
-            assert_eq!(tool, "inbox_summary");
-            assert!(message.contains("/folders/*/Messages/*/body"), "{message}");
-            assert!(message.contains("output = \"untrusted\""), "{message}");
-        }
-        other => panic!("unexpected error: {other}"),
-    }
+    // Without `output`, `#[tool(read_only)]` returning `Mailbox` does not compile (the ui case
+    // `read_only_result_with_text.rs`); a spec that says nothing of its output, as a run-time
+    // declaration or a policy file may, is refused when the dispatcher is built, naming the
+    // path of the text in the result.
+    let mut spec = <InboxSummaryDeclared as Tool<()>>::spec(&InboxSummaryDeclared).clone();
+    spec.output_declared = false;
+    spec.untrusted_output = false;
+    let message = toolguard::spec::check_output_trust(&spec).expect_err("free text nested");
+    assert!(message.contains("/folders/*/Messages/*/body"), "{message}");
+    assert!(message.contains("output = \"untrusted\""), "{message}");
     // Declared, it builds and its results are sources; without text, nothing to declare.
     let d = Dispatcher::builder(())
         .tool(InboxSummaryDeclared)

@@ -246,9 +246,25 @@ fn type_checks(decl: &ToolDecl, ok_ty: &TokenStream) -> TokenStream {
             };
         }
     });
+    // Rule 20 on the type: a read-only tool that does not say where its result's text comes
+    // from must return a type that holds none (a `String` result is refused by the rules with
+    // its own message).
+    let text_check = (decl.attrs.read_only.is_some()
+        && decl.attrs.output.is_none()
+        && !crate::validate::returns_text(decl))
+    .then(|| {
+        let k = paths::krate();
+        quote_spanned! {ok_span=>
+            const _: fn() = || {
+                fn read_only_result_holds_no_free_text<T: #k::NoFreeText + ?Sized>() {}
+                read_only_result_holds_no_free_text::<#ok_ty>();
+            };
+        }
+    });
     quote! {
         #output_check
         #amount_check
+        #text_check
     }
 }
 

@@ -9,6 +9,7 @@
 
 mod expand;
 mod model;
+mod no_free_text;
 mod parse;
 mod paths;
 mod validate;
@@ -57,6 +58,18 @@ use model::Errors;
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     tool_impl(attr.into(), item.into()).into()
+}
+
+/// Derives `toolguard::NoFreeText` for a struct or enum whose fields all hold no free-form
+/// text (numbers, booleans, checked value types, containers of them, other `NoFreeText`
+/// types): a read-only tool may then return it without declaring `output`. A field that can
+/// hold free text (a `String`, a `serde_json::Value`) is a compile error at that field.
+#[proc_macro_derive(NoFreeText)]
+pub fn derive_no_free_text(item: TokenStream) -> TokenStream {
+    match syn::parse(item) {
+        Ok(input) => no_free_text::derive(input).into(),
+        Err(e) => e.to_compile_error().into(),
+    }
 }
 
 /// Declares the tools of an `impl` block: each method marked `#[tool(...)]` becomes a tool over

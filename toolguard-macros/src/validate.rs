@@ -63,7 +63,7 @@ fn model(decl: &ToolDecl) -> rules::ToolDecl {
     t.revision = a.revision.as_ref().map(|v| v.value);
     t.output = a.output.as_ref().map(|v| v.value);
     t.egress = a.egress.as_ref().map(|v| v.value);
-    t.returns_text = decl.ok_ty.as_ref().is_some_and(is_text);
+    t.returns_text = returns_text(decl);
     // The generated code asserts `AmountType` on the amount field's resolved type.
     t.compiler_checks_amount = true;
     // A parameter named `amount` is the amount unless another one is marked `#[arg(amount)]`:
@@ -99,6 +99,11 @@ fn field_model(arg: &ArgDecl, named_amount: bool) -> rules::FieldDecl {
 
 /// Whether a result of type `ty` is free-form text: a string, a JSON value, or a collection or
 /// option of them.
+/// Whether the tool's result is free-form text by its type's name (`String`, `Cow`, `Value`).
+pub(crate) fn returns_text(decl: &ToolDecl) -> bool {
+    decl.ok_ty.as_ref().is_some_and(is_text)
+}
+
 fn is_text(ty: &syn::Type) -> bool {
     matches!(
         last_ident(innermost(ty)).as_deref(),

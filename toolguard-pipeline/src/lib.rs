@@ -34,6 +34,7 @@ pub mod metrics;
 pub mod notify;
 pub mod operations;
 pub mod outcome;
+pub mod output;
 pub mod provenance;
 pub mod risk;
 /// The sanitizer ([`toolguard_sanitize`]), re-exported for the paths the pipeline names.
@@ -65,6 +66,7 @@ pub use keys::{HostKeys, check_idempotency_key};
 pub use kinds::{Cents, Currency, Email, Identifier, Money, SafePath, Url};
 pub use operations::{OperationError, OperationReport};
 pub use outcome::{ApprovalTicket, ArgumentError, Reason, Status, ToolOutcome, UntrustedOutput};
+pub use output::NoFreeText;
 pub use provenance::{FlowAction, FlowPolicy, Source};
 pub use risk::{OnExceed, RiskPolicy};
 pub use spec::{Egress, FieldKind, FieldSpec, KeyReuse, Risk, Role, ToolSpec};

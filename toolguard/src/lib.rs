@@ -33,11 +33,11 @@ pub use toolguard_pipeline::{
     AuthorizeError, Authorizer, BoxFuture, BuildError, Cents, Clock, Currency, CustomStage,
     Dispatcher, DispatcherBuilder, Egress, Email, FieldKind, FieldSpec, FlowAction, FlowPolicy,
     HostKeys, Identifier, KeyReuse, Limits, ManualClock, MemoryAuditSink, MemoryStore, Money,
-    NotFoundClass, OnExceed, OperationError, OperationReport, OperationState, Owned, Principal,
-    PrincipalRefresher, ProviderContext, RawArguments, Reason, Reconciled, RefreshError, Refusal,
-    Risk, RiskPolicy, Role, RoleAuthorizer, SafePath, SchemaError, Source, StageInput, StagePoint,
-    Status, SystemClock, Tool, ToolCall, ToolContext, ToolError, ToolHandle, ToolOutcome, ToolSpec,
-    UntrustedOutput, Url, check_idempotency_key,
+    NoFreeText, NotFoundClass, OnExceed, OperationError, OperationReport, OperationState, Owned,
+    Principal, PrincipalRefresher, ProviderContext, RawArguments, Reason, Reconciled, RefreshError,
+    Refusal, Risk, RiskPolicy, Role, RoleAuthorizer, SafePath, SchemaError, Source, StageInput,
+    StagePoint, Status, SystemClock, Tool, ToolCall, ToolContext, ToolError, ToolHandle,
+    ToolOutcome, ToolSpec, UntrustedOutput, Url, check_idempotency_key,
 };
 
 // The core's modules, for everything else (stores, audit, detection, provenance, …); their
@@ -45,13 +45,14 @@ pub use toolguard_pipeline::{
 #[doc(no_inline)]
 pub use toolguard_pipeline::{
     access, approvals, audit, call, clock, custom, declare, detect, digest, dispatcher, error,
-    keys, kinds, metrics, notify, operations, outcome, provenance, risk, seal, spec, store, tool,
+    keys, kinds, metrics, notify, operations, outcome, output, provenance, risk, seal, spec, store,
+    tool,
 };
 
 #[doc(hidden)]
 pub use toolguard_pipeline::__private;
 
-pub use toolguard_macros::{tool, toolset};
+pub use toolguard_macros::{NoFreeText, tool, toolset};
 
 /// The JSON Schema crate tool argument and result types derive [`JsonSchema`] with; a crate using
 /// toolguard needs no `schemars` dependency of its own (`#[derive(toolguard::JsonSchema)]` with

@@ -22,8 +22,8 @@ pub enum Filter {
     Customer { number: u32 },
 }
 
-/// One order line.
-#[derive(Debug, Serialize, JsonSchema)]
+/// One order line: numbers only, which the compiler checks.
+#[derive(Debug, Serialize, JsonSchema, toolguard::NoFreeText)]
 pub struct Line {
     /// Order number.
     pub number: u32,
