@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use toolguard::{Egress, FieldKind};
 
-use super::replay::{Pair, checks, environment, host_keys};
+use super::replay::host_keys;
 use super::{Domain, Env};
 
 fn quoted(s: &str) -> String {
@@ -77,8 +77,9 @@ pub fn policy_toml<D: Domain>(store: &Path) -> String {
 }
 
 /// Writes `(user task done, attacker goal reached)` of `pair` on `state` to `path`, atomically.
-fn report_checks<D: Domain>(pair: Pair<'_>, state: &D::State, path: &Path) {
-    let (user, goal) = checks::<D>(pair, state);
+#[cfg(feature = "mcp")]
+fn report_checks<D: Domain>(pair: super::replay::Pair<'_>, state: &D::State, path: &Path) {
+    let (user, goal) = super::replay::checks::<D>(pair, state);
     let tmp = path.with_extension("tmp");
     let text = serde_json::json!({ "user": user, "goal": goal }).to_string();
     if std::fs::write(&tmp, text).is_ok() {
@@ -95,6 +96,7 @@ pub async fn serve<D: Domain>(
     injection: Option<usize>,
     status: PathBuf,
 ) -> Result<(), Box<dyn std::error::Error>> {
+    use super::replay::{Pair, environment};
     use toolguard::provenance::FlowPolicy;
     use toolguard::{Principal, RiskPolicy};
 

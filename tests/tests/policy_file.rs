@@ -118,8 +118,8 @@ fn declaration_rules_are_errors_on_the_tool_line() {
             ],
         ),
         (
-            "[tools.\"bad-name\"]\nrisk = \"low\"\nread_only = true\n",
-            &["tool `bad-name`", "^[a-zA-Z]"],
+            "[tools.\"bad.name\"]\nrisk = \"low\"\nread_only = true\n",
+            &["tool `bad.name`", "^[a-zA-Z]"],
         ),
     ];
     for (tool, needles) in cases {
