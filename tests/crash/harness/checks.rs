@@ -63,8 +63,8 @@ pub(crate) async fn round(e: &Evidence<'_>) -> Vec<Violation> {
             "terminal_answer",
             format!(
                 "key {} got no terminal answer ({} attempts, {} outcome_unknown, approval {:?}, \
-                 last answer {:?})",
-                k.key, k.attempts, k.unknowns, k.approval, k.last
+                 last answer {:?}, last status query {:?})",
+                k.key, k.attempts, k.unknowns, k.approval, k.last, k.last_query
             ),
         ));
     }

@@ -38,6 +38,8 @@ pub(crate) struct KeyResult {
     pub(crate) operations: BTreeSet<String>,
     /// The last status answered (with its reason).
     pub(crate) last: Option<String>,
+    /// The last answer of a status query (`ok: <state>`, `not_found`, ...).
+    pub(crate) last_query: Option<String>,
 }
 
 /// Sends `request` to the process on `port`; `None` when it does not answer (down, killed).
@@ -156,10 +158,12 @@ async fn resolve(cluster: &Cluster, key: &mut KeyResult, op: &str, rng: &mut Rng
         session: key.session.clone(),
         operation_id: op.to_owned(),
     };
-    if let Some(report) = send(pick(cluster, rng).await, &query).await
-        && report.reconciled
-    {
-        key.reconciled += 1;
+    if let Some(report) = send(pick(cluster, rng).await, &query).await {
+        key.reconciled += u32::from(report.reconciled);
+        key.last_query = Some(match report.state {
+            Some(state) => format!("{}: {state}", report.status),
+            None => report.status,
+        });
     }
 }
 

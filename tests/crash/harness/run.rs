@@ -25,6 +25,7 @@ struct Options {
     clients: u32,
     keys: u32,
     round_ms: u64,
+    drain_ms: u64,
     seed: u64,
     kill_ms: (u64, u64),
     arm: u64,
@@ -44,6 +45,7 @@ fn options(args: Vec<String>) -> Result<Options, String> {
         clients: 16,
         keys: 1_000,
         round_ms: 3_000,
+        drain_ms: 20_000,
         seed: now.as_nanos() as u64,
         kill_ms: (300, 900),
         arm: 50,
@@ -66,6 +68,7 @@ fn options(args: Vec<String>) -> Result<Options, String> {
             "--clients" => o.clients = num(&value)?.max(1) as u32,
             "--keys" => o.keys = num(&value)?.max(1) as u32,
             "--round-ms" => o.round_ms = num(&value)?,
+            "--drain-ms" => o.drain_ms = num(&value)?,
             "--seed" => o.seed = num(&value)?,
             "--arm" => o.arm = num(&value)?.min(100),
             "--kill-ms" => {
@@ -242,11 +245,6 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
     }
 }
 
-/// How long after the load a key may take to reach a terminal answer: long enough for a lease
-/// left by a killed process (the tool's 1 s deadline + 5 s) to expire and the operation to be
-/// reconciled, twice over.
-const DRAIN: Duration = Duration::from_secs(20);
-
 /// What every round shares.
 struct Round<'a> {
     o: &'a Options,
@@ -264,7 +262,7 @@ impl Round<'_> {
         let window = clients::Window {
             load_until: Instant::now() + Duration::from_millis(self.o.round_ms),
             max_keys: self.o.keys,
-            deadline: Instant::now() + Duration::from_millis(self.o.round_ms) + DRAIN,
+            deadline: Instant::now() + Duration::from_millis(self.o.round_ms + self.o.drain_ms),
         };
         self.cluster.killing.store(true, Ordering::SeqCst);
         let stop = Arc::new(AtomicBool::new(false));
