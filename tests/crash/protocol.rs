@@ -113,4 +113,3 @@ pub fn read_effects(path: &Path) -> std::io::Result<Vec<Effect>> {
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect())
 }
-

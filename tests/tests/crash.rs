@@ -20,7 +20,14 @@ use serde_json::Value;
 fn run(backend: &str) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_crash_harness"))
         .args(["--backend", backend, "--rounds", "2", "--clients", "12"])
-        .args(["--round-ms", "2500", "--drain-ms", "12000", "--kill-ms", "250-700"])
+        .args([
+            "--round-ms",
+            "2500",
+            "--drain-ms",
+            "12000",
+            "--kill-ms",
+            "250-700",
+        ])
         .output()
         .expect("run crash_harness");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -50,7 +57,10 @@ fn assert_exercised(summary: &Value) {
     let count = |field: &str| summary[field].as_u64().unwrap_or(0);
     assert!(count("kills") > 0, "no process was killed: {summary}");
     assert!(count("effects") > 0, "nothing executed: {summary}");
-    assert!(count("approvals") > 0, "no call waited for an approval: {summary}");
+    assert!(
+        count("approvals") > 0,
+        "no call waited for an approval: {summary}"
+    );
     assert!(
         summary["answers"]["policy_denied"].as_u64().unwrap_or(0) > 0,
         "no limit was reached: {summary}"
@@ -128,7 +138,11 @@ fn postgres_replicas_killed_at_any_instant_answer_audit_and_settle_every_call() 
     }
     let summary = run("postgres");
     assert_exercised(&summary);
-    assert_eq!(violations(&summary, &VIOLATED), BTreeMap::new(), "{summary}");
+    assert_eq!(
+        violations(&summary, &VIOLATED),
+        BTreeMap::new(),
+        "{summary}"
+    );
 }
 
 #[test]
@@ -139,5 +153,9 @@ fn redis_replicas_killed_at_any_instant_answer_audit_and_settle_every_call() {
     }
     let summary = run("redis");
     assert_exercised(&summary);
-    assert_eq!(violations(&summary, &VIOLATED), BTreeMap::new(), "{summary}");
+    assert_eq!(
+        violations(&summary, &VIOLATED),
+        BTreeMap::new(),
+        "{summary}"
+    );
 }

@@ -1156,14 +1156,15 @@ impl SessionLedger for PgStore {
             .await
             .map_err(err)?;
             // Calls counted under a later clock (another replica's) count too.
-            let counted: i64 = tx_one(&tx,
-                    "SELECT COUNT(*) FROM toolguard_ledger WHERE scope = $1 AND at_ms > $2",
-                    &[&scope, &from],
-                )
-                .await
-                .map_err(err)?
-                .try_get(0)
-                .map_err(err)?;
+            let counted: i64 = tx_one(
+                &tx,
+                "SELECT COUNT(*) FROM toolguard_ledger WHERE scope = $1 AND at_ms > $2",
+                &[&scope, &from],
+            )
+            .await
+            .map_err(err)?
+            .try_get(0)
+            .map_err(err)?;
             if u64_of(counted) >= u64::from(max) {
                 return Ok(false);
             }

@@ -864,12 +864,14 @@ impl SessionLedger for SqliteStore {
         let now_ms = i64_of(now_ms);
         Box::pin(self.worker.run(move |c| {
             let tx = c.savepoint()?;
-            exec(&tx,
+            exec(
+                &tx,
                 "DELETE FROM toolguard_ledger WHERE scope = ?1 AND at_ms <= ?2",
                 params![scope, from],
             )?;
             // Calls counted under a later clock (another process's) count too.
-            let counted: i64 = row(&tx,
+            let counted: i64 = row(
+                &tx,
                 "SELECT COUNT(*) FROM toolguard_ledger WHERE scope = ?1 AND at_ms > ?2",
                 params![scope, from],
                 |r| r.get(0),

@@ -75,7 +75,10 @@ pub(crate) async fn round(e: &Evidence<'_>) -> Vec<Violation> {
 fn once_and_answers(e: &Evidence<'_>, out: &mut Vec<Violation>) {
     let mut by_key: HashMap<&str, Vec<&Effect>> = HashMap::new();
     for effect in &e.effects {
-        by_key.entry(effect.reference.as_str()).or_default().push(effect);
+        by_key
+            .entry(effect.reference.as_str())
+            .or_default()
+            .push(effect);
     }
     for (key, list) in &by_key {
         if list.len() > 1 {
@@ -202,7 +205,10 @@ async fn audit_terminal(e: &Evidence<'_>) -> Vec<Violation> {
         if ours && !effect_ops.contains_key(op) {
             out.push(violation(
                 "one_terminal_audit_entry",
-                format!("audit entry {} says ok for operation {op}, which has no effect", entry.seq),
+                format!(
+                    "audit entry {} says ok for operation {op}, which has no effect",
+                    entry.seq
+                ),
             ));
         }
     }

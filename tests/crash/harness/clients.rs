@@ -110,7 +110,11 @@ pub(crate) async fn drive(
             tokio::time::sleep(Duration::from_millis(rng.between(20, 80))).await;
             continue;
         };
-        key.last = Some(format!("{} ({})", answer.status, answer.reason.as_deref().unwrap_or("-")));
+        key.last = Some(format!(
+            "{} ({})",
+            answer.status,
+            answer.reason.as_deref().unwrap_or("-")
+        ));
         let status = answer.status.as_str();
         if TERMINAL.contains(&status) {
             key.terminal = Some(answer.status);

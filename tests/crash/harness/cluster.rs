@@ -131,8 +131,12 @@ impl Cluster {
 
     /// Restarts process `i`, armed with a random crash point as often as configured.
     async fn restart(&self, i: usize, rng: &mut Rng) -> Result<(), String> {
-        let arm = (rng.below(100) < self.arm_percent)
-            .then(|| (POINTS[rng.below(POINTS.len() as u64) as usize], 1 + rng.below(8)));
+        let arm = (rng.below(100) < self.arm_percent).then(|| {
+            (
+                POINTS[rng.below(POINTS.len() as u64) as usize],
+                1 + rng.below(8),
+            )
+        });
         self.deaths.restarts.fetch_add(1, Ordering::SeqCst);
         self.spawn(i, arm).await
     }

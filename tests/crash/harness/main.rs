@@ -11,13 +11,14 @@
 //! cargo run -p toolguard-tests --release --bin crash_harness -- --backend postgres --rounds 200
 //! ```
 //! Options: `--backend postgres|redis`, `--rounds N` (10), `--nodes K` (3), `--clients M` (16),
-//! `--round-ms T` (load per round, 3000), `--drain-ms T` (how long after the load a key may
-//! take to reach a terminal answer, 20000: a lease left by a killed process, the tool's 1 s
+//! `--round-ms T` (load per round, 2000), `--drain-ms T` (how long after the load a key may
+//! take to reach a terminal answer, 10000: a lease left by a killed process, the tool's 1 s
 //! deadline + 5 s, must expire and the operation be reconciled), `--keys N` (most keys per
-//! client and round, 1000),
-//! `--seed S`, `--kill-ms LO-HI` (300-900), `--arm PCT`
-//! (percent of restarts armed with a crash point, 50), `--keep` (keep the schema and run
-//! directory). `TOOLGUARD_PG_URL` and, for Redis, `TOOLGUARD_REDIS_URL` name the services. The
+//! client and round, 1000), `--seed S`, `--kill-ms LO-HI` (gap between SIGKILLs, 300-900),
+//! `--arm PCT` (percent of restarts armed with a crash point, 50), `--keep` (keep the schema,
+//! the Redis keys and the run directory). `TOOLGUARD_PG_URL` and, for Redis,
+//! `TOOLGUARD_REDIS_URL` name the services. Violations are printed as they are found, the
+//! totals after each round, and the
 //! last line printed is a JSON summary; the exit code is 1 when an invariant was violated.
 
 mod checks;

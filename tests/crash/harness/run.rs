@@ -44,8 +44,8 @@ fn options(args: Vec<String>) -> Result<Options, String> {
         nodes: 3,
         clients: 16,
         keys: 1_000,
-        round_ms: 3_000,
-        drain_ms: 20_000,
+        round_ms: 2_000,
+        drain_ms: 10_000,
         seed: now.as_nanos() as u64,
         kill_ms: (300, 900),
         arm: 50,
@@ -146,9 +146,12 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
     let tag = format!("crash_{}_{:x}", std::process::id(), o.seed & 0xffff_ffff);
     let dir = std::env::temp_dir().join(format!("toolguard-{tag}-{}", o.backend));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let config = PgConfig::new(o.pg_url.clone()).schema(tag.clone()).pool_size(2);
+    let config = PgConfig::new(o.pg_url.clone())
+        .schema(tag.clone())
+        .pool_size(2);
     let pg = PgStore::connect(&config).await.map_err(|e| e.to_string())?;
-    let keys = Arc::new(HostKeys::new(HOST_KEYS.0, HOST_KEYS.1.to_vec()).map_err(|e| e.to_string())?);
+    let keys =
+        Arc::new(HostKeys::new(HOST_KEYS.0, HOST_KEYS.1.to_vec()).map_err(|e| e.to_string())?);
     let audit = PgAuditSink::connect_anchored(&config, AuditAnchor::new(keys))
         .await
         .map_err(|e| e.to_string())?;
@@ -163,7 +166,12 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
         dir.display().to_string(),
     ];
     if let Some(url) = &o.redis_url {
-        args.extend(["--redis-url".into(), url.clone(), "--prefix".into(), tag.clone()]);
+        args.extend([
+            "--redis-url".into(),
+            url.clone(),
+            "--prefix".into(),
+            tag.clone(),
+        ]);
     }
     let command = NodeCommand {
         program: node_program()?,
@@ -172,7 +180,11 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
     };
     let cluster = Cluster::start(command, o.nodes, o.arm).await?;
     let stop = Arc::new(AtomicBool::new(false));
-    let supervisor = tokio::spawn(cluster.clone().supervise(o.seed ^ 0x5eed, o.kill_ms, stop.clone()));
+    let supervisor = tokio::spawn(cluster.clone().supervise(
+        o.seed ^ 0x5eed,
+        o.kill_ms,
+        stop.clone(),
+    ));
     let mut summary = Summary {
         backend: o.backend.clone(),
         seed: o.seed,
@@ -207,8 +219,23 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
             Ok(found) => {
                 for v in &found {
                     eprintln!("round {round}: VIOLATION {}: {}", v.invariant, v.detail);
-                    *summary.violations.entry(v.invariant.to_string()).or_default() += 1;
+                    *summary
+                        .violations
+                        .entry(v.invariant.to_string())
+                        .or_default() += 1;
                 }
+                // The totals so far, so that an interrupted run still reports.
+                eprintln!(
+                    "after round {round}: calls {}, effects {}, kills {}, aborts {}, \
+                     outcome_unknown {}, reconciled {}, violations {:?}",
+                    summary.calls,
+                    summary.effects,
+                    cluster.deaths.kills.load(Ordering::SeqCst),
+                    cluster.deaths.aborts.load(Ordering::SeqCst),
+                    summary.outcome_unknown,
+                    summary.reconciled,
+                    summary.violations
+                );
             }
             Err(e) => {
                 failure = Some(e);
@@ -258,7 +285,10 @@ impl Round<'_> {
     /// One round: load with kills, then the checks.
     async fn run(&self, round: u32, summary: &mut Summary) -> Result<Vec<Violation>, String> {
         let since_ms = now_ms().saturating_sub(1_000);
-        let seed = self.o.seed.wrapping_add(u64::from(round).wrapping_mul(0x9E37_79B9));
+        let seed = self
+            .o
+            .seed
+            .wrapping_add(u64::from(round).wrapping_mul(0x9E37_79B9));
         let window = clients::Window {
             load_until: Instant::now() + Duration::from_millis(self.o.round_ms),
             max_keys: self.o.keys,
@@ -266,7 +296,11 @@ impl Round<'_> {
         };
         self.cluster.killing.store(true, Ordering::SeqCst);
         let stop = Arc::new(AtomicBool::new(false));
-        let tellers = tokio::spawn(clients::tellers(self.cluster.clone(), seed ^ 7, stop.clone()));
+        let tellers = tokio::spawn(clients::tellers(
+            self.cluster.clone(),
+            seed ^ 7,
+            stop.clone(),
+        ));
         let mut tasks = Vec::new();
         for c in 0..self.o.clients {
             let cluster = self.cluster.clone();
@@ -290,7 +324,10 @@ impl Round<'_> {
         summary.decisions += tellers.await.map_err(|e| e.to_string())?;
         let prefix = format!("r{round}-");
         let all = read_effects(&self.dir.join("effects.log")).map_err(|e| e.to_string())?;
-        let effects: Vec<_> = all.iter().filter(|e| e.reference.starts_with(&prefix)).collect();
+        let effects: Vec<_> = all
+            .iter()
+            .filter(|e| e.reference.starts_with(&prefix))
+            .collect();
         summary.effects += effects.len() as u64;
         for k in &keys {
             summary.calls += 1;

@@ -59,13 +59,26 @@ impl Args {
 fn policy() -> RiskPolicy {
     let hour = Duration::from_secs(3600);
     RiskPolicy::new()
-        .session_limit(Transfer::NAME, protocol::SESSION_LIMIT, hour, OnExceed::Deny)
-        .subject_limit(Transfer::NAME, protocol::SUBJECT_LIMIT, hour, OnExceed::Deny)
+        .session_limit(
+            Transfer::NAME,
+            protocol::SESSION_LIMIT,
+            hour,
+            OnExceed::Deny,
+        )
+        .subject_limit(
+            Transfer::NAME,
+            protocol::SUBJECT_LIMIT,
+            hour,
+            OnExceed::Deny,
+        )
         .approval_ttl(Duration::from_secs(60))
 }
 
 async fn build(args: &Args, points: Arc<Points>) -> Result<Dispatcher<Bank>, String> {
-    let node: u32 = args.get("node")?.parse().map_err(|e| format!("--node: {e}"))?;
+    let node: u32 = args
+        .get("node")?
+        .parse()
+        .map_err(|e| format!("--node: {e}"))?;
     let dir = PathBuf::from(args.get("dir")?);
     let bank = Bank::open(node, &dir.join("effects.log"), points.clone())
         .map_err(|e| format!("side-effect log: {e}"))?;
@@ -83,21 +96,20 @@ async fn build(args: &Args, points: Arc<Points>) -> Result<Dispatcher<Bank>, Str
         every: Duration::from_secs(1),
     };
     let anchor = AuditAnchor::new(keys.clone()).checkpoints(checkpoints, every);
-    let (idempotency, ledger): (Arc<dyn IdempotencyStore>, Arc<dyn SessionLedger>) =
-        match args.get("backend")? {
-            "postgres" => (pg.clone(), pg.clone()),
-            "redis" => {
-                let redis = toolguard_redis::RedisStore::connect(
-                    args.get("redis-url")?,
-                    args.get("prefix")?,
-                )
-                .await
-                .map_err(|e| e.to_string())?;
-                let redis = Arc::new(redis);
-                (redis.clone(), redis)
-            }
-            other => return Err(format!("unknown backend `{other}`")),
-        };
+    let (idempotency, ledger): (Arc<dyn IdempotencyStore>, Arc<dyn SessionLedger>) = match args
+        .get("backend")?
+    {
+        "postgres" => (pg.clone(), pg.clone()),
+        "redis" => {
+            let redis =
+                toolguard_redis::RedisStore::connect(args.get("redis-url")?, args.get("prefix")?)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            let redis = Arc::new(redis);
+            (redis.clone(), redis)
+        }
+        other => return Err(format!("unknown backend `{other}`")),
+    };
     let approvals: Arc<dyn ApprovalStore> = pg.clone();
     let operations: Arc<dyn OperationStore> = pg.clone();
     Dispatcher::builder(bank)

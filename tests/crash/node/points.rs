@@ -63,7 +63,10 @@ impl Points {
                     .ok_or_else(|| format!("unknown crash point `{name}`"))?;
                 let at = std::env::var("TOOLGUARD_CRASH_AT")
                     .ok()
-                    .map(|v| v.parse::<u64>().map_err(|e| format!("TOOLGUARD_CRASH_AT: {e}")))
+                    .map(|v| {
+                        v.parse::<u64>()
+                            .map_err(|e| format!("TOOLGUARD_CRASH_AT: {e}"))
+                    })
                     .transpose()?
                     .unwrap_or(1)
                     .max(1);
@@ -140,7 +143,11 @@ impl IdempotencyStore for CrashIdempotency {
         self.inner.complete(key, owner, outcome, ttl, now)
     }
 
-    fn release<'a>(&'a self, key: &'a ScopedKey, owner: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+    fn release<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
         self.inner.release(key, owner)
     }
 

@@ -120,7 +120,9 @@ async fn answer(d: &Dispatcher<Bank>, request: Request) -> Answer {
             let outcome = if approve {
                 d.approvals().approve(&who, &id).await
             } else {
-                d.approvals().reject(&who, &id, "declined by the harness").await
+                d.approvals()
+                    .reject(&who, &id, "declined by the harness")
+                    .await
             };
             of_outcome(outcome)
         }
