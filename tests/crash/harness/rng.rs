@@ -1,32 +1,31 @@
-//! A small seeded generator (SplitMix64): a run is described by its seed.
+//! The harness's seeded randomness (rand's `StdRng`): a run is described by its seed.
 
-/// SplitMix64.
-#[derive(Debug, Clone)]
-pub(crate) struct Rng(u64);
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+/// A seeded generator with the few draws the harness makes.
+#[derive(Debug)]
+pub(crate) struct Rng(StdRng);
 
 impl Rng {
     /// A generator from `seed`.
     pub(crate) fn new(seed: u64) -> Self {
-        Rng(seed)
+        Rng(StdRng::seed_from_u64(seed))
     }
 
     /// The next 64 random bits.
     pub(crate) fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.random()
     }
 
-    /// A number in `0..n` (`n` > 0).
+    /// A number in `0..n` (`0` when `n` is 0).
     pub(crate) fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        if n == 0 { 0 } else { self.0.random_range(0..n) }
     }
 
     /// A number in `lo..=hi`.
     pub(crate) fn between(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.below(hi.saturating_sub(lo) + 1)
+        self.0.random_range(lo..=hi.max(lo))
     }
 
     /// `true` with probability `percent` / 100.
