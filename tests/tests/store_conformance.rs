@@ -868,6 +868,56 @@ async fn ledger_admit_atomic(b: Arc<Backend>) {
     );
 }
 
+/// Replicas read their clocks before they book: an entry booked first under a later time (a
+/// replica whose clock read came later) still counts against a caller whose `now` is earlier,
+/// for amounts, reservations and call rates alike.
+async fn ledger_counts_entries_booked_under_a_later_clock(b: Arc<Backend>) {
+    let l = &b.ledger;
+    let now = SystemTime::now();
+    let later = now + Duration::from_millis(40);
+    let hour = Duration::from_secs(3600);
+    let limit = |scope: &str| ScopeLimit {
+        scope: scope.into(),
+        limit: 100,
+        window: hour,
+    };
+    assert!(
+        l.admit("late", 60, &[limit("k:amount")], later)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !l.admit("early", 60, &[limit("k:amount")], now)
+            .await
+            .unwrap(),
+        "{}: the entry booked under a later clock was left out of the limit check",
+        b.name
+    );
+    assert_eq!(
+        l.total("k:amount", hour, now).await.unwrap(),
+        60,
+        "{}",
+        b.name
+    );
+    let until = now + hour;
+    assert!(
+        !l.reserve("hold", 60, &[limit("k:amount")], until, now)
+            .await
+            .unwrap(),
+        "{}: a reservation left the later entry out",
+        b.name
+    );
+    let minute = Duration::from_secs(60);
+    for _ in 0..3 {
+        assert!(l.hit("k:rate", 3, minute, later).await.unwrap());
+    }
+    assert!(
+        !l.hit("k:rate", 3, minute, now).await.unwrap(),
+        "{}: calls counted under a later clock were left out of the rate",
+        b.name
+    );
+}
+
 // ---------------------------------------------------------------- operations
 
 async fn operation_records(b: Arc<Backend>) {
@@ -1231,6 +1281,7 @@ macro_rules! idempotency_and_ledger {
             dispatch_ttl,
             crash_after_reservation,
             ledger_admit_atomic,
+            ledger_counts_entries_booked_under_a_later_clock,
             faults_fail_closed,
             store_lost_before_completion,
             stalled_store_fails_closed,

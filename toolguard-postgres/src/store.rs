@@ -822,31 +822,34 @@ async fn lock_scopes(
     Ok(())
 }
 
+/// The booked total of `scope` after `from`. Entries booked at a later time than the caller's
+/// `now` count too: another replica read its clock after this caller and booked first, and a
+/// limit check that left its amount out would let both through.
 async fn window_total(
     tx: &deadpool_postgres::Transaction<'_>,
     scope: &str,
     from: i64,
-    to: i64,
 ) -> StoreResult<u64> {
     let row = tx_one(
         tx,
         "SELECT COALESCE(SUM(amount), 0)::BIGINT FROM toolguard_ledger
-             WHERE scope = $1 AND at_ms > $2 AND at_ms <= $3",
-        &[&scope, &from, &to],
+             WHERE scope = $1 AND at_ms > $2",
+        &[&scope, &from],
     )
     .await
     .map_err(err)?;
     Ok(u64_of(row.try_get(0).map_err(err)?))
 }
 
-/// The booked total of `scope` in `(from, to]` plus its live reservations at `to`.
+/// The booked total of `scope` after `from` (later clocks included) plus its live reservations
+/// at `to`.
 async fn counted(
     tx: &deadpool_postgres::Transaction<'_>,
     scope: &str,
     from: i64,
     to: i64,
 ) -> StoreResult<u64> {
-    let booked = window_total(tx, scope, from, to).await?;
+    let booked = window_total(tx, scope, from).await?;
     let row = tx_one(
         tx,
         "SELECT COALESCE(SUM(h.amount), 0)::BIGINT FROM toolguard_hold_scopes s
@@ -1152,14 +1155,16 @@ impl SessionLedger for PgStore {
             )
             .await
             .map_err(err)?;
-            let counted: i64 = tx_one(&tx,
-                    "SELECT COUNT(*) FROM toolguard_ledger WHERE scope = $1 AND at_ms > $2 AND at_ms <= $3",
-                    &[&scope, &from, &now_ms],
-                )
-                .await
-                .map_err(err)?
-                .try_get(0)
-                .map_err(err)?;
+            // Calls counted under a later clock (another replica's) count too.
+            let counted: i64 = tx_one(
+                &tx,
+                "SELECT COUNT(*) FROM toolguard_ledger WHERE scope = $1 AND at_ms > $2",
+                &[&scope, &from],
+            )
+            .await
+            .map_err(err)?
+            .try_get(0)
+            .map_err(err)?;
             if u64_of(counted) >= u64::from(max) {
                 return Ok(false);
             }

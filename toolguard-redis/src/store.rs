@@ -123,7 +123,9 @@ return 1
 "#;
 
 /// Lua helpers summing a scope's booked entries within a window and its live reservations
-/// (members `amount:...`); both trim what no longer counts.
+/// (members `amount:...`); both trim what no longer counts. Entries scored after the caller's
+/// `now` count too: another replica read its clock later and booked first, and a limit check
+/// that left its amount out would let both through.
 const SUMS: &str = r#"
 local function sum(members)
   local t = 0
@@ -134,7 +136,7 @@ local function sum(members)
 end
 local function booked(k, from, now)
   redis.call('ZREMRANGEBYSCORE', k, '-inf', from)
-  return sum(redis.call('ZRANGEBYSCORE', k, '(' .. from, now))
+  return sum(redis.call('ZRANGEBYSCORE', k, '(' .. from, '+inf'))
 end
 local function held(hk, now)
   redis.call('ZREMRANGEBYSCORE', hk, '-inf', now)
@@ -255,7 +257,7 @@ return 1
 /// KEYS: rate key; ARGV: now, from, max, member, window_ms.
 const HIT: &str = r#"
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
-local n = redis.call('ZCOUNT', KEYS[1], '(' .. ARGV[2], ARGV[1])
+local n = redis.call('ZCOUNT', KEYS[1], '(' .. ARGV[2], '+inf')
 if n >= tonumber(ARGV[3]) then return 0 end
 redis.call('ZADD', KEYS[1], ARGV[1], ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
@@ -805,7 +807,7 @@ impl SessionLedger for RedisStore {
                 .cmd("ZRANGEBYSCORE")
                 .arg(self.scope_key(scope))
                 .arg(format!("({from}"))
-                .arg(now_ms)
+                .arg("+inf")
                 .cmd("ZRANGEBYSCORE")
                 .arg(self.holds_key(scope))
                 .arg(format!("({now_ms}"))

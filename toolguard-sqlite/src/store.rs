@@ -610,18 +610,22 @@ impl ApprovalStore for SqliteStore {
     }
 }
 
-fn window_total(c: &Connection, scope: &str, from: i64, to: i64) -> rusqlite::Result<u64> {
+/// The booked total of `scope` after `from`. Entries booked at a later time than the caller's
+/// `now` count too: another process read its clock after this caller and booked first, and a
+/// limit check that left its amount out would let both through.
+fn window_total(c: &Connection, scope: &str, from: i64) -> rusqlite::Result<u64> {
     let mut stmt = c.prepare_cached(
         "SELECT COALESCE(SUM(amount), 0) FROM toolguard_ledger
-         WHERE scope = ?1 AND at_ms > ?2 AND at_ms <= ?3",
+         WHERE scope = ?1 AND at_ms > ?2",
     )?;
-    let total: i64 = stmt.query_row(params![scope, from, to], |r| r.get(0))?;
+    let total: i64 = stmt.query_row(params![scope, from], |r| r.get(0))?;
     Ok(u64_of(total))
 }
 
-/// The booked total of `scope` in `(from, to]` plus its live reservations at `to`.
+/// The booked total of `scope` after `from` (later clocks included) plus its live reservations
+/// at `to`.
 fn counted(c: &Connection, scope: &str, from: i64, to: i64) -> rusqlite::Result<u64> {
-    let booked = window_total(c, scope, from, to)?;
+    let booked = window_total(c, scope, from)?;
     let mut stmt = c.prepare_cached(HELD_SQLITE)?;
     let held: i64 = stmt.query_row(params![scope, to], |r| r.get(0))?;
     Ok(booked.saturating_add(u64_of(held)))
@@ -860,13 +864,16 @@ impl SessionLedger for SqliteStore {
         let now_ms = i64_of(now_ms);
         Box::pin(self.worker.run(move |c| {
             let tx = c.savepoint()?;
-            exec(&tx,
+            exec(
+                &tx,
                 "DELETE FROM toolguard_ledger WHERE scope = ?1 AND at_ms <= ?2",
                 params![scope, from],
             )?;
-            let counted: i64 = row(&tx,
-                "SELECT COUNT(*) FROM toolguard_ledger WHERE scope = ?1 AND at_ms > ?2 AND at_ms <= ?3",
-                params![scope, from, now_ms],
+            // Calls counted under a later clock (another process's) count too.
+            let counted: i64 = row(
+                &tx,
+                "SELECT COUNT(*) FROM toolguard_ledger WHERE scope = ?1 AND at_ms > ?2",
+                params![scope, from],
                 |r| r.get(0),
             )?;
             if u64_of(counted) >= u64::from(max) {

@@ -217,7 +217,11 @@ pub trait SessionLedger: Send + Sync + 'static {
         scopes: &'a [String],
     ) -> BoxFuture<'a, StoreResult<()>>;
 
-    /// Total amount of `scope` within `window` before `now`.
+    /// Total amount of `scope` within `window` before `now`. Entries booked at a time after
+    /// `now` count too (here and in every limit check of [`admit`](Self::admit),
+    /// [`reserve`](Self::reserve) and [`hit`](Self::hit)): replicas read their clocks before
+    /// they book, so an entry booked first may carry a later time than a caller still waiting
+    /// to book, and a check that left it out would let both through.
     fn total<'a>(
         &'a self,
         scope: &'a str,

@@ -1,0 +1,368 @@
+//! A run: options, the services, the rounds, the summary.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+use toolguard::HostKeys;
+use toolguard::audit::AuditAnchor;
+use toolguard_postgres::{PgAuditSink, PgConfig, PgStore};
+
+use super::checks::{self, Evidence, INVARIANTS, Violation};
+use super::clients::{self, KeyResult};
+use super::cluster::{Cluster, NodeCommand};
+use super::protocol::{HOST_KEYS, read_effects};
+
+/// The options of a run.
+#[derive(Debug, Clone)]
+struct Options {
+    backend: String,
+    rounds: u32,
+    nodes: usize,
+    clients: u32,
+    keys: u32,
+    round_ms: u64,
+    drain_ms: u64,
+    seed: u64,
+    kill_ms: (u64, u64),
+    arm: u64,
+    keep: bool,
+    pg_url: String,
+    redis_url: Option<String>,
+}
+
+fn options(args: Vec<String>) -> Result<Options, String> {
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    let mut o = Options {
+        backend: "postgres".into(),
+        rounds: 10,
+        nodes: 3,
+        clients: 16,
+        keys: 1_000,
+        round_ms: 2_000,
+        drain_ms: 10_000,
+        seed: now.as_nanos() as u64,
+        kill_ms: (300, 900),
+        arm: 50,
+        keep: false,
+        pg_url: std::env::var("TOOLGUARD_PG_URL").unwrap_or_default(),
+        redis_url: std::env::var("TOOLGUARD_REDIS_URL").ok(),
+    };
+    let mut it = args.into_iter();
+    while let Some(flag) = it.next() {
+        if flag == "--keep" {
+            o.keep = true;
+            continue;
+        }
+        let value = it.next().ok_or_else(|| format!("`{flag}` needs a value"))?;
+        let num = |v: &str| v.parse::<u64>().map_err(|e| format!("{flag}: {e}"));
+        match flag.as_str() {
+            "--backend" => o.backend = value,
+            "--rounds" => o.rounds = num(&value)? as u32,
+            "--nodes" => o.nodes = num(&value)?.max(1) as usize,
+            "--clients" => o.clients = num(&value)?.max(1) as u32,
+            "--keys" => o.keys = num(&value)?.max(1) as u32,
+            "--round-ms" => o.round_ms = num(&value)?,
+            "--drain-ms" => o.drain_ms = num(&value)?,
+            "--seed" => o.seed = num(&value)?,
+            "--arm" => o.arm = num(&value)?.min(100),
+            "--kill-ms" => {
+                let (lo, hi) = value
+                    .split_once('-')
+                    .ok_or("--kill-ms takes LO-HI, like 300-900")?;
+                o.kill_ms = (num(lo)?, num(hi)?.max(num(lo)?));
+            }
+            "--pg-url" => o.pg_url = value,
+            "--redis-url" => o.redis_url = Some(value),
+            _ => return Err(format!("unknown option `{flag}` (see the module docs)")),
+        }
+    }
+    if o.pg_url.is_empty() {
+        return Err("set TOOLGUARD_PG_URL (or --pg-url)".into());
+    }
+    if !matches!(o.backend.as_str(), "postgres" | "redis") {
+        return Err(format!("--backend {}: use postgres or redis", o.backend));
+    }
+    if o.backend == "redis" && o.redis_url.as_deref().is_none_or(str::is_empty) {
+        return Err("set TOOLGUARD_REDIS_URL (or --redis-url) for the redis backend".into());
+    }
+    Ok(o)
+}
+
+/// What a run found, printed as the last line (JSON).
+#[derive(Debug, Serialize)]
+pub(crate) struct Summary {
+    backend: String,
+    seed: u64,
+    rounds: u32,
+    /// SIGKILLs sent by the controller.
+    kills: u64,
+    /// Processes that aborted at a crash point.
+    crash_point_aborts: u64,
+    /// Keys sent (each driven to a terminal answer).
+    calls: u64,
+    /// Requests sent for them (retries included).
+    attempts: u64,
+    /// Terminal answers by status.
+    answers: BTreeMap<String, u64>,
+    /// `outcome_unknown` answers seen.
+    outcome_unknown: u64,
+    /// Operations reconciled by a status query.
+    reconciled: u64,
+    /// Executed transfers (side-effect log lines).
+    effects: u64,
+    /// Approval requests the calls waited for.
+    approvals: u64,
+    /// Approval decisions sent.
+    decisions: u64,
+    /// Violations by invariant (target: all 0).
+    pub(crate) violations: BTreeMap<String, u64>,
+    /// Seconds the run took.
+    seconds: f64,
+}
+
+fn node_program() -> Result<PathBuf, String> {
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    let path = me.with_file_name(format!("crash_node{}", std::env::consts::EXE_SUFFIX));
+    if path.exists() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "{} not found: build it (`cargo build -p toolguard-tests --bin crash_node`)",
+            path.display()
+        ))
+    }
+}
+
+/// Runs the harness with the command-line `args`.
+pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
+    let o = options(args)?;
+    let started = Instant::now();
+    let tag = format!("crash_{}_{:x}", std::process::id(), o.seed & 0xffff_ffff);
+    let dir = std::env::temp_dir().join(format!("toolguard-{tag}-{}", o.backend));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let config = PgConfig::new(o.pg_url.clone())
+        .schema(tag.clone())
+        .pool_size(2);
+    let pg = PgStore::connect(&config).await.map_err(|e| e.to_string())?;
+    let keys =
+        Arc::new(HostKeys::new(HOST_KEYS.0, HOST_KEYS.1.to_vec()).map_err(|e| e.to_string())?);
+    let audit = PgAuditSink::connect_anchored(&config, AuditAnchor::new(keys))
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut args = vec![
+        "--backend".into(),
+        o.backend.clone(),
+        "--pg-url".into(),
+        o.pg_url.clone(),
+        "--schema".into(),
+        tag.clone(),
+        "--dir".into(),
+        dir.display().to_string(),
+    ];
+    if let Some(url) = &o.redis_url {
+        args.extend([
+            "--redis-url".into(),
+            url.clone(),
+            "--prefix".into(),
+            tag.clone(),
+        ]);
+    }
+    let command = NodeCommand {
+        program: node_program()?,
+        args,
+        dir: dir.clone(),
+    };
+    let cluster = Cluster::start(command, o.nodes, o.arm).await?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let supervisor = tokio::spawn(cluster.clone().supervise(
+        o.seed ^ 0x5eed,
+        o.kill_ms,
+        stop.clone(),
+    ));
+    let mut summary = Summary {
+        backend: o.backend.clone(),
+        seed: o.seed,
+        rounds: 0,
+        kills: 0,
+        crash_point_aborts: 0,
+        calls: 0,
+        attempts: 0,
+        answers: BTreeMap::new(),
+        outcome_unknown: 0,
+        reconciled: 0,
+        effects: 0,
+        approvals: 0,
+        decisions: 0,
+        violations: INVARIANTS
+            .iter()
+            .chain(["terminal_answer"].iter())
+            .map(|n| (n.to_string(), 0))
+            .collect(),
+        seconds: 0.0,
+    };
+    let ctx = Round {
+        o: &o,
+        cluster: &cluster,
+        pg: &pg,
+        audit: &audit,
+        dir: &dir,
+    };
+    let mut failure = None;
+    for round in 0..o.rounds {
+        match ctx.run(round, &mut summary).await {
+            Ok(found) => {
+                for v in &found {
+                    eprintln!("round {round}: VIOLATION {}: {}", v.invariant, v.detail);
+                    *summary
+                        .violations
+                        .entry(v.invariant.to_string())
+                        .or_default() += 1;
+                }
+                // The totals so far, so that an interrupted run still reports.
+                eprintln!(
+                    "after round {round}: calls {}, effects {}, kills {}, aborts {}, \
+                     outcome_unknown {}, reconciled {}, violations {:?}",
+                    summary.calls,
+                    summary.effects,
+                    cluster.deaths.kills.load(Ordering::SeqCst),
+                    cluster.deaths.aborts.load(Ordering::SeqCst),
+                    summary.outcome_unknown,
+                    summary.reconciled,
+                    summary.violations
+                );
+            }
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+        summary.rounds = round + 1;
+    }
+    stop.store(true, Ordering::SeqCst);
+    let supervised = supervisor.await;
+    cluster.shutdown().await;
+    summary.kills = cluster.deaths.kills.load(Ordering::SeqCst);
+    summary.crash_point_aborts = cluster.deaths.aborts.load(Ordering::SeqCst);
+    summary.seconds = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+    if !o.keep {
+        if o.backend == "redis"
+            && let Some(url) = &o.redis_url
+            && let Ok(redis) = toolguard_redis::RedisStore::connect(url, tag.clone()).await
+        {
+            let _ = redis.clear().await;
+        }
+        let _ = pg.drop_schema().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    } else {
+        eprintln!("kept schema {tag} and {}", dir.display());
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    match supervised {
+        Ok(Ok(())) => Ok(summary),
+        Ok(Err(e)) => Err(format!("supervisor: {e}")),
+        Err(e) => Err(format!("supervisor: {e}")),
+    }
+}
+
+/// What every round shares.
+struct Round<'a> {
+    o: &'a Options,
+    cluster: &'a Arc<Cluster>,
+    pg: &'a PgStore,
+    audit: &'a PgAuditSink,
+    dir: &'a PathBuf,
+}
+
+impl Round<'_> {
+    /// One round: load with kills, then the checks.
+    async fn run(&self, round: u32, summary: &mut Summary) -> Result<Vec<Violation>, String> {
+        let since_ms = now_ms().saturating_sub(1_000);
+        let seed = self
+            .o
+            .seed
+            .wrapping_add(u64::from(round).wrapping_mul(0x9E37_79B9));
+        let window = clients::Window {
+            load_until: Instant::now() + Duration::from_millis(self.o.round_ms),
+            max_keys: self.o.keys,
+            deadline: Instant::now() + Duration::from_millis(self.o.round_ms + self.o.drain_ms),
+        };
+        self.cluster.killing.store(true, Ordering::SeqCst);
+        let stop = Arc::new(AtomicBool::new(false));
+        let tellers = tokio::spawn(clients::tellers(
+            self.cluster.clone(),
+            seed ^ 7,
+            stop.clone(),
+        ));
+        let mut tasks = Vec::new();
+        for c in 0..self.o.clients {
+            let cluster = self.cluster.clone();
+            let s = seed.wrapping_add(u64::from(c) * 7919);
+            tasks.push(tokio::spawn(clients::client(cluster, round, c, window, s)));
+        }
+        // Processes die while keys start; the keys still open then are driven home in peace.
+        let killing = self.cluster.clone();
+        let load = Duration::from_millis(self.o.round_ms);
+        let stop_killing = tokio::spawn(async move {
+            tokio::time::sleep(load).await;
+            killing.killing.store(false, Ordering::SeqCst);
+        });
+        let mut keys: Vec<KeyResult> = Vec::new();
+        for t in tasks {
+            keys.extend(t.await.map_err(|e| e.to_string())?);
+        }
+        stop_killing.abort();
+        self.cluster.killing.store(false, Ordering::SeqCst);
+        stop.store(true, Ordering::SeqCst);
+        summary.decisions += tellers.await.map_err(|e| e.to_string())?;
+        let prefix = format!("r{round}-");
+        let all = read_effects(&self.dir.join("effects.log")).map_err(|e| e.to_string())?;
+        let effects: Vec<_> = all
+            .iter()
+            .filter(|e| e.reference.starts_with(&prefix))
+            .collect();
+        summary.effects += effects.len() as u64;
+        for k in &keys {
+            summary.calls += 1;
+            summary.attempts += u64::from(k.attempts);
+            summary.outcome_unknown += u64::from(k.unknowns);
+            summary.reconciled += u64::from(k.reconciled);
+            summary.approvals += u64::from(k.approval.is_some());
+            let answer = k.terminal.clone().unwrap_or_else(|| "none".into());
+            *summary.answers.entry(answer).or_default() += 1;
+        }
+        let evidence = Evidence {
+            keys: &keys,
+            effects,
+            pg: self.pg,
+            audit: self.audit,
+            checkpoints: (0..self.o.nodes)
+                .map(|i| self.dir.join(format!("checkpoints-{i}.jsonl")))
+                .collect(),
+            since_ms,
+        };
+        let found = checks::round(&evidence).await;
+        eprintln!(
+            "round {round}: {} keys, {} effects, kills {}, aborts {}, violations {}",
+            keys.len(),
+            evidence.effects.len(),
+            self.cluster.deaths.kills.load(Ordering::SeqCst),
+            self.cluster.deaths.aborts.load(Ordering::SeqCst),
+            found.len()
+        );
+        Ok(found)
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
