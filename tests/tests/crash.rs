@@ -127,8 +127,7 @@ fn redis_replicas_killed_at_any_instant_execute_once_within_limits() {
 #[test]
 #[ignore = "violated: a process killed after the effect and before the audit append leaves an \
             execution with no terminal audit entry that is never reported outcome_unknown; a \
-            retry of a call killed mid-execution answers policy_denied (its own amount now counts) \
-            instead of outcome_unknown; a decision killed after marking the request executing \
+            decision killed after marking the request executing \
             leaves it executing and the call pending for ever; a process killed between the \
             reservation and the operation record leaves the key outcome_unknown with a status \
             query that answers not_found (BENCHMARKS.md, Crash harness)"]

@@ -413,3 +413,79 @@ async fn a_huge_wait_does_not_overflow() {
     assert!(again.replayed);
     assert_eq!(h.ledger.runs(), 1);
 }
+
+/// A retry that a limit would refuse because its own earlier attempt used the room: while that
+/// attempt still holds the key the retry is `in_progress`, and once its holder's lease ran out
+/// (a process that died after the effect) it is `outcome_unknown`, never `policy_denied`, which
+/// would tell the caller that nothing was done.
+#[tokio::test]
+async fn a_limit_never_hides_the_callers_own_earlier_attempt() {
+    use toolguard::store::{IdempotencyStore, ScopedKey};
+    use toolguard::{OnExceed, RiskPolicy};
+    let store = Arc::new(MemoryStore::new());
+    let audit = Arc::new(MemoryAuditSink::new());
+    let d = Dispatcher::builder(Ledger::seeded())
+        .tool(TransferFunds)
+        .audit(audit.clone())
+        .store(store.clone())
+        .policy(RiskPolicy::new().session_limit(
+            "transfer_funds",
+            1_000_000,
+            Duration::from_secs(3600),
+            OnExceed::Deny,
+        ))
+        .build()
+        .unwrap();
+    let call = |id: &str| ToolCall::new(id, "transfer_funds", transfer(600_000, "key-held"));
+    let first = d.dispatch(call("c1"), &alice()).await;
+    assert_eq!(first.status, Status::Ok, "{first:?}");
+    let entry = audit.entries().last().cloned().expect("an entry");
+    let digest = entry.record.request_digest.clone().expect("a digest");
+    let op = entry.record.operation_id.clone().expect("an operation");
+    let key = ScopedKey {
+        tenant: "acme".into(),
+        subject: "alice".into(),
+        tool: "transfer_funds".into(),
+        key: "key-held".into(),
+    };
+    // The record is put back in flight, as a holder that has not stored its outcome yet leaves
+    // it (the amount stays booked).
+    let hold = |lease: Duration| {
+        let (store, key, digest, op) = (store.clone(), key.clone(), digest.clone(), op.clone());
+        async move {
+            let now = std::time::SystemTime::now();
+            assert!(store.get(&key, now).await.unwrap().is_some());
+            assert!(store.remove(&key, &op).await.unwrap());
+            store
+                .reserve(
+                    &key,
+                    &digest,
+                    Some(&op),
+                    lease,
+                    Duration::from_secs(3600),
+                    now,
+                )
+                .await
+                .unwrap();
+        }
+    };
+    // Another request over the limit is refused as before.
+    let other = ToolCall::new("c0", "transfer_funds", transfer(600_000, "key-other"));
+    assert_eq!(
+        d.dispatch(other, &alice()).await.status,
+        Status::PolicyDenied
+    );
+
+    hold(Duration::from_secs(60)).await;
+    let retry = d.dispatch(call("c2"), &alice()).await;
+    assert_eq!(retry.status, Status::InProgress, "{retry:?}");
+
+    hold(Duration::ZERO).await;
+    let after_death = d.dispatch(call("c3"), &alice()).await;
+    assert_eq!(
+        after_death.status,
+        Status::OutcomeUnknown,
+        "{after_death:?}"
+    );
+    assert_eq!(after_death.operation_id.as_deref(), Some(&*op));
+}

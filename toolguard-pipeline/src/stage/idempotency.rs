@@ -140,7 +140,7 @@ async fn replay<S: Send + Sync + 'static>(
 }
 
 /// A call with the key is still executing.
-fn in_progress() -> Stop {
+pub(crate) fn in_progress() -> Stop {
     Stop::new(
         Status::InProgress,
         "in_progress",
@@ -306,14 +306,19 @@ async fn reserve(
         {
             Err(in_progress())
         }
-        RecordState::InFlight { .. } => {
-            let mut out = StoredOutcome::new(Status::OutcomeUnknown);
-            out.reason = Some(crate::outcome::Reason::LeaseExpired);
-            out.message = Some(
-                "an earlier attempt may have taken effect; query the operation status".to_owned(),
-            );
-            out.operation_id = record.operation_id.map(ArcStr::from);
-            Ok(Admission::Replay(out))
-        }
+        RecordState::InFlight { .. } => Ok(Admission::Replay(lease_expired(
+            record.operation_id.map(ArcStr::from),
+        ))),
     }
+}
+
+/// The outcome of a key whose holder's lease ran out mid-execution: `outcome_unknown` until
+/// reconciled, naming the operation to query.
+pub(crate) fn lease_expired(operation_id: Option<ArcStr>) -> StoredOutcome {
+    let mut out = StoredOutcome::new(Status::OutcomeUnknown);
+    out.reason = Some(crate::outcome::Reason::LeaseExpired);
+    out.message =
+        Some("an earlier attempt may have taken effect; query the operation status".to_owned());
+    out.operation_id = operation_id;
+    out
 }

@@ -3,6 +3,8 @@
 
 use std::time::SystemTime;
 
+use arcstr::ArcStr;
+
 use super::core::Core;
 use super::trace::{Answer, Exit, Trace};
 use super::{Stage, Stop};
@@ -13,8 +15,9 @@ use crate::spec::ToolSpec;
 use crate::store::deadline::Deadlined;
 use crate::store::{IdempotencyStore, RecordState, ScopedKey, StoredOutcome};
 
-/// The stored outcome of this request under the caller's own key, replayed; without one, `stop`
-/// at `stage`.
+/// The stored outcome of this request under the caller's own key, replayed (an earlier attempt
+/// still holding the key: `in_progress`; one whose holder died mid-execution: `outcome_unknown`);
+/// without one, `stop` at `stage`.
 pub(crate) async fn or_stop<S: Send + Sync + 'static>(
     core: &Core<S>,
     spec: &ToolSpec,
@@ -24,7 +27,7 @@ pub(crate) async fn or_stop<S: Send + Sync + 'static>(
     t: &mut Trace,
 ) -> Exit {
     let digest = t.request_digest.as_deref().unwrap_or_default();
-    let stored = stored_replay(
+    let earlier = earlier_attempt(
         &core.stores.idempotency,
         spec,
         principal,
@@ -33,11 +36,15 @@ pub(crate) async fn or_stop<S: Send + Sync + 'static>(
         core.now(),
     )
     .await;
-    match stored {
-        Some(stored) => {
+    match earlier {
+        Some(Ok(stored)) => {
             t.at(Stage::Idempotency);
             t.operation_id = stored.operation_id.clone().or(t.operation_id.take());
             Exit::answer(replayed(core, spec, stored).await)
+        }
+        Some(Err(in_flight)) => {
+            t.at(Stage::Idempotency);
+            Exit::Stop(in_flight)
         }
         None => {
             t.at(stage);
@@ -66,16 +73,19 @@ pub(crate) async fn replayed<S: Send + Sync + 'static>(
     Answer::replay(stored)
 }
 
-/// The stored outcome of this very request under the caller's key, if there is one (read only).
-/// A different request under the key gives `None`, unless the tool lets the key win.
-pub(crate) async fn stored_replay(
+/// What an earlier attempt of the same request under the caller's key left, for a call a later
+/// stage refused (a limit its own earlier attempt used up): its stored outcome (`Ok`), the
+/// `outcome_unknown` of an attempt whose holder's lease ran out mid-execution (`Ok`: a process
+/// that died after the effect), or `in_progress` while the attempt still holds the key (`Err`).
+/// `None` without a key, a record, or for another request.
+pub(crate) async fn earlier_attempt(
     store: &Deadlined<dyn IdempotencyStore>,
     spec: &ToolSpec,
     principal: &Principal,
     key: Option<&str>,
     request_digest: &str,
     now: SystemTime,
-) -> Option<StoredOutcome> {
+) -> Option<Result<StoredOutcome, Stop>> {
     let key = key?;
     let scoped = ScopedKey {
         tenant: principal.tenant.clone(),
@@ -85,8 +95,18 @@ pub(crate) async fn stored_replay(
     };
     let record = store.get(&scoped, now).await.ok()??;
     let same = record.request_digest == request_digest || spec.key_reuse == KeyReuse::KeyWins;
-    match record.state {
-        RecordState::Done { outcome } if same => Some(outcome),
-        _ => None,
+    if !same {
+        return None;
     }
+    Some(match record.state {
+        RecordState::Done { outcome } => Ok(outcome),
+        RecordState::InFlight { lease_until_ms, .. }
+            if lease_until_ms > crate::clock::unix_millis(now) =>
+        {
+            Err(super::idempotency::in_progress())
+        }
+        RecordState::InFlight { .. } => Ok(super::idempotency::lease_expired(
+            record.operation_id.map(ArcStr::from),
+        )),
+    })
 }
