@@ -34,64 +34,104 @@ struct Options {
     redis_url: Option<String>,
 }
 
+/// The command line (see the binary's documentation).
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "crash_harness",
+    about = "Kills dispatcher replicas at any instant and checks the invariants"
+)]
+struct Args {
+    /// `postgres` or `redis`.
+    #[arg(long, default_value = "postgres", value_parser = ["postgres", "redis"])]
+    backend: String,
+    /// Rounds to run.
+    #[arg(long, default_value_t = 10)]
+    rounds: u32,
+    /// Dispatcher processes.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    nodes: u32,
+    /// Concurrent clients.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    clients: u32,
+    /// Most keys per client and round.
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u32).range(1..))]
+    keys: u32,
+    /// Milliseconds of load per round.
+    #[arg(long, default_value_t = 2_000)]
+    round_ms: u64,
+    /// Milliseconds a key may take to reach a terminal answer after the load.
+    #[arg(long, default_value_t = 10_000)]
+    drain_ms: u64,
+    /// The run's seed (default: the clock).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Gap between SIGKILLs in milliseconds, `LO-HI`.
+    #[arg(long, default_value = "300-900", value_parser = kill_range)]
+    kill_ms: (u64, u64),
+    /// Percent of restarts armed with a crash point.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=100))]
+    arm: u64,
+    /// Keep the schema, the Redis keys and the run directory.
+    #[arg(long)]
+    keep: bool,
+    /// The PostgreSQL URL (default: `TOOLGUARD_PG_URL`).
+    #[arg(long)]
+    pg_url: Option<String>,
+    /// The Redis URL (default: `TOOLGUARD_REDIS_URL`).
+    #[arg(long)]
+    redis_url: Option<String>,
+}
+
+/// `LO-HI`, two numbers of milliseconds.
+fn kill_range(value: &str) -> Result<(u64, u64), String> {
+    let (lo, hi) = value.split_once('-').ok_or("takes LO-HI, like 300-900")?;
+    let num = |v: &str| v.trim().parse::<u64>().map_err(|e| format!("`{v}`: {e}"));
+    let (lo, hi) = (num(lo)?, num(hi)?);
+    Ok((lo, hi.max(lo)))
+}
+
 fn options(args: Vec<String>) -> Result<Options, String> {
-    let now = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default();
-    let mut o = Options {
-        backend: "postgres".into(),
-        rounds: 10,
-        nodes: 3,
-        clients: 16,
-        keys: 1_000,
-        round_ms: 2_000,
-        drain_ms: 10_000,
-        seed: now.as_nanos() as u64,
-        kill_ms: (300, 900),
-        arm: 50,
-        keep: false,
-        pg_url: std::env::var("TOOLGUARD_PG_URL").unwrap_or_default(),
-        redis_url: std::env::var("TOOLGUARD_REDIS_URL").ok(),
+    let args = match <Args as clap::Parser>::try_parse_from(
+        std::iter::once("crash_harness".to_owned()).chain(args),
+    ) {
+        Ok(args) => args,
+        // `--help` prints and exits 0; a mistake is reported by the caller.
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => return Err(e.to_string()),
     };
-    let mut it = args.into_iter();
-    while let Some(flag) = it.next() {
-        if flag == "--keep" {
-            o.keep = true;
-            continue;
-        }
-        let value = it.next().ok_or_else(|| format!("`{flag}` needs a value"))?;
-        let num = |v: &str| v.parse::<u64>().map_err(|e| format!("{flag}: {e}"));
-        match flag.as_str() {
-            "--backend" => o.backend = value,
-            "--rounds" => o.rounds = num(&value)? as u32,
-            "--nodes" => o.nodes = num(&value)?.max(1) as usize,
-            "--clients" => o.clients = num(&value)?.max(1) as u32,
-            "--keys" => o.keys = num(&value)?.max(1) as u32,
-            "--round-ms" => o.round_ms = num(&value)?,
-            "--drain-ms" => o.drain_ms = num(&value)?,
-            "--seed" => o.seed = num(&value)?,
-            "--arm" => o.arm = num(&value)?.min(100),
-            "--kill-ms" => {
-                let (lo, hi) = value
-                    .split_once('-')
-                    .ok_or("--kill-ms takes LO-HI, like 300-900")?;
-                o.kill_ms = (num(lo)?, num(hi)?.max(num(lo)?));
-            }
-            "--pg-url" => o.pg_url = value,
-            "--redis-url" => o.redis_url = Some(value),
-            _ => return Err(format!("unknown option `{flag}` (see the module docs)")),
-        }
-    }
-    if o.pg_url.is_empty() {
-        return Err("set TOOLGUARD_PG_URL (or --pg-url)".into());
-    }
-    if !matches!(o.backend.as_str(), "postgres" | "redis") {
-        return Err(format!("--backend {}: use postgres or redis", o.backend));
-    }
-    if o.backend == "redis" && o.redis_url.as_deref().is_none_or(str::is_empty) {
+    let seed = args.seed.unwrap_or_else(|| {
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos() as u64
+    });
+    let pg_url = args
+        .pg_url
+        .or_else(|| std::env::var("TOOLGUARD_PG_URL").ok())
+        .filter(|u| !u.is_empty())
+        .ok_or("set TOOLGUARD_PG_URL (or --pg-url)")?;
+    let redis_url = args
+        .redis_url
+        .or_else(|| std::env::var("TOOLGUARD_REDIS_URL").ok())
+        .filter(|u| !u.is_empty());
+    if args.backend == "redis" && redis_url.is_none() {
         return Err("set TOOLGUARD_REDIS_URL (or --redis-url) for the redis backend".into());
     }
-    Ok(o)
+    Ok(Options {
+        backend: args.backend,
+        rounds: args.rounds,
+        nodes: args.nodes as usize,
+        clients: args.clients,
+        keys: args.keys,
+        round_ms: args.round_ms,
+        drain_ms: args.drain_ms,
+        seed,
+        kill_ms: args.kill_ms,
+        arm: args.arm,
+        keep: args.keep,
+        pg_url,
+        redis_url,
+    })
 }
 
 /// What a run found, printed as the last line (JSON).

@@ -18,7 +18,6 @@ mod points;
 mod protocol;
 mod serve;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,29 +30,43 @@ use toolguard_postgres::{PgConfig, PgStore};
 use bank::{Bank, Transfer};
 use points::{BeforeReserve, CrashApprovals, CrashAudit, CrashIdempotency, Points};
 
-/// The command line, as `--name value` pairs.
-struct Args(HashMap<String, String>);
+/// Where the stores are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Backend {
+    /// Every store and the audit trail in PostgreSQL.
+    Postgres,
+    /// Idempotency and the session ledger in Redis, the rest in PostgreSQL.
+    Redis,
+}
 
-impl Args {
-    fn parse() -> Result<Self, String> {
-        let mut map = HashMap::new();
-        let mut it = std::env::args().skip(1);
-        while let Some(flag) = it.next() {
-            let name = flag
-                .strip_prefix("--")
-                .ok_or_else(|| format!("unexpected argument `{flag}`"))?;
-            let value = it.next().ok_or_else(|| format!("`{flag}` needs a value"))?;
-            map.insert(name.to_owned(), value);
-        }
-        Ok(Args(map))
-    }
-
-    fn get(&self, name: &str) -> Result<&str, String> {
-        self.0
-            .get(name)
-            .map(String::as_str)
-            .ok_or_else(|| format!("missing `--{name}`"))
-    }
+/// The command line.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "crash_node",
+    about = "One dispatcher process of the crash harness"
+)]
+struct Args {
+    /// This process's number (its side-effect lines and checkpoints carry it).
+    #[arg(long)]
+    node: u32,
+    /// Where the stores are.
+    #[arg(long, value_enum)]
+    backend: Backend,
+    /// The PostgreSQL URL.
+    #[arg(long)]
+    pg_url: String,
+    /// The PostgreSQL schema of the run.
+    #[arg(long)]
+    schema: String,
+    /// The run's directory (side-effect log, checkpoints).
+    #[arg(long)]
+    dir: PathBuf,
+    /// The Redis URL (backend `redis`).
+    #[arg(long, required_if_eq("backend", "redis"))]
+    redis_url: Option<String>,
+    /// The Redis key prefix of the run (backend `redis`).
+    #[arg(long, required_if_eq("backend", "redis"))]
+    prefix: Option<String>,
 }
 
 fn policy() -> RiskPolicy {
@@ -75,15 +88,12 @@ fn policy() -> RiskPolicy {
 }
 
 async fn build(args: &Args, points: Arc<Points>) -> Result<Dispatcher<Bank>, String> {
-    let node: u32 = args
-        .get("node")?
-        .parse()
-        .map_err(|e| format!("--node: {e}"))?;
-    let dir = PathBuf::from(args.get("dir")?);
+    let node = args.node;
+    let dir = &args.dir;
     let bank = Bank::open(node, &dir.join("effects.log"), points.clone())
         .map_err(|e| format!("side-effect log: {e}"))?;
-    let config = PgConfig::new(args.get("pg-url")?)
-        .schema(args.get("schema")?)
+    let config = PgConfig::new(&args.pg_url)
+        .schema(&args.schema)
         .pool_size(4);
     let pg = Arc::new(PgStore::connect(&config).await.map_err(|e| e.to_string())?);
     let (id, secret) = protocol::HOST_KEYS;
@@ -96,20 +106,20 @@ async fn build(args: &Args, points: Arc<Points>) -> Result<Dispatcher<Bank>, Str
         every: Duration::from_secs(1),
     };
     let anchor = AuditAnchor::new(keys.clone()).checkpoints(checkpoints, every);
-    let (idempotency, ledger): (Arc<dyn IdempotencyStore>, Arc<dyn SessionLedger>) = match args
-        .get("backend")?
-    {
-        "postgres" => (pg.clone(), pg.clone()),
-        "redis" => {
-            let redis =
-                toolguard_redis::RedisStore::connect(args.get("redis-url")?, args.get("prefix")?)
+    let (idempotency, ledger): (Arc<dyn IdempotencyStore>, Arc<dyn SessionLedger>) =
+        match args.backend {
+            Backend::Postgres => (pg.clone(), pg.clone()),
+            Backend::Redis => {
+                let (Some(url), Some(prefix)) = (&args.redis_url, &args.prefix) else {
+                    return Err("the redis backend needs --redis-url and --prefix".into());
+                };
+                let redis = toolguard_redis::RedisStore::connect(url, prefix)
                     .await
                     .map_err(|e| e.to_string())?;
-            let redis = Arc::new(redis);
-            (redis.clone(), redis)
-        }
-        other => return Err(format!("unknown backend `{other}`")),
-    };
+                let redis = Arc::new(redis);
+                (redis.clone(), redis)
+            }
+        };
     let approvals: Arc<dyn ApprovalStore> = pg.clone();
     let operations: Arc<dyn OperationStore> = pg.clone();
     Dispatcher::builder(bank)
@@ -138,7 +148,7 @@ async fn build(args: &Args, points: Arc<Points>) -> Result<Dispatcher<Bank>, Str
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let run = async {
-        let args = Args::parse()?;
+        let args = <Args as clap::Parser>::parse();
         let points = Arc::new(Points::from_env()?);
         let dispatcher = Arc::new(build(&args, points).await?);
         serve::run(dispatcher).await
