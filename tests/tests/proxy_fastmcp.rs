@@ -773,3 +773,68 @@ fn policy_check_lists_every_refused_tool_with_its_fix_and_a_table_of_guards() {
         "listing the tools called none"
     );
 }
+
+/// `tools/call` parameters in session `session` with the user's current turn in
+/// `_meta["toolguard/userInput"]`.
+fn with_turn(
+    name: &str,
+    args: Value,
+    session: &str,
+    turn: Value,
+) -> rmcp::model::CallToolRequestParams {
+    let mut params = in_session(name, args, json!(session));
+    if let Some(meta) = params.meta.as_mut() {
+        meta.0.0.insert("toolguard/userInput".to_owned(), turn);
+    }
+    params
+}
+
+#[tokio::test]
+#[cfg_attr(
+    not(toolguard_fastmcp),
+    ignore = "needs the Python MCP SDK (installed by .ci/run)"
+)]
+async fn the_users_own_words_make_a_destination_trusted_behind_the_gateway() {
+    // Per-argument provenance: a file's contents are untrusted and name an IBAN.
+    let policy = format!("{POLICY}\n[flow]\nmode = \"per_argument\"\n");
+    let office = Office::new(&policy);
+    let client = office.connect().await;
+    let bill = json!({"file_path": "DE89370400440532013000"});
+    // The IBAN only the file named: the transfer waits for a human.
+    assert_eq!(
+        tool_in(&client, "a", "read_file", bill.clone()).await["status"],
+        "ok"
+    );
+    let held = tool_in(&client, "a", "send_money", small_transfer()).await;
+    assert_eq!(held["status"], "pending_approval", "{held}");
+    assert_eq!(held["reason"], "provenance", "{held}");
+    // The same IBAN typed by the user in this turn: trusted, the transfer runs.
+    let turn = json!("Please pay DE89370400440532013000 the 12.34 for the rent");
+    assert_eq!(
+        tool_in(&client, "b", "read_file", bill).await["status"],
+        "ok"
+    );
+    let ran = send(
+        &client,
+        with_turn("send_money", small_transfer(), "b", turn.clone()),
+    )
+    .await;
+    assert_eq!(ran["status"], "ok", "{ran}");
+    // A turn that is not a bounded string is refused before anything runs.
+    let refused = client
+        .call_tool(with_turn(
+            "send_money",
+            small_transfer(),
+            "c",
+            json!(["not", "text"]),
+        ))
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+    let transfers = office
+        .received()
+        .into_iter()
+        .filter(|c| c["tool"] == "send_money")
+        .count();
+    assert_eq!(transfers, 1, "only the transfer the user asked for ran");
+    client.cancel().await.ok();
+}

@@ -30,6 +30,7 @@ use serde_json::{Map, Value, json};
 use super::relay::{CALLER, Caller};
 use super::sessions::{SESSION_META, check_session_id};
 use super::upstream::{STABLE, block_kind, server_result};
+use super::user_input::{USER_INPUT_META, check_user_input};
 use super::{Current, Guard, ProxyError};
 use crate::server::{
     IDEMPOTENCY_KEY_META, PROVIDER, TOOLS_CALL, call_tool_result, unknown_tool_error,
@@ -340,6 +341,24 @@ impl ServerHandler for GuardedServer {
         let current = self.guard.current();
         let params = request.meta.as_ref().map(|m| &m.0.0);
         let principal = self.principal(&context, params)?;
+        let turn = context
+            .meta
+            .0
+            .0
+            .get(USER_INPUT_META)
+            .or_else(|| params?.get(USER_INPUT_META));
+        if let Some(turn) = turn {
+            let text = check_user_input(turn).map_err(|m| ErrorData::invalid_params(m, None))?;
+            self.guard
+                .user_turn(&current, &principal, text)
+                .await
+                .map_err(|e| {
+                    ErrorData::internal_error(
+                        format!("the user's input could not be recorded: {e}"),
+                        None,
+                    )
+                })?;
+        }
         let key = host_key(&request, &context).or_else(|| {
             let derive = current.policy.proxy.derive_idempotency_key;
             derive.then(|| derived_key(&principal, &context.id))

@@ -54,10 +54,12 @@ mod reload;
 pub mod reviewer;
 mod sessions;
 mod upstream;
+mod user_input;
 
 pub use handler::{GuardedServer, OUTCOME_META};
 pub use sessions::{MAX_SESSION_LEN, SESSION_META};
 pub use upstream::{STABLE, Upstream, UpstreamTarget};
+pub use user_input::{MAX_USER_INPUT, USER_INPUT_META};
 
 /// Why the proxy could not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -130,6 +132,7 @@ pub struct Guard {
     keys: HostKeys,
     session: String,
     sessions: sessions::Sessions,
+    user_inputs: user_input::UserInputs,
     current: RwLock<Arc<Current>>,
     verifier: Option<Arc<dyn TokenVerifier>>,
 }
@@ -144,6 +147,20 @@ impl std::fmt::Debug for Guard {
 }
 
 impl Guard {
+    /// Registers `text`, the user's current turn, as trusted input in `principal`'s session,
+    /// once per distinct turn (see [`USER_INPUT_META`]).
+    pub(crate) async fn user_turn(
+        &self,
+        current: &Current,
+        principal: &toolguard_pipeline::Principal,
+        text: &str,
+    ) -> Result<(), toolguard_pipeline::store::StoreError> {
+        if !self.user_inputs.is_new(&principal.session_id, text) {
+            return Ok(());
+        }
+        current.dispatcher.add_trusted_input(principal, text).await
+    }
+
     /// Loads the policy file, starts the upstream command and opens the store.
     pub async fn start(
         file: impl AsRef<Path>,
@@ -208,6 +225,7 @@ impl Guard {
             keys,
             session,
             sessions: sessions::Sessions::default(),
+            user_inputs: user_input::UserInputs::default(),
             current: RwLock::new(Arc::new(Current {
                 policy,
                 dispatcher,
