@@ -799,7 +799,7 @@ async fn the_users_own_words_make_a_destination_trusted_behind_the_gateway() {
     let policy = format!("{POLICY}\n[flow]\nmode = \"per_argument\"\n");
     let office = Office::new(&policy);
     let client = office.connect().await;
-    let bill = json!({"file_path": "DE89370400440532013000"});
+    let bill = json!({"file_path": "bills/DE89370400440532013000.txt"});
     // The IBAN only the file named: the transfer waits for a human.
     assert_eq!(
         tool_in(&client, "a", "read_file", bill.clone()).await["status"],

@@ -359,6 +359,13 @@ fn token_values(t: &str, out: &mut Vec<String>) {
         out.push(t.to_owned());
         if let Some(name) = t.rsplit(['/', '\\']).next().filter(|n| !n.is_empty()) {
             out.push(name.to_owned());
+            // The file's name without its extension, when it is a value of its own (an IBAN
+            // or a reference number someone named a file after).
+            if let Some((stem, _)) = name.rsplit_once('.')
+                && (iban_head(stem) || identifier(stem))
+            {
+                out.push(stem.to_owned());
+            }
         }
         return;
     }
@@ -815,6 +822,17 @@ mod tests {
         for v in ["breizh cafe", "reviews of breizh", "alice", "yes", "check"] {
             assert!(got.iter().any(|g| g == v), "{v}: {got:?}");
         }
+    }
+
+    #[test]
+    fn a_file_named_after_a_value_names_it_too() {
+        let v = values("see bills/DE89370400440532013000.txt and notes/readme.txt");
+        assert!(v.contains(&"de89370400440532013000".to_owned()), "{v:?}");
+        assert!(
+            v.contains(&"de89370400440532013000.txt".to_owned()),
+            "{v:?}"
+        );
+        assert!(!v.contains(&"readme".to_owned()), "{v:?}");
     }
 
     #[test]
