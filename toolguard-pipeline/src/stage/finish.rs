@@ -127,21 +127,8 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
             core.now(),
         ))
     });
-    // The sink runs inside `contained`, so that a panic in its synchronous part is caught too.
-    // A read-only tool's call changed nothing: its entry need not wait for the disk.
     let read_only = core.spec(tool_label).is_some_and(|s| s.read_only);
-    let append = async {
-        if read_only {
-            core.audit.append_unsynced(record).await
-        } else {
-            core.audit.append_inline(record).await
-        }
-    };
-    match super::execute::contained(append).await {
-        Ok(Ok(seq)) => outcome.audit_seq = Some(seq),
-        Ok(Err(err)) => tracing::error!(error = %err, "audit entry could not be written"),
-        Err(_) => tracing::error!("the audit sink panicked; the entry was not written"),
-    }
+    outcome.audit_seq = append(core, record, read_only).await;
     core.metrics(tool_label).call_finished(outcome.status);
     tracing::Span::current().record("toolguard.status", outcome.status.as_str());
     if let Some(mut seen) = seen {
@@ -151,6 +138,34 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
         Box::pin(crate::stage::detect::observe(core, seen)).await;
     }
     outcome
+}
+
+/// Appends the call's terminal entry; its sequence number, or `None` (logged) when the sink
+/// failed. The sink runs inside `contained`, so that a panic in its synchronous part is caught
+/// too. A read-only tool's call changed nothing: its entry need not wait for the disk.
+async fn append<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    record: crate::audit::AuditRecord,
+    read_only: bool,
+) -> Option<u64> {
+    let appending = async {
+        if read_only {
+            core.audit.append_unsynced(record).await
+        } else {
+            core.audit.append_inline(record).await
+        }
+    };
+    match super::execute::contained(appending).await {
+        Ok(Ok(seq)) => Some(seq),
+        Ok(Err(err)) => {
+            tracing::error!(error = %err, "audit entry could not be written");
+            None
+        }
+        Err(_) => {
+            tracing::error!("the audit sink panicked; the entry was not written");
+            None
+        }
+    }
 }
 
 fn outcome(call_id: String, tool: String, answer: Answer, t: &Trace) -> ToolOutcome {
