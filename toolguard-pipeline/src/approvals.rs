@@ -171,7 +171,13 @@ async fn decision<S: Send + Sync + 'static>(
     // The amount booked is the one measured from the re-normalized action (equal to the bound
     // one, checked above), never a stored field.
     let amount = stage::policy::measure_amount(spec, &clean.args)?;
+    let deciding = Instant::now();
     approval::decide(core, &mut request, approver, verb).await?;
+    // From here the action may run: its operation record is kept current (`executing` before
+    // the tool runs, its outcome after the audit entry), and the decision holds the lease.
+    t.lease_from = Some(deciding);
+    t.admitted = !spec.read_only;
+    t.arguments_for_operation = Some(Arc::new(clean.args.clone()));
     // The action resumes the stage list after the human: custom stages, the requester as they
     // are now, permit, policy, then recheck and execution.
     let approved = stage::list::Approved {
@@ -183,6 +189,14 @@ async fn decision<S: Send + Sync + 'static>(
     };
     let executed = stage::list::after_human(core, approved, t);
     let answer = Answer::from_result(executed.await);
-    approval::executed(core, request, &answer).await;
+    if answer.reason.as_deref() == Some(approval::RESERVATION_MISSING) {
+        // Not run now: the record stays the one of the run that happened.
+        t.admitted = false;
+    }
+    // The request is closed and the outcome stored under the key after the audit entry.
+    t.settlement = Some(stage::settle::Settlement::Decided {
+        request: Box::new(request),
+        answer: Box::new(answer.clone()),
+    });
     Ok(answer)
 }

@@ -126,17 +126,39 @@ async fn query<S: Send + Sync + 'static>(
     t.arguments = Some(stage::intent::redacted(spec, &record.arguments));
     let mut record = stage::reconcile::current(record, spec.timeout, core.now());
     if record.state != OperationState::OutcomeUnknown {
+        settled_key(core, &record).await;
         return answered(core, spec, principal, t, report(record, false)).await;
     }
     t.at(Stage::Execute);
     let Some((state, outcome)) = stage::reconcile::run(core, tool, principal, &record).await else {
         return Ok(report(record, false));
     };
-    let key = record.idempotency.as_ref();
-    stage::settle::operation(core, &record.tool, key, &record.id, &outcome).await;
+    // Stored (under the key, in the record, the approval request closed) after the audit entry.
+    t.settlement = Some(stage::settle::Settlement::Reconciled {
+        tool: record.tool.clone(),
+        key: record.idempotency.clone(),
+        operation_id: record.id.clone(),
+        approval_id: record.approval_id.clone(),
+        stored: outcome.clone(),
+    });
     record.state = state;
     record.outcome = Some(outcome);
     answered(core, spec, principal, t, report(record, true)).await
+}
+
+/// A finished operation's outcome under its key, in case the process that finished it died
+/// between its record and its key: the key would otherwise stay in flight and answer
+/// `outcome_unknown` to every retry.
+async fn settled_key<S: Send + Sync + 'static>(core: &Core<S>, record: &OperationRecord) {
+    let finished = matches!(
+        record.state,
+        OperationState::Ok | OperationState::Failed | OperationState::Rejected
+    );
+    if let (true, Some(key), Some(outcome)) = (finished, &record.idempotency, &record.outcome) {
+        let settle =
+            stage::settle::key_of_operation(core, &record.tool, Some(key), &record.id, outcome);
+        settle.await;
+    }
 }
 
 /// A report that carries an `ok` result hands it to the caller's session: the result of a tool

@@ -229,7 +229,7 @@ async fn refused_limit(
 /// Drops the reservation of `request` (rejected, expired, refused, or its action did not run);
 /// nothing when it was committed. A reservation that cannot be dropped stops counting when the
 /// request expires.
-async fn release_hold(ledger: &dyn SessionLedger, request: &ApprovalRequest) {
+pub(crate) async fn release_hold(ledger: &dyn SessionLedger, request: &ApprovalRequest) {
     if let Err(err) = ledger.release(hold_entry(request)).await {
         tracing::warn!(approval = %request.id, error = %err, "approval reservation not released");
     }
@@ -456,7 +456,7 @@ pub(crate) async fn decide<S: Send + Sync + 'static>(
 }
 
 /// Writes `request` if its stored version is still `version`.
-async fn update<S: Send + Sync + 'static>(
+pub(crate) async fn update<S: Send + Sync + 'static>(
     core: &Core<S>,
     request: &ApprovalRequest,
     version: u64,
@@ -469,7 +469,8 @@ async fn update<S: Send + Sync + 'static>(
     }
 }
 
-/// Marks an executed request `executed` and settles its outcome.
+/// Marks an executed request `executed` and settles its outcome under the call's key (the
+/// operation record is the decision's own, written by `finish`).
 pub(crate) async fn executed<S: Send + Sync + 'static>(
     core: &Core<S>,
     mut request: ApprovalRequest,
@@ -493,7 +494,8 @@ pub(crate) async fn executed<S: Send + Sync + 'static>(
     // did not run now; the outcome stored for the call stays the one of the run that happened.
     if answer.reason.as_deref() != Some(RESERVATION_MISSING) {
         let key = request.idempotency.as_ref();
-        super::settle::operation(core, &request.tool, key, &request.operation_id, &stored).await;
+        let (tool, op) = (&request.tool, &request.operation_id);
+        super::settle::key_of_operation(core, tool, key, op, &stored).await;
     }
     closed(core, &request, answer.status);
 }
@@ -522,7 +524,7 @@ pub(crate) async fn expire_if_due<S: Send + Sync + 'static>(
 /// Moves `request` to a terminal state and settles the outcome for the call's retries. `Err`
 /// carries the outcome when it could not be stored: another decision won the race, or the
 /// store did not answer.
-async fn close<S: Send + Sync + 'static>(
+pub(crate) async fn close<S: Send + Sync + 'static>(
     core: &Core<S>,
     mut request: ApprovalRequest,
     state: ApprovalState,
@@ -542,7 +544,11 @@ async fn close<S: Send + Sync + 'static>(
 }
 
 /// Metrics and notification of a request that left the pending state with `status`.
-fn closed<S: Send + Sync + 'static>(core: &Core<S>, request: &ApprovalRequest, status: Status) {
+pub(crate) fn closed<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    request: &ApprovalRequest,
+    status: Status,
+) {
     let notifiers = &core.notifiers;
     let now_ms = notifiers.now_ms();
     if request.state != ApprovalState::Executed {
@@ -568,7 +574,9 @@ fn closed<S: Send + Sync + 'static>(core: &Core<S>, request: &ApprovalRequest, s
 /// The ownership check: the call's idempotency record still belongs to the request's
 /// operation. A request whose opening call ended without it (the store answered the create
 /// after the deadline, and the call released its key) is orphaned and never executes; a
-/// retry of the call opens its own request.
+/// retry of the call opens its own request. While the opening call has not yet stored its
+/// `pending_approval` under the key (it does so after its audit entry), the decision waits:
+/// `in_progress`, decide again shortly.
 pub(crate) async fn owned<S: Send + Sync + 'static>(
     core: &Core<S>,
     request: &ApprovalRequest,
@@ -576,18 +584,32 @@ pub(crate) async fn owned<S: Send + Sync + 'static>(
     let Some(key) = &request.idempotency else {
         return Ok(true);
     };
-    match core.stores.idempotency.get(key, core.now()).await {
-        Ok(record) => Ok(record
-            .is_some_and(|r| r.operation_id.as_deref() == Some(request.operation_id.as_str()))),
-        Err(_) => Err(Stop::new(
-            Status::Unavailable,
-            "idempotency_store_unavailable",
-            "the idempotency store is unavailable; nothing was done",
+    let record = match core.stores.idempotency.get(key, core.now()).await {
+        Ok(record) => record,
+        Err(_) => {
+            return Err(Stop::new(
+                Status::Unavailable,
+                "idempotency_store_unavailable",
+                "the idempotency store is unavailable; nothing was done",
+            ));
+        }
+    };
+    let Some(record) =
+        record.filter(|r| r.operation_id.as_deref() == Some(request.operation_id.as_str()))
+    else {
+        return Ok(false);
+    };
+    match record.state {
+        crate::store::RecordState::Done { .. } => Ok(true),
+        crate::store::RecordState::InFlight { .. } => Err(Stop::new(
+            Status::InProgress,
+            "request_opening",
+            "the call that opened this request is still settling; decide again shortly",
         )),
     }
 }
 
-fn closed_outcome(
+pub(crate) fn closed_outcome(
     r: &ApprovalRequest,
     status: Status,
     reason: &str,
@@ -600,7 +622,7 @@ fn closed_outcome(
     o
 }
 
-fn expired_outcome(r: &ApprovalRequest) -> StoredOutcome {
+pub(crate) fn expired_outcome(r: &ApprovalRequest) -> StoredOutcome {
     closed_outcome(
         r,
         Status::ApprovalExpired,
@@ -609,7 +631,7 @@ fn expired_outcome(r: &ApprovalRequest) -> StoredOutcome {
     )
 }
 
-fn rejected_outcome(r: &ApprovalRequest) -> StoredOutcome {
+pub(crate) fn rejected_outcome(r: &ApprovalRequest) -> StoredOutcome {
     closed_outcome(
         r,
         Status::ApprovalRejected,

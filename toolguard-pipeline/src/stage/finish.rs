@@ -1,6 +1,9 @@
-//! The terminal step of every entry point: the operation record of an admitted call gets its
-//! outcome, the answer becomes the [`ToolOutcome`], and exactly one terminal audit entry is
-//! written (a panicking store or sink is contained and logged).
+//! The terminal step of every entry point: the answer becomes the [`ToolOutcome`], exactly one
+//! terminal audit entry is written, and then what the call settles (its key, its approval
+//! request) and the operation record of an admitted call get its outcome (a panicking store or
+//! sink is contained and logged). The entry comes first: a process that dies after it leaves a
+//! key in flight, which is reported `outcome_unknown` and reconciled; one that dies before it
+//! leaves no settled outcome that a retry could replay without an entry of the execution.
 
 use std::borrow::Cow;
 use std::time::Instant;
@@ -50,31 +53,27 @@ pub(crate) struct Subject<'a> {
 pub(crate) async fn finish<S: Send + Sync + 'static>(
     core: &Core<S>,
     about: Subject<'_>,
-    t: Trace,
+    mut t: Trace,
     answer: Answer,
 ) -> ToolOutcome {
     let answer =
         super::provenance::record_answer(core, about.principal, &about.call_id, &t, answer).await;
     let tool_label = t.tool.as_deref().unwrap_or(metrics::UNKNOWN_TOOL_LABEL);
-    if t.admitted
-        && !answer.replayed
-        && let Some(spec) = core.spec(tool_label)
-    {
-        let state = OperationState::from_status(answer.status);
-        let stored = answer.stored(t.operation_id.as_ref());
-        let put = super::record::put(
+    // The operation record of an admitted call, written after the audit entry with the key's
+    // settlement (see `settle`): the record says what the trail already holds.
+    let operation = match core.spec(tool_label) {
+        Some(spec) if t.admitted && !answer.replayed => super::record::of(
             core,
             about.principal,
             spec,
             &about.call_id,
             &t,
-            state,
-            Some(stored),
-        );
-        if super::execute::contained(put).await.is_err() {
-            tracing::error!("the operation store panicked; the record was not updated");
-        }
-    }
+            OperationState::from_status(answer.status),
+            Some(answer.stored(t.operation_id.as_ref())),
+        ),
+        _ => None,
+    };
+    let settlement = t.settlement.take();
     let mut outcome = outcome(
         about.call_id.into_owned(),
         about.tool.into_owned(),
@@ -129,6 +128,7 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
     });
     let read_only = core.spec(tool_label).is_some_and(|s| s.read_only);
     outcome.audit_seq = append(core, record, read_only).await;
+    after_audit(core, settlement, operation).await;
     core.metrics(tool_label).call_finished(outcome.status);
     tracing::Span::current().record("toolguard.status", outcome.status.as_str());
     if let Some(mut seen) = seen {
@@ -138,6 +138,31 @@ pub(crate) async fn finish<S: Send + Sync + 'static>(
         Box::pin(crate::stage::detect::observe(core, seen)).await;
     }
     outcome
+}
+
+/// What follows the terminal entry: the operation record, then the key's (or request's)
+/// settlement. The record comes first: a status query settles a key still in flight from a
+/// record that already holds the outcome. Each runs contained: a panicking store is logged, the
+/// outcome still answers.
+async fn after_audit<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    settlement: Option<super::settle::Settlement>,
+    operation: Option<crate::store::OperationRecord>,
+) {
+    if let Some(record) = operation
+        && super::execute::contained(super::record::store(core, record))
+            .await
+            .is_err()
+    {
+        tracing::error!("the operation store panicked; the record was not updated");
+    }
+    if let Some(settlement) = settlement
+        && super::execute::contained(settlement.apply(core))
+            .await
+            .is_err()
+    {
+        tracing::error!("a store panicked while the call settled; its key was not settled");
+    }
 }
 
 /// Appends the call's terminal entry; its sequence number, or `None` (logged) when the sink

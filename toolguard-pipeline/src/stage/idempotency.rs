@@ -35,6 +35,10 @@ enum Admission {
     Proceed(Option<Held>),
     /// A stored outcome is returned; nothing executes.
     Replay(StoredOutcome),
+    /// The key is in flight under a holder whose lease ran out (operation `0`): it died, maybe
+    /// mid-execution (`outcome_unknown`), maybe before it recorded its operation (the key is
+    /// freed, see [`super::interrupted::unrecorded`]).
+    Abandoned(Option<String>),
 }
 
 /// The idempotency stage: reserves the call's key, waiting for a holder still executing when
@@ -79,7 +83,9 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
     // While waiting for a holder seen in flight, a poll the store does not answer in time is
     // polled again (until the wait runs out): the waiter never fails for the holder's load.
     let mut holder_seen = false;
-    let admission = loop {
+    let mut freed = 0;
+    let (admission, asked) = loop {
+        let asked = Instant::now();
         match reserve(&core.stores.idempotency, &reservation, core.now()).await {
             Err(stop) if stop.status == Status::InProgress && waiting() => {
                 holder_seen = true;
@@ -88,22 +94,36 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
             Err(stop) if stop.status == Status::Unavailable && holder_seen && waiting() => {
                 tokio::time::sleep(WAIT_POLL).await;
             }
-            other => break other?,
+            Ok(Admission::Abandoned(operation_id)) => {
+                // A holder that died before recording its operation ran nothing: its key is
+                // freed and reserved again (twice at most: each time someone else may win).
+                if let (Some(op), Some(scoped)) = (&operation_id, reservation.scoped())
+                    && freed < 2
+                    && super::interrupted::unrecorded(core, &scoped, op, spec).await
+                {
+                    freed += 1;
+                    continue;
+                }
+                break (Admission::Abandoned(operation_id), asked);
+            }
+            other => break (other?, asked),
         }
     };
-    match admission {
+    let stored = match admission {
         Admission::Proceed(held) => {
             // Landed when the call settles its key (`settle::held`).
             t.pilot = pilot;
-            Ok(held)
+            // The lease runs from the reservation (see `interrupted::fenced`).
+            t.lease_from = held.is_some().then_some(asked);
+            return Ok(held);
         }
-        Admission::Replay(stored) => {
-            if let Some(pilot) = pilot {
-                pilot.land(Landing::Outcome(stored.clone()));
-            }
-            Err(replay(core, spec, stored, t).await)
-        }
+        Admission::Replay(stored) => stored,
+        Admission::Abandoned(operation_id) => lease_expired(operation_id.map(ArcStr::from)),
+    };
+    if let Some(pilot) = pilot {
+        pilot.land(Landing::Outcome(stored.clone()));
     }
+    Err(replay(core, spec, stored, t).await)
 }
 
 /// Boards the flight of `scoped` and `digest` until this call is its pilot, or answers it with
@@ -306,9 +326,7 @@ async fn reserve(
         {
             Err(in_progress())
         }
-        RecordState::InFlight { .. } => Ok(Admission::Replay(lease_expired(
-            record.operation_id.map(ArcStr::from),
-        ))),
+        RecordState::InFlight { .. } => Ok(Admission::Abandoned(record.operation_id)),
     }
 }
 

@@ -95,12 +95,16 @@ pub(crate) async fn call<S: Send + Sync + 'static>(
             // enlarge every call's future.
             Box::pin(super::approval::ask(core, spec, call, p, key, &decision, t)).await
         }
-        None => execution(core, tool, decoded, ctx, &decision, false, t).await,
+        None => {
+            let via = super::Via::Call(held.as_ref());
+            execution(core, tool, decoded, ctx, &decision, via, t).await
+        }
     };
     let cause = decision.approval_cause.as_deref();
     let answer = crate::stage::provenance::settle(core, spec, cause, answer, t);
     let answer = Answer::from_result(answer);
-    super::settle::held(core, spec, held, &answer, t).await;
+    // Stored under the key once the call's audit entry is written (`finish`).
+    super::settle::held(core, spec, held, &answer, t);
     Ok(answer)
 }
 
@@ -166,7 +170,7 @@ pub(crate) async fn after_human<S: Send + Sync + 'static>(
     t.at(Stage::Policy);
     let decision: PolicyDecision = super::policy::approved(&request.requester, spec, amount);
     custom(core, StagePoint::AfterPolicy, input).await?;
-    execution(core, tool, decoded, ctx, &decision, true, t).await
+    execution(core, tool, decoded, ctx, &decision, super::Via::Approval, t).await
 }
 
 /// Rows 3 and 4 for an operation-status query: the caller fresh and permitted to use the tool.

@@ -16,6 +16,7 @@ pub(crate) mod flight;
 pub(crate) mod gate;
 pub(crate) mod idempotency;
 pub(crate) mod intent;
+pub(crate) mod interrupted;
 pub(crate) mod list;
 pub(crate) mod normalize;
 pub(crate) mod parse;
@@ -42,24 +43,33 @@ use crate::outcome::Status;
 pub(crate) use crate::outcome::Stop;
 use crate::tool::ToolContext;
 
-/// The tail every execution goes through, from a call or after an approval: recheck → execute →
-/// envelope.
+/// The tail every execution goes through, from a call or after an approval (`via`): recheck →
+/// execute → envelope.
 pub(crate) async fn execution<S: Send + Sync + 'static>(
     core: &Core<S>,
     tool: &Registered<S>,
     decoded: Box<dyn DecodedArgs<S> + '_>,
     ctx: ToolContext<S>,
     decision: &PolicyDecision,
-    approved: bool,
+    via: Via<'_>,
     t: &mut Trace,
 ) -> Result<Answer, Stop> {
     let spec = tool.spec();
     t.at(Stage::Recheck);
-    let scopes = recheck::run(core, spec, &*decoded, &ctx, decision, approved, t).await?;
+    let scopes = recheck::run(core, spec, &*decoded, &ctx, decision, via, t).await?;
     t.at(Stage::Execute);
     let output = execute::stage(core, spec, decoded, ctx, &scopes, t).await?;
     t.at(Stage::Envelope);
     envelope::wrap(&tool.output, output, spec.read_only).map(Answer::executed)
+}
+
+/// How an action comes to execute.
+#[derive(Clone, Copy)]
+pub(crate) enum Via<'a> {
+    /// A model's call, holding its key (`None` for a call without one).
+    Call(Option<&'a idempotency::Held>),
+    /// An approved action: its request holds the ledger reservation the action commits.
+    Approval,
 }
 
 /// The stop of a call during which something panicked. Once a state-changing handler may have

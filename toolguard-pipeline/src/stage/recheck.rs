@@ -35,9 +35,13 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     decoded: &dyn DecodedArgs<S>,
     ctx: &ToolContext<S>,
     decision: &PolicyDecision,
-    approved: bool,
+    via: super::Via<'_>,
     t: &Trace,
 ) -> Result<Vec<String>, Stop> {
+    let (approved, held) = match via {
+        super::Via::Call(held) => (false, held),
+        super::Via::Approval => (true, None),
+    };
     if !spec.read_only {
         decoded
             .authorize(ctx)
@@ -81,6 +85,8 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
             None,
         )
         .await?;
+        // Recorded within its lease, or not run at all.
+        super::interrupted::fenced(core, spec, held, t.lease_from).await?;
     }
     Ok(scopes)
 }

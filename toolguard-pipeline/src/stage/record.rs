@@ -25,11 +25,25 @@ pub(crate) async fn put<S: Send + Sync + 'static>(
     state: OperationState,
     outcome: Option<StoredOutcome>,
 ) -> Result<(), Stop> {
-    let Some(id) = t.operation_id.as_ref() else {
-        return Ok(());
-    };
+    match of(core, principal, spec, call_id, t, state, outcome) {
+        Some(record) => store(core, record).await,
+        None => Ok(()),
+    }
+}
+
+/// The operation record of the call `t` describes (`None` for a call without an operation).
+pub(crate) fn of<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    principal: &Principal,
+    spec: &ToolSpec,
+    call_id: &str,
+    t: &Trace,
+    state: OperationState,
+    outcome: Option<StoredOutcome>,
+) -> Option<OperationRecord> {
+    let id = t.operation_id.as_ref()?;
     let tool = t.tool_name(spec);
-    let record = OperationRecord {
+    Some(OperationRecord {
         id: id.clone(),
         tenant: principal.tenant.clone(),
         subject: principal.subject.clone(),
@@ -49,8 +63,16 @@ pub(crate) async fn put<S: Send + Sync + 'static>(
         }),
         approval_id: t.approval_id.clone(),
         updated_at_ms: unix_millis(core.now()),
-    };
-    write(core, record, id).await.map_err(|()| {
+    })
+}
+
+/// Writes `record`; a store error stops the call.
+pub(crate) async fn store<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    record: OperationRecord,
+) -> Result<(), Stop> {
+    let id = record.id.clone();
+    write(core, record, &id).await.map_err(|()| {
         Stop::new(
             Status::Unavailable,
             "operation_store_unavailable",

@@ -12,8 +12,7 @@ use crate::call::Principal;
 use crate::outcome::Status;
 use crate::spec::KeyReuse;
 use crate::spec::ToolSpec;
-use crate::store::deadline::Deadlined;
-use crate::store::{IdempotencyStore, RecordState, ScopedKey, StoredOutcome};
+use crate::store::{RecordState, ScopedKey, StoredOutcome};
 
 /// The stored outcome of this request under the caller's own key, replayed (an earlier attempt
 /// still holding the key: `in_progress`; one whose holder died mid-execution: `outcome_unknown`);
@@ -28,7 +27,7 @@ pub(crate) async fn or_stop<S: Send + Sync + 'static>(
 ) -> Exit {
     let digest = t.request_digest.as_deref().unwrap_or_default();
     let earlier = earlier_attempt(
-        &core.stores.idempotency,
+        core,
         spec,
         principal,
         t.idempotency_key.as_deref(),
@@ -53,8 +52,9 @@ pub(crate) async fn or_stop<S: Send + Sync + 'static>(
     }
 }
 
-/// A stored outcome returned again. A pending approval that has meanwhile expired is closed and
-/// answers `approval_expired`.
+/// A stored outcome returned again. A pending approval that has meanwhile been closed (expired,
+/// or decided by a process that died before it settled the key) answers what it came to
+/// ([`super::interrupted::pending_outcome`]).
 pub(crate) async fn replayed<S: Send + Sync + 'static>(
     core: &Core<S>,
     spec: &ToolSpec,
@@ -65,8 +65,11 @@ pub(crate) async fn replayed<S: Send + Sync + 'static>(
     // would otherwise enlarge every call's future that may replay.
     if stored.status == Status::PendingApproval
         && let Some(ticket) = &stored.approval
-        && let Some(expired) =
-            Box::pin(super::approval::expire_if_due(core, &ticket.approval_id)).await
+        && let Some(expired) = Box::pin(super::interrupted::pending_outcome(
+            core,
+            &ticket.approval_id,
+        ))
+        .await
     {
         return Answer::replay(expired);
     }
@@ -77,9 +80,10 @@ pub(crate) async fn replayed<S: Send + Sync + 'static>(
 /// stage refused (a limit its own earlier attempt used up): its stored outcome (`Ok`), the
 /// `outcome_unknown` of an attempt whose holder's lease ran out mid-execution (`Ok`: a process
 /// that died after the effect), or `in_progress` while the attempt still holds the key (`Err`).
-/// `None` without a key, a record, or for another request.
-pub(crate) async fn earlier_attempt(
-    store: &Deadlined<dyn IdempotencyStore>,
+/// `None` without a key, a record, or for another request, and for an attempt that died before
+/// it recorded its operation (nothing ran; its key is freed).
+pub(crate) async fn earlier_attempt<S: Send + Sync + 'static>(
+    core: &Core<S>,
     spec: &ToolSpec,
     principal: &Principal,
     key: Option<&str>,
@@ -93,7 +97,7 @@ pub(crate) async fn earlier_attempt(
         tool: spec.name.as_str().into(),
         key: key.into(),
     };
-    let record = store.get(&scoped, now).await.ok()??;
+    let record = core.stores.idempotency.get(&scoped, now).await.ok()??;
     let same = record.request_digest == request_digest || spec.key_reuse == KeyReuse::KeyWins;
     if !same {
         return None;
@@ -105,8 +109,15 @@ pub(crate) async fn earlier_attempt(
         {
             Err(super::idempotency::in_progress())
         }
-        RecordState::InFlight { .. } => Ok(super::idempotency::lease_expired(
-            record.operation_id.map(ArcStr::from),
-        )),
+        RecordState::InFlight { .. } => {
+            if let Some(op) = &record.operation_id
+                && super::interrupted::unrecorded(core, &scoped, op, spec).await
+            {
+                return None;
+            }
+            Ok(super::idempotency::lease_expired(
+                record.operation_id.map(ArcStr::from),
+            ))
+        }
     })
 }

@@ -2,19 +2,95 @@
 //! key is freed (a handler error: a retry executes again). The direct path settles the key it
 //! holds; approval decisions and reconciliation settle the record of their operation, together
 //! with its operation record.
+//!
+//! Every settlement that follows an execution waits for the call's terminal audit entry
+//! ([`Settlement`], applied by `finish` once the entry is written): a process that dies between
+//! the two leaves the key in flight, so that the call is reported `outcome_unknown` and
+//! reconciled, never replayed as done with its execution in no entry.
 
-use super::core::Core;
-use super::flight::Landing;
-use super::trace::{Answer, Trace};
-use crate::spec::ToolSpec;
 use std::time::{Duration, SystemTime};
 
-use crate::outcome::Status;
-use crate::store::deadline::Deadlined;
-use crate::store::{IdempotencyStore, ScopedKey, StoredOutcome};
+use arcstr::ArcStr;
 
-/// Settles the key a dispatched call holds.
-pub(crate) async fn held<S: Send + Sync + 'static>(
+use super::core::Core;
+use super::flight::{Landing, Pilot};
+use super::trace::{Answer, Trace};
+use crate::outcome::Status;
+use crate::spec::ToolSpec;
+use crate::store::deadline::Deadlined;
+use crate::store::{ApprovalRequest, IdempotencyStore, ScopedKey, StoredOutcome};
+
+/// What an entry point settles after its terminal audit entry is written.
+pub(crate) enum Settlement {
+    /// The key a dispatched call holds: its outcome stored (or the key released), then the
+    /// calls waiting for it in this process land.
+    Held {
+        held: Held,
+        stored: StoredOutcome,
+        ttl: Duration,
+        pilot: Option<Pilot>,
+    },
+    /// An approval decision whose action ran (or was refused at its recheck): the request
+    /// closed and the outcome stored under the call's key.
+    Decided {
+        request: Box<ApprovalRequest>,
+        answer: Box<Answer>,
+    },
+    /// A reconciled operation: its outcome under its key and in its operation record, and its
+    /// approval request (if it had one) closed.
+    Reconciled {
+        tool: ArcStr,
+        key: Option<ScopedKey>,
+        operation_id: ArcStr,
+        approval_id: Option<String>,
+        stored: StoredOutcome,
+    },
+}
+
+impl Settlement {
+    /// Applies the settlement (after the entry point's audit entry).
+    pub(crate) async fn apply<S: Send + Sync + 'static>(self, core: &Core<S>) {
+        match self {
+            Settlement::Held {
+                held,
+                stored,
+                ttl,
+                pilot,
+            } => {
+                let landing = if is_stored(stored.status) {
+                    Landing::Outcome(stored.clone())
+                } else {
+                    Landing::Retry
+                };
+                settle_held(&core.stores.idempotency, held, &stored, ttl, core.now()).await;
+                // The calls waiting in this process for the key replay what was stored (or
+                // board again).
+                if let Some(pilot) = pilot {
+                    pilot.land(landing);
+                }
+            }
+            Settlement::Decided { request, answer } => {
+                super::approval::executed(core, *request, &answer).await;
+            }
+            Settlement::Reconciled {
+                tool,
+                key,
+                operation_id,
+                approval_id,
+                stored,
+            } => {
+                operation(core, &tool, key.as_ref(), &operation_id, &stored).await;
+                if let Some(id) = approval_id {
+                    super::interrupted::reconciled(core, &id, stored.status).await;
+                }
+            }
+        }
+    }
+}
+
+/// The settlement of the key a dispatched call holds, for `finish` to apply after the call's
+/// audit entry.
+pub(crate) fn held<S: Send + Sync + 'static>(
     core: &Core<S>,
     spec: &ToolSpec,
     held: Option<Held>,
@@ -22,18 +98,12 @@ pub(crate) async fn held<S: Send + Sync + 'static>(
     t: &mut Trace,
 ) {
     let Some(held) = held else { return };
-    let stored = answer.stored(t.operation_id.as_ref());
-    let ttl = core.idempotency_ttl(spec);
-    let landing = if is_stored(stored.status) {
-        Landing::Outcome(stored.clone())
-    } else {
-        Landing::Retry
-    };
-    settle_held(&core.stores.idempotency, held, &stored, ttl, core.now()).await;
-    // The calls waiting in this process for the key replay what was stored (or board again).
-    if let Some(pilot) = t.pilot.take() {
-        pilot.land(landing);
-    }
+    t.settlement = Some(Settlement::Held {
+        held,
+        stored: answer.stored(t.operation_id.as_ref()),
+        ttl: core.idempotency_ttl(spec),
+        pilot: t.pilot.take(),
+    });
 }
 
 /// Settles operation `operation_id` after its call ended: the outcome under its key (if it has
@@ -45,12 +115,23 @@ pub(crate) async fn operation<S: Send + Sync + 'static>(
     operation_id: &str,
     stored: &StoredOutcome,
 ) {
+    key_of_operation(core, tool, key, operation_id, stored).await;
+    super::record::settle(core, operation_id, stored).await;
+}
+
+/// Settles the key of operation `operation_id` (if it has one) after its call ended.
+pub(crate) async fn key_of_operation<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    tool: &str,
+    key: Option<&ScopedKey>,
+    operation_id: &str,
+    stored: &StoredOutcome,
+) {
     if let (Some(key), Some(spec)) = (key, core.spec(tool)) {
         let ttl = core.idempotency_ttl(spec);
         let store = &*core.stores.idempotency;
         settle_operation(store, key, operation_id, stored, ttl, core.now()).await;
     }
-    super::record::settle(core, operation_id, stored).await;
 }
 
 /// A reservation the call holds until it settles.

@@ -44,6 +44,11 @@ pub(crate) struct Trace {
     pub(crate) pilot: Option<super::flight::Pilot>,
     /// The gate refused the arguments by their size.
     pub(crate) oversized: bool,
+    /// When the call's lease began: its key's reservation, or the decision that moved its
+    /// approval request to `executing` (see [`super::interrupted::fenced`]).
+    pub(crate) lease_from: Option<std::time::Instant>,
+    /// What the entry point settles once its terminal audit entry is written.
+    pub(crate) settlement: Option<super::settle::Settlement>,
 }
 
 impl Trace {
