@@ -420,7 +420,7 @@ async fn a_huge_wait_does_not_overflow() {
 /// would tell the caller that nothing was done.
 #[tokio::test]
 async fn a_limit_never_hides_the_callers_own_earlier_attempt() {
-    use toolguard::store::{IdempotencyStore, ScopedKey};
+    use toolguard::store::{IdempotencyStore, OperationStore, ScopedKey};
     use toolguard::{OnExceed, RiskPolicy};
     let store = Arc::new(MemoryStore::new());
     let audit = Arc::new(MemoryAuditSink::new());
@@ -454,7 +454,12 @@ async fn a_limit_never_hides_the_callers_own_earlier_attempt() {
         let (store, key, digest, op) = (store.clone(), key.clone(), digest.clone(), op.clone());
         async move {
             let now = std::time::SystemTime::now();
-            assert!(store.get(&key, now).await.unwrap().is_some());
+            assert!(
+                IdempotencyStore::get(&*store, &key, now)
+                    .await
+                    .unwrap()
+                    .is_some()
+            );
             assert!(store.remove(&key, &op).await.unwrap());
             store
                 .reserve(
@@ -480,7 +485,12 @@ async fn a_limit_never_hides_the_callers_own_earlier_attempt() {
     let retry = d.dispatch(call("c2"), &alice()).await;
     assert_eq!(retry.status, Status::InProgress, "{retry:?}");
 
+    // A holder that died mid-execution (its operation record still `executing`).
     hold(Duration::ZERO).await;
+    let mut record = OperationStore::get(&*store, &op).await.unwrap().unwrap();
+    let finished = record.clone();
+    record.state = toolguard::OperationState::Executing;
+    store.put(record).await.unwrap();
     let after_death = d.dispatch(call("c3"), &alice()).await;
     assert_eq!(
         after_death.status,
@@ -488,4 +498,10 @@ async fn a_limit_never_hides_the_callers_own_earlier_attempt() {
         "{after_death:?}"
     );
     assert_eq!(after_death.operation_id.as_deref(), Some(&*op));
+
+    // One that died after its record held the outcome: the key gets it, and it is replayed.
+    store.put(finished).await.unwrap();
+    let after_record = d.dispatch(call("c4"), &alice()).await;
+    assert_eq!(after_record.status, Status::Ok, "{after_record:?}");
+    assert!(after_record.replayed);
 }

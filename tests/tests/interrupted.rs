@@ -193,11 +193,9 @@ async fn a_key_whose_settlement_was_lost_is_settled_from_the_operation_record() 
     let op = out.operation_id.expect("an operation");
     let retry = h.call(100, "order-2").await;
     assert_eq!(retry.status, Status::InProgress, "{retry:?}");
-    // Once the lease ran out, a retry is told to ask what became of the operation.
+    // Once the lease ran out, the status query finds the outcome in the record (the retry
+    // would find it there too, `idempotency.rs`).
     h.clock.advance(Duration::from_secs(6));
-    let retry = h.call(100, "order-2").await;
-    assert_eq!(retry.status, Status::OutcomeUnknown, "{retry:?}");
-    assert_eq!(retry.operation_id.as_deref(), Some(&*op));
     let report = h.d.operation_status(&alice(), &op).await.unwrap();
     assert_eq!(report.state, OperationState::Ok);
     assert!(!report.reconciled);
@@ -232,12 +230,36 @@ async fn a_key_abandoned_before_its_operation_was_recorded_is_freed() {
     let record = IdempotencyStore::get(&**h.store.inner(), &scoped("order-3"), h.clock_now()).await;
     let held_by = record.unwrap().unwrap().operation_id.unwrap();
     assert_ne!(held_by, "op-never-recorded");
-    // A holder that did record its operation may have run: that key is `outcome_unknown`.
+    // A holder that recorded its operation as executing may have run: `outcome_unknown`.
     let op = retry.operation_id.expect("an operation").to_string();
     h.in_flight("order-3", &digest, &op, Duration::ZERO).await;
+    let store = h.store.inner();
+    let mut record = OperationStore::get(&**store, &op).await.unwrap().unwrap();
+    record.state = OperationState::Executing;
+    store.put(record).await.unwrap();
     let retry = h.call(100, "order-3").await;
     assert_eq!(retry.status, Status::OutcomeUnknown, "{retry:?}");
     assert_eq!(h.runs(), 2);
+}
+
+#[tokio::test]
+async fn a_call_that_opened_a_request_and_died_before_its_key_answers_pending() {
+    let h = harness();
+    // Killed between the operation record (`pending`) and the key.
+    h.store.fail(StoreOp::Complete);
+    let first = h.call(700, "order-9").await;
+    assert_eq!(first.status, Status::PendingApproval, "{first:?}");
+    h.store.heal_all();
+    let id = first.approval.expect("a ticket").approval_id;
+    h.clock.advance(Duration::from_secs(6));
+    let retry = h.call(700, "order-9").await;
+    assert_eq!(retry.status, Status::PendingApproval, "{retry:?}");
+    assert!(retry.replayed);
+    assert_eq!(retry.approval.expect("a ticket").approval_id, id);
+    // The key holds the request now: the decision runs it.
+    let approved = h.d.approvals().approve(&bob_approver(), &id).await;
+    assert_eq!(approved.status, Status::Ok, "{approved:?}");
+    assert_eq!(h.runs(), 1);
 }
 
 #[tokio::test]

@@ -146,13 +146,16 @@ async fn query<S: Send + Sync + 'static>(
     answered(core, spec, principal, t, report(record, true)).await
 }
 
-/// A finished operation's outcome under its key, in case the process that finished it died
-/// between its record and its key: the key would otherwise stay in flight and answer
-/// `outcome_unknown` to every retry.
+/// A finished operation's outcome (or the `pending_approval` of the request it opened) under its
+/// key, in case the process that recorded it died before it settled the key: the key would
+/// otherwise stay in flight and answer `outcome_unknown` to every retry.
 async fn settled_key<S: Send + Sync + 'static>(core: &Core<S>, record: &OperationRecord) {
     let finished = matches!(
         record.state,
-        OperationState::Ok | OperationState::Failed | OperationState::Rejected
+        OperationState::Ok
+            | OperationState::Failed
+            | OperationState::Rejected
+            | OperationState::Pending
     );
     if let (true, Some(key), Some(outcome)) = (finished, &record.idempotency, &record.outcome) {
         let settle =

@@ -36,8 +36,8 @@ enum Admission {
     /// A stored outcome is returned; nothing executes.
     Replay(StoredOutcome),
     /// The key is in flight under a holder whose lease ran out (operation `0`): it died, maybe
-    /// mid-execution (`outcome_unknown`), maybe before it recorded its operation (the key is
-    /// freed, see [`super::interrupted::unrecorded`]).
+    /// mid-execution (`outcome_unknown`); what its operation record says settles the rest (see
+    /// [`super::interrupted::abandoned`]).
     Abandoned(Option<String>),
 }
 
@@ -94,17 +94,17 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
             Err(stop) if stop.status == Status::Unavailable && holder_seen && waiting() => {
                 tokio::time::sleep(WAIT_POLL).await;
             }
-            Ok(Admission::Abandoned(operation_id)) => {
-                // A holder that died before recording its operation ran nothing: its key is
-                // freed and reserved again (twice at most: each time someone else may win).
-                if let (Some(op), Some(scoped)) = (&operation_id, reservation.scoped())
-                    && freed < 2
-                    && super::interrupted::unrecorded(core, &scoped, op, spec).await
-                {
-                    freed += 1;
-                    continue;
+            Ok(Admission::Abandoned(Some(op))) => {
+                use super::interrupted::{Left, abandoned};
+                let Some(scoped) = reservation.scoped() else {
+                    break (Admission::Abandoned(Some(op)), asked);
+                };
+                match abandoned(core, &scoped, &op, spec).await {
+                    // Reserved again (twice at most: each time someone else may win).
+                    Left::Freed if freed < 2 => freed += 1,
+                    Left::Outcome(stored) => break (Admission::Replay(stored), asked),
+                    Left::Freed | Left::Unknown => break (Admission::Abandoned(Some(op)), asked),
                 }
-                break (Admission::Abandoned(operation_id), asked);
             }
             other => break (other?, asked),
         }

@@ -5,8 +5,8 @@
 //!
 //! - a key reserved by a call that died before its operation record was written: nothing ran
 //!   (the record is written before the handler, and a holder never runs its handler once its
-//!   lease could have run out, [`fenced`]); the key is freed for the next attempt
-//!   ([`unrecorded`]);
+//!   lease could have run out, [`fenced`]); the key is freed for the next attempt; a key whose
+//!   holder died after its record held the outcome gets it ([`abandoned`]);
 //! - a key that still answers `pending_approval` for a request that was decided by a process
 //!   that died: the request's operation record tells what became of it ([`pending_outcome`]);
 //! - a reconciled operation that an approval executed: its request is closed
@@ -63,36 +63,74 @@ pub(crate) async fn fenced<S: Send + Sync + 'static>(
     ))
 }
 
-/// Whether the in-flight record of `key`, left by operation `operation_id` whose lease ran out,
-/// was abandoned before the operation was recorded; if so the key is freed (taken over while
-/// its lease is still expired, then released), so that the next reservation executes. An
-/// operation store that does not answer counts as recorded: the key then stays
-/// `outcome_unknown`.
-pub(crate) async fn unrecorded<S: Send + Sync + 'static>(
+/// What a key left in flight by a holder whose lease ran out comes to, by its operation record.
+pub(crate) enum Left {
+    /// Nothing ran (no record, or a failure a retry may run again): the key is free.
+    Freed,
+    /// The record holds the outcome (the holder died before it settled the key): it is stored
+    /// under the key now, and replayed.
+    Outcome(StoredOutcome),
+    /// The operation may have taken effect: `outcome_unknown`, for the status query to
+    /// reconcile (also when a store does not answer).
+    Unknown,
+}
+
+/// What the in-flight record of `key`, left by operation `operation_id` whose lease ran out,
+/// comes to. A holder that died before it recorded its operation ran nothing: the key is taken
+/// over while its lease is still expired (which fails if the holder renewed it, being alive
+/// after all), then released. One that died after its record held the outcome (or the
+/// `pending_approval` of the request it opened) left the rest to settle: the key gets it.
+pub(crate) async fn abandoned<S: Send + Sync + 'static>(
     core: &Core<S>,
     key: &ScopedKey,
     operation_id: &str,
     spec: &ToolSpec,
-) -> bool {
-    if !matches!(core.stores.operations.get(operation_id).await, Ok(None)) {
-        return false;
+) -> Left {
+    let record = match core.stores.operations.get(operation_id).await {
+        Ok(record) => record,
+        Err(_) => return Left::Unknown,
+    };
+    let Some(record) = record else {
+        return if free(core, key, spec).await {
+            tracing::warn!(tool = %key.tool, operation = %operation_id, "a key abandoned before its operation was recorded was freed");
+            Left::Freed
+        } else {
+            Left::Unknown
+        };
+    };
+    let settled = matches!(
+        record.state,
+        OperationState::Ok
+            | OperationState::Failed
+            | OperationState::Rejected
+            | OperationState::Pending
+    );
+    match record.outcome {
+        Some(outcome) if settled => {
+            let id = record.id.as_str();
+            super::settle::key_of_operation(core, &record.tool, Some(key), id, &outcome).await;
+            if super::settle::is_stored(outcome.status) {
+                Left::Outcome(outcome)
+            } else {
+                Left::Freed
+            }
+        }
+        _ => Left::Unknown,
     }
+}
+
+/// Takes over the expired in-flight record of `key` and releases it.
+async fn free<S: Send + Sync + 'static>(core: &Core<S>, key: &ScopedKey, spec: &ToolSpec) -> bool {
     let store = &core.stores.idempotency;
     let lease = spec.timeout.saturating_add(LEASE_MARGIN);
-    // Atomic: fails if the holder renewed its lease meanwhile (it is alive after all).
-    let owner = match store.take_over(key, lease, core.now()).await {
-        Ok(Some(owner)) => owner,
-        Ok(None) => return false,
+    match store.take_over(key, lease, core.now()).await {
+        Ok(Some(owner)) => store.release(key, &owner).await.unwrap_or(false),
+        Ok(None) => false,
         Err(err) => {
             tracing::error!(error = %err, "an abandoned key could not be taken over");
-            return false;
+            false
         }
-    };
-    let freed = store.release(key, &owner).await.unwrap_or(false);
-    if freed {
-        tracing::warn!(tool = %key.tool, operation = %operation_id, "a key abandoned before its operation was recorded was freed");
     }
-    freed
 }
 
 /// What a key whose stored outcome is `pending_approval` on request `id` answers now: `None`

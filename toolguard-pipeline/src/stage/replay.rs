@@ -81,7 +81,7 @@ pub(crate) async fn replayed<S: Send + Sync + 'static>(
 /// `outcome_unknown` of an attempt whose holder's lease ran out mid-execution (`Ok`: a process
 /// that died after the effect), or `in_progress` while the attempt still holds the key (`Err`).
 /// `None` without a key, a record, or for another request, and for an attempt that died before
-/// it recorded its operation (nothing ran; its key is freed).
+/// it recorded its operation (nothing ran; its key is freed, [`super::interrupted::abandoned`]).
 pub(crate) async fn earlier_attempt<S: Send + Sync + 'static>(
     core: &Core<S>,
     spec: &ToolSpec,
@@ -110,14 +110,18 @@ pub(crate) async fn earlier_attempt<S: Send + Sync + 'static>(
             Err(super::idempotency::in_progress())
         }
         RecordState::InFlight { .. } => {
-            if let Some(op) = &record.operation_id
-                && super::interrupted::unrecorded(core, &scoped, op, spec).await
-            {
-                return None;
+            use super::interrupted::{Left, abandoned};
+            let left = match &record.operation_id {
+                Some(op) => abandoned(core, &scoped, op, spec).await,
+                None => Left::Unknown,
+            };
+            match left {
+                Left::Freed => return None,
+                Left::Outcome(stored) => Ok(stored),
+                Left::Unknown => Ok(super::idempotency::lease_expired(
+                    record.operation_id.map(ArcStr::from),
+                )),
             }
-            Ok(super::idempotency::lease_expired(
-                record.operation_id.map(ArcStr::from),
-            ))
         }
     })
 }
