@@ -7,6 +7,7 @@ runs the scenarios against it directly and through `toolguard mcp-proxy`, and dr
 resources and prompts through the gateway in the other conformance tests.
 
     python3 tests/conformance/server.py --port 8123    # endpoint http://127.0.0.1:8123/mcp
+    python3 tests/conformance/server.py --port 0       # a free port, printed as `listening PORT`
 
 Written for toolguard with the official Python MCP SDK (`mcp`, pinned in `.ci/run`): the
 low-level `Server` (it lets each tool carry its input schema as written, which the JSON Schema
@@ -45,6 +46,7 @@ import itertools
 import json
 import logging
 import re
+import socket
 import struct
 import weakref
 import zlib
@@ -639,13 +641,26 @@ def application() -> Starlette:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="toolguard's MCP conformance fixture server")
-    parser.add_argument("--port", type=int, required=True, help="port to listen on, on 127.0.0.1")
+    parser.add_argument(
+        "--port",
+        type=int,
+        required=True,
+        help="port to listen on, on 127.0.0.1; 0 picks a free one and prints `listening PORT` once it listens",
+    )
     parser.add_argument(
         "--log-level", default="warning", choices=["debug", "info", "warning", "error"], help="of the server's own log"
     )
     args = parser.parse_args()
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
-    uvicorn.run(application(), host="127.0.0.1", port=args.port, log_level=args.log_level)
+    # The socket is bound here, so that the port printed is the one this server holds (a port
+    # chosen by the caller could be taken by another process before the server binds it).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", args.port))
+    sock.listen(128)
+    print(f"listening {sock.getsockname()[1]}", flush=True)
+    server = uvicorn.Server(uvicorn.Config(application(), log_level=args.log_level))
+    server.run(sockets=[sock])
 
 
 if __name__ == "__main__":

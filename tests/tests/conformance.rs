@@ -81,18 +81,33 @@ fn helper(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Starts our fixture server (`tests/conformance/server.py`) on a free port; its MCP endpoint.
+/// Starts our fixture server (`tests/conformance/server.py`) on a port it picks itself and
+/// holds (a port picked here could be taken by a parallel test's server before it binds); its
+/// MCP endpoint.
 async fn fixture() -> (tokio::process::Child, String) {
-    let port = free_port();
-    let child = tokio::process::Command::new("python3")
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new("python3")
         .arg(helper("server.py"))
-        .args(["--port", &port.to_string()])
+        .args(["--port", "0"])
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .kill_on_drop(true)
         .spawn()
         .expect("start the fixture server (python3 with the MCP SDK, see .ci/run)");
+    let stdout = child.stdout.take().expect("the fixture's stdout");
+    let mut line = String::new();
+    let mut reader = tokio::io::BufReader::new(stdout);
+    let read = reader.read_line(&mut line);
+    tokio::time::timeout(Duration::from_secs(60), read)
+        .await
+        .expect("the conformance fixture server started within 60 s")
+        .expect("the fixture's first line");
+    let port: u16 = line
+        .trim()
+        .strip_prefix("listening ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("the fixture server did not say its port: {line:?}"));
     wait_for_port(port, "the conformance fixture server").await;
     (child, format!("http://127.0.0.1:{port}/mcp"))
 }

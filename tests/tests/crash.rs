@@ -4,8 +4,8 @@
 //! random processes and restarts them, some armed to abort at a named crash point. After each
 //! round the harness checks, from the stores and the side-effect log: no key executed twice, no
 //! session or subject limit exceeded, the audit chain verifies (sealed, against every process's
-//! checkpoints); and, still violated (see the ignored tests): every execution has one terminal
-//! audit entry or was reconciled, every answer matches what executed, every approval settles,
+//! checkpoints), every execution has one terminal audit entry or was reconciled, every approval
+//! settles; and, rarely violated (see the ignored test): every answer matches what executed,
 //! every key gets a terminal answer.
 //!
 //! Two rounds per backend here; the long run is `crash_harness` (BENCHMARKS.md, "Crash
@@ -24,7 +24,7 @@ fn run(backend: &str) -> Value {
             "--round-ms",
             "2500",
             "--drain-ms",
-            "12000",
+            "15000",
             "--kill-ms",
             "250-700",
         ])
@@ -68,20 +68,17 @@ fn assert_exercised(summary: &Value) {
 }
 
 /// The invariants that hold with processes killed at any instant.
-const HOLDING: [&str; 4] = [
+const HOLDING: [&str; 6] = [
     "exactly_once",
     "session_limit",
     "subject_limit",
     "audit_chain_verifies",
-];
-
-/// The invariants the harness finds violated (each described in BENCHMARKS.md, "Crash harness").
-const VIOLATED: [&str; 4] = [
-    "answer_matches_effect",
     "one_terminal_audit_entry",
     "approval_settled",
-    "terminal_answer",
 ];
+
+/// The invariants the long runs still find violated, rarely (BENCHMARKS.md, "Crash harness").
+const RARELY_VIOLATED: [&str; 2] = ["answer_matches_effect", "terminal_answer"];
 
 fn pg_set() -> bool {
     let set = std::env::var("TOOLGUARD_PG_URL").is_ok_and(|v| !v.is_empty());
@@ -101,7 +98,7 @@ fn redis_set() -> bool {
 
 #[test]
 #[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]
-fn postgres_replicas_killed_at_any_instant_execute_once_within_limits() {
+fn postgres_replicas_killed_at_any_instant_execute_once_audit_and_settle() {
     if !pg_set() {
         return;
     }
@@ -115,7 +112,7 @@ fn postgres_replicas_killed_at_any_instant_execute_once_within_limits() {
     not(all(toolguard_pg, toolguard_redis)),
     ignore = "set TOOLGUARD_PG_URL and TOOLGUARD_REDIS_URL to run"
 )]
-fn redis_replicas_killed_at_any_instant_execute_once_within_limits() {
+fn redis_replicas_killed_at_any_instant_execute_once_audit_and_settle() {
     if !redis_set() {
         return;
     }
@@ -125,36 +122,17 @@ fn redis_replicas_killed_at_any_instant_execute_once_within_limits() {
 }
 
 #[test]
-#[ignore = "violated: a process killed after the effect and before the audit append leaves an \
-            execution with no terminal audit entry that is never reported outcome_unknown; a \
-            decision killed after marking the request executing \
-            leaves it executing and the call pending for ever; a process killed between the \
-            reservation and the operation record leaves the key outcome_unknown with a status \
-            query that answers not_found (BENCHMARKS.md, Crash harness)"]
-fn postgres_replicas_killed_at_any_instant_answer_audit_and_settle_every_call() {
-    if !pg_set() {
-        return;
-    }
-    let summary = run("postgres");
-    assert_exercised(&summary);
-    assert_eq!(
-        violations(&summary, &VIOLATED),
-        BTreeMap::new(),
-        "{summary}"
-    );
-}
-
-#[test]
-#[ignore = "violated, as on PostgreSQL (BENCHMARKS.md, Crash harness)"]
-fn redis_replicas_killed_at_any_instant_answer_audit_and_settle_every_call() {
+#[ignore = "rarely violated (about one round in thirty of the long runs): an attempt refused by a \
+            limit while a concurrent attempt of the same key executes, and a key left in flight \
+            past the drain (BENCHMARKS.md, Crash harness)"]
+fn replicas_killed_at_any_instant_answer_every_call_as_it_executed() {
     if !redis_set() {
         return;
     }
-    let summary = run("redis");
-    assert_exercised(&summary);
-    assert_eq!(
-        violations(&summary, &VIOLATED),
-        BTreeMap::new(),
-        "{summary}"
-    );
+    for backend in ["postgres", "redis"] {
+        let summary = run(backend);
+        assert_exercised(&summary);
+        let found = violations(&summary, &RARELY_VIOLATED);
+        assert_eq!(found, BTreeMap::new(), "{backend}: {summary}");
+    }
 }

@@ -505,3 +505,57 @@ async fn a_limit_never_hides_the_callers_own_earlier_attempt() {
     assert_eq!(after_record.status, Status::Ok, "{after_record:?}");
     assert!(after_record.replayed);
 }
+
+#[tokio::test]
+async fn a_refusal_is_kept_under_its_key_so_that_no_attempt_of_the_key_runs_after_it() {
+    use toolguard::{OnExceed, RiskPolicy};
+    let ledger = Arc::new(Ledger::seeded());
+    let clock = Arc::new(ManualClock::new(std::time::SystemTime::now()));
+    let d = Dispatcher::builder_arc(ledger.clone())
+        .tool(TransferFunds)
+        .audit(Arc::new(MemoryAuditSink::new()))
+        .clock(clock.clone())
+        .policy(
+            RiskPolicy::new()
+                .approver_roles(["approver"])
+                .session_limit(
+                    "transfer_funds",
+                    2_000_000,
+                    Duration::from_secs(3600),
+                    OnExceed::Deny,
+                ),
+        )
+        .build()
+        .unwrap();
+    let call = |id: &str, amount: u64, key: &str| {
+        ToolCall::new(id, "transfer_funds", transfer(amount, key))
+    };
+    // A large transfer waits for a human and holds 1,500,000 of the session's 2,000,000.
+    let held = d
+        .dispatch(call("c1", 1_500_000, "key-big-0001"), &alice())
+        .await;
+    assert_eq!(held.status, Status::PendingApproval, "{held:?}");
+    let id = held.approval.expect("a ticket").approval_id;
+    let refused = d
+        .dispatch(call("c2", 600_000, "key-small-01"), &alice())
+        .await;
+    assert_eq!(refused.status, Status::PolicyDenied, "{refused:?}");
+    // The hold goes away; an attempt of the refused key that was already past its own checks
+    // when the refusal was given (here: any attempt within the next five seconds) replays it.
+    let rejected = d.approvals().reject(&bob_approver(), &id, "no").await;
+    assert_eq!(rejected.status, Status::ApprovalRejected, "{rejected:?}");
+    let again = d
+        .dispatch(call("c3", 600_000, "key-small-01"), &alice())
+        .await;
+    assert_eq!(again.status, Status::PolicyDenied, "{again:?}");
+    assert!(again.replayed, "{again:?}");
+    assert_eq!(ledger.transfers(), 0);
+    // Once it lapsed, the key is judged afresh.
+    clock.advance(Duration::from_secs(6));
+    let later = d
+        .dispatch(call("c4", 600_000, "key-small-01"), &alice())
+        .await;
+    assert_eq!(later.status, Status::Ok, "{later:?}");
+    assert!(!later.replayed);
+    assert_eq!(ledger.transfers(), 1);
+}

@@ -97,9 +97,27 @@ fn once_and_answers(e: &Evidence<'_>, out: &mut Vec<Violation>) {
             _ => false,
         };
         if bad {
+            let ops: Vec<_> = by_key
+                .get(k.key.as_str())
+                .into_iter()
+                .flatten()
+                .map(|x| (&x.operation_id, x.node))
+                .collect();
             out.push(violation(
                 "answer_matches_effect",
-                format!("key {} answered {:?} with {n} effects", k.key, k.terminal),
+                format!(
+                    "key {} answered {:?} with {n} effects {ops:?} ({} attempts, {} \
+                     outcome_unknown, {} reconciled, operations answered {:?}, approval {:?}, \
+                     last status query {:?})",
+                    k.key,
+                    k.terminal,
+                    k.attempts,
+                    k.unknowns,
+                    k.reconciled,
+                    k.operations,
+                    k.approval,
+                    k.last_query
+                ),
             ));
         }
     }

@@ -129,9 +129,11 @@ impl Cluster {
         Ok(())
     }
 
-    /// Restarts process `i`, armed with a random crash point as often as configured.
+    /// Restarts process `i`, armed with a random crash point as often as configured while the
+    /// controller is killing; unarmed during the drain, which has no kills.
     async fn restart(&self, i: usize, rng: &mut Rng) -> Result<(), String> {
-        let arm = (rng.below(100) < self.arm_percent).then(|| {
+        let armable = self.killing.load(Ordering::SeqCst);
+        let arm = (armable && rng.below(100) < self.arm_percent).then(|| {
             (
                 POINTS[rng.below(POINTS.len() as u64) as usize],
                 1 + rng.below(8),

@@ -59,8 +59,10 @@ struct Args {
     /// Milliseconds of load per round.
     #[arg(long, default_value_t = 2_000)]
     round_ms: u64,
-    /// Milliseconds a key may take to reach a terminal answer after the load.
-    #[arg(long, default_value_t = 10_000)]
+    /// Milliseconds a key may take to reach a terminal answer after the load: two leases (a
+    /// holder killed at the end of the load, then one aborting at a crash point it was armed
+    /// with before the drain) and the status query.
+    #[arg(long, default_value_t = 15_000)]
     drain_ms: u64,
     /// The run's seed (default: the clock).
     #[arg(long)]

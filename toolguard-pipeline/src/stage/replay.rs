@@ -1,7 +1,7 @@
 //! Replay: a stored outcome answers a call again (`replayed: true`), and a deferred business or
 //! policy failure gives way to the stored outcome of the same request under the caller's key.
 
-use std::time::SystemTime;
+use std::time::Duration;
 
 use arcstr::ArcStr;
 
@@ -12,11 +12,14 @@ use crate::call::Principal;
 use crate::outcome::Status;
 use crate::spec::KeyReuse;
 use crate::spec::ToolSpec;
-use crate::store::{RecordState, ScopedKey, StoredOutcome};
+use crate::store::{RecordState, Reservation, ScopedKey, StoredOutcome};
 
 /// The stored outcome of this request under the caller's own key, replayed (an earlier attempt
 /// still holding the key: `in_progress`; one whose holder died mid-execution: `outcome_unknown`);
-/// without one, `stop` at `stage`.
+/// without one, `stop` at `stage`, which is then kept under the key for [`REFUSAL_KEPT`]: an
+/// attempt of the same key already past its own checks replays the refusal instead of
+/// executing, so that the caller told "nothing was done" is never contradicted by a concurrent
+/// attempt.
 pub(crate) async fn or_stop<S: Send + Sync + 'static>(
     core: &Core<S>,
     spec: &ToolSpec,
@@ -26,16 +29,14 @@ pub(crate) async fn or_stop<S: Send + Sync + 'static>(
     t: &mut Trace,
 ) -> Exit {
     let digest = t.request_digest.as_deref().unwrap_or_default();
-    let earlier = earlier_attempt(
-        core,
+    let attempt = Attempt {
         spec,
         principal,
-        t.idempotency_key.as_deref(),
-        digest,
-        core.now(),
-    )
-    .await;
-    match earlier {
+        key: t.idempotency_key.as_deref(),
+        request_digest: digest,
+        operation_id: t.operation_id.as_deref(),
+    };
+    match attempt.earlier_or_refused(core, &stop).await {
         Some(Ok(stored)) => {
             t.at(Stage::Idempotency);
             t.operation_id = stored.operation_id.clone().or(t.operation_id.take());
@@ -51,6 +52,9 @@ pub(crate) async fn or_stop<S: Send + Sync + 'static>(
         }
     }
 }
+
+/// How long a refusal is kept under the caller's key (replayed to later attempts of the key).
+pub(crate) const REFUSAL_KEPT: Duration = Duration::from_secs(5);
 
 /// A stored outcome returned again. A pending approval that has meanwhile been closed (expired,
 /// or decided by a process that died before it settled the key) answers what it came to
@@ -76,52 +80,91 @@ pub(crate) async fn replayed<S: Send + Sync + 'static>(
     Answer::replay(stored)
 }
 
-/// What an earlier attempt of the same request under the caller's key left, for a call a later
-/// stage refused (a limit its own earlier attempt used up): its stored outcome (`Ok`), the
-/// `outcome_unknown` of an attempt whose holder's lease ran out mid-execution (`Ok`: a process
-/// that died after the effect), or `in_progress` while the attempt still holds the key (`Err`).
-/// `None` without a key, a record, or for another request, and for an attempt that died before
-/// it recorded its operation (nothing ran; its key is freed, [`super::interrupted::abandoned`]).
-pub(crate) async fn earlier_attempt<S: Send + Sync + 'static>(
-    core: &Core<S>,
-    spec: &ToolSpec,
-    principal: &Principal,
-    key: Option<&str>,
-    request_digest: &str,
-    now: SystemTime,
-) -> Option<Result<StoredOutcome, Stop>> {
-    let key = key?;
-    let scoped = ScopedKey {
-        tenant: principal.tenant.clone(),
-        subject: principal.subject.clone(),
-        tool: spec.name.as_str().into(),
-        key: key.into(),
-    };
-    let record = core.stores.idempotency.get(&scoped, now).await.ok()??;
-    let same = record.request_digest == request_digest || spec.key_reuse == KeyReuse::KeyWins;
-    if !same {
-        return None;
-    }
-    Some(match record.state {
-        RecordState::Done { outcome } => Ok(outcome),
-        RecordState::InFlight { lease_until_ms, .. }
-            if lease_until_ms > crate::clock::unix_millis(now) =>
-        {
-            Err(super::idempotency::in_progress())
-        }
-        RecordState::InFlight { .. } => {
-            use super::interrupted::{Left, abandoned};
-            let left = match &record.operation_id {
-                Some(op) => abandoned(core, &scoped, op, spec).await,
-                None => Left::Unknown,
+/// A refused call's key.
+struct Attempt<'a> {
+    spec: &'a ToolSpec,
+    principal: &'a Principal,
+    key: Option<&'a str>,
+    request_digest: &'a str,
+    operation_id: Option<&'a str>,
+}
+
+impl Attempt<'_> {
+    /// What an earlier attempt of the same request under the caller's key left, for a call a
+    /// later stage refused (a limit its own earlier attempt used up): its stored outcome (`Ok`),
+    /// the `outcome_unknown` of an attempt whose holder's lease ran out mid-execution (`Ok`: a
+    /// process that died after the effect), or `in_progress` while the attempt still holds the
+    /// key (`Err`). `None` without a key, for another request, and when no attempt holds the key
+    /// (one that died before it recorded its operation ran nothing and is freed,
+    /// [`super::interrupted::abandoned`]): the key then keeps `refusal` for [`REFUSAL_KEPT`].
+    async fn earlier_or_refused<S: Send + Sync + 'static>(
+        &self,
+        core: &Core<S>,
+        refusal: &Stop,
+    ) -> Option<Result<StoredOutcome, Stop>> {
+        let scoped = ScopedKey {
+            tenant: self.principal.tenant.clone(),
+            subject: self.principal.subject.clone(),
+            tool: self.spec.name.as_str().into(),
+            key: self.key?.into(),
+        };
+        let store = &core.stores.idempotency;
+        for _ in 0..2 {
+            let now = core.now();
+            let digest = self.request_digest;
+            let reserved = store
+                .reserve(
+                    &scoped,
+                    digest,
+                    self.operation_id,
+                    REFUSAL_KEPT,
+                    REFUSAL_KEPT,
+                    now,
+                )
+                .await
+                .ok()?;
+            let record = match reserved {
+                Reservation::Reserved { owner } => {
+                    let mut kept = StoredOutcome::new(refusal.status);
+                    kept.reason = refusal.reason.clone();
+                    kept.message = refusal.message.clone();
+                    let done = store
+                        .complete(&scoped, &owner, kept, REFUSAL_KEPT, now)
+                        .await;
+                    if !matches!(done, Ok(true)) {
+                        let _ = store.release(&scoped, &owner).await;
+                    }
+                    return None;
+                }
+                Reservation::Existing(record) => record,
             };
-            match left {
-                Left::Freed => return None,
-                Left::Outcome(stored) => Ok(stored),
-                Left::Unknown => Ok(super::idempotency::lease_expired(
-                    record.operation_id.map(ArcStr::from),
-                )),
+            let same = record.request_digest == digest || self.spec.key_reuse == KeyReuse::KeyWins;
+            if !same {
+                return None;
             }
+            return Some(match record.state {
+                RecordState::Done { outcome } => Ok(outcome),
+                RecordState::InFlight { lease_until_ms, .. }
+                    if lease_until_ms > crate::clock::unix_millis(now) =>
+                {
+                    Err(super::idempotency::in_progress())
+                }
+                RecordState::InFlight { .. } => {
+                    use super::interrupted::{Left, abandoned};
+                    let left = match &record.operation_id {
+                        Some(op) => abandoned(core, &scoped, op, self.spec).await,
+                        None => Left::Unknown,
+                    };
+                    match left {
+                        Left::Freed => continue,
+                        Left::Outcome(stored) => Ok(stored),
+                        Left::Unknown => Ok(super::idempotency::lease_expired(
+                            record.operation_id.map(ArcStr::from),
+                        )),
+                    }
+                }
+            });
         }
-    })
+        None
+    }
 }
