@@ -141,9 +141,16 @@ pub(crate) fn fold(s: &str) -> Cow<'_, str> {
 /// [`fold`] of `s`: written to `buf` (`true`), or `s.trim()` itself when folding changes
 /// nothing (`false`).
 fn fold_into(s: &str, buf: &mut String) -> bool {
-    let s = s.trim();
-    if s.is_ascii() {
-        if !s.bytes().any(|b| b.is_ascii_uppercase()) {
+    let b = s.as_bytes();
+    // Trimming looks at the ends only when they may be white space.
+    let plain_ends = b.first().is_some_and(|c| c.is_ascii_graphic())
+        && b.last().is_some_and(|c| c.is_ascii_graphic());
+    let s = if plain_ends { s } else { s.trim() };
+    let (all, upper) = s.bytes().fold((0u8, false), |(all, upper), c| {
+        (all | c, upper | c.is_ascii_uppercase())
+    });
+    if all.is_ascii() {
+        if !upper {
             return false;
         }
         buf.clear();
@@ -296,20 +303,28 @@ struct Tokens<'a> {
 }
 
 impl Tokens<'_> {
-    /// Whether the character at `i` (a character boundary) ends a token, and its length.
-    fn splits(&self, i: usize) -> (bool, usize) {
+    /// The first position from `i` on whose character does not split (`split` false: does
+    /// split) tokens.
+    fn run_end(&self, mut i: usize, split: bool) -> usize {
         let b = self.text.as_bytes();
-        let c = b[i];
-        if c.is_ascii() {
-            let digits_around =
-                i > 0 && b[i - 1].is_ascii_digit() && b.get(i + 1).is_some_and(u8::is_ascii_digit);
-            return (
-                ASCII_SEPARATORS[usize::from(c)] || (c == b',' && !digits_around),
-                1,
-            );
+        while let Some(&c) = b.get(i) {
+            let (splits, n) = if c == b',' {
+                let digits_around = i > 0
+                    && b[i - 1].is_ascii_digit()
+                    && b.get(i + 1).is_some_and(u8::is_ascii_digit);
+                (!digits_around, 1)
+            } else if c.is_ascii() {
+                (ASCII_SEPARATORS[usize::from(c)], 1)
+            } else {
+                let c = self.text[i..].chars().next().unwrap_or(' ');
+                (is_separator_slow(c), c.len_utf8())
+            };
+            if splits != split {
+                break;
+            }
+            i += n;
         }
-        let c = self.text[i..].chars().next().unwrap_or(' ');
-        (is_separator_slow(c), c.len_utf8())
+        i
     }
 }
 
@@ -317,30 +332,14 @@ impl<'a> Iterator for Tokens<'a> {
     type Item = &'a str;
 
     fn next(&mut self) -> Option<&'a str> {
-        let len = self.text.len();
         loop {
-            let mut i = self.at;
-            while i < len {
-                let (split, n) = self.splits(i);
-                if !split {
-                    break;
-                }
-                i += n;
-            }
-            if i >= len {
-                self.at = len;
+            let start = self.run_end(self.at, true);
+            if start >= self.text.len() {
+                self.at = self.text.len();
                 return None;
             }
-            let start = i;
-            while i < len {
-                let (split, n) = self.splits(i);
-                if split {
-                    break;
-                }
-                i += n;
-            }
-            self.at = i;
-            let t = trim_token(&self.text[start..i]);
+            self.at = self.run_end(start, false);
+            let t = trim_token(&self.text[start..self.at]);
             if !t.is_empty() {
                 return Some(t);
             }
@@ -404,6 +403,23 @@ pub fn argument_values(text: &str, out: &mut Vec<String>) {
         out.push(v.to_owned());
         ControlFlow::Continue(())
     });
+}
+
+/// The first position of the ASCII byte `b` in `s` (a character boundary): a plain loop, which
+/// costs less than a searcher on values this short.
+fn find_byte(s: &str, b: u8) -> Option<usize> {
+    s.bytes().position(|c| c == b)
+}
+
+/// The last position of the ASCII byte `b` in `s`.
+fn rfind_byte(s: &str, b: u8) -> Option<usize> {
+    s.bytes().rposition(|c| c == b)
+}
+
+/// `s` without the ASCII byte `b` repeated at its end.
+fn trim_end_byte(s: &str, b: u8) -> &str {
+    let n = s.bytes().rev().take_while(|&c| c == b).count();
+    &s[..s.len() - n]
 }
 
 /// `i` rounded down to a character boundary of `s`.
@@ -603,9 +619,7 @@ fn identifier(t: &str) -> bool {
 /// `buf`; `false` when `t` is no URL.
 fn url_into(t: &str, buf: &mut String) -> bool {
     // `:` found by byte search first: a substring searcher costs more than most values.
-    let scheme_end = t
-        .find(':')
-        .filter(|&i| t.as_bytes()[i + 1..].starts_with(b"//"));
+    let scheme_end = find_byte(t, b':').filter(|&i| t.as_bytes()[i + 1..].starts_with(b"//"));
     let rest = if let Some((scheme, rest)) = scheme_end.map(|i| (&t[..i], &t[i + 3..])) {
         let scheme_ok = !scheme.is_empty()
             && scheme
@@ -617,34 +631,42 @@ fn url_into(t: &str, buf: &mut String) -> bool {
         rest
     } else if t.starts_with("www.") {
         t
-    } else if let Some((head, _)) = t.split_once('/')
-        && !head.contains('@')
-        && host_value(head).is_some()
+    } else if let Some(slash) = find_byte(t, b'/')
+        && find_byte(&t[..slash], b'@').is_none()
+        && host_value(&t[..slash]).is_some()
     {
         t
     } else {
         return false;
     };
-    let rest = rest.split('#').next().unwrap_or_default();
-    let split = rest.find(['/', '?']).unwrap_or(rest.len());
+    let rest = &rest[..find_byte(rest, b'#').unwrap_or(rest.len())];
+    let split = rest
+        .bytes()
+        .position(|b| b == b'/' || b == b'?')
+        .unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(split);
-    let authority = authority.rsplit('@').next().unwrap_or_default();
-    let (host, port) = match authority.rsplit_once(':') {
-        Some((h, p)) if p.bytes().all(|b| b.is_ascii_digit()) => (h, p),
+    let authority = &authority[rfind_byte(authority, b'@').map_or(0, |i| i + 1)..];
+    let (host, port) = match rfind_byte(authority, b':') {
+        Some(i) if authority[i + 1..].bytes().all(|b| b.is_ascii_digit()) => {
+            (&authority[..i], &authority[i + 1..])
+        }
         _ => (authority, ""),
     };
-    let host = host.trim_end_matches('.');
-    if host.is_empty() || host.contains(['\\', ' ']) {
+    let host = trim_end_byte(host, b'.');
+    if host.is_empty() || host.bytes().any(|b| b == b'\\' || b == b' ') {
         return false;
     }
-    let (path, query) = tail.split_once('?').unwrap_or((tail, ""));
+    let (path, query) = match find_byte(tail, b'?') {
+        Some(i) => (&tail[..i], &tail[i + 1..]),
+        None => (tail, ""),
+    };
     buf.clear();
     buf.push_str(host);
     if !port.is_empty() && port != "80" && port != "443" {
         buf.push(':');
         buf.push_str(port);
     }
-    buf.push_str(path.trim_end_matches('/'));
+    buf.push_str(trim_end_byte(path, b'/'));
     if !query.is_empty() {
         buf.push('?');
         buf.push_str(query);
@@ -654,7 +676,10 @@ fn url_into(t: &str, buf: &mut String) -> bool {
 
 /// Hands over a canonical URL, its host and its registrable host.
 fn push_url(url: &str, emit: Emit<'_>) -> ControlFlow<()> {
-    let host_end = url.find(['/', '?', ':']).unwrap_or(url.len());
+    let host_end = url
+        .bytes()
+        .position(|b| matches!(b, b'/' | b'?' | b':'))
+        .unwrap_or(url.len());
     let host = &url[..host_end];
     if host.len() != url.len() {
         emit(url)?;
@@ -677,29 +702,46 @@ fn push_host(host: &str, emit: Emit<'_>) -> ControlFlow<()> {
 /// short second level under a country code (`co.uk`, `com.au`). A heuristic, not the public
 /// suffix list: a miss records one value too many or too few, never a plaintext.
 pub(crate) fn registrable(host: &str) -> &str {
-    let mut labels = host.rsplit('.');
-    let last = labels.next().unwrap_or_default();
-    let Some(second) = labels.next() else {
+    // The last three dots, from the end.
+    let mut dots = host.bytes().enumerate().rev().filter(|&(_, b)| b == b'.');
+    let Some((last_dot, _)) = dots.next() else {
         return host;
     };
-    let third = labels.next();
-    let keep_three = third.is_some() && last.len() == 2 && second.len() <= 3;
-    let (kept, more) = if keep_three {
-        (third, labels.next().is_some())
+    let Some((second_dot, _)) = dots.next() else {
+        return host;
+    };
+    let short_second_level = host.len() - last_dot - 1 == 2 && last_dot - second_dot - 1 <= 3;
+    let cut = if short_second_level {
+        dots.next().map(|(i, _)| i)
     } else {
-        (None, third.is_some())
+        Some(second_dot)
     };
-    if !more {
-        return host;
-    }
-    let cut = last.len() + 1 + second.len() + kept.map_or(0, |l| l.len() + 1);
-    &host[host.len() - cut..]
+    cut.map_or(host, |i| &host[i + 1..])
 }
 
 /// A host name: dot-separated labels of letters, digits and `-`, a final label of two or more
 /// letters; without trailing dots.
 fn host_value(t: &str) -> Option<&str> {
-    let t = t.trim_end_matches('.');
+    let t = trim_end_byte(t, b'.');
+    if t.is_ascii() {
+        // One pass: labels of letters, digits and `-`, none empty; the last of two letters or
+        // more.
+        let (mut dots, mut label, mut letters) = (0, 0, true);
+        for c in t.bytes() {
+            if c == b'.' {
+                if label == 0 {
+                    return None;
+                }
+                (dots, label, letters) = (dots + 1, 0, true);
+            } else if c.is_ascii_alphanumeric() || c == b'-' {
+                label += 1;
+                letters &= c.is_ascii_alphabetic();
+            } else {
+                return None;
+            }
+        }
+        return (dots > 0 && label >= 2 && letters).then_some(t);
+    }
     let (_, tld) = t.rsplit_once('.')?;
     let ok = t
         .split('.')
@@ -712,15 +754,15 @@ fn host_value(t: &str) -> Option<&str> {
 /// An e-mail address (`local@domain.tld`), `mailto:` and the domain's trailing dots removed.
 fn email_value(t: &str) -> Option<&str> {
     let t = t.strip_prefix("mailto:").unwrap_or(t);
-    let (local, domain) = t.split_once('@')?;
+    let at = find_byte(t, b'@')?;
+    let (local, domain) = (&t[..at], &t[at + 1..]);
     let ok = !local.is_empty()
-        && !local.contains('@')
         && local
             .chars()
             .all(|c| !c.is_whitespace() && c != ':' && c != '/')
         && host_value(domain).is_some();
     // The domain is the end of `t`: without its trailing dots, the address is a prefix of `t`.
-    ok.then(|| &t[..local.len() + 1 + domain.trim_end_matches('.').len()])
+    ok.then(|| &t[..local.len() + 1 + trim_end_byte(domain, b'.').len()])
 }
 
 /// A phone number written in one token (`+1-555-123-4567`, `555.123.4567`): its 7 to 15 digits,
@@ -757,17 +799,21 @@ fn amount_in<'t>(t: &'t str, buf: &mut String) -> Option<Canon<'t>> {
         .iter()
         .find_map(|c| t.strip_prefix(c).or_else(|| t.strip_suffix(c)))
         .unwrap_or(t);
-    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    let (int, frac) = match find_byte(t, b'.') {
+        Some(i) => (&t[..i], &t[i + 1..]),
+        None => (t, ""),
+    };
     if int.is_empty() || !int.bytes().next()?.is_ascii_digit() {
         return None;
     }
+    let commas = find_byte(int, b',').is_some();
     let int_ok = int.bytes().all(|b| b.is_ascii_digit() || b == b',')
-        && int.split(',').skip(1).all(|g| g.len() == 3);
+        && (!commas || int.split(',').skip(1).all(|g| g.len() == 3));
     if !int_ok || !frac.bytes().all(|b| b.is_ascii_digit()) || t.ends_with('.') {
         return None;
     }
     // Digits alone without a leading zero are their own canonical form.
-    if frac.is_empty() && !int.starts_with('0') && !int.contains(',') {
+    if frac.is_empty() && !int.starts_with('0') && !commas {
         return Some(Canon::Slice(int));
     }
     decimal_into(int, frac, buf);
@@ -865,14 +911,32 @@ fn whole_in<'t>(folded: &'t str, buf: &mut String) -> Option<Canon<'t>> {
         }
         return Some(Canon::Slice(t));
     }
+    collapse_whitespace(t, buf);
+    Some(Canon::Buf)
+}
+
+/// The words of `t` joined by one space, written to `buf`.
+fn collapse_whitespace(t: &str, buf: &mut String) {
     buf.clear();
+    if t.is_ascii() {
+        // The white space of `char::is_whitespace` in ASCII.
+        let words = t
+            .split(|c: char| matches!(c, '\t'..='\r' | ' '))
+            .filter(|w| !w.is_empty());
+        for word in words {
+            if !buf.is_empty() {
+                buf.push(' ');
+            }
+            buf.push_str(word);
+        }
+        return;
+    }
     for (i, word) in t.split_whitespace().enumerate() {
         if i > 0 {
             buf.push(' ');
         }
         buf.push_str(word);
     }
-    Some(Canon::Buf)
 }
 
 /// A phone number with any separators (`+1 (555) 123-4567`): its 7 to 15 digits, written to
