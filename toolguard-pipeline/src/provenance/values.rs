@@ -305,6 +305,7 @@ struct Tokens<'a> {
 impl Tokens<'_> {
     /// The first position from `i` on whose character does not split (`split` false: does
     /// split) tokens.
+    #[inline]
     fn run_end(&self, mut i: usize, split: bool) -> usize {
         let b = self.text.as_bytes();
         while let Some(&c) = b.get(i) {
@@ -422,6 +423,19 @@ fn trim_end_byte(s: &str, b: u8) -> &str {
     &s[..s.len() - n]
 }
 
+/// Appends `t` to `buf` without the ASCII characters `drop` is true of (the others are kept),
+/// a run at a time.
+fn push_without(t: &str, buf: &mut String, drop: impl Fn(u8) -> bool) {
+    let mut start = 0;
+    for (i, c) in t.bytes().enumerate() {
+        if c.is_ascii() && drop(c) {
+            buf.push_str(&t[start..i]);
+            start = i + 1;
+        }
+    }
+    buf.push_str(&t[start..]);
+}
+
 /// `i` rounded down to a character boundary of `s`.
 fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     while i > 0 && !s.is_char_boundary(i) {
@@ -464,7 +478,7 @@ fn joined(first: &str, rest: Tokens<'_>, buf: &mut String, emit: Emit<'_>) -> Co
         buf.clear();
         buf.extend(first.chars().filter(char::is_ascii_digit));
         for t in rest.take_while(|t| digit_group(t)) {
-            buf.extend(t.chars().filter(char::is_ascii_digit));
+            push_without(t, buf, |c| !c.is_ascii_digit());
         }
         if (7..=15).contains(&buf.len()) {
             return emit(buf);
@@ -639,12 +653,13 @@ fn url_into(t: &str, buf: &mut String) -> bool {
     } else {
         return false;
     };
-    let rest = &rest[..find_byte(rest, b'#').unwrap_or(rest.len())];
+    // The authority ends at a path, a query or the fragment; the rest up to the fragment.
     let split = rest
         .bytes()
-        .position(|b| b == b'/' || b == b'?')
+        .position(|b| matches!(b, b'/' | b'?' | b'#'))
         .unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(split);
+    let tail = &tail[..find_byte(tail, b'#').unwrap_or(tail.len())];
     let authority = &authority[rfind_byte(authority, b'@').map_or(0, |i| i + 1)..];
     let (host, port) = match rfind_byte(authority, b':') {
         Some(i) if authority[i + 1..].bytes().all(|b| b.is_ascii_digit()) => {
@@ -779,7 +794,7 @@ fn phone_into(t: &str, buf: &mut String) -> bool {
         return false;
     }
     buf.clear();
-    buf.extend(body.chars().filter(char::is_ascii_digit));
+    push_without(body, buf, |c| !c.is_ascii_digit());
     (7..=15).contains(&buf.len())
 }
 
@@ -880,7 +895,7 @@ fn whole_in<'t>(folded: &'t str, buf: &mut String) -> Option<Canon<'t>> {
         && b[3].is_ascii_digit()
     {
         buf.clear();
-        buf.extend(t.chars().filter(|c| !matches!(c, ' ' | '-')));
+        push_without(t, buf, |c| matches!(c, b' ' | b'-'));
         if buf.len() >= 15 && iban_head(buf) {
             return Some(Canon::Buf);
         }
@@ -911,8 +926,25 @@ fn whole_in<'t>(folded: &'t str, buf: &mut String) -> Option<Canon<'t>> {
         }
         return Some(Canon::Slice(t));
     }
+    if single_spaced(t) {
+        return Some(Canon::Slice(t));
+    }
     collapse_whitespace(t, buf);
     Some(Canon::Buf)
+}
+
+/// Whether the white space in `t` (ASCII) is single spaces only: `t` is its words joined by one
+/// space already (its ends are trimmed).
+fn single_spaced(t: &str) -> bool {
+    let mut space = false;
+    for c in t.bytes() {
+        let white = matches!(c, b'\t'..=b'\r' | b' ');
+        if !c.is_ascii() || (white && (c != b' ' || space)) {
+            return false;
+        }
+        space = white;
+    }
+    true
 }
 
 /// The words of `t` joined by one space, written to `buf`.
@@ -943,14 +975,13 @@ fn collapse_whitespace(t: &str, buf: &mut String) {
 /// `buf`.
 fn spaced_phone_into(t: &str, buf: &mut String) -> bool {
     let phoneish = t
-        .chars()
-        .all(|c| c.is_ascii_digit() || matches!(c, ' ' | '-' | '.' | '(' | ')' | '+'));
-    let seps = t.chars().any(|c| matches!(c, ' ' | '-' | '(' | '+'));
-    if !phoneish || !seps {
+        .bytes()
+        .all(|c| c.is_ascii_digit() || matches!(c, b' ' | b'-' | b'.' | b'(' | b')' | b'+'));
+    if !phoneish || !t.bytes().any(|c| matches!(c, b' ' | b'-' | b'(' | b'+')) {
         return false;
     }
     buf.clear();
-    buf.extend(t.chars().filter(char::is_ascii_digit));
+    push_without(t, buf, |c| !c.is_ascii_digit());
     (7..=15).contains(&buf.len())
 }
 
