@@ -1186,6 +1186,37 @@ mod tests {
     }
 
     #[test]
+    fn an_arguments_inner_values_are_those_of_its_text_and_slices_match_copies() {
+        // What an argument's scan hands over is what the same text records.
+        for text in [
+            "Pay GB33 BUKB 2020 1555 5555 55 or call +1 555 123 4567; see https://Pay.Evil.com/x/",
+            "Ref INV-2024-001, $1,250.00 to @Alice, /tmp/report.pdf, bob@Example.com.",
+            "plain words only",
+        ] {
+            let mut recorded = Vec::new();
+            argument_values(text, &mut recorded);
+            let mut scan = Scan::default();
+            let mut inner = Vec::new();
+            let whole = scan.whole(text).unwrap();
+            let _ = whole.inner(&mut |v| {
+                inner.push(v.to_owned());
+                ControlFlow::Continue(())
+            });
+            assert_eq!(inner, recorded, "{text}");
+        }
+        // Whole values that are their own canonical form and those that are rewritten.
+        assert_eq!(whole_value("Ann Example").as_deref(), Some("ann example"));
+        assert_eq!(whole_value("Bob \t Smith").as_deref(), Some("bob smith"));
+        assert_eq!(whole_value("0012").as_deref(), Some("12"));
+        assert_eq!(whole_value("12").as_deref(), Some("12"));
+        assert_eq!(whole_value("1,250").as_deref(), Some("1250"));
+        assert_eq!(whole_value("Evil.COM.").as_deref(), Some("evil.com"));
+        assert_eq!(registrable("example.com"), "example.com");
+        assert_eq!(registrable("x.co.uk"), "x.co.uk");
+        assert_eq!(registrable("a.b.example.com"), "example.com");
+    }
+
+    #[test]
     fn json_results_are_walked_strings_and_numbers() {
         let doc = serde_json::json!({
             "items": [{"subject": "Rent", "from": "GB33BUKB20201555555555", "amount": 1200},
