@@ -9,7 +9,7 @@
 //! - `provenance/origins_10_args_256_sources`: the origin of each argument of a call with ten
 //!   string arguments (an IBAN, addresses, a URL, a phone number, ids, a path, a name, two texts)
 //!   in a session holding 256 sources of about 20 values each and 8 trusted turns: canonical
-//!   forms, keyed hashes (HMAC-SHA256) and look-ups, against the session's value index.
+//!   forms, keyed hashes (SipHash-2-4-128) and look-ups, against the session's value index.
 //! - `provenance/value_index_256_sources`: building that index from the loaded sources (once
 //!   per judged call in a tainted session, after the store read).
 

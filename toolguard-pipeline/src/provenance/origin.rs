@@ -14,13 +14,14 @@
 //! value came from it: such values are `untrusted` (from that source), never `model`.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Source;
 use super::hash::{PassThroughState, ValueHash, ValueKey};
-use super::values::{fold, folded_values, is_address, minor_units, whole_folded, whole_value};
+use super::values::{Scan, is_address, minor_units};
 use crate::spec::{FieldKind, Role, ToolSpec};
 
 /// Where one argument's value came from.
@@ -246,6 +247,8 @@ pub fn origins(
         return Vec::new();
     };
     let mut out = Vec::with_capacity(map.len());
+    // Reused by every string of the call: a value is read without a `String` of its own.
+    let mut scan = Scan::with_capacity(64);
     for (name, value) in map {
         if spec.idempotency_key_field.as_deref() == Some(name.as_str()) {
             continue;
@@ -267,7 +270,12 @@ pub fn origins(
             let spellings = [minor.to_string(), minor_units(minor, 2)];
             acc.add(either(spellings.iter().map(|s| index.lookup(&key.hash(s)))));
         } else {
-            walk(value, contain, index, key, &mut acc);
+            let judge = Judge {
+                contain,
+                index,
+                key,
+            };
+            walk(value, &judge, &mut scan, &mut acc);
         }
         if let Some(leaf) = acc.result(index) {
             let mut o = ArgumentOrigin::new(name.clone(), role, Origin::Model);
@@ -358,45 +366,63 @@ impl Acc {
     }
 }
 
-fn walk(value: &Value, contain: bool, index: &ValueIndex, key: &ValueKey, acc: &mut Acc) {
+/// What [`walk`] reads an argument's leaves with.
+struct Judge<'a> {
+    contain: bool,
+    index: &'a ValueIndex,
+    key: &'a ValueKey,
+}
+
+fn walk(value: &Value, judge: &Judge<'_>, scan: &mut Scan, acc: &mut Acc) {
     match value {
-        Value::String(s) => acc.add(string_leaf(s, contain, index, key)),
+        Value::String(s) => acc.add(string_leaf(s, judge, scan)),
         Value::Number(n) => {
             let text = n.to_string();
-            let canonical = whole_value(&text).unwrap_or(text);
-            acc.add(index.lookup(&key.hash(&canonical)));
+            let h = match scan.whole(&text) {
+                Some(whole) => judge.key.hash(whole.value),
+                None => judge.key.hash(&text),
+            };
+            acc.add(judge.index.lookup(&h));
         }
-        Value::Array(items) => items.iter().for_each(|v| walk(v, contain, index, key, acc)),
-        Value::Object(map) => map.values().for_each(|v| walk(v, contain, index, key, acc)),
+        Value::Array(items) => items.iter().for_each(|v| walk(v, judge, scan, acc)),
+        Value::Object(map) => map.values().for_each(|v| walk(v, judge, scan, acc)),
         Value::Bool(_) | Value::Null => {}
     }
 }
 
 /// One string: its whole canonical value, then (for text, URLs, destinations) the values inside
 /// it that are not trusted.
-fn string_leaf(s: &str, contain: bool, index: &ValueIndex, key: &ValueKey) -> Leaf {
+fn string_leaf(s: &str, judge: &Judge<'_>, scan: &mut Scan) -> Leaf {
+    let Judge {
+        contain,
+        index,
+        key,
+    } = *judge;
     // Folded once: the whole value and the values inside it are read from the same text.
-    let folded = fold(s);
-    let Some(whole) = whole_folded(&folded) else {
+    let Some(whole) = scan.whole(s) else {
         return Leaf::Model;
     };
-    let leaf = index.lookup(&key.hash(&whole));
-    if leaf != Leaf::Model || !contain {
+    let leaf = index.lookup(&key.hash(whole.value));
+    // Only an untrusted value inside it changes a value placed nowhere.
+    if leaf != Leaf::Model || !contain || index.untrusted.is_empty() {
         return leaf;
     }
-    let mut inner = Vec::new();
-    folded_values(&folded, &mut inner);
+    let own = whole.value;
     let mut found = Leaf::Model;
-    for v in inner.iter().filter(|v| **v != whole) {
-        if let Leaf::Untrusted(i, _) = index.lookup(&key.hash(v)) {
+    let _ = whole.inner(&mut |v| {
+        if v != own
+            && let Leaf::Untrusted(i, _) = index.lookup(&key.hash(v))
+        {
             if is_address(v) {
-                return Leaf::Untrusted(i, Found::Address);
+                found = Leaf::Untrusted(i, Found::Address);
+                return ControlFlow::Break(());
             }
             if found == Leaf::Model {
                 found = Leaf::Untrusted(i, Found::Inner);
             }
         }
-    }
+        ControlFlow::Continue(())
+    });
     found
 }
 

@@ -19,6 +19,9 @@
 //!
 //! This module is domain logic: it knows nothing of the pipeline.
 
+use std::borrow::Cow;
+use std::ops::ControlFlow;
+
 use icu_normalizer::ComposingNormalizerBorrowed;
 use serde_json::Value;
 
@@ -33,19 +36,132 @@ pub const MAX_WHOLE_LEAF_BYTES: usize = 120;
 /// source as truncated (see [`crate::provenance::Source::values_truncated`]).
 pub const MAX_SCANNED_BYTES: usize = 1 << 20;
 
-/// NFKC, then lower case; trimmed.
-pub(crate) fn fold(s: &str) -> std::borrow::Cow<'_, str> {
-    use std::borrow::Cow;
-    let s = s.trim();
-    if s.is_ascii() {
-        if s.bytes().any(|b| b.is_ascii_uppercase()) {
-            Cow::Owned(s.to_ascii_lowercase())
-        } else {
-            Cow::Borrowed(s)
+/// What a value's canonical form is read from: what [`Scan`] hands each value found to.
+/// `Break` stops the scan (the caller has what it was looking for).
+pub(crate) type Emit<'e> = &'e mut dyn FnMut(&str) -> ControlFlow<()>;
+
+/// Buffers reused while scanning values, so that a value is handed over as a `&str` without a
+/// `String` of its own: the folded text, the whole value's canonical form and the canonical form
+/// of the value found last.
+#[derive(Debug, Default)]
+pub(crate) struct Scan {
+    folded: String,
+    whole: String,
+    value: String,
+}
+
+impl Scan {
+    /// Buffers of `bytes` each to start with (they grow for longer values).
+    pub(crate) fn with_capacity(bytes: usize) -> Self {
+        Scan {
+            folded: String::with_capacity(bytes),
+            whole: String::with_capacity(bytes),
+            value: String::with_capacity(bytes),
         }
-    } else {
-        Cow::Owned(NFKC.normalize(s).to_lowercase().trim().to_owned())
     }
+
+    /// `s` folded ([`fold`]) and its whole canonical value ([`whole_value`]); `None` for an
+    /// empty value.
+    pub(crate) fn whole<'s>(&'s mut self, s: &'s str) -> Option<Whole<'s>> {
+        let folded = if fold_into(s, &mut self.folded) {
+            self.folded.as_str()
+        } else {
+            s.trim()
+        };
+        let canon = whole_in(folded, &mut self.whole)?;
+        Some(Whole {
+            value: canon.get(&self.whole),
+            folded,
+            buf: &mut self.value,
+        })
+    }
+}
+
+/// The whole canonical value of a string ([`Scan::whole`]), and what it was read from.
+pub(crate) struct Whole<'s> {
+    /// The canonical form.
+    pub(crate) value: &'s str,
+    folded: &'s str,
+    buf: &'s mut String,
+}
+
+impl Whole<'_> {
+    /// Hands each value of [`argument_values`] of the string to `emit`, in order, until it
+    /// breaks.
+    pub(crate) fn inner(self, emit: Emit<'_>) -> ControlFlow<()> {
+        scan_values(self.folded, self.buf, emit)
+    }
+}
+
+/// Hands each value of [`argument_values`] of `folded` (text already folded) to `emit`, in
+/// order, until it breaks; canonical forms that are no slice of the text are written to `buf`.
+fn scan_values(folded: &str, buf: &mut String, emit: Emit<'_>) -> ControlFlow<()> {
+    let folded = &folded[..floor_char_boundary(folded, MAX_SCANNED_BYTES.min(folded.len()))];
+    let mut toks = Tokens {
+        text: folded,
+        at: 0,
+    };
+    while let Some(t) = toks.next() {
+        joined(t, toks.clone(), buf, emit)?;
+        token_values(t, buf, emit)?;
+    }
+    ControlFlow::Continue(())
+}
+
+/// A canonical form: a slice of the text it was read from, or what was written to the buffer
+/// given alongside.
+#[derive(Clone, Copy)]
+enum Canon<'t> {
+    Slice(&'t str),
+    Buf,
+}
+
+impl<'t> Canon<'t> {
+    fn get<'a>(self, buf: &'a str) -> &'a str
+    where
+        't: 'a,
+    {
+        match self {
+            Canon::Slice(s) => s,
+            Canon::Buf => buf,
+        }
+    }
+}
+
+/// NFKC, then lower case; trimmed.
+pub(crate) fn fold(s: &str) -> Cow<'_, str> {
+    let mut buf = String::new();
+    if fold_into(s, &mut buf) {
+        Cow::Owned(buf)
+    } else {
+        Cow::Borrowed(s.trim())
+    }
+}
+
+/// [`fold`] of `s`: written to `buf` (`true`), or `s.trim()` itself when folding changes
+/// nothing (`false`).
+fn fold_into(s: &str, buf: &mut String) -> bool {
+    let b = s.as_bytes();
+    // Trimming looks at the ends only when they may be white space.
+    let plain_ends = b.first().is_some_and(|c| c.is_ascii_graphic())
+        && b.last().is_some_and(|c| c.is_ascii_graphic());
+    let s = if plain_ends { s } else { s.trim() };
+    let (all, upper) = s.bytes().fold((0u8, false), |(all, upper), c| {
+        (all | c, upper | c.is_ascii_uppercase())
+    });
+    if all.is_ascii() {
+        if !upper {
+            return false;
+        }
+        buf.clear();
+        buf.push_str(s);
+        buf.make_ascii_lowercase();
+    } else {
+        let lower = NFKC.normalize(s).to_lowercase();
+        buf.clear();
+        buf.push_str(lower.trim());
+    }
+    true
 }
 
 /// Characters that end a token.
@@ -112,43 +228,123 @@ fn is_edge_punctuation(c: char) -> bool {
     ) || c.is_whitespace()
 }
 
+/// The kinds of character a string holds, a bit per kind ([`shape`]): what a value needs in it
+/// to have a shape at all is checked with a mask before its shape is read.
+mod kind {
+    pub(super) const DIGIT: u16 = 1;
+    pub(super) const LETTER: u16 = 1 << 1;
+    pub(super) const AT: u16 = 1 << 2;
+    pub(super) const SLASH: u16 = 1 << 3;
+    pub(super) const BACKSLASH: u16 = 1 << 4;
+    pub(super) const DOT: u16 = 1 << 5;
+    pub(super) const DASH: u16 = 1 << 6;
+    pub(super) const UNDERSCORE: u16 = 1 << 7;
+    pub(super) const PLUS: u16 = 1 << 8;
+    pub(super) const SPACE: u16 = 1 << 9;
+    pub(super) const NON_ASCII: u16 = 1 << 10;
+    pub(super) const OTHER: u16 = 1 << 11;
+}
+
+/// [`kind`] of each byte.
+const KINDS: [u16; 256] = {
+    let mut table = [kind::OTHER; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        table[i] = match b {
+            b'0'..=b'9' => kind::DIGIT,
+            b'a'..=b'z' | b'A'..=b'Z' => kind::LETTER,
+            b'@' => kind::AT,
+            b'/' => kind::SLASH,
+            b'\\' => kind::BACKSLASH,
+            b'.' => kind::DOT,
+            b'-' => kind::DASH,
+            b'_' => kind::UNDERSCORE,
+            b'+' => kind::PLUS,
+            b' ' => kind::SPACE,
+            0x80.. => kind::NON_ASCII,
+            _ => kind::OTHER,
+        };
+        i += 1;
+    }
+    table
+};
+
+/// The [`kind`]s of character in `t`.
+fn shape(t: &str) -> u16 {
+    t.bytes().fold(0, |m, b| m | KINDS[usize::from(b)])
+}
+
+/// Whether a [`shape`] holds no kind of character outside `allowed`.
+fn only(shape: u16, allowed: u16) -> bool {
+    shape & !allowed == 0
+}
+
 /// Strips edge punctuation (keeps a leading `@`/`#`, and `_` inside).
 fn trim_token(t: &str) -> &str {
+    let b = t.as_bytes();
+    // The common case: nothing to strip.
+    if b.first().is_some_and(u8::is_ascii_alphanumeric)
+        && b.last().is_some_and(u8::is_ascii_alphanumeric)
+    {
+        return t;
+    }
     t.trim_start_matches(|c: char| is_edge_punctuation(c) && c != '_')
         .trim_end_matches(is_edge_punctuation)
 }
 
-/// The tokens of folded text: runs between separators, where a comma splits only when it does
-/// not sit between two digits (`1,250.00` is one token).
-fn tokens(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = None;
-    let mut prev = ' ';
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        let next = chars.peek().map_or(' ', |&(_, n)| n);
-        let split =
-            is_separator(c) || (c == ',' && !(prev.is_ascii_digit() && next.is_ascii_digit()));
-        match (split, start) {
-            (true, Some(s)) => {
-                push_token(&text[s..i], &mut out);
-                start = None;
-            }
-            (false, None) => start = Some(i),
-            _ => {}
-        }
-        prev = c;
-    }
-    if let Some(s) = start {
-        push_token(&text[s..], &mut out);
-    }
-    out
+/// The tokens of folded text, trimmed ([`trim_token`]) and not empty: runs between separators,
+/// where a comma splits only when it does not sit between two digits (`1,250.00` is one
+/// token). A copy goes on from where the original is (to read the tokens after one).
+#[derive(Clone)]
+struct Tokens<'a> {
+    text: &'a str,
+    at: usize,
 }
 
-fn push_token<'a>(raw: &'a str, out: &mut Vec<&'a str>) {
-    let t = trim_token(raw);
-    if !t.is_empty() {
-        out.push(t);
+impl Tokens<'_> {
+    /// The first position from `i` on whose character does not split (`split` false: does
+    /// split) tokens.
+    #[inline]
+    fn run_end(&self, mut i: usize, split: bool) -> usize {
+        let b = self.text.as_bytes();
+        while let Some(&c) = b.get(i) {
+            let (splits, n) = if c == b',' {
+                let digits_around = i > 0
+                    && b[i - 1].is_ascii_digit()
+                    && b.get(i + 1).is_some_and(u8::is_ascii_digit);
+                (!digits_around, 1)
+            } else if c.is_ascii() {
+                (ASCII_SEPARATORS[usize::from(c)], 1)
+            } else {
+                let c = self.text[i..].chars().next().unwrap_or(' ');
+                (is_separator_slow(c), c.len_utf8())
+            };
+            if splits != split {
+                break;
+            }
+            i += n;
+        }
+        i
+    }
+}
+
+impl<'a> Iterator for Tokens<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        loop {
+            let start = self.run_end(self.at, true);
+            if start >= self.text.len() {
+                self.at = self.text.len();
+                return None;
+            }
+            self.at = self.run_end(start, false);
+            let t = trim_token(&self.text[start..self.at]);
+            if !t.is_empty() {
+                return Some(t);
+            }
+        }
     }
 }
 
@@ -203,17 +399,41 @@ pub fn argument_values(text: &str, out: &mut Vec<String>) {
     } else {
         text
     };
-    folded_values(&fold(text), out);
+    let mut value = String::new();
+    let _ = scan_values(&fold(text), &mut value, &mut |v| {
+        out.push(v.to_owned());
+        ControlFlow::Continue(())
+    });
 }
 
-/// [`argument_values`] of text already folded ([`fold`]).
-pub(crate) fn folded_values(folded: &str, out: &mut Vec<String>) {
-    let folded = &folded[..floor_char_boundary(folded, MAX_SCANNED_BYTES.min(folded.len()))];
-    let toks = tokens(folded);
-    for i in 0..toks.len() {
-        joined(&toks[i..], out);
-        token_values(toks[i], out);
+/// The first position of the ASCII byte `b` in `s` (a character boundary): a plain loop, which
+/// costs less than a searcher on values this short.
+fn find_byte(s: &str, b: u8) -> Option<usize> {
+    s.bytes().position(|c| c == b)
+}
+
+/// The last position of the ASCII byte `b` in `s`.
+fn rfind_byte(s: &str, b: u8) -> Option<usize> {
+    s.bytes().rposition(|c| c == b)
+}
+
+/// `s` without the ASCII byte `b` repeated at its end.
+fn trim_end_byte(s: &str, b: u8) -> &str {
+    let n = s.bytes().rev().take_while(|&c| c == b).count();
+    &s[..s.len() - n]
+}
+
+/// Appends `t` to `buf` without the ASCII characters `drop` is true of (the others are kept),
+/// a run at a time.
+fn push_without(t: &str, buf: &mut String, drop: impl Fn(u8) -> bool) {
+    let mut start = 0;
+    for (i, c) in t.bytes().enumerate() {
+        if c.is_ascii() && drop(c) {
+            buf.push_str(&t[start..i]);
+            start = i + 1;
+        }
     }
+    buf.push_str(&t[start..]);
 }
 
 /// `i` rounded down to a character boundary of `s`.
@@ -224,59 +444,47 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
-/// Values spread over several tokens at the start of `toks`: an IBAN written in groups
-/// (`de89 3704 0044 0532 0130 00`) or a phone number with spaces (`+1 555 123 4567`). The
-/// tokens still count on their own as well.
-fn joined(toks: &[&str], out: &mut Vec<String>) {
-    let first = toks[0];
-    if iban_head(first) {
-        let mut compact = first.to_owned();
-        let mut used = 0;
-        // Groups of four, the last one shorter.
-        let mut last = first.len();
-        for t in &toks[1..] {
-            let group = last == 4
+/// Values spread over `first` and the tokens after it (`rest`): an IBAN written in groups
+/// (`de89 3704 0044 0532 0130 00`) or a phone number with spaces (`+1 555 123 4567`), written
+/// to `buf`. The tokens still count on their own as well.
+fn joined(first: &str, rest: Tokens<'_>, buf: &mut String, emit: Emit<'_>) -> ControlFlow<()> {
+    // Groups of four follow only a head of four.
+    if first.len() == 4 && iban_head(first) {
+        let groups = rest.clone().scan((first.len(), 4), |(len, last), t| {
+            let group = *last == 4
                 && t.len() <= 4
                 && t.bytes().all(|b| b.is_ascii_alphanumeric())
-                && compact.len() + t.len() <= 34;
-            if !group {
-                break;
-            }
-            compact.push_str(t);
-            used += 1;
-            last = t.len();
-        }
-        if used > 0 && compact.len() >= 15 {
-            out.push(compact);
-            return;
+                && *len + t.len() <= 34;
+            *len += t.len();
+            *last = t.len();
+            group.then_some(t)
+        });
+        buf.clear();
+        buf.push_str(first);
+        groups.for_each(|t| buf.push_str(t));
+        if buf.len() > first.len() && buf.len() >= 15 {
+            return emit(buf);
         }
     }
-    let digit_group = |t: &&str| {
+    let digit_group = |t: &str| {
         !t.is_empty()
             && t.bytes()
                 .all(|b| b.is_ascii_digit() || b == b'-' || b == b'.')
     };
     // Only a number followed by another group of digits is spread over several tokens.
     if (first.starts_with('+') || first.bytes().all(|b| b.is_ascii_digit()))
-        && toks.get(1).is_some_and(digit_group)
+        && rest.clone().next().is_some_and(digit_group)
     {
-        let mut digits: String = first.chars().filter(char::is_ascii_digit).collect();
-        let mut used = 0;
-        for t in &toks[1..] {
-            if !t.is_empty()
-                && t.bytes()
-                    .all(|b| b.is_ascii_digit() || b == b'-' || b == b'.')
-            {
-                digits.extend(t.chars().filter(char::is_ascii_digit));
-                used += 1;
-            } else {
-                break;
-            }
+        buf.clear();
+        buf.extend(first.chars().filter(char::is_ascii_digit));
+        for t in rest.take_while(|t| digit_group(t)) {
+            push_without(t, buf, |c| !c.is_ascii_digit());
         }
-        if used > 0 && (7..=15).contains(&digits.len()) {
-            out.push(digits);
+        if (7..=15).contains(&buf.len()) {
+            return emit(buf);
         }
     }
+    ControlFlow::Continue(())
 }
 
 /// Whether a canonical value names a place money or data can go: an e-mail address, a URL, a
@@ -299,11 +507,13 @@ pub fn input_values(text: &str, out: &mut Vec<String>) {
     text_values(text, out);
     let text = &text[..floor_char_boundary(text, MAX_SCANNED_BYTES.min(text.len()))];
     let folded = fold(text);
-    let words: Vec<&str> = tokens(&folded)
-        .into_iter()
-        .map(|t| t.trim_start_matches(['@', '#']))
-        .filter(|t| !t.is_empty())
-        .collect();
+    let words: Vec<&str> = Tokens {
+        text: &folded,
+        at: 0,
+    }
+    .map(|t| t.trim_start_matches(['@', '#']))
+    .filter(|t| !t.is_empty())
+    .collect();
     for n in 1..=3 {
         for run in words.windows(n) {
             out.push(run.join(" "));
@@ -323,8 +533,9 @@ fn iban_head(t: &str) -> bool {
         && b.iter().all(u8::is_ascii_alphanumeric)
 }
 
-/// The values one folded token names.
-fn token_values(t: &str, out: &mut Vec<String>) {
+/// The values one folded token names, handed to `emit` (canonical forms written to `buf` when
+/// they are not a slice of `t`).
+fn token_values(t: &str, buf: &mut String, emit: Emit<'_>) -> ControlFlow<()> {
     if let Some(rest) = t.strip_prefix('@').or_else(|| t.strip_prefix('#')) {
         let name = trim_token(rest);
         if !name.is_empty()
@@ -332,50 +543,78 @@ fn token_values(t: &str, out: &mut Vec<String>) {
                 .chars()
                 .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
         {
-            out.push(name.to_owned());
+            return emit(name);
         }
-        return;
+        return ControlFlow::Continue(());
     }
-    if let Some(url) = url_value(t) {
-        push_url(&url, out);
-        return;
+    use kind::{AT, BACKSLASH, DASH, DIGIT, DOT, PLUS, SLASH};
+    // Each shape is read only when the token holds what it needs.
+    let m = shape(t);
+    if (m & SLASH != 0 || t.starts_with("www.")) && url_into(t, buf) {
+        return push_url(buf, emit);
     }
-    if let Some(email) = email_value(t) {
-        out.push(email);
-        return;
+    if m & AT != 0
+        && let Some(email) = email_value(t)
+    {
+        return emit(email);
     }
-    if let Some(phone) = phone_value(t) {
-        out.push(phone);
+    if m & DIGIT == 0 {
+        // No phone number, amount or identifier without a digit; a path, host or `_`/`-` id.
+        return if m & (SLASH | BACKSLASH) != 0 {
+            push_path(t, emit)
+        } else {
+            host_or_identifier(t, m, emit)
+        };
     }
-    if let Some(amount) = amount_value(t) {
+    if only(m, DIGIT | DASH | DOT | PLUS) && phone_into(t, buf) {
+        emit(buf)?;
+    }
+    if let Some(amount) = amount_in(t, buf) {
+        let amount = amount.get(buf);
         if amount != t && t.bytes().all(|b| b.is_ascii_digit()) {
             // Leading zeros: an account or reference number as well as an amount.
-            out.push(t.to_owned());
+            emit(t)?;
         }
-        out.push(amount);
-        return;
+        return emit(amount);
     }
-    if t.contains('/') || t.contains('\\') {
-        out.push(t.to_owned());
-        if let Some(name) = t.rsplit(['/', '\\']).next().filter(|n| !n.is_empty()) {
-            out.push(name.to_owned());
-            // The file's name without its extension, when it is a value of its own (an IBAN
-            // or a reference number someone named a file after).
-            if let Some((stem, _)) = name.rsplit_once('.')
-                && (iban_head(stem) || identifier(stem))
-            {
-                out.push(stem.to_owned());
-            }
+    if m & (SLASH | BACKSLASH) != 0 {
+        return push_path(t, emit);
+    }
+    host_or_identifier(t, m, emit)
+}
+
+/// Hands over a path, its file's name and that name's stem when it is a value of its own.
+fn push_path(t: &str, emit: Emit<'_>) -> ControlFlow<()> {
+    emit(t)?;
+    if let Some(name) = t.rsplit(['/', '\\']).next().filter(|n| !n.is_empty()) {
+        emit(name)?;
+        // The file's name without its extension, when it is a value of its own (an IBAN
+        // or a reference number someone named a file after).
+        if let Some((stem, _)) = name.rsplit_once('.')
+            && (iban_head(stem) || identifier(stem))
+        {
+            emit(stem)?;
         }
-        return;
     }
-    if let Some(host) = host_value(t) {
-        push_host(&host, out);
-        return;
+    ControlFlow::Continue(())
+}
+
+/// Hands over `t` (of [`shape`] `m`) as a host, or else as an identifier, when it is one.
+fn host_or_identifier(t: &str, m: u16, emit: Emit<'_>) -> ControlFlow<()> {
+    use kind::{DASH, DIGIT, DOT, LETTER, NON_ASCII, UNDERSCORE};
+    if m & DOT != 0
+        && only(m, DIGIT | LETTER | DASH | DOT | NON_ASCII)
+        && let Some(host) = host_value(t)
+    {
+        return push_host(host, emit);
     }
-    if identifier(t) {
-        out.push(t.to_owned());
+    if m & (DIGIT | UNDERSCORE | DASH) != 0
+        && only(m, DIGIT | LETTER | UNDERSCORE | DASH | DOT | NON_ASCII)
+        && identifier(t)
+    {
+        return emit(t);
     }
+    ControlFlow::Continue(())
 }
 
 /// An identifier worth recording: letters, digits, `_`, `-`, `.`, with a digit, `_` or `-` in
@@ -390,123 +629,160 @@ fn identifier(t: &str) -> bool {
 }
 
 /// A URL in `t` (folded; with a scheme, or starting `www.`, or a host followed by a path),
-/// normalized: no scheme, user info, fragment, default port or trailing `/`.
-fn url_value(t: &str) -> Option<String> {
+/// normalized (no scheme, user info, fragment, default port or trailing `/`) and written to
+/// `buf`; `false` when `t` is no URL.
+fn url_into(t: &str, buf: &mut String) -> bool {
     // `:` found by byte search first: a substring searcher costs more than most values.
-    let scheme_end = t
-        .find(':')
-        .filter(|&i| t.as_bytes()[i + 1..].starts_with(b"//"));
+    let scheme_end = find_byte(t, b':').filter(|&i| t.as_bytes()[i + 1..].starts_with(b"//"));
     let rest = if let Some((scheme, rest)) = scheme_end.map(|i| (&t[..i], &t[i + 3..])) {
         let scheme_ok = !scheme.is_empty()
             && scheme
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
         if !scheme_ok {
-            return None;
+            return false;
         }
         rest
     } else if t.starts_with("www.") {
         t
-    } else if let Some((head, _)) = t.split_once('/')
-        && !head.contains('@')
-        && host_value(head).is_some()
+    } else if let Some(slash) = find_byte(t, b'/')
+        && find_byte(&t[..slash], b'@').is_none()
+        && host_value(&t[..slash]).is_some()
     {
         t
     } else {
-        return None;
+        return false;
     };
-    let rest = rest.split('#').next().unwrap_or_default();
-    let split = rest.find(['/', '?']).unwrap_or(rest.len());
+    // The authority ends at a path, a query or the fragment; the rest up to the fragment.
+    let split = rest
+        .bytes()
+        .position(|b| matches!(b, b'/' | b'?' | b'#'))
+        .unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(split);
-    let authority = authority.rsplit('@').next().unwrap_or_default();
-    let (host, port) = match authority.rsplit_once(':') {
-        Some((h, p)) if p.bytes().all(|b| b.is_ascii_digit()) => (h, p),
+    let tail = &tail[..find_byte(tail, b'#').unwrap_or(tail.len())];
+    let authority = &authority[rfind_byte(authority, b'@').map_or(0, |i| i + 1)..];
+    let (host, port) = match rfind_byte(authority, b':') {
+        Some(i) if authority[i + 1..].bytes().all(|b| b.is_ascii_digit()) => {
+            (&authority[..i], &authority[i + 1..])
+        }
         _ => (authority, ""),
     };
-    let host = host.trim_end_matches('.');
-    if host.is_empty() || host.contains(['\\', ' ']) {
-        return None;
+    let host = trim_end_byte(host, b'.');
+    if host.is_empty() || host.bytes().any(|b| b == b'\\' || b == b' ') {
+        return false;
     }
-    let (path, query) = tail.split_once('?').unwrap_or((tail, ""));
-    let mut canonical = String::with_capacity(rest.len());
-    canonical.push_str(host);
+    let (path, query) = match find_byte(tail, b'?') {
+        Some(i) => (&tail[..i], &tail[i + 1..]),
+        None => (tail, ""),
+    };
+    buf.clear();
+    buf.push_str(host);
     if !port.is_empty() && port != "80" && port != "443" {
-        canonical.push(':');
-        canonical.push_str(port);
+        buf.push(':');
+        buf.push_str(port);
     }
-    canonical.push_str(path.trim_end_matches('/'));
+    buf.push_str(trim_end_byte(path, b'/'));
     if !query.is_empty() {
-        canonical.push('?');
-        canonical.push_str(query);
+        buf.push('?');
+        buf.push_str(query);
     }
-    Some(canonical)
+    true
 }
 
-/// Records a canonical URL, its host and its registrable host.
-fn push_url(url: &str, out: &mut Vec<String>) {
-    let host_end = url.find(['/', '?', ':']).unwrap_or(url.len());
+/// Hands over a canonical URL, its host and its registrable host.
+fn push_url(url: &str, emit: Emit<'_>) -> ControlFlow<()> {
+    let host_end = url
+        .bytes()
+        .position(|b| matches!(b, b'/' | b'?' | b':'))
+        .unwrap_or(url.len());
     let host = &url[..host_end];
     if host.len() != url.len() {
-        out.push(url.to_owned());
+        emit(url)?;
     }
-    push_host(host, out);
+    push_host(host, emit)
 }
 
-/// Records a host and, when it differs, its registrable host.
-fn push_host(host: &str, out: &mut Vec<String>) {
+/// Hands over a host and, when it differs, its registrable host.
+fn push_host(host: &str, emit: Emit<'_>) -> ControlFlow<()> {
     let host = host.strip_prefix("www.").unwrap_or(host);
-    out.push(host.to_owned());
+    emit(host)?;
     let reg = registrable(host);
     if reg.len() != host.len() {
-        out.push(reg.to_owned());
+        emit(reg)?;
     }
+    ControlFlow::Continue(())
 }
 
 /// The registrable part of `host`: its last two labels, or three when the second-to-last is a
 /// short second level under a country code (`co.uk`, `com.au`). A heuristic, not the public
 /// suffix list: a miss records one value too many or too few, never a plaintext.
 pub(crate) fn registrable(host: &str) -> &str {
-    let labels: Vec<&str> = host.rsplit('.').collect();
-    let keep = if labels.len() >= 3 && labels[0].len() == 2 && labels[1].len() <= 3 {
-        3
-    } else {
-        2
-    };
-    if labels.len() <= keep {
+    // The last three dots, from the end.
+    let mut dots = host.bytes().enumerate().rev().filter(|&(_, b)| b == b'.');
+    let Some((last_dot, _)) = dots.next() else {
         return host;
-    }
-    let cut: usize = labels[..keep].iter().map(|l| l.len() + 1).sum::<usize>() - 1;
-    &host[host.len() - cut..]
+    };
+    let Some((second_dot, _)) = dots.next() else {
+        return host;
+    };
+    let short_second_level = host.len() - last_dot - 1 == 2 && last_dot - second_dot - 1 <= 3;
+    let cut = if short_second_level {
+        dots.next().map(|(i, _)| i)
+    } else {
+        Some(second_dot)
+    };
+    cut.map_or(host, |i| &host[i + 1..])
 }
 
 /// A host name: dot-separated labels of letters, digits and `-`, a final label of two or more
-/// letters.
-fn host_value(t: &str) -> Option<String> {
-    let t = t.trim_end_matches('.');
+/// letters; without trailing dots.
+fn host_value(t: &str) -> Option<&str> {
+    let t = trim_end_byte(t, b'.');
+    if t.is_ascii() {
+        // One pass: labels of letters, digits and `-`, none empty; the last of two letters or
+        // more.
+        let (mut dots, mut label, mut letters) = (0, 0, true);
+        for c in t.bytes() {
+            if c == b'.' {
+                if label == 0 {
+                    return None;
+                }
+                (dots, label, letters) = (dots + 1, 0, true);
+            } else if c.is_ascii_alphanumeric() || c == b'-' {
+                label += 1;
+                letters &= c.is_ascii_alphabetic();
+            } else {
+                return None;
+            }
+        }
+        return (dots > 0 && label >= 2 && letters).then_some(t);
+    }
     let (_, tld) = t.rsplit_once('.')?;
     let ok = t
         .split('.')
         .all(|l| !l.is_empty() && l.chars().all(|c| c.is_alphanumeric() || c == '-'))
         && tld.chars().count() >= 2
         && tld.chars().all(char::is_alphabetic);
-    ok.then(|| t.to_owned())
+    ok.then_some(t)
 }
 
-/// An e-mail address (`local@domain.tld`), `mailto:` removed.
-fn email_value(t: &str) -> Option<String> {
+/// An e-mail address (`local@domain.tld`), `mailto:` and the domain's trailing dots removed.
+fn email_value(t: &str) -> Option<&str> {
     let t = t.strip_prefix("mailto:").unwrap_or(t);
-    let (local, domain) = t.split_once('@')?;
+    let at = find_byte(t, b'@')?;
+    let (local, domain) = (&t[..at], &t[at + 1..]);
     let ok = !local.is_empty()
-        && !local.contains('@')
         && local
             .chars()
             .all(|c| !c.is_whitespace() && c != ':' && c != '/')
         && host_value(domain).is_some();
-    ok.then(|| format!("{local}@{}", domain.trim_end_matches('.')))
+    // The domain is the end of `t`: without its trailing dots, the address is a prefix of `t`.
+    ok.then(|| &t[..local.len() + 1 + trim_end_byte(domain, b'.').len()])
 }
 
-/// A phone number written in one token (`+1-555-123-4567`, `555.123.4567`): its 7 to 15 digits.
-fn phone_value(t: &str) -> Option<String> {
+/// A phone number written in one token (`+1-555-123-4567`, `555.123.4567`): its 7 to 15 digits,
+/// written to `buf`.
+fn phone_into(t: &str, buf: &mut String) -> bool {
     let body = t.strip_prefix('+').unwrap_or(t);
     let has_sep = body.contains(['-', '.']) || t.starts_with('+');
     if !has_sep
@@ -515,15 +791,22 @@ fn phone_value(t: &str) -> Option<String> {
             .bytes()
             .all(|b| b.is_ascii_digit() || b == b'-' || b == b'.')
     {
-        return None;
+        return false;
     }
-    let digits: String = body.chars().filter(char::is_ascii_digit).collect();
-    (7..=15).contains(&digits.len()).then_some(digits)
+    buf.clear();
+    push_without(body, buf, |c| !c.is_ascii_digit());
+    (7..=15).contains(&buf.len())
 }
 
 /// An amount (`$1,250.00`, `1250`, `12.5€`, `eur120`): a plain decimal without thousands
 /// separators, currency signs or trailing zeros.
 pub(crate) fn amount_value(t: &str) -> Option<String> {
+    let mut buf = String::new();
+    amount_in(t, &mut buf).map(|c| c.get(&buf).to_owned())
+}
+
+/// [`amount_value`], a slice of `t` when it is canonical already, else written to `buf`.
+fn amount_in<'t>(t: &'t str, buf: &mut String) -> Option<Canon<'t>> {
     let t = t
         .trim_start_matches(['$', '€', '£', '¥', '₹', '+'])
         .trim_end_matches(['$', '€', '£', '¥', '₹']);
@@ -531,33 +814,44 @@ pub(crate) fn amount_value(t: &str) -> Option<String> {
         .iter()
         .find_map(|c| t.strip_prefix(c).or_else(|| t.strip_suffix(c)))
         .unwrap_or(t);
-    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    let (int, frac) = match find_byte(t, b'.') {
+        Some(i) => (&t[..i], &t[i + 1..]),
+        None => (t, ""),
+    };
     if int.is_empty() || !int.bytes().next()?.is_ascii_digit() {
         return None;
     }
+    let commas = find_byte(int, b',').is_some();
     let int_ok = int.bytes().all(|b| b.is_ascii_digit() || b == b',')
-        && int.split(',').skip(1).all(|g| g.len() == 3);
+        && (!commas || int.split(',').skip(1).all(|g| g.len() == 3));
     if !int_ok || !frac.bytes().all(|b| b.is_ascii_digit()) || t.ends_with('.') {
         return None;
     }
-    Some(decimal(&int.replace(',', ""), frac))
+    // Digits alone without a leading zero are their own canonical form.
+    if frac.is_empty() && !int.starts_with('0') && !commas {
+        return Some(Canon::Slice(int));
+    }
+    decimal_into(int, frac, buf);
+    Some(Canon::Buf)
 }
 
-/// The canonical decimal of an integer part and a fraction: no leading zeros, no trailing
-/// zeros in the fraction, no `.` without a fraction.
-fn decimal(int: &str, frac: &str) -> String {
-    let int = int.trim_start_matches('0');
-    let frac = frac.trim_end_matches('0');
-    let mut out = if int.is_empty() {
-        "0".to_owned()
-    } else {
-        int.to_owned()
-    };
-    if !frac.is_empty() {
-        out.push('.');
-        out.push_str(frac);
+/// The canonical decimal of an integer part (`,` separators skipped) and a fraction: no leading
+/// zeros, no trailing zeros in the fraction, no `.` without a fraction; written to `buf`.
+fn decimal_into(int: &str, frac: &str, buf: &mut String) {
+    buf.clear();
+    for c in int.chars().filter(|&c| c != ',') {
+        if !(buf.is_empty() && c == '0') {
+            buf.push(c);
+        }
     }
-    out
+    if buf.is_empty() {
+        buf.push('0');
+    }
+    let frac = frac.trim_end_matches('0');
+    if !frac.is_empty() {
+        buf.push('.');
+        buf.push_str(frac);
+    }
 }
 
 /// The canonical decimal of `minor` minor units with `digits` digits of minor unit
@@ -570,24 +864,28 @@ pub(crate) fn minor_units(minor: u64, digits: u32) -> String {
     }
     let padded = format!("{s:0>width$}", width = digits + 1);
     let (int, frac) = padded.split_at(padded.len() - digits);
-    decimal(int, frac)
+    let mut out = String::with_capacity(padded.len() + 1);
+    decimal_into(int, frac, &mut out);
+    out
 }
 
 /// The canonical form of one whole value an argument (or a short JSON leaf) carries: an IBAN or
 /// phone number without separators, a normalized URL, a name without `@`/`#`, an amount as a
 /// decimal, anything else folded with inner whitespace collapsed. `None` for an empty value.
 pub fn whole_value(s: &str) -> Option<String> {
-    whole_folded(&fold(s))
+    Scan::default().whole(s).map(|w| w.value.to_owned())
 }
 
-/// [`whole_value`] of a value already folded ([`fold`]).
-pub(crate) fn whole_folded(folded: &str) -> Option<String> {
+/// [`whole_value`] of a value already folded ([`fold`]): a slice of it, or written to `buf`.
+fn whole_in<'t>(folded: &'t str, buf: &mut String) -> Option<Canon<'t>> {
+    use kind::{AT, DASH, DIGIT, DOT, LETTER, NON_ASCII, SLASH, SPACE};
     let t = trim_token(folded);
     let b = t.as_bytes();
     let &first = b.first()?;
     // Cheap gates first: most values are plain ids, names or words.
-    let digits = b.iter().any(u8::is_ascii_digit);
-    let spaces = b.contains(&b' ') || (!t.is_ascii() && t.contains(char::is_whitespace));
+    let m = shape(t);
+    let digits = m & DIGIT != 0;
+    let spaces = m & SPACE != 0 || (m & NON_ASCII != 0 && t.contains(char::is_whitespace));
     // An IBAN starts with two letters and two digits, however it is grouped.
     if digits
         && b.len() >= 15
@@ -596,62 +894,97 @@ pub(crate) fn whole_folded(folded: &str) -> Option<String> {
         && b[2].is_ascii_digit()
         && b[3].is_ascii_digit()
     {
-        let compact: String = t.chars().filter(|c| !matches!(c, ' ' | '-')).collect();
-        if compact.len() >= 15 && iban_head(&compact) {
-            return Some(compact);
+        buf.clear();
+        push_without(t, buf, |c| matches!(c, b' ' | b'-'));
+        if buf.len() >= 15 && iban_head(buf) {
+            return Some(Canon::Buf);
         }
     }
-    if digits && let Some(phone) = spaced_phone(t) {
-        return Some(phone);
+    if digits && spaced_phone_into(t, buf) {
+        return Some(Canon::Buf);
     }
     if matches!(first, b'@' | b'#') {
-        return Some(trim_token(&t[1..]).to_owned());
+        return Some(Canon::Slice(trim_token(&t[1..])));
     }
     if !spaces {
-        if (b.contains(&b'/') || t.starts_with("www."))
-            && let Some(url) = url_value(t)
-        {
-            return Some(url);
+        if (m & SLASH != 0 || t.starts_with("www.")) && url_into(t, buf) {
+            return Some(Canon::Buf);
         }
-        if b.contains(&b'@')
+        if m & AT != 0
             && let Some(email) = email_value(t)
         {
-            return Some(email);
+            return Some(Canon::Slice(email));
         }
-        if digits && let Some(amount) = amount_value(t) {
+        if digits && let Some(amount) = amount_in(t, buf) {
             return Some(amount);
         }
-        if b.contains(&b'.')
+        if m & DOT != 0
+            && only(m, DIGIT | LETTER | DASH | DOT | NON_ASCII)
             && let Some(host) = host_value(t)
         {
-            return Some(host.strip_prefix("www.").unwrap_or(&host).to_owned());
+            return Some(Canon::Slice(host.strip_prefix("www.").unwrap_or(host)));
         }
-        return Some(t.to_owned());
+        return Some(Canon::Slice(t));
     }
-    let mut out = String::with_capacity(t.len());
+    if single_spaced(t) {
+        return Some(Canon::Slice(t));
+    }
+    collapse_whitespace(t, buf);
+    Some(Canon::Buf)
+}
+
+/// Whether the white space in `t` (ASCII) is single spaces only: `t` is its words joined by one
+/// space already (its ends are trimmed).
+fn single_spaced(t: &str) -> bool {
+    let mut space = false;
+    for c in t.bytes() {
+        let white = matches!(c, b'\t'..=b'\r' | b' ');
+        if !c.is_ascii() || (white && (c != b' ' || space)) {
+            return false;
+        }
+        space = white;
+    }
+    true
+}
+
+/// The words of `t` joined by one space, written to `buf`.
+fn collapse_whitespace(t: &str, buf: &mut String) {
+    buf.clear();
+    if t.is_ascii() {
+        // The white space of `char::is_whitespace` in ASCII.
+        let words = t
+            .split(|c: char| matches!(c, '\t'..='\r' | ' '))
+            .filter(|w| !w.is_empty());
+        for word in words {
+            if !buf.is_empty() {
+                buf.push(' ');
+            }
+            buf.push_str(word);
+        }
+        return;
+    }
     for (i, word) in t.split_whitespace().enumerate() {
         if i > 0 {
-            out.push(' ');
+            buf.push(' ');
         }
-        out.push_str(word);
+        buf.push_str(word);
     }
-    Some(out)
 }
 
-/// A phone number with any separators (`+1 (555) 123-4567`): its 7 to 15 digits.
-fn spaced_phone(t: &str) -> Option<String> {
+/// A phone number with any separators (`+1 (555) 123-4567`): its 7 to 15 digits, written to
+/// `buf`.
+fn spaced_phone_into(t: &str, buf: &mut String) -> bool {
     let phoneish = t
-        .chars()
-        .all(|c| c.is_ascii_digit() || matches!(c, ' ' | '-' | '.' | '(' | ')' | '+'));
-    let seps = t.chars().any(|c| matches!(c, ' ' | '-' | '(' | '+'));
-    if !phoneish || !seps {
-        return None;
+        .bytes()
+        .all(|c| c.is_ascii_digit() || matches!(c, b' ' | b'-' | b'.' | b'(' | b')' | b'+'));
+    if !phoneish || !t.bytes().any(|c| matches!(c, b' ' | b'-' | b'(' | b'+')) {
+        return false;
     }
-    let digits: String = t.chars().filter(char::is_ascii_digit).collect();
-    (7..=15).contains(&digits.len()).then_some(digits)
+    buf.clear();
+    push_without(t, buf, |c| !c.is_ascii_digit());
+    (7..=15).contains(&buf.len())
 }
 
-/// The values in a JSON document (a tool's result): every string leaf scanned as text (and
 /// recorded whole when short), every number as an amount and an identifier.
 pub fn json_values(value: &Value, out: &mut Vec<String>) {
     let mut budget = MAX_SCANNED_BYTES;
@@ -850,6 +1183,37 @@ mod tests {
         for v in ["420k", "2026-05-14", "1250.5", "12105", "spring-login-7731"] {
             assert!(!is_address(v), "{v}");
         }
+    }
+
+    #[test]
+    fn an_arguments_inner_values_are_those_of_its_text_and_slices_match_copies() {
+        // What an argument's scan hands over is what the same text records.
+        for text in [
+            "Pay GB33 BUKB 2020 1555 5555 55 or call +1 555 123 4567; see https://Pay.Evil.com/x/",
+            "Ref INV-2024-001, $1,250.00 to @Alice, /tmp/report.pdf, bob@Example.com.",
+            "plain words only",
+        ] {
+            let mut recorded = Vec::new();
+            argument_values(text, &mut recorded);
+            let mut scan = Scan::default();
+            let mut inner = Vec::new();
+            let whole = scan.whole(text).unwrap();
+            let _ = whole.inner(&mut |v| {
+                inner.push(v.to_owned());
+                ControlFlow::Continue(())
+            });
+            assert_eq!(inner, recorded, "{text}");
+        }
+        // Whole values that are their own canonical form and those that are rewritten.
+        assert_eq!(whole_value("Ann Example").as_deref(), Some("ann example"));
+        assert_eq!(whole_value("Bob \t Smith").as_deref(), Some("bob smith"));
+        assert_eq!(whole_value("0012").as_deref(), Some("12"));
+        assert_eq!(whole_value("12").as_deref(), Some("12"));
+        assert_eq!(whole_value("1,250").as_deref(), Some("1250"));
+        assert_eq!(whole_value("Evil.COM.").as_deref(), Some("evil.com"));
+        assert_eq!(registrable("example.com"), "example.com");
+        assert_eq!(registrable("x.co.uk"), "x.co.uk");
+        assert_eq!(registrable("a.b.example.com"), "example.com");
     }
 
     #[test]
