@@ -9,8 +9,11 @@
 //! - `gateway/through`: rmcp's client calls the gateway (in this process, over an in-memory
 //!   pipe), which runs the guard pipeline (stores and audit trail in SQLite) and forwards the call
 //!   to a second instance of the same upstream.
+//! - the dispatcher alone: the gateway's dispatcher called in this process (pipeline, store and
+//!   forwarding, without the client's MCP hop), and one MCP hop over the in-memory pipe to a
+//!   server that answers at once, to show where the added latency goes.
 //!
-//! Both run in the same process and run; the difference of the medians is printed as the added
+//! All run in the same process and run; the difference of the medians is printed as the added
 //! latency. Then 64 clients call the gateway served over Streamable HTTP (loopback) for a few
 //! seconds and the calls per second are printed.
 //!
@@ -30,8 +33,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
-use toolguard::HostKeys;
 use toolguard::gateway::{Guard, GuardedServer, UpstreamTarget};
+use toolguard::{HostKeys, RawArguments, Status, ToolCall};
 
 const TOKEN: &str = "bench-token-0123456789abcdef";
 const CLIENTS: usize = 64;
@@ -102,9 +105,59 @@ async fn through(guard: Arc<Guard>) -> RunningService<RoleClient, ()> {
     ().serve(client_io).await.expect("initialize the gateway")
 }
 
+/// An MCP server that answers every `tools/call` at once with an empty result: what one MCP hop
+/// over the in-memory pipe costs, without a pipeline or an upstream.
+#[derive(Clone)]
+struct Answering;
+
+impl rmcp::ServerHandler for Answering {
+    async fn call_tool(
+        &self,
+        _request: CallToolRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        Ok(rmcp::model::CallToolResult::success(vec![]).into())
+    }
+}
+
+async fn hop() -> RunningService<RoleClient, ()> {
+    let (client_io, server_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        if let Ok(running) = Answering.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    ().serve(client_io)
+        .await
+        .expect("initialize the answering server")
+}
+
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
+}
+
+/// The pipeline and the forwarding alone: the gateway's dispatcher called in this process,
+/// without the MCP hop between the client and the gateway.
+async fn sample_pipeline(guard: &Guard, n: usize) -> Vec<Duration> {
+    let current = guard.current();
+    let principal = current
+        .policy
+        .local_principal(guard.session())
+        .expect("the policy names a [principal]");
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let call = ToolCall::new(
+            format!("bench-{i}"),
+            "read_graph",
+            RawArguments::Value(serde_json::json!({})),
+        );
+        let start = Instant::now();
+        let outcome = current.dispatcher.dispatch(call, &principal).await;
+        assert_eq!(outcome.status, Status::Ok, "{outcome:?}");
+        out.push(start.elapsed());
+    }
+    out
 }
 
 async fn sample(client: &RunningService<RoleClient, ()>, n: usize) -> Vec<Duration> {
@@ -180,21 +233,27 @@ fn gateway(c: &mut Criterion) {
     let direct = rt.block_on(direct(&command));
     let through = rt.block_on(through(guard.clone()));
 
-    // The added latency, medians of interleaved samples of the same run.
-    let (mut d, mut t) = (Vec::new(), Vec::new());
+    let hop = rt.block_on(hop());
+
+    // The added latency, medians of interleaved samples of the same run; beside it, where it
+    // goes: the dispatcher called in this process (no client hop) and one MCP hop over the pipe
+    // to a server that answers at once.
+    let (mut d, mut t, mut p, mut h) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     rt.block_on(async {
         for _ in 0..10 {
             d.extend(sample(&direct, 200).await);
             t.extend(sample(&through, 200).await);
+            p.extend(sample_pipeline(&guard, 200).await);
+            h.extend(sample(&hop, 200).await);
         }
     });
-    let (md, mt) = (median(d), median(t));
+    let (md, mt, mp, mh) = (median(d), median(t), median(p), median(h));
     eprintln!(
-        "gateway: median direct {:?}, through the gateway {:?}, added {:?} per low-risk call ({} calls each)",
-        md,
-        mt,
+        "gateway: median direct {md:?}, through the gateway {mt:?}, added {:?} per low-risk call (2000 calls each)",
         mt.saturating_sub(md),
-        2000
+    );
+    eprintln!(
+        "gateway: the dispatcher alone (pipeline and forwarding, no client hop) {mp:?}; one MCP hop over the pipe to a server answering at once {mh:?}"
     );
 
     let mut g = c.benchmark_group("gateway");

@@ -25,6 +25,7 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::relay::{CALLER, Caller};
@@ -188,10 +189,11 @@ fn derived_key(principal: &Principal, id: &NumberOrString) -> String {
 /// The answer to a `tools/call`: an `ok` result exactly as the upstream sent it, a refusal as
 /// the pipeline's explanation; the outcome under [`OUTCOME_META`] either way.
 fn tool_answer(outcome: &ToolOutcome) -> CallToolResult {
+    // Read from the stored value in place (no copy of the whole result first).
     let upstream = (outcome.status == Status::Ok)
         .then(|| outcome.data())
         .flatten()
-        .and_then(|d| serde_json::from_value::<CallToolResult>(d.clone()).ok());
+        .and_then(|d| CallToolResult::deserialize(d).ok());
     let mut result = upstream.unwrap_or_else(|| call_tool_result(outcome));
     let summary = json!({
         "status": outcome.status.as_str(),

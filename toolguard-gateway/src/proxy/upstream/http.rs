@@ -4,6 +4,12 @@
 //!
 //! The bearer token sent to the upstream is read from the environment variable the policy file
 //! names in `[proxy] upstream_token_env`; the file never holds the secret.
+//!
+//! What the upstream sends is read under the same size limit as a line of a stdio upstream
+//! ([`MAX_MESSAGE_BYTES`](crate::server::MAX_MESSAGE_BYTES)): a JSON response body and each SSE
+//! event (of a response stream or of the standalone stream) are counted as they arrive and
+//! refused once they pass it, before anything is parsed; they are never held whole. A refused
+//! answer fails the request it answers, with an error naming the limit; the session goes on.
 
 use super::{UpstreamEvents, UpstreamTarget};
 use crate::proxy::ProxyError;
@@ -72,7 +78,9 @@ pub(super) async fn connect(
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
     check_url(url)?;
-    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url)
+        .max_json_response_size(crate::server::MAX_MESSAGE_BYTES)
+        .max_sse_event_size(crate::server::MAX_MESSAGE_BYTES);
     if let Some(token) = token {
         config = config.auth_header(token);
     }
@@ -106,5 +114,147 @@ mod tests {
         assert!(ws.contains("scheme `ws:`"), "{ws}");
         assert!(check_url("127.0.0.1:3001").is_err());
         assert!(check_url("not a url").unwrap_err().starts_with("not a URL"));
+    }
+}
+
+/// A hostile upstream over a real connection on 127.0.0.1: answers over the size limit, as a
+/// JSON body and as an SSE event, fail the call they answer at once; the session goes on.
+#[cfg(all(test, feature = "upstream-http"))]
+mod limits {
+    use std::time::{Duration, Instant};
+
+    use rmcp::model::{CallToolRequestParams, ClientRequest, Request};
+    use serde_json::{Value, json};
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+    use tokio::net::{TcpListener, TcpStream};
+
+    use super::super::{Upstream, UpstreamTarget, relay_free};
+    use crate::server::MAX_MESSAGE_BYTES;
+    use toolguard_policy::Policy;
+
+    /// One request: method, path and JSON body (empty for a body-less request).
+    async fn read_request(stream: &mut BufReader<TcpStream>) -> Option<(String, Value)> {
+        let mut head = String::new();
+        stream.read_line(&mut head).await.ok()?;
+        let method = head.split(' ').next()?.to_owned();
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            stream.read_line(&mut line).await.ok()?;
+            if line.trim().is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().ok()?;
+            }
+        }
+        let mut body = vec![0; length];
+        stream.read_exact(&mut body).await.ok()?;
+        Some((method, serde_json::from_slice(&body).unwrap_or(Value::Null)))
+    }
+
+    /// The answer to `request`: status, content type and body.
+    fn answer(request: &Value) -> (&'static str, &'static str, String) {
+        let id = request["id"].clone();
+        let result = |result: Value| json!({"jsonrpc": "2.0", "id": id, "result": result});
+        let text = |text: String| result(json!({"content": [{"type": "text", "text": text}]}));
+        let over = "x".repeat(MAX_MESSAGE_BYTES + 1024);
+        match request["method"].as_str().unwrap_or_default() {
+            "initialize" => {
+                let init = result(json!({
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "hostile", "version": "1"}
+                }));
+                ("200 OK", "application/json", init.to_string())
+            }
+            "tools/list" => {
+                let tools = result(json!({"tools": [{
+                    "name": "answer",
+                    "inputSchema": {"type": "object"}
+                }]}));
+                ("200 OK", "application/json", tools.to_string())
+            }
+            "tools/call" => match request["params"]["arguments"]["kind"].as_str() {
+                Some("json") => ("200 OK", "application/json", text(over).to_string()),
+                Some("sse") => {
+                    let event = format!("id: 1\ndata: {}\n\n", text(over));
+                    ("200 OK", "text/event-stream", event)
+                }
+                _ => (
+                    "200 OK",
+                    "application/json",
+                    text("fine".into()).to_string(),
+                ),
+            },
+            _ if request.get("id").is_none() => ("202 Accepted", "text/plain", String::new()),
+            _ => ("200 OK", "application/json", result(json!({})).to_string()),
+        }
+    }
+
+    /// Serves one connection: one request, answered, then closed.
+    async fn serve(stream: TcpStream) {
+        let mut stream = BufReader::new(stream);
+        let Some((method, request)) = read_request(&mut stream).await else {
+            return;
+        };
+        let (status, kind, body) = match method.as_str() {
+            "POST" => answer(&request),
+            "DELETE" => ("200 OK", "text/plain", String::new()),
+            _ => ("405 Method Not Allowed", "text/plain", String::new()),
+        };
+        let head = format!(
+            "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\nmcp-session-id: hostile-1\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        );
+        let stream = stream.get_mut();
+        let _ = stream.write_all(head.as_bytes()).await;
+        // The client may hang up once it has read enough.
+        let _ = stream.write_all(body.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    }
+
+    fn call(kind: &str) -> ClientRequest {
+        let mut arguments = serde_json::Map::new();
+        arguments.insert("kind".to_owned(), json!(kind));
+        let params = CallToolRequestParams::new("answer").with_arguments(arguments);
+        ClientRequest::CallToolRequest(Request::new(params))
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn answers_over_the_size_limit_fail_their_call_at_once() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("listen");
+        let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(serve(stream));
+            }
+        });
+        let policy = Policy::parse("(test)", "[proxy]\nupstream_timeout_secs = 120\n".into())
+            .expect("policy");
+        let upstream = Upstream::open(&UpstreamTarget::Url(url), &policy)
+            .await
+            .expect("the upstream initializes");
+        let timeout = Duration::from_secs(120);
+        for kind in ["json", "sse"] {
+            let started = Instant::now();
+            // (Not `expect_err`: an answer let through would be printed whole.)
+            let Err(error) = relay_free(upstream.peer(), call(kind), timeout).await else {
+                panic!("{kind}: an answer over the limit must be refused");
+            };
+            // Refused by the limit itself, not by the deadline (120 s).
+            assert!(started.elapsed() < Duration::from_secs(60), "{kind}");
+            if kind == "json" {
+                assert!(
+                    error.message.contains("exceeded the maximum size"),
+                    "{error:?}"
+                );
+            }
+        }
+        let fine = relay_free(upstream.peer(), call("fine"), timeout).await;
+        assert!(fine.is_ok(), "the session goes on: {fine:?}");
+        upstream.close().await;
     }
 }

@@ -80,15 +80,21 @@ enum Refused {
 
 /// Checks one line of the upstream's output.
 fn check(line: &[u8]) -> Result<RxJsonRpcMessage<RoleClient>, Refused> {
-    let text = String::from_utf8_lossy(line);
-    let refused = |code: i64, reason: String| {
+    let Ok(text) = std::str::from_utf8(line) else {
+        let text = String::from_utf8_lossy(line);
         let id = json::jsonrpc_id(&text);
-        refusal(&text, id, code, reason)
+        return Err(refusal(
+            &text,
+            id,
+            PARSE_ERROR,
+            "the message is not UTF-8".into(),
+        ));
     };
-    if std::str::from_utf8(line).is_err() {
-        return Err(refused(PARSE_ERROR, "the message is not UTF-8".into()));
-    }
-    let value = json::parse(&text).map_err(|e| match e {
+    let refused = |code: i64, reason: String| {
+        let id = json::jsonrpc_id(text);
+        refusal(text, id, code, reason)
+    };
+    let value = json::parse(text).map_err(|e| match e {
         JsonError::Exceeded(over) => {
             let (code, _) = over.describe(&json::MESSAGE_LIMITS);
             refused(
@@ -102,7 +108,7 @@ fn check(line: &[u8]) -> Result<RxJsonRpcMessage<RoleClient>, Refused> {
     let id = value.get("id").cloned();
     serde_json::from_value::<RxJsonRpcMessage<RoleClient>>(value).map_err(|e| {
         refusal(
-            &text,
+            text,
             id,
             INVALID_REQUEST,
             format!("not a JSON-RPC message: {e}"),
