@@ -339,7 +339,8 @@ impl AuditSink for SqliteAuditSink {
     }
 
     /// On a trail that writes through the store's connection ([`SqliteStore::audit_sink`]),
-    /// answers once the entry committed and syncs it right after; a checkpoint is only ever
+    /// answers once the entry committed and syncs it soon after (with the other entries
+    /// committed within two milliseconds, in one sync); a checkpoint is only ever
     /// written for an entry on disk (the log is synced first). A trail with its own connection
     /// appends as [`append`](Self::append) does.
     ///

@@ -32,8 +32,9 @@ enum Wait {
     /// Once its transaction committed: it survives a crash of the process at once, and a power
     /// loss from the next synced commit of the connection on.
     Committed,
-    /// Once its transaction committed, like [`Wait::Committed`], and the log is synced right
-    /// after without the caller waiting (a write no later synced write of the caller covers).
+    /// Once its transaction committed, like [`Wait::Committed`], and the log is synced soon
+    /// after (within [`SOON_WINDOW`] and one sync) without the caller waiting (a write no later
+    /// synced write of the caller covers).
     Soon,
 }
 
@@ -90,13 +91,33 @@ fn sync_wal(wal: &std::path::Path) -> Result<(), String> {
         .map_err(|e| format!("sync of {} failed: {e}", wal.display()))
 }
 
+/// How long the sync thread gathers commits nobody waits for ([`Wait::Soon`]) before it syncs
+/// them: a stream of reads then costs the disk one sync per window rather than one per read. A
+/// commit somebody waits for ends the window at once.
+const SOON_WINDOW: std::time::Duration = std::time::Duration::from_millis(2);
+
 /// The sync thread: waits for committed replies, syncs the log once for all of them, answers.
 fn sync_loop(wal: PathBuf, rx: mpsc::Receiver<Vec<Reply>>) {
     while let Ok(mut replies) = rx.recv() {
+        if replies.is_empty() {
+            gather_soon(&rx, &mut replies);
+        }
         while let Ok(more) = rx.try_recv() {
             replies.extend(more);
         }
         answer(replies, &sync_wal(&wal));
+    }
+}
+
+/// Gathers further commits for up to [`SOON_WINDOW`], until one that somebody waits for arrives.
+fn gather_soon(rx: &mpsc::Receiver<Vec<Reply>>, replies: &mut Vec<Reply>) {
+    let until = std::time::Instant::now() + SOON_WINDOW;
+    while replies.is_empty() {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(more) => replies.extend(more),
+            Err(_) => return,
+        }
     }
 }
 
@@ -243,9 +264,9 @@ impl Worker {
     }
 
     /// [`run`](Self::run), answering as soon as the transaction committed and syncing the log
-    /// right after, off the caller's path: for a write that changes nothing the caller acted on
-    /// (the audit entry of a read), which a crash of the process keeps and a power loss may drop
-    /// within one sync.
+    /// soon after, off the caller's path (the commits of [`SOON_WINDOW`] in one sync): for a
+    /// write that changes nothing the caller acted on (the audit entry of a read), which a crash
+    /// of the process keeps and a power loss may drop within the window and one sync.
     pub(crate) async fn run_soon<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,

@@ -13,8 +13,8 @@
 //! | 8 | custom stages at [`StagePoint::AfterPolicy`] | ✓ | ✓ | — |
 //! | 9 | idempotency, approval? | ✓ | — (the human decided) | — |
 //! | 10 | recheck, execute, envelope ([`execution`]) | ✓ | ✓ | reconcile instead (`operations`) |
-//! | 11 | provenance (an untrusted result becomes a source), settle | ✓ | settle (`approvals`) | settle |
-//! | 12 | finish: operation record, the one terminal audit entry, detection | ✓ | ✓ | ✓ |
+//! | 11 | provenance (an untrusted result becomes a source); what to settle is noted | ✓ | the request to close (`approvals`) | the reconciled outcome |
+//! | 12 | finish: the one terminal audit entry, then the operation record and the settlement (key, request), detection | ✓ | ✓ | ✓ |
 //!
 //! A custom stage runs on every path that can execute a tool; the status query executes nothing
 //! and runs only the principal and permit stages before it reads (and may reconcile).
