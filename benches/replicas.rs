@@ -14,7 +14,9 @@
 //!   the calls, divides by the slowest child's time and merges the latencies.
 //!
 //! Every run has a fresh schema (or key prefix, or file) and removes it afterwards. A row gives
-//! the median round's calls/s and the p50 and p99 of every measured call of its rounds.
+//! the median round's calls/s and the p50 and p99 of every measured call of its rounds. Names
+//! after `--` run only those parts: `memory`, `sqlite`, `postgres`, `redis`, `replicas` (the
+//! PostgreSQL processes).
 //!
 //! Run: `TOOLGUARD_PG_URL=postgres://postgres@127.0.0.1:5432/test
 //! TOOLGUARD_REDIS_URL=redis://127.0.0.1:6379 cargo bench -p toolguard-benches --all-features --bench replicas`
@@ -42,11 +44,14 @@ const WARM_UP: Duration = Duration::from_secs(1);
 /// Key numbers of child `i` start at `(i + 1) * KEY_SPACE`, so no two processes share a key.
 const KEY_SPACE: u64 = 100_000_000_000;
 
-/// Rounds and their length.
-#[derive(Debug, Clone, Copy)]
+/// Rounds, their length, and the parts to run.
+#[derive(Debug, Clone)]
 struct Plan {
     rounds: usize,
     length: Duration,
+    /// Names given on the command line (`memory`, `sqlite`, `postgres`, `redis`, `replicas`):
+    /// only those parts run; none given, all do.
+    only: Vec<String>,
 }
 
 impl Plan {
@@ -61,14 +66,23 @@ impl Plan {
         Plan {
             rounds: usize::try_from(read("TOOLGUARD_REPLICAS_ROUNDS", 3)).unwrap_or(3),
             length: Duration::from_secs(read("TOOLGUARD_REPLICAS_SECONDS", 3)),
+            only: std::env::args()
+                .skip(1)
+                .filter(|a| !a.starts_with('-'))
+                .collect(),
         }
+    }
+
+    /// Whether the part `name` runs.
+    fn runs(&self, name: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| o == name)
     }
 }
 
 fn main() {
     match std::env::var(CHILD) {
         Ok(index) => child(index.parse().expect("child index")),
-        Err(_) => parent(Plan::from_env()),
+        Err(_) => parent(&Plan::from_env()),
     }
 }
 
@@ -130,7 +144,7 @@ fn report(what: &str, rounds: Vec<Round>) {
     );
 }
 
-fn parent(plan: Plan) {
+fn parent(plan: &Plan) {
     eprintln!(
         "replicas: a warm-up round of {:?}, then {} rounds of {:?}",
         WARM_UP, plan.rounds, plan.length
@@ -140,7 +154,7 @@ fn parent(plan: Plan) {
     );
     println!("| --- | --- | --- | --- |");
     backends(plan);
-    if let Some(url) = pg_url() {
+    if let Some(url) = pg_url().filter(|_| plan.runs("replicas")) {
         println!();
         println!(
             "| PostgreSQL, processes × tasks each | calls/s, median [low, high] of rounds | p50 | p99 |"
@@ -153,12 +167,13 @@ fn parent(plan: Plan) {
 }
 
 /// The in-process rows: the dispatcher on each backend, 64 tasks.
-fn backends(plan: Plan) {
+fn backends(plan: &Plan) {
     let rt = runtime();
     let run = |what: &str, d: &toolguard::Dispatcher<support::Counter>| {
         let seq = Arc::new(AtomicU64::new(0));
         rt.block_on(async {
-            let _ = timed_storm(d, &seq, TASKS, WARM_UP).await;
+            let warm = timed_storm(d, &seq, TASKS, WARM_UP).await;
+            eprintln!("  {what} warm-up: {} calls", warm.calls);
             let mut rounds = Vec::new();
             for _ in 0..plan.rounds {
                 let timed = timed_storm(d, &seq, TASKS, plan.length).await;
@@ -167,15 +182,19 @@ fn backends(plan: Plan) {
             report(what, rounds);
         });
     };
-    run("memory", &support::memory());
+    if plan.runs("memory") {
+        run("memory", &support::memory());
+    }
 
-    let path = temp_db("replicas");
-    let sqlite = support::sqlite(&path);
-    run("SQLite, `.sqlite()`", &sqlite);
-    drop(sqlite);
-    remove_db(&path);
+    if plan.runs("sqlite") {
+        let path = temp_db("replicas");
+        let sqlite = support::sqlite(&path);
+        run("SQLite, `.sqlite()`", &sqlite);
+        drop(sqlite);
+        remove_db(&path);
+    }
 
-    if let Some(url) = pg_url() {
+    if let Some(url) = pg_url().filter(|_| plan.runs("postgres")) {
         let store = rt.block_on(support::pg_store(&url, &unique("replicas")));
         let pg = rt.block_on(async { support::postgres(&store) });
         run("PostgreSQL, `store.audit_sink()`", &pg);
@@ -183,7 +202,7 @@ fn backends(plan: Plan) {
         rt.block_on(store.drop_schema()).expect("drop schema");
     }
 
-    if let Some(url) = redis_url() {
+    if let Some(url) = redis_url().filter(|_| plan.runs("redis")) {
         let (d, redis) = rt.block_on(support::redis(&url, unique("replicas")));
         run("Redis (+ memory approvals, operations, audit)", &d);
         drop(d);
@@ -254,7 +273,7 @@ impl Replica {
 }
 
 /// `processes` replicas of `tasks` tasks each on a fresh schema; one row.
-fn replicas(url: &str, plan: Plan, processes: usize, tasks: u64) {
+fn replicas(url: &str, plan: &Plan, processes: usize, tasks: u64) {
     let rt = runtime();
     let schema = unique("replicas");
     // Created (and migrated) once here, so that the children only connect.
