@@ -57,9 +57,15 @@ const INSERT: &str = "INSERT INTO toolguard_audit
                          $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::TEXT[])";
 
 /// Opens the batch's transaction and locks the chain head: one lock per schema, so that trails
-/// in other schemas do not wait for this one.
-const BEGIN_LOCKED: &str = "BEGIN; \
+/// in other schemas do not wait for this one. The transaction's commit does not wait for the
+/// disk, so that the lock is free as soon as the batch is visible; [`FLUSH`] waits for it.
+const BEGIN_LOCKED: &str = "BEGIN; SET LOCAL synchronous_commit = off; \
     SELECT pg_advisory_xact_lock(hashtextextended('toolguard_audit:' || current_schema(), 0))";
+/// A transaction with an id, committed as the session commits (synced): its commit returns once
+/// the log is on disk up to its commit record, so up to the batch committed before it on the
+/// session. The log is written in order, so a batch is never on disk without every earlier
+/// batch it chains to, whichever replica wrote it.
+const FLUSH: &str = "SELECT txid_current()";
 /// The chain head: the last stored entry.
 const HEAD: &str = "SELECT seq, hash FROM toolguard_audit ORDER BY seq DESC LIMIT 1";
 
@@ -68,7 +74,8 @@ const HEAD: &str = "SELECT seq, hash FROM toolguard_audit ORDER BY seq DESC LIMI
 ///
 /// Two round trips: the transaction's start, the lock and the head read are sent together (the
 /// server runs them in order, so the head is read after the lock, in a snapshot of its own), then
-/// the insert and the commit. A session that fails anywhere (or whose batch is dropped midway) is
+/// the insert, the commit (which frees the lock without waiting for the disk) and [`FLUSH`]
+/// (which waits for the disk): other replicas' batches take the lock while this one's is synced. A session that fails anywhere (or whose batch is dropped midway) is
 /// closed, not returned to the pool, so that no later batch runs in a transaction this one left
 /// open.
 async fn seal_and_insert(
@@ -117,13 +124,15 @@ async fn seal_and_insert(
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 9] = [
             seqs, times, &tenants, &subjects, &tools, statuses, bodies, &prevs, &hashes,
         ];
-        let (inserted, committed) = tokio::join!(
+        let (inserted, committed, flushed) = tokio::join!(
             client.execute(&insert_stmt, &params),
-            client.batch_execute("COMMIT")
+            client.batch_execute("COMMIT"),
+            client.batch_execute(FLUSH)
         );
         // An insert that failed left the transaction aborted: its `COMMIT` rolled it back.
         inserted.map_err(aerr)?;
         committed.map_err(aerr)?;
+        flushed.map_err(aerr)?;
         Ok::<_, AuditError>(assigned)
     }
     .await;
