@@ -21,111 +21,21 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
-use toolguard::audit::{AuditEvent, AuditQuery, AuditRecord, AuditSink, MemoryAuditSink};
+use toolguard::Status;
+use toolguard::audit::{AuditEvent, AuditQuery, AuditRecord, AuditSink};
 use toolguard::postgres::PgAuditSink;
 use toolguard::postgres::{PgConfig, PgStore};
-use toolguard::redis::RedisStore;
 use toolguard::sqlite::SqliteAuditSink;
-use toolguard::sqlite::SqliteBuilderExt as _;
 use toolguard::sqlite::{Durability, SqliteStore};
-use toolguard::store::MemoryStore;
-use toolguard::{Dispatcher, Principal, Status, ToolCall, ToolContext, ToolError, tool};
 
-/// Shared state of the bench tool.
-#[derive(Default)]
-struct Counter {
-    n: AtomicU64,
-}
+#[path = "support/stores.rs"]
+mod support;
 
-/// Moves an amount; high risk, idempotent.
-#[tool(risk = "high", idempotent)]
-async fn move_amount(
-    ctx: &ToolContext<Counter>,
-    /// Source account.
-    #[arg(kind = "identifier", max_len = 32)]
-    from: String,
-    /// Amount in cents.
-    #[arg(amount, min = 1, max = 1_000_000)]
-    amount: u64,
-) -> Result<u64, ToolError> {
-    let _ = from;
-    Ok(ctx.state().n.fetch_add(amount, Ordering::Relaxed) + amount)
-}
+use support::{
+    TASKS, builder as base, pg_url, redis_url, remove_db, runtime, storm, temp_db, unique,
+};
 
-const TASKS: u64 = 64;
 const QUERY_ENTRIES: u64 = 100_000;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
-fn unique(what: &str) -> String {
-    format!(
-        "tg_bench_{what}_{}",
-        &uuid::Uuid::new_v4().simple().to_string()[..8]
-    )
-}
-
-fn temp_db(what: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("{}.db", unique(what)))
-}
-
-fn remove_db(path: &std::path::Path) {
-    for suffix in ["", "-wal", "-shm"] {
-        let mut p = path.as_os_str().to_owned();
-        p.push(suffix);
-        let _ = std::fs::remove_file(p);
-    }
-}
-
-fn pg_url() -> Option<String> {
-    let url = std::env::var("TOOLGUARD_PG_URL")
-        .ok()
-        .filter(|u| !u.is_empty());
-    if url.is_none() {
-        eprintln!("SKIPPED: TOOLGUARD_PG_URL not set");
-    }
-    url
-}
-
-fn redis_url() -> Option<String> {
-    let url = std::env::var("TOOLGUARD_REDIS_URL")
-        .ok()
-        .filter(|u| !u.is_empty());
-    if url.is_none() {
-        eprintln!("SKIPPED: TOOLGUARD_REDIS_URL not set");
-    }
-    url
-}
-
-/// Runs `total` high-risk calls from 64 tasks and returns the elapsed time.
-async fn storm(d: &Dispatcher<Counter>, seq: &Arc<AtomicU64>, total: u64) -> Duration {
-    let who = Principal::new("acme", "alice", "bench");
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for _ in 0..TASKS {
-        let d = d.clone();
-        let seq = seq.clone();
-        let who = who.clone();
-        let per_task = total.div_ceil(TASKS);
-        tasks.push(tokio::spawn(async move {
-            for _ in 0..per_task {
-                let n = seq.fetch_add(1, Ordering::Relaxed);
-                let args = json!({"from": "acc-1", "amount": 5, "idempotency_key": format!("bench-key-{n:012}")});
-                let out = d.dispatch(ToolCall::new("c", "move_amount", args), &who).await;
-                assert_eq!(out.status, Status::Ok, "{out:?}");
-            }
-        }));
-    }
-    for t in tasks {
-        let _ = t.await;
-    }
-    started.elapsed()
-}
 
 fn dispatch_high_risk(c: &mut Criterion) {
     let rt = runtime();
@@ -135,25 +45,14 @@ fn dispatch_high_risk(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(4))
         .throughput(Throughput::Elements(TASKS * 8));
     let seq = Arc::new(AtomicU64::new(0));
-    let base = || Dispatcher::builder(Counter::default()).tool(MoveAmount);
-
-    let memory = base()
-        .store(Arc::new(MemoryStore::new()))
-        .audit(MemoryAuditSink::new())
-        .build()
-        .expect("dispatcher");
+    let memory = support::memory();
     g.bench_function("memory", |b| {
         b.to_async(&rt)
             .iter_custom(|iters| storm(&memory, &seq, iters * TASKS * 8))
     });
 
     let path = temp_db("dispatch");
-    let sqlite = base()
-        .sqlite(&path)
-        .expect("sqlite")
-        .unanchored_audit("measures the store, comparable with earlier runs")
-        .build()
-        .expect("dispatcher");
+    let sqlite = support::sqlite(&path);
     g.bench_function("sqlite", |b| {
         b.to_async(&rt)
             .iter_custom(|iters| storm(&sqlite, &seq, iters * TASKS * 8))
@@ -196,6 +95,7 @@ fn dispatch_high_risk(c: &mut Criterion) {
             let pg = base()
                 .store(store.clone())
                 .audit(audit)
+                .unanchored_audit("measures the store, comparable with earlier runs")
                 .build()
                 .expect("dispatcher");
             let name = if shared {
@@ -213,18 +113,7 @@ fn dispatch_high_risk(c: &mut Criterion) {
     }
 
     if let Some(url) = redis_url() {
-        let redis = Arc::new(
-            rt.block_on(RedisStore::connect(&url, unique("dispatch")))
-                .expect("redis"),
-        );
-        let memory = Arc::new(MemoryStore::new());
-        let d = base()
-            .store(memory)
-            .idempotency_store(redis.clone())
-            .session_ledger(redis.clone())
-            .audit(MemoryAuditSink::new())
-            .build()
-            .expect("dispatcher");
+        let (d, redis) = rt.block_on(support::redis(&url, unique("dispatch")));
         g.bench_function("redis", |b| {
             b.to_async(&rt)
                 .iter_custom(|iters| storm(&d, &seq, iters * TASKS * 8))

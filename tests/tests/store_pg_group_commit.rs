@@ -1,7 +1,10 @@
 //! The PostgreSQL store writes operation records and idempotency completions through a writer
 //! that commits everything queued with one statement: concurrent writes share a statement, yet
 //! each caller learns exactly what its own write did, a key is completed once however many
-//! completions race in one batch, and one write the server refuses fails alone.
+//! completions race in one batch, and one write the server refuses fails alone. Reads of
+//! provenance sources are batched the same way: concurrent reads of many sessions share one
+//! statement, and each caller gets its own session's sources (a source that no longer parses
+//! fails its own session's read only).
 
 #![cfg(feature = "postgres")]
 
@@ -13,6 +16,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::json;
 use toolguard::Status;
 use toolguard::postgres::{PgConfig, PgStore};
+use toolguard::provenance::{ProvenanceStore, Source};
 use toolguard::store::{
     IdempotencyStore, OperationRecord, OperationState, OperationStore, RecordState, Reservation,
     ScopedKey, StoredOutcome,
@@ -286,5 +290,71 @@ async fn reservations_in_one_batch_each_judge_expiry_at_their_own_time() {
             (_, other) => panic!("key {n}: {other:?}"),
         }
     }
+    let _ = store.drop_schema().await;
+}
+
+/// The ids of what `store` holds for session `s`, oldest first.
+async fn source_ids(store: &PgStore, s: usize) -> Result<Vec<String>, String> {
+    ProvenanceStore::sources(store, &format!("session-{s}"))
+        .await
+        .map(|v| v.into_iter().map(|src| src.id).collect())
+        .map_err(|e| e.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_source_reads_each_get_their_own_session() {
+    let Some(store) = store("group_commit_sources").await else {
+        return;
+    };
+    // Session `s` holds `s` sources (session 0 none), added out of time order.
+    const SESSIONS: usize = 8;
+    let mut expected: Vec<Vec<String>> = vec![Vec::new(); SESSIONS];
+    for (s, ids) in expected.iter_mut().enumerate() {
+        let mut sources: Vec<Source> = (0..s)
+            .map(|j| Source::host(format!("doc {s}/{j}"), 1_000 + j as u64))
+            .collect();
+        ids.extend(sources.iter().map(|src| src.id.clone()));
+        sources.reverse();
+        for src in &sources {
+            store
+                .add_source(&format!("session-{s}"), src)
+                .await
+                .expect("add source");
+        }
+    }
+    let read_all = |store: Arc<PgStore>| async move {
+        let tasks: Vec<_> = (0..TASKS)
+            .map(|n| {
+                let store = store.clone();
+                tokio::spawn(async move { (n % SESSIONS, source_ids(&store, n % SESSIONS).await) })
+            })
+            .collect();
+        let mut answers = Vec::new();
+        for t in tasks {
+            answers.push(t.await.expect("task"));
+        }
+        answers
+    };
+    for round in 0..5 {
+        for (s, ids) in read_all(store.clone()).await {
+            assert_eq!(ids.as_ref(), Ok(&expected[s]), "round {round}, session {s}");
+        }
+    }
+
+    // A source of session 3 that no longer parses fails session 3's reads, and no other's.
+    let c = store.pool().get().await.expect("session");
+    c.execute(
+        "UPDATE toolguard_provenance SET body = '{' WHERE session = 'session-3'",
+        &[],
+    )
+    .await
+    .expect("tamper");
+    for (s, ids) in read_all(store.clone()).await {
+        match s {
+            3 => assert!(ids.is_err(), "the altered session's read fails: {ids:?}"),
+            _ => assert_eq!(ids.as_ref(), Ok(&expected[s]), "session {s}"),
+        }
+    }
+    drop(c);
     let _ = store.drop_schema().await;
 }

@@ -56,30 +56,44 @@ const INSERT: &str = "INSERT INTO toolguard_audit
     SELECT * FROM unnest($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::TEXT[],
                          $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::TEXT[])";
 
-async fn write_batch(pool: &Pool, sealer: &Sealer, batch: Vec<(AuditRecord, Reply)>) {
-    let mut replies = Vec::with_capacity(batch.len());
-    let mut records = Vec::with_capacity(batch.len());
-    for (record, reply) in batch {
-        records.push(record);
-        replies.push(reply);
-    }
+/// Opens the batch's transaction and locks the chain head: one lock per schema, so that trails
+/// in other schemas do not wait for this one. The transaction's commit does not wait for the
+/// disk, so that the lock is free as soon as the batch is visible; [`FLUSH`] waits for it.
+const BEGIN_LOCKED: &str = "BEGIN; SET LOCAL synchronous_commit = off; \
+    SELECT pg_advisory_xact_lock(hashtextextended('toolguard_audit:' || current_schema(), 0))";
+/// A transaction with an id, committed as the session commits (synced): its commit returns once
+/// the log is on disk up to its commit record, so up to the batch committed before it on the
+/// session. The log is written in order, so a batch is never on disk without every earlier
+/// batch it chains to, whichever replica wrote it.
+const FLUSH: &str = "SELECT txid_current()";
+/// The chain head: the last stored entry.
+const HEAD: &str = "SELECT seq, hash FROM toolguard_audit ORDER BY seq DESC LIMIT 1";
+
+/// Seals `records` after the chain head and inserts them in one transaction; the sequence number
+/// and hash of each once committed.
+///
+/// Two round trips: the transaction's start, the lock and the head read are sent together (the
+/// server runs them in order, so the head is read after the lock, in a snapshot of its own), then
+/// the insert, the commit (which frees the lock without waiting for the disk) and [`FLUSH`]
+/// (which waits for the disk): other replicas' batches take the lock while this one's is synced. A session that fails anywhere (or whose batch is dropped midway) is
+/// closed, not returned to the pool, so that no later batch runs in a transaction this one left
+/// open.
+async fn seal_and_insert(
+    pool: &Pool,
+    sealer: &Sealer,
+    records: Vec<AuditRecord>,
+) -> Result<Vec<(u64, String)>, AuditError> {
+    let mut session = Discarded(Some(pool.get().await.map_err(aerr)?));
+    let client = session.0.as_ref().ok_or_else(|| aerr("no session"))?;
     let result = async {
-        let mut client = pool.get().await.map_err(aerr)?;
-        let head_stmt = client
-            .prepare_cached("SELECT seq, hash FROM toolguard_audit ORDER BY seq DESC LIMIT 1")
-            .await
-            .map_err(aerr)?;
+        let head_stmt = client.prepare_cached(HEAD).await.map_err(aerr)?;
         let insert_stmt = client.prepare_cached(INSERT).await.map_err(aerr)?;
-        let tx = client.transaction().await.map_err(aerr)?;
-        // One lock per schema: trails in other schemas do not wait for this one. The head is
-        // read after the lock, in a statement of its own (a snapshot taken after it).
-        tx.batch_execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended('toolguard_audit:' || current_schema(), 0))",
-        )
-        .await
-        .map_err(aerr)?;
-        let head = tx.query_opt(&head_stmt, &[]).await.map_err(aerr)?;
-        let (mut seq, mut prev) = match head {
+        let (locked, head) = tokio::join!(
+            client.batch_execute(BEGIN_LOCKED),
+            client.query_opt(&head_stmt, &[])
+        );
+        locked.map_err(aerr)?;
+        let (mut seq, mut prev) = match head.map_err(aerr)? {
             Some(r) => (
                 u64::try_from(r.try_get::<_, i64>(0).map_err(aerr)?).unwrap_or(0),
                 ArcStr::from(r.try_get::<_, &str>(1).map_err(aerr)?),
@@ -87,51 +101,100 @@ async fn write_batch(pool: &Pool, sealer: &Sealer, batch: Vec<(AuditRecord, Repl
             None => (0, ArcStr::from(GENESIS_HASH)),
         };
         let n = records.len();
-        let (mut seqs, mut times, mut tenants, mut subjects, mut tools) = (
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-        );
-        let (mut statuses, mut bodies, mut prevs, mut hashes) = (
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-        );
+        let mut columns = Sealed::with_capacity(n);
         let mut assigned = Vec::with_capacity(n);
         for record in records {
             seq += 1;
             let entry = sealer.seal(seq, record, &prev);
-            bodies.push(serde_json::to_string(&entry.record).map_err(aerr)?);
-            seqs.push(i64_of(seq));
-            times.push(i64_of(entry.record.time_ms));
-            statuses.push(entry.record.status.map(|s| s.as_str().to_owned()));
-            tenants.push(entry.record.tenant);
-            subjects.push(entry.record.subject);
-            tools.push(entry.record.tool);
-            prevs.push(entry.prev_hash);
             prev = entry.hash.clone();
             assigned.push((seq, entry.hash.to_string()));
-            hashes.push(entry.hash);
+            columns.push(seq, entry)?;
         }
+        let Sealed {
+            seqs,
+            times,
+            statuses,
+            bodies,
+            text,
+        } = &columns;
         // The shared strings, as the text arrays the statement binds.
-        let [tenants, subjects, tools, prevs, hashes] = [&tenants, &subjects, &tools, &prevs, &hashes]
+        let [tenants, subjects, tools, prevs, hashes] = text
+            .each_ref()
             .map(|v| v.iter().map(|s| &**s).collect::<Vec<&str>>());
-        tx.execute(
-            &insert_stmt,
-            &[
-                &seqs, &times, &tenants, &subjects, &tools, &statuses, &bodies, &prevs, &hashes,
-            ],
-        )
-        .await
-        .map_err(aerr)?;
-        tx.commit().await.map_err(aerr)?;
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 9] = [
+            seqs, times, &tenants, &subjects, &tools, statuses, bodies, &prevs, &hashes,
+        ];
+        let (inserted, committed, flushed) = tokio::join!(
+            client.execute(&insert_stmt, &params),
+            client.batch_execute("COMMIT"),
+            client.batch_execute(FLUSH)
+        );
+        // An insert that failed left the transaction aborted: its `COMMIT` rolled it back.
+        inserted.map_err(aerr)?;
+        committed.map_err(aerr)?;
+        flushed.map_err(aerr)?;
         Ok::<_, AuditError>(assigned)
     }
     .await;
-    match result {
+    if result.is_ok() {
+        // Committed: the session goes back to the pool.
+        drop(session.0.take());
+    }
+    result
+}
+
+/// A pooled session closed when dropped, unless taken out first.
+struct Discarded(Option<deadpool_postgres::Object>);
+
+impl Drop for Discarded {
+    fn drop(&mut self) {
+        if let Some(session) = self.0.take() {
+            drop(deadpool_postgres::Object::take(session));
+        }
+    }
+}
+
+/// The columns of a sealed batch.
+struct Sealed {
+    seqs: Vec<i64>,
+    times: Vec<i64>,
+    statuses: Vec<Option<String>>,
+    bodies: Vec<String>,
+    /// Tenants, subjects, tools, previous hashes, hashes.
+    text: [Vec<ArcStr>; 5],
+}
+
+impl Sealed {
+    fn with_capacity(n: usize) -> Self {
+        Sealed {
+            seqs: Vec::with_capacity(n),
+            times: Vec::with_capacity(n),
+            statuses: Vec::with_capacity(n),
+            bodies: Vec::with_capacity(n),
+            text: std::array::from_fn(|_| Vec::with_capacity(n)),
+        }
+    }
+
+    fn push(&mut self, seq: u64, entry: AuditEntry) -> Result<(), AuditError> {
+        self.bodies
+            .push(serde_json::to_string(&entry.record).map_err(aerr)?);
+        self.seqs.push(i64_of(seq));
+        self.times.push(i64_of(entry.record.time_ms));
+        self.statuses
+            .push(entry.record.status.map(|s| s.as_str().to_owned()));
+        let [tenants, subjects, tools, prevs, hashes] = &mut self.text;
+        tenants.push(entry.record.tenant);
+        subjects.push(entry.record.subject);
+        tools.push(entry.record.tool);
+        prevs.push(entry.prev_hash);
+        hashes.push(entry.hash);
+        Ok(())
+    }
+}
+
+async fn write_batch(pool: &Pool, sealer: &Sealer, batch: Vec<(AuditRecord, Reply)>) {
+    let (records, replies): (Vec<AuditRecord>, Vec<Reply>) = batch.into_iter().unzip();
+    match seal_and_insert(pool, sealer, records).await {
         Ok(seqs) => {
             for (reply, seq) in replies.into_iter().zip(seqs) {
                 let _ = reply.send(Ok(seq));

@@ -361,6 +361,8 @@ pub struct PgStore {
     /// `relaxed`.
     batched: Batcher,
     batched_relaxed: Batcher,
+    /// Batched reads of provenance sources, on `pool`.
+    sources: crate::provenance::Reader,
     schema: String,
 }
 
@@ -377,7 +379,8 @@ impl PgStore {
     ///
     /// Idempotency reservations and completions and operation records go through a writer task
     /// per pool (started on the current Tokio runtime) that writes everything queued with one
-    /// statement, so concurrent calls share round trips and commits.
+    /// statement, so concurrent calls share round trips and commits; reads of provenance sources
+    /// likewise go through a reader task that answers every queued read with one statement.
     pub async fn connect(config: &PgConfig) -> StoreResult<Self> {
         let pool = connect_pool(config).await?;
         let relaxed = build_pool(config, Commits::Relaxed, Sessions::Calls)?;
@@ -386,6 +389,7 @@ impl PgStore {
         Ok(PgStore {
             batched: Batcher::start(writer),
             batched_relaxed: Batcher::start(relaxed_writer),
+            sources: crate::provenance::Reader::start(pool.clone()),
             pool,
             relaxed,
             defer: Arc::new(AtomicBool::new(false)),
@@ -435,6 +439,11 @@ impl PgStore {
         } else {
             &self.batched
         }
+    }
+
+    /// The reader of provenance sources.
+    pub(crate) fn source_reader(&self) -> &crate::provenance::Reader {
+        &self.sources
     }
 
     /// The connection pool, for the family's own tests (which tamper with rows). Not public
