@@ -94,16 +94,16 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
             Err(stop) if stop.status == Status::Unavailable && holder_seen && waiting() => {
                 tokio::time::sleep(WAIT_POLL).await;
             }
-            Ok(Admission::Abandoned(Some(op))) => {
-                use super::interrupted::{Left, abandoned};
+            Ok(Admission::Abandoned(op)) => {
                 let Some(scoped) = reservation.scoped() else {
-                    break (Admission::Abandoned(Some(op)), asked);
+                    break (Admission::Abandoned(op), asked);
                 };
-                match abandoned(core, &scoped, &op, spec).await {
+                let named = op.clone();
+                match super::interrupted::left_by(core, &scoped, op, spec).await {
+                    Some(stored) => break (Admission::Replay(stored), asked),
                     // Reserved again (twice at most: each time someone else may win).
-                    Left::Freed if freed < 2 => freed += 1,
-                    Left::Outcome(stored) => break (Admission::Replay(stored), asked),
-                    Left::Freed | Left::Unknown => break (Admission::Abandoned(Some(op)), asked),
+                    None if freed < 2 => freed += 1,
+                    None => break (Admission::Abandoned(named), asked),
                 }
             }
             other => break (other?, asked),

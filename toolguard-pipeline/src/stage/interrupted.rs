@@ -64,7 +64,7 @@ pub(crate) async fn fenced<S: Send + Sync + 'static>(
 }
 
 /// What a key left in flight by a holder whose lease ran out comes to, by its operation record.
-pub(crate) enum Left {
+enum Left {
     /// Nothing ran (no record, or a failure a retry may run again): the key is free.
     Freed,
     /// The record holds the outcome (the holder died before it settled the key): it is stored
@@ -80,7 +80,7 @@ pub(crate) enum Left {
 /// over while its lease is still expired (which fails if the holder renewed it, being alive
 /// after all), then released. One that died after its record held the outcome (or the
 /// `pending_approval` of the request it opened) left the rest to settle: the key gets it.
-pub(crate) async fn abandoned<S: Send + Sync + 'static>(
+async fn abandoned<S: Send + Sync + 'static>(
     core: &Core<S>,
     key: &ScopedKey,
     operation_id: &str,
@@ -116,6 +116,28 @@ pub(crate) async fn abandoned<S: Send + Sync + 'static>(
             }
         }
         _ => Left::Unknown,
+    }
+}
+
+/// What a retry of `key` answers once its holder's lease ran out (operation `operation_id`):
+/// `None` when the key was freed and may be reserved again, else the outcome to replay (the one
+/// its record holds, or `outcome_unknown` naming the operation).
+pub(crate) async fn left_by<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    key: &ScopedKey,
+    operation_id: Option<String>,
+    spec: &ToolSpec,
+) -> Option<StoredOutcome> {
+    let left = match &operation_id {
+        Some(op) => abandoned(core, key, op, spec).await,
+        None => Left::Unknown,
+    };
+    match left {
+        Left::Freed => None,
+        Left::Outcome(stored) => Some(stored),
+        Left::Unknown => Some(super::idempotency::lease_expired(
+            operation_id.map(arcstr::ArcStr::from),
+        )),
     }
 }
 

@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use arcstr::ArcStr;
-
 use super::core::Core;
 use super::trace::{Answer, Exit, Trace};
 use super::{Stage, Stop};
@@ -150,17 +148,10 @@ impl Attempt<'_> {
                     Err(super::idempotency::in_progress())
                 }
                 RecordState::InFlight { .. } => {
-                    use super::interrupted::{Left, abandoned};
-                    let left = match &record.operation_id {
-                        Some(op) => abandoned(core, &scoped, op, self.spec).await,
-                        None => Left::Unknown,
-                    };
-                    match left {
-                        Left::Freed => continue,
-                        Left::Outcome(stored) => Ok(stored),
-                        Left::Unknown => Ok(super::idempotency::lease_expired(
-                            record.operation_id.map(ArcStr::from),
-                        )),
+                    let op = record.operation_id;
+                    match super::interrupted::left_by(core, &scoped, op, self.spec).await {
+                        Some(stored) => Ok(stored),
+                        None => continue,
                     }
                 }
             });
