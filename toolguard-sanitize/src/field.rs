@@ -102,6 +102,17 @@ pub trait ToolRules {
     fn input_schema(&self) -> &Value;
     /// The declaration of top-level field `name`; a field without one is `text`.
     fn field_rule(&self, name: &str) -> Option<&Self::Field>;
+    /// True when `opaque` field `name` needs no sanitizing once the arguments passed the schema
+    /// check: the schema confines it to numbers, booleans, nulls and its own constants
+    /// ([`crate::nested::SchemaAt::settled`]), values the sanitizer passes over. Implementations
+    /// decide it once, from the schema, when the tool is registered, and only for arguments
+    /// that are validated against that schema before they are sanitized; the sanitizer then
+    /// skips the field instead of reading the schema for each call. Default: `false` (the
+    /// sanitizer reads the schema where the value nests).
+    fn settled(&self, name: &str) -> bool {
+        let _ = name;
+        false
+    }
 }
 
 /// A field's declaration for the sanitizer used on its own.

@@ -521,6 +521,10 @@ impl Sanitizer {
                     pointer.clear();
                     push_pointer(&mut pointer, key);
                     r = if field.kind() == FieldKind::Opaque {
+                        if spec.settled(key) {
+                            // Decided when the tool was registered: nothing here to judge.
+                            continue;
+                        }
                         let at = nested::SchemaAt::field(spec.input_schema(), key);
                         self.walk_opaque(
                             spec.tool_name(),

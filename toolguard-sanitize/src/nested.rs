@@ -110,6 +110,54 @@ impl<'a> SchemaAt<'a> {
             || (depth < MAX_REF_HOPS && self.branches().any(|b| b.lists_depth(s, depth + 1)))
     }
 
+    /// True when every value the schema accepts at this position is a number, a boolean, null
+    /// or one of the schema's own scalar constants: `type` limited to `integer`, `number`,
+    /// `boolean` and `null`; an `enum` or `const` of scalars; `anyOf`/`oneOf` branches that are
+    /// all settled; or one settled `allOf` branch (`$ref`s followed). The opaque walk judges
+    /// none of these values, so a field settled here needs no walk once its value passed the
+    /// schema check. Read from the schema alone, so it is decided once per tool.
+    pub fn settled(&self) -> bool {
+        self.settled_depth(0)
+    }
+
+    fn settled_depth(&self, depth: usize) -> bool {
+        let Some(node) = self.resolved() else {
+            return false;
+        };
+        let scalar = |v: &Value| !v.is_array() && !v.is_object();
+        if node
+            .get("enum")
+            .and_then(Value::as_array)
+            .is_some_and(|e| e.iter().all(scalar))
+            || node.get("const").is_some_and(scalar)
+        {
+            return true;
+        }
+        let scalar_type =
+            |t: &Value| matches!(t.as_str(), Some("integer" | "number" | "boolean" | "null"));
+        let typed = match node.get("type") {
+            Some(Value::Array(types)) => !types.is_empty() && types.iter().all(scalar_type),
+            Some(t) => scalar_type(t),
+            None => false,
+        };
+        if typed {
+            return true;
+        }
+        if depth >= MAX_REF_HOPS {
+            return false;
+        }
+        let branches = |k: &str| {
+            node.get(k)
+                .and_then(Value::as_array)
+                .filter(|b| !b.is_empty())
+        };
+        let settled = |b: &'a Value| self.at(Some(b)).settled_depth(depth + 1);
+        ["anyOf", "oneOf"]
+            .into_iter()
+            .any(|k| branches(k).is_some_and(|b| b.iter().all(settled)))
+            || branches("allOf").is_some_and(|b| b.iter().any(settled))
+    }
+
     /// The schema of property `key` of an object at this position.
     #[must_use]
     pub fn property(&self, key: &str) -> Self {

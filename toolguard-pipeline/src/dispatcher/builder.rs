@@ -616,6 +616,7 @@ fn register<S: Send + Sync + 'static>(
                 .filter(|shared| *shared == name)
                 .unwrap_or_else(|| name.as_str().into()),
             metrics: crate::metrics::ToolKeys::new(&name),
+            settled: stage::core::settled_fields(spec),
             tool,
             input,
             output,

@@ -33,6 +33,43 @@ pub(crate) struct Registered<S: Send + Sync + 'static> {
     pub(crate) output: Validator,
     /// The tool's metric keys, made once.
     pub(crate) metrics: ToolKeys,
+    /// The `opaque` fields whose schema leaves the sanitizer nothing to judge once the arguments
+    /// passed the schema check (numbers, booleans, nulls, the schema's own constants), decided
+    /// here, at registration, from the input schema ([`settled_fields`]).
+    pub(crate) settled: Vec<String>,
+}
+
+/// The `opaque` fields of `spec` that its input schema settles
+/// ([`toolguard_sanitize::nested::SchemaAt::settled`]).
+pub(crate) fn settled_fields(spec: &ToolSpec) -> Vec<String> {
+    spec.fields
+        .iter()
+        .filter(|f| f.kind == toolguard_sanitize::FieldKind::Opaque)
+        .filter(|f| {
+            toolguard_sanitize::nested::SchemaAt::field(&spec.input_schema, &f.name).settled()
+        })
+        .map(|f| f.name.clone())
+        .collect()
+}
+
+/// What the sanitizer reads of a registered tool: its declaration, and the fields settled at
+/// registration. Only for arguments validated against the tool's input schema first.
+pub(crate) struct RegisteredRules<'a, S: Send + Sync + 'static>(pub(crate) &'a Registered<S>);
+
+impl<S: Send + Sync + 'static> toolguard_sanitize::ToolRules for RegisteredRules<'_, S> {
+    type Field = crate::spec::FieldSpec;
+    fn tool_name(&self) -> &str {
+        &self.0.spec().name
+    }
+    fn input_schema(&self) -> &serde_json::Value {
+        &self.0.spec().input_schema
+    }
+    fn field_rule(&self, name: &str) -> Option<&crate::spec::FieldSpec> {
+        self.0.spec().field(name)
+    }
+    fn settled(&self, name: &str) -> bool {
+        self.0.settled.iter().any(|f| f == name)
+    }
 }
 
 impl<S: Send + Sync + 'static> Registered<S> {
@@ -131,5 +168,33 @@ impl<S: Send + Sync + 'static> Core<S> {
             call_id,
             operation_id,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use toolguard_sanitize::FieldKind;
+
+    use super::*;
+    use crate::spec::FieldSpec;
+
+    #[test]
+    fn registration_settles_scalar_and_enum_fields_only() {
+        let schema = json!({"type": "object", "properties": {
+            "amount": {"type": "integer"},
+            "currency": {"type": "string", "enum": ["USD", "EUR"]},
+            "extra": {"type": "object"},
+            "memo": {"type": "string", "enum": ["a", "b"]},
+        }});
+        let mut spec = ToolSpec::new("pay", "d", schema, json!({}));
+        spec.fields = vec![
+            FieldSpec::new("amount").with_kind(FieldKind::Opaque),
+            FieldSpec::new("currency").with_kind(FieldKind::Opaque),
+            FieldSpec::new("extra").with_kind(FieldKind::Opaque),
+            // Declared text: judged as text whatever its schema says.
+            FieldSpec::new("memo").with_kind(FieldKind::Text),
+        ];
+        assert_eq!(settled_fields(&spec), ["amount", "currency"]);
     }
 }

@@ -11,11 +11,12 @@
 //! ([`MAX_WAITERS`] per flight); a call beyond it is answered `in_progress`. Other processes
 //! still meet at the store, which decides between them as before.
 
-use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
+use hashbrown::HashTable;
 use tokio::sync::watch;
 
 use crate::store::{ScopedKey, StoredOutcome};
@@ -41,12 +42,23 @@ struct Flight {
     waiters: AtomicUsize,
 }
 
-type Board = Arc<Mutex<HashMap<FlightKey, Arc<Flight>>>>;
+/// A flight on the board, with the hash its key was filed under.
+struct Boarded {
+    hash: u64,
+    key: FlightKey,
+    flight: Arc<Flight>,
+}
+
+/// The flights in the air. A call hashes its key once: the same hash finds the flight, files a
+/// new one, and lets its pilot take it off the board (by identity, without comparing keys).
+type Board = Arc<Mutex<HashTable<Boarded>>>;
 
 /// The flights of one dispatcher.
 #[derive(Default)]
 pub(crate) struct Flights {
     board: Board,
+    /// Keyed SipHash, as `HashMap`'s: the callers choose the keys.
+    hashing: std::hash::RandomState,
 }
 
 /// What a call boarding a flight becomes.
@@ -73,19 +85,31 @@ impl Flights {
     /// Boards the flight of `key` and `digest`: the pilot of a new one, or a follower of the
     /// one in the air.
     pub(crate) fn board(&self, key: &ScopedKey, digest: &str) -> Boarding {
+        let mut h = self.hashing.build_hasher();
+        for part in [&key.tenant, &key.subject, &key.tool, &key.key] {
+            h.write_usize(part.len());
+            h.write(part.as_bytes());
+        }
+        h.write(digest.as_bytes());
+        let hash = h.finish();
         let mut board = self.board.lock().unwrap_or_else(PoisonError::into_inner);
-        let flight_key = (key.clone(), digest.to_owned());
-        if let Some(flight) = board.get(&flight_key) {
-            return Boarding::Follower(Follower(flight.clone()));
+        let same = |b: &Boarded| b.key.0 == *key && b.key.1 == digest;
+        if let Some(boarded) = board.find(hash, same) {
+            return Boarding::Follower(Follower(boarded.flight.clone()));
         }
         let flight = Arc::new(Flight {
             landed: watch::Sender::new(None),
             waiters: AtomicUsize::new(0),
         });
-        board.insert(flight_key.clone(), flight.clone());
+        let boarded = Boarded {
+            hash,
+            key: (key.clone(), digest.to_owned()),
+            flight: flight.clone(),
+        };
+        board.insert_unique(hash, boarded, |b| b.hash);
         Boarding::Pilot(Pilot {
             board: self.board.clone(),
-            key: Some(flight_key),
+            hash: Some(hash),
             flight,
         })
     }
@@ -134,7 +158,8 @@ impl Follower {
 /// (the call stopped, or its future was dropped), it lands [`Landing::Retry`].
 pub(crate) struct Pilot {
     board: Board,
-    key: Option<FlightKey>,
+    /// The hash its flight is filed under; `None` once landed.
+    hash: Option<u64>,
     flight: Arc<Flight>,
 }
 
@@ -146,16 +171,16 @@ impl Pilot {
     }
 
     fn land_once(&mut self, landing: Landing) {
-        let Some(key) = self.key.take() else { return };
-        {
+        let Some(hash) = self.hash.take() else { return };
+        let taken = {
             let mut board = self.board.lock().unwrap_or_else(PoisonError::into_inner);
-            if board
-                .get(&key)
-                .is_some_and(|f| Arc::ptr_eq(f, &self.flight))
-            {
-                board.remove(&key);
-            }
-        }
+            board
+                .find_entry(hash, |b| Arc::ptr_eq(&b.flight, &self.flight))
+                .ok()
+                .map(|slot| slot.remove().0)
+        };
+        // Its key is dropped outside the lock.
+        drop(taken);
         self.flight.landed.send_replace(Some(landing));
     }
 }

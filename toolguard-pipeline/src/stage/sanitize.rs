@@ -44,7 +44,11 @@ pub(crate) fn run<S: Send + Sync + 'static>(
     mut args: Value,
     t: &mut Trace,
 ) -> Result<Sanitized, Stop> {
-    let report = core.sanitizer.sanitize(tool.spec(), &mut args);
+    // The arguments passed the schema check (every caller validates them first), so the
+    // fields settled at registration are skipped.
+    let report = core
+        .sanitizer
+        .sanitize(&super::core::RegisteredRules(tool), &mut args);
     t.modifications = report.modifications.clone();
     check(&report)?;
     // What the sanitizer stripped may leave a value the schema refuses (a string of zero-width

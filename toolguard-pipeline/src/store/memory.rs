@@ -1,8 +1,9 @@
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hasher};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
+
+use hashbrown::HashTable;
 
 use super::types::*;
 use super::{
@@ -18,14 +19,34 @@ const SHARDS: usize = 16;
 /// survives a restart.
 ///
 /// Idempotency records are sharded by key scope, each shard behind its own lock, so unrelated
-/// keys do not contend.
+/// keys do not contend. A key is hashed once per operation (keyed SipHash, as `HashMap`'s, since
+/// callers choose the keys): the same hash picks the shard and the slot. Idempotency and operation records are boxed, so a table
+/// that grows moves a pointer and a hash per record, not the record.
 #[derive(Debug)]
 pub struct MemoryStore {
-    idempotency: Vec<Mutex<HashMap<String, IdempotencyRecord>>>,
+    idempotency: Vec<Mutex<HashTable<Slot<Keyed>>>>,
     approvals: Mutex<HashMap<String, ApprovalRequest>>,
     ledger: Mutex<LedgerState>,
-    operations: Mutex<HashMap<arcstr::ArcStr, OperationRecord>>,
+    operations: Mutex<HashTable<Slot<OperationRecord>>>,
     sources: Mutex<HashMap<String, Vec<crate::provenance::Source>>>,
+    hashing: std::hash::RandomState,
+}
+
+/// A table slot: a record and the hash it was filed under (a growing table moves the pair and
+/// does not hash again).
+#[derive(Debug)]
+struct Slot<T> {
+    hash: u64,
+    value: Box<T>,
+}
+
+/// An idempotency record with its key, kept as the key's shared parts (no copy of their text).
+/// Two scoped keys are the same key exactly when their storage keys
+/// ([`ScopedKey::storage_key`], length-prefixed parts) are equal, that is when their parts are.
+#[derive(Debug)]
+struct Keyed {
+    key: ScopedKey,
+    record: IdempotencyRecord,
 }
 
 /// Ledger entries per scope and live reservations, behind one lock so that admissions,
@@ -92,11 +113,12 @@ struct LedgerEntry {
 impl Default for MemoryStore {
     fn default() -> Self {
         MemoryStore {
-            idempotency: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            idempotency: (0..SHARDS).map(|_| Mutex::new(HashTable::new())).collect(),
             approvals: Mutex::new(HashMap::new()),
             ledger: Mutex::new(LedgerState::default()),
-            operations: Mutex::new(HashMap::new()),
+            operations: Mutex::new(HashTable::new()),
             sources: Mutex::new(HashMap::new()),
+            hashing: std::hash::RandomState::new(),
         }
     }
 }
@@ -132,21 +154,65 @@ impl MemoryStore {
         f(&mut lock(&self.approvals))
     }
 
-    fn shard(&self, key: &str) -> MutexGuard<'_, HashMap<String, IdempotencyRecord>> {
-        let mut h = DefaultHasher::new();
-        key.hash(&mut h);
-        lock(&self.idempotency[(h.finish() as usize) % SHARDS])
+    /// The hash of `key`: its parts, each after its length, as its storage key spells them.
+    fn key_hash(&self, key: &ScopedKey) -> u64 {
+        let mut h = self.hashing.build_hasher();
+        for part in [&key.tenant, &key.subject, &key.tool, &key.key] {
+            h.write_usize(part.len());
+            h.write(part.as_bytes());
+        }
+        h.finish()
     }
 
+    /// The shard of `key` (locked) and the key's hash. The shard comes from bits of the hash
+    /// that a table's slot index and its control byte do not use.
+    fn shard(&self, key: &ScopedKey) -> (MutexGuard<'_, HashTable<Slot<Keyed>>>, u64) {
+        let hash = self.key_hash(key);
+        let shard = lock(&self.idempotency[((hash >> 40) as usize) % SHARDS]);
+        (shard, hash)
+    }
+
+    /// The live record of `key`; an expired one is removed (and `None` answered).
     fn live<'m>(
-        map: &'m mut HashMap<String, IdempotencyRecord>,
-        key: &str,
+        map: &'m mut HashTable<Slot<Keyed>>,
+        hash: u64,
+        key: &ScopedKey,
         now_ms: u64,
     ) -> Option<&'m mut IdempotencyRecord> {
-        if map.get(key).is_some_and(|r| r.expires_at_ms <= now_ms) {
-            map.remove(key);
+        match map.find_entry(hash, |s| s.value.key == *key) {
+            Ok(slot) if slot.get().value.record.expires_at_ms <= now_ms => {
+                slot.remove();
+                None
+            }
+            Ok(slot) => Some(&mut slot.into_mut().value.record),
+            Err(_) => None,
         }
-        map.get_mut(key)
+    }
+
+    /// The record of `key`, live or not.
+    fn find<'m>(
+        map: &'m mut HashTable<Slot<Keyed>>,
+        hash: u64,
+        key: &ScopedKey,
+    ) -> Option<&'m mut IdempotencyRecord> {
+        map.find_mut(hash, |s| s.value.key == *key)
+            .map(|s| &mut s.value.record)
+    }
+
+    /// Removes the record of `key` if `owned` says so of it; answers whether it did.
+    fn remove_if(
+        map: &mut HashTable<Slot<Keyed>>,
+        hash: u64,
+        key: &ScopedKey,
+        owned: impl FnOnce(&IdempotencyRecord) -> bool,
+    ) -> bool {
+        match map.find_entry(hash, |s| s.value.key == *key) {
+            Ok(slot) if owned(&slot.get().value.record) => {
+                slot.remove();
+                true
+            }
+            _ => false,
+        }
     }
 
     fn window_total(entries: &VecDeque<LedgerEntry>, window: Duration, now_ms: u64) -> u64 {
@@ -172,15 +238,12 @@ impl IdempotencyStore for MemoryStore {
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<Reservation>> {
         let now_ms = unix_millis(now);
-        let k = key.storage_key();
-        let mut map = self.shard(&k);
-        if let Some(existing) = Self::live(&mut map, &k, now_ms) {
+        let (mut map, hash) = self.shard(key);
+        if let Some(existing) = Self::live(&mut map, hash, key, now_ms) {
             return ready(Ok(Reservation::Existing(existing.clone())));
         }
         let owner = new_token();
-        map.insert(
-            k,
-            IdempotencyRecord {
+        let record = IdempotencyRecord {
                 request_digest: request_digest.to_owned(),
                 operation_id: operation_id.map(str::to_owned),
                 state: RecordState::InFlight {
@@ -189,8 +252,12 @@ impl IdempotencyStore for MemoryStore {
                 },
                 // Never before the lease ends: a short TTL must not free a key mid-flight.
                 expires_at_ms: now_ms.saturating_add(millis(ttl.max(lease))),
-            },
-        );
+        };
+        let value = Box::new(Keyed {
+            key: key.clone(),
+            record,
+        });
+        map.insert_unique(hash, Slot { hash, value }, |s| s.hash);
         ready(Ok(Reservation::Reserved { owner }))
     }
 
@@ -203,9 +270,8 @@ impl IdempotencyStore for MemoryStore {
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<bool>> {
         let now_ms = unix_millis(now);
-        let k = key.storage_key();
-        let mut map = self.shard(&k);
-        let ok = match map.get_mut(&k) {
+        let (mut map, hash) = self.shard(key);
+        let ok = match Self::find(&mut map, hash, key) {
             Some(rec) if matches!(&rec.state, RecordState::InFlight { owner: o, .. } if o == owner) =>
             {
                 rec.state = RecordState::Done { outcome };
@@ -222,12 +288,10 @@ impl IdempotencyStore for MemoryStore {
         key: &'a ScopedKey,
         owner: &'a str,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        let k = key.storage_key();
-        let mut map = self.shard(&k);
-        let owned = matches!(map.get(&k), Some(r) if matches!(&r.state, RecordState::InFlight { owner: o, .. } if o == owner));
-        if owned {
-            map.remove(&k);
-        }
+        let (mut map, hash) = self.shard(key);
+        let owned = Self::remove_if(&mut map, hash, key, |r| {
+            matches!(&r.state, RecordState::InFlight { owner: o, .. } if o == owner)
+        });
         ready(Ok(owned))
     }
 
@@ -238,9 +302,8 @@ impl IdempotencyStore for MemoryStore {
         lease: Duration,
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        let k = key.storage_key();
-        let mut map = self.shard(&k);
-        let ok = match map.get_mut(&k) {
+        let (mut map, hash) = self.shard(key);
+        let ok = match Self::find(&mut map, hash, key) {
             Some(IdempotencyRecord {
                 state:
                     RecordState::InFlight {
@@ -266,9 +329,8 @@ impl IdempotencyStore for MemoryStore {
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<Option<String>>> {
         let now_ms = unix_millis(now);
-        let k = key.storage_key();
-        let mut map = self.shard(&k);
-        let token = match Self::live(&mut map, &k, now_ms) {
+        let (mut map, hash) = self.shard(key);
+        let token = match Self::live(&mut map, hash, key, now_ms) {
             Some(IdempotencyRecord {
                 state:
                     RecordState::InFlight {
@@ -298,9 +360,8 @@ impl IdempotencyStore for MemoryStore {
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<bool>> {
         let now_ms = unix_millis(now);
-        let k = key.storage_key();
-        let mut map = self.shard(&k);
-        let ok = match map.get_mut(&k) {
+        let (mut map, hash) = self.shard(key);
+        let ok = match Self::find(&mut map, hash, key) {
             Some(rec) if rec.operation_id.as_deref() == Some(operation_id) => {
                 rec.state = RecordState::Done { outcome };
                 rec.expires_at_ms = now_ms.saturating_add(millis(ttl));
@@ -316,14 +377,10 @@ impl IdempotencyStore for MemoryStore {
         key: &'a ScopedKey,
         operation_id: &'a str,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        let k = key.storage_key();
-        let mut map = self.shard(&k);
-        let owned = map
-            .get(&k)
-            .is_some_and(|r| r.operation_id.as_deref() == Some(operation_id));
-        if owned {
-            map.remove(&k);
-        }
+        let (mut map, hash) = self.shard(key);
+        let owned = Self::remove_if(&mut map, hash, key, |r| {
+            r.operation_id.as_deref() == Some(operation_id)
+        });
         ready(Ok(owned))
     }
 
@@ -332,9 +389,8 @@ impl IdempotencyStore for MemoryStore {
         key: &'a ScopedKey,
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<Option<IdempotencyRecord>>> {
-        let k = key.storage_key();
-        let mut map = self.shard(&k);
-        ready(Ok(Self::live(&mut map, &k, unix_millis(now)).cloned()))
+        let (mut map, hash) = self.shard(key);
+        ready(Ok(Self::live(&mut map, hash, key, unix_millis(now)).cloned()))
     }
 }
 
@@ -522,13 +578,116 @@ impl SessionLedger for MemoryStore {
 
 impl OperationStore for MemoryStore {
     fn put(&self, record: OperationRecord) -> BoxFuture<'_, StoreResult<()>> {
+        let hash = self.hashing.hash_one(record.id.as_str());
+        let mut table = lock(&self.operations);
         // The record it replaces is dropped outside the lock.
-        let replaced = lock(&self.operations).insert(record.id.clone(), record);
+        let replaced = match table.find_mut(hash, |s| s.value.id == record.id) {
+            Some(slot) => Some(std::mem::replace(&mut *slot.value, record)),
+            None => {
+                let value = Box::new(record);
+                table.insert_unique(hash, Slot { hash, value }, |s| s.hash);
+                None
+            }
+        };
+        drop(table);
         drop(replaced);
         crate::tool::passed()
     }
 
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<OperationRecord>>> {
-        ready(Ok(lock(&self.operations).get(id).cloned()))
+        let hash = self.hashing.hash_one(id);
+        let found = lock(&self.operations)
+            .find(hash, |s| s.value.id == id)
+            .map(|s| (*s.value).clone());
+        ready(Ok(found))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(subject: &str, tool: &str, k: &str) -> ScopedKey {
+        ScopedKey {
+            tenant: "acme".into(),
+            subject: subject.into(),
+            tool: tool.into(),
+            key: k.into(),
+        }
+    }
+
+    fn now() -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000)
+    }
+
+    async fn reserve(store: &MemoryStore, key: &ScopedKey, at: SystemTime) -> Reservation {
+        let (lease, ttl) = (Duration::from_secs(5), Duration::from_secs(60));
+        store
+            .reserve(key, "digest", Some("op"), lease, ttl, at)
+            .await
+            .expect("the memory store answers")
+    }
+
+    #[tokio::test]
+    async fn keys_are_told_apart_by_their_parts_and_expire() {
+        let store = MemoryStore::new();
+        let a = key("al|ice", "transfer", "k:1");
+        // Its parts spelled into one string without lengths would read the same.
+        let b = key("al", "ice|8:transfer", "k:1");
+        let Reservation::Reserved { owner } = reserve(&store, &a, now()).await else {
+            panic!("a fresh key is reserved");
+        };
+        assert!(matches!(
+            reserve(&store, &b, now()).await,
+            Reservation::Reserved { .. }
+        ));
+        assert!(matches!(
+            reserve(&store, &a, now()).await,
+            Reservation::Existing(_)
+        ));
+        let done = StoredOutcome::new(crate::outcome::Status::Ok);
+        let ttl = Duration::from_secs(60);
+        assert!(!store.complete(&a, "not the owner", done.clone(), ttl, now()).await.unwrap());
+        assert!(store.complete(&a, &owner, done.clone(), ttl, now()).await.unwrap());
+        let got = IdempotencyStore::get(&store, &a, now()).await.unwrap();
+        assert!(matches!(got.map(|r| r.state), Some(RecordState::Done { outcome }) if outcome == done));
+        // Past its time the record is gone, and the key can be reserved again.
+        let later = now() + Duration::from_secs(61);
+        assert!(IdempotencyStore::get(&store, &a, later).await.unwrap().is_none());
+        assert!(matches!(
+            reserve(&store, &a, later).await,
+            Reservation::Reserved { .. }
+        ));
+        assert!(!store.remove(&b, "another operation").await.unwrap());
+        assert!(store.remove(&b, "op").await.unwrap());
+        assert!(IdempotencyStore::get(&store, &b, now()).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn an_operation_record_is_replaced_under_its_id() {
+        let store = MemoryStore::new();
+        let record = |id: &str, state| OperationRecord {
+            id: id.into(),
+            tenant: "acme".into(),
+            subject: "alice".into(),
+            tool: "transfer".into(),
+            call_id: "c".into(),
+            state,
+            outcome: None,
+            arguments: std::sync::Arc::new(serde_json::Value::Null),
+            idempotency: None,
+            approval_id: None,
+            updated_at_ms: 1,
+        };
+        for i in 0..100 {
+            let id = format!("op-{i}");
+            store.put(record(&id, OperationState::Executing)).await.unwrap();
+        }
+        store.put(record("op-7", OperationState::Ok)).await.unwrap();
+        let got = OperationStore::get(&store, "op-7").await.unwrap().unwrap();
+        assert_eq!(got.state, OperationState::Ok);
+        let other = OperationStore::get(&store, "op-8").await.unwrap().unwrap();
+        assert_eq!(other.state, OperationState::Executing);
+        assert!(OperationStore::get(&store, "op-100").await.unwrap().is_none());
     }
 }
