@@ -38,8 +38,20 @@ pub(crate) enum Landing {
 
 /// One attempt in flight.
 struct Flight {
-    landed: watch::Sender<Option<Landing>>,
+    /// How it landed, and the channel its followers wait on: made by the first follower that
+    /// waits, so that a flight nobody follows (almost every one) makes no channel and tells no
+    /// one when it lands.
+    tower: Mutex<Tower>,
     waiters: AtomicUsize,
+}
+
+/// What a flight's followers learn from.
+#[derive(Default)]
+struct Tower {
+    /// Set once the flight landed while a follower held it.
+    landed: Option<Landing>,
+    /// The channel waiting followers subscribe to.
+    channel: Option<watch::Sender<Option<Landing>>>,
 }
 
 /// A flight on the board, with the hash its key was filed under.
@@ -98,7 +110,7 @@ impl Flights {
             return Boarding::Follower(Follower(boarded.flight.clone()));
         }
         let flight = Arc::new(Flight {
-            landed: watch::Sender::new(None),
+            tower: Mutex::new(Tower::default()),
             waiters: AtomicUsize::new(0),
         });
         let boarded = Boarded {
@@ -130,11 +142,21 @@ impl Follower {
             flight.waiters.fetch_sub(1, Ordering::AcqRel);
             return Followed::InProgress;
         }
-        let mut rx = flight.landed.subscribe();
+        let mut rx = {
+            let mut tower = flight.tower.lock().unwrap_or_else(PoisonError::into_inner);
+            match &tower.landed {
+                Some(landing) => watch::Sender::new(Some(landing.clone())).subscribe(),
+                None => tower
+                    .channel
+                    .get_or_insert_with(|| watch::Sender::new(None))
+                    .subscribe(),
+            }
+        };
         let landed = async {
             match rx.wait_for(Option::is_some).await {
                 Ok(landing) => landing.clone(),
-                // The pilot's sender is gone only once the flight landed.
+                // The flight holds its channel's sender until it is dropped, and a follower
+                // holds the flight: not reached, answered as a flight that stored nothing.
                 Err(_) => Some(Landing::Retry),
             }
         };
@@ -181,7 +203,19 @@ impl Pilot {
         };
         // Its key is dropped outside the lock.
         drop(taken);
-        self.flight.landed.send_replace(Some(landing));
+        // Off the board, the flight can reach no new follower: held only here, nobody is
+        // told (no channel was made, no landing is kept).
+        if Arc::strong_count(&self.flight) == 1 {
+            return;
+        }
+        let channel = {
+            let mut tower = self.flight.tower.lock().unwrap_or_else(PoisonError::into_inner);
+            tower.landed = Some(landing.clone());
+            tower.channel.take()
+        };
+        if let Some(channel) = channel {
+            channel.send_replace(Some(landing));
+        }
     }
 }
 

@@ -622,8 +622,7 @@ mod tests {
 
     async fn reserve(store: &MemoryStore, key: &ScopedKey, at: SystemTime) -> Reservation {
         let (lease, ttl) = (Duration::from_secs(5), Duration::from_secs(60));
-        store
-            .reserve(key, "digest", Some("op"), lease, ttl, at)
+        IdempotencyStore::reserve(store, key, "digest", Some("op"), lease, ttl, at)
             .await
             .expect("the memory store answers")
     }
@@ -647,8 +646,8 @@ mod tests {
         ));
         let done = StoredOutcome::new(crate::outcome::Status::Ok);
         let ttl = Duration::from_secs(60);
-        assert!(!store.complete(&a, "not the owner", done.clone(), ttl, now()).await.unwrap());
-        assert!(store.complete(&a, &owner, done.clone(), ttl, now()).await.unwrap());
+        assert!(!IdempotencyStore::complete(&store, &a, "not the owner", done.clone(), ttl, now()).await.unwrap());
+        assert!(IdempotencyStore::complete(&store, &a, &owner, done.clone(), ttl, now()).await.unwrap());
         let got = IdempotencyStore::get(&store, &a, now()).await.unwrap();
         assert!(matches!(got.map(|r| r.state), Some(RecordState::Done { outcome }) if outcome == done));
         // Past its time the record is gone, and the key can be reserved again.
@@ -658,8 +657,8 @@ mod tests {
             reserve(&store, &a, later).await,
             Reservation::Reserved { .. }
         ));
-        assert!(!store.remove(&b, "another operation").await.unwrap());
-        assert!(store.remove(&b, "op").await.unwrap());
+        assert!(!IdempotencyStore::remove(&store, &b, "another operation").await.unwrap());
+        assert!(IdempotencyStore::remove(&store, &b, "op").await.unwrap());
         assert!(IdempotencyStore::get(&store, &b, now()).await.unwrap().is_none());
     }
 
@@ -681,9 +680,9 @@ mod tests {
         };
         for i in 0..100 {
             let id = format!("op-{i}");
-            store.put(record(&id, OperationState::Executing)).await.unwrap();
+            OperationStore::put(&store, record(&id, OperationState::Executing)).await.unwrap();
         }
-        store.put(record("op-7", OperationState::Ok)).await.unwrap();
+        OperationStore::put(&store, record("op-7", OperationState::Ok)).await.unwrap();
         let got = OperationStore::get(&store, "op-7").await.unwrap().unwrap();
         assert_eq!(got.state, OperationState::Ok);
         let other = OperationStore::get(&store, "op-8").await.unwrap().unwrap();
