@@ -209,7 +209,11 @@ impl Pilot {
             return;
         }
         let channel = {
-            let mut tower = self.flight.tower.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut tower = self
+                .flight
+                .tower
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             tower.landed = Some(landing.clone());
             tower.channel.take()
         };

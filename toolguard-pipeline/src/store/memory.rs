@@ -244,14 +244,14 @@ impl IdempotencyStore for MemoryStore {
         }
         let owner = new_token();
         let record = IdempotencyRecord {
-                request_digest: request_digest.to_owned(),
-                operation_id: operation_id.map(str::to_owned),
-                state: RecordState::InFlight {
-                    owner: owner.clone(),
-                    lease_until_ms: now_ms.saturating_add(millis(lease)),
-                },
-                // Never before the lease ends: a short TTL must not free a key mid-flight.
-                expires_at_ms: now_ms.saturating_add(millis(ttl.max(lease))),
+            request_digest: request_digest.to_owned(),
+            operation_id: operation_id.map(str::to_owned),
+            state: RecordState::InFlight {
+                owner: owner.clone(),
+                lease_until_ms: now_ms.saturating_add(millis(lease)),
+            },
+            // Never before the lease ends: a short TTL must not free a key mid-flight.
+            expires_at_ms: now_ms.saturating_add(millis(ttl.max(lease))),
         };
         let value = Box::new(Keyed {
             key: key.clone(),
@@ -289,9 +289,12 @@ impl IdempotencyStore for MemoryStore {
         owner: &'a str,
     ) -> BoxFuture<'a, StoreResult<bool>> {
         let (mut map, hash) = self.shard(key);
-        let owned = Self::remove_if(&mut map, hash, key, |r| {
-            matches!(&r.state, RecordState::InFlight { owner: o, .. } if o == owner)
-        });
+        let owned = Self::remove_if(
+            &mut map,
+            hash,
+            key,
+            |r| matches!(&r.state, RecordState::InFlight { owner: o, .. } if o == owner),
+        );
         ready(Ok(owned))
     }
 
@@ -390,7 +393,9 @@ impl IdempotencyStore for MemoryStore {
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<Option<IdempotencyRecord>>> {
         let (mut map, hash) = self.shard(key);
-        ready(Ok(Self::live(&mut map, hash, key, unix_millis(now)).cloned()))
+        ready(Ok(
+            Self::live(&mut map, hash, key, unix_millis(now)).cloned()
+        ))
     }
 }
 
@@ -646,20 +651,44 @@ mod tests {
         ));
         let done = StoredOutcome::new(crate::outcome::Status::Ok);
         let ttl = Duration::from_secs(60);
-        assert!(!IdempotencyStore::complete(&store, &a, "not the owner", done.clone(), ttl, now()).await.unwrap());
-        assert!(IdempotencyStore::complete(&store, &a, &owner, done.clone(), ttl, now()).await.unwrap());
+        assert!(
+            !IdempotencyStore::complete(&store, &a, "not the owner", done.clone(), ttl, now())
+                .await
+                .unwrap()
+        );
+        assert!(
+            IdempotencyStore::complete(&store, &a, &owner, done.clone(), ttl, now())
+                .await
+                .unwrap()
+        );
         let got = IdempotencyStore::get(&store, &a, now()).await.unwrap();
-        assert!(matches!(got.map(|r| r.state), Some(RecordState::Done { outcome }) if outcome == done));
+        assert!(
+            matches!(got.map(|r| r.state), Some(RecordState::Done { outcome }) if outcome == done)
+        );
         // Past its time the record is gone, and the key can be reserved again.
         let later = now() + Duration::from_secs(61);
-        assert!(IdempotencyStore::get(&store, &a, later).await.unwrap().is_none());
+        assert!(
+            IdempotencyStore::get(&store, &a, later)
+                .await
+                .unwrap()
+                .is_none()
+        );
         assert!(matches!(
             reserve(&store, &a, later).await,
             Reservation::Reserved { .. }
         ));
-        assert!(!IdempotencyStore::remove(&store, &b, "another operation").await.unwrap());
+        assert!(
+            !IdempotencyStore::remove(&store, &b, "another operation")
+                .await
+                .unwrap()
+        );
         assert!(IdempotencyStore::remove(&store, &b, "op").await.unwrap());
-        assert!(IdempotencyStore::get(&store, &b, now()).await.unwrap().is_none());
+        assert!(
+            IdempotencyStore::get(&store, &b, now())
+                .await
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[tokio::test]
@@ -680,13 +709,22 @@ mod tests {
         };
         for i in 0..100 {
             let id = format!("op-{i}");
-            OperationStore::put(&store, record(&id, OperationState::Executing)).await.unwrap();
+            OperationStore::put(&store, record(&id, OperationState::Executing))
+                .await
+                .unwrap();
         }
-        OperationStore::put(&store, record("op-7", OperationState::Ok)).await.unwrap();
+        OperationStore::put(&store, record("op-7", OperationState::Ok))
+            .await
+            .unwrap();
         let got = OperationStore::get(&store, "op-7").await.unwrap().unwrap();
         assert_eq!(got.state, OperationState::Ok);
         let other = OperationStore::get(&store, "op-8").await.unwrap().unwrap();
         assert_eq!(other.state, OperationState::Executing);
-        assert!(OperationStore::get(&store, "op-100").await.unwrap().is_none());
+        assert!(
+            OperationStore::get(&store, "op-100")
+                .await
+                .unwrap()
+                .is_none()
+        );
     }
 }
