@@ -155,8 +155,8 @@ impl Follower {
         let landed = async {
             match rx.wait_for(Option::is_some).await {
                 Ok(landing) => landing.clone(),
-                // The flight holds its channel's sender until it is dropped, and a follower
-                // holds the flight: not reached, answered as a flight that stored nothing.
+                // Every sender sends the landing before it is dropped, so this is not reached;
+                // answered as a flight that stored nothing.
                 Err(_) => Some(Landing::Retry),
             }
         };
