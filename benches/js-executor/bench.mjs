@@ -9,7 +9,7 @@
 // built before its batch is timed); the figure is the median over the batches of the time per
 // call. Prints one JSON object: nanoseconds per call for each kind.
 //
-// `node benches/seed/bench.mjs [--batches N]`
+// `node benches/js-executor/bench.mjs [--batches N]`
 
 import assert from 'node:assert/strict';
 import {
