@@ -106,10 +106,13 @@ pub(crate) fn err(e: impl std::error::Error + Send + Sync + 'static) -> StoreErr
     StoreError::caused_by("sqlite", e)
 }
 
+/// How long a connection waits for the file's write lock held by another connection.
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Opens `path`, sets WAL mode and the pragmas, and applies pending migrations.
 pub(crate) fn open_connection(path: &Path, durability: Durability) -> rusqlite::Result<Connection> {
     let mut conn = Connection::open(path)?;
-    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
     let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(rusqlite::Error::SqliteFailure(
