@@ -4,10 +4,11 @@
 //! committing the next statements while the disk syncs the previous ones: one sync serves every
 //! transaction committed before it started.
 //!
-//! A batched connection idle when a job comes (nothing queued, the connection free, the file's
-//! write lock free) runs the job at once on the caller's thread, in a transaction of its own:
-//! a call made alone does not wait for the connection's thread to wake up and for its answer to
-//! come back. Jobs that meet a busy connection are queued and committed together as before.
+//! A job of a batched connection that comes alone (no other caller waiting for the connection,
+//! nothing queued, the connection free, the file's write lock free) runs at once on the
+//! caller's thread, in a transaction of its own: a call made alone does not wait for the
+//! connection's thread to wake up and for its answer to come back. Jobs of concurrent callers
+//! are queued and committed together as before.
 //!
 //! [`Durability::Full`]: crate::store::Durability::Full
 
@@ -85,6 +86,8 @@ struct Shared {
     /// Jobs sent to the thread and not yet run (a job that finds some queued joins them, so that
     /// it never runs before them).
     queued: AtomicUsize,
+    /// Callers waiting for a job's answer.
+    callers: AtomicUsize,
     batched: bool,
     answers: Answers,
 }
@@ -267,12 +270,33 @@ fn work(shared: Arc<Shared>, rx: mpsc::Receiver<Queued>) {
     }
 }
 
+/// A caller waiting for a job's answer, counted in [`Shared::callers`] until dropped.
+struct Caller<'a> {
+    shared: &'a Shared,
+    /// Whether no other caller was waiting when this one came.
+    alone: bool,
+}
+
+impl<'a> Caller<'a> {
+    fn enter(shared: &'a Shared) -> Self {
+        let alone = shared.callers.fetch_add(1, Ordering::AcqRel) == 0;
+        Caller { shared, alone }
+    }
+}
+
+impl Drop for Caller<'_> {
+    fn drop(&mut self) {
+        self.shared.callers.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 impl Shared {
-    /// Runs `q` at once on the calling thread in a transaction of its own when the connection
-    /// is idle: nothing queued, the connection free and the file's write lock free (not held
-    /// by another process; never waited for here). Otherwise hands `q` back to be queued.
-    fn run_idle(&self, q: Queued) -> Result<(), Queued> {
-        if !self.batched || self.queued.load(Ordering::Acquire) != 0 {
+    /// Runs `q` at once on the calling thread in a transaction of its own when its caller is
+    /// `alone` and the connection idle: nothing queued, the connection free and the file's
+    /// write lock free (not held by another process; never waited for here). Otherwise hands
+    /// `q` back to be queued.
+    fn run_idle(&self, q: Queued, alone: bool) -> Result<(), Queued> {
+        if !alone || !self.batched || self.queued.load(Ordering::Acquire) != 0 {
             return Err(q);
         }
         let mut conn = match self.conn.try_lock() {
@@ -326,6 +350,7 @@ impl Worker {
         let shared = Arc::new(Shared {
             conn: Mutex::new(conn),
             queued: AtomicUsize::new(0),
+            callers: AtomicUsize::new(0),
             batched,
             answers: Answers { syncer },
         });
@@ -401,7 +426,8 @@ impl Worker {
                 let _ = done.send(out);
             })
         });
-        if let Err(queued) = self.shared.run_idle(Queued { job, wait }) {
+        let caller = Caller::enter(&self.shared);
+        if let Err(queued) = self.shared.run_idle(Queued { job, wait }, caller.alone) {
             self.shared.queued.fetch_add(1, Ordering::AcqRel);
             if self.tx.send(queued).is_err() {
                 self.shared.queued.fetch_sub(1, Ordering::AcqRel);
@@ -410,11 +436,100 @@ impl Worker {
                 ));
             }
         }
-        match result.await {
+        let answer = result.await;
+        drop(caller);
+        match answer {
             Ok(r) => r,
             Err(_) => Err(StoreError::new(
                 "sqlite: the connection thread dropped the statement".to_owned(),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::thread::ThreadId;
+    use std::time::Duration;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("tg-worker-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        dir.join("store.sqlite")
+    }
+
+    fn worker(path: &std::path::Path) -> Worker {
+        let conn = crate::store::open_connection(path, crate::store::Durability::Process)
+            .expect("open");
+        Worker::start(conn, "test-worker", Mode::Batched { wal: None }).expect("start")
+    }
+
+    async fn ran_on(worker: &Worker) -> (ThreadId, i64) {
+        worker
+            .run(|c| {
+                c.execute_batch("CREATE TABLE IF NOT EXISTS t (x INTEGER)")?;
+                c.execute("INSERT INTO t (x) VALUES (1)", [])?;
+                let n = c.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))?;
+                Ok((std::thread::current().id(), n))
+            })
+            .await
+            .expect("the job commits")
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_job_alone_commits_on_the_callers_thread() {
+        let path = scratch("alone");
+        let worker = worker(&path);
+        let (thread, n) = ran_on(&worker).await;
+        assert_eq!(thread, std::thread::current().id());
+        assert_eq!(n, 1);
+        // Committed: another connection sees the row.
+        let other = Connection::open(&path).expect("open");
+        let seen: i64 = other
+            .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+            .expect("count");
+        assert_eq!(seen, 1);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_write_lock_held_elsewhere_sends_the_job_to_the_connections_thread() {
+        let path = scratch("locked");
+        let worker = worker(&path);
+        ran_on(&worker).await;
+        // Another connection holds the file's write lock for a while.
+        let holder = Connection::open(&path).expect("open");
+        holder.execute_batch("BEGIN IMMEDIATE").expect("lock");
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            holder.execute_batch("COMMIT").expect("unlock");
+        });
+        let (thread, n) = ran_on(&worker).await;
+        release.join().expect("holder");
+        // The caller did not wait for the lock: the connection's thread did.
+        assert_ne!(thread, std::thread::current().id());
+        assert_eq!(n, 2);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_caller_meeting_another_one_waiting_is_queued_behind_it() {
+        let path = scratch("behind");
+        let worker = worker(&path);
+        ran_on(&worker).await;
+        let holder = Connection::open(&path).expect("open");
+        holder.execute_batch("BEGIN IMMEDIATE").expect("lock");
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            holder.execute_batch("COMMIT").expect("unlock");
+        });
+        // The first waits for the lock on the connection's thread; the second comes while the
+        // first is waiting and is queued behind it, though the connection itself is free.
+        let (first, second) = tokio::join!(ran_on(&worker), ran_on(&worker));
+        release.join().expect("holder");
+        let caller = std::thread::current().id();
+        assert_ne!(first.0, caller);
+        assert_ne!(second.0, caller);
+        assert_eq!((first.1, second.1), (2, 3));
     }
 }
