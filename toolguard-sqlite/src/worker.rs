@@ -4,11 +4,12 @@
 //! committing the next statements while the disk syncs the previous ones: one sync serves every
 //! transaction committed before it started.
 //!
-//! A job of a batched connection that comes alone (no other caller waiting for the connection,
-//! nothing queued, the connection free, the file's write lock free) runs at once on the
-//! caller's thread, in a transaction of its own: a call made alone does not wait for the
-//! connection's thread to wake up and for its answer to come back. Jobs of concurrent callers
-//! are queued and committed together as before.
+//! A short write on a call's path ([`Worker::run_soon`], [`Worker::run_deferred`]) that comes
+//! alone to a batched connection (no other caller waiting for it, nothing queued, the connection
+//! free, the file's write lock free) runs at once on the caller's thread, in a transaction of its
+//! own: a call made alone does not wait for the connection's thread to wake up and for its
+//! answer to come back. Jobs of concurrent callers, and every job of [`Worker::run`]
+//! (maintenance, fully synced writes), go to the connection's thread as before.
 //!
 //! [`Durability::Full`]: crate::store::Durability::Full
 
@@ -373,7 +374,7 @@ impl Worker {
     }
 
     /// Runs `f` on the connection's thread and waits for its result, stored (and synced, for a
-    /// fully synced worker), without blocking.
+    /// fully synced worker).
     pub(crate) async fn run<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
@@ -427,7 +428,9 @@ impl Worker {
             })
         });
         let caller = Caller::enter(&self.shared);
-        if let Err(queued) = self.shared.run_idle(Queued { job, wait }, caller.alone) {
+        // Only short writes on a call's path may run on the caller's thread.
+        let alone = caller.alone && wait != Wait::Synced;
+        if let Err(queued) = self.shared.run_idle(Queued { job, wait }, alone) {
             self.shared.queued.fetch_add(1, Ordering::AcqRel);
             if self.tx.send(queued).is_err() {
                 self.shared.queued.fetch_sub(1, Ordering::AcqRel);
@@ -461,14 +464,14 @@ mod tests {
     }
 
     fn worker(path: &std::path::Path) -> Worker {
-        let conn = crate::store::open_connection(path, crate::store::Durability::Process)
-            .expect("open");
+        let conn =
+            crate::store::open_connection(path, crate::store::Durability::Process).expect("open");
         Worker::start(conn, "test-worker", Mode::Batched { wal: None }).expect("start")
     }
 
     async fn ran_on(worker: &Worker) -> (ThreadId, i64) {
         worker
-            .run(|c| {
+            .run_soon(|c| {
                 c.execute_batch("CREATE TABLE IF NOT EXISTS t (x INTEGER)")?;
                 c.execute("INSERT INTO t (x) VALUES (1)", [])?;
                 let n = c.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))?;
@@ -491,6 +494,17 @@ mod tests {
             .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
             .expect("count");
         assert_eq!(seen, 1);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_fully_synced_job_runs_on_the_connections_thread() {
+        let path = scratch("synced");
+        let worker = worker(&path);
+        let thread = worker
+            .run(|_| Ok(std::thread::current().id()))
+            .await
+            .expect("the job commits");
+        assert_ne!(thread, std::thread::current().id());
     }
 
     #[tokio::test(flavor = "current_thread")]
