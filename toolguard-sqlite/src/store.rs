@@ -1,8 +1,11 @@
 //! SQLite backend (feature `sqlite`): every store in one database file, in WAL mode.
 //!
 //! SQLite is synchronous, so each [`SqliteStore`] owns one connection on a dedicated thread and
-//! sends it statements through a queue; the async trait methods only wait for the answer and never
-//! block the runtime. Atomicity comes from single statements (`INSERT ... ON CONFLICT ... WHERE`,
+//! sends it statements through a queue; the async trait methods wait for the answer. A short write
+//! on a call's path (an audit entry of a read, a write followed by the call's synced one) that
+//! comes alone to an idle connection (no other caller waiting, the file's write lock free) runs
+//! at once on the caller's thread instead, in its own short transaction (it never waits for a
+//! lock there), which spares the hand-off to the thread and back. Atomicity comes from single statements (`INSERT ... ON CONFLICT ... WHERE`,
 //! `UPDATE ... WHERE owner = ?`) and, for the session ledger, `BEGIN IMMEDIATE` transactions.
 //! The audit trail of the same file is written by [`crate::audit::SqliteAuditSink`].
 
@@ -106,10 +109,13 @@ pub(crate) fn err(e: impl std::error::Error + Send + Sync + 'static) -> StoreErr
     StoreError::caused_by("sqlite", e)
 }
 
+/// How long a connection waits for the file's write lock held by another connection.
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Opens `path`, sets WAL mode and the pragmas, and applies pending migrations.
 pub(crate) fn open_connection(path: &Path, durability: Durability) -> rusqlite::Result<Connection> {
     let mut conn = Connection::open(path)?;
-    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
     let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(rusqlite::Error::SqliteFailure(
@@ -270,7 +276,7 @@ impl SqliteStore {
         &self.path
     }
 
-    /// Runs `f` on the store's connection (for maintenance and tests), off the async runtime.
+    /// Runs `f` on the store's connection (for maintenance and tests), on its thread.
     /// It runs inside the worker's batch transaction: use a savepoint, not `BEGIN`, to group
     /// statements.
     pub async fn with_connection<T, F>(&self, f: F) -> StoreResult<T>

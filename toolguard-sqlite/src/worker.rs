@@ -4,11 +4,18 @@
 //! committing the next statements while the disk syncs the previous ones: one sync serves every
 //! transaction committed before it started.
 //!
+//! A short write on a call's path ([`Worker::run_soon`], [`Worker::run_deferred`]) that comes
+//! alone to a batched connection (no other caller waiting for it, nothing queued, the connection
+//! free, the file's write lock free) runs at once on the caller's thread, in a transaction of its
+//! own: a call made alone does not wait for the connection's thread to wake up and for its
+//! answer to come back. Jobs of concurrent callers, and every job of [`Worker::run`]
+//! (maintenance, fully synced writes), go to the connection's thread as before.
+//!
 //! [`Durability::Full`]: crate::store::Durability::Full
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError, mpsc};
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -71,6 +78,34 @@ pub(crate) struct Worker {
     tx: mpsc::Sender<Queued>,
     /// Whether [`Worker::run_deferred`] answers at commit rather than after the sync.
     defer: AtomicBool,
+    shared: Arc<Shared>,
+}
+
+/// What the connection's thread and the callers that find it idle share.
+struct Shared {
+    conn: Mutex<Connection>,
+    /// Jobs sent to the thread and not yet run (a job that finds some queued joins them, so that
+    /// it never runs before them).
+    queued: AtomicUsize,
+    /// Callers waiting for a job's answer.
+    callers: AtomicUsize,
+    batched: bool,
+    answers: Answers,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("queued", &self.queued)
+            .field("batched", &self.batched)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The connection, also after a job panicked while holding it (the open transaction it may have
+/// left is rolled back before the next batch).
+fn lock(conn: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Answers `replies` with `result`.
@@ -97,7 +132,9 @@ fn sync_wal(wal: &std::path::Path) -> Result<(), String> {
 const SOON_WINDOW: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// The sync thread: waits for committed replies, syncs the log once for all of them, answers.
-fn sync_loop(wal: PathBuf, rx: mpsc::Receiver<Vec<Reply>>) {
+/// `soon` is set while a sync nobody waits for is due ([`Syncer::soon`]); it is cleared before
+/// each sync, which covers every commit made before.
+fn sync_loop(wal: PathBuf, rx: mpsc::Receiver<Vec<Reply>>, soon: Arc<AtomicBool>) {
     while let Ok(mut replies) = rx.recv() {
         if replies.is_empty() {
             gather_soon(&rx, &mut replies);
@@ -105,6 +142,7 @@ fn sync_loop(wal: PathBuf, rx: mpsc::Receiver<Vec<Reply>>) {
         while let Ok(more) = rx.try_recv() {
             replies.extend(more);
         }
+        soon.store(false, Ordering::SeqCst);
         answer(replies, &sync_wal(&wal));
     }
 }
@@ -124,7 +162,15 @@ fn gather_soon(rx: &mpsc::Receiver<Vec<Reply>>, replies: &mut Vec<Reply>) {
 /// Where the answers of committed jobs go.
 struct Answers {
     /// The sync thread, for a fully synced worker.
-    syncer: Option<mpsc::Sender<Vec<Reply>>>,
+    syncer: Option<Syncer>,
+}
+
+/// The way to the sync thread.
+struct Syncer {
+    tx: mpsc::Sender<Vec<Reply>>,
+    /// Set while a sync nobody waits for is due: a further commit nobody waits for is covered
+    /// by it and does not wake the thread again.
+    soon: Arc<AtomicBool>,
 }
 
 impl Answers {
@@ -146,17 +192,29 @@ impl Answers {
                 }
             }
         }
-        // A sync nobody waits for (an empty list) still syncs the log.
-        if synced.is_empty() && !soon {
-            return;
+        if synced.is_empty() {
+            // Nothing to sync, or a sync nobody waits for: asked for once, until the sync
+            // thread starts it (a sync that starts later covers this commit too).
+            if !soon || syncer.soon.swap(true, Ordering::SeqCst) {
+                return;
+            }
         }
-        if let Err(mpsc::SendError(lost)) = syncer.send(synced) {
+        // A sync nobody waits for (an empty list) still syncs the log.
+        if let Err(mpsc::SendError(lost)) = syncer.tx.send(synced) {
             answer(lost, &Err("the sync thread stopped".to_owned()));
         }
     }
 }
 
+/// Rolls back a transaction a panicking job left open.
+fn recover(conn: &mut Connection) {
+    if !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+}
+
 fn run_batch(conn: &mut Connection, jobs: Vec<Queued>, answers: &Answers) {
+    recover(conn);
     if conn.execute_batch("BEGIN IMMEDIATE").is_err() {
         // Could not take the write lock in time: run each job on its own.
         for q in jobs {
@@ -165,6 +223,11 @@ fn run_batch(conn: &mut Connection, jobs: Vec<Queued>, answers: &Answers) {
         }
         return;
     }
+    commit_batch(conn, jobs, answers);
+}
+
+/// Runs `jobs` in the transaction begun on `conn`, commits it and settles their replies.
+fn commit_batch(conn: &mut Connection, jobs: Vec<Queued>, answers: &Answers) {
     let mut replies = Vec::with_capacity(jobs.len());
     let mut lost = false;
     for q in jobs {
@@ -185,10 +248,13 @@ fn run_batch(conn: &mut Connection, jobs: Vec<Queued>, answers: &Answers) {
 }
 
 /// The connection thread's loop.
-fn work(mut conn: Connection, rx: mpsc::Receiver<Queued>, batched: bool, answers: Answers) {
+fn work(shared: Arc<Shared>, rx: mpsc::Receiver<Queued>) {
     while let Ok(first) = rx.recv() {
-        if !batched {
+        let mut conn = lock(&shared.conn);
+        if !shared.batched {
             ((first.job)(&mut conn))(Ok(()));
+            drop(conn);
+            shared.queued.fetch_sub(1, Ordering::AcqRel);
             continue;
         }
         let mut jobs = vec![first];
@@ -198,7 +264,67 @@ fn work(mut conn: Connection, rx: mpsc::Receiver<Queued>, batched: bool, answers
                 Err(_) => break,
             }
         }
-        run_batch(&mut conn, jobs, &answers);
+        let taken = jobs.len();
+        run_batch(&mut conn, jobs, &shared.answers);
+        drop(conn);
+        shared.queued.fetch_sub(taken, Ordering::AcqRel);
+    }
+}
+
+/// A caller waiting for a job's answer, counted in [`Shared::callers`] until dropped.
+struct Caller<'a> {
+    shared: &'a Shared,
+    /// Whether no other caller was waiting when this one came.
+    alone: bool,
+}
+
+impl<'a> Caller<'a> {
+    fn enter(shared: &'a Shared) -> Self {
+        let alone = shared.callers.fetch_add(1, Ordering::AcqRel) == 0;
+        Caller { shared, alone }
+    }
+}
+
+impl Drop for Caller<'_> {
+    fn drop(&mut self) {
+        self.shared.callers.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Shared {
+    /// Runs `q` at once on the calling thread in a transaction of its own when its caller is
+    /// `alone` and the connection idle: nothing queued, the connection free and the file's
+    /// write lock free (not held by another process; never waited for here). Otherwise hands
+    /// `q` back to be queued.
+    fn run_idle(&self, q: Queued, alone: bool) -> Result<(), Queued> {
+        if !alone || !self.batched || self.queued.load(Ordering::Acquire) != 0 {
+            return Err(q);
+        }
+        let mut conn = match self.conn.try_lock() {
+            Ok(conn) => conn,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return Err(q),
+        };
+        recover(&mut conn);
+        let begun = match conn.busy_timeout(std::time::Duration::ZERO) {
+            Ok(()) => {
+                let begun = conn.execute_batch("BEGIN IMMEDIATE");
+                // Back to waiting for the lock, for the connection's thread.
+                if conn.busy_timeout(crate::store::BUSY_TIMEOUT).is_err() {
+                    // The thread would no longer wait for another process: leave the
+                    // connection to it as it is and the job to the queue.
+                    recover(&mut conn);
+                    return Err(q);
+                }
+                begun.is_ok()
+            }
+            Err(_) => false,
+        };
+        if !begun {
+            return Err(q);
+        }
+        commit_batch(&mut conn, vec![q], &self.answers);
+        Ok(())
     }
 }
 
@@ -212,21 +338,31 @@ impl Worker {
         };
         let syncer = match wal {
             Some(wal) => {
-                let (stx, srx) = mpsc::channel();
+                let (tx, srx) = mpsc::channel();
+                let soon = Arc::new(AtomicBool::new(false));
+                let flag = soon.clone();
                 std::thread::Builder::new()
                     .name(format!("{name}-sync"))
-                    .spawn(move || sync_loop(wal, srx))?;
-                Some(stx)
+                    .spawn(move || sync_loop(wal, srx, flag))?;
+                Some(Syncer { tx, soon })
             }
             None => None,
         };
-        let answers = Answers { syncer };
+        let shared = Arc::new(Shared {
+            conn: Mutex::new(conn),
+            queued: AtomicUsize::new(0),
+            callers: AtomicUsize::new(0),
+            batched,
+            answers: Answers { syncer },
+        });
+        let thread = shared.clone();
         std::thread::Builder::new()
             .name(name.to_owned())
-            .spawn(move || work(conn, rx, batched, answers))?;
+            .spawn(move || work(thread, rx))?;
         Ok(Worker {
             tx,
             defer: AtomicBool::new(false),
+            shared,
         })
     }
 
@@ -238,7 +374,7 @@ impl Worker {
     }
 
     /// Runs `f` on the connection's thread and waits for its result, stored (and synced, for a
-    /// fully synced worker), without blocking.
+    /// fully synced worker).
     pub(crate) async fn run<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
@@ -291,14 +427,123 @@ impl Worker {
                 let _ = done.send(out);
             })
         });
-        self.tx
-            .send(Queued { job, wait })
-            .map_err(|_| StoreError::new("sqlite: the connection thread stopped".to_owned()))?;
-        match result.await {
+        let caller = Caller::enter(&self.shared);
+        // Only short writes on a call's path may run on the caller's thread.
+        let alone = caller.alone && wait != Wait::Synced;
+        if let Err(queued) = self.shared.run_idle(Queued { job, wait }, alone) {
+            self.shared.queued.fetch_add(1, Ordering::AcqRel);
+            if self.tx.send(queued).is_err() {
+                self.shared.queued.fetch_sub(1, Ordering::AcqRel);
+                return Err(StoreError::new(
+                    "sqlite: the connection thread stopped".to_owned(),
+                ));
+            }
+        }
+        let answer = result.await;
+        drop(caller);
+        match answer {
             Ok(r) => r,
             Err(_) => Err(StoreError::new(
                 "sqlite: the connection thread dropped the statement".to_owned(),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::thread::ThreadId;
+    use std::time::Duration;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("tg-worker-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        dir.join("store.sqlite")
+    }
+
+    fn worker(path: &std::path::Path) -> Worker {
+        let conn =
+            crate::store::open_connection(path, crate::store::Durability::Process).expect("open");
+        Worker::start(conn, "test-worker", Mode::Batched { wal: None }).expect("start")
+    }
+
+    async fn ran_on(worker: &Worker) -> (ThreadId, i64) {
+        worker
+            .run_soon(|c| {
+                c.execute_batch("CREATE TABLE IF NOT EXISTS t (x INTEGER)")?;
+                c.execute("INSERT INTO t (x) VALUES (1)", [])?;
+                let n = c.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))?;
+                Ok((std::thread::current().id(), n))
+            })
+            .await
+            .expect("the job commits")
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_job_alone_commits_on_the_callers_thread() {
+        let path = scratch("alone");
+        let worker = worker(&path);
+        let (thread, n) = ran_on(&worker).await;
+        assert_eq!(thread, std::thread::current().id());
+        assert_eq!(n, 1);
+        // Committed: another connection sees the row.
+        let other = Connection::open(&path).expect("open");
+        let seen: i64 = other
+            .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+            .expect("count");
+        assert_eq!(seen, 1);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_fully_synced_job_runs_on_the_connections_thread() {
+        let path = scratch("synced");
+        let worker = worker(&path);
+        let thread = worker
+            .run(|_| Ok(std::thread::current().id()))
+            .await
+            .expect("the job commits");
+        assert_ne!(thread, std::thread::current().id());
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_write_lock_held_elsewhere_sends_the_job_to_the_connections_thread() {
+        let path = scratch("locked");
+        let worker = worker(&path);
+        ran_on(&worker).await;
+        // Another connection holds the file's write lock for a while.
+        let holder = Connection::open(&path).expect("open");
+        holder.execute_batch("BEGIN IMMEDIATE").expect("lock");
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            holder.execute_batch("COMMIT").expect("unlock");
+        });
+        let (thread, n) = ran_on(&worker).await;
+        release.join().expect("holder");
+        // The caller did not wait for the lock: the connection's thread did.
+        assert_ne!(thread, std::thread::current().id());
+        assert_eq!(n, 2);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_caller_meeting_another_one_waiting_is_queued_behind_it() {
+        let path = scratch("behind");
+        let worker = worker(&path);
+        ran_on(&worker).await;
+        let holder = Connection::open(&path).expect("open");
+        holder.execute_batch("BEGIN IMMEDIATE").expect("lock");
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            holder.execute_batch("COMMIT").expect("unlock");
+        });
+        // The first waits for the lock on the connection's thread; the second comes while the
+        // first is waiting and is queued behind it, though the connection itself is free.
+        let (first, second) = tokio::join!(ran_on(&worker), ran_on(&worker));
+        release.join().expect("holder");
+        let caller = std::thread::current().id();
+        assert_ne!(first.0, caller);
+        assert_ne!(second.0, caller);
+        assert_eq!((first.1, second.1), (2, 3));
     }
 }
