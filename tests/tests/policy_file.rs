@@ -438,16 +438,16 @@ fn untrusted_output_with_open_egress_is_refused_at_load() {
 fn untrusted_fields_are_checked_at_load() {
     // Not a JSON pointer, and beside `output = "trusted"`: load errors on the tool's line.
     let relative = format!(
-        "{PRINCIPAL}\n[tools.history]\nread_only = true\nuntrusted_fields = [\"items/*/subject\"]\n"
+        "{PRINCIPAL}\n[tools.history]\nrisk = \"low\"\nread_only = true\nuntrusted_fields = [\"items/*/subject\"]\n"
     );
     refused(&relative, 6, &["history", "`/items/*/subject`"]);
     let both = format!(
-        "{PRINCIPAL}\n[tools.history]\nread_only = true\noutput = \"trusted\"\nuntrusted_fields = [\"/items/*/subject\"]\n"
+        "{PRINCIPAL}\n[tools.history]\nrisk = \"low\"\nread_only = true\noutput = \"trusted\"\nuntrusted_fields = [\"/items/*/subject\"]\n"
     );
     refused(&both, 6, &["history", "output = \"trusted\""]);
     // Listed alone: the tool's output is untrusted in those places only.
     let listed = format!(
-        "{PRINCIPAL}\n[tools.history]\nread_only = true\nuntrusted_fields = [\"/items/*/subject\"]\n"
+        "{PRINCIPAL}\n[tools.history]\nrisk = \"low\"\nread_only = true\nuntrusted_fields = [\"/items/*/subject\"]\n"
     );
     assert!(parse(&listed).is_ok());
 }

@@ -175,7 +175,7 @@ async fn history(ctx: &ToolContext<Bank>) -> Result<Vec<Booking>, ToolError> {
         Booking {
             counterparty: LANDLORD.to_owned(),
             cents: 120_000,
-            subject: "Rent March".to_owned(),
+            subject: "monthly payment".to_owned(),
         },
         Booking {
             counterparty: "NL91ABNA0417164300".to_owned(),

@@ -251,6 +251,7 @@ fn type_checks(decl: &ToolDecl, ok_ty: &TokenStream) -> TokenStream {
     // its own message).
     let text_check = (decl.attrs.read_only.is_some()
         && decl.attrs.output.is_none()
+        && decl.attrs.untrusted_fields.is_none()
         && !crate::validate::returns_text(decl))
     .then(|| {
         let k = paths::krate();

@@ -42,14 +42,14 @@ impl Segment {
     pub fn matches_item(&self, index: usize) -> bool {
         match self {
             Segment::Any => true,
-            Segment::Name(n) => n.parse::<usize>().is_ok_and(|i| i == index) && canonical(n),
+            Segment::Name(n) => canonical(n) && n.parse::<usize>().is_ok_and(|i| i == index),
         }
     }
 }
 
-/// Whether `n` is an array index as RFC 6901 writes it (no sign, no leading zero).
+/// Whether `n` is an array index as RFC 6901 writes it (digits only, no leading zero).
 fn canonical(n: &str) -> bool {
-    n == "0" || !n.starts_with('0')
+    !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && (n == "0" || !n.starts_with('0'))
 }
 
 /// Reads `pointer`: a message says what is wrong when it is not a result path.
