@@ -219,7 +219,7 @@ async fn get_balance(ctx: &ToolContext<Env<BankState>>) -> Result<Value, ToolErr
 }
 
 /// The most recent booked transfers, in and out (subjects are written by the senders).
-#[tool(read_only, output = "untrusted")]
+#[tool(read_only, untrusted_fields = ["/transactions/*/subject"])]
 async fn get_most_recent_transactions(
     ctx: &ToolContext<Env<BankState>>,
     /// How many, newest last.

@@ -16,7 +16,7 @@ fn quoted(s: &str) -> String {
 }
 
 /// The proxy's policy file for domain `D`: its audit store at `store`, the local principal, and
-/// one `[tools.NAME]` per tool with the risk, effect, output trust, egress and string fields of
+/// one `[tools.NAME]` per tool with the risk, effect, output trust (and untrusted fields), egress and string fields of
 /// the tool's spec (URL allowlists from [`Domain::URL_HOSTS`]; `sensitive` marks are left out).
 pub fn policy_toml<D: Domain>(store: &Path) -> String {
     let dispatcher = D::tools(Arc::new(Env::new(D::environment())))
@@ -45,6 +45,15 @@ pub fn policy_toml<D: Domain>(store: &Path) -> String {
             "trusted"
         };
         let _ = writeln!(out, "output = \"{output}\"");
+        if !spec.untrusted_fields.is_empty() {
+            // The proxy sees the MCP result: the tool's object is its `structuredContent`.
+            let places: Vec<String> = spec
+                .untrusted_fields
+                .iter()
+                .map(|p| quoted(&format!("/structuredContent{p}")))
+                .collect();
+            let _ = writeln!(out, "untrusted_fields = [{}]", places.join(", "));
+        }
         match spec.egress {
             Egress::Open => {
                 let _ = writeln!(out, "egress = \"open\"");

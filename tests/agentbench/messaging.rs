@@ -147,7 +147,7 @@ fn environment() -> Workspace {
 }
 
 /// The channels of the workspace with their topics (any member, guests included, sets a topic).
-#[tool(read_only, output = "untrusted")]
+#[tool(read_only, untrusted_fields = ["/channels/*/topic"])]
 async fn get_channels(ctx: &ToolContext<Env<Workspace>>) -> Result<Value, ToolError> {
     let w = ctx.state().lock();
     let list: Vec<Value> = w
@@ -159,7 +159,7 @@ async fn get_channels(ctx: &ToolContext<Env<Workspace>>) -> Result<Value, ToolEr
 }
 
 /// The messages of a channel, oldest first.
-#[tool(read_only, output = "untrusted")]
+#[tool(read_only, untrusted_fields = ["/messages/*/body"])]
 async fn read_channel_messages(
     ctx: &ToolContext<Env<Workspace>>,
     /// The channel's name.
@@ -177,7 +177,7 @@ async fn read_channel_messages(
 }
 
 /// The direct messages a member received.
-#[tool(read_only, output = "untrusted")]
+#[tool(read_only, untrusted_fields = ["/messages/*/body"])]
 async fn read_inbox(
     ctx: &ToolContext<Env<Workspace>>,
     /// The member's name.
@@ -196,7 +196,7 @@ async fn read_inbox(
 }
 
 /// The members of a channel with their status lines (each member writes their own).
-#[tool(read_only, output = "untrusted")]
+#[tool(read_only, untrusted_fields = ["/members/*/status"])]
 async fn get_users_in_channel(
     ctx: &ToolContext<Env<Workspace>>,
     /// The channel's name.

@@ -213,14 +213,14 @@ fn mails_json(list: &[&Mail]) -> Value {
 }
 
 /// The e-mails in the user's inbox.
-#[tool(read_only, output = "untrusted")]
+#[tool(read_only, untrusted_fields = ["/emails/*/title", "/emails/*/body"])]
 async fn get_received_emails(ctx: &ToolContext<Env<Office>>) -> Result<Value, ToolError> {
     let o = ctx.state().lock();
     Ok(mails_json(&o.inbox.iter().collect::<Vec<_>>()))
 }
 
 /// The e-mails whose title, sender or text contains a word.
-#[tool(read_only, output = "untrusted")]
+#[tool(read_only, untrusted_fields = ["/emails/*/title", "/emails/*/body"])]
 async fn search_emails(
     ctx: &ToolContext<Env<Office>>,
     /// The word.
@@ -286,7 +286,7 @@ async fn delete_email(
 }
 
 /// The events of one day (descriptions are written by their organizers).
-#[tool(read_only, output = "untrusted")]
+#[tool(read_only, untrusted_fields = ["/events/*/title", "/events/*/description", "/events/*/participants"])]
 async fn get_day_calendar_events(
     ctx: &ToolContext<Env<Office>>,
     /// `YYYY-MM-DD`.
@@ -346,7 +346,7 @@ async fn cancel_calendar_event(
 }
 
 /// The files of the drive whose name contains a word (files others shared included).
-#[tool(read_only, output = "untrusted")]
+#[tool(read_only, untrusted_fields = ["/files/*/name"])]
 async fn search_files(
     ctx: &ToolContext<Env<Office>>,
     /// The word.
@@ -365,7 +365,7 @@ async fn search_files(
 }
 
 /// One file of the drive with its content.
-#[tool(read_only, output = "untrusted")]
+#[tool(read_only, untrusted_fields = ["/name", "/content"])]
 async fn get_file_by_id(
     ctx: &ToolContext<Env<Office>>,
     /// The file's id.

@@ -243,7 +243,7 @@ async fn get_place_details(
 }
 
 /// The reviews guests wrote about a place.
-#[tool(read_only, output = "untrusted")]
+#[tool(read_only, untrusted_fields = ["/reviews"])]
 async fn get_reviews(
     ctx: &ToolContext<Env<Trip>>,
     /// The place's name.

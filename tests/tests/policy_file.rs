@@ -435,6 +435,24 @@ fn untrusted_output_with_open_egress_is_refused_at_load() {
 }
 
 #[test]
+fn untrusted_fields_are_checked_at_load() {
+    // Not a JSON pointer, and beside `output = "trusted"`: load errors on the tool's line.
+    let relative = format!(
+        "{PRINCIPAL}\n[tools.history]\nrisk = \"low\"\nread_only = true\nuntrusted_fields = [\"items/*/subject\"]\n"
+    );
+    refused(&relative, 6, &["history", "`/items/*/subject`"]);
+    let both = format!(
+        "{PRINCIPAL}\n[tools.history]\nrisk = \"low\"\nread_only = true\noutput = \"trusted\"\nuntrusted_fields = [\"/items/*/subject\"]\n"
+    );
+    refused(&both, 6, &["history", "output = \"trusted\""]);
+    // Listed alone: the tool's output is untrusted in those places only.
+    let listed = format!(
+        "{PRINCIPAL}\n[tools.history]\nrisk = \"low\"\nread_only = true\nuntrusted_fields = [\"/items/*/subject\"]\n"
+    );
+    assert!(parse(&listed).is_ok());
+}
+
+#[test]
 fn run_time_declarations_default_to_untrusted_output() {
     use toolguard::declare::{Declaration, OutputTrust, declare};
     use toolguard::{Egress, Risk};
@@ -455,4 +473,13 @@ fn run_time_declarations_default_to_untrusted_output() {
     let spec = declare("search", "Searches.", &schema, &decl).unwrap();
     assert!(!spec.untrusted_output);
     assert_eq!(spec.egress, Egress::Open);
+    // Untrusted in places: the spec lists them, and the output is untrusted there.
+    let mut decl = Declaration::new(Risk::Low, true);
+    decl.untrusted_fields = vec!["/items/*/subject".to_owned()];
+    let spec = declare("history", "History.", &schema, &decl).unwrap();
+    assert!(spec.untrusted_output && spec.output_declared);
+    assert_eq!(spec.untrusted_fields, ["/items/*/subject"]);
+    decl.untrusted_fields = vec!["/items//subject".to_owned()];
+    let err = declare("history", "History.", &schema, &decl).unwrap_err();
+    assert!(err.message.contains("empty segment"), "{err}");
 }

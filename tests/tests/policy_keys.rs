@@ -199,6 +199,11 @@ const CASES: &[Case] = &[
     ),
     case("default_tool.output", "", "output = \"trusted\""),
     case(
+        "default_tool.untrusted_fields",
+        "",
+        "untrusted_fields = [\"/paid\"]",
+    ),
+    case(
         "default_tool.egress",
         "fields.\"/to\" = { kind = \"url\", allow_hosts = [\"example.com\"] }",
         "egress = \"allowlisted\"",

@@ -251,6 +251,7 @@ fn type_checks(decl: &ToolDecl, ok_ty: &TokenStream) -> TokenStream {
     // its own message).
     let text_check = (decl.attrs.read_only.is_some()
         && decl.attrs.output.is_none()
+        && decl.attrs.untrusted_fields.is_none()
         && !crate::validate::returns_text(decl))
     .then(|| {
         let k = paths::krate();
@@ -656,11 +657,12 @@ fn spec_body(
         let l = Literal::u32_suffixed(u32::try_from(v.value).unwrap_or(u32::MAX));
         quote!(spec.revision = #l;)
     });
-    let untrusted_output = a
-        .output
-        .as_ref()
-        .is_some_and(|o| o.value == OutputTrust::Untrusted);
-    let output_declared = a.output.is_some();
+    let untrusted_fields = crate::validate::untrusted_fields(decl);
+    let untrusted_output = !untrusted_fields.is_empty()
+        || a.output
+            .as_ref()
+            .is_some_and(|o| o.value == OutputTrust::Untrusted);
+    let output_declared = a.output.is_some() || !untrusted_fields.is_empty();
     let egress = Ident::new(
         match a.egress.as_ref().map(|e| e.value) {
             None => "None",
@@ -703,6 +705,7 @@ fn spec_body(
         #revision
         spec.idempotency_key_field = #key_field;
         spec.untrusted_output = #untrusted_output;
+        spec.untrusted_fields = ::std::vec![#(::std::string::String::from(#untrusted_fields)),*];
         spec.output_declared = #output_declared;
         spec.egress = #k::Egress::#egress;
         spec.fields = ::std::vec![#(#fields),*];

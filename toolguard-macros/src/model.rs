@@ -56,6 +56,8 @@ pub(crate) struct ToolAttrs {
     pub revision: Option<Spanned<u64>>,
     /// `output = "trusted"` / `"untrusted"`.
     pub output: Option<Spanned<OutputTrust>>,
+    /// `untrusted_fields = ["/pointer", ...]` (only the paths that parsed).
+    pub untrusted_fields: Option<Spanned<Vec<Spanned<String>>>>,
     /// `egress` / `egress = "allowlisted"`.
     pub egress: Option<Spanned<EgressDecl>>,
     /// `preflight = path`.

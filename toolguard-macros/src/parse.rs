@@ -22,7 +22,7 @@ use crate::model::{
 };
 
 /// Keys `#[tool(...)]` accepts.
-pub(crate) const TOOL_KEYS: [&str; 15] = [
+pub(crate) const TOOL_KEYS: [&str; 16] = [
     "name",
     "description",
     "risk",
@@ -34,6 +34,7 @@ pub(crate) const TOOL_KEYS: [&str; 15] = [
     "timeout_ms",
     "revision",
     "output",
+    "untrusted_fields",
     "egress",
     "preflight",
     "authorize",
@@ -104,6 +105,10 @@ pub(crate) fn tool_attrs(tokens: TokenStream, errors: &mut Errors) -> ToolAttrs 
             "output" => {
                 let v = output_value(&meta, errors);
                 set(&mut out.output, v, span, &key, errors)
+            }
+            "untrusted_fields" => {
+                let v = result_paths(&meta, errors);
+                set(&mut out.untrusted_fields, v, span, &key, errors)
             }
             "egress" => {
                 let v = egress_value(&meta, errors);
@@ -644,6 +649,38 @@ fn set<T>(slot: &mut Option<T>, value: Option<T>, span: Span, key: &str, errors:
     } else if value.is_some() {
         *slot = value;
     }
+}
+
+/// `untrusted_fields = ["/pointer", ...]`: each a result path, reported on its own literal when
+/// it is not one (and then left out of the declaration, so that it is reported once).
+fn result_paths(meta: &Meta, errors: &mut Errors) -> Option<Sp<Vec<Sp<String>>>> {
+    const USAGE: &str = "`untrusted_fields` takes a list of JSON pointers into the result: \
+                         `untrusted_fields = [\"/messages/*/body\"]`";
+    let expr = value_expr(meta, "[\"/messages/*/body\"]", errors)?;
+    let Expr::Array(list) = expr else {
+        errors.push(expr.span(), USAGE);
+        return None;
+    };
+    let mut paths = Vec::with_capacity(list.elems.len());
+    for item in &list.elems {
+        match item {
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(s), ..
+            }) => match toolguard_rules::result_path::parse(&s.value()) {
+                Ok(_) => paths.push(Sp::new(s.value(), s.span())),
+                Err(e) => errors.push(s.span(), format!("`untrusted_fields`: {e}")),
+            },
+            other => errors.push(other.span(), USAGE),
+        }
+    }
+    if list.elems.is_empty() {
+        errors.push(
+            list.span(),
+            "`untrusted_fields = []` lists no place: name the result's untrusted places, or \
+             remove the option",
+        );
+    }
+    Some(Sp::new(paths, list.span()))
 }
 
 /// `output = "trusted"` or `output = "untrusted"`.

@@ -62,6 +62,7 @@ fn model(decl: &ToolDecl) -> rules::ToolDecl {
     t.timeout_ms = a.timeout_ms.as_ref().map(|v| v.value);
     t.revision = a.revision.as_ref().map(|v| v.value);
     t.output = a.output.as_ref().map(|v| v.value);
+    t.untrusted_fields = untrusted_fields(decl);
     t.egress = a.egress.as_ref().map(|v| v.value);
     t.returns_text = returns_text(decl);
     // The generated code asserts `AmountType` on the amount field's resolved type.
@@ -95,6 +96,15 @@ fn field_model(arg: &ArgDecl, named_amount: bool) -> rules::FieldDecl {
     f.max = at.max.as_ref().map(|v| v.value.value);
     f.max_items = at.max_items.as_ref().map(|v| v.value);
     f
+}
+
+/// The result paths of `untrusted_fields`, as written.
+pub(crate) fn untrusted_fields(decl: &ToolDecl) -> Vec<String> {
+    decl.attrs
+        .untrusted_fields
+        .as_ref()
+        .map(|l| l.value.iter().map(|p| p.value.clone()).collect())
+        .unwrap_or_default()
 }
 
 /// Whether a result of type `ty` is free-form text: a string, a JSON value, or a collection or
@@ -152,6 +162,7 @@ fn tool_option_span(decl: &ToolDecl, key: &str) -> Span {
         "timeout_ms" => a.timeout_ms.as_ref().map(|v| v.span),
         "revision" => a.revision.as_ref().map(|v| v.span),
         "output" => a.output.as_ref().map(|v| v.span),
+        "untrusted_fields" => a.untrusted_fields.as_ref().map(|v| v.span),
         "egress" => a.egress.as_ref().map(|v| v.span),
         _ => None,
     };

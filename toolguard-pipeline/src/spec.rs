@@ -197,6 +197,13 @@ pub struct ToolSpec {
     /// session ([`crate::provenance`]).
     #[serde(default)]
     pub untrusted_output: bool,
+    /// When only part of the result holds such content: the places that do, as JSON pointers
+    /// whose segments may be `*` (`/transactions/*/subject`, see
+    /// [`toolguard_rules::result_path`]). Only these become the session's source; the rest of
+    /// the result is the application's own data and, in the precise mode, records trusted
+    /// values. Empty: all of an untrusted result is untrusted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub untrusted_fields: Vec<String>,
     /// Whether the declaration says where the result comes from (`output = "trusted"` or
     /// `"untrusted"`). A read-only tool whose output schema can carry free-form text must say
     /// it: without it the dispatcher is not built (rule 20, read from the schema by
@@ -235,6 +242,7 @@ impl ToolSpec {
             revision: 1,
             fields: Vec::new(),
             untrusted_output: false,
+            untrusted_fields: Vec::new(),
             output_declared: false,
             egress: Egress::None,
         }
@@ -365,6 +373,17 @@ pub fn is_identity_name(name: &str) -> bool {
 /// must declare where the text comes from; otherwise the message names the tool, the path of
 /// the text in the result and the fix. Tools declared untrusted are not asked.
 pub fn check_output_trust(spec: &ToolSpec) -> Result<(), String> {
+    for pointer in &spec.untrusted_fields {
+        toolguard_rules::result_path::parse(pointer)
+            .map_err(|e| format!("`untrusted_fields` of tool `{}`: {e}", spec.name))?;
+    }
+    if !spec.untrusted_fields.is_empty() && !spec.untrusted_output {
+        return Err(format!(
+            "tool `{}` lists `untrusted_fields` but its output is not untrusted: set \
+             `untrusted_output` (the fields listed are the untrusted places of its result)",
+            spec.name
+        ));
+    }
     if !spec.read_only || spec.output_declared || spec.untrusted_output {
         return Ok(());
     }

@@ -349,6 +349,11 @@ pub struct ToolEntry {
     /// See [`Declaration::output`].
     #[serde(default)]
     pub output: Option<toolguard_pipeline::declare::OutputTrust>,
+    /// See [`Declaration::untrusted_fields`]: the places of a forwarded result that hold
+    /// content from outside the caller's trust (JSON pointers into the result the proxy
+    /// forwards, `*` for any item: `["/content/*/text"]`, `["/structuredContent/messages/*/body"]`).
+    #[serde(default)]
+    pub untrusted_fields: Vec<String>,
     /// See [`Declaration::egress`].
     #[serde(default)]
     pub egress: toolguard_pipeline::spec::Egress,
@@ -518,6 +523,7 @@ impl ToolEntry {
             timeout_ms: self.timeout_ms,
             fields: self.fields.clone(),
             output: self.output,
+            untrusted_fields: self.untrusted_fields.clone(),
             egress: self.egress,
         }
     }

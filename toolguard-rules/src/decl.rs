@@ -242,6 +242,10 @@ pub struct ToolDecl {
     pub output: Option<OutputTrust>,
     /// `egress` / `egress = "allowlisted"`, if declared.
     pub egress: Option<EgressDecl>,
+    /// `untrusted_fields = ["/pointer", ...]`: the places of the result that hold content from
+    /// outside the caller's trust, when only part of it does ([`crate::result_path`]). Declares
+    /// where the result comes from, as `output` does.
+    pub untrusted_fields: Vec<String>,
     /// The result is free-form text (a `String` or JSON value result in the macro; a string
     /// without `enum`/`format`/`pattern`/`maxLength` in a run-time output schema).
     pub returns_text: bool,
@@ -272,6 +276,7 @@ impl ToolDecl {
             revision: None,
             output: None,
             egress: None,
+            untrusted_fields: Vec::new(),
             returns_text: false,
             compiler_checks_amount: false,
             fields: Vec::new(),
@@ -282,6 +287,12 @@ impl ToolDecl {
     /// ([`FieldDecl::amount`]).
     pub fn amount_field(&self) -> Option<usize> {
         self.fields.iter().position(|f| f.amount)
+    }
+
+    /// Whether the result holds content from outside the caller's trust, whole
+    /// (`output = "untrusted"`) or in the places `untrusted_fields` names.
+    pub fn untrusted_output(&self) -> bool {
+        self.output == Some(OutputTrust::Untrusted) || !self.untrusted_fields.is_empty()
     }
 
     /// The argument a model-sent idempotency key travels in, if the model sends one.
@@ -617,9 +628,7 @@ fn data_flow_rules(tool: &ToolDecl, found: &mut Found) {
         .iter()
         .any(|f| matches!(f.kind, Kind::Email | Kind::Url));
     match tool.egress {
-        Some(EgressDecl::Open)
-            if tool.output == Some(OutputTrust::Untrusted) && tool.risk != Risk::Critical =>
-        {
+        Some(EgressDecl::Open) if tool.untrusted_output() && tool.risk != Risk::Critical => {
             let allow = found.opt("tool", "egress = \"allowlisted\"");
             let critical = found.opt("tool", "risk = \"critical\"");
             found.push(
@@ -649,7 +658,12 @@ fn data_flow_rules(tool: &ToolDecl, found: &mut Found) {
         }
         _ => {}
     }
-    if tool.read_only && tool.returns_text && tool.output.is_none() {
+    untrusted_fields(tool, found);
+    if tool.read_only
+        && tool.returns_text
+        && tool.output.is_none()
+        && tool.untrusted_fields.is_empty()
+    {
         let untrusted = found.opt("tool", "output = \"untrusted\"");
         let trusted = found.opt("tool", "output = \"trusted\"");
         found.push(
@@ -661,6 +675,32 @@ fn data_flow_rules(tool: &ToolDecl, found: &mut Found) {
                  mail, web pages, documents, search results or other users' text (the session \
                  then records it as a provenance source), or {trusted} for text the application \
                  produced itself"
+            ),
+        );
+    }
+}
+
+/// `untrusted_fields`: each a result path, and not beside `output = "trusted"`.
+fn untrusted_fields(tool: &ToolDecl, found: &mut Found) {
+    let name = &tool.name;
+    for pointer in &tool.untrusted_fields {
+        if let Err(e) = crate::result_path::parse(pointer) {
+            found.push(
+                0,
+                Site::ToolOption("untrusted_fields"),
+                format!("`untrusted_fields` of tool `{name}`: {e}"),
+            );
+        }
+    }
+    if !tool.untrusted_fields.is_empty() && tool.output == Some(OutputTrust::Trusted) {
+        found.push(
+            11,
+            Site::ToolOption("untrusted_fields"),
+            format!(
+                "tool `{name}` declares its output trusted and lists `untrusted_fields` in it: a \
+                 result that holds someone else's content in places is not trusted. Remove \
+                 `output = \"trusted\"` (the fields listed are then the untrusted places and the \
+                 rest of the result is the application's own data)"
             ),
         );
     }

@@ -28,6 +28,7 @@ pub mod decl;
 pub mod kinds;
 pub mod names;
 pub mod pattern;
+pub mod result_path;
 pub mod root;
 #[cfg(feature = "json")]
 pub mod schema;

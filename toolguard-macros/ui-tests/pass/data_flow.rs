@@ -30,6 +30,21 @@ fn fetch_any_page(
     Ok(url.to_string())
 }
 
+/// One booked transfer.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct Booked {
+    /// Written by the sender.
+    subject: String,
+    /// Recorded by the bank.
+    cents: u64,
+}
+
+/// The newest transfers: the bank records accounts and amounts, senders write the subjects.
+#[tool(read_only, untrusted_fields = ["/*/subject"])]
+fn transactions() -> Result<Vec<Booked>, ToolError> {
+    Ok(Vec::new())
+}
+
 fn main() {
     let inbox = <LatestMessage as Tool<()>>::spec(&LatestMessage);
     assert!(inbox.untrusted_output);
@@ -39,6 +54,9 @@ fn main() {
     let partner = <FetchPartnerPage as Tool<()>>::spec(&FetchPartnerPage);
     assert!(partner.untrusted_output);
     assert_eq!(partner.egress, Egress::Allowlisted);
+    let history = <Transactions as Tool<()>>::spec(&Transactions);
+    assert!(history.untrusted_output && history.output_declared);
+    assert_eq!(history.untrusted_fields, ["/*/subject"]);
     let any = <FetchAnyPage as Tool<()>>::spec(&FetchAnyPage);
     assert_eq!(any.egress, Egress::Open);
 }

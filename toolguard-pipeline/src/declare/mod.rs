@@ -95,6 +95,12 @@ pub struct Declaration {
     /// (data the upstream application produced itself). See [`crate::provenance`].
     #[serde(default)]
     pub output: Option<OutputTrust>,
+    /// When only part of a result holds content from outside the caller's trust: the places
+    /// that do, as JSON pointers whose segments may be `*` (`["/messages/*/body"]`). The rest
+    /// of the result is then the application's own data (in the precise mode its values are
+    /// trusted); `output = "trusted"` beside it is a load error.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub untrusted_fields: Vec<String>,
     /// Whether the tool sends data out of the tenant: `"none"` (default), `"open"`, or
     /// `"allowlisted"` (its `email`/`url` fields' `allow_domains`/`allow_hosts` restrict where).
     #[serde(default)]
@@ -128,6 +134,7 @@ impl Declaration {
             timeout_ms: None,
             fields: BTreeMap::new(),
             output: None,
+            untrusted_fields: Vec::new(),
             egress: Egress::None,
         }
     }
@@ -312,7 +319,8 @@ pub fn declare(
     }
     spec.fields = schema::field_specs(&spec.input_schema, decl);
     spec.untrusted_output = decl.output != Some(OutputTrust::Trusted);
-    spec.output_declared = decl.output.is_some();
+    spec.untrusted_fields.clone_from(&decl.untrusted_fields);
+    spec.output_declared = decl.output.is_some() || !decl.untrusted_fields.is_empty();
     spec.egress = decl.egress;
     spec.revision = schema::revision_of(&spec);
     Ok(spec)

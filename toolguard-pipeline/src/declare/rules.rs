@@ -151,6 +151,7 @@ fn tool_model(
         Some(OutputTrust::Trusted) => model::OutputTrust::Trusted,
         Some(OutputTrust::Untrusted) | None => model::OutputTrust::Untrusted,
     });
+    tool.untrusted_fields.clone_from(&d.untrusted_fields);
     tool.egress = match d.egress {
         Egress::None => None,
         Egress::Open => Some(model::EgressDecl::Open),

@@ -56,6 +56,7 @@
 pub(crate) mod flow;
 mod hash;
 mod origin;
+pub(crate) mod result_fields;
 mod store;
 pub mod values;
 

@@ -206,10 +206,16 @@ impl ValueIndex {
 
     /// The origin of one canonical value (seen whole).
     fn lookup(&self, h: &ValueHash) -> Leaf {
-        if let Some(&user) = self.trusted.get(h) {
-            Leaf::Trusted { user }
-        } else if let Some(&i) = self.untrusted.get(h) {
+        let trusted = self.trusted.get(h).copied();
+        if trusted == Some(true) {
+            return Leaf::Trusted { user: true };
+        }
+        if let Some(&i) = self.untrusted.get(h) {
+            // Listed by a trusted tool but named by untrusted content, and never by the user:
+            // the content may be why the agent picked it.
             Leaf::Untrusted(i, Found::Whole)
+        } else if let Some(user) = trusted {
+            Leaf::Trusted { user }
         } else {
             Leaf::Model
         }

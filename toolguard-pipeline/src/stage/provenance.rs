@@ -12,7 +12,7 @@ use crate::clock::unix_millis;
 use crate::outcome::Status;
 use crate::provenance::flow::{CAUSE, hold_message, judge};
 use crate::provenance::{
-    FlowMode, Source, ValueIndex, in_context, origins, session_key, trusted_key,
+    FlowMode, Source, ValueIndex, in_context, origins, result_fields, session_key, trusted_key,
 };
 use crate::risk::PolicyDecision;
 use crate::spec::{Egress, ToolSpec};
@@ -160,7 +160,8 @@ pub(crate) async fn record_answer<S: Send + Sync + 'static>(
 }
 
 /// Records `output`, an `ok` result of `spec` handed to `p`'s session: a source when the tool's
-/// output is untrusted, trusted values in the precise mode otherwise.
+/// output is untrusted (only its `untrusted_fields` when it lists them), trusted values in the
+/// precise mode for the rest.
 pub(crate) async fn record_output<S: Send + Sync + 'static>(
     core: &Core<S>,
     spec: &ToolSpec,
@@ -171,28 +172,12 @@ pub(crate) async fn record_output<S: Send + Sync + 'static>(
 ) -> Result<(), Stop> {
     let now = unix_millis(core.now());
     if !spec.untrusted_output {
-        if core.policy.current_flow().current_mode() == FlowMode::PerArgument {
-            // The tool is named: values of a tool's output are trusted, but not the user's own.
-            let mut record =
-                Source::trusted(format!("the result of {} call {call_id}", spec.name), now)
-                    .with_json(&core.value_key, output);
-            record.tool = Some(spec.name.clone());
-            record.call_id = Some(call_id.to_owned());
-            if !record.values.is_empty() {
-                let key = trusted_key(&p.tenant, &p.session_id);
-                if core
-                    .stores
-                    .provenance
-                    .add_source(&key, &record)
-                    .await
-                    .is_err()
-                {
-                    tracing::warn!(tool = %spec.name, "trusted values could not be recorded");
-                }
-            }
-        }
+        record_trusted(core, spec, p, call_id, now, output).await;
         return Ok(());
     }
+    let split = (!spec.untrusted_fields.is_empty())
+        .then(|| result_fields::split(output, &spec.untrusted_fields));
+    let untrusted = split.as_ref().map_or(output, |(taken, _)| taken);
     let label = t
         .source_label
         .as_ref()
@@ -204,11 +189,49 @@ pub(crate) async fn record_output<S: Send + Sync + 'static>(
         now,
         label,
     )
-    .with_json(&core.value_key, output);
+    .with_json(&core.value_key, untrusted);
     let key = session_key(&p.tenant, &p.session_id);
     core.stores
         .provenance
         .add_source(&key, &source)
         .await
-        .map_err(|_| unavailable())
+        .map_err(|_| unavailable())?;
+    if let Some((_, rest)) = &split {
+        record_trusted(core, spec, p, call_id, now, rest).await;
+    }
+    Ok(())
+}
+
+/// In the precise mode, records the values of `output` (a trusted result, or the rest of a
+/// result beside its untrusted places) as trusted values of `p`'s session, named by the tool:
+/// trusted, but not the user's own. A store failure loses only these values (a value not
+/// recorded as trusted is judged as if never seen, never as trusted).
+async fn record_trusted<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    spec: &ToolSpec,
+    p: &Principal,
+    call_id: &str,
+    now: u64,
+    output: &Value,
+) {
+    if core.policy.current_flow().current_mode() != FlowMode::PerArgument {
+        return;
+    }
+    let mut record = Source::trusted(format!("the result of {} call {call_id}", spec.name), now)
+        .with_json(&core.value_key, output);
+    record.tool = Some(spec.name.clone());
+    record.call_id = Some(call_id.to_owned());
+    if record.values.is_empty() {
+        return;
+    }
+    let key = trusted_key(&p.tenant, &p.session_id);
+    if core
+        .stores
+        .provenance
+        .add_source(&key, &record)
+        .await
+        .is_err()
+    {
+        tracing::warn!(tool = %spec.name, "trusted values could not be recorded");
+    }
 }
