@@ -659,7 +659,8 @@ fn result_paths(meta: &Meta, errors: &mut Errors) -> Option<Sp<Vec<Sp<String>>>>
     let expr = value_expr(meta, "[\"/messages/*/body\"]", errors)?;
     let Expr::Array(list) = expr else {
         errors.push(expr.span(), USAGE);
-        return None;
+        // Still a declaration of where the result comes from: reported once, here.
+        return Some(Sp::new(Vec::new(), expr.span()));
     };
     let mut paths = Vec::with_capacity(list.elems.len());
     for item in &list.elems {

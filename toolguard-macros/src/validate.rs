@@ -61,7 +61,12 @@ fn model(decl: &ToolDecl) -> rules::ToolDecl {
     t.approvals = a.approvals.as_ref().map(|v| v.value);
     t.timeout_ms = a.timeout_ms.as_ref().map(|v| v.value);
     t.revision = a.revision.as_ref().map(|v| v.value);
-    t.output = a.output.as_ref().map(|v| v.value);
+    // `untrusted_fields` declares where the result comes from even when its paths were
+    // refused (reported on each path, not again as an undeclared output).
+    t.output = a.output.as_ref().map(|v| v.value).or(a
+        .untrusted_fields
+        .as_ref()
+        .map(|_| rules::OutputTrust::Untrusted));
     t.untrusted_fields = untrusted_fields(decl);
     t.egress = a.egress.as_ref().map(|v| v.value);
     t.returns_text = returns_text(decl);
