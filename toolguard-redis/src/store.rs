@@ -419,9 +419,18 @@ fn member_amount(m: &str) -> u64 {
 
 impl RedisStore {
     /// Connects to `url`; every key starts with `prefix` and a colon.
+    ///
+    /// How long a command may take is the dispatcher's store deadline
+    /// (`DispatcherBuilder::store_deadline`), not a limit of the connection: the client's own
+    /// response timeout (half a second by default) is turned off, so that a loaded server or a
+    /// connection shared by thousands of waiting calls does not answer `unavailable` before the
+    /// deadline the host chose.
     pub async fn connect(url: &str, prefix: impl Into<String>) -> StoreResult<Self> {
         let client = redis::Client::open(url).map_err(err)?;
-        let conn = ConnectionManager::new(client).await.map_err(err)?;
+        let config = redis::aio::ConnectionManagerConfig::new().set_response_timeout(None);
+        let conn = ConnectionManager::new_with_config(client, config)
+            .await
+            .map_err(err)?;
         Ok(RedisStore {
             conn,
             prefix: prefix.into(),
