@@ -507,18 +507,23 @@ mod tests {
         assert_ne!(thread, std::thread::current().id());
     }
 
+    /// Another connection takes the file's write lock and gives it back 200 ms later.
+    fn hold_write_lock(path: &std::path::Path) -> std::thread::JoinHandle<()> {
+        let holder = Connection::open(path).expect("open");
+        holder.execute_batch("BEGIN IMMEDIATE").expect("lock");
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            holder.execute_batch("COMMIT").expect("unlock");
+        })
+    }
+
     #[tokio::test(flavor = "current_thread")]
     async fn a_write_lock_held_elsewhere_sends_the_job_to_the_connections_thread() {
         let path = scratch("locked");
         let worker = worker(&path);
         ran_on(&worker).await;
         // Another connection holds the file's write lock for a while.
-        let holder = Connection::open(&path).expect("open");
-        holder.execute_batch("BEGIN IMMEDIATE").expect("lock");
-        let release = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(200));
-            holder.execute_batch("COMMIT").expect("unlock");
-        });
+        let release = hold_write_lock(&path);
         let (thread, n) = ran_on(&worker).await;
         release.join().expect("holder");
         // The caller did not wait for the lock: the connection's thread did.
@@ -531,12 +536,7 @@ mod tests {
         let path = scratch("behind");
         let worker = worker(&path);
         ran_on(&worker).await;
-        let holder = Connection::open(&path).expect("open");
-        holder.execute_batch("BEGIN IMMEDIATE").expect("lock");
-        let release = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(200));
-            holder.execute_batch("COMMIT").expect("unlock");
-        });
+        let release = hold_write_lock(&path);
         // The first waits for the lock on the connection's thread; the second comes while the
         // first is waiting and is queued behind it, though the connection itself is free.
         let (first, second) = tokio::join!(ran_on(&worker), ran_on(&worker));
