@@ -153,7 +153,8 @@ impl FlowPolicy {
     /// - a destination of an egress call or of a high- or critical-risk change was seen only in
     ///   a trusted tool's output, never in the user's own input
     ///   ([`user_destinations`](Self::user_destinations): untrusted content can make the agent
-    ///   look a destination up before using it).
+    ///   look a destination up before using it; an e-mail address whose local part spells a
+    ///   name the user typed counts as theirs).
     ///
     /// A destination field restricted by a sanitizer allowlist is never held for its origin
     /// (the host vouched for every value it admits), and a call whose every judged argument is
@@ -171,7 +172,9 @@ impl FlowPolicy {
     /// high or critical risk must be seen in the user's own input
     /// ([`Dispatcher::add_trusted_input`](crate::Dispatcher::add_trusted_input)); when `true`,
     /// one seen only in a trusted tool's output is judged by the destination rule as if it came
-    /// from untrusted content. On in [`per_argument`](Self::per_argument).
+    /// from untrusted content. An e-mail address whose local part spells a name the user typed
+    /// (`david.smith@…` after `Reply to David's e-mail`) was named by the user. On in
+    /// [`per_argument`](Self::per_argument).
     pub fn user_destinations(mut self, on: bool) -> Self {
         self.user_destinations = on;
         self

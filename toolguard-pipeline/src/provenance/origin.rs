@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use super::Source;
 use super::hash::{PassThroughState, ValueHash, ValueKey};
-use super::values::{Scan, is_address, minor_units};
+use super::values::{Scan, is_address, mailbox_names, minor_units};
 use crate::spec::{FieldKind, Role, ToolSpec};
 
 /// Where one argument's value came from.
@@ -100,7 +100,8 @@ pub struct ArgumentOrigin {
     pub origin: Origin,
     /// For a `trusted` value: it was seen only in a trusted tool's output, never in the user's
     /// own input (a destination the agent looked up, possibly because untrusted content asked it
-    /// to).
+    /// to). A destination that is an e-mail address whose local part spells a name the user
+    /// typed (`david.smith@…` after `Reply to David`) counts as the user's.
     #[serde(default, skip_serializing_if = "is_false")]
     pub output_only: bool,
     /// For an `untrusted` value: the value itself was not seen, only a plain value inside it (a
@@ -204,6 +205,18 @@ impl ValueIndex {
         Origin::Untrusted { source, call_id }
     }
 
+    /// Whether `s` is an e-mail address whose local part spells a name the user typed
+    /// (`david.smith@…` after `Reply to David's e-mail`): people name whom to write to, and the
+    /// application that listed the address maps the name to it.
+    fn mailbox_named_by_user(&self, s: &str, key: &ValueKey, scan: &mut Scan) -> bool {
+        let Some(whole) = scan.whole(s) else {
+            return false;
+        };
+        mailbox_names(whole.value).is_some_and(|mut names| {
+            names.any(|n| self.trusted.get(&key.hash(n)).copied() == Some(true))
+        })
+    }
+
     /// The origin of one canonical value (seen whole).
     fn lookup(&self, h: &ValueHash) -> Leaf {
         let trusted = self.trusted.get(h).copied();
@@ -288,7 +301,11 @@ pub fn origins(
             match leaf {
                 Leaf::Trusted { user } => {
                     o.origin = Origin::Trusted;
-                    o.output_only = !user;
+                    o.output_only = !user
+                        && !(role == Role::Destination
+                            && value
+                                .as_str()
+                                .is_some_and(|s| index.mailbox_named_by_user(s, key, &mut scan)));
                 }
                 Leaf::Untrusted(i, found) => {
                     o.origin = index.untrusted_origin(i);
@@ -548,6 +565,43 @@ mod tests {
         assert!(name.origin.is_untrusted() && !name.inner, "{name:?}");
         assert!(name.describe().contains("untrusted"));
         assert!(looked_up[0].describe().contains("not in the user's input"));
+    }
+
+    #[test]
+    fn a_mailbox_that_spells_a_name_the_user_typed_is_theirs() {
+        let key = ValueKey::random();
+        let mut inbox = source(
+            &key,
+            "tru_inbox",
+            "david.smith@bluesparrowtech.com davina@partner.example",
+        );
+        inbox.tool = Some("search_emails".into());
+        let user = Source::trusted("user input", 2)
+            .with_input(&key, "Reply to David's e-mail about the offsite");
+        let index = ValueIndex::new(&[], &[inbox, user]);
+        let mut spec = transfer();
+        let mut to = FieldSpec::new("to");
+        to.kind = FieldKind::Email;
+        to.role = Some(Role::Destination);
+        let mut subject = FieldSpec::new("subject");
+        subject.role = Some(Role::Selector);
+        spec.fields.extend([to, subject]);
+        let got = |args| origins(&spec, &args, &index, &key).remove(0);
+        // The name the user typed is a word of the address's local part.
+        let named = got(json!({"to": "David.Smith@bluesparrowtech.com"}));
+        assert!(
+            named.origin == Origin::Trusted && !named.output_only,
+            "{named:?}"
+        );
+        // A local part that only starts like the name, or a name in the domain, is not named.
+        let other = got(json!({"to": "davina@partner.example"}));
+        assert!(
+            other.origin == Origin::Trusted && other.output_only,
+            "{other:?}"
+        );
+        // Only a destination is read this way: another role keeps where the value was seen.
+        let selector = got(json!({"subject": "david.smith@bluesparrowtech.com"}));
+        assert!(selector.output_only, "{selector:?}");
     }
 
     #[test]

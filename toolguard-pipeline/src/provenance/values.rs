@@ -766,6 +766,19 @@ fn host_value(t: &str) -> Option<&str> {
     ok.then_some(t)
 }
 
+/// The names the local part of an e-mail address spells (`david.smith@…` names `david` and
+/// `smith`): its runs of three or more letters. `None` when the canonical value `v` is no e-mail
+/// address.
+pub(crate) fn mailbox_names(v: &str) -> Option<impl Iterator<Item = &str>> {
+    let email = email_value(v).filter(|e| e.len() == v.len())?;
+    let local = &email[..find_byte(email, b'@')?];
+    Some(
+        local
+            .split(|c: char| !c.is_alphabetic())
+            .filter(|w| w.chars().nth(2).is_some()),
+    )
+}
+
 /// An e-mail address (`local@domain.tld`), `mailto:` and the domain's trailing dots removed.
 fn email_value(t: &str) -> Option<&str> {
     let t = t.strip_prefix("mailto:").unwrap_or(t);
@@ -1155,6 +1168,32 @@ mod tests {
         for v in ["breizh cafe", "reviews of breizh", "alice", "yes", "check"] {
             assert!(got.iter().any(|g| g == v), "{v}: {got:?}");
         }
+    }
+
+    #[test]
+    fn a_possessive_names_what_it_ends() {
+        // An apostrophe splits words: `Alice's` names `alice`, in read text and typed input.
+        let got = values("Please add Alice's account and Riverside View Hotel's guests");
+        for name in ["alice", "riverside view hotel"] {
+            assert!(got.iter().any(|v| v == name), "{name}: {got:?}");
+        }
+        let mut typed = Vec::new();
+        input_values("Reply to David\u{2019}s e-mail", &mut typed);
+        assert!(typed.iter().any(|g| g == "david"), "{typed:?}");
+    }
+
+    #[test]
+    fn a_mailbox_spells_names() {
+        fn names(v: &str) -> Option<Vec<&str>> {
+            mailbox_names(v).map(Iterator::collect)
+        }
+        assert_eq!(
+            names("david.smith@bluesparrowtech.com"),
+            Some(vec!["david", "smith"])
+        );
+        assert_eq!(names("j_o+42-ann@example.com"), Some(vec!["ann"]));
+        assert_eq!(names("david smith"), None);
+        assert_eq!(names("example.com"), None);
     }
 
     #[test]
