@@ -1,7 +1,8 @@
 """A FastMCP tool server with one slow tool, for the gateway's progress and cancellation tests
 (tests/tests/proxy_cancellation.rs).
 
-`wait(steps)` reports progress once a step (every 100 ms) and returns after `steps` steps. The
+`wait(steps)` reports progress once a step (every 100 ms) and returns after `steps` steps;
+`burst(count)` sends `count` progress notifications and log messages at once, then returns. The
 server appends one JSON line per event to the file named by `SLOW_SERVER_LOG`: the progress
 token it was handed, and whether the call finished or was cancelled, so a test sees what reached
 the upstream.
@@ -39,6 +40,15 @@ async def wait(steps: int, ctx: Context) -> str:
         raise
     log({"event": "finished"})
     return f"waited {steps} steps"
+
+
+@mcp.tool()
+async def burst(count: int, ctx: Context) -> str:
+    """Sends `count` progress notifications and `count` log messages at once, then returns."""
+    for step in range(count):
+        await ctx.report_progress(step + 1, count)
+        await ctx.info(f"step {step + 1}")
+    return f"sent {count}"
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use proxy_support::{
     Host, Scratch, TEST_HOST_KEYS, connect, free_port, payload, proxy_binary, proxy_command,
@@ -377,12 +377,12 @@ async fn logging_and_progress_reach_the_client_that_asked() {
     let (_fixture, url) = fixture().await;
     let host = Host::default();
     let (client, _) = gateway(&dir, &url, "", host.clone()).await;
+    // The upstream sends its log messages and progress before the result: the client has them
+    // all when the result arrives (the SDK hands each notification to a task of its own; the
+    // gateway still passes none on after the answer, and drops none).
     call_tool(&client, "test_tool_with_logging", json!({})).await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while host.logs.lock().unwrap().len() < 3 {
-        assert!(Instant::now() < deadline, "{:?}", host.logs.lock().unwrap());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let logs = host.logs.lock().unwrap().len();
+    assert!(logs >= 3, "{:?}", host.logs.lock().unwrap());
     let done = call_tool(&client, "test_tool_with_progress", json!({})).await;
     assert_eq!(payload(&done)["status"], "ok", "{done:?}");
     let progress = host.progress.lock().unwrap().clone();

@@ -161,3 +161,100 @@ async fn progress_and_cancellation_reach_the_request_they_belong_to() {
     let calls = audit.by_tool("wait", 100).await.expect("query");
     assert_eq!(calls.len(), 3, "{calls:#?}");
 }
+
+/// Reads JSON-RPC lines from the proxy until the answer to request `id`; the notifications
+/// before it, by method.
+async fn until_answer(
+    lines: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    id: u64,
+) -> (Value, Vec<Value>) {
+    let mut notes = Vec::new();
+    loop {
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("the proxy answers within 30 s")
+            .expect("read the proxy's output")
+            .expect("the proxy's output ends before its answer");
+        let message: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
+        if message["id"] == id && message.get("method").is_none() {
+            return (message, notes);
+        }
+        if message.get("id").is_none() {
+            notes.push(message);
+        }
+    }
+}
+
+/// On the wire, in order: every progress notification and log message the upstream sends
+/// before its result reaches the client before the result, none dropped (the gateway's MCP SDK
+/// hands each notification to a task of its own; the gateway passes an answer on only after
+/// the notifications that came before it).
+#[tokio::test]
+#[cfg_attr(
+    not(toolguard_fastmcp),
+    ignore = "needs python3 with the MCP SDK (installed by .ci/run)"
+)]
+async fn notifications_reach_the_client_before_the_result_they_precede() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    let dir = Scratch::new("tg-burst");
+    let policy = dir.join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!("{POLICY}\n[tools.burst]\nrisk = \"low\"\nread_only = true\n"),
+    )
+    .expect("policy");
+    let mut cmd = proxy_command(&policy);
+    cmd.arg("--")
+        .arg("python3")
+        .arg(server_script())
+        .env("SLOW_SERVER_LOG", dir.join("upstream.log"))
+        .current_dir(&dir.0)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut proxy = cmd.spawn().expect("spawn the proxy");
+    let mut stdin = proxy.stdin.take().expect("stdin");
+    let mut lines = tokio::io::BufReader::new(proxy.stdout.take().expect("stdout")).lines();
+    let mut send = async |message: Value| {
+        let mut line = message.to_string();
+        line.push('\n');
+        stdin.write_all(line.as_bytes()).await.expect("write");
+        stdin.flush().await.expect("flush");
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "wire-test", "version": "1"}}}),
+    )
+    .await;
+    let (init, _) = until_answer(&mut lines, 0).await;
+    assert!(init.get("result").is_some(), "{init}");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    for (id, count) in [(1u64, 40u64), (2, 80)] {
+        send(
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "burst", "arguments": {"count": count},
+            "_meta": {"progressToken": format!("tok-{id}")}}}),
+        )
+        .await;
+        let (answer, notes) = until_answer(&mut lines, id).await;
+        assert_eq!(answer["result"]["isError"], json!(false), "{answer}");
+        let progress: Vec<&Value> = notes
+            .iter()
+            .filter(|n| n["method"] == "notifications/progress")
+            .collect();
+        let logs = notes
+            .iter()
+            .filter(|n| n["method"] == "notifications/message")
+            .count();
+        assert_eq!(progress.len() as u64, count, "{notes:?}");
+        assert!(
+            progress
+                .iter()
+                .all(|p| p["params"]["progressToken"] == format!("tok-{id}")),
+            "{progress:?}"
+        );
+        assert_eq!(logs as u64, count, "{notes:?}");
+    }
+}

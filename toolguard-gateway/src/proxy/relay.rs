@@ -67,10 +67,68 @@ struct Held {
 /// Resource URI → the clients (id, peer) subscribed to it.
 type Subscribers = HashMap<String, Vec<(u64, Peer<RoleServer>)>>;
 
+/// Longest an answer waits for the notifications that arrived before it to be passed on.
+const NOTES_WAIT: Duration = Duration::from_secs(2);
+
+/// The progress and log notifications of the upstream: how many arrived (counted by the
+/// transport, in the order of the upstream's messages) and how many were passed on (each in a
+/// task of its own). An answer is passed on once every notification that arrived before it
+/// was: a client sees a request's progress and log messages before its result, as the
+/// upstream sent them, and none is dropped for arriving after its request ended.
+#[derive(Default)]
+pub(crate) struct Notes {
+    arrived: AtomicU64,
+    passed: AtomicU64,
+    changed: tokio::sync::Notify,
+}
+
+/// Counts one notification passed on when dropped (also when its task fails).
+pub(crate) struct Passing<'a>(&'a Notes);
+
+impl Drop for Passing<'_> {
+    fn drop(&mut self) {
+        self.0.passed.fetch_add(1, Ordering::AcqRel);
+        self.0.changed.notify_waiters();
+    }
+}
+
+impl Notes {
+    /// One more notification arrived.
+    pub(crate) fn arrived(&self) {
+        self.arrived.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// A notification being passed on: counted as passed when the guard drops.
+    pub(crate) fn passing(&self) -> Passing<'_> {
+        Passing(self)
+    }
+
+    /// Waits until every notification that has arrived so far was passed on, at most
+    /// [`NOTES_WAIT`]; after that the ones still missing are no longer waited for.
+    async fn caught_up(&self) {
+        let mark = self.arrived.load(Ordering::Acquire);
+        let wait = async {
+            loop {
+                let changed = self.changed.notified();
+                if self.passed.load(Ordering::Acquire) >= mark {
+                    return;
+                }
+                changed.await;
+            }
+        };
+        if tokio::time::timeout(NOTES_WAIT, wait).await.is_err() {
+            tracing::warn!("upstream notifications were not passed on within {NOTES_WAIT:?}");
+            self.passed.fetch_max(mark, Ordering::AcqRel);
+        }
+    }
+}
+
 /// See the module documentation.
 #[derive(Default)]
 pub(crate) struct Relay {
     pub(crate) clients: Clients,
+    /// The upstream's progress and log notifications, arrived and passed on.
+    pub(crate) notes: Notes,
     next: AtomicU64,
     /// Upstream progress token → the caller of the request it belongs to.
     routes: Mutex<HashMap<ProgressToken, (u64, Caller)>>,
@@ -156,7 +214,12 @@ impl Relay {
             token: handle.progress_token.clone(),
         };
         tokio::select! {
-            answer = handle.await_response() => answer.map_err(service_error),
+            answer = handle.await_response() => {
+                // The request's progress and log messages go first, with its route still
+                // known.
+                self.notes.caught_up().await;
+                answer.map_err(service_error)
+            }
             () = caller.context.ct.cancelled() => {
                 let mut note = CancelledNotificationParam::new(Some(id), None);
                 note.reason = Some("cancelled by the client".to_owned());
@@ -177,6 +240,7 @@ impl Relay {
     /// Passes the upstream's `notifications/progress` to the client that asked, with its token
     /// (dropped when that client sent none).
     pub(crate) async fn progress(&self, mut params: ProgressNotificationParam) {
+        let _passed = self.notes.passing();
         let route = lock(&self.routes).get(&params.progress_token).cloned();
         let Some((_, caller)) = route else { return };
         let Some(token) = caller.progress() else {
@@ -305,5 +369,52 @@ impl Relay {
             Some(h) => h.decide.send(approve).is_ok(),
             None => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use super::{NOTES_WAIT, Notes};
+
+    #[tokio::test]
+    async fn an_answer_waits_for_the_notifications_that_arrived_before_it() {
+        let notes = Arc::new(Notes::default());
+        notes.arrived();
+        notes.arrived();
+        let first = notes.passing();
+        drop(first);
+        // One of the two is still being passed on: the answer waits for it.
+        let waiting = tokio::spawn({
+            let notes = notes.clone();
+            async move { notes.caught_up().await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished());
+        let second = notes.passing();
+        drop(second);
+        tokio::time::timeout(Duration::from_secs(1), waiting)
+            .await
+            .expect("caught up once both were passed on")
+            .expect("the task ran");
+        // A notification that arrives later does not hold an answer that is already caught up.
+        let started = Instant::now();
+        notes.caught_up().await;
+        assert!(started.elapsed() < Duration::from_millis(100));
+    }
+
+    #[tokio::test]
+    async fn a_notification_never_passed_on_holds_one_answer_at_most_the_wait() {
+        let notes = Notes::default();
+        notes.arrived();
+        let started = Instant::now();
+        notes.caught_up().await;
+        assert!(started.elapsed() >= NOTES_WAIT);
+        // It is not waited for again.
+        let started = Instant::now();
+        notes.caught_up().await;
+        assert!(started.elapsed() < Duration::from_millis(100));
     }
 }

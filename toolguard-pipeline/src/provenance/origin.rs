@@ -301,11 +301,12 @@ pub fn origins(
             match leaf {
                 Leaf::Trusted { user } => {
                     o.origin = Origin::Trusted;
-                    o.output_only = !user
-                        && !(role == Role::Destination
-                            && value
-                                .as_str()
-                                .is_some_and(|s| index.mailbox_named_by_user(s, key, &mut scan)));
+                    // A mailbox that spells a name the user typed is one the user named.
+                    let named = role == Role::Destination
+                        && value
+                            .as_str()
+                            .is_some_and(|s| index.mailbox_named_by_user(s, key, &mut scan));
+                    o.output_only = !user && !named;
                 }
                 Leaf::Untrusted(i, found) => {
                     o.origin = index.untrusted_origin(i);

@@ -84,8 +84,12 @@ pub(super) async fn connect(
     if let Some(token) = token {
         config = config.auth_header(token);
     }
+    let transport = super::tap::Tapped::new(
+        StreamableHttpClientTransport::from_config(config),
+        events.relay.clone(),
+    );
     events
-        .serve(StreamableHttpClientTransport::from_config(config))
+        .serve(transport)
         .await
         .map_err(|e| format!("did not initialize an MCP session: {e}"))
 }

@@ -39,6 +39,7 @@ use toolguard_policy::{Offered, Policy};
 
 mod http;
 mod stdio;
+mod tap;
 
 /// Longest upstream error text passed on (it is untrusted and may be large).
 const MAX_ERROR_TEXT: usize = 2000;
@@ -182,6 +183,7 @@ impl ClientHandler for UpstreamEvents {
         params: rmcp::model::LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
+        let _passed = self.relay.notes.passing();
         if let Some(peer) = self.relay.log_target() {
             let _ = peer.notify_logging_message(params).await;
         }
@@ -406,6 +408,7 @@ async fn spawn(
     cmd.args(args);
     let transport =
         stdio::ChildStdio::spawn(cmd).map_err(|e| format!("cannot start `{program}`: {e}"))?;
+    let transport = tap::Tapped::new(transport, events.relay.clone());
     events
         .serve(transport)
         .await
