@@ -13,7 +13,11 @@
 //!   forwarding, without the client's MCP hop), and one MCP hop over the in-memory pipe to a
 //!   server that answers at once, to show where the added latency goes.
 //!
-//! All run in the same process and run; the difference of the medians is printed as the added
+//! - with `TOOLGUARD_BIN` naming a `toolguard` binary built with `mcp-proxy`: rmcp's client calls
+//!   `toolguard mcp-proxy` in a process of its own over its stdio (as a host runs it), in front of
+//!   a third instance of the upstream.
+//!
+//! All run in the same run, interleaved; the difference of the medians is printed as the added
 //! latency. Then 64 clients call the gateway served over Streamable HTTP (loopback) for a few
 //! seconds and the calls per second are printed.
 //!
@@ -78,6 +82,26 @@ output = "trusted"
     )
     .expect("policy");
     file
+}
+
+/// `toolguard mcp-proxy` in a process of its own (the binary `TOOLGUARD_BIN`), with the policy
+/// in `dir`, in front of `command`.
+async fn command_proxy(
+    dir: &std::path::Path,
+    command: &[String],
+) -> Option<RunningService<RoleClient, ()>> {
+    let bin = std::env::var_os("TOOLGUARD_BIN")?;
+    let mut cmd = tokio::process::Command::new(bin);
+    cmd.arg("mcp-proxy")
+        .arg("--policy")
+        .arg(policy(dir))
+        .arg("--")
+        .args(command)
+        .current_dir(dir)
+        .env("TOOLGUARD_HOST_KEYS", format!("bench:{}", "07".repeat(32)))
+        .env("MEMORY_FILE_PATH", dir.join("memory.jsonl"));
+    let transport = rmcp::transport::TokioChildProcess::new(cmd).expect("spawn the proxy");
+    Some(().serve(transport).await.expect("initialize the proxy"))
 }
 
 fn read_graph() -> CallToolRequestParams {
@@ -234,19 +258,33 @@ fn gateway(c: &mut Criterion) {
     let through = rt.block_on(through(guard.clone()));
 
     let hop = rt.block_on(hop());
+    let process_dir = dir.join("process");
+    std::fs::create_dir_all(&process_dir).expect("scratch dir");
+    let process = rt.block_on(command_proxy(&process_dir, &command));
 
     // The added latency, medians of interleaved samples of the same run; beside it, where it
     // goes: the dispatcher called in this process (no client hop) and one MCP hop over the pipe
     // to a server that answers at once.
-    let (mut d, mut t, mut p, mut h) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut d, mut t, mut p, mut h, mut own) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     rt.block_on(async {
         for _ in 0..10 {
             d.extend(sample(&direct, 200).await);
             t.extend(sample(&through, 200).await);
             p.extend(sample_pipeline(&guard, 200).await);
             h.extend(sample(&hop, 200).await);
+            if let Some(process) = &process {
+                own.extend(sample(process, 200).await);
+            }
         }
     });
+    if !own.is_empty() {
+        let (md, mc) = (median(d.clone()), median(own));
+        eprintln!(
+            "gateway: through `toolguard mcp-proxy` in its own process {mc:?}, added {:?} per low-risk call against direct {md:?}",
+            mc.saturating_sub(md)
+        );
+    }
     let (md, mt, mp, mh) = (median(d), median(t), median(p), median(h));
     eprintln!(
         "gateway: median direct {md:?}, through the gateway {mt:?}, added {:?} per low-risk call (2000 calls each)",
