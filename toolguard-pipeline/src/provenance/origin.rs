@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use super::Source;
 use super::hash::{PassThroughState, ValueHash, ValueKey};
-use super::values::{Scan, is_address, mailbox_names, minor_units};
+use super::values::{PERSON_MARK, Scan, is_address, mailbox_names, minor_units};
 use crate::spec::{FieldKind, Role, ToolSpec};
 
 /// Where one argument's value came from.
@@ -206,14 +206,21 @@ impl ValueIndex {
     }
 
     /// Whether `s` is an e-mail address whose local part spells a name the user typed
-    /// (`david.smith@…` after `Reply to David's e-mail`): people name whom to write to, and the
-    /// application that listed the address maps the name to it.
+    /// (`david.smith@…` after `Reply to David's e-mail`; a capitalized word inside a sentence,
+    /// not a verb like `Reply`): people name whom to write to, and the application that listed
+    /// the address maps the name to it.
     fn mailbox_named_by_user(&self, s: &str, key: &ValueKey, scan: &mut Scan) -> bool {
         let Some(whole) = scan.whole(s) else {
             return false;
         };
+        let mut marked = String::new();
         mailbox_names(whole.value).is_some_and(|mut names| {
-            names.any(|n| self.trusted.get(&key.hash(n)).copied() == Some(true))
+            names.any(|n| {
+                marked.clear();
+                marked.push_str(PERSON_MARK);
+                marked.push_str(n);
+                self.trusted.get(&key.hash(&marked)).copied() == Some(true)
+            })
         })
     }
 
@@ -574,7 +581,7 @@ mod tests {
         let mut inbox = source(
             &key,
             "tru_inbox",
-            "david.smith@bluesparrowtech.com davina@partner.example",
+            "david.smith@bluesparrowtech.com davina@partner.example reply@partner.example",
         );
         inbox.tool = Some("search_emails".into());
         let user = Source::trusted("user input", 2)
@@ -599,6 +606,12 @@ mod tests {
         assert!(
             other.origin == Origin::Trusted && other.output_only,
             "{other:?}"
+        );
+        // A word that starts the request is no name: `Reply` does not vouch for `reply@…`.
+        let verb = got(json!({"to": "reply@partner.example"}));
+        assert!(
+            verb.origin == Origin::Trusted && verb.output_only,
+            "{verb:?}"
         );
         // Only a destination is read this way: another role keeps where the value was seen.
         let selector = got(json!({"subject": "david.smith@bluesparrowtech.com"}));

@@ -519,6 +519,32 @@ pub fn input_values(text: &str, out: &mut Vec<String>) {
             out.push(run.join(" "));
         }
     }
+    person_names(text, out);
+}
+
+/// What marks a name the user typed ([`person_names`]) among their values: no argument's
+/// canonical value starts with a control character.
+pub(crate) const PERSON_MARK: &str = "\u{1}person:";
+
+/// The names in what the user typed that can name a person: capitalized words of letters that
+/// do not start a sentence (`Reply to David's e-mail` names `david`, not `reply`), each folded
+/// after [`PERSON_MARK`]. A mailbox is matched against these ([`mailbox_names`]), so that the
+/// verbs and nouns of a request (`reply`, `mail`, `team`) never vouch for an address.
+fn person_names(text: &str, out: &mut Vec<String>) {
+    let mut starts_sentence = true;
+    for raw in text.split(is_separator) {
+        let word = trim_token(raw);
+        if word.is_empty() {
+            continue;
+        }
+        let capitalized = word.chars().next().is_some_and(char::is_uppercase)
+            && word.chars().all(char::is_alphabetic)
+            && word.chars().nth(2).is_some();
+        if capitalized && !starts_sentence {
+            out.push(format!("{PERSON_MARK}{}", fold(word)));
+        }
+        starts_sentence = raw.ends_with(['.', '!', '?', '\n']);
+    }
 }
 
 /// Whether `t` starts an IBAN: two letters, two digits, then letters and digits.
@@ -768,7 +794,7 @@ fn host_value(t: &str) -> Option<&str> {
 
 /// The names the local part of an e-mail address spells (`david.smith@…` names `david` and
 /// `smith`): its runs of three or more letters. `None` when the canonical value `v` is no e-mail
-/// address.
+/// address. Matched against the [`person_names`] the user typed.
 pub(crate) fn mailbox_names(v: &str) -> Option<impl Iterator<Item = &str>> {
     let email = email_value(v).filter(|e| e.len() == v.len())?;
     let local = &email[..find_byte(email, b'@')?];
@@ -1168,6 +1194,28 @@ mod tests {
         for v in ["breizh cafe", "reviews of breizh", "alice", "yes", "check"] {
             assert!(got.iter().any(|g| g == v), "{v}: {got:?}");
         }
+    }
+
+    #[test]
+    fn the_user_names_people_with_capitalized_words_inside_a_sentence() {
+        let mut got = Vec::new();
+        person_names(
+            "Reply to David's e-mail. Tell Ann and bob: Meet at 9. Send X to Ed2 or al",
+            &mut got,
+        );
+        let names: Vec<&str> = got
+            .iter()
+            .filter_map(|v| v.strip_prefix(PERSON_MARK))
+            .collect();
+        // `Reply`, `Tell` and `Send` start sentences; `bob` and `al` are not capitalized, `X`
+        // and `Ed2` not names of three letters or more.
+        assert_eq!(names, ["david", "ann", "meet"]);
+        let mut typed = Vec::new();
+        input_values("Reply to David", &mut typed);
+        assert!(
+            typed.iter().any(|v| *v == format!("{PERSON_MARK}david")),
+            "{typed:?}"
+        );
     }
 
     #[test]
