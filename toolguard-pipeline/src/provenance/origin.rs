@@ -208,7 +208,9 @@ impl ValueIndex {
     /// Whether `s` is an e-mail address whose local part spells a name the user typed
     /// (`david.smith@…` after `Reply to David's e-mail`; a capitalized word inside a sentence,
     /// not a verb like `Reply`): people name whom to write to, and the application that listed
-    /// the address maps the name to it.
+    /// the address maps the name to it. Out of line: few arguments get here, and the lookup of
+    /// every other one stays as small as it was.
+    #[inline(never)]
     fn mailbox_named_by_user(&self, s: &str, key: &ValueKey, scan: &mut Scan) -> bool {
         let Some(whole) = scan.whole(s) else {
             return false;
@@ -308,12 +310,16 @@ pub fn origins(
             match leaf {
                 Leaf::Trusted { user } => {
                     o.origin = Origin::Trusted;
-                    // A mailbox that spells a name the user typed is one the user named.
-                    let named = role == Role::Destination
+                    o.output_only = !user;
+                    if o.output_only
+                        && role == Role::Destination
                         && value
                             .as_str()
-                            .is_some_and(|s| index.mailbox_named_by_user(s, key, &mut scan));
-                    o.output_only = !user && !named;
+                            .is_some_and(|s| index.mailbox_named_by_user(s, key, &mut scan))
+                    {
+                        // A mailbox that spells a name the user typed is one the user named.
+                        o.output_only = false;
+                    }
                 }
                 Leaf::Untrusted(i, found) => {
                     o.origin = index.untrusted_origin(i);
