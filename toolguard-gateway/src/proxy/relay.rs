@@ -67,8 +67,10 @@ struct Held {
 /// Resource URI → the clients (id, peer) subscribed to it.
 type Subscribers = HashMap<String, Vec<(u64, Peer<RoleServer>)>>;
 
-/// Longest an answer waits for the notifications that arrived before it to be passed on.
-const NOTES_WAIT: Duration = Duration::from_secs(2);
+/// Longest an answer waits for the notifications that arrived before it to be passed on. A
+/// notification goes to one client; a client that does not read its stream can hold another
+/// client's answer this long, once (then its notifications are no longer waited for).
+const NOTES_WAIT: Duration = Duration::from_millis(500);
 
 /// The progress and log notifications of the upstream: how many arrived (counted by the
 /// transport, in the order of the upstream's messages) and how many were passed on (each in a
