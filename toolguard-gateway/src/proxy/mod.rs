@@ -44,6 +44,7 @@ use toolguard_policy::{Offered, Policy, PolicyError};
 use toolguard_sqlite::SqliteAuditSink;
 use toolguard_sqlite::{Durability, SqliteStore};
 
+mod call_results;
 mod clients;
 mod handler;
 #[cfg(feature = "http")]

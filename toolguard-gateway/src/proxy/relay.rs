@@ -26,6 +26,7 @@ use rmcp::{ErrorData, RoleClient, RoleServer};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+use super::call_results::CallResults;
 use super::clients::Clients;
 use toolguard_policy::{Policy, UpstreamRequestAction};
 
@@ -139,6 +140,8 @@ pub(crate) struct Relay {
     held: Mutex<HashMap<String, Held>>,
     /// `[sampling]` and `[elicitation]` of the policy in force.
     actions: Mutex<(UpstreamRequestAction, UpstreamRequestAction)>,
+    /// Results of forwarded tool calls, kept by the upstream transport as they arrived.
+    pub(crate) results: CallResults,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -201,14 +204,41 @@ impl Relay {
         request: ClientRequest,
         timeout: Duration,
     ) -> Result<ServerResult, ErrorData> {
+        let (answer, ()) = self
+            .forward_with(upstream, Some(caller), request, timeout, |_| ())
+            .await?;
+        Ok(answer)
+    }
+
+    /// [`forward`](Self::forward), also for a request outside any client request (`caller`
+    /// `None`: no progress or cancellation to map), calling `sent` with the request's upstream
+    /// id once it is sent; what `sent` returns lives until the answer was passed on.
+    pub(crate) async fn forward_with<T>(
+        &self,
+        upstream: &Peer<RoleClient>,
+        caller: Option<&Caller>,
+        request: ClientRequest,
+        timeout: Duration,
+        sent: impl FnOnce(&RequestId) -> T,
+    ) -> Result<(ServerResult, T), ErrorData> {
+        let options = PeerRequestOptions::with_timeout(timeout);
+        let Some(caller) = caller else {
+            let handle = upstream
+                .send_cancellable_request(request, options)
+                .await
+                .map_err(service_error)?;
+            let kept = sent(&handle.id);
+            let answer = handle.await_response().await.map_err(service_error)?;
+            return Ok((answer, kept));
+        };
         let mut meta = caller.context.meta.clone();
         meta.0.0.remove("progressToken");
-        let options = PeerRequestOptions::with_timeout(timeout).with_meta(meta);
         let handle = upstream
-            .send_cancellable_request(request, options)
+            .send_cancellable_request(request, options.with_meta(meta))
             .await
             .map_err(service_error)?;
         let id = handle.id.clone();
+        let kept = sent(&id);
         let seq = self.next.fetch_add(1, Ordering::Relaxed);
         lock(&self.routes).insert(handle.progress_token.clone(), (seq, caller.clone()));
         let _route = RouteGuard {
@@ -220,7 +250,7 @@ impl Relay {
                 // The request's progress and log messages go first, with its route still
                 // known.
                 self.notes.caught_up().await;
-                answer.map_err(service_error)
+                answer.map(|a| (a, kept)).map_err(service_error)
             }
             () = caller.context.ct.cancelled() => {
                 let mut note = CancelledNotificationParam::new(Some(id), None);

@@ -25,12 +25,13 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService};
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use super::ProxyError;
 use super::clients::List;
-use super::relay::{CALLER, Relay, service_error};
+use super::relay::{CALLER, Relay};
 use toolguard_pipeline::declare::{ForwardFn, RuntimeTool};
 use toolguard_pipeline::error::ToolError;
 use toolguard_pipeline::spec::ToolSpec;
@@ -406,8 +407,8 @@ async fn spawn(
         .ok_or_else(|| "no upstream command given".to_owned())?;
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args);
-    let transport =
-        stdio::ChildStdio::spawn(cmd).map_err(|e| format!("cannot start `{program}`: {e}"))?;
+    let transport = stdio::ChildStdio::spawn(cmd, events.relay.clone())
+        .map_err(|e| format!("cannot start `{program}`: {e}"))?;
     let transport = tap::Tapped::new(transport, events.relay.clone());
     events
         .serve(transport)
@@ -434,7 +435,8 @@ async fn within<T>(
 
 /// The handler of every forwarded tool: `tools/call` on the upstream within `timeout` (for the
 /// client whose call it is: its progress and cancellation pass through); an `isError` result is
-/// a failed call, anything else the (untrusted) result exactly as the upstream sent it.
+/// a failed call, anything else the (untrusted) result exactly as the upstream sent it (kept by
+/// the upstream transport as JSON where it can, [`CallResults`](super::call_results)).
 fn forwarder(peer: Peer<RoleClient>, relay: Arc<Relay>, timeout: Duration) -> ForwardFn {
     Arc::new(move |name, args| {
         let peer = peer.clone();
@@ -446,42 +448,43 @@ fn forwarder(peer: Peer<RoleClient>, relay: Arc<Relay>, timeout: Duration) -> Fo
             let params = CallToolRequestParams::new(name).with_arguments(arguments);
             let request = ClientRequest::CallToolRequest(Request::new(params));
             let caller = CALLER.try_with(Clone::clone).ok();
-            let answer = match &caller {
-                Some(caller) => relay.forward(&peer, caller, request, timeout).await,
-                None => relay_free(&peer, request, timeout).await,
-            };
-            let answer = answer.map_err(|e| {
+            let failed = |e: ErrorData| {
                 ToolError::failed(format!("the upstream call failed: {}", e.message))
-            })?;
-            let result = match answer {
-                ServerResult::CallToolResult(r) => r,
-                other => server_result(other).map_err(|e| {
-                    ToolError::failed(format!("the upstream call failed: {}", e.message))
-                })?,
             };
-            result_value(result)
+            let (answer, kept) = relay
+                .forward_with(&peer, caller.as_ref(), request, timeout, |id| {
+                    relay.results.want(id.clone())
+                })
+                .await
+                .map_err(failed)?;
+            match kept.take() {
+                Some(result) => checked(result),
+                None => {
+                    let typed = match answer {
+                        ServerResult::CallToolResult(r) => r,
+                        other => server_result::<CallToolResult>(other).map_err(failed)?,
+                    };
+                    let result = serde_json::to_value(&typed).map_err(|e| {
+                        ToolError::failed(format!("the upstream result does not serialize: {e}"))
+                    })?;
+                    checked(result)
+                }
+            }
         })
     })
 }
 
-/// A request to the upstream outside any client request (no progress or cancellation to map).
-async fn relay_free(
-    peer: &Peer<RoleClient>,
-    request: ClientRequest,
-    timeout: Duration,
-) -> Result<ServerResult, ErrorData> {
-    let options = rmcp::service::PeerRequestOptions::with_timeout(timeout);
-    peer.send_cancellable_request(request, options)
-        .await
-        .map_err(service_error)?
-        .await_response()
-        .await
-        .map_err(service_error)
-}
-
-fn result_value(result: CallToolResult) -> Result<Value, ToolError> {
-    if result.is_error == Some(true) {
-        let text: String = result
+/// `result`, the `result` member of a `tools/call` answer, if it is a tool call result that
+/// succeeded; an `isError` result is a failed call (with its text), anything that is not a
+/// tool call result a failed exchange.
+fn checked(result: Value) -> Result<Value, ToolError> {
+    let typed = CallToolResult::deserialize(&result).map_err(|e| {
+        ToolError::failed(format!(
+            "the upstream call failed: the answer is not a tool call result: {e}"
+        ))
+    })?;
+    if typed.is_error == Some(true) {
+        let text: String = typed
             .content
             .iter()
             .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
@@ -492,8 +495,7 @@ fn result_value(result: CallToolResult) -> Result<Value, ToolError> {
             "the upstream tool failed: {cut}"
         )));
     }
-    serde_json::to_value(&result)
-        .map_err(|e| ToolError::failed(format!("the upstream result does not serialize: {e}")))
+    Ok(result)
 }
 
 /// The provenance label of a forwarded result: its content types (`text`, `image image/png`,

@@ -12,6 +12,9 @@
 //! | a request of the upstream (an `id` and a `method`) | the upstream is answered with a JSON-RPC error (`-32600`/`-32700`) |
 //! | a notification, or a line whose `id` cannot be read | dropped, with a warning |
 //!
+//! The `result` of an answer to a forwarded `tools/call` is kept as JSON for the forwarder
+//! ([`CallResults`]); the SDK gets the answer with an empty result in its place.
+//!
 //! The child is killed when the transport is dropped.
 
 use std::io;
@@ -19,13 +22,17 @@ use std::process::Stdio;
 use std::sync::Arc;
 
 use rmcp::RoleClient;
+use rmcp::model::RequestId;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
+use serde::Deserialize;
 use serde_json::Value;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::Mutex;
 
+use super::super::call_results::CallResults;
+use super::super::relay::Relay;
 use crate::server::MAX_MESSAGE_BYTES;
 use crate::server::transport::{INVALID_REQUEST, PARSE_ERROR, error, read_line, write_line};
 use toolguard_providers::json::{self, JsonError};
@@ -37,6 +44,7 @@ const INTERNAL_ERROR: i64 = -32603;
 pub(super) struct ChildStdio {
     reader: BufReader<ChildStdout>,
     writer: Arc<Mutex<ChildStdin>>,
+    relay: Arc<Relay>,
     _child: Child,
 }
 
@@ -48,8 +56,8 @@ impl std::fmt::Debug for ChildStdio {
 
 impl ChildStdio {
     /// Starts `cmd` with its standard input and output piped (its standard error is the
-    /// gateway's).
-    pub(super) fn spawn(mut cmd: Command) -> io::Result<ChildStdio> {
+    /// gateway's); the results of forwarded calls are kept in `relay`'s.
+    pub(super) fn spawn(mut cmd: Command, relay: Arc<Relay>) -> io::Result<ChildStdio> {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -63,6 +71,7 @@ impl ChildStdio {
         Ok(ChildStdio {
             reader: BufReader::new(stdout),
             writer: Arc::new(Mutex::new(stdin)),
+            relay,
             _child: child,
         })
     }
@@ -78,8 +87,9 @@ enum Refused {
     Drop(String),
 }
 
-/// Checks one line of the upstream's output.
-fn check(line: &[u8]) -> Result<RxJsonRpcMessage<RoleClient>, Refused> {
+/// Checks one line of the upstream's output; the result of an answer `results` wants is kept
+/// there.
+fn check(line: &[u8], results: &CallResults) -> Result<RxJsonRpcMessage<RoleClient>, Refused> {
     let Ok(text) = std::str::from_utf8(line) else {
         let text = String::from_utf8_lossy(line);
         let id = json::jsonrpc_id(&text);
@@ -105,6 +115,8 @@ fn check(line: &[u8]) -> Result<RxJsonRpcMessage<RoleClient>, Refused> {
         JsonError::DuplicateKey(_) => refused(INVALID_REQUEST, e.to_string()),
         e => refused(PARSE_ERROR, e.to_string()),
     })?;
+    let mut value = value;
+    keep_result(&mut value, results);
     let id = value.get("id").cloned();
     serde_json::from_value::<RxJsonRpcMessage<RoleClient>>(value).map_err(|e| {
         refusal(
@@ -114,6 +126,29 @@ fn check(line: &[u8]) -> Result<RxJsonRpcMessage<RoleClient>, Refused> {
             format!("not a JSON-RPC message: {e}"),
         )
     })
+}
+
+/// Moves the `result` of `message` into `results` when it answers a request that wants it,
+/// leaving an empty result in its place.
+fn keep_result(message: &mut Value, results: &CallResults) {
+    let Some(object) = message.as_object_mut() else {
+        return;
+    };
+    if object.contains_key("method") || !object.get("result").is_some_and(Value::is_object) {
+        return;
+    }
+    // Read as the SDK reads it; an id it would match only loosely (`"7"` for 7) is not found
+    // and the answer takes the SDK's path.
+    let Some(Ok(id)) = object.get("id").map(RequestId::deserialize) else {
+        return;
+    };
+    let Some(result) = object.get_mut("result") else {
+        return;
+    };
+    let taken = std::mem::replace(result, Value::Object(serde_json::Map::new()));
+    if let Err(back) = results.keep(&id, taken) {
+        *result = back;
+    }
 }
 
 /// The refusal of a line with `id` (if one was read) for `reason`: an answer (a `result` or
@@ -146,7 +181,7 @@ impl Transport<RoleClient> for ChildStdio {
         loop {
             let refused = match read_line(&mut self.reader, MAX_MESSAGE_BYTES).await? {
                 Ok(line) if line.iter().all(u8::is_ascii_whitespace) => continue,
-                Ok(line) => match check(&line) {
+                Ok(line) => match check(&line, &self.relay.results) {
                     Ok(message) => return Some(message),
                     Err(refused) => refused,
                 },
@@ -182,14 +217,16 @@ impl Transport<RoleClient> for ChildStdio {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rmcp::model::{JsonRpcMessage, ServerResult};
 
     #[test]
     fn lines_over_the_limits_never_reach_the_sdk() {
+        let none = CallResults::default();
         let ok = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
-        assert!(check(ok).is_ok());
+        assert!(check(ok, &none).is_ok());
         // An answer with a repeated key fails the request it answers.
         let dup = br#"{"jsonrpc":"2.0","id":7,"result":{"a":1,"a":2}}"#;
-        let Err(Refused::Fail(answer)) = check(dup) else {
+        let Err(Refused::Fail(answer)) = check(dup, &none) else {
             panic!("a duplicate key in an answer must fail its request");
         };
         assert_eq!(answer["id"], 7);
@@ -200,7 +237,7 @@ mod tests {
             r#"{{"jsonrpc":"2.0","id":"x","result":{{{}}}}}"#,
             keys.join(",")
         );
-        let Err(Refused::Fail(answer)) = check(wide.as_bytes()) else {
+        let Err(Refused::Fail(answer)) = check(wide.as_bytes(), &none) else {
             panic!("too many keys must fail the request");
         };
         assert!(
@@ -212,9 +249,43 @@ mod tests {
         // A request of the upstream that does not fit is answered; a notification is dropped.
         let request =
             br#"{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{"a":1,"a":1}}"#;
-        assert!(matches!(check(request), Err(Refused::Reply(_))));
+        assert!(matches!(check(request, &none), Err(Refused::Reply(_))));
         let note = br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"a":1,"a":1}}"#;
-        assert!(matches!(check(note), Err(Refused::Drop(_))));
-        assert!(matches!(check(b"\xff\xfe"), Err(Refused::Drop(_))));
+        assert!(matches!(check(note, &none), Err(Refused::Drop(_))));
+        assert!(matches!(check(b"\xff\xfe", &none), Err(Refused::Drop(_))));
+    }
+
+    #[test]
+    fn a_wanted_result_is_kept_as_sent_and_the_sdk_gets_an_empty_one() {
+        let results = CallResults::default();
+        let line = br#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"image","data":"AA==","mimeType":"image/png","x-extra":1}],"structuredContent":{"n":1.50},"_meta":{"k":"v"}}}"#;
+        // Nobody waits for it: the SDK reads the whole answer.
+        let Ok(JsonRpcMessage::Response(r)) = check(line, &results) else {
+            panic!("an answer");
+        };
+        assert!(matches!(r.result, ServerResult::CallToolResult(_)));
+        let wanted = results.want(RequestId::Number(4));
+        let Ok(JsonRpcMessage::Response(r)) = check(line, &results) else {
+            panic!("an answer");
+        };
+        assert_eq!(r.id, RequestId::Number(4));
+        assert_eq!(
+            serde_json::to_value(&r.result).unwrap(),
+            serde_json::json!({})
+        );
+        let kept = wanted.take().expect("the result was kept");
+        let sent: Value = serde_json::from_slice::<Value>(line).unwrap()["result"].clone();
+        assert_eq!(kept, sent, "kept exactly as the upstream sent it");
+        // Another id, an error answer and a request with the same id are not kept.
+        let other = br#"{"jsonrpc":"2.0","id":5,"result":{"content":[]}}"#;
+        assert!(check(other, &results).is_ok());
+        let error = br#"{"jsonrpc":"2.0","id":4,"error":{"code":-1,"message":"no"}}"#;
+        assert!(matches!(
+            check(error, &results),
+            Ok(JsonRpcMessage::Error(_))
+        ));
+        let request = br#"{"jsonrpc":"2.0","id":4,"method":"ping","result":{}}"#;
+        let _ = check(request, &results);
+        assert_eq!(wanted.take(), None);
     }
 }
