@@ -26,6 +26,10 @@
 //! not wait for the disk; a state-changing call's entry still does. Run with `TMPDIR=/dev/shm`
 //! (the store on tmpfs) to see what is left without the disk.
 //!
+//! `TOOLGUARD_GATEWAY_ONLY=direct|through|dispatcher|hop` runs 20,000 calls of that kind alone
+//! (`TOOLGUARD_GATEWAY_CALLS` to change the number) and prints their median: to profile one
+//! path, or to count the instructions of its calls under callgrind.
+//!
 //! `cargo bench -p toolguard-benches --bench gateway`
 
 use std::path::PathBuf;
@@ -261,6 +265,34 @@ fn gateway(c: &mut Criterion) {
     let process_dir = dir.join("process");
     std::fs::create_dir_all(&process_dir).expect("scratch dir");
     let process = rt.block_on(command_proxy(&process_dir, &command));
+
+    // One kind of call alone (for a profiler, `perf stat` or callgrind): `TOOLGUARD_GATEWAY_ONLY=direct`,
+    // `through`, `dispatcher` or `hop`, 20,000 calls (`TOOLGUARD_GATEWAY_CALLS`), their median printed.
+    if let Ok(only) = std::env::var("TOOLGUARD_GATEWAY_ONLY") {
+        let n = std::env::var("TOOLGUARD_GATEWAY_CALLS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(20_000);
+        let samples = rt.block_on(async {
+            match only.as_str() {
+                "direct" => sample(&direct, n).await,
+                "through" => sample(&through, n).await,
+                "dispatcher" => sample_pipeline(&guard, n).await,
+                "hop" => sample(&hop, n).await,
+                other => {
+                    panic!("TOOLGUARD_GATEWAY_ONLY={other}: not direct, through, dispatcher or hop")
+                }
+            }
+        });
+        if n > 0 {
+            eprintln!(
+                "gateway: {only} alone, median of {n} calls {:?}",
+                median(samples)
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
 
     // The added latency, medians of interleaved samples of the same run; beside it, where it
     // goes: the dispatcher called in this process (no client hop) and one MCP hop over the pipe

@@ -22,7 +22,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 
 use rmcp::RoleClient;
-use rmcp::model::RequestId;
+use rmcp::model::{JsonRpcMessage, JsonRpcResponse, JsonRpcVersion2_0, RequestId, ServerResult};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde::Deserialize;
@@ -116,7 +116,14 @@ fn check(line: &[u8], results: &CallResults) -> Result<RxJsonRpcMessage<RoleClie
         e => refused(PARSE_ERROR, e.to_string()),
     })?;
     let mut value = value;
-    keep_result(&mut value, results);
+    if let Some(id) = keep_result(&mut value, results) {
+        // The SDK only needs to complete the request: no result to read.
+        return Ok(JsonRpcMessage::Response(JsonRpcResponse {
+            jsonrpc: JsonRpcVersion2_0,
+            id,
+            result: ServerResult::empty(()),
+        }));
+    }
     let id = value.get("id").cloned();
     serde_json::from_value::<RxJsonRpcMessage<RoleClient>>(value).map_err(|e| {
         refusal(
@@ -128,26 +135,27 @@ fn check(line: &[u8], results: &CallResults) -> Result<RxJsonRpcMessage<RoleClie
     })
 }
 
-/// Moves the `result` of `message` into `results` when it answers a request that wants it,
-/// leaving an empty result in its place.
-fn keep_result(message: &mut Value, results: &CallResults) {
-    let Some(object) = message.as_object_mut() else {
-        return;
-    };
-    if object.contains_key("method") || !object.get("result").is_some_and(Value::is_object) {
-        return;
+/// Moves the `result` of `message` into `results` when `message` is a JSON-RPC 2.0 answer to
+/// a request that wants it; the id of that request.
+fn keep_result(message: &mut Value, results: &CallResults) -> Option<RequestId> {
+    let object = message.as_object_mut()?;
+    let answer = object.len() == 3
+        && object.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
+        && object.get("result").is_some_and(Value::is_object);
+    if !answer {
+        return None;
     }
     // Read as the SDK reads it; an id it would match only loosely (`"7"` for 7) is not found
     // and the answer takes the SDK's path.
-    let Some(Ok(id)) = object.get("id").map(RequestId::deserialize) else {
-        return;
-    };
-    let Some(result) = object.get_mut("result") else {
-        return;
-    };
-    let taken = std::mem::replace(result, Value::Object(serde_json::Map::new()));
-    if let Err(back) = results.keep(&id, taken) {
-        *result = back;
+    let id = RequestId::deserialize(object.get("id")?).ok()?;
+    let result = object.get_mut("result")?;
+    let taken = std::mem::take(result);
+    match results.keep(&id, taken) {
+        Ok(()) => Some(id),
+        Err(back) => {
+            *result = back;
+            None
+        }
     }
 }
 
@@ -217,7 +225,6 @@ impl Transport<RoleClient> for ChildStdio {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rmcp::model::{JsonRpcMessage, ServerResult};
 
     #[test]
     fn lines_over_the_limits_never_reach_the_sdk() {
@@ -286,6 +293,8 @@ mod tests {
         ));
         let request = br#"{"jsonrpc":"2.0","id":4,"method":"ping","result":{}}"#;
         let _ = check(request, &results);
+        let other_version = br#"{"jsonrpc":"1.0","id":4,"result":{"content":[]}}"#;
+        let _ = check(other_version, &results);
         assert_eq!(wanted.take(), None);
     }
 }
