@@ -124,12 +124,9 @@ async fn direct(command: &[String]) -> RunningService<RoleClient, ()> {
 
 async fn through(guard: Arc<Guard>) -> RunningService<RoleClient, ()> {
     let (client_io, server_io) = tokio::io::duplex(1 << 20);
-    let server = GuardedServer::new(guard);
-    tokio::spawn(async move {
-        if let Ok(running) = server.serve(server_io).await {
-            let _ = running.waiting().await;
-        }
-    });
+    let (read, write) = tokio::io::split(server_io);
+    // As over stdio: every message read strictly before the SDK sees it.
+    tokio::spawn(GuardedServer::new(guard).serve_io(read, write));
     ().serve(client_io).await.expect("initialize the gateway")
 }
 

@@ -34,7 +34,8 @@ use super::upstream::{STABLE, block_kind, server_result};
 use super::user_input::{USER_INPUT_META, check_user_input};
 use super::{Current, Guard, ProxyError};
 use crate::server::{
-    IDEMPOTENCY_KEY_META, PROVIDER, TOOLS_CALL, call_tool_result, unknown_tool_error,
+    GuardedTransport, IDEMPOTENCY_KEY_META, PROVIDER, TOOLS_CALL, call_tool_result,
+    unknown_tool_error,
 };
 use toolguard_pipeline::{Principal, ProviderContext, RawArguments, Status, ToolCall, ToolOutcome};
 use toolguard_policy::ExposeSection;
@@ -72,10 +73,25 @@ impl GuardedServer {
         }
     }
 
-    /// Serves one MCP session on standard input and output until the client disconnects.
+    /// Serves one MCP session on standard input and output until the client disconnects,
+    /// read as [`serve_io`](Self::serve_io) reads (pipes and Unix sockets without blocking, see
+    /// [`McpServer::serve_stdio`](crate::server::McpServer::serve_stdio)).
     pub async fn serve_stdio(self) -> Result<(), ProxyError> {
+        let (read, write) = crate::server::stdio::streams();
+        self.serve_io(read, write).await
+    }
+
+    /// Serves one MCP session of newline-delimited JSON-RPC read from `read` and written to
+    /// `write` until the input ends. Every message is read strictly before the SDK sees it, as
+    /// [`GuardedTransport`] reads (size, nesting and key limits, repeated keys, batches, requests
+    /// before `initialize`): what fails is answered with a JSON-RPC error and never forwarded.
+    pub async fn serve_io<R, W>(self, read: R, write: W) -> Result<(), ProxyError>
+    where
+        R: tokio::io::AsyncRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
         let running = self
-            .serve(rmcp::transport::stdio())
+            .serve(GuardedTransport::new(read, write))
             .await
             .map_err(|e| crate::server::McpServeError::Initialize(e.to_string()))?;
         running

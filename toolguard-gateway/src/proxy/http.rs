@@ -3,6 +3,9 @@
 //! <token>`; a request without a valid token is answered `401` before MCP sees it, and each
 //! `tools/call` runs as the principal of its own request's token ([`super::TokenVerifier`], by
 //! default the policy file's `[[tokens]]`). `Host` must be a loopback name (DNS rebinding).
+//! A POST's body is read strictly before the SDK parses it, as a line over stdio is (at most
+//! [`MAX_MESSAGE_BYTES`], the gateway's limits, no repeated key): what fails is answered `400`
+//! (`413` over the size) with the JSON-RPC error.
 //!
 //! ```text
 //! toolguard mcp-proxy --policy fs.toml --listen 127.0.0.1:8931 -- npx -y @modelcontextprotocol/server-filesystem /srv/data
@@ -14,7 +17,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited, combinators::BoxBody};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -23,6 +26,8 @@ use tokio::net::TcpListener;
 use tower_service::Service;
 
 use super::{Guard, GuardedServer, ProxyError};
+use crate::server::MAX_MESSAGE_BYTES;
+use crate::server::transport::{INVALID_REQUEST, error, read_strict};
 use toolguard_pipeline::call::Principal;
 
 /// The path of the MCP endpoint.
@@ -102,10 +107,73 @@ async fn handle(
             "send `Authorization: Bearer <token>` with a valid token",
         );
     }
-    match mcp.call(Request::from_parts(parts, body)).await {
+    if parts.method != http::Method::POST {
+        return match mcp.call(Request::from_parts(parts, body)).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        };
+    }
+    let body = match strict_body(&parts.headers, body).await {
+        Ok(body) => body,
+        Err(refused) => return refused,
+    };
+    match mcp.call(Request::from_parts(parts, Full::new(body))).await {
         Ok(response) => response,
         Err(never) => match never {},
     }
+}
+
+/// The body of a POST, read as the stdio transport reads a line ([`read_strict`]): at most
+/// [`MAX_MESSAGE_BYTES`] (a longer declared length is refused before the body is read), one
+/// JSON-RPC message within the gateway's limits, no repeated key. What fails is answered `400`
+/// (`413` over the size) with the JSON-RPC error, and never reaches the SDK.
+async fn strict_body(headers: &http::HeaderMap, body: Incoming) -> Result<Bytes, Response<Body>> {
+    let too_long = || {
+        let message = format!("Invalid Request: the message exceeds {MAX_MESSAGE_BYTES} bytes");
+        let reply = error(None, INVALID_REQUEST, &message);
+        json_reply(StatusCode::PAYLOAD_TOO_LARGE, &reply)
+    };
+    let declared = headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_MESSAGE_BYTES as u64) {
+        return Err(too_long());
+    }
+    let bytes = match Limited::new(body, MAX_MESSAGE_BYTES).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<LengthLimitError>() => return Err(too_long()),
+        Err(_) => {
+            return Err(plain(
+                StatusCode::BAD_REQUEST,
+                "the request body was cut off",
+            ));
+        }
+    };
+    match read_strict(&bytes, "gateway") {
+        Ok(_) => Ok(bytes),
+        Err(reply) => {
+            let reply = reply.unwrap_or_else(|| {
+                error(
+                    None,
+                    INVALID_REQUEST,
+                    "Invalid Request: not a JSON-RPC message",
+                )
+            });
+            Err(json_reply(StatusCode::BAD_REQUEST, &reply))
+        }
+    }
+}
+
+fn json_reply(status: StatusCode, reply: &serde_json::Value) -> Response<Body> {
+    let text = reply.to_string();
+    let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 fn plain(status: StatusCode, text: &'static str) -> Response<Body> {

@@ -5,6 +5,7 @@
 //! are parsed.
 
 mod service;
+pub(crate) mod stdio;
 pub(crate) mod transport;
 
 pub use service::{

@@ -119,8 +119,13 @@ impl<S: Send + Sync + 'static> McpServer<S> {
     /// Serves one MCP session on standard input and output until the client disconnects,
     /// through a [`GuardedTransport`] (malformed messages and requests before `initialize` are
     /// answered with JSON-RPC errors).
+    ///
+    /// Standard input and output that are pipes or Unix sockets (as a host that starts the
+    /// server as its child passes them) are read and written without blocking, on the runtime's
+    /// event loop; anything else through Tokio's `stdin()` and `stdout()`.
     pub async fn serve_stdio(self) -> Result<(), McpServeError> {
-        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+        let (read, write) = super::stdio::streams();
+        self.serve_io(read, write).await
     }
 
     /// Serves one MCP session of newline-delimited JSON-RPC read from `read` and written to
