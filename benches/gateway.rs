@@ -7,8 +7,9 @@
 //!
 //! - `gateway/direct`: rmcp's client calls the upstream over its stdio.
 //! - `gateway/through`: rmcp's client calls the gateway (in this process, over an in-memory
-//!   pipe), which runs the guard pipeline (stores and audit trail in SQLite) and forwards the call
-//!   to a second instance of the same upstream.
+//!   pipe, each message read strictly as over stdio: `GuardedServer::serve_io`), which runs the
+//!   guard pipeline (stores and audit trail in SQLite) and forwards the call to a second
+//!   instance of the same upstream.
 //! - the dispatcher alone: the gateway's dispatcher called in this process (pipeline, store and
 //!   forwarding, without the client's MCP hop), and one MCP hop over the in-memory pipe to a
 //!   server that answers at once, to show where the added latency goes.
