@@ -10,7 +10,6 @@ use std::process::Stdio;
 
 use proxy_support::{Scratch, free_port, npm_server, proxy_command, wait_for_port};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const AGENT: &str = "agent-token-0123456789abcdef";
 const REVIEWER: &str = "reviewer-token-0123456789abcdef";
@@ -57,35 +56,7 @@ async fn post(
     session: Option<&str>,
     body: &Value,
 ) -> (u16, String, String) {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .expect("connect");
-    let body = body.to_string();
-    let mut head = format!(
-        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nconnection: close\r\ncontent-length: {}\r\n",
-        body.len()
-    );
-    if let Some(t) = token {
-        head.push_str(&format!("authorization: Bearer {t}\r\n"));
-    }
-    if let Some(s) = session {
-        head.push_str(&format!(
-            "mcp-session-id: {s}\r\nmcp-protocol-version: 2025-06-18\r\n"
-        ));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).await.expect("write head");
-    stream.write_all(body.as_bytes()).await.expect("write body");
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).await.expect("read");
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP response");
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("status");
-    (status, head.to_ascii_lowercase(), body.to_owned())
+    proxy_support::mcp_post(port, token, session, &body.to_string()).await
 }
 
 /// The status of `GET path` on the reviewer endpoint with `token`.
@@ -95,12 +66,8 @@ async fn get_status(port: u16, token: &str, path: &str) -> u16 {
         .0
 }
 
-/// The JSON-RPC message of a response body (JSON, or the `data:` of an SSE event; chunked
-/// framing is skipped by looking for the JSON object).
 fn message(body: &str) -> Value {
-    let start = body.find('{').expect("a JSON object in the body");
-    let end = body.rfind('}').expect("end of the JSON object");
-    serde_json::from_str(&body[start..=end]).unwrap_or_else(|e| panic!("{e}: {body}"))
+    proxy_support::http_message(body)
 }
 
 /// The model-facing payload of a `tools/call` response.
@@ -149,18 +116,8 @@ async fn streamable_http_callers_are_the_principals_of_their_tokens() {
         401
     );
 
-    let (status, head, body) = post(port, Some(AGENT), None, &init).await;
-    assert_eq!(status, 200, "{head}\n{body}");
-    assert_eq!(message(&body)["result"]["serverInfo"]["name"], "toolguard");
-    let session = head
-        .lines()
-        .find_map(|l| l.strip_prefix("mcp-session-id: "))
-        .expect("a session id")
-        .trim()
-        .to_owned();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let (status, _, _) = post(port, Some(AGENT), Some(&session), &initialized).await;
-    assert!(status == 202 || status == 200, "{status}");
+    let (session, initialized) = proxy_support::http_session(port, AGENT).await;
+    assert_eq!(initialized["serverInfo"]["name"], "toolguard");
 
     let (_, _, body) = post(
         port,
@@ -241,18 +198,7 @@ async fn start_session(dir: &Scratch, policy: &str, port: u16) -> (tokio::proces
         .spawn()
         .expect("spawn the proxy");
     wait_for_port(port, "the proxy").await;
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}});
-    let (status, head, body) = post(port, Some(AGENT), None, &init).await;
-    assert_eq!(status, 200, "{head}\n{body}");
-    let session = head
-        .lines()
-        .find_map(|l| l.strip_prefix("mcp-session-id: "))
-        .expect("a session id")
-        .trim()
-        .to_owned();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    post(port, Some(AGENT), Some(&session), &initialized).await;
+    let (session, _) = proxy_support::http_session(port, AGENT).await;
     (child, session)
 }
 

@@ -15,9 +15,12 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use proxy_support::{Scratch, free_port, npm_server, proxy_command, wait_for_port};
+use proxy_support::{
+    Scratch, free_port, http_exchange, http_message, http_session, mcp_post, mcp_post_head,
+    npm_server, proxy_command, wait_for_port,
+};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
 const AGENT: &str = "agent-token-0123456789abcdef";
 
@@ -111,6 +114,14 @@ fn malformed() -> Vec<(u64, String, i64, &'static str, &'static str)> {
     ]
 }
 
+/// Checks that the valid call (`ok.txt`) was forwarded and answered `ok`.
+fn written_ok(answer: &Value, data: &Path) {
+    let status = &answer["result"]["_meta"]["toolguard/outcome"]["status"];
+    assert_eq!(status, "ok", "{answer}");
+    let written = std::fs::read_to_string(data.join("ok.txt")).expect("written");
+    assert_eq!(written, "fine");
+}
+
 /// One MCP session over a byte stream: lines out, answers in.
 struct Session<R, W> {
     lines: tokio::io::Lines<BufReader<R>>,
@@ -174,14 +185,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Session<R, W> {
         self.send(&write_call(9, r#"{"path":"ok.txt","content":"fine"}"#))
             .await;
         let answer = self.answer(9).await;
-        assert_eq!(
-            answer["result"]["_meta"]["toolguard/outcome"]["status"], "ok",
-            "{answer}"
-        );
-        assert_eq!(
-            std::fs::read_to_string(data.join("ok.txt")).expect("written"),
-            "fine"
-        );
+        written_ok(&answer, data);
     }
 }
 
@@ -252,61 +256,11 @@ async fn stdio_unix_sockets_are_read_strictly() {
     let _ = proxy.kill().await;
 }
 
-/// One POST of `body` to the proxy's MCP endpoint: status and body.
-async fn post(port: u16, session: Option<&str>, body: &str) -> (u16, String, String) {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .expect("connect");
-    let mut head = format!(
-        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nconnection: close\r\nauthorization: Bearer {AGENT}\r\ncontent-length: {}\r\n",
-        body.len()
-    );
-    if let Some(s) = session {
-        head.push_str(&format!(
-            "mcp-session-id: {s}\r\nmcp-protocol-version: 2025-06-18\r\n"
-        ));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).await.expect("write head");
-    stream.write_all(body.as_bytes()).await.expect("write body");
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).await.expect("read");
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP response");
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("status");
-    (status, head.to_ascii_lowercase(), body.to_owned())
-}
-
 /// A POST whose head declares `length` bytes, sent without its body: status and body.
 async fn declared_too_long(port: u16, session: &str, length: usize) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .expect("connect");
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nconnection: close\r\nauthorization: Bearer {AGENT}\r\nmcp-session-id: {session}\r\nmcp-protocol-version: 2025-06-18\r\ncontent-length: {length}\r\n\r\n"
-    );
-    stream.write_all(head.as_bytes()).await.expect("write head");
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).await.expect("read");
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP response");
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("status");
-    (status, body.to_owned())
-}
-
-/// The JSON-RPC message of a response body (JSON, or the `data:` of an SSE event).
-fn message(body: &str) -> Value {
-    let start = body.find('{').expect("a JSON object in the body");
-    let end = body.rfind('}').expect("end of the JSON object");
-    serde_json::from_str(&body[start..=end]).unwrap_or_else(|e| panic!("{e}: {body}"))
+    let head = mcp_post_head(port, Some(AGENT), Some(session), length);
+    let (status, _, body) = http_exchange(port, head.as_bytes()).await;
+    (status, body)
 }
 
 #[tokio::test]
@@ -330,24 +284,12 @@ async fn streamable_http_bodies_are_read_strictly() {
         .spawn()
         .expect("spawn the proxy");
     wait_for_port(port, "the proxy").await;
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "strict-test", "version": "1"}}});
-    let (status, head, body) = post(port, None, &init.to_string()).await;
-    assert_eq!(status, 200, "{head}\n{body}");
-    let session = head
-        .lines()
-        .find_map(|l| l.strip_prefix("mcp-session-id: "))
-        .expect("a session id")
-        .trim()
-        .to_owned();
-    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-    post(port, Some(&session), initialized).await;
+    let (session, _) = http_session(port, AGENT).await;
 
     for (id, line, code, word, file) in malformed() {
-        let (status, _, body) = post(port, Some(&session), &line).await;
+        let (status, _, body) = mcp_post(port, Some(AGENT), Some(&session), &line).await;
         assert_eq!(status, 400, "{body}");
-        let answer = message(&body);
+        let answer = http_message(&body);
         assert_eq!(answer["id"], json!(id), "{answer}");
         assert_eq!(answer["error"]["code"], code, "{answer}");
         let text = answer["error"]["message"].as_str().expect("a message");
@@ -359,30 +301,24 @@ async fn streamable_http_bodies_are_read_strictly() {
         "[{}]",
         write_call(5, r#"{"path":"batch.txt","content":"x"}"#)
     );
-    let (status, _, body) = post(port, Some(&session), &batch).await;
+    let (status, _, body) = mcp_post(port, Some(AGENT), Some(&session), &batch).await;
     assert_eq!(status, 400, "{body}");
-    assert_eq!(message(&body)["error"]["code"], -32600, "{body}");
+    assert_eq!(http_message(&body)["error"]["code"], -32600, "{body}");
     assert!(!data.join("batch.txt").exists());
     // Refused on its declared length, before the body is read.
     let (status, body) = declared_too_long(port, &session, 5 << 20).await;
     assert_eq!(status, 413, "{body}");
-    assert_eq!(message(&body)["error"]["code"], -32600, "{body}");
+    assert_eq!(http_message(&body)["error"]["code"], -32600, "{body}");
 
-    let (status, _, body) = post(
+    let (status, _, body) = mcp_post(
         port,
+        Some(AGENT),
         Some(&session),
         &write_call(9, r#"{"path":"ok.txt","content":"fine"}"#),
     )
     .await;
     assert_eq!(status, 200, "{body}");
-    let answer = message(&body);
-    assert_eq!(
-        answer["result"]["_meta"]["toolguard/outcome"]["status"], "ok",
-        "{answer}"
-    );
-    assert_eq!(
-        std::fs::read_to_string(data.join("ok.txt")).expect("written"),
-        "fine"
-    );
+    let answer = http_message(&body);
+    written_ok(&answer, &data);
     let _ = proxy.kill().await;
 }

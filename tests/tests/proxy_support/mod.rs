@@ -127,6 +127,90 @@ pub async fn connect<H: rmcp::ClientHandler>(
         .expect("MCP initialization through the proxy")
 }
 
+/// One HTTP/1.1 exchange on a new connection to 127.0.0.1:`port`: `request` (head and body)
+/// sent as it is, then everything the server answers until it closes: status, head (lowercase)
+/// and body.
+pub async fn http_exchange(port: u16, request: &[u8]) -> (u16, String, String) {
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect");
+    stream.write_all(request).await.expect("write the request");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await.expect("read");
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP response");
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status");
+    (status, head.to_ascii_lowercase(), body.to_owned())
+}
+
+/// The head of a POST to the proxy's MCP endpoint on `port` declaring `length` bytes of body,
+/// with the bearer `token` and the MCP `session` (and its protocol version) when given.
+pub fn mcp_post_head(
+    port: u16,
+    token: Option<&str>,
+    session: Option<&str>,
+    length: usize,
+) -> String {
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nconnection: close\r\ncontent-length: {length}\r\n"
+    );
+    if let Some(t) = token {
+        head.push_str(&format!("authorization: Bearer {t}\r\n"));
+    }
+    if let Some(s) = session {
+        head.push_str(&format!(
+            "mcp-session-id: {s}\r\nmcp-protocol-version: 2025-06-18\r\n"
+        ));
+    }
+    head.push_str("\r\n");
+    head
+}
+
+/// One POST of `body` to the proxy's MCP endpoint ([`mcp_post_head`]): status, head and body.
+pub async fn mcp_post(
+    port: u16,
+    token: Option<&str>,
+    session: Option<&str>,
+    body: &str,
+) -> (u16, String, String) {
+    let request = mcp_post_head(port, token, session, body.len()) + body;
+    http_exchange(port, request.as_bytes()).await
+}
+
+/// The JSON-RPC message of an HTTP response body (JSON, or the `data:` of an SSE event;
+/// chunked framing is skipped by looking for the JSON object).
+pub fn http_message(body: &str) -> Value {
+    let start = body.find('{').expect("a JSON object in the body");
+    let end = body.rfind('}').expect("end of the JSON object");
+    serde_json::from_str(&body[start..=end]).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+/// Opens an MCP session with the proxy served over Streamable HTTP on `port` as the holder of
+/// `token` (`initialize`, then `notifications/initialized`): the session id and the
+/// `initialize` result.
+pub async fn http_session(port: u16, token: &str) -> (String, Value) {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}});
+    let (status, head, body) = mcp_post(port, Some(token), None, &init.to_string()).await;
+    assert_eq!(status, 200, "{head}\n{body}");
+    let session = head
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id: "))
+        .expect("a session id")
+        .trim()
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let (status, _, _) =
+        mcp_post(port, Some(token), Some(&session), &initialized.to_string()).await;
+    assert!(status == 202 || status == 200, "{status}");
+    (session, http_message(&body)["result"].clone())
+}
+
 /// One request to the reviewer endpoint on `port`: status and JSON body (`Value::Null` when the
 /// body is not JSON).
 pub async fn reviewer(
@@ -136,9 +220,6 @@ pub async fn reviewer(
     path: &str,
     body: &str,
 ) -> (u16, Value) {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .expect("connect to the reviewer endpoint");
     let auth = token
         .map(|t| format!("authorization: Bearer {t}\r\n"))
         .unwrap_or_default();
@@ -146,16 +227,8 @@ pub async fn reviewer(
         "{method} {path} HTTP/1.1\r\nhost: localhost\r\n{auth}content-length: {}\r\n\r\n{body}",
         body.len()
     );
-    stream.write_all(request.as_bytes()).await.expect("write");
-    let mut raw = String::new();
-    stream.read_to_string(&mut raw).await.expect("read");
-    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP response");
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("a status");
-    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+    let (status, _, body) = http_exchange(port, request.as_bytes()).await;
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
 }
 
 /// `tools/call` parameters, with the host's idempotency key in `_meta` when given.

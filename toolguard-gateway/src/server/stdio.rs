@@ -16,10 +16,7 @@
 //! waiting (and `eprintln!` panics on a failed write), so streams that share a file with it
 //! stay blocking too.
 
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 /// Standard input, readable by the runtime.
 pub(crate) type Input = Box<dyn AsyncRead + Send + Unpin>;
@@ -36,58 +33,18 @@ pub(crate) fn streams() -> (Input, Output) {
     (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
 }
 
-/// A stream that gives its file description its flags back when dropped.
-struct Restoring<T> {
-    inner: T,
-    #[cfg(unix)]
-    restore: Option<unix::Flags>,
-}
-
-impl<T: AsyncRead + Unpin> AsyncRead for Restoring<T> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
-    }
-}
-
-impl<T: AsyncWrite + Unpin> AsyncWrite for Restoring<T> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-}
-
-#[cfg(unix)]
-impl<T> Drop for Restoring<T> {
-    fn drop(&mut self) {
-        if let Some(flags) = self.restore.take() {
-            flags.restore();
-        }
-    }
-}
-
 #[cfg(unix)]
 mod unix {
     use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
     use std::os::unix::net::UnixStream;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
 
     use rustix::fs::{FileType, OFlags};
+    use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+    use tokio::net::unix::pipe;
 
-    use super::{Input, Output, Restoring};
+    use super::{Input, Output};
 
     /// What a stream is, for the choice between non-blocking and Tokio's streams.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,44 +131,97 @@ mod unix {
 
     /// `fd` (a pipe or a Unix socket) as a non-blocking reader.
     pub(super) fn reader(fd: BorrowedFd<'_>) -> Option<Input> {
-        let restore = Flags::of(fd)?;
-        let dup = fd.try_clone_to_owned().ok()?;
-        let stream: Input = match kind(fd) {
-            Kind::Pipe => Box::new(Restoring {
-                inner: tokio::net::unix::pipe::Receiver::from_owned_fd(dup).ok()?,
-                restore: Some(restore),
-            }),
-            Kind::UnixSocket => Box::new(Restoring {
-                inner: socket(dup)?,
-                restore: Some(restore),
-            }),
-            Kind::Other => return None,
-        };
-        Some(stream)
+        Some(Box::new(open(fd, pipe::Receiver::from_owned_fd)?))
     }
 
     /// `fd` (a pipe or a Unix socket) as a non-blocking writer.
     pub(super) fn writer(fd: BorrowedFd<'_>) -> Option<Output> {
-        let restore = Flags::of(fd)?;
-        let dup = fd.try_clone_to_owned().ok()?;
-        let stream: Output = match kind(fd) {
-            Kind::Pipe => Box::new(Restoring {
-                inner: tokio::net::unix::pipe::Sender::from_owned_fd(dup).ok()?,
-                restore: Some(restore),
-            }),
-            Kind::UnixSocket => Box::new(Restoring {
-                inner: socket(dup)?,
-                restore: Some(restore),
-            }),
-            Kind::Other => return None,
-        };
-        Some(stream)
+        Some(Box::new(open(fd, pipe::Sender::from_owned_fd)?))
     }
 
-    fn socket(fd: OwnedFd) -> Option<tokio::net::UnixStream> {
-        let stream = UnixStream::from(fd);
-        stream.set_nonblocking(true).ok()?;
-        tokio::net::UnixStream::from_std(stream).ok()
+    /// `fd` as a non-blocking stream: a pipe's end made by `pipe`, or a Unix socket.
+    fn open<P>(
+        fd: BorrowedFd<'_>,
+        pipe: fn(OwnedFd) -> std::io::Result<P>,
+    ) -> Option<Restoring<P>> {
+        let restore = Flags::of(fd)?;
+        let dup = fd.try_clone_to_owned().ok()?;
+        let end = match kind(fd) {
+            Kind::Pipe => End::Pipe(pipe(dup).ok()?),
+            Kind::UnixSocket => {
+                let stream = UnixStream::from(dup);
+                stream.set_nonblocking(true).ok()?;
+                End::Socket(tokio::net::UnixStream::from_std(stream).ok()?)
+            }
+            Kind::Other => return None,
+        };
+        Some(Restoring {
+            end,
+            restore: Some(restore),
+        })
+    }
+
+    /// One end of standard input or output.
+    enum End<P> {
+        Pipe(P),
+        Socket(tokio::net::UnixStream),
+    }
+
+    /// A stream that gives its file description its flags back when dropped.
+    pub(super) struct Restoring<P> {
+        end: End<P>,
+        restore: Option<Flags>,
+    }
+
+    impl<P> Drop for Restoring<P> {
+        fn drop(&mut self) {
+            if let Some(flags) = self.restore.take() {
+                flags.restore();
+            }
+        }
+    }
+
+    impl<P: AsyncRead + Unpin> AsyncRead for Restoring<P> {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            match &mut self.end {
+                End::Pipe(p) => Pin::new(p).poll_read(cx, buf),
+                End::Socket(s) => Pin::new(s).poll_read(cx, buf),
+            }
+        }
+    }
+
+    impl<P: AsyncWrite + Unpin> AsyncWrite for Restoring<P> {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<std::io::Result<usize>> {
+            match &mut self.end {
+                End::Pipe(p) => Pin::new(p).poll_write(cx, buf),
+                End::Socket(s) => Pin::new(s).poll_write(cx, buf),
+            }
+        }
+
+        fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            match &mut self.end {
+                End::Pipe(p) => Pin::new(p).poll_flush(cx),
+                End::Socket(s) => Pin::new(s).poll_flush(cx),
+            }
+        }
+
+        fn poll_shutdown(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            match &mut self.end {
+                End::Pipe(p) => Pin::new(p).poll_shutdown(cx),
+                End::Socket(s) => Pin::new(s).poll_shutdown(cx),
+            }
+        }
     }
 }
 
