@@ -25,6 +25,7 @@
 //! ```
 
 mod audit;
+mod checkpoint;
 mod detect;
 mod provenance;
 mod store;

@@ -33,9 +33,13 @@ impl ProvenanceStore for SqliteStore {
         }))
     }
 
+    /// A session's sources, answered once the read's batch committed, without waiting for the
+    /// sync: adding or clearing sources waits for it, so everything a caller was told is stored
+    /// is on disk already; the read may also see a change whose caller is still waiting for the
+    /// sync, as it would a moment later.
     fn sources<'a>(&'a self, session: &'a str) -> BoxFuture<'a, StoreResult<Vec<Source>>> {
         let session = session.to_owned();
-        Box::pin(self.with_connection(move |c| {
+        Box::pin(self.read_committed(move |c| {
             let mut stmt = c.prepare_cached(
                 "SELECT body FROM toolguard_provenance WHERE session = ?1 ORDER BY at_ms, id",
             )?;

@@ -7,13 +7,17 @@
 //! at once on the caller's thread instead, in its own short transaction (it never waits for a
 //! lock there), which spares the hand-off to the thread and back. Atomicity comes from single statements (`INSERT ... ON CONFLICT ... WHERE`,
 //! `UPDATE ... WHERE owner = ?`) and, for the session ledger, `BEGIN IMMEDIATE` transactions.
-//! The audit trail of the same file is written by [`crate::audit::SqliteAuditSink`].
+//! The audit trail of the same file is written by [`crate::audit::SqliteAuditSink`]. The log is
+//! copied back into the database file (checkpointed) by a thread of its own, not by the writing
+//! connection (see `checkpoint`): the log of a store under a steady load grows up to 256 MiB
+//! before it starts over.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
+use crate::checkpoint::{Checkpointer, WRITER_BOUND_PAGES};
 pub(crate) use crate::worker::{Mode, Worker};
 use toolguard_pipeline::DispatcherBuilder;
 use toolguard_pipeline::clock::unix_millis;
@@ -233,7 +237,16 @@ impl SqliteStore {
                 Some(PathBuf::from(wal))
             }
         };
-        let worker = Worker::start(conn, "toolguard-sqlite", Mode::Batched { wal }).map_err(err)?;
+        // The log is checkpointed off the writing connection (see `checkpoint`); the writer's
+        // own automatic checkpoint only bounds the log.
+        conn.pragma_update(None, "wal_autocheckpoint", WRITER_BOUND_PAGES)
+            .map_err(err)?;
+        let checkpoints = Checkpointer::start(&path, "toolguard-sqlite-checkpoint").map_err(err)?;
+        let mode = Mode::Batched {
+            wal,
+            checkpoints: Some(checkpoints),
+        };
+        let worker = Worker::start(conn, "toolguard-sqlite", mode).map_err(err)?;
         Ok(SqliteStore {
             worker: std::sync::Arc::new(worker),
             path,
@@ -285,6 +298,18 @@ impl SqliteStore {
         F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     {
         self.worker.run(f).await
+    }
+
+    /// Runs the read `f` on the store's connection, answered once its batch committed, without
+    /// waiting for the sync when the store writes an audit trail ([`Worker::run_deferred`]):
+    /// for reads of state whose writers wait for the sync themselves, so that what the read
+    /// returns and a power loss could take back is only what no caller was yet told is stored.
+    pub(crate) async fn read_committed<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        self.worker.run_deferred(f).await
     }
 
     /// Deletes idempotency records and ledger reservations that expired before `now`, and ledger

@@ -22,6 +22,8 @@ use tokio::sync::oneshot;
 
 use toolguard_pipeline::store::{StoreError, StoreResult};
 
+use crate::checkpoint::Checkpointer;
+
 /// What a job leaves to do once its batch committed (or failed to).
 type Reply = Box<dyn FnOnce(Result<(), String>) + Send>;
 type Job = Box<dyn FnOnce(&mut Connection) -> Reply + Send>;
@@ -59,10 +61,12 @@ pub(crate) enum Mode {
     /// Every job queued (up to [`MAX_JOBS`]) in one `BEGIN IMMEDIATE` transaction. With `wal`,
     /// the connection commits without syncing (`synchronous = NORMAL`) and the log file `wal`
     /// is synced on a thread of its own before the callers waiting for [`Wait::Synced`] are
-    /// answered.
+    /// answered. With `checkpoints`, every commit is reported to that checkpoint thread.
     Batched {
         /// The write-ahead log to sync, for fully synced commits.
         wal: Option<PathBuf>,
+        /// The thread that checkpoints the log off this connection.
+        checkpoints: Option<Checkpointer>,
     },
 }
 
@@ -91,6 +95,16 @@ struct Shared {
     callers: AtomicUsize,
     batched: bool,
     answers: Answers,
+    checkpoints: Option<Checkpointer>,
+}
+
+impl Shared {
+    /// A batch was run (committed, or rolled back): a checkpoint of the log may be due.
+    fn ran(&self) {
+        if let Some(checkpoints) = &self.checkpoints {
+            checkpoints.committed();
+        }
+    }
 }
 
 impl std::fmt::Debug for Shared {
@@ -267,6 +281,7 @@ fn work(shared: Arc<Shared>, rx: mpsc::Receiver<Queued>) {
         let taken = jobs.len();
         run_batch(&mut conn, jobs, &shared.answers);
         drop(conn);
+        shared.ran();
         shared.queued.fetch_sub(taken, Ordering::AcqRel);
     }
 }
@@ -324,6 +339,8 @@ impl Shared {
             return Err(q);
         }
         commit_batch(&mut conn, vec![q], &self.answers);
+        drop(conn);
+        self.ran();
         Ok(())
     }
 }
@@ -332,9 +349,9 @@ impl Worker {
     /// Starts the thread `name` owning `conn`.
     pub(crate) fn start(conn: Connection, name: &str, mode: Mode) -> std::io::Result<Self> {
         let (tx, rx) = mpsc::channel::<Queued>();
-        let (batched, wal) = match mode {
-            Mode::Single => (false, None),
-            Mode::Batched { wal } => (true, wal),
+        let (batched, wal, checkpoints) = match mode {
+            Mode::Single => (false, None, None),
+            Mode::Batched { wal, checkpoints } => (true, wal, checkpoints),
         };
         let syncer = match wal {
             Some(wal) => {
@@ -354,6 +371,7 @@ impl Worker {
             callers: AtomicUsize::new(0),
             batched,
             answers: Answers { syncer },
+            checkpoints,
         });
         let thread = shared.clone();
         std::thread::Builder::new()
@@ -466,7 +484,11 @@ mod tests {
     fn worker(path: &std::path::Path) -> Worker {
         let conn =
             crate::store::open_connection(path, crate::store::Durability::Process).expect("open");
-        Worker::start(conn, "test-worker", Mode::Batched { wal: None }).expect("start")
+        let mode = Mode::Batched {
+            wal: None,
+            checkpoints: None,
+        };
+        Worker::start(conn, "test-worker", mode).expect("start")
     }
 
     async fn ran_on(worker: &Worker) -> (ThreadId, i64) {
