@@ -13,6 +13,7 @@ use arcstr::ArcStr;
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::checkpoint::Checkpointer;
 use crate::store::{Durability, Mode, Worker, open_connection};
 use toolguard_pipeline::audit::columns::{COLUMNS, Columns, limit_of};
 use toolguard_pipeline::audit::{Appending, AuditError, AuditSink};
@@ -150,7 +151,14 @@ fn write_batch(conn: &mut Connection, sealer: &Sealer, batch: Vec<(AuditRecord, 
     }
 }
 
-fn writer(mut conn: Connection, sealer: Sealer, mut rx: mpsc::Receiver<(AuditRecord, Reply)>) {
+/// The trail's own writer: appends the entries queued (up to [`MAX_BATCH`]) in one transaction,
+/// and leaves the checkpoints of the log to `checkpoints`.
+fn writer(
+    mut conn: Connection,
+    sealer: Sealer,
+    mut rx: mpsc::Receiver<(AuditRecord, Reply)>,
+    checkpoints: Checkpointer,
+) {
     while let Some(first) = rx.blocking_recv() {
         let mut batch = Vec::with_capacity(64);
         batch.push(first);
@@ -161,6 +169,7 @@ fn writer(mut conn: Connection, sealer: Sealer, mut rx: mpsc::Receiver<(AuditRec
             }
         }
         write_batch(&mut conn, &sealer, batch);
+        checkpoints.committed();
     }
 }
 
@@ -234,11 +243,14 @@ impl SqliteAuditSink {
         let sealer = anchor.as_ref().map_or(Sealer::Plain, |a| a.sealer());
         let wconn = open_connection(path, durability).map_err(crate::store::err)?;
         let rconn = open_connection(path, durability).map_err(crate::store::err)?;
+        let checkpoints =
+            Checkpointer::for_writer(&wconn, path, "toolguard-sqlite-audit-checkpoint")
+                .map_err(crate::store::err)?;
         let (queue, rx) = mpsc::channel(QUEUE);
         let wsealer = sealer.clone();
         std::thread::Builder::new()
             .name("toolguard-sqlite-audit".to_owned())
-            .spawn(move || writer(wconn, wsealer, rx))
+            .spawn(move || writer(wconn, wsealer, rx, checkpoints))
             .map_err(crate::store::err)?;
         let reader = Worker::start(rconn, "toolguard-sqlite-audit-read", Mode::Single)
             .map_err(crate::store::err)?;

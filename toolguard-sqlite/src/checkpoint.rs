@@ -6,7 +6,8 @@
 //! one writing connection then stops, every few milliseconds under load, for the copy and its
 //! syncs, and every call waiting for it stops with it.
 //!
-//! A store's writer leaves that work to a [`Checkpointer`]: a thread with a connection of its
+//! A store's writer (and the writer of a trail in a file of its own) leaves that work to a
+//! [`Checkpointer`]: a thread with a connection of its
 //! own that runs a passive checkpoint (it never waits for, nor blocks, the writer or a reader)
 //! [`INTERVAL`] after the first commit it was told of, and again while commits go on. The
 //! writer's own automatic checkpoint stays, at [`WRITER_BOUND_PAGES`]: a passive checkpoint
@@ -56,6 +57,19 @@ impl Checkpointer {
             .name(name.to_owned())
             .spawn(move || checkpoint_loop(&conn, &rx, &flag))?;
         Ok(Checkpointer { tx, pending })
+    }
+
+    /// Leaves the checkpoints of `writer`'s log (the database at `path`) to the thread `name`:
+    /// the writer's own automatic checkpoint is raised to [`WRITER_BOUND_PAGES`].
+    pub(crate) fn for_writer(
+        writer: &Connection,
+        path: &Path,
+        name: &str,
+    ) -> std::io::Result<Checkpointer> {
+        writer
+            .pragma_update(None, "wal_autocheckpoint", WRITER_BOUND_PAGES)
+            .map_err(std::io::Error::other)?;
+        Checkpointer::start(path, name)
     }
 
     /// A transaction committed: a checkpoint is due.

@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use crate::checkpoint::{Checkpointer, WRITER_BOUND_PAGES};
+use crate::checkpoint::Checkpointer;
 pub(crate) use crate::worker::{Mode, Worker};
 use toolguard_pipeline::DispatcherBuilder;
 use toolguard_pipeline::clock::unix_millis;
@@ -237,11 +237,9 @@ impl SqliteStore {
                 Some(PathBuf::from(wal))
             }
         };
-        // The log is checkpointed off the writing connection (see `checkpoint`); the writer's
-        // own automatic checkpoint only bounds the log.
-        conn.pragma_update(None, "wal_autocheckpoint", WRITER_BOUND_PAGES)
-            .map_err(err)?;
-        let checkpoints = Checkpointer::start(&path, "toolguard-sqlite-checkpoint").map_err(err)?;
+        // The log is checkpointed off the writing connection (see `checkpoint`).
+        let checkpoints =
+            Checkpointer::for_writer(&conn, &path, "toolguard-sqlite-checkpoint").map_err(err)?;
         let mode = Mode::Batched {
             wal,
             checkpoints: Some(checkpoints),
