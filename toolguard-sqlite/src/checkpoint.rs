@@ -7,15 +7,14 @@
 //! syncs, and every call waiting for it stops with it.
 //!
 //! A store's writer (and the writer of a trail in a file of its own) leaves that work to a
-//! [`Checkpointer`]: a thread with a connection of its
-//! own that runs a passive checkpoint (it never waits for, nor blocks, the writer or a reader)
-//! [`INTERVAL`] after the first commit it was told of, and again while commits go on. The
-//! writer's own automatic checkpoint stays, at [`WRITER_BOUND_PAGES`]: a passive checkpoint
-//! cannot copy the pages committed while it runs, so under a steady load the log would never
-//! be wholly copied and start over; the writer's checkpoint then copies what is left (the pages
-//! of the last interval, not the whole log) and the log starts over at its next commit. A
-//! checkpoint that fails (the file busy, an I/O error) is tried again after the next commit;
-//! the log keeps every page until one succeeds.
+//! [`Checkpointer`]: a thread with a connection of its own that runs a passive checkpoint (it
+//! never waits for, nor blocks, the writer or a reader) [`INTERVAL`] after the first commit it
+//! was told of, and again while commits go on. The writer's own automatic checkpoint stays, at
+//! [`WRITER_BOUND_PAGES`]: a passive checkpoint cannot copy the pages committed while it runs, so
+//! under a steady load the log would never be wholly copied and start over; the writer's
+//! checkpoint then copies what is left (the pages of the last interval, not the whole log) and
+//! the log starts over at its next commit. A checkpoint that fails (the file busy, an I/O error)
+//! is tried again after the next commit; the log keeps every page until one succeeds.
 
 use std::path::Path;
 use std::sync::Arc;
