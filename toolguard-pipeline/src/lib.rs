@@ -29,6 +29,7 @@ pub mod dispatcher;
 mod erased;
 pub mod error;
 pub mod keys;
+mod mapped;
 pub use toolguard_sanitize::kinds;
 pub mod metrics;
 pub mod notify;

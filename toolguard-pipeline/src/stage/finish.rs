@@ -50,118 +50,134 @@ pub(crate) struct Subject<'a> {
 }
 
 /// Records the outcome of the operation, writes the audit entry, metrics and span status.
-pub(crate) async fn finish<S: Send + Sync + 'static>(
-    core: &Core<S>,
-    about: Subject<'_>,
+///
+/// A function returning an `async move` block rather than an `async fn`: an `async fn` keeps
+/// its by-value arguments twice in its state (as passed and as moved into its body), and this
+/// future is part of every call's.
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an `async fn` would hold its by-value arguments twice in this future"
+)]
+pub(crate) fn finish<'a, S: Send + Sync + 'static>(
+    core: &'a Core<S>,
+    about: Subject<'a>,
     mut t: Trace,
-    answer: Answer,
-) -> ToolOutcome {
-    let answer =
-        super::provenance::record_answer(core, about.principal, &about.call_id, &t, answer).await;
-    let tool_label = t.tool.as_deref().unwrap_or(metrics::UNKNOWN_TOOL_LABEL);
-    // The operation record of an admitted call, written after the audit entry with the key's
-    // settlement (see `settle`): the record says what the trail already holds.
-    let operation = match core.spec(tool_label) {
-        Some(spec) if t.admitted && !answer.replayed => super::record::of(
-            core,
-            about.principal,
-            spec,
-            &about.call_id,
+    mut answer: Answer,
+) -> impl Future<Output = ToolOutcome> + Send + 'a {
+    async move {
+        super::provenance::record_answer(core, about.principal, &about.call_id, &t, &mut answer)
+            .await;
+        let tool_label = t.tool.as_deref().unwrap_or(metrics::UNKNOWN_TOOL_LABEL);
+        // The operation record of an admitted call, written after the audit entry with the key's
+        // settlement (see `settle`): the record says what the trail already holds.
+        let operation = match core.spec(tool_label) {
+            Some(spec) if t.admitted && !answer.replayed => super::record::of(
+                core,
+                about.principal,
+                spec,
+                &about.call_id,
+                &t,
+                OperationState::from_status(answer.status),
+                Some(answer.stored(t.operation_id.as_ref())),
+            ),
+            _ => None,
+        };
+        let settlement = t.settlement.take();
+        let mut outcome = outcome(
+            about.call_id.into_owned(),
+            about.tool.into_owned(),
+            answer,
             &t,
-            OperationState::from_status(answer.status),
-            Some(answer.stored(t.operation_id.as_ref())),
-        ),
-        _ => None,
-    };
-    let settlement = t.settlement.take();
-    let mut outcome = outcome(
-        about.call_id.into_owned(),
-        about.tool.into_owned(),
-        answer,
-        &t,
-    );
-    // The real not-found class stays in the audit trail; outside, every not_found is alike.
-    let audit_reason = outcome.reason.clone();
-    if outcome.status == Status::NotFound {
-        outcome.reason = None;
+        );
+        // The real not-found class stays in the audit trail; outside, every not_found is alike.
+        let audit_reason = outcome.reason.clone();
+        if outcome.status == Status::NotFound {
+            outcome.reason = None;
+        }
+        let record = AuditRecord {
+            event: about.event,
+            time_ms: unix_millis(core.now()),
+            tenant: about.principal.tenant.clone(),
+            subject: about.principal.subject.clone(),
+            session: about.principal.session_id.clone(),
+            // A registered tool's name is the registry's; an unknown one is copied, capped.
+            tool: match &t.tool {
+                Some(name) => name.clone(),
+                None => capped(&outcome.tool).into(),
+            },
+            // The handler's context shares the call id it was given, when the call got that far.
+            call_id: match t.call_id {
+                Some(id) => capped_shared(id),
+                None => capped(&outcome.call_id).into(),
+            },
+            operation_id: t.operation_id,
+            idempotency_key: t.idempotency_key,
+            stage: t.stage,
+            status: Some(outcome.status),
+            reason: audit_reason,
+            request_digest: t.request_digest,
+            arguments: t.arguments,
+            modifications: t.modifications,
+            approval_id: t
+                .approval_id
+                .or_else(|| outcome.approval.as_ref().map(|a| a.approval_id.clone())),
+            approver: t.approver,
+            replayed: outcome.replayed,
+            duration_us: u64::try_from(about.started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            sources: t.sources.into_iter().map(|s| s.id).collect(),
+            origins: t.origins,
+        };
+        let seen = core.detector.as_ref().and_then(|_| {
+            let spec = core.spec(tool_label)?;
+            Some(crate::stage::detect::Observation::of(
+                &record,
+                spec,
+                core.now(),
+            ))
+        });
+        let read_only = core.spec(tool_label).is_some_and(|s| s.read_only);
+        outcome.audit_seq = append(core, record, read_only).await;
+        after_audit(core, settlement, operation).await;
+        core.metrics(tool_label).call_finished(outcome.status);
+        tracing::Span::current().record("toolguard.status", outcome.status.as_str());
+        if let Some(mut seen) = seen {
+            seen.audit_seq = outcome.audit_seq;
+            // Boxed: only a dispatcher with a detector gets here, and the detection's state would
+            // otherwise enlarge every call's future.
+            Box::pin(crate::stage::detect::observe(core, seen)).await;
+        }
+        outcome
     }
-    let record = AuditRecord {
-        event: about.event,
-        time_ms: unix_millis(core.now()),
-        tenant: about.principal.tenant.clone(),
-        subject: about.principal.subject.clone(),
-        session: about.principal.session_id.clone(),
-        // A registered tool's name is the registry's; an unknown one is copied, capped.
-        tool: match &t.tool {
-            Some(name) => name.clone(),
-            None => capped(&outcome.tool).into(),
-        },
-        // The handler's context shares the call id it was given, when the call got that far.
-        call_id: match t.call_id {
-            Some(id) => capped_shared(id),
-            None => capped(&outcome.call_id).into(),
-        },
-        operation_id: t.operation_id,
-        idempotency_key: t.idempotency_key,
-        stage: t.stage,
-        status: Some(outcome.status),
-        reason: audit_reason,
-        request_digest: t.request_digest,
-        arguments: t.arguments,
-        modifications: t.modifications,
-        approval_id: t
-            .approval_id
-            .or_else(|| outcome.approval.as_ref().map(|a| a.approval_id.clone())),
-        approver: t.approver,
-        replayed: outcome.replayed,
-        duration_us: u64::try_from(about.started.elapsed().as_micros()).unwrap_or(u64::MAX),
-        sources: t.sources.into_iter().map(|s| s.id).collect(),
-        origins: t.origins,
-    };
-    let seen = core.detector.as_ref().and_then(|_| {
-        let spec = core.spec(tool_label)?;
-        Some(crate::stage::detect::Observation::of(
-            &record,
-            spec,
-            core.now(),
-        ))
-    });
-    let read_only = core.spec(tool_label).is_some_and(|s| s.read_only);
-    outcome.audit_seq = append(core, record, read_only).await;
-    after_audit(core, settlement, operation).await;
-    core.metrics(tool_label).call_finished(outcome.status);
-    tracing::Span::current().record("toolguard.status", outcome.status.as_str());
-    if let Some(mut seen) = seen {
-        seen.audit_seq = outcome.audit_seq;
-        // Boxed: only a dispatcher with a detector gets here, and the detection's state would
-        // otherwise enlarge every call's future.
-        Box::pin(crate::stage::detect::observe(core, seen)).await;
-    }
-    outcome
 }
 
 /// What follows the terminal entry: the operation record, then the key's (or request's)
 /// settlement. The record comes first: a status query settles a key still in flight from a
 /// record that already holds the outcome. Each runs contained: a panicking store is logged, the
 /// outcome still answers.
-async fn after_audit<S: Send + Sync + 'static>(
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an `async fn` would hold its by-value arguments twice in this future"
+)]
+fn after_audit<S: Send + Sync + 'static>(
     core: &Core<S>,
     settlement: Option<super::settle::Settlement>,
     operation: Option<crate::store::OperationRecord>,
-) {
-    if let Some(record) = operation
-        && super::execute::contained(super::record::store(core, record))
-            .await
-            .is_err()
-    {
-        tracing::error!("the operation store panicked; the record was not updated");
-    }
-    if let Some(settlement) = settlement
-        && super::execute::contained(settlement.apply(core))
-            .await
-            .is_err()
-    {
-        tracing::error!("a store panicked while the call settled; its key was not settled");
+) -> impl Future<Output = ()> + Send + '_ {
+    async move {
+        if let Some(record) = operation
+            && super::execute::contained(super::record::store(core, record))
+                .await
+                .is_err()
+        {
+            tracing::error!("the operation store panicked; the record was not updated");
+        }
+        if let Some(settlement) = settlement
+            && super::execute::contained(settlement.apply(core))
+                .await
+                .is_err()
+        {
+            tracing::error!("a store panicked while the call settled; its key was not settled");
+        }
     }
 }
 
@@ -173,7 +189,8 @@ async fn append<S: Send + Sync + 'static>(
     record: crate::audit::AuditRecord,
     read_only: bool,
 ) -> Option<u64> {
-    let appending = async {
+    // The record moves into the sink's future here, not first into this function's state.
+    let appending = async move {
         if read_only {
             core.audit.append_unsynced(record).await
         } else {

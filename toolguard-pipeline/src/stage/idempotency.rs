@@ -99,7 +99,8 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
                     break (Admission::Abandoned(op), asked);
                 };
                 let named = op.clone();
-                match super::interrupted::left_by(core, &scoped, op, spec).await {
+                // Boxed: a key left by an interrupted call is rare.
+                match Box::pin(super::interrupted::left_by(core, &scoped, op, spec)).await {
                     Some(stored) => break (Admission::Replay(stored), asked),
                     // Reserved again (twice at most: each time someone else may win).
                     None if freed < 2 => freed += 1,

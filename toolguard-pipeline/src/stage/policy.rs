@@ -38,7 +38,12 @@ pub(crate) async fn stage<S: Send + Sync + 'static>(
         }
         Err(stop) if stop.status == Status::PolicyDenied => {
             let stage = super::Stage::Policy;
-            Err(super::replay::or_stop(core, spec, principal, stage, stop, t).await)
+            // Boxed: a denial is rare, and the replay's state would otherwise enlarge every
+            // call's future.
+            Err(Box::pin(super::replay::or_stop(
+                core, spec, principal, stage, stop, t,
+            ))
+            .await)
         }
         Err(stop) => Err(stop.into()),
     }

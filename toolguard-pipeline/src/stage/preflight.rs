@@ -35,7 +35,12 @@ pub(crate) async fn run<S: Send + Sync + 'static>(
     match held {
         None => Ok(()),
         Some((stage, stop)) => {
-            Err(super::replay::or_stop(core, spec, principal, stage, stop, t).await)
+            // Boxed: a refused hook is rare, and the replay's state would otherwise enlarge
+            // every call's future.
+            Err(Box::pin(super::replay::or_stop(
+                core, spec, principal, stage, stop, t,
+            ))
+            .await)
         }
     }
 }

@@ -142,20 +142,19 @@ pub(crate) async fn record_answer<S: Send + Sync + 'static>(
     p: &Principal,
     call_id: &str,
     t: &Trace,
-    answer: Answer,
-) -> Answer {
+    answer: &mut Answer,
+) {
     let (Some(spec), Some(output)) = (
         t.tool.as_deref().and_then(|name| core.spec(name)),
         answer.output.as_ref(),
     ) else {
-        return answer;
+        return;
     };
     if answer.status != Status::Ok {
-        return answer;
+        return;
     }
-    match record_output(core, spec, p, call_id, t, &output.data).await {
-        Ok(()) => answer,
-        Err(stop) => Answer::stopped(stop),
+    if let Err(stop) = record_output(core, spec, p, call_id, t, &output.data).await {
+        *answer = Answer::stopped(stop);
     }
 }
 

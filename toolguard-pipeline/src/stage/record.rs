@@ -11,6 +11,7 @@ use super::core::Core;
 use super::trace::Trace;
 use crate::call::Principal;
 use crate::clock::unix_millis;
+use crate::mapped::mapped;
 use crate::outcome::Status;
 use crate::spec::ToolSpec;
 use crate::store::{OperationRecord, OperationState, ScopedKey, StoredOutcome};
@@ -67,28 +68,33 @@ pub(crate) fn of<S: Send + Sync + 'static>(
 }
 
 /// Writes `record`; a store error stops the call.
-pub(crate) async fn store<S: Send + Sync + 'static>(
+pub(crate) fn store<S: Send + Sync + 'static>(
     core: &Core<S>,
     record: OperationRecord,
-) -> Result<(), Stop> {
-    let id = record.id.clone();
-    write(core, record, &id).await.map_err(|()| {
-        Stop::new(
-            Status::Unavailable,
-            "operation_store_unavailable",
-            "the operation store is unavailable; nothing was done",
-        )
+) -> impl Future<Output = Result<(), Stop>> + Send + '_ {
+    mapped(write(core, record), |written| {
+        written.map_err(|()| {
+            Stop::new(
+                Status::Unavailable,
+                "operation_store_unavailable",
+                "the operation store is unavailable; nothing was done",
+            )
+        })
     })
 }
 
-/// Writes `record`, whose id is `id` (logging a store error).
-async fn write<S: Send + Sync + 'static>(
+/// Writes `record` (logging a store error). The record moves into the store's future at once,
+/// so that the caller's future holds it once (the store's method is called when it is first
+/// polled).
+fn write<S: Send + Sync + 'static>(
     core: &Core<S>,
     record: OperationRecord,
-    id: &str,
-) -> Result<(), ()> {
-    core.stores.operations.put(record).await.map_err(|err| {
-        tracing::error!(error = %err, operation = %id, "operation record could not be written");
+) -> impl Future<Output = Result<(), ()>> + Send + '_ {
+    let id = record.id.clone();
+    mapped(core.stores.operations.put(record), move |put| {
+        put.map_err(|err| {
+            tracing::error!(error = %err, operation = %id, "operation record could not be written");
+        })
     })
 }
 
@@ -103,7 +109,7 @@ pub(crate) async fn settle<S: Send + Sync + 'static>(
             op.state = OperationState::from_status(stored.status);
             op.outcome = Some(stored.clone());
             op.updated_at_ms = unix_millis(core.now());
-            let _ = write(core, op, id).await;
+            let _ = write(core, op).await;
         }
         Ok(None) => {}
         Err(err) => {

@@ -149,7 +149,9 @@ impl Attempt<'_> {
                 }
                 RecordState::InFlight { .. } => {
                     let op = record.operation_id;
-                    match super::interrupted::left_by(core, &scoped, op, self.spec).await {
+                    // Boxed: a key left by an interrupted call is rare.
+                    match Box::pin(super::interrupted::left_by(core, &scoped, op, self.spec)).await
+                    {
                         Some(stored) => Ok(stored),
                         None => continue,
                     }

@@ -48,40 +48,52 @@ pub(crate) enum Settlement {
 }
 
 impl Settlement {
-    /// Applies the settlement (after the entry point's audit entry).
-    pub(crate) async fn apply<S: Send + Sync + 'static>(self, core: &Core<S>) {
-        match self {
-            Settlement::Held {
-                held,
-                stored,
-                ttl,
-                pilot,
-            } => {
-                let landing = if is_stored(stored.status) {
-                    Landing::Outcome(stored.clone())
-                } else {
-                    Landing::Retry
-                };
-                settle_held(&core.stores.idempotency, held, &stored, ttl, core.now()).await;
-                // The calls waiting in this process for the key replay what was stored (or
-                // board again).
-                if let Some(pilot) = pilot {
-                    pilot.land(landing);
+    /// Applies the settlement (after the entry point's audit entry). This future is part of
+    /// every call's, hence an `async move` block rather than an `async fn`.
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an `async fn` would hold the settlement twice in this future"
+    )]
+    pub(crate) fn apply<S: Send + Sync + 'static>(
+        self,
+        core: &Core<S>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        async move {
+            match self {
+                Settlement::Held {
+                    held,
+                    stored,
+                    ttl,
+                    pilot,
+                } => {
+                    let landing = if is_stored(stored.status) {
+                        Landing::Outcome(stored.clone())
+                    } else {
+                        Landing::Retry
+                    };
+                    settle_held(&core.stores.idempotency, held, &stored, ttl, core.now()).await;
+                    // The calls waiting in this process for the key replay what was stored (or
+                    // board again).
+                    if let Some(pilot) = pilot {
+                        pilot.land(landing);
+                    }
                 }
-            }
-            Settlement::Decided { request, answer } => {
-                super::approval::executed(core, *request, &answer).await;
-            }
-            Settlement::Reconciled {
-                tool,
-                key,
-                operation_id,
-                approval_id,
-                stored,
-            } => {
-                operation(core, &tool, key.as_ref(), &operation_id, &stored).await;
-                if let Some(id) = approval_id {
-                    super::interrupted::reconciled(core, &id, stored.status).await;
+                // Boxed, as the reconciliation below: the common settlement is a dispatched
+                // call's key, and these paths' state would otherwise enlarge every call's future.
+                Settlement::Decided { request, answer } => {
+                    Box::pin(super::approval::executed(core, *request, &answer)).await;
+                }
+                Settlement::Reconciled {
+                    tool,
+                    key,
+                    operation_id,
+                    approval_id,
+                    stored,
+                } => {
+                    Box::pin(operation(core, &tool, key.as_ref(), &operation_id, &stored)).await;
+                    if let Some(id) = approval_id {
+                        Box::pin(super::interrupted::reconciled(core, &id, stored.status)).await;
+                    }
                 }
             }
         }
