@@ -183,11 +183,15 @@ impl<'de> Visitor<'de> for Strict {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            if out.contains_key(&key) {
-                return Err(de::Error::custom(format!("{DUPLICATE}{key}")));
+            // One search of the map per key: the free slot found is where the value goes.
+            match out.entry(key) {
+                serde_json::map::Entry::Occupied(taken) => {
+                    return Err(de::Error::custom(format!("{DUPLICATE}{}", taken.key())));
+                }
+                serde_json::map::Entry::Vacant(slot) => {
+                    slot.insert(map.next_value_seed(self.nested()?)?);
+                }
             }
-            let value = map.next_value_seed(self.nested()?)?;
-            out.insert(key, value);
         }
         Ok(Value::Object(out))
     }
