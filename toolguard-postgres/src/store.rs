@@ -159,11 +159,15 @@ enum Commits {
 enum Sessions {
     /// Any statement: `config.pool_size` sessions.
     Calls,
-    /// The group-commit writer's batch statement, whose every row is found by primary key: one
-    /// session whose planner reads tables by index only (no sequential scan, no hash or merge
-    /// join). The statement's plan is cached once per session, possibly while the tables are
-    /// still nearly empty, and a plan that scanned them whole would then be kept as they grow.
-    Writer,
+    /// The fixed batch statement of a group-commit writer or of the provenance reader, whose
+    /// every row is found by index: one session whose planner reads tables by index only (no
+    /// sequential scan, no hash or merge join). The statement's plan is cached once per
+    /// session, possibly while the tables are still nearly empty, and a plan that scanned them
+    /// whole would then be kept as they grow. The session uses that one generic plan for every
+    /// batch: left to choose, the server kept planning the writer's statement anew for each
+    /// batch's arrays, which took longer than running it (0.21 ms against 0.17 ms for ten
+    /// reservations; 0.05 ms with the cached plan).
+    Batch,
 }
 
 /// A pool of sessions on the schema (connected on first use).
@@ -181,8 +185,9 @@ fn build_pool(config: &PgConfig, commits: Commits, sessions: Sessions) -> StoreR
     };
     let (indexed, size) = match sessions {
         Sessions::Calls => ("", config.pool_size),
-        Sessions::Writer => (
-            " -c enable_seqscan=off -c enable_hashjoin=off -c enable_mergejoin=off",
+        Sessions::Batch => (
+            " -c enable_seqscan=off -c enable_hashjoin=off -c enable_mergejoin=off \
+             -c plan_cache_mode=force_generic_plan",
             1,
         ),
     };
@@ -361,7 +366,7 @@ pub struct PgStore {
     /// `relaxed`.
     batched: Batcher,
     batched_relaxed: Batcher,
-    /// Batched reads of provenance sources, on `pool`.
+    /// Batched reads of provenance sources, on a session of their own.
     sources: crate::provenance::Reader,
     schema: String,
 }
@@ -384,12 +389,14 @@ impl PgStore {
     pub async fn connect(config: &PgConfig) -> StoreResult<Self> {
         let pool = connect_pool(config).await?;
         let relaxed = build_pool(config, Commits::Relaxed, Sessions::Calls)?;
-        let writer = build_pool(config, Commits::Synced, Sessions::Writer)?;
-        let relaxed_writer = build_pool(config, Commits::Relaxed, Sessions::Writer)?;
+        let writer = build_pool(config, Commits::Synced, Sessions::Batch)?;
+        let relaxed_writer = build_pool(config, Commits::Relaxed, Sessions::Batch)?;
+        // The reader's statement is planned once too, on a session of its own.
+        let reader = build_pool(config, Commits::Synced, Sessions::Batch)?;
         Ok(PgStore {
             batched: Batcher::start(writer),
             batched_relaxed: Batcher::start(relaxed_writer),
-            sources: crate::provenance::Reader::start(pool.clone()),
+            sources: crate::provenance::Reader::start(reader),
             pool,
             relaxed,
             defer: Arc::new(AtomicBool::new(false)),
