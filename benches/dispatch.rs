@@ -21,11 +21,12 @@
 //! and trail hold at most that many calls' records, as a store that expires them would.
 //!
 //! The `floor/*` rows measure, for each of the three calls, only the work the framework's
-//! contract fixes, however the rest of the pipeline is written: parsing the call's arguments,
-//! the request digest (SHA-256 over the canonical request) and sealing the call's own audit
-//! entry as the trail holds it (its canonical JSON under HMAC-SHA256, the chain format every sink
-//! and verifier reads). A call cannot cost less than its floor on the same machine; the gap
-//! between the two is what the pipeline itself adds.
+//! contract fixes, however the rest of the pipeline is written: the typed parse of the call's
+//! arguments (the JSON text parsed, then decoded into the tool's argument struct), their check
+//! against the tool's input schema, the request digest (SHA-256 over the canonical request) and
+//! sealing the call's own audit entry as the trail holds it (its canonical JSON under
+//! HMAC-SHA256, the chain format every sink and verifier reads). A call cannot cost less than
+//! its floor on the same machine; the gap between the two is what the pipeline itself adds.
 //!
 //! `cargo bench -p toolguard-benches --bench dispatch`
 
@@ -154,8 +155,9 @@ fn fresh_transfers(rt: &tokio::runtime::Runtime, iters: u64) -> Duration {
     timed
 }
 
-/// The contract's fixed work per call: parse, request digest, seal of the call's audit entry.
-/// The low-risk read's three parts are also measured apart (`floor/low_risk:<part>`).
+/// The contract's fixed work per call: typed parse, schema check, request digest, seal of the
+/// call's audit entry. The low-risk read's parts are also measured apart
+/// (`floor/low_risk:<part>`).
 fn floor(c: &mut Criterion) {
     let rt = runtime();
     let fixture = Fixture::new(&rt);
@@ -167,12 +169,14 @@ fn floor(c: &mut Criterion) {
         &fixture,
         calls::LOW_ARGS,
         "get_balance",
+        typed::<calls::GetBalanceArgs>,
         rt.block_on(fixture.low()),
     );
+    let transfer = typed::<calls::TransferArgs>;
     let rows = [
         (
             "high_risk",
-            Floor::new(&fixture, &high_args, "transfer", high),
+            Floor::new(&fixture, &high_args, "transfer", transfer, high),
         ),
         (
             "replay",
@@ -180,6 +184,7 @@ fn floor(c: &mut Criterion) {
                 &fixture,
                 calls::REPLAY_ARGS,
                 "transfer",
+                transfer,
                 rt.block_on(fixture.replay()),
             ),
         ),
@@ -191,35 +196,65 @@ fn floor(c: &mut Criterion) {
     }
     let args = low.parse();
     g.bench_function("low_risk:parse", |b| b.iter(|| low.parse()));
+    g.bench_function("low_risk:schema", |b| b.iter(|| low.check(&args)));
     g.bench_function("low_risk:digest", |b| b.iter(|| low.digest(&args)));
     g.bench_function("low_risk:seal", |b| b.iter(|| low.seal(&keys)));
     g.finish();
 }
 
-/// One call's fixed work: its raw arguments, its tool and the audit entry the trail holds for it.
+/// One call's fixed work: its raw arguments, its tool, the tool's argument struct and input
+/// schema, and the audit entry the trail holds for it.
 struct Floor<'a> {
     raw: &'a str,
     tool: &'a str,
+    decode: fn(&Value) -> bool,
+    schema: jsonschema::Validator,
     entry: AuditEntry,
 }
 
+/// Decodes `args` into the tool's argument struct `T` (whether it decoded).
+fn typed<T: serde::de::DeserializeOwned>(args: &Value) -> bool {
+    black_box(T::deserialize(args)).is_ok()
+}
+
 impl<'a> Floor<'a> {
-    fn new(fixture: &Fixture, raw: &'a str, tool: &'a str, outcome: ToolOutcome) -> Self {
+    fn new(
+        fixture: &Fixture,
+        raw: &'a str,
+        tool: &'a str,
+        decode: fn(&Value) -> bool,
+        outcome: ToolOutcome,
+    ) -> Self {
         assert_eq!(outcome.status, toolguard::Status::Ok, "{outcome:?}");
         let entry = outcome
             .audit_seq
             .and_then(|seq| fixture.trail.get(seq))
             .expect("the call's audit entry");
-        Floor { raw, tool, entry }
+        let spec = fixture.dispatcher.spec(tool).expect("the tool");
+        let schema = jsonschema::validator_for(&spec.input_schema).expect("the input schema");
+        Floor {
+            raw,
+            tool,
+            decode,
+            schema,
+            entry,
+        }
     }
 
-    /// The arguments parsed, without the idempotency key (the request digest leaves it out).
+    /// The arguments parsed and decoded into the tool's struct, without the idempotency key
+    /// (the request digest leaves it out).
     fn parse(&self) -> Value {
         let mut args: Value = serde_json::from_str(black_box(self.raw)).expect("the arguments");
+        assert!((self.decode)(&args), "the arguments decode");
         if let Some(map) = args.as_object_mut() {
             map.remove("idempotency_key");
         }
         args
+    }
+
+    /// The arguments checked against the tool's input schema.
+    fn check(&self, args: &Value) -> bool {
+        self.schema.is_valid(black_box(args))
     }
 
     fn digest(&self, args: &Value) -> String {
@@ -231,8 +266,9 @@ impl<'a> Floor<'a> {
         toolguard::audit::seal(keys, entry.seq, entry.record.clone(), &entry.prev_hash)
     }
 
-    fn all(&self, keys: &Arc<HostKeys>) -> (String, AuditEntry) {
-        (self.digest(&self.parse()), self.seal(keys))
+    fn all(&self, keys: &Arc<HostKeys>) -> (bool, String, AuditEntry) {
+        let args = self.parse();
+        (self.check(&args), self.digest(&args), self.seal(keys))
     }
 }
 
