@@ -152,16 +152,7 @@ async fn strict_body(headers: &http::HeaderMap, body: Incoming) -> Result<Bytes,
     };
     match read_strict(&bytes, "gateway") {
         Ok(_) => Ok(bytes),
-        Err(reply) => {
-            let reply = reply.unwrap_or_else(|| {
-                error(
-                    None,
-                    INVALID_REQUEST,
-                    "Invalid Request: not a JSON-RPC message",
-                )
-            });
-            Err(json_reply(StatusCode::BAD_REQUEST, &reply))
-        }
+        Err(reply) => Err(json_reply(StatusCode::BAD_REQUEST, &reply)),
     }
 }
 

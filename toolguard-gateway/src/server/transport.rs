@@ -120,7 +120,7 @@ where
     /// Checks one line: the message to hand to the SDK, or the error reply to send (`None`:
     /// drop the line without a reply).
     fn check(&mut self, line: &[u8]) -> Result<RxJsonRpcMessage<RoleServer>, Option<Value>> {
-        let Strict { value, id, method } = read_strict(line, "server")?;
+        let Strict { value, id, method } = read_strict(line, "server").map_err(Some)?;
         if !self.initialized {
             match (method.as_deref(), &id) {
                 (Some("initialize" | "ping"), Some(_)) => {}
@@ -163,54 +163,46 @@ pub(crate) struct Strict {
 /// documentation): UTF-8, one JSON document within [`json::MESSAGE_LIMITS`] and
 /// [`MAX_NESTING`], no repeated key, one object (no batch), an `id` that is a string or an
 /// integer. What fails gets the JSON-RPC error reply to send, with the message's `id` whenever
-/// it can be read (`None`: a message without an id to answer). `who` names the reader in the
-/// message about limits ("server", "gateway").
-pub(crate) fn read_strict(line: &[u8], who: &str) -> Result<Strict, Option<Value>> {
+/// it can be read (`null` otherwise). `who` names the reader in the message about limits
+/// ("server", "gateway").
+pub(crate) fn read_strict(line: &[u8], who: &str) -> Result<Strict, Value> {
     let Ok(text) = std::str::from_utf8(line) else {
         let id = json::jsonrpc_id(&String::from_utf8_lossy(line));
-        return Err(Some(error(
+        return Err(error(
             id,
             PARSE_ERROR,
             "Parse error: the message is not UTF-8",
-        )));
+        ));
     };
     let value = match json::parse(text) {
         Ok(value) => value,
         Err(e @ JsonError::DuplicateKey(_)) => {
             let message = format!("Invalid Request: {e}");
-            return Err(Some(error(
-                json::jsonrpc_id(text),
-                INVALID_REQUEST,
-                &message,
-            )));
+            return Err(error(json::jsonrpc_id(text), INVALID_REQUEST, &message));
         }
         Err(JsonError::Exceeded(over)) => {
             let (code, _) = over.describe(&json::MESSAGE_LIMITS);
             let message = format!(
                 "Invalid Request: the message exceeds the {who}'s limits ({code}); send less data"
             );
-            return Err(Some(error(
-                json::jsonrpc_id(text),
-                INVALID_REQUEST,
-                &message,
-            )));
+            return Err(error(json::jsonrpc_id(text), INVALID_REQUEST, &message));
         }
         Err(JsonError::TooDeep) => {
             let message =
                 format!("Parse error: the message nests deeper than {MAX_NESTING} levels");
-            return Err(Some(error(json::jsonrpc_id(text), PARSE_ERROR, &message)));
+            return Err(error(json::jsonrpc_id(text), PARSE_ERROR, &message));
         }
         Err(e) => {
             let message = match e {
                 JsonError::Syntax(reason) => format!("Parse error: {reason}"),
                 e => format!("Parse error: {e}"),
             };
-            return Err(Some(error(json::jsonrpc_id(text), PARSE_ERROR, &message)));
+            return Err(error(json::jsonrpc_id(text), PARSE_ERROR, &message));
         }
     };
     let Some(object) = value.as_object() else {
         let message = "Invalid Request: send one JSON-RPC object per message (no batches)";
-        return Err(Some(error(None, INVALID_REQUEST, message)));
+        return Err(error(None, INVALID_REQUEST, message));
     };
     let id = object
         .get("id")
@@ -220,7 +212,7 @@ pub(crate) fn read_strict(line: &[u8], who: &str) -> Result<Strict, Option<Value
         // An id that is null or not a string or an integer: an invalid request (MCP ids
         // are never null), answered with id null as JSON-RPC prescribes.
         let message = "Invalid Request: id must be a string or an integer";
-        return Err(Some(error(None, INVALID_REQUEST, message)));
+        return Err(error(None, INVALID_REQUEST, message));
     }
     let method = object
         .get("method")
