@@ -132,6 +132,107 @@ async fn concurrent_calls_each_see_their_own_writes() {
     let _ = store.drop_schema().await;
 }
 
+/// A call's final operation record and its key's completion, written together: concurrent
+/// calls each find both written, and a stale owner completes nothing while its record is still
+/// written; with another operation store the record goes there, not into PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_takes_the_final_record_with_it() {
+    let Some(store) = store("group_commit_with_record").await else {
+        return;
+    };
+    let hour = Duration::from_secs(3600);
+    let mut tasks = Vec::new();
+    for n in 0..TASKS {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let owner = reserve(&store, n).await;
+            let id = format!("op-{n}");
+            let mut last = operation(&id, OperationState::Ok, n);
+            last.outcome = Some(outcome(n));
+            let now = SystemTime::now();
+            let (written, done) = store
+                .complete_with_record(
+                    &key(n),
+                    &owner,
+                    outcome(n),
+                    hour,
+                    now,
+                    last.clone(),
+                    &*store,
+                )
+                .await;
+            written.expect("record");
+            assert!(done.expect("complete"), "the owner completes key {n}");
+            (n, last)
+        }));
+    }
+    for task in tasks {
+        let (n, last) = task.await.expect("task");
+        let record = IdempotencyStore::get(&*store, &key(n), SystemTime::now())
+            .await
+            .expect("get")
+            .expect("record");
+        let RecordState::Done { outcome: stored } = record.state else {
+            panic!("key {n} holds its outcome: {record:?}");
+        };
+        assert_eq!(stored, outcome(n));
+        let op = OperationStore::get(&*store, &last.id).await.expect("get");
+        assert_eq!(op, Some(last), "operation {n} holds its final record");
+    }
+
+    // A stale owner: nothing completed, the record still written.
+    let n = TASKS;
+    let _owner = reserve(&store, n).await;
+    let stale = operation("op-stale", OperationState::Ok, n);
+    let (written, done) = store
+        .complete_with_record(
+            &key(n),
+            "stale",
+            outcome(n),
+            hour,
+            SystemTime::now(),
+            stale.clone(),
+            &*store,
+        )
+        .await;
+    written.expect("record");
+    assert!(!done.expect("complete"), "a stale owner completes nothing");
+    let op = OperationStore::get(&*store, "op-stale").await.expect("get");
+    assert_eq!(op, Some(stale));
+
+    // Another operation store keeps the record; PostgreSQL's table does not get it.
+    let n = TASKS + 1;
+    let owner = reserve(&store, n).await;
+    let memory = toolguard::store::MemoryStore::new();
+    let elsewhere = operation("op-elsewhere", OperationState::Ok, n);
+    let (written, done) = store
+        .complete_with_record(
+            &key(n),
+            &owner,
+            outcome(n),
+            hour,
+            SystemTime::now(),
+            elsewhere.clone(),
+            &memory,
+        )
+        .await;
+    written.expect("record");
+    assert!(done.expect("complete"));
+    assert_eq!(
+        OperationStore::get(&memory, "op-elsewhere")
+            .await
+            .expect("get"),
+        Some(elsewhere)
+    );
+    assert_eq!(
+        OperationStore::get(&*store, "op-elsewhere")
+            .await
+            .expect("get"),
+        None
+    );
+    let _ = store.drop_schema().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn racing_completions_of_one_key_complete_it_once() {
     let Some(store) = store("group_commit_race").await else {

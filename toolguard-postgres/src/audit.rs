@@ -212,6 +212,9 @@ async fn writer(pool: Pool, sealer: Sealer, mut rx: mpsc::Receiver<(AuditRecord,
     while let Some(first) = rx.recv().await {
         let mut batch = Vec::with_capacity(64);
         batch.push(first);
+        // As the store's writers do (see `batch`): the calls the last batch answered queue
+        // their next entries first.
+        tokio::task::yield_now().await;
         while batch.len() < MAX_BATCH {
             match rx.try_recv() {
                 Ok(item) => batch.push(item),

@@ -140,6 +140,29 @@ impl Batcher {
         Batcher { queue }
     }
 
+    /// Writes `first`, then `second`, with whatever else is queued: both are queued before
+    /// either is waited for, so that they usually share a statement (one transaction), and
+    /// `second` is never committed before `first` (a statement that carries both commits them
+    /// together; else `first`'s comes first). Returns what each did once committed.
+    pub(crate) async fn submit_pair(
+        &self,
+        first: Write,
+        second: Write,
+    ) -> (StoreResult<Written>, StoreResult<Written>) {
+        let stopped = || StoreError::new("postgres: the store's writer stopped".to_owned());
+        let (first_reply, first_done) = oneshot::channel();
+        let (second_reply, second_done) = oneshot::channel();
+        // The writer takes the queue in order.
+        for item in [(first, first_reply), (second, second_reply)] {
+            if self.queue.send(item).await.is_err() {
+                return (Err(stopped()), Err(stopped()));
+            }
+        }
+        let first = first_done.await.map_err(|_| stopped()).and_then(|r| r);
+        let second = second_done.await.map_err(|_| stopped()).and_then(|r| r);
+        (first, second)
+    }
+
     /// Writes `write` with whatever else is queued; returns what it did once it committed.
     pub(crate) async fn submit(&self, write: Write) -> StoreResult<Written> {
         let stopped = || StoreError::new("postgres: the store's writer stopped".to_owned());
@@ -155,6 +178,15 @@ impl Batcher {
 async fn writer(pool: Pool, mut rx: mpsc::Receiver<(Write, Reply)>) {
     let mut batch = Vec::with_capacity(64);
     while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        // The calls the previous batch answered run first and queue their next writes, which
+        // then share this statement: fewer, larger statements, and less waiting in all.
+        tokio::task::yield_now().await;
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(write) => batch.push(write),
+                Err(_) => break,
+            }
+        }
         let (writes, replies): (Vec<Write>, Vec<Reply>) = batch.drain(..).unzip();
         let mut results: Vec<Option<Written>> = vec![None; writes.len()];
         let failed = write_all(&pool, &writes, &mut results).await.err();

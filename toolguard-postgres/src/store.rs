@@ -324,6 +324,14 @@ async fn c_rows(
 }
 
 /// The writer answered a write with the answer of another kind of write.
+/// What an operation record or a completion did.
+fn applied(written: Written) -> StoreResult<bool> {
+    match written {
+        Written::Applied(done) => Ok(done),
+        Written::Reserved(_) => Err(unexpected()),
+    }
+}
+
 fn unexpected() -> StoreError {
     StoreError::new("postgres: the store's writer gave a wrong answer".to_owned())
 }
@@ -587,16 +595,40 @@ impl IdempotencyStore for PgStore {
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
-            let write = Write::Completion {
-                key: key.storage_key(),
-                owner: owner.to_owned(),
-                outcome: to_json(&outcome)?,
-                expires_at_ms: i64_of(unix_millis(now).saturating_add(millis(ttl))),
+            let write = completion_write(key, owner, &outcome, ttl, now)?;
+            self.covered_batch().submit(write).await.and_then(applied)
+        })
+    }
+
+    /// When `operations` is this store, the record and the completion go to the writer
+    /// together and usually share its statement: one round trip, one transaction.
+    fn complete_with_record<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+        record: OperationRecord,
+        operations: &'a dyn OperationStore,
+    ) -> BoxFuture<'a, (StoreResult<()>, StoreResult<bool>)> {
+        Box::pin(async move {
+            let writes = (
+                operation_write(&record),
+                completion_write(key, owner, &outcome, ttl, now),
+            );
+            let (true, Ok(written), Ok(completion)) =
+                (std::ptr::addr_eq(operations, self), writes.0, writes.1)
+            else {
+                // Another operation store: one after the other.
+                let written = operations.put(record).await;
+                return (written, self.complete(key, owner, outcome, ttl, now).await);
             };
-            match self.covered_batch().submit(write).await? {
-                Written::Applied(done) => Ok(done),
-                Written::Reserved(_) => Err(unexpected()),
-            }
+            let (written, completed) = self.covered_batch().submit_pair(written, completion).await;
+            (
+                written.and_then(applied).map(|_| ()),
+                completed.and_then(applied),
+            )
         })
     }
 
@@ -1191,25 +1223,42 @@ impl SessionLedger for PgStore {
     }
 }
 
+/// The batched completion of `key`'s reservation by `owner` with `outcome`.
+fn completion_write(
+    key: &ScopedKey,
+    owner: &str,
+    outcome: &StoredOutcome,
+    ttl: Duration,
+    now: SystemTime,
+) -> StoreResult<Write> {
+    Ok(Write::Completion {
+        key: key.storage_key(),
+        owner: owner.to_owned(),
+        outcome: to_json(outcome)?,
+        expires_at_ms: i64_of(unix_millis(now).saturating_add(millis(ttl))),
+    })
+}
+
+/// The batched write of operation record `record`.
+fn operation_write(record: &OperationRecord) -> StoreResult<Write> {
+    Ok(Write::Operation {
+        id: record.id.to_string(),
+        updated_at_ms: i64_of(record.updated_at_ms),
+        body: to_json(record)?,
+    })
+}
+
 impl OperationStore for PgStore {
     fn put(&self, record: OperationRecord) -> BoxFuture<'_, StoreResult<()>> {
         Box::pin(async move {
-            let body = to_json(&record)?;
-            let write = Write::Operation {
-                id: record.id.to_string(),
-                updated_at_ms: i64_of(record.updated_at_ms),
-                body,
-            };
+            let write = operation_write(&record)?;
             // The record written before the handler runs is synced (it also flushes the call's
             // reservation); the others are covered by the call's audit entry.
             let writer = match record.state {
                 OperationState::Executing => &self.batched,
                 _ => self.covered_batch(),
             };
-            match writer.submit(write).await? {
-                Written::Applied(_) => Ok(()),
-                Written::Reserved(_) => Err(unexpected()),
-            }
+            writer.submit(write).await.and_then(applied).map(|_| ())
         })
     }
 

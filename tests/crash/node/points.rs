@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use toolguard::audit::{AuditError, AuditRecord, AuditSink};
 use toolguard::store::{
     ApprovalRequest, ApprovalState, ApprovalStore, IdempotencyRecord, IdempotencyStore,
-    Reservation, ScopedKey, StoreResult, StoredOutcome,
+    OperationRecord, OperationStore, Reservation, ScopedKey, StoreResult, StoredOutcome,
 };
 use toolguard::{BoxFuture, CustomStage, Refusal, StageInput};
 
@@ -141,6 +141,21 @@ impl IdempotencyStore for CrashIdempotency {
     ) -> BoxFuture<'a, StoreResult<bool>> {
         self.points.hit(Point::BeforeRecord);
         self.inner.complete(key, owner, outcome, ttl, now)
+    }
+
+    fn complete_with_record<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+        record: OperationRecord,
+        operations: &'a dyn OperationStore,
+    ) -> BoxFuture<'a, (StoreResult<()>, StoreResult<bool>)> {
+        self.points.hit(Point::BeforeRecord);
+        self.inner
+            .complete_with_record(key, owner, outcome, ttl, now, record, operations)
     }
 
     fn release<'a>(

@@ -151,9 +151,9 @@ pub(crate) fn finish<'a, S: Send + Sync + 'static>(
 }
 
 /// What follows the terminal entry: the operation record, then the key's (or request's)
-/// settlement. The record comes first: a status query settles a key still in flight from a
-/// record that already holds the outcome. Each runs contained: a panicking store is logged, the
-/// outcome still answers.
+/// settlement ([`Settlement::apply`](super::settle::Settlement::apply) writes both). The record
+/// comes first: a status query settles a key still in flight from a record that already holds
+/// the outcome. Each runs contained: a panicking store is logged, the outcome still answers.
 #[allow(
     clippy::manual_async_fn,
     reason = "an `async fn` would hold its by-value arguments twice in this future"
@@ -164,19 +164,22 @@ fn after_audit<S: Send + Sync + 'static>(
     operation: Option<crate::store::OperationRecord>,
 ) -> impl Future<Output = ()> + Send + '_ {
     async move {
-        if let Some(record) = operation
-            && super::execute::contained(super::record::store(core, record))
-                .await
-                .is_err()
-        {
-            tracing::error!("the operation store panicked; the record was not updated");
-        }
-        if let Some(settlement) = settlement
-            && super::execute::contained(settlement.apply(core))
-                .await
-                .is_err()
-        {
-            tracing::error!("a store panicked while the call settled; its key was not settled");
+        match settlement {
+            Some(settlement) => {
+                if super::execute::contained(settlement.apply(core, operation))
+                    .await
+                    .is_err()
+                {
+                    tracing::error!(
+                        "a store panicked while the call settled; its record or key was not settled"
+                    );
+                }
+            }
+            None => {
+                if let Some(record) = operation {
+                    super::record::write_after(core, record).await;
+                }
+            }
         }
     }
 }

@@ -83,6 +83,17 @@ pub(crate) fn store<S: Send + Sync + 'static>(
     })
 }
 
+/// Writes `record` after the call's audit entry: a store error or a panicking store is logged
+/// and the call goes on.
+pub(crate) async fn write_after<S: Send + Sync + 'static>(core: &Core<S>, record: OperationRecord) {
+    if super::execute::contained(write(core, record))
+        .await
+        .is_err()
+    {
+        tracing::error!("the operation store panicked; the record was not updated");
+    }
+}
+
 /// Writes `record` (logging a store error). The record moves into the store's future at once,
 /// so that the caller's future holds it once (the store's method is called when it is first
 /// polled).

@@ -18,7 +18,7 @@ use super::trace::{Answer, Trace};
 use crate::outcome::Status;
 use crate::spec::ToolSpec;
 use crate::store::deadline::Deadlined;
-use crate::store::{ApprovalRequest, IdempotencyStore, ScopedKey, StoredOutcome};
+use crate::store::{ApprovalRequest, IdempotencyStore, OperationRecord, ScopedKey, StoredOutcome};
 
 /// What an entry point settles after its terminal audit entry is written.
 pub(crate) enum Settlement {
@@ -48,8 +48,11 @@ pub(crate) enum Settlement {
 }
 
 impl Settlement {
-    /// Applies the settlement (after the entry point's audit entry). This future is part of
-    /// every call's, hence an `async move` block rather than an `async fn`.
+    /// Applies the settlement (after the entry point's audit entry), writing the call's final
+    /// operation `record` first: a key's outcome is never stored before the record that says
+    /// the same. A dispatched call's key whose outcome is stored is completed with its record
+    /// in one step of the store ([`IdempotencyStore::complete_with_record`]). This future is
+    /// part of every call's, hence an `async move` block rather than an `async fn`.
     #[allow(
         clippy::manual_async_fn,
         reason = "an `async fn` would hold the settlement twice in this future"
@@ -57,8 +60,19 @@ impl Settlement {
     pub(crate) fn apply<S: Send + Sync + 'static>(
         self,
         core: &Core<S>,
+        record: Option<OperationRecord>,
     ) -> impl Future<Output = ()> + Send + '_ {
         async move {
+            // A dispatched call's key may take its record with it (below).
+            let record = match (&self, record) {
+                (Settlement::Held { .. }, record) => record,
+                (_, record) => {
+                    if let Some(record) = record {
+                        super::record::write_after(core, record).await;
+                    }
+                    None
+                }
+            };
             match self {
                 Settlement::Held {
                     held,
@@ -71,7 +85,34 @@ impl Settlement {
                     } else {
                         Landing::Retry
                     };
-                    settle_held(&core.stores.idempotency, held, &stored, ttl, core.now()).await;
+                    match record {
+                        Some(record) if is_stored(stored.status) => {
+                            let store = &core.stores.idempotency;
+                            let operations = core.stores.operations.inner();
+                            let (written, completed) = store
+                                .complete_with_record(
+                                    &held.key,
+                                    &held.owner,
+                                    stored,
+                                    ttl,
+                                    core.now(),
+                                    record,
+                                    operations,
+                                )
+                                .await;
+                            if let Err(err) = written {
+                                tracing::error!(error = %err, tool = %held.key.tool, "operation record could not be written");
+                            }
+                            log_settled(&held.key, completed);
+                        }
+                        record => {
+                            if let Some(record) = record {
+                                super::record::write_after(core, record).await;
+                            }
+                            let (store, now) = (&core.stores.idempotency, core.now());
+                            settle_held(store, held, &stored, ttl, now).await;
+                        }
+                    }
                     // The calls waiting in this process for the key replay what was stored (or
                     // board again).
                     if let Some(pilot) = pilot {

@@ -85,6 +85,31 @@ impl Deadlined<dyn IdempotencyStore> {
         )
         .await
     }
+    /// [`IdempotencyStore::complete_with_record`] under the deadline, which covers both writes.
+    #[allow(clippy::too_many_arguments, reason = "the store method's arguments")]
+    pub(crate) async fn complete_with_record(
+        &self,
+        key: &ScopedKey,
+        owner: &str,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+        record: OperationRecord,
+        operations: &dyn OperationStore,
+    ) -> (StoreResult<()>, StoreResult<bool>) {
+        let writes = self
+            .inner
+            .complete_with_record(key, owner, outcome, ttl, now, record, operations);
+        crate::timeout::limit(self.deadline, writes)
+            .await
+            .unwrap_or_else(|_| {
+                let late = StoreError::new(format!(
+                    "idempotency complete with the operation record: no answer within {} ms",
+                    self.deadline.as_millis()
+                ));
+                (Err(late.clone()), Err(late))
+            })
+    }
     /// [`IdempotencyStore::release`] under the deadline.
     pub(crate) async fn release(&self, key: &ScopedKey, owner: &str) -> StoreResult<bool> {
         self.timed("idempotency release", self.inner.release(key, owner))
@@ -175,6 +200,20 @@ impl IdempotencyStore for Deadlined<dyn IdempotencyStore> {
     ) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(Deadlined::<dyn IdempotencyStore>::complete(
             self, key, owner, outcome, ttl, now,
+        ))
+    }
+    fn complete_with_record<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+        record: OperationRecord,
+        operations: &'a dyn OperationStore,
+    ) -> BoxFuture<'a, (StoreResult<()>, StoreResult<bool>)> {
+        Box::pin(Deadlined::<dyn IdempotencyStore>::complete_with_record(
+            self, key, owner, outcome, ttl, now, record, operations,
         ))
     }
     fn release<'a>(

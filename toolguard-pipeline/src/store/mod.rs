@@ -117,6 +117,38 @@ pub trait IdempotencyStore: Send + Sync + 'static {
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<bool>>;
 
+    /// Writes the call's final operation `record` to `operations`, then completes the reservation
+    /// as [`complete`](Self::complete) does: a reader never finds the outcome under the key
+    /// while the record still says the operation is in flight. The dispatcher settles a call
+    /// that executed this way, once its audit entry is written.
+    ///
+    /// The default does the two in that order, each waiting for the other. A backend that also
+    /// keeps the operation records overrides it to write both in one step when `operations` is
+    /// itself (the PostgreSQL store writes them in one statement), so that a call waits for one
+    /// round trip instead of two. A wrapper around a store passes the call on, as it does
+    /// [`complete`](Self::complete), so that the store it wraps can recognize itself.
+    ///
+    /// Returns what writing the record gave, then what the completion gave.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "complete's arguments and the record"
+    )]
+    fn complete_with_record<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+        record: OperationRecord,
+        operations: &'a dyn OperationStore,
+    ) -> BoxFuture<'a, (StoreResult<()>, StoreResult<bool>)> {
+        Box::pin(async move {
+            let written = operations.put(record).await;
+            (written, self.complete(key, owner, outcome, ttl, now).await)
+        })
+    }
+
     /// Removes the in-flight marker owned by `owner` (the call did not execute, or failed in a way
     /// that a retry may safely execute again).
     fn release<'a>(
