@@ -948,6 +948,70 @@ async fn operation_records(b: Arc<Backend>) {
     assert!(s.get("op-missing").await.unwrap().is_none());
 }
 
+/// A completion with the call's final operation record: the record in the operation store
+/// (the backend itself where it keeps them, else a memory store), the outcome under the key; a
+/// stale owner completes nothing, and its record is written all the same.
+async fn completion_with_record(b: Arc<Backend>) {
+    let memory = toolguard::store::MemoryStore::new();
+    let ops: &dyn toolguard::store::OperationStore = match &b.operations {
+        Some(o) => &**o,
+        None => &memory,
+    };
+    let now = SystemTime::now();
+    let k = key("with-record");
+    let owner = match b
+        .idem
+        .reserve(&k, "d", Some("op-wr"), LEASE, TTL, now)
+        .await
+        .unwrap()
+    {
+        Reservation::Reserved { owner } => owner,
+        other => panic!("{}: the key was free: {other:?}", b.name),
+    };
+    let record = |id: &str| OperationRecord {
+        id: id.into(),
+        tenant: "acme".into(),
+        subject: "alice".into(),
+        tool: "transfer_funds".into(),
+        call_id: "c".into(),
+        state: OperationState::Ok,
+        outcome: Some(StoredOutcome::new(Status::Ok)),
+        arguments: json!({"amount": 1}).into(),
+        idempotency: Some(k.clone()),
+        approval_id: None,
+        updated_at_ms: 2,
+    };
+    let outcome = StoredOutcome::new(Status::Ok);
+    let (written, done) = b
+        .idem
+        .complete_with_record(&k, &owner, outcome.clone(), TTL, now, record("op-wr"), ops)
+        .await;
+    written.unwrap();
+    assert!(done.unwrap(), "{}: the owner completes the key", b.name);
+    assert_eq!(ops.get("op-wr").await.unwrap(), Some(record("op-wr")));
+    let held = b.idem.get(&k, now).await.unwrap().expect("record");
+    assert_eq!(
+        held.state,
+        RecordState::Done {
+            outcome: outcome.clone()
+        },
+        "{}",
+        b.name
+    );
+
+    let (written, done) = b
+        .idem
+        .complete_with_record(&k, "stale", outcome, TTL, now, record("op-stale"), ops)
+        .await;
+    written.unwrap();
+    assert!(
+        !done.unwrap(),
+        "{}: a stale owner completes nothing",
+        b.name
+    );
+    assert_eq!(ops.get("op-stale").await.unwrap(), Some(record("op-stale")));
+}
+
 // ---------------------------------------------------------------- audit
 
 fn record(i: u64) -> AuditRecord {
@@ -1282,6 +1346,7 @@ macro_rules! idempotency_and_ledger {
             faults_fail_closed,
             store_lost_before_completion,
             stalled_store_fails_closed,
+            completion_with_record,
         );
     };
 }

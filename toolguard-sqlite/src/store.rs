@@ -426,20 +426,38 @@ impl IdempotencyStore for SqliteStore {
         ttl: Duration,
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        let k = key.storage_key();
-        let owner = owner.to_owned();
-        let expires = i64_of(unix_millis(now).saturating_add(millis(ttl)));
-        let body = to_json(&outcome);
+        let completion = Completion::new(key, owner, &outcome, ttl, now);
         // Answered at commit: the call's audit entry, synced after it, covers it.
-        Box::pin(self.worker.run_deferred(move |c| {
-            let n = c
-                .prepare_cached(
-                    "UPDATE toolguard_idempotency SET outcome = ?1, owner = NULL, expires_at_ms = ?2
-                     WHERE key = ?3 AND owner = ?4 AND outcome IS NULL",
-                )?
-                .execute(params![body?, expires, k, owner])?;
-            Ok(n == 1)
-        }))
+        Box::pin(self.worker.run_deferred(move |c| completion.write(c)))
+    }
+
+    /// When `operations` is this store, the record and the completion are one job of the
+    /// connection: one trip to its thread, one transaction.
+    fn complete_with_record<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+        record: OperationRecord,
+        operations: &'a dyn OperationStore,
+    ) -> BoxFuture<'a, (StoreResult<()>, StoreResult<bool>)> {
+        Box::pin(async move {
+            if !std::ptr::addr_eq(operations, self) {
+                let written = operations.put(record).await;
+                return (written, self.complete(key, owner, outcome, ttl, now).await);
+            }
+            let row = OperationRow::new(&record);
+            let completion = Completion::new(key, owner, &outcome, ttl, now);
+            // Each statement's failure is its own: the completion runs after a failed record.
+            let job = move |c: &mut Connection| Ok((row.write(c), completion.write(c)));
+            match self.worker.run_deferred(job).await {
+                Ok((written, completed)) => (written.map_err(err), completed.map_err(err)),
+                // Not committed.
+                Err(e) => (Err(e.clone()), Err(e)),
+            }
+        })
     }
 
     fn release<'a>(
@@ -915,19 +933,79 @@ impl SessionLedger for SqliteStore {
     }
 }
 
+/// An operation record as its row.
+struct OperationRow {
+    id: arcstr::ArcStr,
+    updated_at_ms: i64,
+    body: rusqlite::Result<String>,
+}
+
+impl OperationRow {
+    fn new(record: &OperationRecord) -> Self {
+        OperationRow {
+            id: record.id.clone(),
+            updated_at_ms: i64_of(record.updated_at_ms),
+            body: to_json(record),
+        }
+    }
+
+    /// Inserts or replaces the row.
+    fn write(self, c: &mut Connection) -> rusqlite::Result<()> {
+        c.prepare_cached(
+            "INSERT INTO toolguard_operations (id, updated_at_ms, body) VALUES (?1, ?2, ?3)
+             ON CONFLICT (id) DO UPDATE SET updated_at_ms = excluded.updated_at_ms,
+                body = excluded.body",
+        )?
+        .execute(params![&*self.id, self.updated_at_ms, self.body?])?;
+        Ok(())
+    }
+}
+
+/// The completion of a key's reservation with its outcome.
+struct Completion {
+    key: String,
+    owner: String,
+    expires_at_ms: i64,
+    outcome: rusqlite::Result<String>,
+}
+
+impl Completion {
+    fn new(
+        key: &ScopedKey,
+        owner: &str,
+        outcome: &StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> Self {
+        Completion {
+            key: key.storage_key(),
+            owner: owner.to_owned(),
+            expires_at_ms: i64_of(unix_millis(now).saturating_add(millis(ttl))),
+            outcome: to_json(outcome),
+        }
+    }
+
+    /// Stores the outcome if the owner still holds the key; whether it did.
+    fn write(self, c: &mut Connection) -> rusqlite::Result<bool> {
+        let n = c
+            .prepare_cached(
+                "UPDATE toolguard_idempotency SET outcome = ?1, owner = NULL, expires_at_ms = ?2
+                 WHERE key = ?3 AND owner = ?4 AND outcome IS NULL",
+            )?
+            .execute(params![
+                self.outcome?,
+                self.expires_at_ms,
+                self.key,
+                self.owner
+            ])?;
+        Ok(n == 1)
+    }
+}
+
 impl OperationStore for SqliteStore {
     fn put(&self, record: OperationRecord) -> BoxFuture<'_, StoreResult<()>> {
-        let body = to_json(&record);
-        let (id, at) = (record.id, i64_of(record.updated_at_ms));
-        let job = move |c: &mut Connection| {
-            c.prepare_cached(
-                "INSERT INTO toolguard_operations (id, updated_at_ms, body) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (id) DO UPDATE SET updated_at_ms = excluded.updated_at_ms,
-                    body = excluded.body",
-            )?
-            .execute(params![&*id, at, body?])?;
-            Ok(())
-        };
+        let row = OperationRow::new(&record);
+        let job = move |c: &mut Connection| row.write(c);
         // The record written before the handler runs is synced (it also covers the call's
         // reservation); the others are covered by the call's audit entry.
         if record.state == OperationState::Executing {

@@ -19,6 +19,7 @@ use crate::outcome::Status;
 use crate::spec::ToolSpec;
 use crate::store::deadline::Deadlined;
 use crate::store::{ApprovalRequest, IdempotencyStore, OperationRecord, ScopedKey, StoredOutcome};
+use crate::tool::BoxFuture;
 
 /// What an entry point settles after its terminal audit entry is written.
 pub(crate) enum Settlement {
@@ -51,92 +52,116 @@ impl Settlement {
     /// Applies the settlement (after the entry point's audit entry), writing the call's final
     /// operation `record` first: a key's outcome is never stored before the record that says
     /// the same. A dispatched call's key whose outcome is stored is completed with its record
-    /// in one step of the store ([`IdempotencyStore::complete_with_record`]). This future is
-    /// part of every call's, hence an `async move` block rather than an `async fn`.
-    #[allow(
-        clippy::manual_async_fn,
-        reason = "an `async fn` would hold the settlement twice in this future"
-    )]
+    /// in one step of the store ([`IdempotencyStore::complete_with_record`]).
+    ///
+    /// Boxed, each path with only the state it needs: only a call that held a key (or a
+    /// decision, a reconciliation) settles, and this state would otherwise enlarge every call's
+    /// future.
     pub(crate) fn apply<S: Send + Sync + 'static>(
         self,
         core: &Core<S>,
         record: Option<OperationRecord>,
-    ) -> impl Future<Output = ()> + Send + '_ {
-        async move {
-            // A dispatched call's key may take its record with it (below).
-            let record = match (&self, record) {
-                (Settlement::Held { .. }, record) => record,
-                (_, record) => {
-                    if let Some(record) = record {
-                        super::record::write_after(core, record).await;
-                    }
-                    None
-                }
-            };
-            match self {
+    ) -> BoxFuture<'_, ()> {
+        match (self, record) {
+            (
                 Settlement::Held {
                     held,
                     stored,
                     ttl,
                     pilot,
-                } => {
-                    let landing = if is_stored(stored.status) {
-                        Landing::Outcome(stored.clone())
-                    } else {
-                        Landing::Retry
-                    };
-                    match record {
-                        Some(record) if is_stored(stored.status) => {
-                            let store = &core.stores.idempotency;
-                            let operations = core.stores.operations.inner();
-                            let (written, completed) = store
-                                .complete_with_record(
-                                    &held.key,
-                                    &held.owner,
-                                    stored,
-                                    ttl,
-                                    core.now(),
-                                    record,
-                                    operations,
-                                )
-                                .await;
-                            if let Err(err) = written {
-                                tracing::error!(error = %err, tool = %held.key.tool, "operation record could not be written");
-                            }
-                            log_settled(&held.key, completed);
-                        }
-                        record => {
-                            if let Some(record) = record {
-                                super::record::write_after(core, record).await;
-                            }
-                            let (store, now) = (&core.stores.idempotency, core.now());
-                            settle_held(store, held, &stored, ttl, now).await;
-                        }
-                    }
-                    // The calls waiting in this process for the key replay what was stored (or
-                    // board again).
-                    if let Some(pilot) = pilot {
-                        pilot.land(landing);
-                    }
-                }
-                // Boxed, as the reconciliation below: the common settlement is a dispatched
-                // call's key, and these paths' state would otherwise enlarge every call's future.
-                Settlement::Decided { request, answer } => {
-                    Box::pin(super::approval::executed(core, *request, &answer)).await;
-                }
-                Settlement::Reconciled {
-                    tool,
-                    key,
-                    operation_id,
-                    approval_id,
-                    stored,
-                } => {
-                    Box::pin(operation(core, &tool, key.as_ref(), &operation_id, &stored)).await;
-                    if let Some(id) = approval_id {
-                        Box::pin(super::interrupted::reconciled(core, &id, stored.status)).await;
-                    }
-                }
+                },
+                Some(record),
+            ) if is_stored(stored.status) => {
+                Box::pin(completed(core, held, stored, ttl, pilot, record))
             }
+            (
+                Settlement::Held {
+                    held,
+                    stored,
+                    ttl,
+                    pilot,
+                },
+                record,
+            ) => Box::pin(async move {
+                if let Some(record) = record {
+                    super::record::write_after(core, record).await;
+                }
+                let landing = if is_stored(stored.status) {
+                    Landing::Outcome(stored.clone())
+                } else {
+                    Landing::Retry
+                };
+                let (store, now) = (&core.stores.idempotency, core.now());
+                settle_held(store, held, &stored, ttl, now).await;
+                // The calls waiting in this process for the key replay what was stored (or
+                // board again).
+                if let Some(pilot) = pilot {
+                    pilot.land(landing);
+                }
+            }),
+            (settlement, record) => Box::pin(async move {
+                if let Some(record) = record {
+                    super::record::write_after(core, record).await;
+                }
+                match settlement {
+                    Settlement::Decided { request, answer } => {
+                        super::approval::executed(core, *request, &answer).await;
+                    }
+                    Settlement::Reconciled {
+                        tool,
+                        key,
+                        operation_id,
+                        approval_id,
+                        stored,
+                    } => {
+                        operation(core, &tool, key.as_ref(), &operation_id, &stored).await;
+                        if let Some(id) = approval_id {
+                            super::interrupted::reconciled(core, &id, stored.status).await;
+                        }
+                    }
+                    Settlement::Held { .. } => {}
+                }
+            }),
+        }
+    }
+}
+
+/// A dispatched call's key completed with its final operation `record` in one step of the
+/// store; then the calls waiting in this process for the key replay the outcome.
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an `async fn` would hold its by-value arguments twice in this future"
+)]
+fn completed<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    held: Held,
+    stored: StoredOutcome,
+    ttl: Duration,
+    pilot: Option<Pilot>,
+    record: OperationRecord,
+) -> impl Future<Output = ()> + Send + '_ {
+    async move {
+        let landing = Landing::Outcome(stored.clone());
+        let operations = core.stores.operations.inner();
+        let (written, completed) = core
+            .stores
+            .idempotency
+            .complete_with_record(
+                &held.key,
+                &held.owner,
+                stored,
+                ttl,
+                core.now(),
+                record,
+                operations,
+            )
+            .await;
+        if let Err(err) = written {
+            tracing::error!(error = %err, tool = %held.key.tool, "operation record could not be written");
+        }
+        log_settled(&held.key, completed);
+        if let Some(pilot) = pilot {
+            pilot.land(landing);
         }
     }
 }

@@ -86,29 +86,34 @@ impl Deadlined<dyn IdempotencyStore> {
         .await
     }
     /// [`IdempotencyStore::complete_with_record`] under the deadline, which covers both writes.
+    /// The store's future is made at once (taking the outcome and the record), so that this
+    /// future holds them once, in the store's.
     #[allow(clippy::too_many_arguments, reason = "the store method's arguments")]
-    pub(crate) async fn complete_with_record(
-        &self,
-        key: &ScopedKey,
-        owner: &str,
+    pub(crate) fn complete_with_record<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
         outcome: StoredOutcome,
         ttl: Duration,
         now: SystemTime,
         record: OperationRecord,
-        operations: &dyn OperationStore,
-    ) -> (StoreResult<()>, StoreResult<bool>) {
+        operations: &'a dyn OperationStore,
+    ) -> impl Future<Output = (StoreResult<()>, StoreResult<bool>)> + Send + 'a {
         let writes = self
             .inner
             .complete_with_record(key, owner, outcome, ttl, now, record, operations);
-        crate::timeout::limit(self.deadline, writes)
-            .await
-            .unwrap_or_else(|_| {
-                let late = StoreError::new(format!(
-                    "idempotency complete with the operation record: no answer within {} ms",
-                    self.deadline.as_millis()
-                ));
-                (Err(late.clone()), Err(late))
-            })
+        let deadline = self.deadline;
+        async move {
+            crate::timeout::limit(deadline, writes)
+                .await
+                .unwrap_or_else(|_| {
+                    let late = StoreError::new(format!(
+                        "idempotency complete with the operation record: no answer within {} ms",
+                        deadline.as_millis()
+                    ));
+                    (Err(late.clone()), Err(late))
+                })
+        }
     }
     /// [`IdempotencyStore::release`] under the deadline.
     pub(crate) async fn release(&self, key: &ScopedKey, owner: &str) -> StoreResult<bool> {

@@ -155,6 +155,45 @@ impl MemoryStore {
     }
 
     /// The hash of `key`: its parts, each after its length, as its storage key spells them.
+    /// Stores the outcome under `key` if `owner` holds it; whether it did.
+    fn completed(
+        &self,
+        key: &ScopedKey,
+        owner: &str,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+    ) -> bool {
+        let now_ms = unix_millis(now);
+        let (mut map, hash) = self.shard(key);
+        match Self::find(&mut map, hash, key) {
+            Some(rec) if matches!(&rec.state, RecordState::InFlight { owner: o, .. } if o == owner) =>
+            {
+                rec.state = RecordState::Done { outcome };
+                rec.expires_at_ms = now_ms.saturating_add(millis(ttl));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Inserts or replaces operation record `record`.
+    fn keep(&self, record: OperationRecord) {
+        let hash = self.hashing.hash_one(record.id.as_str());
+        let mut table = lock(&self.operations);
+        // The record it replaces is dropped outside the lock.
+        let replaced = match table.find_mut(hash, |s| s.value.id == record.id) {
+            Some(slot) => Some(std::mem::replace(&mut *slot.value, record)),
+            None => {
+                let value = Box::new(record);
+                table.insert_unique(hash, Slot { hash, value }, |s| s.hash);
+                None
+            }
+        };
+        drop(table);
+        drop(replaced);
+    }
+
     fn key_hash(&self, key: &ScopedKey) -> u64 {
         let mut h = self.hashing.build_hasher();
         for part in [&key.tenant, &key.subject, &key.tool, &key.key] {
@@ -269,18 +308,28 @@ impl IdempotencyStore for MemoryStore {
         ttl: Duration,
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        let now_ms = unix_millis(now);
-        let (mut map, hash) = self.shard(key);
-        let ok = match Self::find(&mut map, hash, key) {
-            Some(rec) if matches!(&rec.state, RecordState::InFlight { owner: o, .. } if o == owner) =>
-            {
-                rec.state = RecordState::Done { outcome };
-                rec.expires_at_ms = now_ms.saturating_add(millis(ttl));
-                true
-            }
-            _ => false,
-        };
-        ready(Ok(ok))
+        ready(Ok(self.completed(key, owner, outcome, ttl, now)))
+    }
+
+    /// When `operations` is this store, both at once, answered by one future.
+    fn complete_with_record<'a>(
+        &'a self,
+        key: &'a ScopedKey,
+        owner: &'a str,
+        outcome: StoredOutcome,
+        ttl: Duration,
+        now: SystemTime,
+        record: OperationRecord,
+        operations: &'a dyn OperationStore,
+    ) -> BoxFuture<'a, (StoreResult<()>, StoreResult<bool>)> {
+        if !std::ptr::addr_eq(operations, self) {
+            return Box::pin(async move {
+                let written = operations.put(record).await;
+                (written, self.complete(key, owner, outcome, ttl, now).await)
+            });
+        }
+        self.keep(record);
+        ready((Ok(()), Ok(self.completed(key, owner, outcome, ttl, now))))
     }
 
     fn release<'a>(
@@ -583,19 +632,7 @@ impl SessionLedger for MemoryStore {
 
 impl OperationStore for MemoryStore {
     fn put(&self, record: OperationRecord) -> BoxFuture<'_, StoreResult<()>> {
-        let hash = self.hashing.hash_one(record.id.as_str());
-        let mut table = lock(&self.operations);
-        // The record it replaces is dropped outside the lock.
-        let replaced = match table.find_mut(hash, |s| s.value.id == record.id) {
-            Some(slot) => Some(std::mem::replace(&mut *slot.value, record)),
-            None => {
-                let value = Box::new(record);
-                table.insert_unique(hash, Slot { hash, value }, |s| s.hash);
-                None
-            }
-        };
-        drop(table);
-        drop(replaced);
+        self.keep(record);
         crate::tool::passed()
     }
 
