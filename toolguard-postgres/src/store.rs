@@ -23,6 +23,7 @@ use toolguard_pipeline::store::encode::{
 pub(crate) use toolguard_pipeline::store::*;
 use toolguard_pipeline::store::{
     ApprovalStore, IdempotencyStore, OperationStore, SessionLedger, StoreError, StoreResult,
+    record_then_complete,
 };
 use toolguard_pipeline::tool::BoxFuture;
 
@@ -621,8 +622,9 @@ impl IdempotencyStore for PgStore {
                 (std::ptr::addr_eq(operations, self), writes.0, writes.1)
             else {
                 // Another operation store: one after the other.
-                let written = operations.put(record).await;
-                return (written, self.complete(key, owner, outcome, ttl, now).await);
+                let other =
+                    record_then_complete(self, key, owner, outcome, ttl, now, record, operations);
+                return other.await;
             };
             let (written, completed) = self.covered_batch().submit_pair(written, completion).await;
             (

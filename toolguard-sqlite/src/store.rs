@@ -27,6 +27,7 @@ use toolguard_pipeline::store::encode::{
 pub(crate) use toolguard_pipeline::store::*;
 use toolguard_pipeline::store::{
     ApprovalStore, IdempotencyStore, OperationStore, SessionLedger, StoreError, StoreResult,
+    record_then_complete,
 };
 use toolguard_pipeline::tool::BoxFuture;
 
@@ -445,8 +446,9 @@ impl IdempotencyStore for SqliteStore {
     ) -> BoxFuture<'a, (StoreResult<()>, StoreResult<bool>)> {
         Box::pin(async move {
             if !std::ptr::addr_eq(operations, self) {
-                let written = operations.put(record).await;
-                return (written, self.complete(key, owner, outcome, ttl, now).await);
+                let other =
+                    record_then_complete(self, key, owner, outcome, ttl, now, record, operations);
+                return other.await;
             }
             let row = OperationRow::new(&record);
             let completion = Completion::new(key, owner, &outcome, ttl, now);

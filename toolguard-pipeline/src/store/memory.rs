@@ -323,10 +323,9 @@ impl IdempotencyStore for MemoryStore {
         operations: &'a dyn OperationStore,
     ) -> BoxFuture<'a, (StoreResult<()>, StoreResult<bool>)> {
         if !std::ptr::addr_eq(operations, self) {
-            return Box::pin(async move {
-                let written = operations.put(record).await;
-                (written, self.complete(key, owner, outcome, ttl, now).await)
-            });
+            return Box::pin(super::record_then_complete(
+                self, key, owner, outcome, ttl, now, record, operations,
+            ));
         }
         self.keep(record);
         ready((Ok(()), Ok(self.completed(key, owner, outcome, ttl, now))))

@@ -143,10 +143,9 @@ pub trait IdempotencyStore: Send + Sync + 'static {
         record: OperationRecord,
         operations: &'a dyn OperationStore,
     ) -> BoxFuture<'a, (StoreResult<()>, StoreResult<bool>)> {
-        Box::pin(async move {
-            let written = operations.put(record).await;
-            (written, self.complete(key, owner, outcome, ttl, now).await)
-        })
+        Box::pin(record_then_complete(
+            self, key, owner, outcome, ttl, now, record, operations,
+        ))
     }
 
     /// Removes the in-flight marker owned by `owner` (the call did not execute, or failed in a way
@@ -201,6 +200,28 @@ pub trait IdempotencyStore: Send + Sync + 'static {
         key: &'a ScopedKey,
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<Option<IdempotencyRecord>>>;
+}
+
+/// What [`IdempotencyStore::complete_with_record`] does unless a store overrides it: `record`
+/// written through `operations`, then `store`'s [`complete`](IdempotencyStore::complete),
+/// each waiting for the other. An override calls it when `operations` is not a store it can
+/// write together with its own completion.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "complete's arguments and the record"
+)]
+pub async fn record_then_complete<S: IdempotencyStore + ?Sized>(
+    store: &S,
+    key: &ScopedKey,
+    owner: &str,
+    outcome: StoredOutcome,
+    ttl: Duration,
+    now: SystemTime,
+    record: OperationRecord,
+    operations: &dyn OperationStore,
+) -> (StoreResult<()>, StoreResult<bool>) {
+    let written = operations.put(record).await;
+    (written, store.complete(key, owner, outcome, ttl, now).await)
 }
 
 /// Approval requests and their decisions.
