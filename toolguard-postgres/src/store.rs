@@ -324,7 +324,6 @@ async fn c_rows(
     c.query(&stmt, params).await
 }
 
-/// The writer answered a write with the answer of another kind of write.
 /// What an operation record or a completion did.
 fn applied(written: Written) -> StoreResult<bool> {
     match written {
@@ -333,6 +332,7 @@ fn applied(written: Written) -> StoreResult<bool> {
     }
 }
 
+/// The writer answered a write with the answer of another kind of write.
 fn unexpected() -> StoreError {
     StoreError::new("postgres: the store's writer gave a wrong answer".to_owned())
 }

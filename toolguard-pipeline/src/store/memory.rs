@@ -154,7 +154,6 @@ impl MemoryStore {
         f(&mut lock(&self.approvals))
     }
 
-    /// The hash of `key`: its parts, each after its length, as its storage key spells them.
     /// Stores the outcome under `key` if `owner` holds it; whether it did.
     fn completed(
         &self,
@@ -194,6 +193,7 @@ impl MemoryStore {
         drop(replaced);
     }
 
+    /// The hash of `key`: its parts, each after its length, as its storage key spells them.
     fn key_hash(&self, key: &ScopedKey) -> u64 {
         let mut h = self.hashing.build_hasher();
         for part in [&key.tenant, &key.subject, &key.tool, &key.key] {
