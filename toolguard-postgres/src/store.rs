@@ -614,14 +614,18 @@ impl IdempotencyStore for PgStore {
         operations: &'a dyn OperationStore,
     ) -> BoxFuture<'a, (StoreResult<()>, StoreResult<bool>)> {
         Box::pin(async move {
-            let writes = (
-                operation_write(&record),
-                completion_write(key, owner, &outcome, ttl, now),
-            );
-            let (true, Ok(written), Ok(completion)) =
-                (std::ptr::addr_eq(operations, self), writes.0, writes.1)
-            else {
-                // Another operation store: one after the other.
+            // The identity is checked before anything is serialized.
+            let writes = std::ptr::addr_eq(operations, self)
+                .then(|| {
+                    let record = operation_write(&record).ok()?;
+                    Some((
+                        record,
+                        completion_write(key, owner, &outcome, ttl, now).ok()?,
+                    ))
+                })
+                .flatten();
+            let Some((written, completion)) = writes else {
+                // Another operation store (or what does not serialize): one after the other.
                 let other =
                     record_then_complete(self, key, owner, outcome, ttl, now, record, operations);
                 return other.await;
