@@ -123,6 +123,8 @@ mod tests {
         writer
             .execute_batch("CREATE TABLE t (x BLOB)")
             .expect("table");
+        // Measured before the inserts: the thread may copy some of them while they are made.
+        let size_before = std::fs::metadata(&path).expect("db file").len();
         let checkpointer = Checkpointer::start(&path, "test-checkpoint").expect("start");
         for _ in 0..50 {
             writer
@@ -130,10 +132,16 @@ mod tests {
                 .expect("insert");
             checkpointer.committed();
         }
-        let size_before = std::fs::metadata(&path).expect("db file").len();
-        std::thread::sleep(INTERVAL * 10);
-        // The pages are in the database file now, not only in the log.
-        let size_after = std::fs::metadata(&path).expect("db file").len();
+        // The pages reach the database file, not only the log (within a few intervals; a
+        // loaded machine may take longer).
+        let mut size_after = size_before;
+        for _ in 0..100 {
+            std::thread::sleep(INTERVAL);
+            size_after = std::fs::metadata(&path).expect("db file").len();
+            if size_after >= size_before + 50 * 4000 {
+                break;
+            }
+        }
         assert!(
             size_after >= size_before + 50 * 4000,
             "{size_before} -> {size_after}"
