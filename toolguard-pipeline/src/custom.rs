@@ -126,6 +126,11 @@ impl CustomStages {
         self.0.push((point, stage));
     }
 
+    /// Whether any stage was added at `point`.
+    pub(crate) fn any_at(&self, point: StagePoint) -> bool {
+        self.0.iter().any(|(p, _)| *p == point)
+    }
+
     /// Runs the stages added at `point`, in order; the first refusal stops the call.
     pub(crate) async fn run(&self, point: StagePoint, input: StageInput<'_>) -> Result<(), Stop> {
         for (_, stage) in self.0.iter().filter(|(p, _)| *p == point) {

@@ -292,6 +292,14 @@ async fn respond<S: Send + Sync + 'static>(
     Some(kind)
 }
 
+/// Whether [`gate`] reads a response for calls of `spec`: a detector that responds watches the
+/// dispatcher, and the tool changes state.
+pub(crate) fn gates<S: Send + Sync + 'static>(core: &Core<S>, spec: &ToolSpec) -> bool {
+    core.detector
+        .as_ref()
+        .is_some_and(|d| !spec.read_only && d.responds())
+}
+
 /// Puts a held or blocked session's state-changing call on its way to approval or refuses it:
 /// the response in force for the session and the one for its subject, the stricter of the two.
 /// Fails closed: a response that cannot be read means approval required.
@@ -301,12 +309,9 @@ pub(crate) async fn gate<S: Send + Sync + 'static>(
     principal: &Principal,
     decision: &mut PolicyDecision,
 ) -> Result<(), Stop> {
-    let Some(detector) = core.detector.as_ref() else {
+    let Some(detector) = core.detector.as_ref().filter(|_| gates(core, spec)) else {
         return Ok(());
     };
-    if spec.read_only || !detector.responds() {
-        return Ok(());
-    }
     let now = core.now();
     let session = session_key(&principal.tenant, &principal.session_id);
     let subject = subject_key(&principal.tenant, &principal.subject);

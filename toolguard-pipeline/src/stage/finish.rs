@@ -65,8 +65,16 @@ pub(crate) fn finish<'a, S: Send + Sync + 'static>(
     mut answer: Answer,
 ) -> impl Future<Output = ToolOutcome> + Send + 'a {
     async move {
-        super::provenance::record_answer(core, about.principal, &about.call_id, &t, &mut answer)
+        if super::provenance::answered_by(core, &t, &answer).is_some() {
+            super::provenance::record_answer(
+                core,
+                about.principal,
+                &about.call_id,
+                &t,
+                &mut answer,
+            )
             .await;
+        }
         let tool_label = t.tool.as_deref().unwrap_or(metrics::UNKNOWN_TOOL_LABEL);
         // The operation record of an admitted call, written after the audit entry with the key's
         // settlement (see `settle`): the record says what the trail already holds.

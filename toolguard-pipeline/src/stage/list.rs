@@ -80,12 +80,23 @@ pub(crate) async fn call<S: Send + Sync + 'static>(
     }
     t.source_label = ctx.source_label();
     super::preflight::run(core, spec, p, &*decoded, &ctx, t).await?;
-    crate::stage::provenance::load(core, spec, call, p, &args, t).await?;
+    if crate::stage::provenance::judged(spec) {
+        crate::stage::provenance::load(core, spec, call, p, &args, t).await?;
+    }
     t.at(Stage::Policy);
-    let decision = super::policy::stage(core, spec, &args, p, t).await?;
+    // A tool without windowed rules is decided without a store, and without a future.
+    let decision = match super::policy::without_stores(core, spec, &args, p, t) {
+        Some(Ok(decision)) => decision,
+        Some(Err(stop)) => return Err(super::policy::refused(core, spec, p, stop, t).await),
+        None => super::policy::stage(core, spec, &args, p, t).await?,
+    };
     custom(core, StagePoint::AfterPolicy, input).await?;
     t.at(Stage::Idempotency);
-    let held = super::idempotency::admit(core, call, spec, p, t).await?;
+    // A call without a key has nothing to reserve: no future is made for it.
+    let held = match t.idempotency_key {
+        Some(_) => super::idempotency::admit(core, call, spec, p, t).await?,
+        None => None,
+    };
     t.admitted = !spec.read_only;
     t.at(Stage::Approval);
     let answer = match decision.approval_cause {
@@ -197,12 +208,16 @@ async fn permit<S: Send + Sync + 'static>(
     custom(core, StagePoint::AfterPermit, input).await
 }
 
-/// The custom stages added at `point`.
+/// The custom stages added at `point`. Without any, no future is made: every future a stage
+/// awaits is built and then moved into the call's state, at its full size.
 async fn custom<S: Send + Sync + 'static>(
     core: &Core<S>,
     point: StagePoint,
     input: StageInput<'_>,
 ) -> Result<(), Stop> {
+    if !core.custom.any_at(point) {
+        return Ok(());
+    }
     core.custom.run(point, input).await
 }
 

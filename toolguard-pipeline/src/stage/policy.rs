@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::Stop;
 use crate::call::Principal;
+use crate::clock::Clock;
 use crate::outcome::Status;
 use crate::spec::{Risk, ToolSpec};
 use crate::store::deadline::Deadlined;
@@ -19,6 +20,28 @@ pub(crate) use crate::risk::{
 pub(crate) use crate::risk::{RateLimit, ToolRules, amount_text, limit_message, unavailable};
 pub(crate) use crate::spec::measure_amount;
 
+/// The policy decision of a call when it needs no store: the tool has no windowed rule (rate,
+/// cumulative amounts) and no detector response can hold it. `None` otherwise: the call then
+/// takes [`stage`]. Made without a future, so that a call the policy only measures does not carry
+/// the ledger's reads in its state.
+pub(crate) fn without_stores<S: Send + Sync + 'static>(
+    core: &super::core::Core<S>,
+    spec: &ToolSpec,
+    args: &Value,
+    principal: &Principal,
+    t: &super::trace::Trace,
+) -> Option<Result<PolicyDecision, Stop>> {
+    let rules = rules_of(&core.policy, spec);
+    if windowed(rules) || crate::stage::detect::gates(core, spec) {
+        return None;
+    }
+    let decided = measured(spec, args).and_then(|mut decision| {
+        per_call(&core.policy, rules, spec, args, principal, &mut decision)?;
+        Ok(decision)
+    });
+    Some(decided.and_then(|d| crate::stage::provenance::flow(core, spec, args, t, d)))
+}
+
 /// The policy stage. A denial (limit used up, rate hit) gives way to the stored outcome of the
 /// same request under the caller's key, like a failed preflight: the retry of a call that
 /// already executed gets its stored outcome.
@@ -30,23 +53,35 @@ pub(crate) async fn stage<S: Send + Sync + 'static>(
     t: &mut super::trace::Trace,
 ) -> Result<PolicyDecision, super::trace::Exit> {
     let ledger = &*core.stores.ledger;
-    let evaluated = evaluate(&core.policy, ledger, spec, args, principal, core.now()).await;
+    let evaluated = evaluate(&core.policy, ledger, spec, args, principal, &*core.clock).await;
     match evaluated.and_then(|d| crate::stage::provenance::flow(core, spec, args, t, d)) {
         Ok(mut decision) => {
             crate::stage::detect::gate(core, spec, principal, &mut decision).await?;
             Ok(decision)
         }
-        Err(stop) if stop.status == Status::PolicyDenied => {
-            let stage = super::Stage::Policy;
-            // Boxed: a denial is rare, and the replay's state would otherwise enlarge every
-            // call's future.
-            Err(Box::pin(super::replay::or_stop(
-                core, spec, principal, stage, stop, t,
-            ))
-            .await)
-        }
-        Err(stop) => Err(stop.into()),
+        Err(stop) => Err(refused(core, spec, principal, stop, t).await),
     }
+}
+
+/// How a call the policy refused ends: a denial gives way to the stored outcome of the same
+/// request under the caller's key ([`stage`]); any other refusal stops the call.
+pub(crate) async fn refused<S: Send + Sync + 'static>(
+    core: &super::core::Core<S>,
+    spec: &ToolSpec,
+    principal: &Principal,
+    stop: Stop,
+    t: &mut super::trace::Trace,
+) -> super::trace::Exit {
+    if stop.status != Status::PolicyDenied {
+        return stop.into();
+    }
+    let stage = super::Stage::Policy;
+    // Boxed: a denial is rare, and the replay's state would otherwise enlarge every call's
+    // future.
+    Box::pin(super::replay::or_stop(
+        core, spec, principal, stage, stop, t,
+    ))
+    .await
 }
 
 /// The policy of an approved action: its amount (re-measured from the re-normalized stored
@@ -66,25 +101,35 @@ pub(crate) fn approved(
     }
 }
 
-/// Evaluates the policy for a call.
-pub(crate) async fn evaluate(
+/// The rules of `spec`'s tool (none: the empty rules, borrowed, never copied).
+fn rules_of<'p>(policy: &'p RiskPolicy, spec: &ToolSpec) -> &'p ToolRules {
+    static NO_RULES: std::sync::LazyLock<ToolRules> = std::sync::LazyLock::new(ToolRules::default);
+    policy.rules.get(&spec.name).unwrap_or(&NO_RULES)
+}
+
+/// Whether `rules` has a rule over a window of time, which reads the session ledger.
+fn windowed(rules: &ToolRules) -> bool {
+    rules.session_rate.is_some() || rules.session_amount.is_some() || rules.subject_amount.is_some()
+}
+
+/// A decision holding the call's measured amount, and nothing else yet.
+fn measured(spec: &ToolSpec, args: &Value) -> Result<PolicyDecision, Stop> {
+    Ok(PolicyDecision {
+        amount: measure_amount(spec, args)?,
+        ..Default::default()
+    })
+}
+
+/// What the policy decides from the call alone: the per-call limit, then the causes that need a
+/// human.
+fn per_call(
     policy: &RiskPolicy,
-    ledger: &Deadlined<dyn SessionLedger>,
+    rules: &ToolRules,
     spec: &ToolSpec,
     args: &Value,
     principal: &Principal,
-    now: SystemTime,
-) -> Result<PolicyDecision, Stop> {
-    // Borrowed: a tool without rules costs a lookup, never a copy of the rules.
-    let no_rules = ToolRules::default();
-    let rules = policy.rules.get(&spec.name).unwrap_or(&no_rules);
-    let mut decision = PolicyDecision {
-        amount: measure_amount(spec, args)?,
-        ..Default::default()
-    };
-    if let Some(rate) = rules.session_rate {
-        check_rate(ledger, spec, principal, rate, now).await?;
-    }
+    decision: &mut PolicyDecision,
+) -> Result<(), Stop> {
     let amount = decision.amount.unwrap_or(0);
     if let Some(max) = rules.max_per_call
         && amount > max
@@ -96,8 +141,31 @@ pub(crate) async fn evaluate(
         );
         return Err(Stop::new(Status::PolicyDenied, "over_call_limit", message));
     }
-    approval_cause(policy, spec, args, principal, amount, &mut decision);
-    apply_amount_limits(ledger, rules, spec, principal, amount, now, &mut decision).await?;
+    approval_cause(policy, spec, args, principal, amount, decision);
+    Ok(())
+}
+
+/// Evaluates the policy for a call: its rate, then what the call alone decides
+/// ([`per_call`]), then the cumulative amounts.
+pub(crate) async fn evaluate(
+    policy: &RiskPolicy,
+    ledger: &Deadlined<dyn SessionLedger>,
+    spec: &ToolSpec,
+    args: &Value,
+    principal: &Principal,
+    clock: &dyn Clock,
+) -> Result<PolicyDecision, Stop> {
+    let rules = rules_of(policy, spec);
+    let mut decision = measured(spec, args)?;
+    // The clock is read once, when a windowed rule first needs it.
+    let read = std::sync::OnceLock::new();
+    let now = || *read.get_or_init(|| clock.now());
+    if let Some(rate) = rules.session_rate {
+        check_rate(ledger, spec, principal, rate, now()).await?;
+    }
+    per_call(policy, rules, spec, args, principal, &mut decision)?;
+    let amount = decision.amount.unwrap_or(0);
+    apply_amount_limits(ledger, rules, spec, principal, amount, &now, &mut decision).await?;
     Ok(decision)
 }
 
@@ -167,7 +235,7 @@ async fn apply_amount_limits(
     spec: &ToolSpec,
     principal: &Principal,
     amount: u64,
-    now: SystemTime,
+    now: &(dyn Fn() -> SystemTime + Sync),
     decision: &mut PolicyDecision,
 ) -> Result<(), Stop> {
     // A scope string is made only for a limit that applies.
@@ -180,7 +248,7 @@ async fn apply_amount_limits(
         let Some(limit) = limit else { continue };
         let scope = scope_of(principal, &spec.name);
         let total = ledger
-            .total(&scope, limit.window, now)
+            .total(&scope, limit.window, now())
             .await
             .map_err(|_| unavailable())?;
         if total.saturating_add(amount) > limit.limit {

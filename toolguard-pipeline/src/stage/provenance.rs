@@ -30,7 +30,7 @@ fn unavailable() -> Stop {
 
 /// Whether the flow policy can act on calls of `spec`: it changes state or sends data out.
 /// Read-only tools without egress are neither judged nor loaded (no store read on their path).
-fn judged(spec: &ToolSpec) -> bool {
+pub(crate) fn judged(spec: &ToolSpec) -> bool {
     !spec.read_only || spec.egress != Egress::None
 }
 
@@ -144,18 +144,29 @@ pub(crate) async fn record_answer<S: Send + Sync + 'static>(
     t: &Trace,
     answer: &mut Answer,
 ) {
-    let (Some(spec), Some(output)) = (
-        t.tool.as_deref().and_then(|name| core.spec(name)),
-        answer.output.as_ref(),
-    ) else {
+    let (Some(spec), Some(output)) = (answered_by(core, t, answer), answer.output.as_ref()) else {
         return;
     };
-    if answer.status != Status::Ok {
-        return;
-    }
     if let Err(stop) = record_output(core, spec, p, call_id, t, &output.data).await {
         *answer = Answer::stopped(stop);
     }
+}
+
+/// The tool whose `ok` result in `answer` [`record_answer`] records: one with untrusted output,
+/// or any in the precise mode. `None` when there is nothing to record (the caller then makes no
+/// future for it).
+pub(crate) fn answered_by<'c, S: Send + Sync + 'static>(
+    core: &'c Core<S>,
+    t: &Trace,
+    answer: &Answer,
+) -> Option<&'c ToolSpec> {
+    if answer.status != Status::Ok || answer.output.is_none() {
+        return None;
+    }
+    let spec = core.spec(t.tool.as_deref()?)?;
+    let recorded =
+        spec.untrusted_output || core.policy.current_flow().current_mode() == FlowMode::PerArgument;
+    recorded.then_some(spec)
 }
 
 /// Records `output`, an `ok` result of `spec` handed to `p`'s session: a source when the tool's
@@ -169,11 +180,11 @@ pub(crate) async fn record_output<S: Send + Sync + 'static>(
     t: &Trace,
     output: &Value,
 ) -> Result<(), Stop> {
-    let now = unix_millis(core.now());
     if !spec.untrusted_output {
-        record_trusted(core, spec, p, call_id, now, output).await;
+        record_trusted(core, spec, p, call_id, output).await;
         return Ok(());
     }
+    let now = unix_millis(core.now());
     let split = (!spec.untrusted_fields.is_empty())
         .then(|| result_fields::split(output, &spec.untrusted_fields));
     let untrusted = split.as_ref().map_or(output, |(taken, _)| taken);
@@ -196,7 +207,7 @@ pub(crate) async fn record_output<S: Send + Sync + 'static>(
         .await
         .map_err(|_| unavailable())?;
     if let Some((_, rest)) = &split {
-        record_trusted(core, spec, p, call_id, now, rest).await;
+        record_trusted(core, spec, p, call_id, rest).await;
     }
     Ok(())
 }
@@ -210,12 +221,12 @@ async fn record_trusted<S: Send + Sync + 'static>(
     spec: &ToolSpec,
     p: &Principal,
     call_id: &str,
-    now: u64,
     output: &Value,
 ) {
     if core.policy.current_flow().current_mode() != FlowMode::PerArgument {
         return;
     }
+    let now = unix_millis(core.now());
     let mut record = Source::trusted(format!("the result of {} call {call_id}", spec.name), now)
         .with_json(&core.value_key, output);
     record.tool = Some(spec.name.clone());
