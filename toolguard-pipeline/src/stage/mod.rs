@@ -56,7 +56,11 @@ pub(crate) async fn execution<S: Send + Sync + 'static>(
 ) -> Result<Answer, Stop> {
     let spec = tool.spec();
     t.at(Stage::Recheck);
-    let scopes = recheck::run(core, spec, &*decoded, &ctx, decision, via, t).await?;
+    let scopes = if recheck::needed(spec, decision, via, t) {
+        recheck::run(core, spec, &*decoded, &ctx, decision, via, t).await?
+    } else {
+        Vec::new()
+    };
     t.at(Stage::Execute);
     let output = execute::stage(core, spec, decoded, ctx, &scopes, t).await?;
     t.at(Stage::Envelope);

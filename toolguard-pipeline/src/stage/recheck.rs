@@ -27,6 +27,21 @@ pub(crate) fn ledger_entry(t: &Trace, call_id: &str) -> String {
         .to_owned()
 }
 
+/// Whether [`run`] has anything to check for a call: a state-changing tool (its hooks again), an
+/// approved action or an amount to book, a record to write. A read-only call that holds no
+/// limit runs none of it, and no future is made for it.
+pub(crate) fn needed(
+    spec: &ToolSpec,
+    decision: &PolicyDecision,
+    via: super::Via<'_>,
+    t: &Trace,
+) -> bool {
+    !spec.read_only
+        || matches!(via, super::Via::Approval)
+        || !decision.limits.is_empty()
+        || t.admitted
+}
+
 /// The recheck stage. Returns the ledger scopes the amount was admitted to (to retract when
 /// the handler certainly did nothing). An admitted call's operation record becomes `executing`.
 pub(crate) async fn run<S: Send + Sync + 'static>(
