@@ -145,10 +145,7 @@ pub(crate) fn finish<'a, S: Send + Sync + 'static>(
         });
         let read_only = core.spec(tool_label).is_some_and(|s| s.read_only);
         outcome.audit_seq = append(core, record, read_only).await;
-        // A call that settles nothing (a read) makes no future for it.
-        if settlement.is_some() || operation.is_some() {
-            after_audit(core, settlement, operation).await;
-        }
+        after_audit(core, settlement, operation).await;
         core.metrics(tool_label).call_finished(outcome.status);
         tracing::Span::current().record("toolguard.status", outcome.status.as_str());
         if let Some(mut seen) = seen {
