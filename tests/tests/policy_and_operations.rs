@@ -167,6 +167,35 @@ async fn deny_mode_refuses_and_subject_limits_span_sessions() {
     assert_eq!(ledger.transfers(), 1);
 }
 
+/// A tool whose only rule is its per-call limit is decided without reading the ledger: over the
+/// limit it is denied before anything runs, under it it executes.
+#[tokio::test]
+async fn a_per_call_limit_alone_is_enforced() {
+    let ledger = Arc::new(Ledger::seeded());
+    let clock = Arc::new(ManualClock::new(SystemTime::now()));
+    let policy = RiskPolicy::new().max_per_call("transfer_funds", 500_000);
+    let d = dispatcher(policy, ledger.clone(), clock);
+    let big = d
+        .dispatch(
+            ToolCall::new("a", "transfer_funds", transfer(600_000, "alone-0001")),
+            &alice(),
+        )
+        .await;
+    assert_eq!(
+        (big.status, big.reason.as_deref()),
+        (Status::PolicyDenied, Some("over_call_limit"))
+    );
+    assert_eq!(ledger.transfers(), 0);
+    let small = d
+        .dispatch(
+            ToolCall::new("b", "transfer_funds", transfer(400_000, "alone-0002")),
+            &alice(),
+        )
+        .await;
+    assert_eq!(small.status, Status::Ok, "{small:?}");
+    assert_eq!(ledger.transfers(), 1);
+}
+
 #[tokio::test]
 async fn session_call_rate_is_limited() {
     let ledger = Arc::new(Ledger::seeded());

@@ -107,9 +107,18 @@ fn rules_of<'p>(policy: &'p RiskPolicy, spec: &ToolSpec) -> &'p ToolRules {
     policy.rules.get(&spec.name).unwrap_or(&NO_RULES)
 }
 
-/// Whether `rules` has a rule over a window of time, which reads the session ledger.
+/// Whether `rules` has a rule over a window of time, which reads the session ledger. Every
+/// field is named: a rule added to [`ToolRules`] must be sorted here before this compiles, so
+/// that no windowed rule is skipped by [`without_stores`].
 fn windowed(rules: &ToolRules) -> bool {
-    rules.session_rate.is_some() || rules.session_amount.is_some() || rules.subject_amount.is_some()
+    let ToolRules {
+        session_amount,
+        subject_amount,
+        session_rate,
+        max_per_call: _,
+        approver_roles: _,
+    } = rules;
+    session_rate.is_some() || session_amount.is_some() || subject_amount.is_some()
 }
 
 /// A decision holding the call's measured amount, and nothing else yet.
