@@ -149,30 +149,44 @@ impl Batcher {
         first: Write,
         second: Write,
     ) -> (StoreResult<Written>, StoreResult<Written>) {
-        let stopped = || StoreError::new("postgres: the store's writer stopped".to_owned());
-        let (first_reply, first_done) = oneshot::channel();
-        let (second_reply, second_done) = oneshot::channel();
         // The writer takes the queue in order.
-        for item in [(first, first_reply), (second, second_reply)] {
-            if self.queue.send(item).await.is_err() {
-                return (Err(stopped()), Err(stopped()));
-            }
-        }
-        let first = first_done.await.map_err(|_| stopped()).and_then(|r| r);
-        let second = second_done.await.map_err(|_| stopped()).and_then(|r| r);
-        (first, second)
+        let first = self.queue_write(first).await;
+        let second = match first {
+            Ok(_) => self.queue_write(second).await,
+            Err(_) => Err(stopped()),
+        };
+        (answered(first).await, answered(second).await)
     }
 
     /// Writes `write` with whatever else is queued; returns what it did once it committed.
     pub(crate) async fn submit(&self, write: Write) -> StoreResult<Written> {
-        let stopped = || StoreError::new("postgres: the store's writer stopped".to_owned());
+        answered(self.queue_write(write).await).await
+    }
+
+    /// Queues `write` for the writer; the answer comes on the returned channel once committed.
+    async fn queue_write(
+        &self,
+        write: Write,
+    ) -> StoreResult<oneshot::Receiver<StoreResult<Written>>> {
         let (reply, done) = oneshot::channel();
         self.queue
             .send((write, reply))
             .await
             .map_err(|_| stopped())?;
-        done.await.map_err(|_| stopped())?
+        Ok(done)
     }
+}
+
+/// The writer's answer to a queued write.
+async fn answered(
+    queued: StoreResult<oneshot::Receiver<StoreResult<Written>>>,
+) -> StoreResult<Written> {
+    queued?.await.map_err(|_| stopped())?
+}
+
+/// The writer task is gone.
+fn stopped() -> StoreError {
+    StoreError::new("postgres: the store's writer stopped".to_owned())
 }
 
 async fn writer(pool: Pool, mut rx: mpsc::Receiver<(Write, Reply)>) {
