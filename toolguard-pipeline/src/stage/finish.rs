@@ -65,9 +65,10 @@ pub(crate) fn finish<'a, S: Send + Sync + 'static>(
     mut answer: Answer,
 ) -> impl Future<Output = ToolOutcome> + Send + 'a {
     async move {
-        if super::provenance::answered_by(core, &t, &answer).is_some() {
+        if let Some(spec) = super::provenance::answered_by(core, &t, &answer) {
             super::provenance::record_answer(
                 core,
+                spec,
                 about.principal,
                 &about.call_id,
                 &t,

@@ -136,15 +136,17 @@ pub(crate) fn settle<S: Send + Sync + 'static>(
 /// session, with the values in it. A source that cannot be recorded withholds the result
 /// (`unavailable`): the model never sees content the session would not know it read. In the
 /// precise mode, a trusted tool's `ok` result records its values as trusted (best effort: a
-/// value missing from the trusted set only makes the judgement stricter).
+/// value missing from the trusted set only makes the judgement stricter). `spec` is the tool
+/// [`answered_by`] names for the answer.
 pub(crate) async fn record_answer<S: Send + Sync + 'static>(
     core: &Core<S>,
+    spec: &ToolSpec,
     p: &Principal,
     call_id: &str,
     t: &Trace,
     answer: &mut Answer,
 ) {
-    let (Some(spec), Some(output)) = (answered_by(core, t, answer), answer.output.as_ref()) else {
+    let Some(output) = answer.output.as_ref() else {
         return;
     };
     if let Err(stop) = record_output(core, spec, p, call_id, t, &output.data).await {
@@ -152,9 +154,9 @@ pub(crate) async fn record_answer<S: Send + Sync + 'static>(
     }
 }
 
-/// The tool whose `ok` result in `answer` [`record_answer`] records: one with untrusted output,
-/// or any in the precise mode. `None` when there is nothing to record (the caller then makes no
-/// future for it).
+/// The tool whose `ok` result in `answer` [`record_answer`] records (it is given the tool):
+/// one with untrusted output, or any in the precise mode. `None` when there is nothing to
+/// record, and the caller makes no future for it.
 pub(crate) fn answered_by<'c, S: Send + Sync + 'static>(
     core: &'c Core<S>,
     t: &Trace,
