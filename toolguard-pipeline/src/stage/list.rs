@@ -85,10 +85,11 @@ pub(crate) async fn call<S: Send + Sync + 'static>(
     }
     t.at(Stage::Policy);
     // A tool without windowed rules is decided without a store, and without a future.
-    let decision = match super::policy::without_stores(core, spec, &args, p, t) {
+    let rules = super::policy::rules_of(&core.policy, spec);
+    let decision = match super::policy::without_stores(core, rules, spec, &args, p, t) {
         Some(Ok(decision)) => decision,
         Some(Err(stop)) => return Err(super::policy::refused(core, spec, p, stop, t).await),
-        None => super::policy::stage(core, spec, &args, p, t).await?,
+        None => super::policy::stage(core, rules, spec, &args, p, t).await?,
     };
     custom(core, StagePoint::AfterPolicy, input).await?;
     t.at(Stage::Idempotency);

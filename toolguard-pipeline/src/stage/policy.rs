@@ -26,12 +26,12 @@ pub(crate) use crate::spec::measure_amount;
 /// the ledger's reads in its state.
 pub(crate) fn without_stores<S: Send + Sync + 'static>(
     core: &super::core::Core<S>,
+    rules: &ToolRules,
     spec: &ToolSpec,
     args: &Value,
     principal: &Principal,
     t: &super::trace::Trace,
 ) -> Option<Result<PolicyDecision, Stop>> {
-    let rules = rules_of(&core.policy, spec);
     if windowed(rules) || crate::stage::detect::gates(core, spec) {
         return None;
     }
@@ -47,13 +47,23 @@ pub(crate) fn without_stores<S: Send + Sync + 'static>(
 /// already executed gets its stored outcome.
 pub(crate) async fn stage<S: Send + Sync + 'static>(
     core: &super::core::Core<S>,
+    rules: &ToolRules,
     spec: &ToolSpec,
     args: &Value,
     principal: &Principal,
     t: &mut super::trace::Trace,
 ) -> Result<PolicyDecision, super::trace::Exit> {
     let ledger = &*core.stores.ledger;
-    let evaluated = evaluate(&core.policy, ledger, spec, args, principal, &*core.clock).await;
+    let evaluated = evaluate(
+        &core.policy,
+        rules,
+        ledger,
+        spec,
+        args,
+        principal,
+        &*core.clock,
+    )
+    .await;
     match evaluated.and_then(|d| crate::stage::provenance::flow(core, spec, args, t, d)) {
         Ok(mut decision) => {
             crate::stage::detect::gate(core, spec, principal, &mut decision).await?;
@@ -102,7 +112,7 @@ pub(crate) fn approved(
 }
 
 /// The rules of `spec`'s tool (none: the empty rules, borrowed, never copied).
-fn rules_of<'p>(policy: &'p RiskPolicy, spec: &ToolSpec) -> &'p ToolRules {
+pub(crate) fn rules_of<'p>(policy: &'p RiskPolicy, spec: &ToolSpec) -> &'p ToolRules {
     static NO_RULES: std::sync::LazyLock<ToolRules> = std::sync::LazyLock::new(ToolRules::default);
     policy.rules.get(&spec.name).unwrap_or(&NO_RULES)
 }
@@ -154,17 +164,17 @@ fn per_call(
     Ok(())
 }
 
-/// Evaluates the policy for a call: its rate, then what the call alone decides
+/// Evaluates the policy for a call under its tool's `rules`: its rate, then what the call alone decides
 /// ([`per_call`]), then the cumulative amounts.
-pub(crate) async fn evaluate(
+async fn evaluate(
     policy: &RiskPolicy,
+    rules: &ToolRules,
     ledger: &Deadlined<dyn SessionLedger>,
     spec: &ToolSpec,
     args: &Value,
     principal: &Principal,
     clock: &dyn Clock,
 ) -> Result<PolicyDecision, Stop> {
-    let rules = rules_of(policy, spec);
     let mut decision = measured(spec, args)?;
     // The clock is read once, when a windowed rule first needs it.
     let read = std::sync::OnceLock::new();
