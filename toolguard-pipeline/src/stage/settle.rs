@@ -86,18 +86,10 @@ impl Settlement {
                 if let Some(record) = record {
                     super::record::write_after(core, record).await;
                 }
-                let landing = if is_stored(stored.status) {
-                    Landing::Outcome(stored.clone())
-                } else {
-                    Landing::Retry
-                };
+                let landing = landing(&stored);
                 let (store, now) = (&core.stores.idempotency, core.now());
                 settle_held(store, held, &stored, ttl, now).await;
-                // The calls waiting in this process for the key replay what was stored (or
-                // board again).
-                if let Some(pilot) = pilot {
-                    pilot.land(landing);
-                }
+                land(pilot, landing);
             }),
             (settlement, record) => Box::pin(async move {
                 if let Some(record) = record {
@@ -141,7 +133,7 @@ fn completed<S: Send + Sync + 'static>(
     record: OperationRecord,
 ) -> impl Future<Output = ()> + Send + '_ {
     async move {
-        let landing = Landing::Outcome(stored.clone());
+        let landing = landing(&stored);
         let operations = core.stores.operations.inner();
         let (written, completed) = core
             .stores
@@ -160,9 +152,24 @@ fn completed<S: Send + Sync + 'static>(
             tracing::error!(error = %err, tool = %held.key.tool, "operation record could not be written");
         }
         log_settled(&held.key, completed);
-        if let Some(pilot) = pilot {
-            pilot.land(landing);
-        }
+        land(pilot, landing);
+    }
+}
+
+/// What the calls waiting in this process for a settled key are told: replay the stored
+/// outcome, or (an outcome that is not stored) board again.
+fn landing(stored: &StoredOutcome) -> Landing {
+    if is_stored(stored.status) {
+        Landing::Outcome(stored.clone())
+    } else {
+        Landing::Retry
+    }
+}
+
+/// Lands the key's flight, if this call piloted one.
+fn land(pilot: Option<Pilot>, landing: Landing) {
+    if let Some(pilot) = pilot {
+        pilot.land(landing);
     }
 }
 
