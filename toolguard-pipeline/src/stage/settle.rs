@@ -62,59 +62,50 @@ impl Settlement {
         core: &Core<S>,
         record: Option<OperationRecord>,
     ) -> BoxFuture<'_, ()> {
-        match (self, record) {
-            (
-                Settlement::Held {
-                    held,
-                    stored,
-                    ttl,
-                    pilot,
-                },
-                Some(record),
-            ) if is_stored(stored.status) => {
-                Box::pin(completed(core, held, stored, ttl, pilot, record))
-            }
-            (
-                Settlement::Held {
-                    held,
-                    stored,
-                    ttl,
-                    pilot,
-                },
-                record,
-            ) => Box::pin(async move {
-                if let Some(record) = record {
-                    super::record::write_after(core, record).await;
+        match self {
+            Settlement::Held {
+                held,
+                stored,
+                ttl,
+                pilot,
+            } => match record {
+                Some(record) if is_stored(stored.status) => {
+                    Box::pin(completed(core, held, stored, ttl, pilot, record))
                 }
-                let landing = landing(&stored);
-                let (store, now) = (&core.stores.idempotency, core.now());
-                settle_held(store, held, &stored, ttl, now).await;
-                land(pilot, landing);
+                record => Box::pin(async move {
+                    record_first(core, record).await;
+                    let landing = landing(&stored);
+                    let (store, now) = (&core.stores.idempotency, core.now());
+                    settle_held(store, held, &stored, ttl, now).await;
+                    land(pilot, landing);
+                }),
+            },
+            Settlement::Decided { request, answer } => Box::pin(async move {
+                record_first(core, record).await;
+                super::approval::executed(core, *request, &answer).await;
             }),
-            (settlement, record) => Box::pin(async move {
-                if let Some(record) = record {
-                    super::record::write_after(core, record).await;
-                }
-                match settlement {
-                    Settlement::Decided { request, answer } => {
-                        super::approval::executed(core, *request, &answer).await;
-                    }
-                    Settlement::Reconciled {
-                        tool,
-                        key,
-                        operation_id,
-                        approval_id,
-                        stored,
-                    } => {
-                        operation(core, &tool, key.as_ref(), &operation_id, &stored).await;
-                        if let Some(id) = approval_id {
-                            super::interrupted::reconciled(core, &id, stored.status).await;
-                        }
-                    }
-                    Settlement::Held { .. } => {}
+            Settlement::Reconciled {
+                tool,
+                key,
+                operation_id,
+                approval_id,
+                stored,
+            } => Box::pin(async move {
+                record_first(core, record).await;
+                operation(core, &tool, key.as_ref(), &operation_id, &stored).await;
+                if let Some(id) = approval_id {
+                    super::interrupted::reconciled(core, &id, stored.status).await;
                 }
             }),
         }
+    }
+}
+
+/// Writes the call's final operation `record`, if it has one, before its settlement: a key's
+/// outcome is never stored before the record that says the same.
+async fn record_first<S: Send + Sync + 'static>(core: &Core<S>, record: Option<OperationRecord>) {
+    if let Some(record) = record {
+        super::record::write_after(core, record).await;
     }
 }
 
