@@ -182,11 +182,12 @@ pub(crate) async fn record_output<S: Send + Sync + 'static>(
     t: &Trace,
     output: &Value,
 ) -> Result<(), Stop> {
+    // One clock read for both records (the caller asks only for a tool that records).
+    let now = unix_millis(core.now());
     if !spec.untrusted_output {
-        record_trusted(core, spec, p, call_id, output).await;
+        record_trusted(core, spec, p, call_id, output, now).await;
         return Ok(());
     }
-    let now = unix_millis(core.now());
     let split = (!spec.untrusted_fields.is_empty())
         .then(|| result_fields::split(output, &spec.untrusted_fields));
     let untrusted = split.as_ref().map_or(output, |(taken, _)| taken);
@@ -209,7 +210,7 @@ pub(crate) async fn record_output<S: Send + Sync + 'static>(
         .await
         .map_err(|_| unavailable())?;
     if let Some((_, rest)) = &split {
-        record_trusted(core, spec, p, call_id, rest).await;
+        record_trusted(core, spec, p, call_id, rest, now).await;
     }
     Ok(())
 }
@@ -224,11 +225,11 @@ async fn record_trusted<S: Send + Sync + 'static>(
     p: &Principal,
     call_id: &str,
     output: &Value,
+    now: u64,
 ) {
     if core.policy.current_flow().current_mode() != FlowMode::PerArgument {
         return;
     }
-    let now = unix_millis(core.now());
     let mut record = Source::trusted(format!("the result of {} call {call_id}", spec.name), now)
         .with_json(&core.value_key, output);
     record.tool = Some(spec.name.clone());
