@@ -44,13 +44,16 @@ impl<T: ?Sized> Deadlined<T> {
         let deadline = self.deadline;
         crate::timeout::limit(deadline, op)
             .await
-            .unwrap_or_else(|_| {
-                Err(StoreError::new(format!(
-                    "{what}: no answer within {} ms",
-                    deadline.as_millis()
-                )))
-            })
+            .unwrap_or_else(|_| Err(late(what, deadline)))
     }
+}
+
+/// The error of an operation `what` that had no answer within `deadline`.
+fn late(what: &str, deadline: Duration) -> StoreError {
+    StoreError::new(format!(
+        "{what}: no answer within {} ms",
+        deadline.as_millis()
+    ))
 }
 
 impl Deadlined<dyn IdempotencyStore> {
@@ -107,10 +110,7 @@ impl Deadlined<dyn IdempotencyStore> {
             crate::timeout::limit(deadline, writes)
                 .await
                 .unwrap_or_else(|_| {
-                    let late = StoreError::new(format!(
-                        "idempotency complete with the operation record: no answer within {} ms",
-                        deadline.as_millis()
-                    ));
+                    let late = late("idempotency complete with the operation record", deadline);
                     (Err(late.clone()), Err(late))
                 })
         }
@@ -519,5 +519,73 @@ impl OperationStore for Deadlined<dyn OperationStore> {
     }
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<OperationRecord>>> {
         Box::pin(Deadlined::<dyn OperationStore>::get(self, id))
+    }
+}
+
+#[cfg(all(test, feature = "testing"))]
+mod tests {
+    use super::*;
+    use crate::outcome::Status;
+    use crate::store::MemoryStore;
+    use crate::store::fault::{FaultyStore, StoreOp};
+
+    /// A store that does not answer the pair within the deadline: both halves are errors that
+    /// name the operation and the deadline, and the wait ends at the deadline.
+    #[tokio::test]
+    async fn a_pair_without_an_answer_is_late_on_both_halves() {
+        let memory = Arc::new(MemoryStore::new());
+        let faulty = Arc::new(FaultyStore::new(memory.clone()));
+        faulty.stall(StoreOp::Complete, Duration::from_secs(30));
+        let store: Arc<dyn IdempotencyStore> = faulty;
+        let timed = Deadlined::new(store, Duration::from_millis(50));
+        let key = ScopedKey {
+            tenant: "acme".into(),
+            subject: "alice".into(),
+            tool: "transfer".into(),
+            key: "k-1".into(),
+        };
+        let (lease, now) = (Duration::from_secs(60), SystemTime::now());
+        let reserved = Deadlined::<dyn IdempotencyStore>::reserve(
+            &timed, &key, "sha256:d", None, lease, lease, now,
+        );
+        let Reservation::Reserved { owner } = reserved.await.unwrap() else {
+            panic!("a new key is reserved");
+        };
+        let record = OperationRecord {
+            id: "op-1".into(),
+            tenant: "acme".into(),
+            subject: "alice".into(),
+            tool: "transfer".into(),
+            call_id: "c".into(),
+            state: OperationState::Ok,
+            outcome: None,
+            arguments: Arc::new(serde_json::Value::Null),
+            idempotency: Some(key.clone()),
+            approval_id: None,
+            updated_at_ms: 1,
+        };
+        let started = std::time::Instant::now();
+        let (written, completed) = timed
+            .complete_with_record(
+                &key,
+                &owner,
+                StoredOutcome::new(Status::Ok),
+                lease,
+                now,
+                record,
+                &*memory,
+            )
+            .await;
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "ended at the deadline"
+        );
+        for err in [written.unwrap_err(), completed.unwrap_err()] {
+            assert_eq!(
+                err.to_string(),
+                "store unavailable: idempotency complete with the operation record: no answer \
+                 within 50 ms"
+            );
+        }
     }
 }
