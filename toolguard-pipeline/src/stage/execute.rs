@@ -10,19 +10,18 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::Stop;
-use super::core::Core;
+use super::core::{Core, Registered};
 use super::trace::Trace;
 use crate::erased::DecodedArgs;
 use crate::metrics::ToolKeys;
 use crate::outcome::Status;
-use crate::spec::ToolSpec;
 use crate::tool::ToolContext;
 
 /// The execute stage: runs the handler under the tool's deadline. When it certainly did nothing
 /// (it failed before a side effect could begin), the amount admitted to the ledger is retracted.
 pub(crate) async fn stage<S: Send + Sync + 'static>(
     core: &Core<S>,
-    spec: &ToolSpec,
+    tool: &Registered<S>,
     decoded: Box<dyn DecodedArgs<S> + '_>,
     ctx: ToolContext<S>,
     scopes: &[String],
@@ -30,8 +29,8 @@ pub(crate) async fn stage<S: Send + Sync + 'static>(
 ) -> Result<Value, Stop> {
     // The ledger entry is named only when there is an amount to retract.
     let entry = (!scopes.is_empty()).then(|| super::recheck::ledger_entry(t, ctx.call_id()));
-    let metrics = core.metrics(&spec.name);
-    let executed = run(metrics, decoded, ctx, spec.timeout, spec.read_only).await;
+    let spec = tool.spec();
+    let executed = run(&tool.metrics, decoded, ctx, spec.timeout, spec.read_only).await;
     if let Err(stop) = &executed
         && stop.status != Status::OutcomeUnknown
         && let Some(entry) = &entry

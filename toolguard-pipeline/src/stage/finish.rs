@@ -15,7 +15,6 @@ use super::trace::{Answer, Trace};
 use crate::audit::{AuditEvent, AuditRecord};
 use crate::call::Principal;
 use crate::clock::unix_millis;
-use crate::metrics;
 use crate::outcome::{Status, ToolOutcome};
 use crate::store::OperationState;
 
@@ -65,7 +64,10 @@ pub(crate) fn finish<'a, S: Send + Sync + 'static>(
     mut answer: Answer,
 ) -> impl Future<Output = ToolOutcome> + Send + 'a {
     async move {
-        if let Some(spec) = super::provenance::answered_by(core, &t, &answer) {
+        // The call's tool, looked up once (none for a call that named no registered tool).
+        let registered = t.tool.as_deref().and_then(|name| core.tools.get(name));
+        let spec = registered.map(|r| r.spec());
+        if let Some(spec) = super::provenance::answered_by(core, spec, &answer) {
             super::provenance::record_answer(
                 core,
                 spec,
@@ -76,10 +78,9 @@ pub(crate) fn finish<'a, S: Send + Sync + 'static>(
             )
             .await;
         }
-        let tool_label = t.tool.as_deref().unwrap_or(metrics::UNKNOWN_TOOL_LABEL);
         // The operation record of an admitted call, written after the audit entry with the key's
         // settlement (see `settle`): the record says what the trail already holds.
-        let operation = match core.spec(tool_label) {
+        let operation = match spec {
             Some(spec) if t.admitted && !answer.replayed => super::record::of(
                 core,
                 about.principal,
@@ -137,17 +138,18 @@ pub(crate) fn finish<'a, S: Send + Sync + 'static>(
             origins: t.origins,
         };
         let seen = core.detector.as_ref().and_then(|_| {
-            let spec = core.spec(tool_label)?;
             Some(crate::stage::detect::Observation::of(
                 &record,
-                spec,
+                spec?,
                 core.now(),
             ))
         });
-        let read_only = core.spec(tool_label).is_some_and(|s| s.read_only);
+        let read_only = spec.is_some_and(|s| s.read_only);
         outcome.audit_seq = append(core, record, read_only).await;
         after_audit(core, settlement, operation).await;
-        core.metrics(tool_label).call_finished(outcome.status);
+        registered
+            .map_or(&core.unknown_metrics, |r| &r.metrics)
+            .call_finished(outcome.status);
         tracing::Span::current().record("toolguard.status", outcome.status.as_str());
         if let Some(mut seen) = seen {
             seen.audit_seq = outcome.audit_seq;

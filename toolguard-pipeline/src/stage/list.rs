@@ -40,8 +40,10 @@ pub(crate) async fn call<S: Send + Sync + 'static>(
     p: &Principal,
     t: &mut Trace,
 ) -> Result<Answer, Exit> {
-    // The metrics label of a registered tool, even when its arguments do not parse.
-    t.tool = core.tools.get(&call.tool).map(|r| r.name.clone());
+    // Looked up once: the metrics label of a registered tool, even when its arguments do not
+    // parse, and the registry stage's answer.
+    let registered = core.tools.get(&call.tool);
+    t.tool = registered.map(|r| r.name.clone());
     t.at(Stage::Parse);
     if let Err(stop) = super::gate::check(&call.arguments, core.sanitizer.limits()) {
         // Refused by its size: the caller frees it off its path (`deferred_drop`).
@@ -50,7 +52,7 @@ pub(crate) async fn call<S: Send + Sync + 'static>(
     }
     let args = super::parse::arguments(&call.arguments)?;
     t.at(Stage::Registry);
-    let tool = super::registry::lookup(core, &call.tool)?;
+    let tool = super::registry::found(registered)?;
     let spec = tool.spec();
     t.at(Stage::Validate);
     super::validate::arguments(&tool.input, &args)?;

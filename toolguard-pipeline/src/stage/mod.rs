@@ -62,7 +62,7 @@ pub(crate) async fn execution<S: Send + Sync + 'static>(
         Vec::new()
     };
     t.at(Stage::Execute);
-    let output = execute::stage(core, spec, decoded, ctx, &scopes, t).await?;
+    let output = execute::stage(core, tool, decoded, ctx, &scopes, t).await?;
     t.at(Stage::Envelope);
     envelope::wrap(&tool.output, output, spec.read_only).map(Answer::executed)
 }

@@ -154,18 +154,18 @@ pub(crate) async fn record_answer<S: Send + Sync + 'static>(
     }
 }
 
-/// The tool whose `ok` result in `answer` [`record_answer`] records (it is given the tool):
-/// one with untrusted output, or any in the precise mode. `None` when there is nothing to
-/// record, and the caller makes no future for it.
+/// The call's tool `spec` when [`record_answer`] records its `ok` result in `answer` (it is
+/// given the tool): one with untrusted output, or any in the precise mode. `None` when there
+/// is nothing to record (or no registered tool), and the caller makes no future for it.
 pub(crate) fn answered_by<'c, S: Send + Sync + 'static>(
-    core: &'c Core<S>,
-    t: &Trace,
+    core: &Core<S>,
+    spec: Option<&'c ToolSpec>,
     answer: &Answer,
 ) -> Option<&'c ToolSpec> {
     if answer.status != Status::Ok || answer.output.is_none() {
         return None;
     }
-    let spec = core.spec(t.tool.as_deref()?)?;
+    let spec = spec?;
     let recorded =
         spec.untrusted_output || core.policy.current_flow().current_mode() == FlowMode::PerArgument;
     recorded.then_some(spec)

@@ -9,7 +9,14 @@ pub(crate) fn lookup<'c, S: Send + Sync + 'static>(
     core: &'c Core<S>,
     name: &str,
 ) -> Result<&'c Registered<S>, Stop> {
-    core.tools.get(name).ok_or_else(|| {
+    found(core.tools.get(name))
+}
+
+/// The tool a lookup already made found, or `unknown_tool`.
+pub(crate) fn found<S: Send + Sync + 'static>(
+    tool: Option<&Registered<S>>,
+) -> Result<&Registered<S>, Stop> {
+    tool.ok_or_else(|| {
         Stop::new(
             Status::UnknownTool,
             "unknown_tool",
