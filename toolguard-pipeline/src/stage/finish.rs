@@ -78,20 +78,7 @@ pub(crate) fn finish<'a, S: Send + Sync + 'static>(
             )
             .await;
         }
-        // The operation record of an admitted call, written after the audit entry with the key's
-        // settlement (see `settle`): the record says what the trail already holds.
-        let operation = match spec {
-            Some(spec) if t.admitted && !answer.replayed => super::record::of(
-                core,
-                about.principal,
-                spec,
-                &about.call_id,
-                &t,
-                OperationState::from_status(answer.status),
-                Some(answer.stored(t.operation_id.as_ref())),
-            ),
-            _ => None,
-        };
+        let operation = spec.and_then(|spec| operation_record(core, spec, &about, &t, &answer));
         let settlement = t.settlement.take();
         let mut outcome = outcome(
             about.call_id.into_owned(),
@@ -159,6 +146,30 @@ pub(crate) fn finish<'a, S: Send + Sync + 'static>(
         }
         outcome
     }
+}
+
+/// The operation record of an admitted call (none for a replay or a call that was never
+/// admitted), written after the audit entry with the key's settlement (see `settle`): the
+/// record says what the trail already holds.
+fn operation_record<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    spec: &crate::spec::ToolSpec,
+    about: &Subject<'_>,
+    t: &Trace,
+    answer: &Answer,
+) -> Option<crate::store::OperationRecord> {
+    if !t.admitted || answer.replayed {
+        return None;
+    }
+    super::record::of(
+        core,
+        about.principal,
+        spec,
+        &about.call_id,
+        t,
+        OperationState::from_status(answer.status),
+        Some(answer.stored(t.operation_id.as_ref())),
+    )
 }
 
 /// What follows the terminal entry: the operation record, then the key's (or request's)
