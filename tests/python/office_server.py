@@ -1,10 +1,11 @@
 """An MCP server written the way Python tool servers usually are (FastMCP), for the gateway's
 tests: third-party field names (`subject`, `user`, `sender`), float amounts, optional arrays,
-scheme-less URLs, virtual paths and optional participants. Every call is appended as one JSON
+scheme-less URLs, virtual paths, optional participants and choices (`Literal`, an `enum`). Every call is appended as one JSON
 line to the file named by OFFICE_LOG, so tests can see what reached the server."""
 
 import json
 import os
+from typing import Literal
 
 from mcp.server.fastmcp import FastMCP
 
@@ -63,6 +64,12 @@ def create_calendar_event(title: str, start_time: str,
     """Creates a calendar event, inviting the participants by e-mail."""
     return record("create_calendar_event", title=title, start_time=start_time,
                   participants=participants)
+
+
+@mcp.tool()
+def set_card_state(card: str, state: Literal["active", "frozen", "cancelled"]) -> str:
+    """Freezes, unfreezes or cancels a payment card."""
+    return record("set_card_state", card=card, state=state)
 
 
 @mcp.tool()

@@ -15,7 +15,8 @@ use crate::names::is_identity_name;
 /// string or number constraints, objects of free keys (`additionalProperties` without
 /// `properties`) as [`Collection::Map`], and `description` (of the property, or of its non-null
 /// alternative), `minLength`, `maxLength`, `pattern`, `minimum`, `maximum`,
-/// `maxItems`/`maxProperties`. Strings get [`Kind::Text`] and everything else [`Kind::Opaque`];
+/// `maxItems`/`maxProperties`. Strings get [`Kind::Text`] and everything else (a string
+/// confined to an `enum` or a `const` too) [`Kind::Opaque`];
 /// what the schema cannot say (risk, kind, amount, root, sensitive) comes from the declaration.
 /// A property listing several types is read as a float if `"number"` is among them (so money
 /// never hides behind `["integer", "number"]`), else as a string if `"string"` is.
@@ -120,7 +121,10 @@ fn field(name: &str, raw: &Value) -> FieldDecl {
     f
 }
 
-/// What one value of `schema` holds.
+/// What one value of `schema` holds. A string confined to listed values (`enum`, `const`) is
+/// an enum ([`Scalar::Other`]), as a Rust enum's schema is: the model picks one of the values
+/// the schema's author wrote, it cannot write text of its own there, so no length bound or text
+/// rule applies to it.
 fn scalar(schema: &Value) -> Scalar {
     let types: Vec<&str> = match schema.get("type") {
         Some(Value::String(t)) => vec![t.as_str()],
@@ -131,7 +135,11 @@ fn scalar(schema: &Value) -> Scalar {
     if has("number") {
         Scalar::Float
     } else if has("string") {
-        Scalar::Text
+        if schema.get("enum").is_some() || schema.get("const").is_some() {
+            Scalar::Other
+        } else {
+            Scalar::Text
+        }
     } else if has("integer") {
         Scalar::Integer
     } else if has("boolean") {
@@ -355,6 +363,8 @@ mod tests {
                 "to": {"type": "array", "maxItems": 5, "items": {"type": "string", "pattern": "^[a-z]+$"}},
                 "headers": {"type": "object", "additionalProperties": {"type": "string"}},
                 "speed": {"$ref": "#/$defs/Speed"},
+                "currency": {"type": "string", "enum": ["USD", "EUR"]},
+                "unit": {"anyOf": [{"type": "string", "const": "cm"}, {"type": "null"}]},
                 "idempotency_key": {"type": "string"}
             }
         });
@@ -369,12 +379,14 @@ mod tests {
             sorted,
             [
                 "amount",
+                "currency",
                 "headers",
                 "idempotency_key",
                 "memo",
                 "rate",
                 "speed",
-                "to"
+                "to",
+                "unit"
             ]
         );
         let get = |n: &str| found.iter().find(|f| f.name == n).expect(n);
@@ -414,6 +426,14 @@ mod tests {
             (get("speed").scalar, get("speed").kind),
             (Scalar::Other, Kind::Opaque)
         );
+        // Strings confined to listed values are enums: no text of the model's own fits there.
+        for confined in ["currency", "unit"] {
+            assert_eq!(
+                (get(confined).scalar, get(confined).kind),
+                (Scalar::Other, Kind::Opaque),
+                "{confined}"
+            );
+        }
         assert!(fields(&json!({"type": "string"})).is_empty());
     }
 

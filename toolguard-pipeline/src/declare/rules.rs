@@ -300,6 +300,49 @@ mod tests {
     }
 
     #[test]
+    fn an_upstream_enum_is_an_enum_not_free_text() {
+        // Upstream servers confine choices with `enum` and `const`: on a high-risk tool such a
+        // string needs no `max_len`, and the sanitizer has no text to judge in it.
+        let schema = json!({"type": "object", "properties": {
+            "amount": {"type": "integer", "description": "Minor units."},
+            "currency": {"type": "string", "enum": ["USD", "EUR"], "description": "Currency."},
+            "rail": {"anyOf": [{"type": "string", "const": "sepa"}, {"type": "null"}],
+                     "description": "Payment rail."},
+            "memo": {"type": "string", "description": "Memo."}
+        }});
+        let mut decl = Declaration::new(Risk::High, false);
+        decl.idempotent = true;
+        let err = check("pay", "Pays.", &schema, &decl).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("/memo"), "{err}");
+        decl.fields.insert(
+            "/memo".to_owned(),
+            FieldDecl {
+                max_len: Some(140),
+                ..FieldDecl::default()
+            },
+        );
+        let spec = super::super::declare("pay", "Pays.", &schema, &decl).expect("declared");
+        for confined in ["currency", "rail"] {
+            let field = spec.field(confined).expect(confined);
+            assert_eq!(field.kind, FieldKind::Opaque, "{confined}");
+        }
+        assert_eq!(spec.field("memo").map(|f| f.kind), Some(FieldKind::Text));
+        // Declared as text, an enum is judged as text by the sanitizer; its values still bound it.
+        decl.fields.insert(
+            "/currency".to_owned(),
+            FieldDecl {
+                kind: Some(FieldKind::Text),
+                ..FieldDecl::default()
+            },
+        );
+        let spec = super::super::declare("pay", "Pays.", &schema, &decl).expect("declared");
+        assert_eq!(
+            spec.field("currency").map(|f| f.kind),
+            Some(FieldKind::Text)
+        );
+    }
+
+    #[test]
     fn nested_identity_and_non_object_schemas_are_refused() {
         let decl = Declaration::new(Risk::Low, true);
         let nested = json!({"type": "object", "properties": {"order": {"type": "object",

@@ -123,11 +123,15 @@ pub(crate) fn field_specs(schema: &Value, decl: &Declaration) -> Vec<FieldSpec> 
         .map(|(name, sub)| {
             let pointer = pointer_of(name);
             let f = decl.fields.get(&pointer).cloned().unwrap_or_default();
-            // An optional field (`anyOf: [T, null]`) is read as its non-null alternative.
+            // An optional field (`anyOf: [T, null]`) is read as its non-null alternative. A
+            // value confined to listed ones (`enum`, `const`) holds no text of the model's own:
+            // opaque, as the rules read it (`toolguard_rules::schema::fields`).
             let inner = sub.pointer(&layout(sub).container).unwrap_or(sub);
-            let scalar = ["integer", "number", "boolean", "null"]
-                .iter()
-                .any(|t| has_type(inner, t));
+            let confined = inner.get("enum").is_some() || inner.get("const").is_some();
+            let scalar = confined
+                || ["integer", "number", "boolean", "null"]
+                    .iter()
+                    .any(|t| has_type(inner, t));
             let kind = f.kind.unwrap_or(if scalar {
                 FieldKind::Opaque
             } else {
