@@ -318,3 +318,103 @@ async fn mcp_exchange(line: &[u8]) {
     let ended = serving.await.expect("the server task does not panic");
     ended.expect("the session ends cleanly at the end of input");
 }
+
+/// The schema the policy target's upstream offers a tool when the input carries none: the
+/// standard fields, and a described property for each top-level field the tool's entry names
+/// (an integer for a `money` field, else a string; an array of them where the entry bounds its
+/// items), so that the declaration checks run.
+#[cfg(feature = "policy")]
+fn offered_schema(entry: Option<&toolguard::policy::ToolEntry>) -> Value {
+    let mut properties = serde_json::json!({
+        "message": {"type": "string", "maxLength": 1000, "description": "the message"},
+        "amount": {"type": "integer", "minimum": 0, "description": "minor units"},
+        "currency": {"type": "string", "enum": ["USD", "EUR"], "description": "the currency"},
+        "items": {"type": "array", "maxItems": 8, "description": "the items",
+                  "items": {"type": "string", "maxLength": 64}},
+        "note": {"anyOf": [{"type": "string", "maxLength": 200}, {"type": "null"}],
+                 "description": "a note"}
+    });
+    for (pointer, field) in entry.iter().flat_map(|e| &e.fields) {
+        let Some(name) = pointer.strip_prefix('/').filter(|n| !n.contains('/')) else {
+            continue;
+        };
+        let money = field.kind == Some(toolguard::spec::FieldKind::Money);
+        let value = match money {
+            true => serde_json::json!({"type": "integer"}),
+            false => serde_json::json!({"type": "string", "maxLength": 200}),
+        };
+        properties[name] = match field.max_items {
+            Some(_) => serde_json::json!({"type": "array", "items": value, "description": name}),
+            None => {
+                let mut value = value;
+                value["description"] = Value::from(name);
+                value
+            }
+        };
+    }
+    serde_json::json!({"type": "object", "properties": properties, "required": ["message"]})
+}
+
+/// A policy file, then (after a NUL byte) the input schema of the tools the upstream offers
+/// (any JSON; without one, [`offered_schema`]):
+/// reading, checking, reviewing and declaring never panic, whatever the file or the schema; a
+/// refusal names the file and a line inside it (or none) and says what is wrong; an accepted
+/// file yields the authorizer, risk policy and sanitizer of the tools it declares, and each
+/// declared tool's schema is an object schema.
+#[cfg(feature = "policy")]
+pub fn policy(data: &[u8]) {
+    use toolguard::policy::{Offered, Policy};
+    let split = data.iter().position(|b| *b == 0).unwrap_or(data.len());
+    let (file, rest) = data.split_at(split);
+    let text = String::from_utf8_lossy(file).into_owned();
+    let lines = text.split('\n').count();
+    let refused = |e: toolguard::policy::PolicyError| {
+        assert!(!e.message.trim().is_empty(), "a refusal says what is wrong");
+        if let Some(line) = e.line {
+            assert!(
+                (1..=lines).contains(&line),
+                "line {line} is outside the file's {lines} lines: {e}"
+            );
+        }
+        assert!(e.to_string().starts_with("fuzz.toml"), "{e}");
+    };
+    let policy = match Policy::parse("fuzz.toml", text) {
+        Ok(policy) => policy,
+        Err(e) => return refused(e),
+    };
+    let given = serde_json::from_slice::<Value>(rest.get(1..).unwrap_or_default()).ok();
+    let schema = |entry| given.clone().unwrap_or_else(|| offered_schema(entry));
+    let mut offered: Vec<Offered> = policy
+        .tool_names()
+        .map(|name| Offered {
+            name: name.to_owned(),
+            description: "a tool".to_owned(),
+            input_schema: schema(policy.entry(name)),
+        })
+        .collect();
+    offered.push(Offered {
+        name: "unnamed".to_owned(),
+        description: "a tool the file does not name".to_owned(),
+        input_schema: schema(None),
+    });
+    let review = policy.review_offered(&offered);
+    let _ = review.refuses();
+    let _ = policy.approver_roles();
+    let _ = policy.local_principal("fuzz");
+    let _ = policy.token_principal("0123456789abcdef0123", "fuzz");
+    let _ = policy.key_line("tools");
+    let specs = match policy.declare_offered(&offered) {
+        Ok(specs) => specs,
+        Err(e) => return refused(e),
+    };
+    let _ = policy.authorizer();
+    let _ = policy.risk_policy(&specs);
+    let _ = policy.sanitizer(&specs);
+    for spec in &specs {
+        assert!(
+            spec.input_schema.is_object(),
+            "{}: a declared tool's schema is an object",
+            spec.name
+        );
+    }
+}

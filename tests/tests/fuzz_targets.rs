@@ -136,6 +136,30 @@ const PIECES: &[&str] = &[
     "\"tools/call\"",
     "\"initialize\"",
     "\"ping\"",
+    // Policy files (TOML).
+    "\n[tools.t]\n",
+    "\n[[tokens]]\n",
+    "\n[default_tool]\n",
+    " = ",
+    "'''",
+    "\"\"\"",
+    "fields.\"/message\" = { ",
+    "fields.\"\" = {}",
+    "fields.\"/a/0/b\" = { kind = \"url\" }",
+    "kind = \"money\"",
+    "risk = \"critical\"",
+    "read_only = true",
+    "amount = \"/nope\"",
+    "{ calls = 0, window_secs = 0 }",
+    "18446744073709551615",
+    "4294967296",
+    "-1",
+    "inf",
+    "nan",
+    "1979-05-27T07:32:00Z",
+    "pattern = \"(a+)+$\"",
+    "pattern = \"[\"",
+    "\u{0}",
 ];
 
 /// Lines of the sanitizer corpus (attack and benign), decoded, and the provider fixtures: seeds
@@ -264,8 +288,23 @@ fn env_number<T: std::str::FromStr>(name: &str) -> Option<T> {
 }
 
 /// Runs the saved regressions of `target`, then the generated cases (each starting with
-/// `prefix`, its first byte random), each under the watchdog.
+/// `prefix`, its first byte random, and grown from the corpus seeds), each under the watchdog.
 fn run(target: &'static str, body: fn(&[u8]), prefix: &[u8]) {
+    let seeds = corpus_seeds();
+    assert!(!seeds.is_empty(), "the corpus seeds are readable");
+    run_with(target, body, |rng| {
+        let mut input = prefix.to_vec();
+        if !prefix.is_empty() {
+            input[0] = rng.next() as u8;
+        }
+        input.extend(generate(rng, &seeds));
+        input
+    });
+}
+
+/// Runs the saved regressions of `target`, then the cases `case` makes, each under the
+/// watchdog.
+fn run_with(target: &'static str, body: fn(&[u8]), mut case: impl FnMut(&mut Rng) -> Vec<u8>) {
     let cases = env_number::<usize>("TOOLGUARD_FUZZ_CASES").unwrap_or(2000);
     let seed: u64 = env_number("TOOLGUARD_FUZZ_SEED").unwrap_or(0x005E_ED0F_F022);
     let limit = Duration::from_secs(env_number("TOOLGUARD_FUZZ_CASE_SECONDS").unwrap_or(30));
@@ -289,17 +328,10 @@ fn run(target: &'static str, body: fn(&[u8]), prefix: &[u8]) {
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
         check(format!("regression-{}", name.unwrap_or_default()), &input);
     }
-    let seeds = corpus_seeds();
-    assert!(!seeds.is_empty(), "the corpus seeds are readable");
     let mut rng = Rng(seed ^ target.len() as u64 | 1);
     let began = std::time::Instant::now();
     for i in 0..cases {
-        let mut input = prefix.to_vec();
-        if !prefix.is_empty() {
-            input[0] = rng.next() as u8;
-        }
-        input.extend(generate(&mut rng, &seeds));
-        check(i.to_string(), &input);
+        check(i.to_string(), &case(&mut rng));
     }
     eprintln!(
         "{target}: {cases} cases, seed {seed}, {:.1} s",
@@ -331,6 +363,158 @@ fn path_checks() {
 #[test]
 fn provider_parsers_and_streams() {
     run("providers", targets::providers, b"");
+}
+
+/// Values a policy line's value is replaced with: each kind a key can take, and the edges.
+#[cfg(feature = "policy")]
+const POLICY_VALUES: &[&str] = &[
+    "0",
+    "1",
+    "-1",
+    "255",
+    "256",
+    "65535",
+    "4294967295",
+    "4294967296",
+    "9223372036854775807",
+    "18446744073709551615",
+    "1.5",
+    "inf",
+    "nan",
+    "true",
+    "false",
+    "\"\"",
+    "\"x\"",
+    "\"low\"",
+    "\"critical\"",
+    "\"allow\"",
+    "\"deny\"",
+    "\"approval\"",
+    "\"untrusted\"",
+    "\"per_argument\"",
+    "\"/\"",
+    "\"/message\"",
+    "\"/nope\"",
+    "\"/items/*\"",
+    "\"~1\"",
+    "\"*\"",
+    "\"0s\"",
+    "\"999999999999h\"",
+    "\"1m\"",
+    "\"[\"",
+    "\"(a+)+$\"",
+    "\"^$\"",
+    "\"0.0.0.0:7411\"",
+    "\"[::1]:0\"",
+    "\"USD\"",
+    "\"\u{202e}\"",
+    "[]",
+    "[\"\"]",
+    "[\"*\", \"*\"]",
+    "{}",
+    "{ field = \"\" }",
+    "{ field = \"message\" }",
+    "{ calls = 0, window_secs = 0 }",
+    "{ calls = 4294967295, window_secs = 18446744073709551615 }",
+    "{ amount = 0, window_secs = 1 }",
+    "{ kind = \"money\" }",
+    "{ kind = \"url\", allow_hosts = [\"\"] }",
+    "{ kind = \"email\", allow_domains = [\"*\"] }",
+    "{ kind = \"path\", root = \"\" }",
+    "{ kind = \"path\", root = \"..\" }",
+    "{ kind = \"text\", max_len = 0, min_len = 1 }",
+    "{ max_items = 0 }",
+    "{ pattern = \"[\" }",
+    "{ sensitive = true }",
+    "{ role = \"amount\" }",
+];
+
+/// Input schemas the upstream may offer (after the NUL): nested, optional, unusual and invalid.
+#[cfg(feature = "policy")]
+const POLICY_SCHEMAS: &[&str] = &[
+    r#"{"type":"object","properties":{"message":{"type":"string"},"to":{"type":["string","null"]},"amount":{"type":"integer"},"currency":{"enum":["USD","EUR"]},"a":{"type":"array","items":{"type":"object","properties":{"b":{"type":"string"}}}}}}"#,
+    r#"{"type":"object","properties":{"message":{"anyOf":[{"type":"string"},{"type":"null"}]},"amount":{"type":"number"},"items":{"type":"array"}},"required":["message","missing"]}"#,
+    r##"{"type":"object","properties":{"message":{"$ref":"#/$defs/m"}},"$defs":{"m":{"type":"string"}}}"##,
+    r#"{"type":"object","properties":{"message":{"type":"string","pattern":"("}},"additionalProperties":{"type":"string"}}"#,
+    r#"{"type":"object","properties":{"message":{"oneOf":[{"type":"string"},{"type":"integer"}]},"amount":{"type":"string"}}}"#,
+    r#"{"type":"object","properties":{"message":true,"amount":false}}"#,
+    r#"{"type":"object","properties":{"request_key":{"type":"integer"},"message":{"type":"string"}}}"#,
+    r#"{"type":"object"}"#,
+    r#"{"type":"string"}"#,
+    r#"{"properties":[]}"#,
+    r#"{}"#,
+];
+
+/// A policy case: a whole seed file with line-level changes (a value replaced, a line dropped
+/// or copied in from any seed), sometimes a byte-level one, and sometimes an upstream schema
+/// after a NUL. Most cases stay valid TOML, so that they reach the declaration checks.
+#[cfg(feature = "policy")]
+fn generate_policy(rng: &mut Rng, files: &[String], lines: &[&str]) -> Vec<u8> {
+    let file = &files[rng.below(files.len())];
+    let mut out: Vec<String> = file.lines().map(str::to_owned).collect();
+    for _ in 0..1 + rng.below(4) {
+        let at = rng.below(out.len() + 1);
+        match rng.below(6) {
+            0..=2 if at < out.len() => {
+                if let Some(eq) = out[at].find(" = ") {
+                    let value = POLICY_VALUES[rng.below(POLICY_VALUES.len())];
+                    out[at] = format!("{}{value}", &out[at][..eq + 3]);
+                }
+            }
+            3 if at < out.len() => {
+                out.remove(at);
+            }
+            4 => out.insert(at, lines[rng.below(lines.len())].to_owned()),
+            _ if at < out.len() && !out[at].is_empty() => {
+                let line = out[at].clone().into_bytes();
+                let mut bytes = line;
+                let i = rng.below(bytes.len());
+                bytes[i] = PIECES[rng.below(PIECES.len())].as_bytes()[0];
+                out[at] = String::from_utf8_lossy(&bytes).into_owned();
+            }
+            _ => {}
+        }
+    }
+    let mut bytes = out.join("\n").into_bytes();
+    if rng.below(2) == 0 {
+        bytes.push(0);
+        bytes.extend_from_slice(POLICY_SCHEMAS[rng.below(POLICY_SCHEMAS.len())].as_bytes());
+    }
+    bytes
+}
+
+/// The policy files of the examples and `fuzz_seeds/policy/`.
+#[cfg(feature = "policy")]
+fn policy_files() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<String> = Vec::new();
+    for dir in [
+        root.join("fuzz_seeds/policy"),
+        root.join("../examples/policies"),
+    ] {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            if let Ok(text) = std::fs::read_to_string(e.path()) {
+                files.push(text);
+            }
+        }
+    }
+    files
+}
+
+/// Policy files and the upstream schemas their declarations are checked against: the generic
+/// cases grown from the policy files (which mostly exercise the TOML reader's refusals), then
+/// as many structured ones from [`generate_policy`].
+#[cfg(feature = "policy")]
+#[test]
+fn policy_files_and_declarations() {
+    let files = policy_files();
+    assert!(files.len() >= 4, "the policy seeds are readable");
+    let seeds: Vec<Vec<u8>> = files.iter().map(|f| f.clone().into_bytes()).collect();
+    run_with("policy", targets::policy, |rng| generate(rng, &seeds));
+    let lines: Vec<&str> = files.iter().flat_map(|f| f.lines()).collect();
+    run_with("policy", targets::policy, |rng| {
+        generate_policy(rng, &files, &lines)
+    });
 }
 
 #[cfg(feature = "mcp")]
