@@ -135,7 +135,7 @@ fn scalar(schema: &Value) -> Scalar {
     if has("number") {
         Scalar::Float
     } else if has("string") {
-        if schema.get("enum").is_some() || schema.get("const").is_some() {
+        if confined(schema) {
             Scalar::Other
         } else {
             Scalar::Text
@@ -147,6 +147,12 @@ fn scalar(schema: &Value) -> Scalar {
     } else {
         Scalar::Other
     }
+}
+
+/// Whether `schema` confines its value to values it lists (`enum`, `const`): the model picks
+/// one of them, it cannot write a value of its own there.
+pub fn confined(schema: &Value) -> bool {
+    schema.get("enum").is_some() || schema.get("const").is_some()
 }
 
 /// The JSON type of `schema`, with `"null"` left out of a list of types.
@@ -603,7 +609,7 @@ fn free_text_at<'a>(
             }
         }
     }
-    if object.contains_key("enum") || object.contains_key("const") {
+    if confined(schema) {
         return None;
     }
     if holds_free_text_itself(object) {

@@ -125,10 +125,9 @@ pub(crate) fn field_specs(schema: &Value, decl: &Declaration) -> Vec<FieldSpec> 
             let f = decl.fields.get(&pointer).cloned().unwrap_or_default();
             // An optional field (`anyOf: [T, null]`) is read as its non-null alternative. A
             // value confined to listed ones (`enum`, `const`) holds no text of the model's own:
-            // opaque, as the rules read it (`toolguard_rules::schema::fields`).
+            // opaque, as the rules read it.
             let inner = sub.pointer(&layout(sub).container).unwrap_or(sub);
-            let confined = inner.get("enum").is_some() || inner.get("const").is_some();
-            let scalar = confined
+            let scalar = toolguard_rules::schema::confined(inner)
                 || ["integer", "number", "boolean", "null"]
                     .iter()
                     .any(|t| has_type(inner, t));
