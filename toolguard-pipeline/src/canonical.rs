@@ -106,10 +106,10 @@ tokio::task_local! {
 /// the request digest, its re-checks and the audit entry all encode the call's arguments, and a
 /// 1 MiB argument of combining marks costs milliseconds to normalize. The memo lives as long as
 /// `f` and holds at most [`NfcMemo::MAX_BYTES`].
-pub(crate) async fn with_nfc_memo<F: std::future::Future>(f: F) -> F::Output {
-    NFC_MEMO
-        .scope(std::cell::RefCell::new(NfcMemo::default()), f)
-        .await
+pub(crate) fn with_nfc_memo<F: std::future::Future>(
+    f: F,
+) -> impl std::future::Future<Output = F::Output> {
+    NFC_MEMO.scope(std::cell::RefCell::new(NfcMemo::default()), f)
 }
 
 /// Strings of one call and their NFC forms, keyed by the exact text.

@@ -90,8 +90,14 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
     /// A panic anywhere in the pipeline (a hook, the authorizer, the sanitizer, a store) is
     /// contained: the call ends `failed` with reason `panicked` (`outcome_unknown` once a
     /// state-changing handler may have begun) and its one terminal audit entry.
-    pub async fn dispatch(&self, call: ToolCall, principal: &Principal) -> ToolOutcome {
-        let started = Instant::now();
+    ///
+    /// Nothing runs until the returned future is first polled (the call's duration is measured
+    /// from then); the future is `Send`, so it can be spawned.
+    pub fn dispatch<'a>(
+        &'a self,
+        call: ToolCall,
+        principal: &'a Principal,
+    ) -> impl Future<Output = ToolOutcome> + Send + 'a {
         let span = tracing::info_span!(
             "execute_tool",
             "gen_ai.operation.name" = "execute_tool",
@@ -100,8 +106,11 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             "toolguard.status" = tracing::field::Empty,
         );
         // The pipeline's future is large (every stage's state): boxed once, so that wrapping it
-        // (memo, span) and awaiting it moves a pointer rather than copying it each time.
+        // (memo, span) and awaiting it moves a pointer rather than copying it each time. The
+        // wrapped future is returned as it is (this is not an `async fn`): every layer of
+        // futures copies the outcome once more on its way out.
         let pipeline = Box::pin(async move {
+            let started = Instant::now();
             let mut t = Trace::default();
             let result =
                 stage::execute::contained(stage::list::call(&self.core, &call, principal, &mut t))
@@ -123,9 +132,7 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
             }
             outcome
         });
-        crate::canonical::with_nfc_memo(pipeline)
-            .instrument(span)
-            .await
+        crate::canonical::with_nfc_memo(pipeline).instrument(span)
     }
 
     /// The declarations of the registered tools, in registration order.
