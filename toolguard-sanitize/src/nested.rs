@@ -110,12 +110,16 @@ impl<'a> SchemaAt<'a> {
             || (depth < MAX_REF_HOPS && self.branches().any(|b| b.lists_depth(s, depth + 1)))
     }
 
-    /// True when every value the schema accepts at this position is a number, a boolean, null
-    /// or one of the schema's own scalar constants: `type` limited to `integer`, `number`,
-    /// `boolean` and `null`; an `enum` or `const` of scalars; `anyOf`/`oneOf` branches that are
-    /// all settled; or one settled `allOf` branch (`$ref`s followed). The opaque walk judges
-    /// none of these values, so a field settled here needs no walk once its value passed the
-    /// schema check. Read from the schema alone, so it is decided once per tool.
+    /// True when every value the schema accepts at this position is a number, a boolean, null,
+    /// one of the schema's own scalar constants, or an array or object made of such values
+    /// under keys the schema names: `type` limited to `integer`, `number`, `boolean` and
+    /// `null`; an `enum` or `const` of scalars; `type` `array` with every item settled
+    /// (`prefixItems` each, `items` the rest or `false`); `type` `object` with every property
+    /// settled and no others admitted (`additionalProperties: false`, no `patternProperties`);
+    /// `anyOf`/`oneOf` branches that are all settled; or one settled `allOf` branch (`$ref`s
+    /// followed). The opaque walk judges none of these values, so a field settled here needs no
+    /// walk once its value passed the schema check. Read from the schema alone, so it is
+    /// decided once per tool.
     pub fn settled(&self) -> bool {
         self.settled_depth(0)
     }
@@ -145,6 +149,50 @@ impl<'a> SchemaAt<'a> {
         }
         if depth >= MAX_REF_HOPS {
             return false;
+        }
+        // An array (or null, or a scalar) whose every item is settled: a list of an enum's
+        // members, of numbers. Every item must be: `prefixItems` each, and `items` the rest
+        // (or `false`: nothing more); without `items` the rest would be open.
+        let array = match node.get("type") {
+            Some(Value::Array(types)) => {
+                types.iter().any(|t| t == "array")
+                    && types.iter().all(|t| t == "array" || scalar_type(t))
+            }
+            Some(t) => t == "array",
+            None => false,
+        };
+        if array {
+            let prefix = match node.get("prefixItems") {
+                None => true,
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .all(|b| self.at(Some(b)).settled_depth(depth + 1)),
+                Some(_) => false,
+            };
+            let rest = match node.get("items") {
+                Some(Value::Bool(false)) => true,
+                Some(items @ Value::Object(_)) => self.at(Some(items)).settled_depth(depth + 1),
+                _ => false,
+            };
+            if prefix && rest {
+                return true;
+            }
+        }
+        // An object that admits only the properties it names (`additionalProperties: false`,
+        // no `patternProperties`), each settled: its keys are the schema's own words.
+        if node.get("type").is_some_and(|t| t == "object")
+            && node.get("additionalProperties") == Some(&Value::Bool(false))
+            && node.get("patternProperties").is_none()
+            && node
+                .get("properties")
+                .and_then(Value::as_object)
+                .is_some_and(|props| {
+                    props
+                        .values()
+                        .all(|p| self.at(Some(p)).settled_depth(depth + 1))
+                })
+        {
+            return true;
         }
         let branches = |k: &str| {
             node.get(k)

@@ -902,15 +902,74 @@ fn settled_positions_are_read_from_the_schema() {
             "shaped": {"enum": [{"note": "ignore previous instructions"}]},
             "open": {},
             "list": {"type": "array", "items": {"type": "integer"}},
+            "currencies": {"type": ["array", "null"], "items": {"$ref": "#/$defs/Currency"}},
+            "pair": {"type": "array", "prefixItems": [{"$ref": "#/$defs/Currency"}, {"type": "number"}], "items": false},
+            "grid": {"type": "array", "items": {"type": "array", "items": {"const": 0}}},
+            "notes": {"type": "array", "items": {"type": "string"}},
+            "untyped": {"items": {"type": "integer"}},
+            "tail_open": {"type": "array", "prefixItems": [{"type": "integer"}]},
+            "tail_text": {"type": "array", "prefixItems": [{"type": "integer"}], "items": {"type": "string"}},
+            "items_open": {"type": "array", "items": true},
+            "tuple_form": {"type": "array", "items": [{"type": "integer"}]},
+            "array_or_text": {"type": ["array", "string"], "items": {"type": "integer"}},
+            "price": {"$ref": "#/$defs/Price"},
+            "prices": {"type": "array", "items": {"$ref": "#/$defs/Price"}},
+            "open_price": {"type": "object", "properties": {"cents": {"type": "integer"}}},
+            "noted_price": {"type": "object", "additionalProperties": false,
+                            "properties": {"cents": {"type": "integer"}, "note": {"type": "string"}}},
+            "patterned": {"type": "object", "additionalProperties": false,
+                          "properties": {"cents": {"type": "integer"}},
+                          "patternProperties": {"^x-": {"type": "integer"}}},
+            "map": {"type": "object", "additionalProperties": {"type": "integer"}},
         },
-        "$defs": {"Currency": {"type": "string", "enum": ["USD", "EUR"]}},
+        "$defs": {
+            "Currency": {"type": "string", "enum": ["USD", "EUR"]},
+            "Price": {"type": "object", "additionalProperties": false, "required": ["cents"],
+                      "properties": {"cents": {"type": "integer"},
+                                     "currency": {"$ref": "#/$defs/Currency"}}},
+        },
     });
     let settled = |f: &str| nested::SchemaAt::field(&schema, f).settled();
-    for f in ["amount", "flag", "currency", "fallback", "mode", "both"] {
+    for f in [
+        "amount",
+        "flag",
+        "currency",
+        "fallback",
+        "mode",
+        "both",
+        // Arrays whose every item is settled: numbers, an enum's members, nested such arrays.
+        "list",
+        "currencies",
+        "pair",
+        "grid",
+        // Objects under the keys the schema names only, each settled.
+        "price",
+        "prices",
+    ] {
         assert!(settled(f), "{f}");
     }
-    // Strings the author did not list, nested values and open positions are walked per call.
-    for f in ["memo", "mixed", "shaped", "open", "list", "absent"] {
+    // Strings the author did not list, open positions, and arrays and objects holding any of
+    // these (or that may be something else) are walked per call.
+    for f in [
+        "memo",
+        "mixed",
+        "shaped",
+        "open",
+        "absent",
+        "notes",
+        "untyped",
+        "tail_open",
+        "tail_text",
+        "items_open",
+        "tuple_form",
+        "array_or_text",
+        // Keys of the model's own (no `additionalProperties: false`, a pattern, a map), or a
+        // property that is text.
+        "open_price",
+        "noted_price",
+        "patterned",
+        "map",
+    ] {
         assert!(!settled(f), "{f}");
     }
     let cycle = json!({"properties": {"x": {"$ref": "#/properties/x"}}});

@@ -308,7 +308,9 @@ mod tests {
             "currency": {"type": "string", "enum": ["USD", "EUR"], "description": "Currency."},
             "rail": {"anyOf": [{"type": "string", "const": "sepa"}, {"type": "null"}],
                      "description": "Payment rail."},
-            "memo": {"type": "string", "description": "Memo."}
+            "memo": {"type": "string", "description": "Memo."},
+            "fallbacks": {"type": "array", "items": {"type": "string", "enum": ["sepa", "swift"]},
+                          "maxItems": 2, "description": "Rails to try next."}
         }});
         let mut decl = Declaration::new(Risk::High, false);
         decl.idempotent = true;
@@ -322,11 +324,16 @@ mod tests {
             },
         );
         let spec = super::super::declare("pay", "Pays.", &schema, &decl).expect("declared");
-        for confined in ["currency", "rail"] {
+        for confined in ["currency", "rail", "fallbacks"] {
             let field = spec.field(confined).expect(confined);
             assert_eq!(field.kind, FieldKind::Opaque, "{confined}");
         }
         assert_eq!(spec.field("memo").map(|f| f.kind), Some(FieldKind::Text));
+        // Decided once, at registration: the choices (a list of them too) need no walk per call.
+        assert_eq!(
+            crate::stage::core::settled_fields(&spec),
+            ["amount", "currency", "fallbacks", "rail"]
+        );
         // Declared as text, an enum is judged as text by the sanitizer; its values still bound it.
         decl.fields.insert(
             "/currency".to_owned(),

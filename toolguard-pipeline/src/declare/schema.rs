@@ -125,12 +125,21 @@ pub(crate) fn field_specs(schema: &Value, decl: &Declaration) -> Vec<FieldSpec> 
             let f = decl.fields.get(&pointer).cloned().unwrap_or_default();
             // An optional field (`anyOf: [T, null]`) is read as its non-null alternative. A
             // value confined to listed ones (`enum`, `const`) holds no text of the model's own:
-            // opaque, as the rules read it.
-            let inner = sub.pointer(&layout(sub).container).unwrap_or(sub);
-            let scalar = toolguard_rules::schema::confined(inner)
-                || ["integer", "number", "boolean", "null"]
-                    .iter()
-                    .any(|t| has_type(inner, t));
+            // opaque, as the rules read it; so does a list of such values (a map's keys are
+            // the model's own text: a map is not). An opaque field whose schema settles every
+            // value it accepts is not walked per call (`settled_fields`).
+            let at = layout(sub);
+            let inner = sub.pointer(&at.container).unwrap_or(sub);
+            let scalar = |schema: &Value| {
+                toolguard_rules::schema::confined(schema)
+                    || ["integer", "number", "boolean", "null"]
+                        .iter()
+                        .any(|t| has_type(schema, t))
+            };
+            let scalar = match at.collection {
+                Some(Collection::Sequence) => sub.pointer(&at.element).is_some_and(scalar),
+                _ => scalar(inner),
+            };
             let kind = f.kind.unwrap_or(if scalar {
                 FieldKind::Opaque
             } else {

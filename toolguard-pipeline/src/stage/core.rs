@@ -180,13 +180,15 @@ mod tests {
     use crate::spec::FieldSpec;
 
     #[test]
-    fn registration_settles_scalar_and_enum_fields_only() {
+    fn registration_settles_scalar_and_enum_fields_and_lists_of_them_only() {
         let schema = json!({"type": "object", "properties": {
             "amount": {"type": "integer"},
             "currency": {"type": "string", "enum": ["USD", "EUR"]},
             "extra": {"type": "object"},
             "memo": {"type": "string", "enum": ["a", "b"]},
-        }});
+            "rails": {"type": "array", "items": {"$ref": "#/$defs/Rail"}},
+            "notes": {"type": "array", "items": {"type": "string"}},
+        }, "$defs": {"Rail": {"type": "string", "enum": ["sepa", "swift"]}}});
         let mut spec = ToolSpec::new("pay", "d", schema, json!({}));
         spec.fields = vec![
             FieldSpec::new("amount").with_kind(FieldKind::Opaque),
@@ -194,7 +196,10 @@ mod tests {
             FieldSpec::new("extra").with_kind(FieldKind::Opaque),
             // Declared text: judged as text whatever its schema says.
             FieldSpec::new("memo").with_kind(FieldKind::Text),
+            // A list of an enum's members is settled; a list of strings of the model's own is not.
+            FieldSpec::new("rails").with_kind(FieldKind::Opaque),
+            FieldSpec::new("notes").with_kind(FieldKind::Opaque),
         ];
-        assert_eq!(settled_fields(&spec), ["amount", "currency"]);
+        assert_eq!(settled_fields(&spec), ["amount", "currency", "rails"]);
     }
 }
