@@ -440,7 +440,7 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
     /// once. Refuses tools with `sensitive` fields without [`host_keys`](Self::host_keys).
     pub fn build(self) -> Result<Dispatcher<S>, BuildError> {
         let audit = self.audit_sink()?;
-        let (tools, order) = register(self.tools)?;
+        let (mut tools, order) = register(self.tools)?;
         if self.keys.is_none() {
             let sensitive: Vec<String> = order
                 .iter()
@@ -461,6 +461,15 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
         )?;
         if let Some(detection) = &self.detection {
             names::check_detection(&tools, detection)?;
+        }
+        // Each tool's rules and key lifetime, decided here rather than looked up per call.
+        for (name, r) in &mut tools {
+            if let Some(rules) = self.policy.rules.get(name) {
+                r.rules = rules.clone();
+            }
+            if let Some(ttl) = self.idempotency_ttl.get(name) {
+                r.idempotency_ttl = *ttl;
+            }
         }
         for name in &order {
             if let Some(r) = tools.get(name) {
@@ -503,7 +512,6 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
             principal_max_age: self.principal_max_age,
             policy: self.policy,
             stores,
-            idempotency_ttl: self.idempotency_ttl,
             fail_open_read_only: self.fail_open_read_only,
             custom: self.custom,
             notifiers,
@@ -617,6 +625,8 @@ fn register<S: Send + Sync + 'static>(
                 .unwrap_or_else(|| name.as_str().into()),
             metrics: crate::metrics::ToolKeys::new(&name),
             settled: stage::core::settled_fields(spec),
+            rules: crate::risk::ToolRules::default(),
+            idempotency_ttl: crate::store::DEFAULT_IDEMPOTENCY_TTL,
             tool,
             input,
             output,

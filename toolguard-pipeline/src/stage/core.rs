@@ -37,6 +37,12 @@ pub(crate) struct Registered<S: Send + Sync + 'static> {
     /// passed the schema check (numbers, booleans, nulls, the schema's own constants), decided
     /// here, at registration, from the input schema ([`settled_fields`]).
     pub(crate) settled: Vec<String>,
+    /// The risk policy's rules of this tool (the empty rules without any), looked up once, at
+    /// build, rather than by name on every call.
+    pub(crate) rules: crate::risk::ToolRules,
+    /// How long this tool's stored outcomes are kept under their idempotency keys (the
+    /// builder's `idempotency_ttl`, else the default), looked up once, at build.
+    pub(crate) idempotency_ttl: Duration,
 }
 
 /// The `opaque` fields of `spec` that its input schema settles
@@ -112,7 +118,6 @@ pub(crate) struct Core<S: Send + Sync + 'static> {
     pub(crate) principal_max_age: Duration,
     pub(crate) policy: RiskPolicy,
     pub(crate) stores: Stores,
-    pub(crate) idempotency_ttl: BTreeMap<String, Duration>,
     pub(crate) fail_open_read_only: bool,
     pub(crate) custom: CustomStages,
     pub(crate) notifiers: crate::notify::Notifiers,
@@ -149,10 +154,9 @@ impl<S: Send + Sync + 'static> Core<S> {
 
     /// Lifetime of `spec`'s idempotency records.
     pub(crate) fn idempotency_ttl(&self, spec: &ToolSpec) -> Duration {
-        self.idempotency_ttl
+        self.tools
             .get(&spec.name)
-            .copied()
-            .unwrap_or(crate::store::DEFAULT_IDEMPOTENCY_TTL)
+            .map_or(crate::store::DEFAULT_IDEMPOTENCY_TTL, |r| r.idempotency_ttl)
     }
 
     /// The handler's context for `principal`.

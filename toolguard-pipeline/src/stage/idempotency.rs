@@ -12,7 +12,7 @@ use arcstr::ArcStr;
 use serde_json::Value;
 
 use super::Stop;
-use super::core::Core;
+use super::core::{Core, Registered};
 use super::flight::{Boarding, Followed, Landing, Pilot};
 pub(crate) use super::settle::Held;
 use super::trace::{Exit, Trace};
@@ -47,10 +47,11 @@ enum Admission {
 pub(crate) async fn admit<S: Send + Sync + 'static>(
     core: &Core<S>,
     call: &ToolCall,
-    spec: &ToolSpec,
+    tool: &Registered<S>,
     principal: &Principal,
     t: &mut Trace,
 ) -> Result<Option<Held>, Exit> {
+    let spec = tool.spec();
     let digest = t.request_digest.as_deref().unwrap_or_default();
     let args = t.arguments_for_operation.as_deref().unwrap_or(&Value::Null);
     let keys = core.keys.as_deref();
@@ -68,7 +69,7 @@ pub(crate) async fn admit<S: Send + Sync + 'static>(
         request_digest: digest,
         same_request: &same,
         operation_id: t.operation_id.as_deref(),
-        ttl: core.idempotency_ttl(spec),
+        ttl: tool.idempotency_ttl,
         fail_open: core.fail_open_read_only,
     };
     // In this process, one call per key and request goes to the store (single flight).

@@ -87,7 +87,7 @@ pub(crate) async fn call<S: Send + Sync + 'static>(
     }
     t.at(Stage::Policy);
     // A tool without windowed rules is decided without a store, and without a future.
-    let rules = super::policy::rules_of(&core.policy, spec);
+    let rules = &tool.rules;
     let decision = match super::policy::without_stores(core, rules, spec, &args, p, t) {
         Some(Ok(decision)) => decision,
         Some(Err(stop)) => return Err(super::policy::refused(core, spec, p, stop, t).await),
@@ -97,7 +97,7 @@ pub(crate) async fn call<S: Send + Sync + 'static>(
     t.at(Stage::Idempotency);
     // A call without a key has nothing to reserve: no future is made for it.
     let held = match t.idempotency_key {
-        Some(_) => super::idempotency::admit(core, call, spec, p, t).await?,
+        Some(_) => super::idempotency::admit(core, call, tool, p, t).await?,
         None => None,
     };
     t.admitted = !spec.read_only;
@@ -118,7 +118,7 @@ pub(crate) async fn call<S: Send + Sync + 'static>(
     let answer = crate::stage::provenance::settle(core, spec, cause, answer, t);
     let answer = Answer::from_result(answer);
     // Stored under the key once the call's audit entry is written (`finish`).
-    super::settle::held(core, spec, held, &answer, t);
+    super::settle::held(held, tool.idempotency_ttl, &answer, t);
     Ok(answer)
 }
 

@@ -111,12 +111,6 @@ pub(crate) fn approved(
     }
 }
 
-/// The rules of `spec`'s tool (none: the empty rules, borrowed, never copied).
-pub(crate) fn rules_of<'p>(policy: &'p RiskPolicy, spec: &ToolSpec) -> &'p ToolRules {
-    static NO_RULES: std::sync::LazyLock<ToolRules> = std::sync::LazyLock::new(ToolRules::default);
-    policy.rules.get(&spec.name).unwrap_or(&NO_RULES)
-}
-
 /// Whether `rules` has a rule over a window of time, which reads the session ledger. Every
 /// field is named: a rule added to [`ToolRules`] must be sorted here before this compiles, so
 /// that no windowed rule is skipped by [`without_stores`].

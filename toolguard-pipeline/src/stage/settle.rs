@@ -16,7 +16,6 @@ use super::core::Core;
 use super::flight::{Landing, Pilot};
 use super::trace::{Answer, Trace};
 use crate::outcome::Status;
-use crate::spec::ToolSpec;
 use crate::store::deadline::Deadlined;
 use crate::store::{ApprovalRequest, IdempotencyStore, OperationRecord, ScopedKey, StoredOutcome};
 use crate::tool::BoxFuture;
@@ -165,19 +164,13 @@ fn land(pilot: Option<Pilot>, landing: Landing) {
 }
 
 /// The settlement of the key a dispatched call holds, for `finish` to apply after the call's
-/// audit entry.
-pub(crate) fn held<S: Send + Sync + 'static>(
-    core: &Core<S>,
-    spec: &ToolSpec,
-    held: Option<Held>,
-    answer: &Answer,
-    t: &mut Trace,
-) {
+/// audit entry: its outcome is kept for `ttl` (the tool's, decided at build).
+pub(crate) fn held(held: Option<Held>, ttl: Duration, answer: &Answer, t: &mut Trace) {
     let Some(held) = held else { return };
     t.settlement = Some(Settlement::Held {
         held,
         stored: answer.stored(t.operation_id.as_ref()),
-        ttl: core.idempotency_ttl(spec),
+        ttl,
         pilot: t.pilot.take(),
     });
 }
