@@ -452,6 +452,37 @@ async fn registry_refuses_duplicates_and_unsafe_declarations() {
         matches!(&err, toolguard::BuildError::UnsafeDeclaration { tool, .. } if tool == "unsafe_payout"),
         "{err:?}"
     );
+
+    // Branches that multiply level after level: checking `{"xs": []}` would never end.
+    let mut defs = serde_json::Map::new();
+    for level in 0..16 {
+        let next = json!({"$ref": format!("#/$defs/L{}", level + 1)});
+        let branches: Vec<_> = (0..20).map(|_| next.clone()).collect();
+        defs.insert(
+            format!("L{level}"),
+            json!({"type": "array", "anyOf": branches}),
+        );
+    }
+    defs.insert("L16".to_owned(), json!({"type": "integer"}));
+    let nested = json!({"type": "object", "properties": {"xs": {"$ref": "#/$defs/L0"}},
+                        "$defs": defs});
+    for (input, output, which) in [
+        (nested.clone(), json!({}), "input"),
+        (json!({"type": "object"}), nested, "output"),
+    ] {
+        let mut tool = SpecTool::new("nested", output, json!({}));
+        tool.spec.input_schema = input;
+        let err = refused(tool);
+        let toolguard::BuildError::UnsafeDeclaration { tool, message } = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(tool, "nested");
+        assert!(
+            message.contains(&format!("its {which} schema")),
+            "{message}"
+        );
+        assert!(message.contains("flatten the schema"), "{message}");
+    }
 }
 
 #[tokio::test]

@@ -21,6 +21,28 @@ use serde_json::Value;
 /// How many `$ref` hops are followed before giving up (cycles).
 const MAX_REF_HOPS: usize = 16;
 
+/// How many positions one reading of the schema visits at most. A schema whose branches each
+/// lead to more branches (`anyOf` of `$ref`s, level after level) has exponentially many paths;
+/// a reading that runs out answers the cautious way: not settled, not listed, not a URL, no
+/// schema for the child (so the value is judged as text).
+const MAX_VISITS: usize = 2048;
+
+/// A fresh reading's visit budget.
+fn visits() -> usize {
+    MAX_VISITS
+}
+
+/// One reading's visit budget: whether another position may be visited.
+fn visit(budget: &mut usize) -> bool {
+    match budget.checked_sub(1) {
+        Some(left) => {
+            *budget = left;
+            true
+        }
+        None => false,
+    }
+}
+
 /// A position in the input schema, with the root the `$ref`s resolve against.
 #[derive(Clone, Copy)]
 pub struct SchemaAt<'a> {
@@ -77,10 +99,13 @@ impl<'a> SchemaAt<'a> {
 
     /// True when this position is declared a URL.
     pub fn is_url(&self) -> bool {
-        self.is_url_depth(0)
+        self.is_url_depth(0, &mut visits())
     }
 
-    fn is_url_depth(&self, depth: usize) -> bool {
+    fn is_url_depth(&self, depth: usize, budget: &mut usize) -> bool {
+        if !visit(budget) {
+            return false;
+        }
         let Some(node) = self.resolved() else {
             return false;
         };
@@ -88,17 +113,20 @@ impl<'a> SchemaAt<'a> {
         let kind = node.get("x-toolguard-kind").and_then(Value::as_str);
         matches!(format, Some("uri"))
             || matches!(kind, Some("url"))
-            || (depth < MAX_REF_HOPS && self.branches().any(|b| b.is_url_depth(depth + 1)))
+            || (depth < MAX_REF_HOPS && self.branches().any(|b| b.is_url_depth(depth + 1, budget)))
     }
 
     /// True when `s` is one of the constants the schema lists at this position (`enum`,
     /// `const`, in any branch): a value the tool's author wrote, which the schema check
     /// already confined, so the text checks pass over it.
     pub fn lists(&self, s: &str) -> bool {
-        self.lists_depth(s, 0)
+        self.lists_depth(s, 0, &mut visits())
     }
 
-    fn lists_depth(&self, s: &str, depth: usize) -> bool {
+    fn lists_depth(&self, s: &str, depth: usize, budget: &mut usize) -> bool {
+        if !visit(budget) {
+            return false;
+        }
         let Some(node) = self.resolved() else {
             return false;
         };
@@ -107,7 +135,8 @@ impl<'a> SchemaAt<'a> {
             .and_then(Value::as_array)
             .is_some_and(|e| e.iter().any(is_s))
             || node.get("const").is_some_and(is_s)
-            || (depth < MAX_REF_HOPS && self.branches().any(|b| b.lists_depth(s, depth + 1)))
+            || (depth < MAX_REF_HOPS
+                && self.branches().any(|b| b.lists_depth(s, depth + 1, budget)))
     }
 
     /// True when every value the schema accepts at this position is a number, a boolean, null,
@@ -121,10 +150,13 @@ impl<'a> SchemaAt<'a> {
     /// walk once its value passed the schema check. Read from the schema alone, so it is
     /// decided once per tool.
     pub fn settled(&self) -> bool {
-        self.settled_depth(0)
+        self.settled_depth(0, &mut visits())
     }
 
-    fn settled_depth(&self, depth: usize) -> bool {
+    fn settled_depth(&self, depth: usize, budget: &mut usize) -> bool {
+        if !visit(budget) {
+            return false;
+        }
         let Some(node) = self.resolved() else {
             return false;
         };
@@ -166,12 +198,14 @@ impl<'a> SchemaAt<'a> {
                 None => true,
                 Some(Value::Array(items)) => items
                     .iter()
-                    .all(|b| self.at(Some(b)).settled_depth(depth + 1)),
+                    .all(|b| self.at(Some(b)).settled_depth(depth + 1, budget)),
                 Some(_) => false,
             };
             let rest = match node.get("items") {
                 Some(Value::Bool(false)) => true,
-                Some(items @ Value::Object(_)) => self.at(Some(items)).settled_depth(depth + 1),
+                Some(items @ Value::Object(_)) => {
+                    self.at(Some(items)).settled_depth(depth + 1, budget)
+                }
                 _ => false,
             };
             if prefix && rest {
@@ -189,7 +223,7 @@ impl<'a> SchemaAt<'a> {
                 .is_some_and(|props| {
                     props
                         .values()
-                        .all(|p| self.at(Some(p)).settled_depth(depth + 1))
+                        .all(|p| self.at(Some(p)).settled_depth(depth + 1, budget))
                 })
         {
             return true;
@@ -199,17 +233,17 @@ impl<'a> SchemaAt<'a> {
                 .and_then(Value::as_array)
                 .filter(|b| !b.is_empty())
         };
-        let settled = |b: &'a Value| self.at(Some(b)).settled_depth(depth + 1);
+        let mut settled = |b: &'a Value| self.at(Some(b)).settled_depth(depth + 1, budget);
         ["anyOf", "oneOf"]
             .into_iter()
-            .any(|k| branches(k).is_some_and(|b| b.iter().all(settled)))
-            || branches("allOf").is_some_and(|b| b.iter().any(settled))
+            .any(|k| branches(k).is_some_and(|b| b.iter().all(&mut settled)))
+            || branches("allOf").is_some_and(|b| b.iter().any(&mut settled))
     }
 
     /// The schema of property `key` of an object at this position.
     #[must_use]
     pub fn property(&self, key: &str) -> Self {
-        self.child(0, &|node| {
+        self.child(0, &mut visits(), &|node| {
             node.get("properties")
                 .and_then(|p| p.get(key))
                 .or_else(|| node.get("additionalProperties").filter(|a| a.is_object()))
@@ -219,14 +253,22 @@ impl<'a> SchemaAt<'a> {
     /// The schema of item `index` of an array at this position.
     #[must_use]
     pub fn item(&self, index: usize) -> Self {
-        self.child(0, &|node| {
+        self.child(0, &mut visits(), &|node| {
             node.get("prefixItems")
                 .and_then(|p| p.get(index))
                 .or_else(|| node.get("items").filter(|i| i.is_object()))
         })
     }
 
-    fn child(&self, depth: usize, pick: &dyn Fn(&'a Value) -> Option<&'a Value>) -> Self {
+    fn child(
+        &self,
+        depth: usize,
+        budget: &mut usize,
+        pick: &dyn Fn(&'a Value) -> Option<&'a Value>,
+    ) -> Self {
+        if !visit(budget) {
+            return self.at(None);
+        }
         if let Some(node) = self.resolved()
             && let Some(found) = pick(node)
         {
@@ -234,7 +276,7 @@ impl<'a> SchemaAt<'a> {
         }
         if depth < MAX_REF_HOPS {
             for b in self.branches() {
-                let c = b.child(depth + 1, pick);
+                let c = b.child(depth + 1, budget, pick);
                 if c.node.is_some() {
                     return c;
                 }

@@ -1012,3 +1012,30 @@ fn a_settled_field_is_not_walked_and_the_others_still_are() {
     assert_eq!(r.verdict, Verdict::Blocked);
     assert_eq!(r.field.as_deref(), Some("/memo"));
 }
+
+#[test]
+fn schemas_that_branch_at_every_level_are_read_in_bounded_time() {
+    // Sixteen levels of twenty branches, each a `$ref` to the next level: read naively, 20^16
+    // paths. Whatever the schema, a reading visits a bounded number of positions and, when the
+    // budget runs out, answers the cautious way (not settled, not listed, not a URL).
+    let mut defs = serde_json::Map::new();
+    for level in 0..16 {
+        let next = json!({"$ref": format!("#/$defs/L{}", level + 1)});
+        let branches: Vec<_> = (0..20).map(|_| next.clone()).collect();
+        defs.insert(
+            format!("L{level}"),
+            json!({"type": "array", "prefixItems": branches.clone(), "items": false,
+                   "anyOf": branches.clone(), "oneOf": branches}),
+        );
+    }
+    defs.insert("L16".to_owned(), json!({"type": "integer"}));
+    let schema = json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/L0"}},
+                        "$defs": defs});
+    let started = std::time::Instant::now();
+    let at = nested::SchemaAt::field(&schema, "x");
+    assert!(!at.settled());
+    assert!(!at.lists("nothing"));
+    assert!(!at.is_url());
+    assert!(!at.property("k").is_url());
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+}

@@ -92,6 +92,10 @@ pub fn check_all(
             all.push(DeclareError::new(name, None, v.message));
         }
     }
+    // A schema under which checking one value never ends (the dispatcher refuses it too).
+    if let Err(message) = crate::stage::validate::check_branching(schema) {
+        all.push(DeclareError::new(name, None, message));
+    }
     all
 }
 
@@ -347,6 +351,30 @@ mod tests {
             spec.field("currency").map(|f| f.kind),
             Some(FieldKind::Text)
         );
+    }
+
+    #[test]
+    fn a_schema_whose_branches_multiply_is_refused_at_declaration() {
+        // An upstream schema under which one value is checked against 20^16 subschemas: every
+        // call with `{"items": []}` would never end.
+        let mut defs = serde_json::Map::new();
+        for level in 0..16 {
+            let next = json!({"$ref": format!("#/$defs/L{}", level + 1)});
+            let branches: Vec<_> = (0..20).map(|_| next.clone()).collect();
+            defs.insert(
+                format!("L{level}"),
+                json!({"type": "array", "anyOf": branches}),
+            );
+        }
+        defs.insert("L16".to_owned(), json!({"type": "integer"}));
+        let schema = json!({"type": "object", "$defs": defs, "properties": {
+            "items": {"$ref": "#/$defs/L0", "description": "Items.", "maxItems": 4}}});
+        let decl = Declaration::new(Risk::Low, true);
+        let err = check("sum", "Sums.", &schema, &decl).unwrap_err();
+        assert_eq!(err.tool, "sum");
+        assert!(err.message.contains("`/properties/items`"), "{err}");
+        assert!(err.message.contains("flatten the schema"), "{err}");
+        assert!(super::super::declare("sum", "Sums.", &schema, &decl).is_err());
     }
 
     #[test]

@@ -614,6 +614,13 @@ fn register<S: Send + Sync + 'static>(
         };
         let input = compile(&spec.input_schema, "input")?;
         let output = compile(&spec.output_schema, "output")?;
+        for (schema, which) in [
+            (&spec.input_schema, "input"),
+            (&spec.output_schema, "output"),
+        ] {
+            stage::validate::check_branching(schema)
+                .map_err(|message| unsafe_decl(format!("its {which} schema: {message}")))?;
+        }
         if tools.contains_key(&name) {
             return Err(BuildError::DuplicateTool(name));
         }

@@ -34,8 +34,9 @@ pub(crate) struct Registered<S: Send + Sync + 'static> {
     /// The tool's metric keys, made once.
     pub(crate) metrics: ToolKeys,
     /// The `opaque` fields whose schema leaves the sanitizer nothing to judge once the arguments
-    /// passed the schema check (numbers, booleans, nulls, the schema's own constants), decided
-    /// here, at registration, from the input schema ([`settled_fields`]).
+    /// passed the schema check (numbers, booleans, nulls, the schema's own constants, lists and
+    /// closed objects of them), decided here, at registration, from the input schema
+    /// ([`settled_fields`]).
     pub(crate) settled: Vec<String>,
     /// The risk policy's rules of this tool (the empty rules without any), looked up once, at
     /// build, rather than by name on every call.
