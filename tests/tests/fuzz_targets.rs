@@ -440,6 +440,9 @@ const POLICY_SCHEMAS: &[&str] = &[
     r#"{"type":"object","properties":{"message":true,"amount":false}}"#,
     r#"{"type":"object","properties":{"request_key":{"type":"integer"},"message":{"type":"string"}}}"#,
     r#"{"type":"object"}"#,
+    // Refused: a subschema that leads back to itself in place, and branches that multiply.
+    r##"{"type":"object","properties":{"message":{"$ref":"#/$defs/a"}},"$defs":{"a":{"anyOf":[{"type":"string"},{"allOf":[{"$ref":"#/$defs/a"}]}]}}}"##,
+    r##"{"type":"object","properties":{"message":{"$ref":"#/$defs/a"}},"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/b"},{"$ref":"#/$defs/b"},{"$ref":"#/$defs/b"},{"$ref":"#/$defs/b"},{"$ref":"#/$defs/b"},{"$ref":"#/$defs/b"},{"$ref":"#/$defs/b"},{"$ref":"#/$defs/b"}]},"b":{"anyOf":[{"$ref":"#/$defs/c"},{"$ref":"#/$defs/c"},{"$ref":"#/$defs/c"},{"$ref":"#/$defs/c"},{"$ref":"#/$defs/c"},{"$ref":"#/$defs/c"},{"$ref":"#/$defs/c"},{"$ref":"#/$defs/c"}]},"c":{"anyOf":[{"$ref":"#/$defs/d"},{"$ref":"#/$defs/d"},{"$ref":"#/$defs/d"},{"$ref":"#/$defs/d"},{"$ref":"#/$defs/d"},{"$ref":"#/$defs/d"},{"$ref":"#/$defs/d"},{"$ref":"#/$defs/d"}]},"d":{"type":"string"}}}"##,
     r#"{"type":"string"}"#,
     r#"{"properties":[]}"#,
     r#"{}"#,

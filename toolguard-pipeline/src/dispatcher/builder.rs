@@ -612,8 +612,7 @@ fn register<S: Send + Sync + 'static>(
                 source: SchemaError(Arc::new(error)),
             })
         };
-        let input = compile(&spec.input_schema, "input")?;
-        let output = compile(&spec.output_schema, "output")?;
+        // Before compiling: the compiler follows the same `$ref`s.
         for (schema, which) in [
             (&spec.input_schema, "input"),
             (&spec.output_schema, "output"),
@@ -621,6 +620,8 @@ fn register<S: Send + Sync + 'static>(
             stage::validate::check_branching(schema)
                 .map_err(|message| unsafe_decl(format!("its {which} schema: {message}")))?;
         }
+        let input = compile(&spec.input_schema, "input")?;
+        let output = compile(&spec.output_schema, "output")?;
         if tools.contains_key(&name) {
             return Err(BuildError::DuplicateTool(name));
         }
