@@ -570,3 +570,21 @@ impl Tool<Ledger> for SpecTool {
 /// The multi-domain agent benchmark for provenance (`tests/agentbench/`).
 #[path = "../agentbench/mod.rs"]
 pub mod agentbench;
+
+/// An object schema whose property `field` is `levels` levels of `width` `anyOf` branches, each
+/// a `$ref` to the next level: one value there is checked against `width^levels` subschemas
+/// (refused at build and at declaration).
+pub fn multiplying_schema(field: &str, levels: usize, width: usize) -> serde_json::Value {
+    let mut defs = serde_json::Map::new();
+    for level in 0..levels {
+        let next = serde_json::json!({"$ref": format!("#/$defs/L{}", level + 1)});
+        let branches: Vec<_> = (0..width).map(|_| next.clone()).collect();
+        defs.insert(
+            format!("L{level}"),
+            serde_json::json!({"type": "array", "anyOf": branches}),
+        );
+    }
+    defs.insert(format!("L{levels}"), serde_json::json!({"type": "integer"}));
+    serde_json::json!({"type": "object", "properties": {field: {"$ref": "#/$defs/L0"}},
+                       "$defs": defs})
+}

@@ -454,18 +454,7 @@ async fn registry_refuses_duplicates_and_unsafe_declarations() {
     );
 
     // Branches that multiply level after level: checking `{"xs": []}` would never end.
-    let mut defs = serde_json::Map::new();
-    for level in 0..16 {
-        let next = json!({"$ref": format!("#/$defs/L{}", level + 1)});
-        let branches: Vec<_> = (0..20).map(|_| next.clone()).collect();
-        defs.insert(
-            format!("L{level}"),
-            json!({"type": "array", "anyOf": branches}),
-        );
-    }
-    defs.insert("L16".to_owned(), json!({"type": "integer"}));
-    let nested = json!({"type": "object", "properties": {"xs": {"$ref": "#/$defs/L0"}},
-                        "$defs": defs});
+    let nested = multiplying_schema("xs", 16, 20);
     for (input, output, which) in [
         (nested.clone(), json!({}), "input"),
         (json!({"type": "object"}), nested, "output"),

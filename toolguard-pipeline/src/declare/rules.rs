@@ -356,23 +356,13 @@ mod tests {
     #[test]
     fn a_schema_whose_branches_multiply_is_refused_at_declaration() {
         // An upstream schema under which one value is checked against 20^16 subschemas: every
-        // call with `{"items": []}` would never end.
-        let mut defs = serde_json::Map::new();
-        for level in 0..16 {
-            let next = json!({"$ref": format!("#/$defs/L{}", level + 1)});
-            let branches: Vec<_> = (0..20).map(|_| next.clone()).collect();
-            defs.insert(
-                format!("L{level}"),
-                json!({"type": "array", "anyOf": branches}),
-            );
-        }
-        defs.insert("L16".to_owned(), json!({"type": "integer"}));
-        let schema = json!({"type": "object", "$defs": defs, "properties": {
-            "items": {"$ref": "#/$defs/L0", "description": "Items.", "maxItems": 4}}});
+        // call with `{"x": []}` would never end.
+        let mut schema = crate::stage::validate::tests::branching(16, 20);
+        schema["properties"]["x"]["description"] = json!("Items.");
         let decl = Declaration::new(Risk::Low, true);
         let err = check("sum", "Sums.", &schema, &decl).unwrap_err();
         assert_eq!(err.tool, "sum");
-        assert!(err.message.contains("`/properties/items`"), "{err}");
+        assert!(err.message.contains("`/properties/x`"), "{err}");
         assert!(err.message.contains("flatten the schema"), "{err}");
         assert!(super::super::declare("sum", "Sums.", &schema, &decl).is_err());
     }

@@ -193,13 +193,13 @@ pub(crate) fn decode_error(err: serde_json::Error) -> Stop {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use serde_json::json;
 
     use super::*;
 
     /// `levels` levels of `width` branches, each a `$ref` to the next level, under property `x`.
-    fn branching(levels: usize, width: usize) -> Value {
+    pub(crate) fn branching(levels: usize, width: usize) -> Value {
         let mut defs = serde_json::Map::new();
         for level in 0..levels {
             let next = json!({"$ref": format!("#/$defs/L{}", level + 1)});
