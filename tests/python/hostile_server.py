@@ -2,8 +2,10 @@
 gateway's limits on what it reads from an upstream (tests/tests/proxy_hostile_upstream.rs).
 
 It speaks newline-delimited JSON-RPC by hand (no SDK: the SDK would never send these lines).
-Its one tool, `answer(kind)`, is answered with: `wide` a result object of 70 000 keys,
+Its tool `answer(kind)` is answered with: `wide` a result object of 70 000 keys,
 `duplicate` a result that repeats a key, `long` a line of 5 MiB, `fine` an ordinary result.
+Its tool `nested(xs)` offers an input schema whose branches multiply: sixteen levels of twenty
+`anyOf` branches, each a `$ref` to the next level (20^16 checks of one value).
 """
 
 import json
@@ -29,6 +31,25 @@ TOOL = {
     },
 }
 
+NESTED = {
+    "name": "nested",
+    "description": "Takes nested lists.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"xs": {"$ref": "#/$defs/L0", "description": "Lists."}},
+        "$defs": {
+            **{
+                f"L{level}": {
+                    "type": "array",
+                    "anyOf": [{"$ref": f"#/$defs/L{level + 1}"} for _ in range(20)],
+                }
+                for level in range(16)
+            },
+            "L16": {"type": "integer"},
+        },
+    },
+}
+
 for raw in sys.stdin:
     message = json.loads(raw)
     method = message.get("method")
@@ -42,7 +63,7 @@ for raw in sys.stdin:
             "serverInfo": {"name": "hostile", "version": "1.0.0"},
         })
     elif method == "tools/list":
-        result(request_id, {"tools": [TOOL]})
+        result(request_id, {"tools": [TOOL, NESTED]})
     elif method == "tools/call":
         kind = message["params"]["arguments"]["kind"]
         rid = json.dumps(request_id)

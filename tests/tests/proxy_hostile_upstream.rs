@@ -45,6 +45,46 @@ async fn answers_over_the_limits_fail_their_call_at_once() {
     refused_then_fine(client, &["wide", "duplicate", "long"]).await;
 }
 
+/// An upstream tool whose input schema multiplies its branches (20^16 checks of one value)
+/// would let one call run for ever: the gateway refuses to start when the policy exposes it,
+/// naming the policy line, the tool and the schema position; hidden, it changes nothing (the
+/// test above serves the same upstream).
+#[tokio::test]
+#[cfg_attr(
+    not(toolguard_fastmcp),
+    ignore = "needs python3 (installed by .ci/run)"
+)]
+async fn an_upstream_schema_whose_branches_multiply_is_refused_at_start() {
+    let dir = Scratch::new("tg-hostile-schema");
+    let policy = format!("{POLICY}\n[tools.nested]\nrisk = \"low\"\nread_only = true\n");
+    std::fs::write(dir.join("policy.toml"), &policy).expect("policy");
+    let line = policy
+        .lines()
+        .position(|l| l == "[tools.nested]")
+        .expect("the table")
+        + 1;
+    let mut cmd = proxy_command(&dir.join("policy.toml"));
+    cmd.arg("--")
+        .arg("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("python/hostile_server.py"))
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
+        .await
+        .expect("the gateway stops at once")
+        .expect("the gateway runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    for part in [
+        format!("policy.toml:{line}"),
+        "tool `nested`".to_owned(),
+        "`/properties/xs`".to_owned(),
+        "flatten the schema".to_owned(),
+    ] {
+        assert!(stderr.contains(&part), "{part}: {stderr}");
+    }
+}
+
 /// Each answer `kinds` names fails its call at once (by the refusal, not the upstream's 120 s
 /// deadline); then a fine answer passes: the session goes on.
 async fn refused_then_fine(
