@@ -6,17 +6,21 @@
 //! leaves no settled outcome that a retry could replay without an entry of the execution.
 
 use std::borrow::Cow;
+use std::panic::AssertUnwindSafe;
 use std::time::Instant;
 
 use arcstr::ArcStr;
 
 use super::core::Core;
+use super::execute::{CatchUnwind, Panicked};
 use super::trace::{Answer, Trace};
 use crate::audit::{AuditEvent, AuditRecord};
 use crate::call::Principal;
 use crate::clock::unix_millis;
+use crate::mapped::{Mapped, mapped};
 use crate::outcome::{Status, ToolOutcome};
 use crate::store::OperationState;
+use crate::tool::BoxFuture;
 
 /// Longest untrusted tool name or call id, in characters, written to audit entries and spans.
 pub const MAX_LABEL_CHARS: usize = 128;
@@ -133,7 +137,9 @@ pub(crate) fn finish<'a, S: Send + Sync + 'static>(
         });
         let read_only = spec.is_some_and(|s| s.read_only);
         outcome.audit_seq = append(core, record, read_only).await;
-        after_audit(core, settlement, operation).await;
+        if let Some(after) = after_audit(core, settlement, operation) {
+            after.await;
+        }
         registered
             .map_or(&core.unknown_metrics, |r| &r.metrics)
             .call_finished(outcome.status);
@@ -176,61 +182,77 @@ fn operation_record<S: Send + Sync + 'static>(
 /// settlement ([`Settlement::apply`](super::settle::Settlement::apply) writes both). The record
 /// comes first: a status query settles a key still in flight from a record that already holds
 /// the outcome. Each runs contained: a panicking store is logged, the outcome still answers.
-#[allow(
-    clippy::manual_async_fn,
-    reason = "an `async fn` would hold its by-value arguments twice in this future"
-)]
+///
+/// `None` when there is nothing to write (a read, a refusal): no future is made. Otherwise the
+/// writes' state is boxed, so that the terminal step of every call holds a pointer, not the
+/// state of the writes only some calls make (1.4 KB, copied with that step's future on every
+/// call).
 fn after_audit<S: Send + Sync + 'static>(
     core: &Core<S>,
     settlement: Option<super::settle::Settlement>,
     operation: Option<crate::store::OperationRecord>,
-) -> impl Future<Output = ()> + Send + '_ {
-    async move {
-        match settlement {
-            Some(settlement) => {
-                if super::execute::contained(settlement.apply(core, operation))
-                    .await
-                    .is_err()
-                {
+) -> Option<AfterAudit<'_>> {
+    let (writes, panicked): (BoxFuture<'_, ()>, fn(Result<(), Panicked>)) =
+        match (settlement, operation) {
+            // Boxed by `apply` already.
+            (Some(settlement), operation) => (settlement.apply(core, operation), |done| {
+                if done.is_err() {
                     tracing::error!(
                         "a store panicked while the call settled; its record or key was not settled"
                     );
                 }
-            }
-            None => {
-                if let Some(record) = operation {
-                    super::record::write_after(core, record).await;
-                }
-            }
-        }
-    }
+            }),
+            (None, Some(record)) => (
+                Box::pin(mapped(super::record::write(core, record), drop)),
+                |done| {
+                    if done.is_err() {
+                        tracing::error!("the operation store panicked; the record was not updated");
+                    }
+                },
+            ),
+            (None, None) => return None,
+        };
+    Some(mapped(super::execute::contained(writes), panicked))
 }
 
+/// The writes that follow a terminal entry, contained, with what to log if a store panics.
+type AfterAudit<'a> = Mapped<CatchUnwind<BoxFuture<'a, ()>>, fn(Result<(), Panicked>)>;
+
 /// Appends the call's terminal entry; its sequence number, or `None` (logged) when the sink
-/// failed. The sink runs inside `contained`, so that a panic in its synchronous part is caught
-/// too. A read-only tool's call changed nothing: its entry need not wait for the disk.
-async fn append<S: Send + Sync + 'static>(
+/// failed. A panic is caught in the sink's synchronous part (a sink in memory does all its work
+/// there) as in its future. A read-only tool's call changed nothing: its entry need not wait for
+/// the disk.
+///
+/// The sink is called here, not in an `async` block: the record moves into the sink once, not
+/// first through the states of this step's futures.
+fn append<S: Send + Sync + 'static>(
     core: &Core<S>,
     record: crate::audit::AuditRecord,
     read_only: bool,
-) -> Option<u64> {
-    // The record moves into the sink's future here, not first into this function's state.
-    let appending = async move {
+) -> impl Future<Output = Option<u64>> + Send + '_ {
+    let sink = &core.audit;
+    let appending = std::panic::catch_unwind(AssertUnwindSafe(move || {
         if read_only {
-            core.audit.append_unsynced(record).await
+            sink.append_unsynced(record)
         } else {
-            core.audit.append_inline(record).await
+            sink.append_inline(record)
         }
-    };
-    match super::execute::contained(appending).await {
-        Ok(Ok(seq)) => Some(seq),
-        Ok(Err(err)) => {
-            tracing::error!(error = %err, "audit entry could not be written");
-            None
-        }
-        Err(_) => {
-            tracing::error!("the audit sink panicked; the entry was not written");
-            None
+    }));
+    async move {
+        let appended = match appending {
+            Ok(appending) => super::execute::contained(appending).await,
+            Err(_) => Err(Panicked),
+        };
+        match appended {
+            Ok(Ok(seq)) => Some(seq),
+            Ok(Err(err)) => {
+                tracing::error!(error = %err, "audit entry could not be written");
+                None
+            }
+            Err(_) => {
+                tracing::error!("the audit sink panicked; the entry was not written");
+                None
+            }
         }
     }
 }

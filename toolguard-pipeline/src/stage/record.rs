@@ -97,7 +97,7 @@ pub(crate) async fn write_after<S: Send + Sync + 'static>(core: &Core<S>, record
 /// Writes `record` (logging a store error). The record moves into the store's future at once,
 /// so that the caller's future holds it once (the store's method is called when it is first
 /// polled).
-fn write<S: Send + Sync + 'static>(
+pub(crate) fn write<S: Send + Sync + 'static>(
     core: &Core<S>,
     record: OperationRecord,
 ) -> impl Future<Output = Result<(), ()>> + Send + '_ {
