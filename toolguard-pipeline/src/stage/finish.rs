@@ -192,31 +192,33 @@ fn after_audit<S: Send + Sync + 'static>(
     settlement: Option<super::settle::Settlement>,
     operation: Option<crate::store::OperationRecord>,
 ) -> Option<AfterAudit<'_>> {
-    let (writes, panicked): (BoxFuture<'_, ()>, fn(Result<(), Panicked>)) =
-        match (settlement, operation) {
-            // Boxed by `apply` already.
-            (Some(settlement), operation) => (settlement.apply(core, operation), |done| {
+    let (writes, panicked): (BoxFuture<'_, ()>, OnPanic) = match (settlement, operation) {
+        // Boxed by `apply` already.
+        (Some(settlement), operation) => (settlement.apply(core, operation), |done| {
+            if done.is_err() {
+                tracing::error!(
+                    "a store panicked while the call settled; its record or key was not settled"
+                );
+            }
+        }),
+        (None, Some(record)) => (
+            Box::pin(mapped(super::record::write(core, record), drop)),
+            |done| {
                 if done.is_err() {
-                    tracing::error!(
-                        "a store panicked while the call settled; its record or key was not settled"
-                    );
+                    tracing::error!("the operation store panicked; the record was not updated");
                 }
-            }),
-            (None, Some(record)) => (
-                Box::pin(mapped(super::record::write(core, record), drop)),
-                |done| {
-                    if done.is_err() {
-                        tracing::error!("the operation store panicked; the record was not updated");
-                    }
-                },
-            ),
-            (None, None) => return None,
-        };
+            },
+        ),
+        (None, None) => return None,
+    };
     Some(mapped(super::execute::contained(writes), panicked))
 }
 
 /// The writes that follow a terminal entry, contained, with what to log if a store panics.
-type AfterAudit<'a> = Mapped<CatchUnwind<BoxFuture<'a, ()>>, fn(Result<(), Panicked>)>;
+type AfterAudit<'a> = Mapped<CatchUnwind<BoxFuture<'a, ()>>, OnPanic>;
+
+/// What logs a panic of the writes after a terminal entry.
+type OnPanic = fn(Result<(), Panicked>);
 
 /// Appends the call's terminal entry; its sequence number, or `None` (logged) when the sink
 /// failed. A panic is caught in the sink's synchronous part (a sink in memory does all its work
