@@ -38,12 +38,13 @@ pub(crate) fn record(
 
 /// A fresh operation id.
 ///
-/// Operations get time-ordered ids (UUIDv7: the time in milliseconds, then 74 random bits), so
-/// that the operations a store records one after the other sit side by side in its index on
-/// the id: a batch of records extends the index at one place instead of touching a page of it
-/// per record. An id is no secret (a status query is authorized by who asks, not by knowing the
-/// id), and the random part still keeps ids from colliding or being guessed. Ids made by one
-/// process sort in the order they were made.
+/// Operations get time-ordered ids (UUIDv7: the time in milliseconds, a counter that starts at
+/// a random value each millisecond, then 32 random bits), so that the operations a store records
+/// one after the other sit side by side in its index on the id: a batch of records extends the
+/// index at one place instead of touching a page of it per record. An id is no secret (a status
+/// query is authorized by who asks, not by knowing the id); the random seed and bits keep the
+/// ids of processes that share a store from colliding. Ids made by one process sort in the
+/// order they were made.
 fn new_operation_id() -> ArcStr {
     operation_id(uuid::Uuid::now_v7())
 }
