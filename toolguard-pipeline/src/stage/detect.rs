@@ -24,22 +24,13 @@ use crate::outcome::{Reason, Status};
 use crate::risk::PolicyDecision;
 use crate::spec::ToolSpec;
 
-/// Appends `record` to the audit trail (a failing or panicking sink is logged); its sequence.
-pub(crate) async fn append<S: Send + Sync + 'static>(
-    core: &Core<S>,
+/// Appends a detection's `record` to the audit trail (a failing or panicking sink is logged);
+/// its sequence.
+pub(crate) fn append<'a, S: Send + Sync + 'static>(
+    core: &'a Core<S>,
     record: AuditRecord,
-) -> Option<u64> {
-    match crate::stage::execute::contained(async { core.audit.append_inline(record).await }).await {
-        Ok(Ok(seq)) => Some(seq),
-        Ok(Err(err)) => {
-            tracing::error!(error = %err, "detection audit entry could not be written");
-            None
-        }
-        Err(_) => {
-            tracing::error!("the audit sink panicked; the detection entry was not written");
-            None
-        }
-    }
+) -> impl Future<Output = Option<u64>> + Send + 'a {
+    super::finish::append(core, record, false, "detection ")
 }
 
 /// Feeds the finished call `obs` to the detector, if one is configured. Never fails the call;

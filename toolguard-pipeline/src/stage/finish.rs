@@ -136,7 +136,7 @@ pub(crate) fn finish<'a, S: Send + Sync + 'static>(
             ))
         });
         let read_only = spec.is_some_and(|s| s.read_only);
-        outcome.audit_seq = append(core, record, read_only).await;
+        outcome.audit_seq = append(core, record, read_only, "").await;
         if let Some(after) = after_audit(core, settlement, operation) {
             after.await;
         }
@@ -226,12 +226,14 @@ type OnPanic = fn(Result<(), Panicked>);
 /// the disk.
 ///
 /// The sink is called here, not in an `async` block: the record moves into the sink once, not
-/// first through the states of this step's futures.
-fn append<S: Send + Sync + 'static>(
-    core: &Core<S>,
+/// first through the states of this step's futures. `kind` names the entry in the logs
+/// (`"detection "`, or `""` for a call's own).
+pub(crate) fn append<'a, S: Send + Sync + 'static>(
+    core: &'a Core<S>,
     record: crate::audit::AuditRecord,
     read_only: bool,
-) -> impl Future<Output = Option<u64>> + Send + '_ {
+    kind: &'static str,
+) -> impl Future<Output = Option<u64>> + Send + 'a {
     let sink = &core.audit;
     let appending = std::panic::catch_unwind(AssertUnwindSafe(move || {
         if read_only {
@@ -248,11 +250,11 @@ fn append<S: Send + Sync + 'static>(
         match appended {
             Ok(Ok(seq)) => Some(seq),
             Ok(Err(err)) => {
-                tracing::error!(error = %err, "audit entry could not be written");
+                tracing::error!(error = %err, "{kind}audit entry could not be written");
                 None
             }
             Err(_) => {
-                tracing::error!("the audit sink panicked; the entry was not written");
+                tracing::error!("the audit sink panicked; the {kind}entry was not written");
                 None
             }
         }
