@@ -5,7 +5,8 @@
 //! flow rules per role, tool and field take effect; every backend keeps the value hashes; and
 //! every path that hands untrusted content to a session records the source (a replay to another
 //! session or after the sources were cleared, an approved call and its retry, an operation
-//! status).
+//! status); and content a store no longer keeps (a session that read more than its limit) never
+//! turns the attacker's values into the model's own.
 
 mod store_support;
 
@@ -17,8 +18,8 @@ use serde::Serialize;
 use serde_json::json;
 use toolguard::audit::MemoryAuditSink;
 use toolguard::provenance::{
-    ArgumentOrigin, FlowAction, FlowPolicy, Origin, ProvenanceStore, Source, ValueKey, session_key,
-    trusted_key,
+    ArgumentOrigin, FlowAction, FlowPolicy, MAX_SOURCES_PER_SESSION, Origin, ProvenanceStore,
+    Source, ValueKey, session_key, trusted_key,
 };
 use toolguard::store::{ApprovalStore, IdempotencyStore, OperationStore, SessionLedger};
 use toolguard::{
@@ -932,6 +933,15 @@ async fn keeps_values<B: ProvenanceStore>(store: &B) {
     store.add_source(&trusted, &turn).await.unwrap();
     assert_eq!(store.sources(&trusted).await.unwrap(), vec![turn]);
     assert_eq!(store.sources(&session).await.unwrap().len(), 2);
+    // A source added again changes nothing: repeating one never pushes the others out.
+    let again = Source::host("again", 4);
+    for _ in 0..=MAX_SOURCES_PER_SESSION {
+        store.add_source(&session, &again).await.unwrap();
+    }
+    assert_eq!(
+        store.sources(&session).await.unwrap(),
+        vec![source, old, again]
+    );
 }
 
 /// Two replicas with the same host keys: values one records match arguments the other judges.
@@ -971,11 +981,109 @@ where
     assert_status(&out, Status::Ok);
 }
 
+/// A session that read more than its store keeps loses its oldest sources and trusted values;
+/// a value then placed nowhere counts as what may have been cut. The attacker's account from an
+/// e-mail pushed out by later content still waits for a human (and says why), and so does a
+/// recipient that only a cut trusted output may have named, while what the user typed runs.
+/// Returns whether the store dropped the e-mail and the contact list (a SQL store orders sources
+/// of the same millisecond by id, so the oldest is not always the first one dropped).
+async fn cut_content_never_launders(provenance: Arc<dyn ProvenanceStore>) -> (bool, bool) {
+    let bank = Arc::new(Bank::default());
+    let desk = builder(bank.clone(), FlowPolicy::per_argument())
+        .store(Arc::new(MemoryStore::new()))
+        .provenance_store(provenance)
+        .build()
+        .unwrap();
+    let session = alice(&store_support::unique("flooded"));
+    desk.add_trusted_input(
+        &session,
+        &format!("Send 99.50 to {LANDLORD_IBAN}, memo rent"),
+    )
+    .await
+    .unwrap();
+    let email = read_the_email(&desk, &session).await;
+    for i in 0..MAX_SOURCES_PER_SESSION {
+        desk.add_source_text(
+            &session,
+            format!("page {i}"),
+            &format!("Opening hours, page {i}."),
+        )
+        .await
+        .unwrap();
+    }
+    let kept = desk.sources(&session).await.unwrap();
+    assert_eq!(kept.len(), MAX_SOURCES_PER_SESSION);
+    let email_dropped = !kept.iter().any(|s| s.id == email.id);
+    let out = desk
+        .dispatch(pay("c1", "k-1", ATTACKER, 9_950), &session)
+        .await;
+    assert_status(&out, Status::PendingApproval);
+    assert_eq!(out.reason, Some(Reason::Provenance));
+    let message = out.message.unwrap();
+    assert!(
+        message.contains("`to_iban` (destination): untrusted"),
+        "{message}"
+    );
+    if email_dropped {
+        assert!(
+            message.contains("seen in no content this session still holds"),
+            "{message}"
+        );
+    }
+    assert_eq!(bank.transfers.load(Ordering::SeqCst), 0);
+    let out = desk
+        .dispatch(pay("c2", "k-2", LANDLORD, 9_950), &session)
+        .await;
+    assert_status(&out, Status::Ok);
+
+    // Trusted values: the contact list is pushed out by later turns.
+    let session = alice(&store_support::unique("turns"));
+    assert_status(
+        &desk
+            .dispatch(call("l1", "list_contacts", json!({})), &session)
+            .await,
+        Status::Ok,
+    );
+    for i in 0..MAX_SOURCES_PER_SESSION - 1 {
+        desk.add_trusted_input(&session, &format!("note {i}: call the plumber"))
+            .await
+            .unwrap();
+    }
+    desk.add_trusted_input(&session, "and write to carol@home.example")
+        .await
+        .unwrap();
+    read_the_email(&desk, &session).await;
+    let turns = desk
+        .dispatch(
+            mail("m1", "m-1", "bob@partner.example", "Settled, thanks."),
+            &session,
+        )
+        .await;
+    assert_status(&turns, Status::PendingApproval);
+    let message = turns.message.unwrap();
+    let contacts_dropped = message.contains("may be a destination the user did not name");
+    assert!(
+        contacts_dropped || message.contains("is a destination the user did not name"),
+        "{message}"
+    );
+    assert_eq!(bank.sent.load(Ordering::SeqCst), 0);
+    let out = desk
+        .dispatch(
+            mail("m2", "m-2", "carol@home.example", "Settled, thanks."),
+            &session,
+        )
+        .await;
+    assert_status(&out, Status::Ok);
+    (email_dropped, contacts_dropped)
+}
+
 #[tokio::test]
 async fn memory_keeps_values() {
     let store = Arc::new(MemoryStore::new());
     keeps_values(&*store).await;
-    replicas_match_values(store.clone(), store).await;
+    replicas_match_values(store.clone(), store.clone()).await;
+    // The memory store drops the oldest first.
+    assert_eq!(cut_content_never_launders(store).await, (true, true));
 }
 
 #[cfg(feature = "sqlite")]
@@ -986,7 +1094,8 @@ async fn sqlite_keeps_values() {
     let a = Arc::new(SqliteStore::open(&path).unwrap());
     let b = Arc::new(SqliteStore::open(&path).unwrap());
     keeps_values(&*a).await;
-    replicas_match_values(a, b).await;
+    replicas_match_values(a.clone(), b).await;
+    cut_content_never_launders(a).await;
     store_support::remove_sqlite(&path);
 }
 
@@ -1005,6 +1114,7 @@ async fn postgres_keeps_values() {
     let b = Arc::new(PgStore::connect(&config).await.unwrap());
     keeps_values(&*a).await;
     replicas_match_values(a.clone(), b).await;
+    cut_content_never_launders(a.clone()).await;
     a.drop_schema().await.unwrap();
 }
 
@@ -1021,4 +1131,9 @@ async fn redis_keeps_values() {
         .await
         .unwrap();
     keeps_values(&store).await;
+    // Redis keeps a session's sources in a list trimmed to the newest.
+    assert_eq!(
+        cut_content_never_launders(Arc::new(store)).await,
+        (true, true)
+    );
 }

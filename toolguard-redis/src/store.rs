@@ -264,7 +264,7 @@ redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return 1
 "#;
 
-struct Scripts {
+pub(crate) struct Scripts {
     reserve_expired: Script,
     complete: Script,
     release: Script,
@@ -279,6 +279,7 @@ struct Scripts {
     record: Script,
     retract: Script,
     hit: Script,
+    pub(crate) add_source: Script,
 }
 
 impl Scripts {
@@ -299,6 +300,7 @@ impl Scripts {
             record: Script::new(RECORD),
             retract: Script::new(RETRACT),
             hit: Script::new(HIT),
+            add_source: Script::new(crate::provenance::ADD_SOURCE),
         }
     }
 }
@@ -323,7 +325,7 @@ impl Scripts {
 pub struct RedisStore {
     conn: ConnectionManager,
     prefix: String,
-    scripts: Scripts,
+    pub(crate) scripts: Scripts,
 }
 
 impl std::fmt::Debug for RedisStore {

@@ -197,11 +197,16 @@ mod tests {
                         call_id: Some("c-\u{0301}".into()),
                     },
                 ),
-                crate::provenance::ArgumentOrigin::new(
-                    "memo",
-                    crate::provenance::Role::Content,
-                    crate::provenance::Origin::Model,
-                ),
+                {
+                    let mut memo = crate::provenance::ArgumentOrigin::new(
+                        "memo",
+                        crate::provenance::Role::Content,
+                        crate::provenance::Origin::Model,
+                    );
+                    memo.unplaced = true;
+                    memo.output_only = true;
+                    memo
+                },
             ],
         };
         for record in [full, AuditRecord::default()] {

@@ -302,7 +302,8 @@ impl FlowPolicy {
             // Only the values the host allowlisted get through the sanitizer.
             return own && o.origin.is_untrusted();
         }
-        if o.origin == Origin::Trusted {
+        if o.origin == Origin::Trusted || (o.unplaced && o.origin == Origin::Model) {
+            // An unplaced `model` value may be one only a trusted tool's output named.
             return self.user_destinations
                 && o.output_only
                 && o.role == Role::Destination
@@ -488,13 +489,29 @@ pub(crate) fn judge(
 }
 
 /// `field `to` (destination): untrusted (…) came from untrusted content: the result of …`, or,
-/// for a destination only a tool's output holds, that the user did not name it.
+/// for a destination only a tool's output holds, that the user did not name it; for a value
+/// placed nowhere in a session that no longer holds all of its content, that it may.
 fn field_reason(field: &ArgumentOrigin, sources: &[Source]) -> String {
     let source = match &field.origin {
+        Origin::Untrusted { .. } if field.unplaced => {
+            return format!(
+                "field {}, and is judged as untrusted content",
+                field.describe()
+            );
+        }
         Origin::Untrusted { source, .. } => sources
             .iter()
             .find(|s| &s.id == source)
             .map_or_else(|| format!("source {source}"), Source::describe),
+        _ if field.unplaced => {
+            return format!(
+                "field `{}` ({}) may be a destination the user did not name (seen in no input \
+                 this session still holds, which is incomplete), in a session that read \
+                 untrusted content",
+                field.field,
+                field.role.name()
+            );
+        }
         _ => {
             return format!(
                 "field `{}` ({}) is a destination the user did not name (seen only in a trusted \

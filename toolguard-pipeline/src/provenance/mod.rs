@@ -92,8 +92,10 @@ use serde::{Deserialize, Serialize};
 /// Longest source label kept, in characters; longer labels are cut.
 pub const MAX_SOURCE_LABEL_CHARS: usize = 200;
 
-/// Most sources kept per session; the oldest are dropped first (a session that read this much
-/// untrusted content is tainted either way).
+/// Most sources kept per session, and most trusted records; the oldest are dropped first. A
+/// session holding this many may have dropped some, so the precise mode judges a value placed
+/// nowhere in it as one that may come from them ([`ArgumentOrigin::unplaced`]), never as the
+/// model's own.
 pub const MAX_SOURCES_PER_SESSION: usize = 256;
 
 /// One piece of untrusted content that entered a session's context.

@@ -9,9 +9,18 @@
 //!   ([`ArgumentOrigin::inner`] when only a plain value inside it was seen, no address);
 //! - `model`: seen nowhere (the model made it up, or it is plain wording).
 //!
-//! A session with a source whose values were cut at
-//! [`MAX_VALUES_PER_SOURCE`](super::MAX_VALUES_PER_SOURCE) cannot rule out that an unplaced
-//! value came from it: such values are `untrusted` (from that source), never `model`.
+//! A session that no longer holds all of its content cannot tell a value the model made from one
+//! that was cut, so a value placed nowhere is judged as what it may have come from
+//! ([`ArgumentOrigin::unplaced`]), never as the model's own:
+//!
+//! - a source whose values were cut at [`MAX_VALUES_PER_SOURCE`](super::MAX_VALUES_PER_SOURCE),
+//!   or a session holding [`MAX_SOURCES_PER_SESSION`](super::MAX_SOURCES_PER_SESSION) sources
+//!   (its oldest may have been dropped): such values are `untrusted` (from the truncated
+//!   source, or else the oldest one kept);
+//! - trusted records cut the same way (a trusted tool's output of more values than are kept,
+//!   or as many records as are kept): such a value may be one only a trusted tool's output
+//!   named, so it counts as one for the destination rule
+//!   ([`FlowPolicy::user_destinations`](super::FlowPolicy::user_destinations)).
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -19,9 +28,9 @@ use std::ops::ControlFlow;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Source;
 use super::hash::{PassThroughState, ValueHash, ValueKey};
 use super::values::{PERSON_MARK, Scan, is_address, mailbox_names, minor_units};
+use super::{MAX_SOURCES_PER_SESSION, Source};
 use crate::spec::{FieldKind, Role, ToolSpec};
 
 /// Where one argument's value came from.
@@ -101,7 +110,8 @@ pub struct ArgumentOrigin {
     /// For a `trusted` value: it was seen only in a trusted tool's output, never in the user's
     /// own input (a destination the agent looked up, possibly because untrusted content asked it
     /// to). A destination that is an e-mail address whose local part spells a name the user
-    /// typed (`david.smith@…` after `Reply to David`) counts as the user's.
+    /// typed (`david.smith@…` after `Reply to David`) counts as the user's. Also set for an
+    /// [`unplaced`](Self::unplaced) `model` value: it may be such a value.
     #[serde(default, skip_serializing_if = "is_false")]
     pub output_only: bool,
     /// For an `untrusted` value: the value itself was not seen, only a plain value inside it (a
@@ -109,6 +119,12 @@ pub struct ArgumentOrigin {
     /// that quotes facts it read is not a copied instruction.
     #[serde(default, skip_serializing_if = "is_false")]
     pub inner: bool,
+    /// The value was seen nowhere, but the session no longer holds all of its content (see the
+    /// [module](self)): `untrusted` when some of its untrusted content was cut, otherwise a
+    /// `model` value that may be one only a trusted tool's output named
+    /// ([`output_only`](Self::output_only)).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub unplaced: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -124,6 +140,7 @@ impl ArgumentOrigin {
             origin,
             output_only: false,
             inner: false,
+            unplaced: false,
         }
     }
 
@@ -134,6 +151,15 @@ impl ArgumentOrigin {
             (Origin::Trusted, true, _) => format!(
                 "`{field}` ({role}): trusted (seen only in a trusted tool's output, not in the \
                  user's input)"
+            ),
+            (Origin::Untrusted { source, .. }, _, _) if self.unplaced => format!(
+                "`{field}` ({role}): untrusted (seen in no content this session still holds, \
+                 which is incomplete: it may come from source {source} or from content no longer \
+                 kept)"
+            ),
+            (Origin::Model, true, _) if self.unplaced => format!(
+                "`{field}` ({role}): model (seen in no input this session still holds, which is \
+                 incomplete: it may be one only a trusted tool's output named)"
             ),
             (Origin::Untrusted { .. }, _, true) => {
                 format!("`{field}` ({role}): {}, a value inside it", self.origin)
@@ -163,12 +189,18 @@ pub struct ValueIndex {
     /// Trusted values, each with whether the user's own input holds it.
     trusted: HashMap<ValueHash, bool, PassThroughState>,
     sources: Vec<(String, Option<String>)>,
+    /// The untrusted source a value placed nowhere may come from, when some were cut.
     truncated: Option<u32>,
+    /// Some trusted values were cut: a value placed nowhere may be a trusted tool's.
+    trusted_cut: bool,
 }
 
 impl ValueIndex {
     /// The index of `untrusted` sources (a value seen in several names the newest) and the
-    /// `trusted` records.
+    /// `trusted` records, as a session's store returned them: a list as long as the store keeps
+    /// ([`MAX_SOURCES_PER_SESSION`]) may have lost its oldest records, and a record whose values
+    /// were cut holds only some of them; either way a value placed nowhere is judged as what may
+    /// have been cut ([`ArgumentOrigin::unplaced`]).
     pub fn new(untrusted: &[Source], trusted: &[Source]) -> Self {
         let n: usize = untrusted.iter().map(|s| s.values.len()).sum();
         let t: usize = trusted.iter().map(|s| s.values.len()).sum();
@@ -177,6 +209,8 @@ impl ValueIndex {
             trusted: HashMap::with_capacity_and_hasher(t, PassThroughState::default()),
             sources: Vec::with_capacity(untrusted.len()),
             truncated: None,
+            trusted_cut: trusted.len() >= MAX_SOURCES_PER_SESSION
+                || trusted.iter().any(|s| s.values_truncated),
         };
         let mut ordered: Vec<&Source> = untrusted.iter().collect();
         ordered.sort_by_key(|s| s.at_ms);
@@ -189,6 +223,10 @@ impl ValueIndex {
             for h in s.values.iter() {
                 index.untrusted.insert(*h, i);
             }
+        }
+        if index.truncated.is_none() && untrusted.len() >= MAX_SOURCES_PER_SESSION {
+            // The oldest sources may have been dropped: the oldest kept stands for them.
+            index.truncated = Some(0);
         }
         for s in trusted {
             // A record without a tool is what the user said (a turn the host registered).
@@ -258,9 +296,14 @@ enum Found {
 /// The origin of one leaf of an argument.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Leaf {
-    Trusted { user: bool },
+    Trusted {
+        user: bool,
+    },
     Untrusted(u32, Found),
     Model,
+    /// Placed nowhere in a session that no longer holds all of its content: possibly from the
+    /// untrusted source given, or else possibly a trusted tool's (only as a combined result).
+    Unplaced(Option<u32>),
 }
 
 /// The origin of every argument field of `args` (a JSON object) of a call of `spec`, in the
@@ -325,6 +368,18 @@ pub fn origins(
                     o.origin = index.untrusted_origin(i);
                     o.inner = found == Found::Inner;
                 }
+                Leaf::Unplaced(Some(i)) => {
+                    o.origin = index.untrusted_origin(i);
+                    o.unplaced = true;
+                }
+                Leaf::Unplaced(None) => {
+                    o.unplaced = true;
+                    // A mailbox that spells a name the user typed is still one the user named.
+                    o.output_only = !(role == Role::Destination
+                        && value
+                            .as_str()
+                            .is_some_and(|s| index.mailbox_named_by_user(s, key, &mut scan)));
+                }
                 Leaf::Model => {}
             }
             out.push(o);
@@ -381,7 +436,7 @@ impl Acc {
                 let (_, strongest) = self.untrusted.get_or_insert((i, found));
                 *strongest = (*strongest).max(found);
             }
-            Leaf::Model => self.model += 1,
+            Leaf::Model | Leaf::Unplaced(_) => self.model += 1,
         }
     }
 
@@ -390,12 +445,12 @@ impl Acc {
             return Some(Leaf::Untrusted(i, found));
         }
         if self.model > 0 {
-            // A value placed nowhere may come from a source whose values were cut.
-            return Some(
-                index
-                    .truncated
-                    .map_or(Leaf::Model, |i| Leaf::Untrusted(i, Found::Whole)),
-            );
+            // A value placed nowhere may come from content that was cut.
+            return Some(match index.truncated {
+                Some(i) => Leaf::Unplaced(Some(i)),
+                None if index.trusted_cut => Leaf::Unplaced(None),
+                None => Leaf::Model,
+            });
         }
         (self.trusted > 0).then_some(Leaf::Trusted {
             user: !self.output_only,
@@ -632,6 +687,83 @@ mod tests {
         let index = ValueIndex::new(&[big], &[]);
         let got = origins(&transfer(), &json!({"memo": "made up"}), &index, &key);
         assert!(got[0].origin.is_untrusted());
+    }
+
+    #[test]
+    fn a_session_holding_as_many_sources_as_are_kept_claims_every_unplaced_value() {
+        let key = ValueKey::random();
+        let args = json!({"to_iban": "GB33BUKB20201555555555", "memo": "rent"});
+        let sources = |n: usize| -> Vec<Source> {
+            (0..n)
+                .map(|i| {
+                    let mut s = source(&key, &format!("src_{i:03}"), &format!("page {i}"));
+                    s.at_ms = 1_000 + i as u64;
+                    s
+                })
+                .collect()
+        };
+        // One short of the limit: nothing was dropped, a value seen nowhere is the model's.
+        let index = ValueIndex::new(&sources(MAX_SOURCES_PER_SESSION - 1), &[]);
+        let got = origins(&transfer(), &args, &index, &key);
+        assert_eq!(origin_of(&got, "to_iban"), &Origin::Model);
+        assert!(got.iter().all(|o| !o.unplaced), "{got:?}");
+        // At the limit the oldest sources may have been dropped (the account may have been in
+        // one): the value counts as untrusted, from the oldest source kept, and says why.
+        let index = ValueIndex::new(&sources(MAX_SOURCES_PER_SESSION), &[]);
+        let got = origins(&transfer(), &args, &index, &key);
+        let iban = got.iter().find(|o| o.field == "to_iban").unwrap();
+        assert!(iban.unplaced, "{iban:?}");
+        assert_eq!(
+            iban.origin,
+            Origin::Untrusted {
+                source: "src_000".into(),
+                call_id: None
+            }
+        );
+        let line = iban.describe();
+        assert!(
+            line.contains("no content this session still holds") && line.contains("src_000"),
+            "{line}"
+        );
+        // A value seen in a source kept is still placed there, not unplaced.
+        let placed = origins(&transfer(), &json!({"memo": "page 200"}), &index, &key);
+        assert!(!placed[0].unplaced, "{placed:?}");
+    }
+
+    #[test]
+    fn cut_trusted_values_make_an_unplaced_value_one_a_tool_may_have_named() {
+        let key = ValueKey::random();
+        let mail = source(&key, "src_mail", "Pay your bill today.");
+        let args = json!({"to_iban": "GB33BUKB20201555555555"});
+        let records = |n: usize| -> Vec<Source> {
+            (0..n)
+                .map(|i| source(&key, &format!("src_t{i:03}"), &format!("listing {i}")))
+                .collect()
+        };
+        let iban = |trusted: &[Source]| {
+            let index = ValueIndex::new(std::slice::from_ref(&mail), trusted);
+            origins(&transfer(), &args, &index, &key).remove(0)
+        };
+        let whole = iban(&records(MAX_SOURCES_PER_SESSION - 1));
+        assert!(
+            whole.origin == Origin::Model && !whole.unplaced && !whole.output_only,
+            "{whole:?}"
+        );
+        // As many trusted records as are kept: the oldest may have listed the account.
+        let cut = iban(&records(MAX_SOURCES_PER_SESSION));
+        assert!(
+            cut.origin == Origin::Model && cut.unplaced && cut.output_only,
+            "{cut:?}"
+        );
+        assert!(
+            cut.describe().contains("only a trusted tool's output"),
+            "{cut:?}"
+        );
+        // A trusted output of more values than a record keeps: the same.
+        let mut big = source(&key, "src_big", "listing");
+        big.values_truncated = true;
+        let cut = iban(&[big]);
+        assert!(cut.unplaced && cut.output_only, "{cut:?}");
     }
 
     #[test]
