@@ -293,3 +293,69 @@ async fn tools_named_with_hyphens_are_declared_guarded_and_pass_unchanged() {
     gateway.cancel().await.ok();
     direct.cancel().await.ok();
 }
+
+#[tokio::test]
+#[cfg_attr(
+    not(toolguard_npm),
+    ignore = "needs TOOLGUARD_NPM_PREFIX (set by .ci/run)"
+)]
+async fn a_value_from_an_untrusted_resource_is_traced_per_argument() {
+    use rmcp::model::CallToolRequestParams;
+    // The precise flow mode judges each argument by where its value came from: the resource's
+    // values are kept with its source, so a link copied from it waits for a human while a
+    // message of the model's own runs in the same session.
+    let dir = Scratch::new("tg-everything");
+    let text = format!(
+        "{}\n[flow]\nmode = \"per_argument\"\n\n[tools.echo]\nrisk = \"medium\"\nread_only = false\n\
+         fields.\"/message\" = {{ role = \"destination\" }}\n",
+        policy("")
+    );
+    std::fs::write(dir.join("policy.toml"), text).expect("policy");
+    let mut cmd = proxy_command(&dir.join("policy.toml"));
+    cmd.arg("--")
+        .arg("node")
+        .arg(npm_server("server-everything"))
+        .arg("stdio");
+    let gateway = connect(cmd, Host::default()).await;
+    let read = gateway
+        .read_resource(ReadResourceRequestParams::new(
+            "demo://resource/static/document/structure.md",
+        ))
+        .await
+        .expect("an exposed resource is read");
+    let link = "https://modelcontextprotocol.io";
+    assert!(
+        serde_json::to_string(&read).unwrap().contains(link),
+        "the document links {link}"
+    );
+    // The client application sends an idempotency key with each call, so that a hold can wait
+    // for a human.
+    let echo = |message: &str, key: &str| {
+        let mut params =
+            CallToolRequestParams::new("echo").with_arguments(args(json!({ "message": message })));
+        let meta = args(json!({ "toolguard/idempotencyKey": key }));
+        params.meta = Some(rmcp::model::RequestMetaObject(rmcp::model::MetaObject(
+            meta,
+        )));
+        params
+    };
+    let copied = gateway
+        .call_tool(echo(link, "echo-0001"))
+        .await
+        .expect("echo answers");
+    let copied = proxy_support::payload(&copied);
+    assert_eq!(copied["status"], "pending_approval", "{copied}");
+    assert_eq!(copied["reason"], "provenance", "{copied}");
+    let said = copied.to_string();
+    assert!(
+        said.contains("`message` (destination): untrusted"),
+        "{said}"
+    );
+    let own = gateway
+        .call_tool(echo("hello from the agent", "echo-0002"))
+        .await
+        .expect("echo answers");
+    let own = proxy_support::payload(&own);
+    assert_eq!(own["status"], "ok", "{own}");
+    gateway.cancel().await.ok();
+}

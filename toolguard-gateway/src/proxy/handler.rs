@@ -145,14 +145,16 @@ impl GuardedServer {
             .await
     }
 
-    /// Records content an untrusted upstream handed to the caller's session as a provenance
-    /// source; content that cannot be recorded is not handed over (fail closed).
+    /// Records `content`, which an untrusted upstream handed to the caller's session, as a
+    /// provenance source with its values (so that the precise flow mode traces an argument
+    /// copied from it); content that cannot be recorded is not handed over (fail closed).
     async fn record_source(
         &self,
         current: &Current,
         section: &ExposeSection,
         context: &RequestContext<RoleServer>,
         label: String,
+        content: &Value,
     ) -> Result<(), ErrorData> {
         if !section.untrusted() {
             return Ok(());
@@ -160,7 +162,7 @@ impl GuardedServer {
         let principal = self.principal(context, None)?;
         current
             .dispatcher
-            .add_source(&principal, label)
+            .add_source_json(&principal, label, content)
             .await
             .map(drop)
             .map_err(|e| {
@@ -465,6 +467,7 @@ impl ServerHandler for GuardedServer {
             &current.policy.resources,
             &context,
             resource_label(&uri, &value),
+            &value,
         )
         .await?;
         match answer {
@@ -561,6 +564,7 @@ impl ServerHandler for GuardedServer {
             &current.policy.prompts,
             &context,
             prompt_label(&name, &value),
+            &value,
         )
         .await?;
         match answer {

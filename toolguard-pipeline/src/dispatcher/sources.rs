@@ -14,15 +14,34 @@ impl<S: Send + Sync + 'static> Dispatcher<S> {
     /// document, retrieved passages), labelled `label` for reviewers. Returns the source, whose
     /// id audit queries join on.
     ///
-    /// The source records no values: in the precise mode (see
-    /// [`FlowPolicy::per_argument`](crate::provenance::FlowPolicy::per_argument)) nothing a
-    /// call carries can be traced to it. Prefer [`add_source_text`](Self::add_source_text).
+    /// Its content is not known, so in the precise mode (see
+    /// [`FlowPolicy::per_argument`](crate::provenance::FlowPolicy::per_argument)) any value a
+    /// later call carries that no other content of the session holds may come from it, and is
+    /// judged as untrusted (the source is marked
+    /// [`values_truncated`](crate::provenance::Source::values_truncated)). Prefer
+    /// [`add_source_text`](Self::add_source_text) or [`add_source_json`](Self::add_source_json),
+    /// which tell the values it holds from those it does not.
     pub async fn add_source(
         &self,
         principal: &Principal,
         label: impl Into<String>,
     ) -> Result<Source, StoreError> {
-        let source = Source::host(label, unix_millis(self.core.now()));
+        let mut source = Source::host(label, unix_millis(self.core.now()));
+        source.values_truncated = true;
+        self.store_source(principal, source).await
+    }
+
+    /// Adds a source the host placed into `principal`'s session context itself, with its
+    /// `content` as JSON (a resource read, a prompt, a structured document): the values of its
+    /// strings and numbers are kept as keyed hashes, as for a tool's untrusted result.
+    pub async fn add_source_json(
+        &self,
+        principal: &Principal,
+        label: impl Into<String>,
+        content: &serde_json::Value,
+    ) -> Result<Source, StoreError> {
+        let source = Source::host(label, unix_millis(self.core.now()))
+            .with_json(&self.core.value_key, content);
         self.store_source(principal, source).await
     }
 

@@ -172,14 +172,19 @@ impl Source {
     pub fn with_input(self, key: &ValueKey, text: &str) -> Self {
         let mut values = Vec::new();
         values::input_values(text, &mut values);
-        self.with_values(key, &values)
+        let mut s = self.with_values(key, &values);
+        s.values_truncated |= text.len() > values::MAX_SCANNED_BYTES;
+        s
     }
 
-    /// The same source with the values of `doc` (a tool's JSON result).
+    /// The same source with the values of `doc` (a tool's JSON result); marked
+    /// [`values_truncated`](Self::values_truncated) when its strings were longer than are read.
     pub fn with_json(self, key: &ValueKey, doc: &serde_json::Value) -> Self {
         let mut values = Vec::new();
-        values::json_values(doc, &mut values);
-        self.with_values(key, &values)
+        let cut = values::json_values_read(doc, &mut values);
+        let mut s = self.with_values(key, &values);
+        s.values_truncated |= cut;
+        s
     }
 
     /// The source without its values (as approval requests keep it: ids and labels for the
@@ -281,6 +286,28 @@ pub(crate) fn in_context(sources: Vec<Source>, narrowed: Option<&[String]>) -> V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn content_longer_than_is_read_is_marked_cut() {
+        let key = ValueKey::random();
+        let short = serde_json::json!({"text": "pay GB33 BUKB 2020 1555 5555 55"});
+        assert!(
+            !Source::host("a", 1)
+                .with_json(&key, &short)
+                .values_truncated
+        );
+        // The account comes after more text than is read: it may be missing.
+        let filler = "x ".repeat(values::MAX_SCANNED_BYTES / 2);
+        let long = serde_json::json!(["pay someone", filler, "GB33 BUKB 2020 1555 5555 55"]);
+        assert!(Source::host("b", 1).with_json(&key, &long).values_truncated);
+        let text = format!("{filler} GB33 BUKB 2020 1555 5555 55");
+        assert!(Source::host("c", 1).with_text(&key, &text).values_truncated);
+        assert!(
+            Source::trusted("d", 1)
+                .with_input(&key, &text)
+                .values_truncated
+        );
+    }
 
     #[test]
     fn labels_are_capped_and_stripped_of_controls() {

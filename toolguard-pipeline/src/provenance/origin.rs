@@ -119,8 +119,8 @@ pub struct ArgumentOrigin {
     /// that quotes facts it read is not a copied instruction.
     #[serde(default, skip_serializing_if = "is_false")]
     pub inner: bool,
-    /// The value was seen nowhere, but the session no longer holds all of its content (see the
-    /// [module](self)): `untrusted` when some of its untrusted content was cut, otherwise a
+    /// The value was seen nowhere, but the session no longer holds all of its content (see
+    /// [`ValueIndex::new`]): `untrusted` when some of its untrusted content was cut, otherwise a
     /// `model` value that may be one only a trusted tool's output named
     /// ([`output_only`](Self::output_only)).
     #[serde(default, skip_serializing_if = "is_false")]

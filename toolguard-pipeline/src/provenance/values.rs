@@ -1026,13 +1026,22 @@ fn spaced_phone_into(t: &str, buf: &mut String) -> bool {
 
 /// recorded whole when short), every number as an amount and an identifier.
 pub fn json_values(value: &Value, out: &mut Vec<String>) {
-    let mut budget = MAX_SCANNED_BYTES;
-    json_walk(value, out, &mut budget);
+    json_values_read(value, out);
 }
 
-fn json_walk(value: &Value, out: &mut Vec<String>, budget: &mut usize) {
+/// [`json_values`], and whether some of `value`'s strings were left unread (beyond
+/// [`MAX_SCANNED_BYTES`] of them): a value in them may be missing.
+pub(crate) fn json_values_read(value: &Value, out: &mut Vec<String>) -> bool {
+    let mut budget = MAX_SCANNED_BYTES;
+    let mut cut = false;
+    json_walk(value, out, &mut budget, &mut cut);
+    cut
+}
+
+fn json_walk(value: &Value, out: &mut Vec<String>, budget: &mut usize, cut: &mut bool) {
     match value {
         Value::String(s) => {
+            *cut |= s.len() > *budget;
             if *budget == 0 {
                 return;
             }
@@ -1054,8 +1063,8 @@ fn json_walk(value: &Value, out: &mut Vec<String>, budget: &mut usize) {
                 out.push(text);
             }
         }
-        Value::Array(items) => items.iter().for_each(|v| json_walk(v, out, budget)),
-        Value::Object(map) => map.values().for_each(|v| json_walk(v, out, budget)),
+        Value::Array(items) => items.iter().for_each(|v| json_walk(v, out, budget, cut)),
+        Value::Object(map) => map.values().for_each(|v| json_walk(v, out, budget, cut)),
         Value::Bool(_) | Value::Null => {}
     }
 }
