@@ -50,7 +50,12 @@ fn everything() -> tokio::process::Command {
 }
 
 async fn through_gateway(dir: &Scratch, resources_extra: &str) -> RunningService<RoleClient, Host> {
-    std::fs::write(dir.join("policy.toml"), policy(resources_extra)).expect("policy");
+    gateway_with(dir, &policy(resources_extra)).await
+}
+
+/// The gateway with the policy file `text`, in front of the server.
+async fn gateway_with(dir: &Scratch, text: &str) -> RunningService<RoleClient, Host> {
+    std::fs::write(dir.join("policy.toml"), text).expect("policy");
     let mut cmd = proxy_command(&dir.join("policy.toml"));
     cmd.arg("--")
         .arg("node")
@@ -178,13 +183,7 @@ async fn without_sections_no_resource_or_prompt_is_exposed() {
         .replace("[resources]", "[unused_resources]")
         .replace("[prompts]", "[unused_prompts]");
     let text: String = text.split("[unused_resources]").next().unwrap().to_owned();
-    std::fs::write(dir.join("policy.toml"), text).expect("policy");
-    let mut cmd = proxy_command(&dir.join("policy.toml"));
-    cmd.arg("--")
-        .arg("node")
-        .arg(npm_server("server-everything"))
-        .arg("stdio");
-    let gateway = connect(cmd, Host::default()).await;
+    let gateway = gateway_with(&dir, &text).await;
     let info = gateway.peer_info().expect("initialized");
     assert!(
         info.capabilities.resources.is_none(),
@@ -224,13 +223,7 @@ async fn tools_named_with_hyphens_are_declared_guarded_and_pass_unchanged() {
          [tools.get-tiny-image]\nrisk = \"low\"\nread_only = true\n",
         policy("")
     );
-    std::fs::write(dir.join("policy.toml"), text).expect("policy");
-    let mut cmd = proxy_command(&dir.join("policy.toml"));
-    cmd.arg("--")
-        .arg("node")
-        .arg(npm_server("server-everything"))
-        .arg("stdio");
-    let gateway = connect(cmd, Host::default()).await;
+    let gateway = gateway_with(&dir, &text).await;
     let direct = connect(everything(), Host::default()).await;
     let names: Vec<String> = gateway
         .list_all_tools()
@@ -310,13 +303,7 @@ async fn a_value_from_an_untrusted_resource_is_traced_per_argument() {
          fields.\"/message\" = {{ role = \"destination\" }}\n",
         policy("")
     );
-    std::fs::write(dir.join("policy.toml"), text).expect("policy");
-    let mut cmd = proxy_command(&dir.join("policy.toml"));
-    cmd.arg("--")
-        .arg("node")
-        .arg(npm_server("server-everything"))
-        .arg("stdio");
-    let gateway = connect(cmd, Host::default()).await;
+    let gateway = gateway_with(&dir, &text).await;
     let read = gateway
         .read_resource(ReadResourceRequestParams::new(
             "demo://resource/static/document/structure.md",
