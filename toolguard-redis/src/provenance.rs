@@ -1,6 +1,7 @@
 //! Sources in Redis: one list per session, `<prefix>:provenance:<session>`, of JSON sources,
-//! trimmed to the newest [`MAX_SOURCES_PER_SESSION`]. A source whose id the list holds is not
-//! added again, so that repeating one never pushes others out.
+//! trimmed to the newest [`MAX_SOURCES_PER_SESSION`], and the set of their ids,
+//! `<prefix>:provenance-ids:<session>`. A source whose id the set holds is not added again, so
+//! that repeating one never pushes others out.
 
 use crate::store::RedisStore;
 use toolguard_pipeline::provenance::{MAX_SOURCES_PER_SESSION, ProvenanceStore, Source};
@@ -11,21 +12,27 @@ fn err(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
     StoreError::caused_by("redis", e)
 }
 
-/// KEYS: the session's list; ARGV: the start of the source's JSON up to its id (`{"id":"…"`;
-/// serialized first, and unique: no other entry can start with it), its JSON, and the index
-/// from which LTRIM keeps the newest. Returns whether it was added.
+/// KEYS: the session's list and its set of ids; ARGV: the source's id, its JSON (which starts
+/// with its id: `{"id":"…"`), and how many the list keeps. The oldest beyond that are dropped
+/// from both. Returns whether it was added.
 pub(crate) const ADD_SOURCE: &str = r#"
-local prefix = ARGV[1]
-for _, v in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
-  if string.sub(v, 1, #prefix) == prefix then return 0 end
-end
+if redis.call('SADD', KEYS[2], ARGV[1]) == 0 then return 0 end
 redis.call('RPUSH', KEYS[1], ARGV[2])
-redis.call('LTRIM', KEYS[1], ARGV[3], -1)
+local keep = tonumber(ARGV[3])
+while redis.call('LLEN', KEYS[1]) > keep do
+  local old = redis.call('LPOP', KEYS[1])
+  local id = string.match(old, '^{"id":"([^"]*)"')
+  if id then redis.call('SREM', KEYS[2], id) end
+end
 return 1
 "#;
 
 fn key(store: &RedisStore, session: &str) -> String {
     format!("{}:provenance:{session}", store.prefix())
+}
+
+fn ids_key(store: &RedisStore, session: &str) -> String {
+    format!("{}:provenance-ids:{session}", store.prefix())
 }
 
 impl ProvenanceStore for RedisStore {
@@ -36,24 +43,24 @@ impl ProvenanceStore for RedisStore {
     ) -> BoxFuture<'a, StoreResult<()>> {
         Box::pin(async move {
             let body = serde_json::to_string(source).map_err(err)?;
-            let prefix = format!(
+            let start = format!(
                 "{{\"id\":{}",
                 serde_json::to_string(&source.id).map_err(err)?
             );
-            if !body.starts_with(&prefix) {
+            if !body.starts_with(&start) {
                 return Err(StoreError::new(
                     "redis: a source does not serialize its id first".to_owned(),
                 ));
             }
-            let keep = -(MAX_SOURCES_PER_SESSION as i64);
             let mut conn = self.connection();
             let _added: i64 = self
                 .scripts
                 .add_source
                 .key(key(self, session))
-                .arg(prefix)
+                .key(ids_key(self, session))
+                .arg(&source.id)
                 .arg(body)
-                .arg(keep)
+                .arg(MAX_SOURCES_PER_SESSION)
                 .invoke_async(&mut conn)
                 .await
                 .map_err(err)?;
@@ -92,6 +99,7 @@ impl ProvenanceStore for RedisStore {
                 .arg(&key)
                 .cmd("DEL")
                 .arg(&key)
+                .arg(ids_key(self, session))
                 .query_async(&mut conn)
                 .await
                 .map_err(err)?;
