@@ -296,11 +296,13 @@ async fn a_value_from_an_untrusted_resource_is_traced_per_argument() {
     use rmcp::model::CallToolRequestParams;
     // The precise flow mode judges each argument by where its value came from: the resource's
     // values are kept with its source, so a link copied from it waits for a human while a
-    // message of the model's own runs in the same session.
+    // message of the model's own runs in the same session. An image cannot be read for values
+    // (a model can read the text in it): after one, a value seen nowhere waits too.
     let dir = Scratch::new("tg-everything");
     let text = format!(
         "{}\n[flow]\nmode = \"per_argument\"\n\n[tools.echo]\nrisk = \"medium\"\nread_only = false\n\
-         fields.\"/message\" = {{ role = \"destination\" }}\n",
+         fields.\"/message\" = {{ role = \"destination\" }}\n\n\
+         [tools.get-tiny-image]\nrisk = \"low\"\nread_only = true\n",
         policy("")
     );
     let gateway = gateway_with(&dir, &text).await;
@@ -344,5 +346,22 @@ async fn a_value_from_an_untrusted_resource_is_traced_per_argument() {
         .expect("echo answers");
     let own = proxy_support::payload(&own);
     assert_eq!(own["status"], "ok", "{own}");
+
+    let image = gateway
+        .call_tool(CallToolRequestParams::new("get-tiny-image"))
+        .await
+        .expect("get-tiny-image answers");
+    assert!(image.content.iter().any(|c| c.as_image().is_some()));
+    let after = gateway
+        .call_tool(echo("hello again from the agent", "echo-0003"))
+        .await
+        .expect("echo answers");
+    let after = proxy_support::payload(&after);
+    assert_eq!(after["status"], "pending_approval", "{after}");
+    let said = after.to_string();
+    assert!(
+        said.contains("`message` (destination): untrusted (seen in no content"),
+        "{said}"
+    );
     gateway.cancel().await.ok();
 }

@@ -307,6 +307,25 @@ mod tests {
                 .with_input(&key, &text)
                 .values_truncated
         );
+        // An image, audio or blob cannot be read for values: a model may read one anyway.
+        for binary in [
+            serde_json::json!({"content": [{"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}]}),
+            serde_json::json!([{"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"}]),
+            serde_json::json!({"contents": [{"uri": "file:///scan.pdf", "blob": "JVBERi0x"}]}),
+        ] {
+            let s = Source::host("e", 1).with_json(&key, &binary);
+            assert!(s.values_truncated, "{binary}");
+        }
+        // The text beside it is still read; a `data` field of other content is text.
+        let mixed = serde_json::json!([
+            {"type": "image", "data": "iVBORw0KGgo="},
+            {"type": "text", "text": "pay GB33 BUKB 2020 1555 5555 55"},
+        ]);
+        let s = Source::host("f", 1).with_json(&key, &mixed);
+        assert!(s.values_truncated && !s.values.is_empty());
+        let plain = serde_json::json!({"type": "row", "data": "GB33 BUKB 2020 1555 5555 55"});
+        let s = Source::host("g", 1).with_json(&key, &plain);
+        assert!(!s.values_truncated && !s.values.is_empty());
     }
 
     #[test]

@@ -1024,13 +1024,16 @@ fn spaced_phone_into(t: &str, buf: &mut String) -> bool {
     (7..=15).contains(&buf.len())
 }
 
-/// recorded whole when short), every number as an amount and an identifier.
+/// The values of a JSON document (a tool's result): those of the text of each string (each
+/// string also recorded whole when short), every number as an amount and an identifier. Binary
+/// content (an MCP image, audio or resource `blob`: base64 text) is not read.
 pub fn json_values(value: &Value, out: &mut Vec<String>) {
     json_values_read(value, out);
 }
 
-/// [`json_values`], and whether some of `value`'s strings were left unread (beyond
-/// [`MAX_SCANNED_BYTES`] of them): a value in them may be missing.
+/// [`json_values`], and whether some of `value` could not be read: strings beyond
+/// [`MAX_SCANNED_BYTES`] of them, or binary content (a model may read an image, a scan, a
+/// recording), whose values may be anything.
 pub(crate) fn json_values_read(value: &Value, out: &mut Vec<String>) -> bool {
     let mut budget = MAX_SCANNED_BYTES;
     let mut cut = false;
@@ -1064,9 +1067,30 @@ fn json_walk(value: &Value, out: &mut Vec<String>, budget: &mut usize, cut: &mut
             }
         }
         Value::Array(items) => items.iter().for_each(|v| json_walk(v, out, budget, cut)),
-        Value::Object(map) => map.values().for_each(|v| json_walk(v, out, budget, cut)),
+        Value::Object(map) => match binary_field(map) {
+            Some(data) => {
+                *cut = true;
+                map.iter()
+                    .filter(|(k, _)| k.as_str() != data)
+                    .for_each(|(_, v)| json_walk(v, out, budget, cut));
+            }
+            None => map.values().for_each(|v| json_walk(v, out, budget, cut)),
+        },
         Value::Bool(_) | Value::Null => {}
     }
+}
+
+/// The member of `map` that holds binary content as base64, in the shapes MCP gives it: a
+/// resource's `blob`, or the `data` of an `image` or `audio` content block.
+fn binary_field(map: &serde_json::Map<String, Value>) -> Option<&'static str> {
+    if map.get("blob").is_some_and(Value::is_string) {
+        return Some("blob");
+    }
+    let media = matches!(
+        map.get("type").and_then(Value::as_str),
+        Some("image" | "audio")
+    );
+    (media && map.get("data").is_some_and(Value::is_string)).then_some("data")
 }
 
 #[cfg(test)]
