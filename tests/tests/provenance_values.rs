@@ -604,6 +604,70 @@ async fn a_trusted_tools_output_records_trusted_values() {
     assert_status(&out, Status::Ok);
 }
 
+/// A provenance store that keeps sources but cannot write trusted values.
+struct TrustedDown(MemoryStore);
+
+impl ProvenanceStore for TrustedDown {
+    fn add_source<'a>(
+        &'a self,
+        session: &'a str,
+        source: &'a Source,
+    ) -> toolguard::BoxFuture<'a, toolguard::store::StoreResult<()>> {
+        if session == trusted_key("acme", "trusted-down") {
+            return Box::pin(async { Err(toolguard::store::StoreError::new("down")) });
+        }
+        self.0.add_source(session, source)
+    }
+    fn sources<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> toolguard::BoxFuture<'a, toolguard::store::StoreResult<Vec<Source>>> {
+        self.0.sources(session)
+    }
+    fn clear_sources<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> toolguard::BoxFuture<'a, toolguard::store::StoreResult<u64>> {
+        self.0.clear_sources(session)
+    }
+}
+
+#[tokio::test]
+async fn a_trusted_result_whose_values_cannot_be_recorded_is_withheld() {
+    // Unrecorded, the contact list's address would later count as the model's own and go out to
+    // a destination only a tool named, unattended: the result is withheld instead, and the
+    // caller is told the call ran.
+    let bank = Arc::new(Bank::default());
+    let desk = builder(bank.clone(), FlowPolicy::per_argument())
+        .store(Arc::new(MemoryStore::new()))
+        .provenance_store(Arc::new(TrustedDown(MemoryStore::new())))
+        .build()
+        .expect("valid registry");
+    let session = alice("trusted-down");
+    let out = desk
+        .dispatch(call("l1", "list_contacts", json!({})), &session)
+        .await;
+    assert_status(&out, Status::Unavailable);
+    assert!(out.output.is_none());
+    assert_eq!(out.reason.as_deref(), Some("provenance_unavailable"));
+    let message = out.message.unwrap();
+    assert!(
+        message.contains("withheld") && message.contains("ran"),
+        "{message}"
+    );
+    // The rest of a result beside its untrusted places too; its source alone is not enough.
+    let out = desk
+        .dispatch(call("h1", "history", json!({})), &session)
+        .await;
+    assert_status(&out, Status::Unavailable);
+    assert!(out.output.is_none());
+    // Another session's trusted values are written, and its results handed over.
+    let out = desk
+        .dispatch(call("l2", "list_contacts", json!({})), &alice("trusted-up"))
+        .await;
+    assert_status(&out, Status::Ok);
+}
+
 #[tokio::test]
 async fn only_the_untrusted_fields_of_a_result_are_its_source() {
     // Without the rule on destinations the user did not name: what is judged here is where each

@@ -28,6 +28,17 @@ fn unavailable() -> Stop {
     )
 }
 
+/// A result that ran but could not be recorded in the session's provenance: withheld, and the
+/// caller is told the call was not undone (a retry with its idempotency key replays it).
+fn withheld() -> Stop {
+    Stop::new(
+        Status::Unavailable,
+        "provenance_unavailable",
+        "the session's provenance is unavailable, so the result is withheld; the call itself \
+         ran and was not undone",
+    )
+}
+
 /// Whether the flow policy can act on calls of `spec`: it changes state or sends data out.
 /// Read-only tools without egress are neither judged nor loaded (no store read on their path).
 pub(crate) fn judged(spec: &ToolSpec) -> bool {
@@ -135,9 +146,10 @@ pub(crate) fn settle<S: Send + Sync + 'static>(
 /// run after a human's approval, or read in an operation's status) becomes a source of that
 /// session, with the values in it. A source that cannot be recorded withholds the result
 /// (`unavailable`): the model never sees content the session would not know it read. In the
-/// precise mode, a trusted tool's `ok` result records its values as trusted (best effort: a
-/// value missing from the trusted set only makes the judgement stricter). `spec` is the tool
-/// [`answered_by`] names for the answer.
+/// precise mode, a trusted tool's `ok` result records its values as trusted, and a record that
+/// cannot be written withholds the result too: a value missing from the trusted set would count
+/// as the model's own, which escapes the rule on destinations only a tool's output named. `spec`
+/// is the tool [`answered_by`] names for the answer.
 pub(crate) async fn record_answer<S: Send + Sync + 'static>(
     core: &Core<S>,
     spec: &ToolSpec,
@@ -185,8 +197,7 @@ pub(crate) async fn record_output<S: Send + Sync + 'static>(
     // One clock read for both records (the caller asks only for a tool that records).
     let now = unix_millis(core.now());
     if !spec.untrusted_output {
-        record_trusted(core, spec, p, call_id, output, now).await;
-        return Ok(());
+        return record_trusted(core, spec, p, call_id, output, now).await;
     }
     let split = (!spec.untrusted_fields.is_empty())
         .then(|| result_fields::split(output, &spec.untrusted_fields));
@@ -208,17 +219,18 @@ pub(crate) async fn record_output<S: Send + Sync + 'static>(
         .provenance
         .add_source(&key, &source)
         .await
-        .map_err(|_| unavailable())?;
-    if let Some((_, rest)) = &split {
-        record_trusted(core, spec, p, call_id, rest, now).await;
+        .map_err(|_| withheld())?;
+    match &split {
+        Some((_, rest)) => record_trusted(core, spec, p, call_id, rest, now).await,
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// In the precise mode, records the values of `output` (a trusted result, or the rest of a
 /// result beside its untrusted places) as trusted values of `p`'s session, named by the tool:
-/// trusted, but not the user's own. A store failure loses only these values (a value not
-/// recorded as trusted is judged as if never seen, never as trusted).
+/// trusted, but not the user's own. A store failure is `unavailable`: a value not recorded as
+/// trusted would be judged as if never seen, that is as the model's own, and a destination the
+/// tool looked up would then run where the precise defaults hold it.
 async fn record_trusted<S: Send + Sync + 'static>(
     core: &Core<S>,
     spec: &ToolSpec,
@@ -226,25 +238,21 @@ async fn record_trusted<S: Send + Sync + 'static>(
     call_id: &str,
     output: &Value,
     now: u64,
-) {
+) -> Result<(), Stop> {
     if core.policy.current_flow().current_mode() != FlowMode::PerArgument {
-        return;
+        return Ok(());
     }
     let mut record = Source::trusted(format!("the result of {} call {call_id}", spec.name), now)
         .with_json(&core.value_key, output);
     record.tool = Some(spec.name.clone());
     record.call_id = Some(call_id.to_owned());
     if record.values.is_empty() {
-        return;
+        return Ok(());
     }
     let key = trusted_key(&p.tenant, &p.session_id);
-    if core
-        .stores
+    core.stores
         .provenance
         .add_source(&key, &record)
         .await
-        .is_err()
-    {
-        tracing::warn!(tool = %spec.name, "trusted values could not be recorded");
-    }
+        .map_err(|_| withheld())
 }
