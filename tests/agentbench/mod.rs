@@ -4,15 +4,15 @@
 //! injection tasks (an instruction planted in the content third parties write, the calls of an
 //! agent that obeys it, a check whether the attacker's goal was reached).
 //!
-//! [`replay`] plays every user task alone (clean) and every (user task × injection task) pair of
+//! [`replay`](crate::agentbench::replay) plays every user task alone (clean) and every (user task × injection task) pair of
 //! a domain as a fully compromised agent: it makes the user task's calls, and if any of their
 //! results carried the planted instruction, it then makes every call of the attacker. Approvals
-//! are never granted: a held call is a call that did not run. [`report`] turns the outcomes into
+//! are never granted: a held call is a call that did not run. [`report`](crate::agentbench::report) turns the outcomes into
 //! the per-domain table of `BENCHMARKS.md`.
 //!
-//! Provenance has two modes ([`Mode`]): the session-level flow policy (any untrusted source in
+//! Provenance has two modes ([`Mode`](crate::agentbench::Mode)): the session-level flow policy (any untrusted source in
 //! the session holds every high-risk change and every open egress) and the per-argument one.
-//! Everything that differs between them is in [`mode`]; the rest of the suite does not know which
+//! Everything that differs between them is in [`mode`](crate::agentbench::mode); the rest of the suite does not know which
 //! one runs.
 
 pub mod banking;

@@ -8,7 +8,7 @@
 //!
 //! The rule reads the type, not its name. `#[tool]` asks the compiler whether the result type
 //! of a read-only tool without `output` implements [`NoFreeText`]: numbers, booleans, the
-//! checked value types ([`Email`](crate::Email), [`Url`](crate::Url), [`Money`](crate::Money),
+//! checked value types ([`Email`], [`Url`], [`Money`],
 //! …), and containers and tuples of them do; a struct or enum does when it derives
 //! `NoFreeText`, which in turn requires it of every field. A type that holds a `String`
 //! anywhere cannot derive it, so the tool does not compile until it declares `output`. Tools

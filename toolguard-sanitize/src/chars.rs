@@ -227,7 +227,7 @@ pub fn info(c: char) -> CharInfo {
 }
 
 /// True when every byte of `bytes` is printable ASCII (`0x20..=0x7E`), the text the character
-/// scan keeps as it is. Reads eight bytes at a time ([`printable_word`]).
+/// scan keeps as it is. Reads eight bytes at a time.
 pub fn is_printable_ascii(bytes: &[u8]) -> bool {
     all_words(bytes, printable_word, printable_byte)
 }

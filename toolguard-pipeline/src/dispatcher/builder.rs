@@ -295,7 +295,7 @@ impl<S: Send + Sync + 'static> DispatcherBuilder<S> {
     /// removing the newest entries from the trail is detected
     /// ([`AuditQuery::verify_against`](crate::audit::AuditQuery::verify_against)). Applies to the
     /// built-in sinks the builder opens (the default in-memory sink and
-    /// [`sqlite`](Self::sqlite)'s) and needs [`host_keys`](Self::host_keys); [`build`](Self::build)
+    /// `toolguard-sqlite`'s `SqliteBuilderExt::sqlite`) and needs [`host_keys`](Self::host_keys); [`build`](Self::build)
     /// refuses it otherwise.
     pub fn audit_checkpoints(
         mut self,

@@ -1,6 +1,6 @@
 //! Keys: the host's secret MAC keys ([`HostKeys`]) that make digests, approval seals and the
 //! audit chain unforgeable for anyone without them, read from a key file or the environment
-//! ([`file`] describes the format and rotation), and the rule that idempotency keys are accepted
+//! ([`file`](mod@file) describes the format and rotation), and the rule that idempotency keys are accepted
 //! only as written ([`check_idempotency_key`]).
 
 pub mod file;
