@@ -150,6 +150,20 @@ fn origins_bench(c: &mut Criterion) {
     group.bench_function("value_index_256_sources", |b| {
         b.iter(|| ValueIndex::new(std::hint::black_box(&sources), &trusted));
     });
+    // Reading one untrusted e-mail's values as it becomes a source: prose around the values,
+    // about 2 KB.
+    let mail = (0..6)
+        .map(|i| {
+            format!(
+                "Dear customer, we looked at your account at the branch and it is all in order. \
+                 {} Kind regards, the team. ",
+                source_text(i)
+            )
+        })
+        .collect::<String>();
+    group.bench_function("source_text_2kb", |b| {
+        b.iter(|| Source::host("mail", 0).with_text(&key, std::hint::black_box(&mail)));
+    });
     group.finish();
 }
 

@@ -7,8 +7,14 @@
 //! ([`whole_value`]), so that the two compare equal when they name the same thing:
 //!
 //! - Unicode NFKC and lower case (full-width and other compatibility look-alikes fold to their
-//!   plain letters; `Bob@Example.COM` is `bob@example.com`);
-//! - separators removed inside IBANs (`DE89 3704 0044 …`) and phone numbers
+//!   plain letters; `Bob@Example.COM` is `bob@example.com`), without the characters that render
+//!   as nothing (zero-width spaces and joiners, soft hyphens, bidirectional controls, variation
+//!   selectors, tags: `DE89\u{200B}3704…` is `de893704…`), with every dash as `-` and the
+//!   ideographic full stop as `.` (a host `evil。example` is `evil.example`, as URL parsers read it);
+//! - written-out and defanged addresses read as what they spell (`pay [at] evil [dot] example`,
+//!   `hxxps://evil[.]example/pay`), as well as word by word;
+//! - separators removed inside IBANs (`DE89 3704 0044 …`, `DE89.3704.0044…`, `D E 8 9 3 7…`;
+//!   other than spaces and hyphens, only when the check digits hold) and phone numbers
 //!   (`+1 (555) 123-4567`);
 //! - URLs without scheme, fragment, default port and trailing `/` (`HTTPS://Evil.com/pay/#x` is
 //!   `evil.com/pay`), with their host and registrable host (`pay.evil.co.uk` → `evil.co.uk`,
@@ -159,9 +165,51 @@ fn fold_into(s: &str, buf: &mut String) -> bool {
     } else {
         let lower = NFKC.normalize(s).to_lowercase();
         buf.clear();
-        buf.push_str(lower.trim());
+        for c in lower.chars() {
+            if let Some(c) = plain_char(c) {
+                buf.push(c);
+            }
+        }
+        let end = buf.trim_end().len();
+        buf.truncate(end);
+        let start = buf.len() - buf.trim_start().len();
+        buf.drain(..start);
     }
     true
+}
+
+/// A non-ASCII character of folded text as values are read: `None` for one that renders as
+/// nothing (a reader, or a model, sees the value as if it were not there), `-` for every dash,
+/// `.` for the ideographic full stop (a label separator of host names); else itself.
+fn plain_char(c: char) -> Option<char> {
+    use toolguard_sanitize::chars::{CharClass, classify};
+    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
+    if c.is_ascii() {
+        return Some(c);
+    }
+    match c {
+        '\u{3002}' => return Some('.'),
+        '\u{2212}' => return Some('-'),
+        _ => {}
+    }
+    match classify(c) {
+        CharClass::ZeroWidth
+        | CharClass::Format
+        | CharClass::Bidi
+        | CharClass::Tag
+        | CharClass::VariationSelector => None,
+        _ if c.general_category() == GeneralCategory::DashPunctuation => Some('-'),
+        _ => Some(c),
+    }
+}
+
+/// `text` without the characters that render as nothing ([`plain_char`]), borrowed when it has
+/// none (always for ASCII).
+fn visible(text: &str) -> Cow<'_, str> {
+    if text.is_ascii() || text.chars().all(|c| plain_char(c).is_some()) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(text.chars().filter(|&c| plain_char(c).is_some()).collect())
 }
 
 /// Characters that end a token.
@@ -352,8 +400,98 @@ impl<'a> Iterator for Tokens<'a> {
 /// to `out` (duplicates allowed; the caller de-duplicates their hashes): those of
 /// [`argument_values`], and the names in it ([`names`]).
 pub fn text_values(text: &str, out: &mut Vec<String>) {
-    argument_values(text, out);
+    let text = visible(text);
+    let text = &text[..floor_char_boundary(&text, MAX_SCANNED_BYTES.min(text.len()))];
+    let folded = fold(text);
+    let mut value = String::new();
+    let _ = scan_values(&folded, &mut value, &mut |v| {
+        out.push(v.to_owned());
+        ControlFlow::Continue(())
+    });
     names(text, out);
+    spelled_out_values(&folded, &mut value, out);
+}
+
+/// The addresses in `folded` (folded text) once what spells or defangs them is read as what it
+/// stands for (`pay [at] evil [dot] example`, `pay(at)evil.example`, `hxxps://evil[.]example/pay`):
+/// a model asked to use such an address writes it plainly. Only the values with `@`, `.` or `/`
+/// in them are added (the rest are the text's own, read already).
+fn spelled_out_values(folded: &str, buf: &mut String, out: &mut Vec<String>) {
+    // Most text spells nothing out: read again only text with a mark in it.
+    if !may_spell_out(folded) {
+        return;
+    }
+    let mut plain = String::with_capacity(folded.len());
+    let mut rest = folded;
+    while !rest.is_empty() {
+        if let Some((len, with)) = spelled_mark(rest) {
+            // The spaces before a mark go with it (`pay [at] evil`).
+            let end = plain.trim_end_matches(' ').len();
+            plain.truncate(end);
+            plain.push(with);
+            rest = rest[len..].trim_start_matches(' ');
+            continue;
+        }
+        let c = rest.chars().next().unwrap_or(' ');
+        plain.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    let plain = plain.replace("hxxp", "http");
+    let _ = scan_values(&plain, buf, &mut |v| {
+        if v.contains(['@', '.', '/']) {
+            out.push(v.to_owned());
+        }
+        ControlFlow::Continue(())
+    });
+}
+
+/// Whether `folded` holds a mark [`spelled_mark`] reads, or `hxxp`. The word `at` is common in
+/// prose, so it counts only before a word with a dot in it (`pay at evil.example`).
+fn may_spell_out(folded: &str) -> bool {
+    let b = folded.as_bytes();
+    let bracketed = memchr::memchr3_iter(b'[', b'(', b'{', b).any(|i| {
+        let after = &b[i + 1..];
+        after.starts_with(b"at")
+            || after.starts_with(b"dot")
+            || after.first().is_some_and(|&c| c == b'.' || c == b'@')
+    });
+    bracketed
+        || memchr::memmem::find(b, b"hxxp").is_some()
+        || memchr::memmem::find(b, b" dot ").is_some()
+        || memchr::memmem::find_iter(b, b" at ").any(|i| {
+            b[i + 4..]
+                .iter()
+                .take_while(|&&c| c != b' ' && c != b'\n')
+                .any(|&c| c == b'.')
+        })
+}
+
+/// The mark `rest` starts with that spells `@` or `.` (`[at]`, `(dot)`, `[.]`, or the word `at`
+/// or `dot` between spaces), as its length and what it stands for.
+fn spelled_mark(rest: &str) -> Option<(usize, char)> {
+    let b = rest.as_bytes();
+    let open = *b.first()?;
+    if matches!(open, b'[' | b'(' | b'{') {
+        let close = match open {
+            b'[' => b']',
+            b'(' => b')',
+            _ => b'}',
+        };
+        for (word, with) in [("at", '@'), ("dot", '.'), (".", '.'), ("@", '@')] {
+            if b[1..].starts_with(word.as_bytes()) && b.get(1 + word.len()) == Some(&close) {
+                return Some((word.len() + 2, with));
+            }
+        }
+        return None;
+    }
+    if open == b' ' {
+        for (word, with) in [(" at ", '@'), (" dot ", '.')] {
+            if rest.starts_with(word) {
+                return Some((word.len(), with));
+            }
+        }
+    }
+    None
 }
 
 /// The names in `text`: each run of one to three capitalized words (`Please remove Charlie now`
@@ -466,6 +604,37 @@ fn joined(first: &str, rest: Tokens<'_>, buf: &mut String, emit: Emit<'_>) -> Co
             return emit(buf);
         }
     }
+    // An IBAN in groups of other sizes (`de 89 37 04 …`, one character apart, a first group
+    // joined to the next by a hidden character): only when its check digits hold, as one
+    // cannot tell such groups from words otherwise.
+    if first.len() < 34
+        && first.as_bytes()[0].is_ascii_lowercase()
+        && spread_iban_start(first, &rest)
+        && first.bytes().all(|b| b.is_ascii_alphanumeric())
+    {
+        buf.clear();
+        buf.push_str(first);
+        // The remainder of what follows the first four characters, kept as groups are added.
+        let mut body = buf.bytes().skip(4).fold(0, mod97);
+        for t in rest.clone() {
+            if buf.len() + t.len() > 34 || !t.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                break;
+            }
+            for c in t.bytes() {
+                if buf.len() >= 4 {
+                    body = mod97(body, c);
+                }
+                buf.push(char::from(c));
+            }
+            if buf.len() >= 4 && !iban_head(&buf[..4]) {
+                break;
+            }
+            // Every length whose check digits hold (a shorter one may hold by chance).
+            if iban_checked(buf, body) {
+                emit(buf)?;
+            }
+        }
+    }
     let digit_group = |t: &str| {
         !t.is_empty()
             && t.bytes()
@@ -487,6 +656,32 @@ fn joined(first: &str, rest: Tokens<'_>, buf: &mut String, emit: Emit<'_>) -> Co
     ControlFlow::Continue(())
 }
 
+/// Whether `first` and the token after it (the start of `rest`) can begin an IBAN spread over
+/// several tokens: a cheap look at a few bytes, so that words rarely read the tokens after them.
+fn spread_iban_start(first: &str, rest: &Tokens<'_>) -> bool {
+    // Groups are written a space apart.
+    let next = || rest.text.as_bytes()[rest.at..].trim_ascii_start();
+    let f = first.as_bytes();
+    match f.len() {
+        // One character at a time (`g b 3 3 …`): the next token is one letter too.
+        1 => {
+            let next = next();
+            next.first().is_some_and(u8::is_ascii_lowercase)
+                && next
+                    .get(1)
+                    .is_none_or(|&c| c.is_ascii() && ASCII_SEPARATORS[usize::from(c)])
+        }
+        // The country code, then the check digits.
+        2 => f[1].is_ascii_lowercase() && next().first().is_some_and(u8::is_ascii_digit),
+        3 => {
+            f[1].is_ascii_lowercase()
+                && f[2].is_ascii_digit()
+                && next().first().is_some_and(u8::is_ascii_digit)
+        }
+        _ => iban_head(first),
+    }
+}
+
 /// Whether a canonical value names a place money or data can go: an e-mail address, a URL, a
 /// host, a path, an IBAN or a phone or account number (7 to 15 digits). Text that carries such a
 /// value from untrusted content carries more than quoted facts.
@@ -505,7 +700,8 @@ pub(crate) fn is_address(v: &str) -> bool {
 /// are what they asked for, whether or not they look like an address or an identifier.
 pub fn input_values(text: &str, out: &mut Vec<String>) {
     text_values(text, out);
-    let text = &text[..floor_char_boundary(text, MAX_SCANNED_BYTES.min(text.len()))];
+    let text = visible(text);
+    let text = &text[..floor_char_boundary(&text, MAX_SCANNED_BYTES.min(text.len()))];
     let folded = fold(text);
     let words: Vec<&str> = Tokens {
         text: &folded,
@@ -547,6 +743,51 @@ fn person_names(text: &str, out: &mut Vec<String>) {
     }
 }
 
+/// Whether `t` (lower case, without separators) is an IBAN whose check digits hold: 15 to 34
+/// letters and digits after [`iban_head`], and the ISO 13616 remainder (the first four moved to
+/// the end, letters as 10 to 35) mod 97 is 1.
+fn iban_valid(t: &str) -> bool {
+    if !(15..=34).contains(&t.len()) || !iban_head(t) {
+        return false;
+    }
+    let body = t.bytes().skip(4).fold(0, mod97);
+    iban_checked(t, body)
+}
+
+/// Whether IBAN `t` (15 to 34 characters after [`iban_head`]) holds its check digits, given the
+/// remainder of its characters after the first four ([`mod97`] over them).
+fn iban_checked(t: &str, body: u32) -> bool {
+    (15..=34).contains(&t.len()) && iban_head(t) && t.bytes().take(4).fold(body, mod97) == 1
+}
+
+/// The ISO 7064 remainder mod 97 after `rem` of the number `c` stands for (a digit, or a
+/// lower-case letter as 10 to 35).
+fn mod97(rem: u32, c: u8) -> u32 {
+    match c {
+        b'0'..=b'9' => (rem * 10 + u32::from(c - b'0')) % 97,
+        _ => (rem * 100 + u32::from(c.wrapping_sub(b'a') % 26) + 10) % 97,
+    }
+}
+
+/// An IBAN written in one token with other separators between its groups (`de89.3704.0044…`,
+/// `de89/3704/…`, `de89_3704_…`), when its check digits hold: written to `buf`.
+fn iban_in_token(t: &str, buf: &mut String) -> bool {
+    let b = t.as_bytes();
+    if b.len() < 16
+        || !b[0].is_ascii_lowercase()
+        || !b[1].is_ascii_lowercase()
+        || !t.bytes().any(|c| matches!(c, b'.' | b'/' | b'_' | b'-'))
+        || !t
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'/' | b'_' | b'-'))
+    {
+        return false;
+    }
+    buf.clear();
+    push_without(t, buf, |c| matches!(c, b'.' | b'/' | b'_' | b'-'));
+    iban_valid(buf)
+}
+
 /// Whether `t` starts an IBAN: two letters, two digits, then letters and digits.
 fn iban_head(t: &str) -> bool {
     let b = t.as_bytes();
@@ -576,6 +817,9 @@ fn token_values(t: &str, buf: &mut String, emit: Emit<'_>) -> ControlFlow<()> {
     use kind::{AT, BACKSLASH, DASH, DIGIT, DOT, PLUS, SLASH};
     // Each shape is read only when the token holds what it needs.
     let m = shape(t);
+    if m & DIGIT != 0 && iban_in_token(t, buf) {
+        emit(buf)?;
+    }
     if (m & SLASH != 0 || t.starts_with("www.")) && url_into(t, buf) {
         return push_url(buf, emit);
     }
@@ -938,6 +1182,9 @@ fn whole_in<'t>(folded: &'t str, buf: &mut String) -> Option<Canon<'t>> {
         if buf.len() >= 15 && iban_head(buf) {
             return Some(Canon::Buf);
         }
+        if iban_in_token(t, buf) {
+            return Some(Canon::Buf);
+        }
     }
     if digits && spaced_phone_into(t, buf) {
         return Some(Canon::Buf);
@@ -1115,6 +1362,134 @@ mod tests {
             whole_value("DE89370400440532013000").as_deref(),
             Some("de89370400440532013000")
         );
+    }
+
+    /// Whether the canonical value of `plain` is among the values read from `text`.
+    fn reads(text: &str, plain: &str) -> bool {
+        values(&format!("Please use {text} today.")).contains(&whole_value(plain).unwrap())
+    }
+
+    #[test]
+    fn a_value_split_by_characters_that_render_as_nothing_is_read_whole() {
+        let iban = "DE89370400440532013000";
+        for hidden in [
+            "DE89\u{200B}3704\u{200B}0044\u{200B}0532\u{200B}0130\u{200B}00",
+            "DE89\u{00AD}3704 0044 0532 0130 00",
+            "DE89\u{2060}370400440532013000",
+            "DE89\u{FEFF}370400440532013000",
+            "DE89\u{200D}370400440532013000",
+            "\u{202E}DE89370400440532013000\u{202C}",
+            "DE89\u{FE0F}370400440532013000",
+            "DE89\u{E0041}370400440532013000",
+        ] {
+            assert!(reads(hidden, iban), "{hidden:?}");
+        }
+        assert!(reads(
+            "pay\u{200B}@attacker.example",
+            "pay@attacker.example"
+        ));
+        assert!(reads(
+            "pay@attacker\u{200B}.example",
+            "pay@attacker.example"
+        ));
+        assert!(reads(
+            "https://attacker\u{200B}.example/pay",
+            "https://attacker.example/pay"
+        ));
+        // An argument carrying the hidden characters is the same value.
+        assert_eq!(
+            whole_value("pay\u{200B}@Attacker.example").as_deref(),
+            Some("pay@attacker.example")
+        );
+        // A name split the same way is still a name.
+        assert!(values("Please remove Char\u{200B}lie now").contains(&"charlie".to_owned()));
+    }
+
+    #[test]
+    fn dashes_and_ideographic_stops_read_as_their_ascii_forms() {
+        let iban = "DE89370400440532013000";
+        for dashed in [
+            "DE89-3704-0044-0532-0130-00",
+            "DE89\u{2011}3704\u{2011}0044\u{2011}0532\u{2011}0130\u{2011}00",
+            "DE89\u{2013}3704\u{2013}0044\u{2013}0532\u{2013}0130\u{2013}00",
+            "DE89\u{2212}3704\u{2212}0044\u{2212}0532\u{2212}0130\u{2212}00",
+        ] {
+            assert!(reads(dashed, iban), "{dashed:?}");
+        }
+        assert!(reads("pay@attacker\u{3002}example", "pay@attacker.example"));
+        assert!(reads(
+            "https://attacker\u{3002}example/pay",
+            "https://attacker.example/pay"
+        ));
+        assert!(reads(
+            "https://attacker\u{FF61}example/pay",
+            "attacker.example/pay"
+        ));
+    }
+
+    #[test]
+    fn an_iban_grouped_by_other_separators_is_read_when_its_check_digits_hold() {
+        let iban = "DE89370400440532013000";
+        for grouped in [
+            "DE89.3704.0044.0532.0130.00",
+            "DE89/3704/0044/0532/0130/00",
+            "DE89_3704_0044_0532_0130_00",
+            "DE 89 37 04 00 44 05 32 01 30 00",
+            "D E 8 9 3 7 0 4 0 0 4 4 0 5 3 2 0 1 3 0 0 0",
+            "GB82 WEST 1234 5698 7654 32",
+        ] {
+            let want = if grouped.starts_with("GB") {
+                "GB82WEST12345698765432"
+            } else {
+                iban
+            };
+            assert!(reads(grouped, want), "{grouped:?}");
+        }
+        // The argument may carry the grouped form too.
+        assert_eq!(
+            whole_value("DE89.3704.0044.0532.0130.00").as_deref(),
+            Some("de89370400440532013000")
+        );
+        // Without valid check digits, a dotted or spread-out token is not made an IBAN (a path
+        // stays a path, words stay words).
+        assert_eq!(
+            whole_value("ab12/cd34/ef56/gh78/ij90").as_deref(),
+            Some("ab12/cd34/ef56/gh78/ij90")
+        );
+        assert!(
+            !values("DE89.3704.0044.0532.0130.01").contains(&"de89370400440532013001".to_owned())
+        );
+        assert!(!values("we do it so we go on").iter().any(|v| v.len() >= 15));
+        assert!(iban_valid("gb82west12345698765432"));
+        assert!(!iban_valid("gb82west12345698765433"));
+    }
+
+    #[test]
+    fn spelled_out_and_defanged_addresses_read_as_what_they_spell() {
+        for (spelled, plain) in [
+            ("pay [at] attacker [dot] example", "pay@attacker.example"),
+            ("pay(at)attacker.example", "pay@attacker.example"),
+            ("pay {at} attacker {dot} example", "pay@attacker.example"),
+            ("pay at attacker dot example", "pay@attacker.example"),
+            ("pay at attacker.example", "pay@attacker.example"),
+            ("pay[@]attacker[.]example", "pay@attacker.example"),
+            (
+                "hxxps://attacker[.]example/pay",
+                "https://attacker.example/pay",
+            ),
+            ("attacker[.]example/pay", "attacker.example/pay"),
+            ("attacker(.)example", "attacker.example"),
+        ] {
+            assert!(reads(spelled, plain), "{spelled:?}");
+        }
+        // Prose without such a mark adds nothing.
+        let mut plain = Vec::new();
+        spelled_out_values(
+            "we met at noon and talked about the plan.",
+            &mut String::new(),
+            &mut plain,
+        );
+        assert!(plain.is_empty(), "{plain:?}");
     }
 
     #[test]
