@@ -1337,3 +1337,50 @@ async fn a_disguised_destination_in_content_is_still_the_contents() {
     }
     assert_eq!(f.bank.sent.load(Ordering::SeqCst), 0);
 }
+
+#[tokio::test]
+async fn an_amount_in_another_notation_is_still_the_contents() {
+    // The user names the payee; the notice names the amount, in a notation of its own. The
+    // model pays the amount as digits: it is still the notice's.
+    let f = fixture(FlowPolicy::per_argument());
+    for (i, (written, cents)) in [
+        ("1.250,00 €", 125_000),
+        ("EUR 1 250,00", 125_000),
+        ("twelve hundred fifty euros", 125_000),
+        ("1.25k EUR", 125_000),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let session = alice(&format!("notation-{i}"));
+        f.desk
+            .add_trusted_input(&session, &format!("pay the rent to {LANDLORD_IBAN}"))
+            .await
+            .unwrap();
+        f.desk
+            .add_source_text(
+                &session,
+                "landlord's notice",
+                &format!("From May on, the monthly rent is {written}."),
+            )
+            .await
+            .unwrap();
+        let out = f
+            .desk
+            .dispatch(pay("c1", &format!("n-{i}"), LANDLORD, cents), &session)
+            .await;
+        assert_status(&out, Status::PendingApproval);
+        let message = out.message.unwrap();
+        assert!(
+            message.contains("(amount): untrusted"),
+            "{written:?}: {message}"
+        );
+        // An amount the notice does not hold runs.
+        let out = f
+            .desk
+            .dispatch(pay("c2", &format!("m-{i}"), LANDLORD, 99_950), &session)
+            .await;
+        assert_status(&out, Status::Ok);
+    }
+    assert_eq!(f.bank.transfers.load(Ordering::SeqCst), 4);
+}

@@ -21,7 +21,8 @@
 //!   by the short-second-level heuristic, not the public suffix list);
 //! - trailing punctuation stripped (`acct_42.` is `acct_42`), `@`/`#` removed from names;
 //! - amounts as a plain decimal without thousands separators, currency signs or trailing zeros
-//!   (`$1,250.00` is `1250`).
+//!   (`$1,250.00` is `1250`); in content also in the notations a model reads an amount from and
+//!   writes as digits (`1.250,00 €`, `12 000`, `12k`, `twelve thousand`).
 //!
 //! This module is domain logic: it knows nothing of the pipeline.
 
@@ -95,21 +96,36 @@ impl Whole<'_> {
     /// Hands each value of [`argument_values`] of the string to `emit`, in order, until it
     /// breaks.
     pub(crate) fn inner(self, emit: Emit<'_>) -> ControlFlow<()> {
-        scan_values(self.folded, self.buf, emit)
+        scan_values(self.folded, Reading::Literal, self.buf, emit)
     }
+}
+
+/// How a scan reads amounts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// As written: the values inside an argument's text, which is judged by what it quotes.
+    Literal,
+    /// Also in the notations a model reads an amount from and writes as digits (`1.250,00 €`,
+    /// `12 000`, `12k`, `twelve thousand`): the values of content.
+    Content,
 }
 
 /// Hands each value of [`argument_values`] of `folded` (text already folded) to `emit`, in
 /// order, until it breaks; canonical forms that are no slice of the text are written to `buf`.
-fn scan_values(folded: &str, buf: &mut String, emit: Emit<'_>) -> ControlFlow<()> {
+fn scan_values(
+    folded: &str,
+    reading: Reading,
+    buf: &mut String,
+    emit: Emit<'_>,
+) -> ControlFlow<()> {
     let folded = &folded[..floor_char_boundary(folded, MAX_SCANNED_BYTES.min(folded.len()))];
     let mut toks = Tokens {
         text: folded,
         at: 0,
     };
     while let Some(t) = toks.next() {
-        joined(t, toks.clone(), buf, emit)?;
-        token_values(t, buf, emit)?;
+        joined(t, toks.clone(), reading, buf, emit)?;
+        token_values(t, reading, buf, emit)?;
     }
     ControlFlow::Continue(())
 }
@@ -404,7 +420,7 @@ pub fn text_values(text: &str, out: &mut Vec<String>) {
     let text = &text[..floor_char_boundary(&text, MAX_SCANNED_BYTES.min(text.len()))];
     let folded = fold(text);
     let mut value = String::new();
-    let _ = scan_values(&folded, &mut value, &mut |v| {
+    let _ = scan_values(&folded, Reading::Content, &mut value, &mut |v| {
         out.push(v.to_owned());
         ControlFlow::Continue(())
     });
@@ -437,7 +453,7 @@ fn spelled_out_values(folded: &str, buf: &mut String, out: &mut Vec<String>) {
         rest = &rest[c.len_utf8()..];
     }
     let plain = plain.replace("hxxp", "http");
-    let _ = scan_values(&plain, buf, &mut |v| {
+    let _ = scan_values(&plain, Reading::Content, buf, &mut |v| {
         if v.contains(['@', '.', '/']) {
             out.push(v.to_owned());
         }
@@ -538,7 +554,7 @@ pub fn argument_values(text: &str, out: &mut Vec<String>) {
         text
     };
     let mut value = String::new();
-    let _ = scan_values(&fold(text), &mut value, &mut |v| {
+    let _ = scan_values(&fold(text), Reading::Literal, &mut value, &mut |v| {
         out.push(v.to_owned());
         ControlFlow::Continue(())
     });
@@ -585,7 +601,13 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
 /// Values spread over `first` and the tokens after it (`rest`): an IBAN written in groups
 /// (`de89 3704 0044 0532 0130 00`) or a phone number with spaces (`+1 555 123 4567`), written
 /// to `buf`. The tokens still count on their own as well.
-fn joined(first: &str, rest: Tokens<'_>, buf: &mut String, emit: Emit<'_>) -> ControlFlow<()> {
+fn joined(
+    first: &str,
+    rest: Tokens<'_>,
+    reading: Reading,
+    buf: &mut String,
+    emit: Emit<'_>,
+) -> ControlFlow<()> {
     // Groups of four follow only a head of four.
     if first.len() == 4 && iban_head(first) {
         let groups = rest.clone().scan((first.len(), 4), |(len, last), t| {
@@ -635,6 +657,48 @@ fn joined(first: &str, rest: Tokens<'_>, buf: &mut String, emit: Emit<'_>) -> Co
             }
         }
     }
+    // Thousands a space or an apostrophe apart (`12 000`, `12'000`, `1 250,50`): the groups
+    // after the first are three digits each, the last may carry the decimals.
+    if reading == Reading::Content
+        && (1..=3).contains(&first.len())
+        && first.bytes().all(|b| b.is_ascii_digit())
+        && next_token(&rest)
+            .get(..3)
+            .is_some_and(|g| g.iter().all(u8::is_ascii_digit))
+    {
+        buf.clear();
+        buf.push_str(first);
+        let mut frac = "";
+        for t in rest.clone() {
+            let (group, decimals) = match t.bytes().position(|c| c == b',' || c == b'.') {
+                Some(i) => (&t[..i], &t[i + 1..]),
+                None => (t, ""),
+            };
+            if group.len() != 3
+                || !group.bytes().all(|b| b.is_ascii_digit())
+                || !decimals.bytes().all(|b| b.is_ascii_digit())
+            {
+                break;
+            }
+            buf.push_str(group);
+            if !decimals.is_empty() || t.len() > 3 {
+                frac = decimals;
+                break;
+            }
+        }
+        if buf.len() > first.len() {
+            let whole = std::mem::take(buf);
+            decimal_into(&whole, frac, buf);
+            emit(buf)?;
+        }
+    }
+    if reading == Reading::Content
+        && let Some(amount) = worded_amount(first, rest.clone())
+    {
+        buf.clear();
+        buf.push_str(itoa::Buffer::new().format(amount));
+        emit(buf)?;
+    }
     let digit_group = |t: &str| {
         !t.is_empty()
             && t.bytes()
@@ -656,11 +720,109 @@ fn joined(first: &str, rest: Tokens<'_>, buf: &mut String, emit: Emit<'_>) -> Co
     ControlFlow::Continue(())
 }
 
+/// The text from the start of the token after the one `rest` follows (a look at its first bytes
+/// without reading it whole).
+fn next_token<'a>(rest: &Tokens<'a>) -> &'a [u8] {
+    &rest.text.as_bytes()[rest.run_end(rest.at, true)..]
+}
+
+/// The value of an English number word (`twelve`, `ninety`), or of a scale (`hundred` as
+/// `Err(100)`, `thousand`, `million`, `billion`).
+fn number_word(w: &str) -> Option<Result<u64, u64>> {
+    let n = match w {
+        "zero" => 0,
+        "one" | "a" => 1,
+        "two" => 2,
+        "three" => 3,
+        "four" => 4,
+        "five" => 5,
+        "six" => 6,
+        "seven" => 7,
+        "eight" => 8,
+        "nine" => 9,
+        "ten" => 10,
+        "eleven" => 11,
+        "twelve" => 12,
+        "thirteen" => 13,
+        "fourteen" => 14,
+        "fifteen" => 15,
+        "sixteen" => 16,
+        "seventeen" => 17,
+        "eighteen" => 18,
+        "nineteen" => 19,
+        "twenty" => 20,
+        "thirty" => 30,
+        "forty" => 40,
+        "fifty" => 50,
+        "sixty" => 60,
+        "seventy" => 70,
+        "eighty" => 80,
+        "ninety" => 90,
+        "hundred" => return Some(Err(100)),
+        "thousand" => return Some(Err(1_000)),
+        "million" => return Some(Err(1_000_000)),
+        "billion" => return Some(Err(1_000_000_000)),
+        _ => return None,
+    };
+    Some(Ok(n))
+}
+
+/// An amount written in English words from `first` on (`twelve thousand`, `one thousand two
+/// hundred and fifty`, `twenty-five hundred`), or a number and a scale (`12 thousand`): a model
+/// asked to pay it writes the digits. Only a reading with a scale or of two words or more.
+fn worded_amount(first: &str, rest: Tokens<'_>) -> Option<u64> {
+    let starts = if first.bytes().all(|b| b.is_ascii_digit()) {
+        // A number, then a scale word: look at the next word's first letter before reading it.
+        first.len() <= 12 && matches!(next_token(&rest).first(), Some(b'h' | b't' | b'm' | b'b'))
+    } else {
+        let head = &first[..find_byte(first, b'-').unwrap_or(first.len())];
+        head.len() <= 9 && number_word(head).is_some_and(|n| n.is_ok())
+    };
+    if !starts {
+        return None;
+    }
+    let (mut total, mut current, mut words, mut scaled) = (0u64, 0u64, 0, false);
+    for (i, token) in std::iter::once(first).chain(rest).enumerate() {
+        if token == "and" && i > 0 {
+            continue;
+        }
+        // `a thousand`, but `twelve thousand a month` is twelve thousand.
+        if token == "a" && i > 0 {
+            break;
+        }
+        if i == 0 && token.bytes().all(|b| b.is_ascii_digit()) {
+            current = token.parse().ok()?;
+            words += 1;
+            continue;
+        }
+        let mut any = false;
+        for part in token.split('-') {
+            match number_word(part) {
+                Some(Ok(n)) if n < 100 && current % 100 == 0 || n < 10 && current % 10 == 0 => {
+                    current = current.checked_add(n)?;
+                }
+                Some(Err(100)) => current = current.max(1).checked_mul(100)?,
+                Some(Err(scale)) => {
+                    total = total.checked_add(current.max(1).checked_mul(scale)?)?;
+                    current = 0;
+                    scaled = true;
+                }
+                _ => break,
+            }
+            any = true;
+        }
+        if !any {
+            break;
+        }
+        words += 1;
+    }
+    (scaled || words >= 2).then(|| total + current)
+}
+
 /// Whether `first` and the token after it (the start of `rest`) can begin an IBAN spread over
 /// several tokens: a cheap look at a few bytes, so that words rarely read the tokens after them.
 fn spread_iban_start(first: &str, rest: &Tokens<'_>) -> bool {
-    // Groups are written a space apart.
-    let next = || rest.text.as_bytes()[rest.at..].trim_ascii_start();
+    let next = || next_token(rest);
     let f = first.as_bytes();
     match f.len() {
         // One character at a time (`g b 3 3 …`): the next token is one letter too.
@@ -802,7 +964,7 @@ fn iban_head(t: &str) -> bool {
 
 /// The values one folded token names, handed to `emit` (canonical forms written to `buf` when
 /// they are not a slice of `t`).
-fn token_values(t: &str, buf: &mut String, emit: Emit<'_>) -> ControlFlow<()> {
+fn token_values(t: &str, reading: Reading, buf: &mut String, emit: Emit<'_>) -> ControlFlow<()> {
     if let Some(rest) = t.strip_prefix('@').or_else(|| t.strip_prefix('#')) {
         let name = trim_token(rest);
         if !name.is_empty()
@@ -838,6 +1000,9 @@ fn token_values(t: &str, buf: &mut String, emit: Emit<'_>) -> ControlFlow<()> {
     }
     if only(m, DIGIT | DASH | DOT | PLUS) && phone_into(t, buf) {
         emit(buf)?;
+    }
+    if reading == Reading::Content {
+        other_amounts(t, buf, emit)?;
     }
     if let Some(amount) = amount_in(t, buf) {
         let amount = amount.get(buf);
@@ -1090,13 +1255,7 @@ pub(crate) fn amount_value(t: &str) -> Option<String> {
 
 /// [`amount_value`], a slice of `t` when it is canonical already, else written to `buf`.
 fn amount_in<'t>(t: &'t str, buf: &mut String) -> Option<Canon<'t>> {
-    let t = t
-        .trim_start_matches(['$', '€', '£', '¥', '₹', '+'])
-        .trim_end_matches(['$', '€', '£', '¥', '₹']);
-    let t = ["usd", "eur", "gbp", "chf", "jpy"]
-        .iter()
-        .find_map(|c| t.strip_prefix(c).or_else(|| t.strip_suffix(c)))
-        .unwrap_or(t);
+    let t = without_currency(t);
     let (int, frac) = match find_byte(t, b'.') {
         Some(i) => (&t[..i], &t[i + 1..]),
         None => (t, ""),
@@ -1116,6 +1275,76 @@ fn amount_in<'t>(t: &'t str, buf: &mut String) -> Option<Canon<'t>> {
     }
     decimal_into(int, frac, buf);
     Some(Canon::Buf)
+}
+
+/// `t` without a currency sign or code before or after it.
+fn without_currency(t: &str) -> &str {
+    let t = t
+        .trim_start_matches(['$', '€', '£', '¥', '₹', '+'])
+        .trim_end_matches(['$', '€', '£', '¥', '₹']);
+    ["usd", "eur", "gbp", "chf", "jpy"]
+        .iter()
+        .find_map(|c| t.strip_prefix(c).or_else(|| t.strip_suffix(c)))
+        .unwrap_or(t)
+}
+
+/// The amounts a token may stand for besides its plain reading ([`amount_in`]), handed to
+/// `emit`: with a decimal comma and `.` between thousands (`1.250,50`, `12.000`, `1,25`), and
+/// with a multiplier (`12k`, `1.5m`, `2bn`). A model reads `1.250,00 €` as 1250 and `12k` as
+/// 12000; where a token reads both ways (`1.250`), both count.
+fn other_amounts(t: &str, buf: &mut String, emit: Emit<'_>) -> ControlFlow<()> {
+    // Most tokens with digits are plain numbers and ids: neither a multiplier nor a separator.
+    if !t.ends_with(['k', 'm', 'n', 'o']) && !t.bytes().any(|c| c == b',' || c == b'.') {
+        return ControlFlow::Continue(());
+    }
+    let t = without_currency(t);
+    let b = t.as_bytes();
+    if !b.first().is_some_and(u8::is_ascii_digit) {
+        return ControlFlow::Continue(());
+    }
+    // A multiplier after a plain decimal.
+    let scaled = [("k", 3), ("m", 6), ("mn", 6), ("mio", 6), ("bn", 9)]
+        .iter()
+        .find_map(|&(suffix, places)| Some((t.strip_suffix(suffix)?, places)));
+    if let Some((number, places)) = scaled {
+        let (int, frac) = number.split_once('.').unwrap_or((number, ""));
+        if !int.is_empty()
+            && int.bytes().all(|c| c.is_ascii_digit())
+            && frac.bytes().all(|c| c.is_ascii_digit())
+        {
+            shifted_into(int, frac, places, buf);
+            return emit(buf);
+        }
+        return ControlFlow::Continue(());
+    }
+    // `.` between thousands and a decimal comma.
+    let (int, frac) = t.split_once(',').unwrap_or((t, ""));
+    let groups_ok = int.split('.').enumerate().all(|(i, g)| {
+        !g.is_empty() && g.bytes().all(|c| c.is_ascii_digit()) && (i == 0 || g.len() == 3)
+    });
+    let dotted = int.contains('.');
+    if !groups_ok || !frac.bytes().all(|c| c.is_ascii_digit()) || (!dotted && frac.is_empty()) {
+        return ControlFlow::Continue(());
+    }
+    if int.split('.').next().is_some_and(|g| g.len() > 3) && dotted {
+        return ControlFlow::Continue(());
+    }
+    // `1,250` is 1250 (read by `amount_in`) or 1.25 here; `1,2` only 1.2.
+    buf.clear();
+    push_without(int, buf, |c| c == b'.');
+    let whole = std::mem::take(buf);
+    decimal_into(&whole, frac, buf);
+    emit(buf)
+}
+
+/// The canonical decimal of `int.frac` times ten to the `places`, written to `buf`.
+fn shifted_into(int: &str, frac: &str, places: usize, buf: &mut String) {
+    let mut digits = String::with_capacity(int.len() + places);
+    digits.push_str(int);
+    let moved = frac.len().min(places);
+    digits.push_str(&frac[..moved]);
+    digits.extend(std::iter::repeat_n('0', places - moved));
+    decimal_into(&digits, &frac[moved..], buf);
 }
 
 /// The canonical decimal of an integer part (`,` separators skipped) and a fraction: no leading
@@ -1490,6 +1719,49 @@ mod tests {
             &mut plain,
         );
         assert!(plain.is_empty(), "{plain:?}");
+    }
+
+    #[test]
+    fn amounts_in_other_notations_read_as_their_value() {
+        for (written, value) in [
+            ("EUR 1.250,00", "1250"),
+            ("1.250,50 €", "1250.5"),
+            ("12.000", "12000"),
+            ("1,25 €", "1.25"),
+            ("12 000 EUR", "12000"),
+            ("12'000", "12000"),
+            ("1 250,50 €", "1250.5"),
+            ("1\u{202F}250,50 €", "1250.5"),
+            ("$12k", "12000"),
+            ("1.5m", "1500000"),
+            ("€1.2M", "1200000"),
+            ("2bn", "2000000000"),
+            ("twelve thousand", "12000"),
+            ("one thousand two hundred and fifty", "1250"),
+            ("twelve hundred", "1200"),
+            ("twenty-five hundred", "2500"),
+            ("a thousand", "1000"),
+            ("12 thousand", "12000"),
+            ("ninety nine", "99"),
+        ] {
+            let got = values(&format!("From May the rent is {written} a month."));
+            assert!(got.contains(&value.to_owned()), "{written:?}: {got:?}");
+        }
+        // Both readings of a token that reads two ways.
+        let got = values("pay 1.250 or 1,250");
+        for v in ["1.25", "1250"] {
+            assert!(got.contains(&v.to_owned()), "{got:?}");
+        }
+        // Numbers that are no amounts have no other reading; a lone number word is no amount.
+        for t in ["1.2.3", "192.168.1.1", "12.03.2024", "1234.567,8", "v2"] {
+            let mut read = Vec::new();
+            let _ = other_amounts(t, &mut String::new(), &mut |v| {
+                read.push(v.to_owned());
+                ControlFlow::Continue(())
+            });
+            assert!(read.is_empty(), "{t}: {read:?}");
+        }
+        assert!(!values("one of them").contains(&"1".to_owned()));
     }
 
     #[test]
