@@ -599,8 +599,10 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
 }
 
 /// Values spread over `first` and the tokens after it (`rest`): an IBAN written in groups
-/// (`de89 3704 0044 0532 0130 00`) or a phone number with spaces (`+1 555 123 4567`), written
-/// to `buf`. The tokens still count on their own as well.
+/// (`de89 3704 0044 0532 0130 00`, or `g b 3 3 …` when its check digits hold) or a phone number
+/// with spaces (`+1 555 123 4567`), and in content an amount with its thousands apart (`12 000`)
+/// or in words (`twelve thousand`), written to `buf`. The tokens still count on their own as
+/// well.
 fn joined(
     first: &str,
     rest: Tokens<'_>,
@@ -816,7 +818,7 @@ fn worded_amount(first: &str, rest: Tokens<'_>) -> Option<u64> {
         }
         words += 1;
     }
-    (scaled || words >= 2).then(|| total + current)
+    (scaled || words >= 2).then_some(total.checked_add(current)?)
 }
 
 /// Whether `first` and the token after it (the start of `rest`) can begin an IBAN spread over
@@ -1762,6 +1764,67 @@ mod tests {
             assert!(read.is_empty(), "{t}: {read:?}");
         }
         assert!(!values("one of them").contains(&"1".to_owned()));
+    }
+
+    #[test]
+    fn no_text_makes_the_readings_panic() {
+        // Pieces the new readings look at, in every order: separators, digits, number words,
+        // marks, multi-byte characters at every boundary.
+        let pieces = [
+            "1",
+            "12",
+            "250",
+            "000",
+            ",",
+            ".",
+            "'",
+            " ",
+            "\u{202F}",
+            "\u{200B}",
+            "€",
+            "k",
+            "m",
+            "bn",
+            "de",
+            "89",
+            "g",
+            "b",
+            " at ",
+            " dot ",
+            "[at]",
+            "(.)",
+            "[",
+            "hxxp",
+            "twelve",
+            "thousand",
+            "hundred",
+            "and",
+            "a",
+            "-",
+            "\u{2011}",
+            "\u{3002}",
+            "@",
+            "/",
+            "é",
+            "٣",
+            "99999999999999999999",
+            "billion",
+        ];
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..20_000 {
+            let mut text = String::new();
+            for _ in 0..(x % 24) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                text.push_str(pieces[(x % pieces.len() as u64) as usize]);
+            }
+            let mut out = Vec::new();
+            text_values(&text, &mut out);
+            input_values(&text, &mut out);
+            let _ = whole_value(&text);
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        }
     }
 
     #[test]
