@@ -1274,6 +1274,8 @@ async fn a_disguised_destination_in_content_is_still_the_contents() {
         "GB33\u{2011}BUKB\u{2011}2020\u{2011}1555\u{2011}5555\u{2011}55",
         "GB33.BUKB.2020.1555.5555.55",
         "G B 3 3 B U K B 2 0 2 0 1 5 5 5 5 5 5 5 5 5",
+        // Cyrillic `З` for the digit 3, `В` and `К` for the letters.
+        "GB\u{0417}\u{0417} \u{0412}U\u{041A}B 2020 1555 5555 55",
     ];
     for (i, iban) in disguised.iter().enumerate() {
         let session = alice(&format!("disguised-{i}"));
@@ -1303,6 +1305,7 @@ async fn a_disguised_destination_in_content_is_still_the_contents() {
         "collector [at] outside [dot] example",
         "collector(at)outside.example",
         "collector\u{200B}@outside\u{3002}example",
+        "c\u{043E}llect\u{043E}r@\u{043E}utside.example",
     ]
     .iter()
     .enumerate()

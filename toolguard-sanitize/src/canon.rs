@@ -471,8 +471,19 @@ pub fn decode_layers(s: &str) -> Result<(Cow<'_, str>, usize), ExcessiveEncoding
     }
 }
 
-/// Appends the matching form of a non-ASCII normal character.
-fn push_folded(c: char, out: &mut String) {
+/// Appends the matching form of a non-ASCII normal character: lower case, without combining
+/// marks, an accented Latin letter as its base letter (`é` as `e`), and a letter of another
+/// script that passes for a Latin one as that letter (UTS #39 skeleton: Cyrillic `а` as `a`,
+/// Greek `ο` as `o`); any other character as itself.
+///
+/// ```
+/// let mut out = String::new();
+/// for c in "pаypаl".chars() {
+///     toolguard_sanitize::canon::push_folded(c, &mut out);
+/// }
+/// assert_eq!(out, "paypal");
+/// ```
+pub fn push_folded(c: char, out: &mut String) {
     for lc in c.to_lowercase() {
         if lc.is_ascii() {
             out.push(lc);

@@ -11,6 +11,9 @@
 //!   as nothing (zero-width spaces and joiners, soft hyphens, bidirectional controls, variation
 //!   selectors, tags: `DE89\u{200B}3704…` is `de893704…`), with every dash as `-` and the
 //!   ideographic full stop as `.` (a host `evil。example` is `evil.example`, as URL parsers read it);
+//! - in content, letters of other scripts that pass for Latin letters or digits read as those
+//!   too (UTS #39 skeleton: `pаypal.example` with a Cyrillic `а`), and accented letters without
+//!   their accents;
 //! - written-out and defanged addresses read as what they spell (`pay [at] evil [dot] example`,
 //!   `hxxps://evil[.]example/pay`), as well as word by word;
 //! - separators removed inside IBANs (`DE89 3704 0044 …`, `DE89.3704.0044…`, `D E 8 9 3 7…`;
@@ -426,6 +429,56 @@ pub fn text_values(text: &str, out: &mut Vec<String>) {
     });
     names(text, out);
     spelled_out_values(&folded, &mut value, out);
+    latin_values(text, &mut value, out);
+}
+
+/// The values of `text` (with letters of other scripts or accents) once each letter that passes
+/// for a Latin letter or a digit is read as it (`pаypal.example` with a Cyrillic `а` is
+/// `paypal.example`, `GBЗЗ` with Cyrillic `З` is `gb33`, `josé` is `jose`): a model may write the
+/// plain characters of what it read.
+fn latin_values(text: &str, buf: &mut String, out: &mut Vec<String>) {
+    if text.is_ascii() {
+        return;
+    }
+    let mut latin = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_ascii() {
+            latin.push(c);
+        } else {
+            latin_char(c, &mut latin);
+        }
+    }
+    if latin == text {
+        return;
+    }
+    let _ = scan_values(&fold(&latin), Reading::Content, buf, &mut |v| {
+        out.push(v.to_owned());
+        ControlFlow::Continue(())
+    });
+}
+
+/// Appends the Latin letter or digit a non-ASCII character passes for, in its own case (UTS #39
+/// skeleton, combining marks left out: Cyrillic `З` as `3`, `В` as `B`, `а` as `a`), or else its
+/// form without accents ([`toolguard_sanitize::canon::push_folded`]).
+fn latin_char(c: char, out: &mut String) {
+    use toolguard_sanitize::chars::is_mark;
+    if unicode_security::is_potential_mixed_script_confusable_char(c) {
+        let start = out.len();
+        for d in unicode_security::skeleton(c.encode_utf8(&mut [0u8; 4])) {
+            if is_mark(d) {
+                continue;
+            }
+            if !d.is_ascii_alphanumeric() {
+                out.truncate(start);
+                break;
+            }
+            out.push(d);
+        }
+        if out.len() > start {
+            return;
+        }
+    }
+    toolguard_sanitize::canon::push_folded(c, out);
 }
 
 /// The addresses in `folded` (folded text) once what spells or defangs them is read as what it
@@ -1764,6 +1817,24 @@ mod tests {
             assert!(read.is_empty(), "{t}: {read:?}");
         }
         assert!(!values("one of them").contains(&"1".to_owned()));
+    }
+
+    #[test]
+    fn letters_that_pass_for_latin_read_as_latin_too() {
+        // Cyrillic `а` and `е`, Greek `ο`: the plain spelling is a value of the content as well.
+        assert!(reads("pаy@evil-bank.example", "pay@evil-bank.example"));
+        assert!(reads(
+            "https://evil-bаnk.example/login",
+            "https://evil-bank.example/login"
+        ));
+        // Cyrillic `З` for the digit 3, Cyrillic `В` and `К` for the letters.
+        assert!(reads(
+            "GB\u{0417}\u{0417} \u{0412}UKB 2020 1555 5555 55",
+            "GB33BUKB20201555555555"
+        ));
+        assert!(reads("pay to jοsé@evil.example", "jose@evil.example"));
+        // The written form still counts as itself.
+        assert!(reads("pаy@evil-bank.example", "pаy@evil-bank.example"));
     }
 
     #[test]
