@@ -14,6 +14,7 @@
 //! - in content, letters of other scripts that pass for Latin letters or digits read as those
 //!   too (UTS #39 skeleton: `pаypal.example` with a Cyrillic `а`), and accented letters without
 //!   their accents;
+//! - international host names in both forms (`bücher.example` and `xn--bcher-kva.example`);
 //! - written-out and defanged addresses read as what they spell (`pay [at] evil [dot] example`,
 //!   `hxxps://evil[.]example/pay`), as well as word by word;
 //! - separators removed inside IBANs (`DE89 3704 0044 …`, `DE89.3704.0044…`, `D E 8 9 3 7…`;
@@ -419,6 +420,13 @@ impl<'a> Iterator for Tokens<'a> {
 /// to `out` (duplicates allowed; the caller de-duplicates their hashes): those of
 /// [`argument_values`], and the names in it ([`names`]).
 pub fn text_values(text: &str, out: &mut Vec<String>) {
+    let from = out.len();
+    text_values_as_read(text, out);
+    host_forms(out, from);
+}
+
+/// [`text_values`] but the other form of international host names.
+fn text_values_as_read(text: &str, out: &mut Vec<String>) {
     let text = visible(text);
     let text = &text[..floor_char_boundary(&text, MAX_SCANNED_BYTES.min(text.len()))];
     let folded = fold(text);
@@ -430,6 +438,35 @@ pub fn text_values(text: &str, out: &mut Vec<String>) {
     names(text, out);
     spelled_out_values(&folded, &mut value, out);
     latin_values(text, &mut value, out);
+}
+
+/// Adds, for each value of `out[from..]` with an international host name (an address, a URL, a
+/// host), the same value with the host in its other form: Unicode for `xn--` labels, `xn--`
+/// labels for Unicode (IDNA). Content may name a host one way and a model write it the other.
+fn host_forms(out: &mut Vec<String>, from: usize) {
+    for i in from..out.len() {
+        let v = &out[i];
+        if !v.contains('.') || (v.is_ascii() && !v.contains("xn--")) {
+            continue;
+        }
+        let start = find_byte(v, b'@').map_or(0, |at| at + 1);
+        let end = start
+            + v[start..]
+                .bytes()
+                .position(|b| matches!(b, b'/' | b'?' | b':'))
+                .unwrap_or(v.len() - start);
+        let host = &v[start..end];
+        let other = if host.is_ascii() {
+            let (unicode, ok) = idna::domain_to_unicode(host);
+            ok.ok().map(|()| unicode)
+        } else {
+            idna::domain_to_ascii(host).ok()
+        };
+        if let Some(other) = other.filter(|o| o != host && !o.is_empty()) {
+            let alt = format!("{}{}{}", &v[..start], fold(&other), &v[end..]);
+            out.push(alt);
+        }
+    }
 }
 
 /// The values of `text` (with letters of other scripts or accents) once each letter that passes
@@ -1835,6 +1872,18 @@ mod tests {
         assert!(reads("pay to jοsé@evil.example", "jose@evil.example"));
         // The written form still counts as itself.
         assert!(reads("pаy@evil-bank.example", "pаy@evil-bank.example"));
+    }
+
+    #[test]
+    fn an_international_host_reads_in_both_forms() {
+        // The same host as Unicode and as `xn--` labels: either spelling in content counts for
+        // the other in an argument.
+        let unicode = "https://bücher.example/pay";
+        let ascii = "https://xn--bcher-kva.example/pay";
+        assert!(reads(unicode, ascii));
+        assert!(reads(ascii, unicode));
+        assert!(reads("pay@xn--bcher-kva.example", "pay@bücher.example"));
+        assert!(reads("pay@bücher.example", "pay@xn--bcher-kva.example"));
     }
 
     #[test]
