@@ -555,7 +555,9 @@ fn spelled_out_values(folded: &str, buf: &mut String, out: &mut Vec<String>) {
 /// prose, so it counts only before a word with a dot in it (`pay at evil.example`).
 fn may_spell_out(folded: &str) -> bool {
     let b = folded.as_bytes();
-    let bracketed = memchr::memchr3_iter(b'[', b'(', b'{', b).any(|i| {
+    // The left curly bracket, by its code (the bracket pairs are read in `spelled_mark`).
+    const CURLY: u8 = 0x7B;
+    let bracketed = memchr::memchr3_iter(b'[', b'(', CURLY, b).any(|i| {
         let after = &b[i + 1..];
         after.starts_with(b"at")
             || after.starts_with(b"dot")
@@ -718,12 +720,50 @@ fn joined(
             return emit(buf);
         }
     }
-    // An IBAN in groups of other sizes (`de 89 37 04 …`, one character apart, a first group
-    // joined to the next by a hidden character): only when its check digits hold, as one
-    // cannot tell such groups from words otherwise.
+    spread_iban(first, &rest, buf, emit)?;
+    if reading == Reading::Content {
+        spaced_thousands(first, &rest, buf, emit)?;
+    }
+    if reading == Reading::Content
+        && let Some(amount) = worded_amount(first, rest.clone())
+    {
+        buf.clear();
+        buf.push_str(itoa::Buffer::new().format(amount));
+        emit(buf)?;
+    }
+    let digit_group = |t: &str| {
+        !t.is_empty()
+            && t.bytes()
+                .all(|b| b.is_ascii_digit() || b == b'-' || b == b'.')
+    };
+    // Only a number followed by another group of digits is spread over several tokens.
+    if (first.starts_with('+') || first.bytes().all(|b| b.is_ascii_digit()))
+        && rest.clone().next().is_some_and(digit_group)
+    {
+        buf.clear();
+        buf.extend(first.chars().filter(char::is_ascii_digit));
+        for t in rest.take_while(|t| digit_group(t)) {
+            push_without(t, buf, |c| !c.is_ascii_digit());
+        }
+        if (7..=15).contains(&buf.len()) {
+            return emit(buf);
+        }
+    }
+    ControlFlow::Continue(())
+}
+
+/// An IBAN in groups of other sizes from `first` on (`de 89 37 04 …`, one character apart, a
+/// first group joined to the next by a hidden character), handed to `emit`: only when its check
+/// digits hold, as one cannot tell such groups from words otherwise.
+fn spread_iban(
+    first: &str,
+    rest: &Tokens<'_>,
+    buf: &mut String,
+    emit: Emit<'_>,
+) -> ControlFlow<()> {
     if first.len() < 34
         && first.as_bytes()[0].is_ascii_lowercase()
-        && spread_iban_start(first, &rest)
+        && spread_iban_start(first, rest)
         && first.bytes().all(|b| b.is_ascii_alphanumeric())
     {
         buf.clear();
@@ -749,12 +789,21 @@ fn joined(
             }
         }
     }
-    // Thousands a space or an apostrophe apart (`12 000`, `12'000`, `1 250,50`): the groups
-    // after the first are three digits each, the last may carry the decimals.
-    if reading == Reading::Content
-        && (1..=3).contains(&first.len())
+    ControlFlow::Continue(())
+}
+
+/// An amount from `first` on with its thousands a space or an apostrophe apart (`12 000`,
+/// `12'000`, `1 250,50`), handed to `emit`: the groups after the first are three digits each,
+/// the last may carry the decimals.
+fn spaced_thousands(
+    first: &str,
+    rest: &Tokens<'_>,
+    buf: &mut String,
+    emit: Emit<'_>,
+) -> ControlFlow<()> {
+    if (1..=3).contains(&first.len())
         && first.bytes().all(|b| b.is_ascii_digit())
-        && next_token(&rest)
+        && next_token(rest)
             .get(..3)
             .is_some_and(|g| g.iter().all(u8::is_ascii_digit))
     {
@@ -782,31 +831,6 @@ fn joined(
             let whole = std::mem::take(buf);
             decimal_into(&whole, frac, buf);
             emit(buf)?;
-        }
-    }
-    if reading == Reading::Content
-        && let Some(amount) = worded_amount(first, rest.clone())
-    {
-        buf.clear();
-        buf.push_str(itoa::Buffer::new().format(amount));
-        emit(buf)?;
-    }
-    let digit_group = |t: &str| {
-        !t.is_empty()
-            && t.bytes()
-                .all(|b| b.is_ascii_digit() || b == b'-' || b == b'.')
-    };
-    // Only a number followed by another group of digits is spread over several tokens.
-    if (first.starts_with('+') || first.bytes().all(|b| b.is_ascii_digit()))
-        && rest.clone().next().is_some_and(digit_group)
-    {
-        buf.clear();
-        buf.extend(first.chars().filter(char::is_ascii_digit));
-        for t in rest.take_while(|t| digit_group(t)) {
-            push_without(t, buf, |c| !c.is_ascii_digit());
-        }
-        if (7..=15).contains(&buf.len()) {
-            return emit(buf);
         }
     }
     ControlFlow::Continue(())
