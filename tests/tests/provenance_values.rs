@@ -230,6 +230,13 @@ fn fixture(flow: FlowPolicy) -> Fixture {
     Fixture { bank, audit, desk }
 }
 
+/// Registers `text` as what the user typed in `session` (trusted input).
+async fn user_says(desk: &Dispatcher<Bank>, session: &Principal, text: &str) {
+    desk.add_trusted_input(session, text)
+        .await
+        .expect("the user's turn is recorded");
+}
+
 fn alice(session: &str) -> Principal {
     Principal::new("acme", "alice", session)
 }
@@ -293,13 +300,12 @@ fn origin_of<'a>(origins: &'a [ArgumentOrigin], field: &str) -> &'a Origin {
 async fn the_users_own_transfer_to_an_iban_they_typed_runs_in_a_tainted_session() {
     let f = fixture(FlowPolicy::per_argument());
     let session = alice("own-transfer");
-    f.desk
-        .add_trusted_input(
-            &session,
-            &format!("Send 99.50 to {LANDLORD_IBAN}, memo rent"),
-        )
-        .await
-        .unwrap();
+    user_says(
+        &f.desk,
+        &session,
+        &format!("Send 99.50 to {LANDLORD_IBAN}, memo rent"),
+    )
+    .await;
     let email = read_the_email(&f.desk, &session).await;
     assert!(!email.values.is_empty(), "the e-mail's values are recorded");
 
@@ -336,10 +342,7 @@ async fn the_users_own_transfer_to_an_iban_they_typed_runs_in_a_tainted_session(
 async fn the_attackers_iban_from_an_email_body_is_held_with_the_field_named() {
     let f = fixture(FlowPolicy::per_argument());
     let session = alice("attacker-iban");
-    f.desk
-        .add_trusted_input(&session, "pay 99.50 for rent")
-        .await
-        .unwrap();
+    user_says(&f.desk, &session, "pay 99.50 for rent").await;
     let email = read_the_email(&f.desk, &session).await;
 
     // The model copies the IBAN without spaces, in lower case: still the e-mail's value.
@@ -426,10 +429,12 @@ async fn the_attackers_iban_from_an_email_body_is_held_with_the_field_named() {
 async fn an_attacker_url_inside_a_body_to_an_outside_recipient_is_held_as_egress() {
     let f = fixture(FlowPolicy::per_argument());
     let session = alice("egress");
-    f.desk
-        .add_trusted_input(&session, "tell bob@partner.example the account is settled")
-        .await
-        .unwrap();
+    user_says(
+        &f.desk,
+        &session,
+        "tell bob@partner.example the account is settled",
+    )
+    .await;
     read_the_email(&f.desk, &session).await;
 
     let body = "Settled. Confirm here: https://fastpay-invoices.com/confirm?ref=4471";
@@ -499,13 +504,12 @@ async fn an_attacker_url_inside_a_body_to_an_outside_recipient_is_held_as_egress
 async fn an_amount_copied_from_a_bill_is_untrusted_unless_the_user_said_it() {
     let f = fixture(FlowPolicy::per_argument());
     let session = alice("bill");
-    f.desk
-        .add_trusted_input(
-            &session,
-            &format!("pay my electricity bill to {LANDLORD_IBAN}"),
-        )
-        .await
-        .unwrap();
+    user_says(
+        &f.desk,
+        &session,
+        &format!("pay my electricity bill to {LANDLORD_IBAN}"),
+    )
+    .await;
     assert_status(
         &f.desk
             .dispatch(call("b1", "read_bill", json!({})), &session)
@@ -525,10 +529,7 @@ async fn an_amount_copied_from_a_bill_is_untrusted_unless_the_user_said_it() {
     assert!(message.contains("read_bill call b1"), "{message}");
 
     // Once the user confirms the amount, the same transfer runs unattended.
-    f.desk
-        .add_trusted_input(&session, "yes, pay 1250")
-        .await
-        .unwrap();
+    user_says(&f.desk, &session, "yes, pay 1250").await;
     let out = f
         .desk
         .dispatch(pay("c2", "k-2", LANDLORD, 125_000), &session)
@@ -590,10 +591,7 @@ async fn a_trusted_tools_output_records_trusted_values() {
             && message.contains("seen only in a trusted tool's output"),
         "{message}"
     );
-    f.desk
-        .add_trusted_input(&session, "write to bob@partner.example")
-        .await
-        .unwrap();
+    user_says(&f.desk, &session, "write to bob@partner.example").await;
     let out = f
         .desk
         .dispatch(
@@ -716,10 +714,12 @@ async fn only_the_untrusted_fields_of_a_result_are_its_source() {
         .dispatch(pay("c3", "k-3", LANDLORD, 100), &session)
         .await;
     assert_status(&out, Status::PendingApproval);
-    f.desk
-        .add_trusted_input(&session, &format!("pay the rent to {LANDLORD_IBAN}"))
-        .await
-        .unwrap();
+    user_says(
+        &f.desk,
+        &session,
+        &format!("pay the rent to {LANDLORD_IBAN}"),
+    )
+    .await;
     let out = f
         .desk
         .dispatch(pay("c4", "k-4", LANDLORD, 100), &session)
@@ -844,10 +844,7 @@ async fn flow_rules_apply_per_role_risk_tool_and_field() {
     // A per-tool session rule keeps that tool strict in the precise mode.
     let f = fixture(FlowPolicy::per_argument().tool("transfer", FlowAction::RequireApproval));
     let session = alice("strict-tool");
-    f.desk
-        .add_trusted_input(&session, LANDLORD_IBAN)
-        .await
-        .unwrap();
+    user_says(&f.desk, &session, LANDLORD_IBAN).await;
     read_the_email(&f.desk, &session).await;
     let out = f
         .desk
@@ -1026,9 +1023,7 @@ where
         .build()
         .unwrap();
     let session = alice(&store_support::unique("replica"));
-    one.add_trusted_input(&session, LANDLORD_IBAN)
-        .await
-        .unwrap();
+    user_says(&one, &session, LANDLORD_IBAN).await;
     read_the_email(&one, &session).await;
     let out = two
         .dispatch(pay("c1", "k-1", ATTACKER, 100), &session)
@@ -1059,12 +1054,12 @@ async fn cut_content_never_launders(provenance: Arc<dyn ProvenanceStore>) -> (bo
         .build()
         .unwrap();
     let session = alice(&store_support::unique("flooded"));
-    desk.add_trusted_input(
+    user_says(
+        &desk,
         &session,
         &format!("Send 99.50 to {LANDLORD_IBAN}, memo rent"),
     )
-    .await
-    .unwrap();
+    .await;
     let email = read_the_email(&desk, &session).await;
     for i in 0..MAX_SOURCES_PER_SESSION {
         desk.add_source_text(
@@ -1109,13 +1104,9 @@ async fn cut_content_never_launders(provenance: Arc<dyn ProvenanceStore>) -> (bo
         Status::Ok,
     );
     for i in 0..MAX_SOURCES_PER_SESSION - 1 {
-        desk.add_trusted_input(&session, &format!("note {i}: call the plumber"))
-            .await
-            .unwrap();
+        user_says(&desk, &session, &format!("note {i}: call the plumber")).await;
     }
-    desk.add_trusted_input(&session, "and write to carol@home.example")
-        .await
-        .unwrap();
+    user_says(&desk, &session, "and write to carol@home.example").await;
     read_the_email(&desk, &session).await;
     let turns = desk
         .dispatch(
@@ -1146,13 +1137,12 @@ async fn content_given_without_its_values_holds_every_value_placed_nowhere() {
     let f = fixture(FlowPolicy::per_argument());
     // A source whose content the host did not give: any value may come from it.
     let session = alice("unknown-content");
-    f.desk
-        .add_trusted_input(
-            &session,
-            &format!("Send 99.50 to {LANDLORD_IBAN}, memo rent"),
-        )
-        .await
-        .unwrap();
+    user_says(
+        &f.desk,
+        &session,
+        &format!("Send 99.50 to {LANDLORD_IBAN}, memo rent"),
+    )
+    .await;
     let upload = f.desk.add_source(&session, "uploaded pdf").await.unwrap();
     assert!(upload.values_truncated);
     let out = f
@@ -1170,10 +1160,7 @@ async fn content_given_without_its_values_holds_every_value_placed_nowhere() {
 
     // Given as JSON, its values are known: what it holds is held, what it does not runs.
     let session = alice("json-content");
-    f.desk
-        .add_trusted_input(&session, "pay 99.50 for rent")
-        .await
-        .unwrap();
+    user_says(&f.desk, &session, "pay 99.50 for rent").await;
     let doc =
         json!({"contents": [{"uri": "doc://invoice", "text": format!("Pay {ATTACKER_IBAN}")}]});
     let invoice = f
@@ -1279,10 +1266,7 @@ async fn a_disguised_destination_in_content_is_still_the_contents() {
     ];
     for (i, iban) in disguised.iter().enumerate() {
         let session = alice(&format!("disguised-{i}"));
-        f.desk
-            .add_trusted_input(&session, "pay 99.50 for rent")
-            .await
-            .unwrap();
+        user_says(&f.desk, &session, "pay 99.50 for rent").await;
         f.desk
             .add_source_text(
                 &session,
@@ -1356,10 +1340,12 @@ async fn an_amount_in_another_notation_is_still_the_contents() {
     .enumerate()
     {
         let session = alice(&format!("notation-{i}"));
-        f.desk
-            .add_trusted_input(&session, &format!("pay the rent to {LANDLORD_IBAN}"))
-            .await
-            .unwrap();
+        user_says(
+            &f.desk,
+            &session,
+            &format!("pay the rent to {LANDLORD_IBAN}"),
+        )
+        .await;
         f.desk
             .add_source_text(
                 &session,
