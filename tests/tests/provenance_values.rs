@@ -1323,6 +1323,38 @@ async fn a_disguised_destination_in_content_is_still_the_contents() {
         );
     }
     assert_eq!(f.bank.sent.load(Ordering::SeqCst), 0);
+
+    // A link whose host is written with escapes: the model writes the host plainly, to the
+    // user's own recipient. The link is still the page's.
+    for (i, link) in [
+        "https://fastpay%2Dinvoices.com/confirm?ref=4471",
+        "https://fastpay-invoices%2Ecom/confirm?ref=4471",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let session = alice(&format!("escaped-{i}"));
+        user_says(&f.desk, &session, "tell bob@partner.example we are settled").await;
+        f.desk
+            .add_source_text(&session, "web page", &format!("Confirm here: {link}"))
+            .await
+            .unwrap();
+        let body = "Settled. Confirm here: https://fastpay-invoices.com/confirm?ref=4471";
+        let out = f
+            .desk
+            .dispatch(
+                mail("e1", &format!("e-{i}"), "bob@partner.example", body),
+                &session,
+            )
+            .await;
+        assert_status(&out, Status::PendingApproval);
+        let message = out.message.unwrap();
+        assert!(
+            message.contains("`body` (content): untrusted"),
+            "{link:?}: {message}"
+        );
+    }
+    assert_eq!(f.bank.sent.load(Ordering::SeqCst), 0);
 }
 
 #[tokio::test]
@@ -1335,6 +1367,10 @@ async fn an_amount_in_another_notation_is_still_the_contents() {
         ("EUR 1 250,00", 125_000),
         ("twelve hundred fifty euros", 125_000),
         ("1.25k EUR", 125_000),
+        ("1,25 Tsd. €", 125_000),
+        ("1.25 thousand euros", 125_000),
+        ("1.25 k EUR", 125_000),
+        ("0.00125 million euros", 125_000),
     ]
     .into_iter()
     .enumerate()
@@ -1371,5 +1407,5 @@ async fn an_amount_in_another_notation_is_still_the_contents() {
             .await;
         assert_status(&out, Status::Ok);
     }
-    assert_eq!(f.bank.transfers.load(Ordering::SeqCst), 4);
+    assert_eq!(f.bank.transfers.load(Ordering::SeqCst), 8);
 }

@@ -731,6 +731,9 @@ fn joined(
         buf.push_str(itoa::Buffer::new().format(amount));
         emit(buf)?;
     }
+    if reading == Reading::Content {
+        scaled_amount(first, &rest, buf, emit)?;
+    }
     let digit_group = |t: &str| {
         !t.is_empty()
             && t.bytes()
@@ -832,6 +835,105 @@ fn spaced_thousands(
             decimal_into(&whole, frac, buf);
             emit(buf)?;
         }
+    }
+    ControlFlow::Continue(())
+}
+
+/// A number, then a scale or a multiplier as a word of its own (`1.5 million`, `12 k`,
+/// `1,25 Tsd.`, `2,5 Mrd`), handed to `emit` as the amount it stands for ([`scaled_readings`]).
+/// A whole number before an English scale word is read by [`worded_amount`].
+fn scaled_amount(
+    first: &str,
+    rest: &Tokens<'_>,
+    buf: &mut String,
+    emit: Emit<'_>,
+) -> ControlFlow<()> {
+    // A number ends in a digit (`1.5`, `$2,5`); a look at the next token's first letter (that of
+    // a scale) before reading it.
+    if !first.as_bytes().last().is_some_and(u8::is_ascii_digit)
+        || !matches!(
+            next_token(rest).first(),
+            Some(b'k' | b't' | b'l' | b'm' | b'c' | b'b')
+        )
+    {
+        return ControlFlow::Continue(());
+    }
+    let number = without_currency(first);
+    if number.len() > 24 || !number.as_bytes().first().is_some_and(u8::is_ascii_digit) {
+        return ControlFlow::Continue(());
+    }
+    let Some(word) = rest.clone().next() else {
+        return ControlFlow::Continue(());
+    };
+    match scale_places(word) {
+        Some(_) if number.bytes().all(|b| b.is_ascii_digit()) && number_word(word).is_some() => {
+            ControlFlow::Continue(())
+        }
+        Some(places) => scaled_readings(number, places, buf, emit),
+        None => ControlFlow::Continue(()),
+    }
+}
+
+/// The scales and multipliers an amount is written with, as powers of ten: English words and
+/// the abbreviations of finance (`k`, `m`, `mn`, `bn`), German (`Tsd.`, `Mio.`, `Mrd.`,
+/// `Millionen`, `Milliarden`), French (`millions`, `milliards`) and Indian (`lakh`, `crore`).
+const SCALES: [(&str, usize); 22] = [
+    ("k", 3),
+    ("thousand", 3),
+    ("thousands", 3),
+    ("tsd", 3),
+    ("lakh", 5),
+    ("lakhs", 5),
+    ("m", 6),
+    ("mn", 6),
+    ("mio", 6),
+    ("million", 6),
+    ("millions", 6),
+    ("millionen", 6),
+    ("crore", 7),
+    ("crores", 7),
+    ("bn", 9),
+    ("billion", 9),
+    ("billions", 9),
+    ("mrd", 9),
+    ("milliard", 9),
+    ("milliards", 9),
+    ("milliarde", 9),
+    ("milliarden", 9),
+];
+
+/// The power of ten scale word `w` stands for ([`SCALES`]).
+fn scale_places(w: &str) -> Option<usize> {
+    SCALES
+        .iter()
+        .find_map(|&(word, places)| (word == w).then_some(places))
+}
+
+/// The amounts of `number` (digits, with one `.` or `,` at most) times ten to the `places`,
+/// handed to `emit`: the separator reads as a decimal point (`1,5 Mio` is 1500000) and, before
+/// three digits, also as a thousands separator (`1,500 million`, `1.500 Mio.`).
+fn scaled_readings(
+    number: &str,
+    places: usize,
+    buf: &mut String,
+    emit: Emit<'_>,
+) -> ControlFlow<()> {
+    let (int, frac) = match number.find(['.', ',']) {
+        Some(i) => (&number[..i], &number[i + 1..]),
+        None => (number, ""),
+    };
+    if int.is_empty()
+        || !int.bytes().all(|c| c.is_ascii_digit())
+        || !frac.bytes().all(|c| c.is_ascii_digit())
+    {
+        return ControlFlow::Continue(());
+    }
+    shifted_into(int, frac, places, buf);
+    emit(buf)?;
+    if frac.len() == 3 {
+        let whole = [int, frac].concat();
+        shifted_into(&whole, "", places, buf);
+        emit(buf)?;
     }
     ControlFlow::Continue(())
 }
@@ -1218,7 +1320,9 @@ fn url_into(t: &str, buf: &mut String) -> bool {
         }
         _ => (authority, ""),
     };
-    let host = trim_end_byte(host, b'.');
+    // A host written with escapes (`evil%2Eexample`) is the host a browser goes to.
+    let decoded = percent_decoded_host(host);
+    let host = trim_end_byte(decoded.as_deref().unwrap_or(host), b'.');
     if host.is_empty() || host.bytes().any(|b| b == b'\\' || b == b' ') {
         return false;
     }
@@ -1238,6 +1342,30 @@ fn url_into(t: &str, buf: &mut String) -> bool {
         buf.push_str(query);
     }
     true
+}
+
+/// `host` with its `%XX` escapes decoded, in lower case, when it has any and they decode to the
+/// characters of a host name (letters, digits, `-`, `.`); `None` otherwise.
+fn percent_decoded_host(host: &str) -> Option<String> {
+    find_byte(host, b'%')?;
+    let b = host.as_bytes();
+    let mut out = String::with_capacity(host.len());
+    let mut i = 0;
+    while i < b.len() {
+        let c = if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            i += 3;
+            u8::from_str_radix(hex, 16).ok()?
+        } else {
+            i += 1;
+            b[i - 1]
+        };
+        if !(c.is_ascii_alphanumeric() || c == b'-' || c == b'.') {
+            return None;
+        }
+        out.push(char::from(c.to_ascii_lowercase()));
+    }
+    Some(out)
 }
 
 /// Hands over a canonical URL, its host and its registrable host.
@@ -1410,7 +1538,7 @@ fn without_currency(t: &str) -> &str {
 /// 12000; where a token reads both ways (`1.250`), both count.
 fn other_amounts(t: &str, buf: &mut String, emit: Emit<'_>) -> ControlFlow<()> {
     // Most tokens with digits are plain numbers and ids: neither a multiplier nor a separator.
-    if !t.ends_with(['k', 'm', 'n', 'o']) && !t.bytes().any(|c| c == b',' || c == b'.') {
+    if t.ends_with(|c: char| c.is_ascii_digit()) && !t.bytes().any(|c| c == b',' || c == b'.') {
         return ControlFlow::Continue(());
     }
     let t = without_currency(t);
@@ -1418,20 +1546,17 @@ fn other_amounts(t: &str, buf: &mut String, emit: Emit<'_>) -> ControlFlow<()> {
     if !b.first().is_some_and(u8::is_ascii_digit) {
         return ControlFlow::Continue(());
     }
-    // A multiplier after a plain decimal.
-    let scaled = [("k", 3), ("m", 6), ("mn", 6), ("mio", 6), ("bn", 9)]
+    // A scale or multiplier joined to the number (`12k`, `1.5m`, `2,5mio`, `3million`).
+    let letters = b
         .iter()
-        .find_map(|&(suffix, places)| Some((t.strip_suffix(suffix)?, places)));
-    if let Some((number, places)) = scaled {
-        let (int, frac) = number.split_once('.').unwrap_or((number, ""));
-        if !int.is_empty()
-            && int.bytes().all(|c| c.is_ascii_digit())
-            && frac.bytes().all(|c| c.is_ascii_digit())
-        {
-            shifted_into(int, frac, places, buf);
-            return emit(buf);
-        }
-        return ControlFlow::Continue(());
+        .rev()
+        .take_while(|c| c.is_ascii_lowercase())
+        .count();
+    if letters > 0 {
+        return match scale_places(&t[t.len() - letters..]) {
+            Some(places) => scaled_readings(&t[..t.len() - letters], places, buf, emit),
+            None => ControlFlow::Continue(()),
+        };
     }
     // `.` between thousands and a decimal comma.
     let (int, frac) = t.split_once(',').unwrap_or((t, ""));
@@ -1859,6 +1984,17 @@ mod tests {
             ("a thousand", "1000"),
             ("12 thousand", "12000"),
             ("ninety nine", "99"),
+            ("1.5 million", "1500000"),
+            ("$2.25 billion", "2250000000"),
+            ("12 k", "12000"),
+            ("1,25k €", "1250"),
+            ("1,5 Mio. €", "1500000"),
+            ("2,5 Mrd.", "2500000000"),
+            ("1,25 Tsd. €", "1250"),
+            ("3million", "3000000"),
+            ("1.500 Mio.", "1500000000"),
+            ("2 lakh", "200000"),
+            ("1.2 crore", "12000000"),
         ] {
             let got = values(&format!("From May the rent is {written} a month."));
             assert!(got.contains(&value.to_owned()), "{written:?}: {got:?}");
@@ -1869,7 +2005,16 @@ mod tests {
             assert!(got.contains(&v.to_owned()), "{got:?}");
         }
         // Numbers that are no amounts have no other reading; a lone number word is no amount.
-        for t in ["1.2.3", "192.168.1.1", "12.03.2024", "1234.567,8", "v2"] {
+        for t in [
+            "1.2.3",
+            "192.168.1.1",
+            "12.03.2024",
+            "1234.567,8",
+            "v2",
+            "12kg",
+            "3pm",
+            "1.5.2m",
+        ] {
             let mut read = Vec::new();
             let _ = other_amounts(t, &mut String::new(), &mut |v| {
                 read.push(v.to_owned());
@@ -1908,6 +2053,27 @@ mod tests {
         assert!(reads(ascii, unicode));
         assert!(reads("pay@xn--bcher-kva.example", "pay@bücher.example"));
         assert!(reads("pay@bücher.example", "pay@xn--bcher-kva.example"));
+    }
+
+    #[test]
+    fn a_host_written_with_escapes_reads_as_the_host() {
+        // What a browser goes to: the escapes decoded, in lower case.
+        for (escaped, plain) in [
+            (
+                "https://fastpay%2Dinvoices.com/confirm",
+                "https://fastpay-invoices.com/confirm",
+            ),
+            ("https://evil%2eexample/pay", "https://evil.example/pay"),
+            ("https://%65%76%69%6C.example", "evil.example"),
+            ("https://%45VIL.example/x", "evil.example"),
+        ] {
+            assert!(reads(escaped, plain), "{escaped:?}");
+        }
+        // Escapes that decode to what no host holds leave the URL as written.
+        assert_eq!(percent_decoded_host("evil%2Fexample"), None);
+        assert_eq!(percent_decoded_host("evil%2"), None);
+        assert_eq!(percent_decoded_host("evil%zzexample"), None);
+        assert_eq!(percent_decoded_host("evil.example"), None);
     }
 
     #[test]
@@ -1953,6 +2119,13 @@ mod tests {
             "٣",
             "99999999999999999999",
             "billion",
+            "mio",
+            " tsd.",
+            "%",
+            "%2e",
+            "%4",
+            "https://",
+            "lakh",
         ];
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         for _ in 0..20_000 {
