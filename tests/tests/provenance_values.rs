@@ -1371,6 +1371,7 @@ async fn an_amount_in_another_notation_is_still_the_contents() {
         ("1.25 thousand euros", 125_000),
         ("1.25 k EUR", 125_000),
         ("0.00125 million euros", 125_000),
+        ("\u{661}\u{662}\u{665}\u{660} \u{20AC}", 125_000),
     ]
     .into_iter()
     .enumerate()
@@ -1407,5 +1408,5 @@ async fn an_amount_in_another_notation_is_still_the_contents() {
             .await;
         assert_status(&out, Status::Ok);
     }
-    assert_eq!(f.bank.transfers.load(Ordering::SeqCst), 8);
+    assert_eq!(f.bank.transfers.load(Ordering::SeqCst), 9);
 }

@@ -200,7 +200,8 @@ fn fold_into(s: &str, buf: &mut String) -> bool {
 
 /// A non-ASCII character of folded text as values are read: `None` for one that renders as
 /// nothing (a reader, or a model, sees the value as if it were not there), `-` for every dash,
-/// `.` for the ideographic full stop (a label separator of host names); else itself.
+/// `.` for the ideographic full stop (a label separator of host names), the ASCII digit for a
+/// decimal digit of another script ([`ascii_digit`]); else itself.
 fn plain_char(c: char) -> Option<char> {
     use toolguard_sanitize::chars::{CharClass, classify};
     use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
@@ -219,8 +220,26 @@ fn plain_char(c: char) -> Option<char> {
         | CharClass::Tag
         | CharClass::VariationSelector => None,
         _ if c.general_category() == GeneralCategory::DashPunctuation => Some('-'),
+        _ if c.general_category() == GeneralCategory::DecimalNumber => Some(ascii_digit(c)),
         _ => Some(c),
     }
+}
+
+/// The ASCII digit of a decimal digit of another script (Arabic-Indic `٣`, Devanagari `३`, Thai
+/// `๓` read as `3`; NFKC already folds the full-width and mathematical ones). Unicode encodes
+/// decimal digits in runs of ten, zero to nine: the value is the distance from its run's start.
+fn ascii_digit(c: char) -> char {
+    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
+    let mut steps: u8 = 0;
+    let mut at = u32::from(c);
+    while steps < 100
+        && let Some(before) = at.checked_sub(1).and_then(char::from_u32)
+        && before.general_category() == GeneralCategory::DecimalNumber
+    {
+        at -= 1;
+        steps += 1;
+    }
+    char::from(b'0' + steps % 10)
 }
 
 /// `text` without the characters that render as nothing ([`plain_char`]), borrowed when it has
@@ -2053,6 +2072,44 @@ mod tests {
         assert!(reads(ascii, unicode));
         assert!(reads("pay@xn--bcher-kva.example", "pay@bücher.example"));
         assert!(reads("pay@bücher.example", "pay@xn--bcher-kva.example"));
+    }
+
+    #[test]
+    fn digits_of_other_scripts_read_as_ascii_digits() {
+        for (written, value) in [
+            ("\u{661}\u{662}\u{665}\u{660} €", "1250"),
+            ("\u{6F1}\u{6F2}\u{6F5}\u{6F0} €", "1250"),
+            ("\u{967}\u{968}\u{96B}\u{966} €", "1250"),
+            ("\u{E51}\u{E52}\u{E55}\u{E50} €", "1250"),
+            ("\u{FF11}\u{FF12}\u{FF15}\u{FF10} €", "1250"),
+            ("\u{1D7CF}\u{1D7D0}\u{1D7D3}\u{1D7CE} €", "1250"),
+        ] {
+            let got = values(&format!("From May the rent is {written} a month."));
+            assert!(got.contains(&value.to_owned()), "{written:?}: {got:?}");
+        }
+        // The rule it relies on holds in the Unicode version the crate carries: each run of
+        // decimal digits is made of whole runs of ten, zero to nine.
+        use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
+        let decimal = |c: char| c.general_category() == GeneralCategory::DecimalNumber;
+        let mut zeros = 0;
+        for c in (0x80..=0x10FFFF_u32)
+            .filter_map(char::from_u32)
+            .filter(|&c| decimal(c))
+        {
+            if ascii_digit(c) != '0' {
+                continue;
+            }
+            zeros += 1;
+            for k in 1..10 {
+                let next = char::from_u32(u32::from(c) + k).unwrap();
+                assert!(decimal(next), "U+{:04X} + {k}", u32::from(c));
+                assert_eq!(ascii_digit(next), char::from_digit(k, 10).unwrap());
+            }
+        }
+        assert!(zeros > 50, "{zeros} runs of digits");
+        for zero in ['\u{660}', '\u{966}', '\u{E50}', '\u{1D7CE}', '\u{1D7D8}'] {
+            assert_eq!(ascii_digit(zero), '0', "U+{:04X}", u32::from(zero));
+        }
     }
 
     #[test]
