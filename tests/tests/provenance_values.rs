@@ -1326,9 +1326,24 @@ async fn a_disguised_destination_in_content_is_still_the_contents() {
 
     // A link whose host is written with escapes: the model writes the host plainly, to the
     // user's own recipient. The link is still the page's.
-    for (i, link) in [
-        "https://fastpay%2Dinvoices.com/confirm?ref=4471",
-        "https://fastpay-invoices%2Ecom/confirm?ref=4471",
+    // So is an address inside a link's query, escaped or not.
+    for (i, (link, body)) in [
+        (
+            "https://fastpay%2Dinvoices.com/confirm?ref=4471",
+            "Settled. Confirm here: https://fastpay-invoices.com/confirm?ref=4471",
+        ),
+        (
+            "https://fastpay-invoices%2Ecom/confirm?ref=4471",
+            "Settled. Confirm here: https://fastpay-invoices.com/confirm?ref=4471",
+        ),
+        (
+            "https://fastpay-invoices.com/reply?to=collector%40outside.example",
+            "Settled. Copy collector@outside.example on the reply.",
+        ),
+        (
+            "https://fastpay-invoices.com/reply?to=collector@outside.example",
+            "Settled. Copy collector@outside.example on the reply.",
+        ),
     ]
     .iter()
     .enumerate()
@@ -1339,7 +1354,6 @@ async fn a_disguised_destination_in_content_is_still_the_contents() {
             .add_source_text(&session, "web page", &format!("Confirm here: {link}"))
             .await
             .unwrap();
-        let body = "Settled. Confirm here: https://fastpay-invoices.com/confirm?ref=4471";
         let out = f
             .desk
             .dispatch(

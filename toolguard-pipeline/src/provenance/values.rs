@@ -446,6 +446,43 @@ pub fn text_values(text: &str, out: &mut Vec<String>) {
 
 /// [`text_values`] but the other form of international host names.
 fn text_values_as_read(text: &str, out: &mut Vec<String>) {
+    read_text(text, out);
+    // A link's escapes hide what a browser, or a model, reads in them (`?to=pay%40evil.example`,
+    // `iban=GB33%20BUKB%20…`): the text is read once more with them decoded.
+    if let Some(decoded) = percent_decoded(text) {
+        read_text(&decoded, out);
+    }
+}
+
+/// `text` with its `%XX` escapes decoded once (invalid UTF-8 replaced), when it has any.
+fn percent_decoded(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let hex = |c: u8| char::from(c).to_digit(16);
+    let escape_at = |i: usize| {
+        let (hi, lo) = (hex(*b.get(i + 1)?)?, hex(*b.get(i + 2)?)?);
+        u8::try_from(hi * 16 + lo).ok()
+    };
+    let first = memchr::memchr_iter(b'%', b).find(|&i| escape_at(i).is_some())?;
+    let mut out = Vec::with_capacity(b.len());
+    out.extend_from_slice(&b[..first]);
+    let mut i = first;
+    while i < b.len() {
+        match (b[i], escape_at(i)) {
+            (b'%', Some(c)) => {
+                out.push(c);
+                i += 3;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    Some(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// The values of [`text_values_as_read`] in `text` as written.
+fn read_text(text: &str, out: &mut Vec<String>) {
     let text = visible(text);
     let text = &text[..floor_char_boundary(&text, MAX_SCANNED_BYTES.min(text.len()))];
     let folded = fold(text);
@@ -1220,7 +1257,8 @@ fn token_values(t: &str, reading: Reading, buf: &mut String, emit: Emit<'_>) -> 
         emit(buf)?;
     }
     if (m & SLASH != 0 || t.starts_with("www.")) && url_into(t, buf) {
-        return push_url(buf, emit);
+        push_url(buf, emit)?;
+        return query_values(t, reading, buf, emit);
     }
     if m & AT != 0
         && let Some(email) = email_value(t)
@@ -1385,6 +1423,24 @@ fn percent_decoded_host(host: &str) -> Option<String> {
         out.push(char::from(c.to_ascii_lowercase()));
     }
     Some(out)
+}
+
+/// Hands the values of a URL's query parameters (`?to=pay@evil.example&next=https://…`) to
+/// `emit`, each read as a token of its own: a model takes an address or an amount out of a
+/// link as readily as out of a sentence.
+fn query_values(url: &str, reading: Reading, buf: &mut String, emit: Emit<'_>) -> ControlFlow<()> {
+    let Some(start) = find_byte(url, b'?') else {
+        return ControlFlow::Continue(());
+    };
+    let query = &url[start + 1..];
+    let query = &query[..find_byte(query, b'#').unwrap_or(query.len())];
+    for pair in query.split(['&', ';']) {
+        let value = trim_token(pair.split_once('=').map_or(pair, |(_, v)| v));
+        if !value.is_empty() {
+            token_values(value, reading, buf, emit)?;
+        }
+    }
+    ControlFlow::Continue(())
 }
 
 /// Hands over a canonical URL, its host and its registrable host.
@@ -2126,6 +2182,26 @@ mod tests {
         ] {
             assert!(reads(escaped, plain), "{escaped:?}");
         }
+        // Escapes anywhere in a link: the decoded text is read too.
+        assert!(reads(
+            "https://pay.example/go?to=collector%40outside.example",
+            "collector@outside.example"
+        ));
+        assert!(reads(
+            "https://pay.example/?iban=GB33BUKB20201555555555&next=https%3A%2F%2Fevil.example%2Fgo",
+            "GB33BUKB20201555555555"
+        ));
+        assert!(reads(
+            "https://pay.example/?iban=GB33BUKB20201555555555&next=https%3A%2F%2Fevil.example%2Fgo",
+            "https://evil.example/go"
+        ));
+        assert!(reads(
+            "https://pay.example/?amount=1%2E250%2C00%20EUR",
+            "1250"
+        ));
+        assert_eq!(percent_decoded("50% off, 100%"), None);
+        assert_eq!(percent_decoded("a%2Fb%zz%4").as_deref(), Some("a/b%zz%4"));
+        assert_eq!(percent_decoded("%FF%41").as_deref(), Some("\u{FFFD}A"));
         // Escapes that decode to what no host holds leave the URL as written.
         assert_eq!(percent_decoded_host("evil%2Fexample"), None);
         assert_eq!(percent_decoded_host("evil%2"), None);
