@@ -1290,6 +1290,7 @@ async fn a_disguised_destination_in_content_is_still_the_contents() {
         "collector(at)outside.example",
         "collector\u{200B}@outside\u{3002}example",
         "c\u{043E}llect\u{043E}r@\u{043E}utside.example",
+        "collector&#64;outside&period;example",
     ]
     .iter()
     .enumerate()

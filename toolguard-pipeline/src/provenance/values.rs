@@ -447,11 +447,91 @@ pub fn text_values(text: &str, out: &mut Vec<String>) {
 /// [`text_values`] but the other form of international host names.
 fn text_values_as_read(text: &str, out: &mut Vec<String>) {
     read_text(text, out);
-    // A link's escapes hide what a browser, or a model, reads in them (`?to=pay%40evil.example`,
-    // `iban=GB33%20BUKB%20…`): the text is read once more with them decoded.
-    if let Some(decoded) = percent_decoded(text) {
+    let b = text.as_bytes();
+    if memchr::memchr2(b'&', b'%', b).is_some() {
+        read_decoded(text, out);
+    }
+}
+
+/// Escapes hide what a browser, or a model, reads through them: a page's character references
+/// (`pay&#64;evil&period;example`), a link's `%XX` (`?to=pay%40evil.example`). The text is read
+/// once more with both decoded, when it has any. Out of line: most text has none.
+#[inline(never)]
+fn read_decoded(text: &str, out: &mut Vec<String>) {
+    let html = html_decoded(text);
+    let decoded = percent_decoded(html.as_deref().unwrap_or(text));
+    if let Some(decoded) = decoded.or(html) {
         read_text(&decoded, out);
     }
+}
+
+/// `text` with its HTML character references decoded once (`&#64;`, `&#x40;`, and the named
+/// ones of the characters values are written with: `&commat;`, `&period;`, `&amp;` …), when it
+/// has any.
+fn html_decoded(text: &str) -> Option<String> {
+    let first = memchr::memchr(b'&', text.as_bytes())?;
+    let mut out = String::with_capacity(text.len());
+    out.push_str(&text[..first]);
+    let mut rest = &text[first..];
+    let mut changed = false;
+    while let Some(at) = find_byte(rest, b'&') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        match character_reference(rest) {
+            Some((c, len)) => {
+                out.push(c);
+                rest = &rest[len..];
+                changed = true;
+            }
+            None => {
+                out.push('&');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    changed.then_some(out)
+}
+
+/// The character of the reference `s` starts with (`&#64;`, `&#x40;`, `&commat;`) and the
+/// reference's length in bytes.
+fn character_reference(s: &str) -> Option<(char, usize)> {
+    let end = s.as_bytes().iter().take(12).position(|&b| b == b';')?;
+    let name = &s[1..end];
+    let c = if let Some(num) = name.strip_prefix('#') {
+        let code = match num.strip_prefix(['x', 'X']) {
+            Some(hex) => u32::from_str_radix(hex, 16).ok()?,
+            None => num.parse().ok()?,
+        };
+        char::from_u32(code)?
+    } else {
+        match name {
+            "amp" => '&',
+            "commat" => '@',
+            "period" => '.',
+            "colon" => ':',
+            "sol" => '/',
+            "bsol" => '\\',
+            "hyphen" | "dash" => '-',
+            "lowbar" => '_',
+            "percnt" => '%',
+            "plus" => '+',
+            "equals" => '=',
+            "quest" => '?',
+            "num" => '#',
+            "comma" => ',',
+            "nbsp" => '\u{A0}',
+            "euro" => '€',
+            "dollar" => '$',
+            "pound" => '£',
+            "lt" => '<',
+            "gt" => '>',
+            "quot" => '"',
+            "apos" => '\'',
+            _ => return None,
+        }
+    };
+    Some((c, end + 1))
 }
 
 /// `text` with its `%XX` escapes decoded once (invalid UTF-8 replaced), when it has any.
@@ -2199,6 +2279,30 @@ mod tests {
             "https://pay.example/?amount=1%2E250%2C00%20EUR",
             "1250"
         ));
+        // A page's character references.
+        for (written, plain) in [
+            (
+                "collector&#64;outside&#46;example",
+                "collector@outside.example",
+            ),
+            (
+                "collector&#x40;outside.example",
+                "collector@outside.example",
+            ),
+            (
+                "collector&commat;outside&period;example",
+                "collector@outside.example",
+            ),
+            (
+                "https&colon;&sol;&sol;evil.example/pay?to=a&amp;b=pay&#x25;40evil.example",
+                "pay@evil.example",
+            ),
+            ("1&period;250&comma;00&nbsp;&euro;", "1250"),
+        ] {
+            assert!(reads(written, plain), "{written:?}");
+        }
+        assert_eq!(html_decoded("fish & chips &unknown; &#xZZ; &"), None);
+        assert_eq!(html_decoded("a&#1114112;b"), None);
         assert_eq!(percent_decoded("50% off, 100%"), None);
         assert_eq!(percent_decoded("a%2Fb%zz%4").as_deref(), Some("a/b%zz%4"));
         assert_eq!(percent_decoded("%FF%41").as_deref(), Some("\u{FFFD}A"));
@@ -2259,6 +2363,12 @@ mod tests {
             "%4",
             "https://",
             "lakh",
+            "&",
+            "&#",
+            "&#x4",
+            "0;",
+            "&commat;",
+            ";",
         ];
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         for _ in 0..20_000 {
