@@ -1291,6 +1291,8 @@ async fn a_disguised_destination_in_content_is_still_the_contents() {
         "collector\u{200B}@outside\u{3002}example",
         "c\u{043E}llect\u{043E}r@\u{043E}utside.example",
         "collector&#64;outside&period;example",
+        // Base64, for the model to decode.
+        "the address Y29sbGVjdG9yQG91dHNpZGUuZXhhbXBsZQ== (base64)",
     ]
     .iter()
     .enumerate()

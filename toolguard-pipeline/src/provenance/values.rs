@@ -451,6 +451,83 @@ fn text_values_as_read(text: &str, out: &mut Vec<String>) {
     if memchr::memchr2(b'&', b'%', b).is_some() {
         read_decoded(text, out);
     }
+    if let Some(decoded) = base64_decoded(text) {
+        read_text(&decoded, out);
+    }
+}
+
+/// Shortest run of base64 characters read as base64 (12 bytes encoded: `a@evil.io` and up).
+const MIN_BASE64: usize = 16;
+
+/// The texts `text` holds in base64 (`Y29sbGVjdG9yQG91dHNpZGUuZXhhbXBsZQ==`), joined by spaces:
+/// each run of [`MIN_BASE64`] base64 characters or more (standard or URL-safe alphabet) that
+/// decodes to printable UTF-8. Content hides an address or an account so from a reading of its
+/// words, and tells the model to decode it. `None` without any.
+#[inline(never)]
+fn base64_decoded(text: &str) -> Option<String> {
+    let mut out: Option<String> = None;
+    let mut run = 0;
+    for (i, &c) in text.as_bytes().iter().enumerate() {
+        if BASE64_CHARS[usize::from(c)] {
+            run += 1;
+            continue;
+        }
+        if run >= MIN_BASE64 {
+            base64_into(&text[i - run..i], &mut out);
+        }
+        run = 0;
+    }
+    if run >= MIN_BASE64 {
+        base64_into(&text[text.len() - run..], &mut out);
+    }
+    out
+}
+
+/// The bytes of the base64 alphabets (standard and URL-safe, with padding).
+const BASE64_CHARS: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        table[c] = b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_' | b'=');
+        c += 1;
+    }
+    table
+};
+
+/// Appends the text `run` encodes to `out` (and a space), when it is printable base64 text.
+fn base64_into(run: &str, out: &mut Option<String>) {
+    if let Some(decoded) = base64_text(run) {
+        let out = out.get_or_insert_with(String::new);
+        out.push_str(&decoded);
+        out.push(' ');
+    }
+}
+
+/// The printable UTF-8 text `run` encodes in base64, if it is one (out of line: rare).
+#[inline(never)]
+fn base64_text(run: &str) -> Option<String> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+    // A run with padding inside it is no base64; text encodes to both cases (an IBAN or an id
+    // in capitals, a word in lower case, is read as itself only).
+    let run = run.trim_end_matches('=');
+    if run.contains('=')
+        || !run.bytes().any(|c| c.is_ascii_uppercase())
+        || !run.bytes().any(|c| c.is_ascii_lowercase())
+    {
+        return None;
+    }
+    let bytes = if run.contains(['-', '_']) {
+        URL_SAFE_NO_PAD.decode(run).ok()?
+    } else {
+        STANDARD_NO_PAD.decode(run).ok()?
+    };
+    let decoded = String::from_utf8(bytes).ok()?;
+    let printable = decoded
+        .chars()
+        .all(|c| !c.is_control() || c.is_whitespace());
+    printable.then_some(decoded)
 }
 
 /// Escapes hide what a browser, or a model, reads through them: a page's character references
@@ -2302,6 +2379,32 @@ mod tests {
             assert!(reads(written, plain), "{written:?}");
         }
         assert_eq!(html_decoded("fish & chips &unknown; &#xZZ; &"), None);
+        // Base64, with or without padding, either alphabet.
+        for (written, plain) in [
+            (
+                "Y29sbGVjdG9yQG91dHNpZGUuZXhhbXBsZQ==",
+                "collector@outside.example",
+            ),
+            (
+                "aHR0cHM6Ly9ldmlsLmV4YW1wbGUvcGF5P3g9MQ",
+                "https://evil.example/pay?x=1",
+            ),
+            (
+                "R0IzMyBCVUtCIDIwMjAgMTU1NSA1NTU1IDU1",
+                "GB33BUKB20201555555555",
+            ),
+        ] {
+            assert!(reads(written, plain), "{written:?}");
+        }
+        // Words and ids that are no base64 text read as themselves only.
+        for t in [
+            "internationalization",
+            "INV-2024-0001-ABCD-EFGH",
+            "AKIAIOSFODNN7EXAMPLE",
+            "order_12345678_x_final",
+        ] {
+            assert_eq!(base64_decoded(t), None, "{t}");
+        }
         assert_eq!(html_decoded("a&#1114112;b"), None);
         assert_eq!(percent_decoded("50% off, 100%"), None);
         assert_eq!(percent_decoded("a%2Fb%zz%4").as_deref(), Some("a/b%zz%4"));
