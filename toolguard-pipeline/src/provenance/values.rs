@@ -447,6 +447,8 @@ pub fn text_values(text: &str, out: &mut Vec<String>) {
 /// [`text_values`] but the other form of international host names.
 fn text_values_as_read(text: &str, out: &mut Vec<String>) {
     read_text(text, out);
+    // What is decoded is cut where the text's own reading is.
+    let text = &text[..floor_char_boundary(text, MAX_SCANNED_BYTES.min(text.len()))];
     let b = text.as_bytes();
     if memchr::memchr2(b'&', b'%', b).is_some() {
         read_decoded(text, out);
@@ -458,6 +460,10 @@ fn text_values_as_read(text: &str, out: &mut Vec<String>) {
 
 /// Shortest run of base64 characters read as base64 (12 bytes encoded: `a@evil.io` and up).
 const MIN_BASE64: usize = 16;
+
+/// Longest run of base64 characters read as base64: what hides a value is short, an image
+/// embedded in a mail (`data:image/png;base64,…`) is not text.
+const MAX_BASE64: usize = 4096;
 
 /// The texts `text` holds in base64 (`Y29sbGVjdG9yQG91dHNpZGUuZXhhbXBsZQ==`), joined by spaces:
 /// each run of [`MIN_BASE64`] base64 characters or more (standard or URL-safe alphabet) that
@@ -472,12 +478,12 @@ fn base64_decoded(text: &str) -> Option<String> {
             run += 1;
             continue;
         }
-        if run >= MIN_BASE64 {
+        if (MIN_BASE64..=MAX_BASE64).contains(&run) {
             base64_into(&text[i - run..i], &mut out);
         }
         run = 0;
     }
-    if run >= MIN_BASE64 {
+    if (MIN_BASE64..=MAX_BASE64).contains(&run) {
         base64_into(&text[text.len() - run..], &mut out);
     }
     out
@@ -1558,28 +1564,15 @@ fn url_into(t: &str, buf: &mut String) -> bool {
     true
 }
 
-/// `host` with its `%XX` escapes decoded, in lower case, when it has any and they decode to the
-/// characters of a host name (letters, digits, `-`, `.`); `None` otherwise.
+/// `host` with its `%XX` escapes decoded ([`percent_decoded`]), in lower case, when it has any
+/// and they decode to the characters of a host name (letters, digits, `-`, `.`); `None`
+/// otherwise.
 fn percent_decoded_host(host: &str) -> Option<String> {
-    find_byte(host, b'%')?;
-    let b = host.as_bytes();
-    let mut out = String::with_capacity(host.len());
-    let mut i = 0;
-    while i < b.len() {
-        let c = if b[i] == b'%' {
-            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-            i += 3;
-            u8::from_str_radix(hex, 16).ok()?
-        } else {
-            i += 1;
-            b[i - 1]
-        };
-        if !(c.is_ascii_alphanumeric() || c == b'-' || c == b'.') {
-            return None;
-        }
-        out.push(char::from(c.to_ascii_lowercase()));
-    }
-    Some(out)
+    let decoded = percent_decoded(host)?;
+    let host_chars = decoded
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.');
+    host_chars.then(|| decoded.to_ascii_lowercase())
 }
 
 /// Hands the values of a URL's query parameters (`?to=pay@evil.example&next=https://…`) to
@@ -2405,6 +2398,19 @@ mod tests {
         ] {
             assert_eq!(base64_decoded(t), None, "{t}");
         }
+        // A long run (an embedded image) is not decoded; a short one is.
+        use base64::Engine as _;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let blob = b64(&"collector@outside.example ".repeat(200));
+        assert!(blob.len() > MAX_BASE64);
+        assert_eq!(
+            base64_decoded(&format!("data:image/png;base64,{blob}")),
+            None
+        );
+        assert_eq!(
+            base64_decoded(&format!("see {}.", b64("pay@evil.example"))).as_deref(),
+            Some("pay@evil.example ")
+        );
         assert_eq!(html_decoded("a&#1114112;b"), None);
         assert_eq!(percent_decoded("50% off, 100%"), None);
         assert_eq!(percent_decoded("a%2Fb%zz%4").as_deref(), Some("a/b%zz%4"));
