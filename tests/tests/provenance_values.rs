@@ -1293,6 +1293,10 @@ async fn a_disguised_destination_in_content_is_still_the_contents() {
         "collector&#64;outside&period;example",
         // Base64, for the model to decode.
         "the address Y29sbGVjdG9yQG91dHNpZGUuZXhhbXBsZQ== (base64)",
+        // Split by markup or spacing.
+        "collector**@**outside.example",
+        "collector@<b></b>outside.example",
+        "collector @ outside.example",
     ]
     .iter()
     .enumerate()
@@ -1389,6 +1393,7 @@ async fn an_amount_in_another_notation_is_still_the_contents() {
         ("1.25 k EUR", 125_000),
         ("0.00125 million euros", 125_000),
         ("\u{661}\u{662}\u{665}\u{660} \u{20AC}", 125_000),
+        ("\u{20AC} 1,250.-", 125_000),
     ]
     .into_iter()
     .enumerate()
@@ -1425,5 +1430,5 @@ async fn an_amount_in_another_notation_is_still_the_contents() {
             .await;
         assert_status(&out, Status::Ok);
     }
-    assert_eq!(f.bank.transfers.load(Ordering::SeqCst), 9);
+    assert_eq!(f.bank.transfers.load(Ordering::SeqCst), 10);
 }

@@ -456,6 +456,125 @@ fn text_values_as_read(text: &str, out: &mut Vec<String>) {
     if let Some(decoded) = base64_decoded(text) {
         read_text(&decoded, out);
     }
+    if may_squeeze(b)
+        && let Some(squeezed) = squeezed(text)
+    {
+        read_text(&squeezed, out);
+    }
+}
+
+/// Whether [`squeezed`] may change `b`: it has markup, a `.` with spaces on both sides, or an
+/// `@` with a space beside it that [`joining_space`] takes out (a mention, `ask @billing`,
+/// has none: most text is not scanned again).
+fn may_squeeze(b: &[u8]) -> bool {
+    memchr::memchr3(b'<', b'*', b'`', b).is_some()
+        || memchr::memmem::find(b, b"~~").is_some()
+        || memchr::memmem::find(b, b" . ").is_some()
+        || memchr::memchr_iter(b'@', b).any(|j| {
+            (j > 0 && b[j - 1] == b' ' && joining_space(b, j - 1 - spaces_before(b, j - 1)) > 0)
+                || (b.get(j + 1) == Some(&b' ') && joining_space(b, j + 1) > 0)
+        })
+}
+
+/// How many spaces come right before the space at `i` (to find where its run starts).
+fn spaces_before(b: &[u8], i: usize) -> usize {
+    b[..i].iter().rev().take_while(|&&c| c == b' ').count()
+}
+
+/// `text` as a reader sees a value that markup or spacing splits (`collector @ outside.example`,
+/// `coll**ector**@outside.example`, `pay@<b></b>evil.example`, `evil . example`): HTML tags,
+/// Markdown's `*`, `` ` `` and `~~` taken out, the spaces around an `@`, and around a `.` with
+/// spaces on both sides, taken out between letters or digits. `None` when nothing changes.
+#[inline(never)]
+fn squeezed(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut out: Option<String> = None;
+    // Up to where `text` is copied to `out` or left out.
+    let mut done = 0;
+    let mut i = 0;
+    while i < b.len() {
+        let skip = match b[i] {
+            b'<' => tag_len(&b[i..]),
+            b'*' | b'`' => 1,
+            b'~' if b.get(i + 1) == Some(&b'~') => 2,
+            b' ' => joining_space(b, i),
+            _ => 0,
+        };
+        if skip == 0 {
+            i += 1;
+            continue;
+        }
+        // Only ASCII bytes are left out: the cuts fall between characters.
+        let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
+        out.push_str(&text[done..i]);
+        i += skip;
+        done = i;
+    }
+    let mut out = out?;
+    out.push_str(&text[done..]);
+    Some(out)
+}
+
+/// The length of the HTML tag `b` starts with (`<b>`, `</span>`, `<br/>`), or 0.
+fn tag_len(b: &[u8]) -> usize {
+    let name = usize::from(b.get(1) == Some(&b'/')) + 1;
+    if !b.get(name).is_some_and(u8::is_ascii_alphabetic) {
+        return 0;
+    }
+    b.iter()
+        .take(256)
+        .position(|&c| c == b'>')
+        .filter(|&end| !b[1..end].contains(&b'<'))
+        .map_or(0, |end| end + 1)
+}
+
+/// The length of the run of spaces at `i` when it only splits a value: it touches an `@` before
+/// a host (a word with a `.`), or a `.` with spaces on both sides, and a letter or digit lies on
+/// the far side of both; else 0. A mention (`ask @billing`) and a sentence keep their spaces.
+fn joining_space(b: &[u8], i: usize) -> usize {
+    let end = i + b[i..].iter().take_while(|&&c| c == b' ').count();
+    // The word from `at` on has a `.` inside it (`outside.example`).
+    let host_at = |at: usize| {
+        let word = b.get(at..).unwrap_or_default();
+        let word = &word[..word.iter().position(|&c| c == b' ').unwrap_or(word.len())];
+        word.first().is_some_and(u8::is_ascii_alphanumeric)
+            && word
+                .iter()
+                .rposition(|&c| c == b'.')
+                .is_some_and(|d| d + 1 < word.len())
+    };
+    if i > 0 && b[i - 1].is_ascii_alphanumeric() && matches!(b.get(end), Some(b'@' | b'.')) {
+        // Spaces before a mark: `word @ host`, `word . next`.
+        let after = end
+            + 1
+            + b.get(end + 1..)
+                .map_or(0, |r| r.iter().take_while(|&&c| c == b' ').count());
+        let joins = match b.get(end) {
+            Some(b'@') => host_at(after),
+            Some(b'.') => after > end + 1 && b.get(after).is_some_and(u8::is_ascii_alphanumeric),
+            _ => false,
+        };
+        if joins {
+            return end - i;
+        }
+    }
+    // Spaces after a mark: `@ host`, `. next` (the `.` spaced before it too), a letter or digit
+    // before the mark (past its own spaces).
+    let Some(mark) = i
+        .checked_sub(1)
+        .map(|m| b[m])
+        .filter(|&m| m == b'@' || m == b'.')
+    else {
+        return 0;
+    };
+    let before = b[..i - 1].iter().rev().find(|&&c| c != b' ');
+    let joins = before.is_some_and(u8::is_ascii_alphanumeric)
+        && match mark {
+            b'@' => host_at(end),
+            b'.' => i > 1 && b[i - 2] == b' ' && b.get(end).is_some_and(u8::is_ascii_alphanumeric),
+            _ => false,
+        };
+    if joins { end - i } else { 0 }
 }
 
 /// Shortest run of base64 characters read as base64 (12 bytes encoded: `a@evil.io` and up).
@@ -1033,6 +1152,7 @@ fn spaced_thousands(
         buf.push_str(first);
         let mut frac = "";
         for t in rest.clone() {
+            let t = t.strip_suffix(".-").unwrap_or(t);
             let (group, decimals) = match t.bytes().position(|c| c == b',' || c == b'.') {
                 Some(i) => (&t[..i], &t[i + 1..]),
                 None => (t, ""),
@@ -1746,11 +1866,13 @@ fn amount_in<'t>(t: &'t str, buf: &mut String) -> Option<Canon<'t>> {
     Some(Canon::Buf)
 }
 
-/// `t` without a currency sign or code before or after it.
+/// `t` without a currency sign or code before or after it, and without the `.-` of a whole
+/// amount (`1'250.-`, `CHF 20.–`).
 fn without_currency(t: &str) -> &str {
     let t = t
         .trim_start_matches(['$', '€', '£', '¥', '₹', '+'])
         .trim_end_matches(['$', '€', '£', '¥', '₹']);
+    let t = t.strip_suffix(".-").unwrap_or(t);
     ["usd", "eur", "gbp", "chf", "jpy"]
         .iter()
         .find_map(|c| t.strip_prefix(c).or_else(|| t.strip_suffix(c)))
@@ -2388,6 +2510,39 @@ mod tests {
     }
 
     #[test]
+    fn a_value_split_by_markup_or_spacing_is_read_whole() {
+        for (written, plain) in [
+            ("collector @ outside.example", "collector@outside.example"),
+            ("collector@ outside.example", "collector@outside.example"),
+            ("collector**@**outside.example", "collector@outside.example"),
+            ("coll`ector`@outside.example", "collector@outside.example"),
+            (
+                "collector@<b></b>outside.example",
+                "collector@outside.example",
+            ),
+            (
+                "collector@<span class=\"x\">outside</span>.example",
+                "collector@outside.example",
+            ),
+            ("collector@outside . example", "collector@outside.example"),
+            ("https://evil . example/pay", "https://evil.example/pay"),
+            ("~~1250~~ 1350 €", "1350"),
+            ("€ 1,250.-", "1250"),
+            ("CHF 1'250.\u{2013}", "1250"),
+        ] {
+            assert!(reads(written, plain), "{written:?}");
+        }
+        // Prose keeps its words apart: a sentence's full stop, a mention, a comparison.
+        assert_eq!(squeezed("We met. Then we left."), None);
+        assert_eq!(squeezed("ask @billing today"), None);
+        assert_eq!(squeezed("if a < b and c > d"), None);
+        assert_eq!(
+            squeezed("write to ann @ example.org").as_deref(),
+            Some("write to ann@example.org")
+        );
+    }
+
+    #[test]
     fn text_in_base64_is_read_decoded() {
         // Base64, with or without padding, either alphabet.
         for (written, plain) in [
@@ -2486,6 +2641,15 @@ mod tests {
             "0;",
             "&commat;",
             ";",
+            "<b>",
+            "</",
+            "<",
+            "**",
+            "`",
+            "~~",
+            " @ ",
+            " . ",
+            ".-",
         ];
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         for _ in 0..20_000 {
