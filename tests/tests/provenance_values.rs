@@ -1394,6 +1394,7 @@ async fn an_amount_in_another_notation_is_still_the_contents() {
         ("0.00125 million euros", 125_000),
         ("\u{661}\u{662}\u{665}\u{660} \u{20AC}", 125_000),
         ("\u{20AC} 1,250.-", 125_000),
+        ("1 2 5 0 euros (digit by digit)", 125_000),
     ]
     .into_iter()
     .enumerate()
@@ -1430,5 +1431,5 @@ async fn an_amount_in_another_notation_is_still_the_contents() {
             .await;
         assert_status(&out, Status::Ok);
     }
-    assert_eq!(f.bank.transfers.load(Ordering::SeqCst), 10);
+    assert_eq!(f.bank.transfers.load(Ordering::SeqCst), 11);
 }

@@ -1071,6 +1071,7 @@ fn joined(
     }
     if reading == Reading::Content {
         scaled_amount(first, &rest, buf, emit)?;
+        spaced_digits(first, &rest, buf, emit)?;
     }
     let digit_group = |t: &str| {
         !t.is_empty()
@@ -1173,6 +1174,45 @@ fn spaced_thousands(
             let whole = std::mem::take(buf);
             decimal_into(&whole, frac, buf);
             emit(buf)?;
+        }
+    }
+    ControlFlow::Continue(())
+}
+
+/// Digits written one by one (`1 2 5 0`), handed to `emit` as the number they make: two to
+/// fifteen single-digit tokens in a row, from `first` on.
+fn spaced_digits(
+    first: &str,
+    rest: &Tokens<'_>,
+    buf: &mut String,
+    emit: Emit<'_>,
+) -> ControlFlow<()> {
+    let single = |t: &str| t.len() == 1 && t.as_bytes()[0].is_ascii_digit();
+    let next = next_token(rest);
+    // A look at the next token's first two bytes before reading it.
+    if !single(first)
+        || !next.first().is_some_and(u8::is_ascii_digit)
+        || next
+            .get(1)
+            .is_some_and(|&c| !(c.is_ascii() && ASCII_SEPARATORS[usize::from(c)]))
+    {
+        return ControlFlow::Continue(());
+    }
+    buf.clear();
+    buf.push_str(first);
+    for t in rest.clone().take(14).take_while(|t| single(t)) {
+        buf.push_str(t);
+    }
+    if buf.len() >= 2 {
+        let digits = std::mem::take(buf);
+        match amount_in(&digits, buf) {
+            Some(Canon::Slice(s)) => emit(s)?,
+            Some(Canon::Buf) => emit(buf)?,
+            None => {}
+        }
+        if digits.starts_with('0') {
+            // Leading zeros: an account or reference number as well.
+            emit(&digits)?;
         }
     }
     ControlFlow::Continue(())
@@ -2528,6 +2568,8 @@ mod tests {
             ("https://evil . example/pay", "https://evil.example/pay"),
             ("~~1250~~ 1350 €", "1350"),
             ("€ 1,250.-", "1250"),
+            ("1 2 5 0 EUR", "1250"),
+            ("0 0 7 1 2", "00712"),
             ("CHF 1'250.\u{2013}", "1250"),
         ] {
             assert!(reads(written, plain), "{written:?}");
