@@ -1395,6 +1395,13 @@ async fn an_amount_in_another_notation_is_still_the_contents() {
         ("\u{661}\u{662}\u{665}\u{660} \u{20AC}", 125_000),
         ("\u{20AC} 1,250.-", 125_000),
         ("1 2 5 0 euros (digit by digit)", 125_000),
+        ("zwölfhundertfünfzig Euro", 125_000),
+        ("mille deux cent cinquante euros", 125_000),
+        ("mil doscientos cincuenta euros", 125_000),
+        ("milleduecentocinquanta euro", 125_000),
+        ("mil duzentos e cinquenta euros", 125_000),
+        ("twaalfhonderdvijftig euro", 125_000),
+        ("1,25 mil euros", 125_000),
     ]
     .into_iter()
     .enumerate()
@@ -1431,5 +1438,5 @@ async fn an_amount_in_another_notation_is_still_the_contents() {
             .await;
         assert_status(&out, Status::Ok);
     }
-    assert_eq!(f.bank.transfers.load(Ordering::SeqCst), 11);
+    assert_eq!(f.bank.transfers.load(Ordering::SeqCst), 18);
 }

@@ -55,6 +55,7 @@
 
 pub(crate) mod flow;
 mod hash;
+mod number_words;
 mod origin;
 pub(crate) mod result_fields;
 mod store;

@@ -26,7 +26,8 @@
 //! - trailing punctuation stripped (`acct_42.` is `acct_42`), `@`/`#` removed from names;
 //! - amounts as a plain decimal without thousands separators, currency signs or trailing zeros
 //!   (`$1,250.00` is `1250`); in content also in the notations a model reads an amount from and
-//!   writes as digits (`1.250,00 €`, `12 000`, `12k`, `twelve thousand`).
+//!   writes as digits (`1.250,00 €`, `12 000`, `12k`, `1,5 Mio.`, `twelve thousand`, and the
+//!   number words of other languages, `zwölfhundertfünfzig`, `mille deux cent cinquante`).
 //!
 //! This module is domain logic: it knows nothing of the pipeline.
 
@@ -35,6 +36,8 @@ use std::ops::ControlFlow;
 
 use icu_normalizer::ComposingNormalizerBorrowed;
 use serde_json::Value;
+
+use super::number_words::{number_word, other_language_amount, worded_amount};
 
 /// The NFKC normalizer (ICU4X, compiled data).
 const NFKC: ComposingNormalizerBorrowed<'static> = ComposingNormalizerBorrowed::new_nfkc();
@@ -1062,12 +1065,17 @@ fn joined(
     if reading == Reading::Content {
         spaced_thousands(first, &rest, buf, emit)?;
     }
-    if reading == Reading::Content
-        && let Some(amount) = worded_amount(first, rest.clone())
-    {
-        buf.clear();
-        buf.push_str(itoa::Buffer::new().format(amount));
-        emit(buf)?;
+    if reading == Reading::Content {
+        let next = || next_token(&rest).first().copied();
+        let english = worded_amount(first, next, rest.clone());
+        for amount in [english, other_language_amount(first, rest.clone())]
+            .into_iter()
+            .flatten()
+        {
+            buf.clear();
+            buf.push_str(itoa::Buffer::new().format(amount));
+            emit(buf)?;
+        }
     }
     if reading == Reading::Content {
         scaled_amount(first, &rest, buf, emit)?;
@@ -1254,13 +1262,19 @@ fn scaled_amount(
 }
 
 /// The scales and multipliers an amount is written with, as powers of ten: English words and
-/// the abbreviations of finance (`k`, `m`, `mn`, `bn`), German (`Tsd.`, `Mio.`, `Mrd.`,
-/// `Millionen`, `Milliarden`), French (`millions`, `milliards`) and Indian (`lakh`, `crore`).
-const SCALES: [(&str, usize); 22] = [
+/// the abbreviations of finance (`k`, `m`, `mn`, `bn`), German (`Tsd.`, `Tausend`, `Mio.`,
+/// `Mrd.`, `Millionen`, `Milliarden`), French (`mille`, `millions`, `milliards`), Spanish and
+/// Portuguese (`mil`, `millones`, `milhões`), Italian (`mila`, `milioni`, `miliardi`), Dutch
+/// (`miljoen`, `miljard`) and Indian (`lakh`, `crore`).
+const SCALES: [(&str, usize); 39] = [
     ("k", 3),
     ("thousand", 3),
     ("thousands", 3),
     ("tsd", 3),
+    ("tausend", 3),
+    ("mil", 3),
+    ("mille", 3),
+    ("mila", 3),
     ("lakh", 5),
     ("lakhs", 5),
     ("m", 6),
@@ -1269,6 +1283,16 @@ const SCALES: [(&str, usize); 22] = [
     ("million", 6),
     ("millions", 6),
     ("millionen", 6),
+    ("millón", 6),
+    ("millon", 6),
+    ("millones", 6),
+    ("milione", 6),
+    ("milioni", 6),
+    ("miljoen", 6),
+    ("milhão", 6),
+    ("milhao", 6),
+    ("milhões", 6),
+    ("milhoes", 6),
     ("crore", 7),
     ("crores", 7),
     ("bn", 9),
@@ -1279,6 +1303,9 @@ const SCALES: [(&str, usize); 22] = [
     ("milliards", 9),
     ("milliarde", 9),
     ("milliarden", 9),
+    ("miliardo", 9),
+    ("miliardi", 9),
+    ("miljard", 9),
 ];
 
 /// The power of ten scale word `w` stands for ([`SCALES`]).
@@ -1321,99 +1348,6 @@ fn scaled_readings(
 /// without reading it whole).
 fn next_token<'a>(rest: &Tokens<'a>) -> &'a [u8] {
     &rest.text.as_bytes()[rest.run_end(rest.at, true)..]
-}
-
-/// The value of an English number word (`twelve`, `ninety`), or of a scale (`hundred` as
-/// `Err(100)`, `thousand`, `million`, `billion`).
-fn number_word(w: &str) -> Option<Result<u64, u64>> {
-    let n = match w {
-        "zero" => 0,
-        "one" | "a" => 1,
-        "two" => 2,
-        "three" => 3,
-        "four" => 4,
-        "five" => 5,
-        "six" => 6,
-        "seven" => 7,
-        "eight" => 8,
-        "nine" => 9,
-        "ten" => 10,
-        "eleven" => 11,
-        "twelve" => 12,
-        "thirteen" => 13,
-        "fourteen" => 14,
-        "fifteen" => 15,
-        "sixteen" => 16,
-        "seventeen" => 17,
-        "eighteen" => 18,
-        "nineteen" => 19,
-        "twenty" => 20,
-        "thirty" => 30,
-        "forty" => 40,
-        "fifty" => 50,
-        "sixty" => 60,
-        "seventy" => 70,
-        "eighty" => 80,
-        "ninety" => 90,
-        "hundred" => return Some(Err(100)),
-        "thousand" => return Some(Err(1_000)),
-        "million" => return Some(Err(1_000_000)),
-        "billion" => return Some(Err(1_000_000_000)),
-        _ => return None,
-    };
-    Some(Ok(n))
-}
-
-/// An amount written in English words from `first` on (`twelve thousand`, `one thousand two
-/// hundred and fifty`, `twenty-five hundred`), or a number and a scale (`12 thousand`): a model
-/// asked to pay it writes the digits. Only a reading with a scale or of two words or more.
-fn worded_amount(first: &str, rest: Tokens<'_>) -> Option<u64> {
-    let starts = if first.bytes().all(|b| b.is_ascii_digit()) {
-        // A number, then a scale word: look at the next word's first letter before reading it.
-        first.len() <= 12 && matches!(next_token(&rest).first(), Some(b'h' | b't' | b'm' | b'b'))
-    } else {
-        let head = &first[..find_byte(first, b'-').unwrap_or(first.len())];
-        head.len() <= 9 && number_word(head).is_some_and(|n| n.is_ok())
-    };
-    if !starts {
-        return None;
-    }
-    let (mut total, mut current, mut words, mut scaled) = (0u64, 0u64, 0, false);
-    for (i, token) in std::iter::once(first).chain(rest).enumerate() {
-        if token == "and" && i > 0 {
-            continue;
-        }
-        // `a thousand`, but `twelve thousand a month` is twelve thousand.
-        if token == "a" && i > 0 {
-            break;
-        }
-        if i == 0 && token.bytes().all(|b| b.is_ascii_digit()) {
-            current = token.parse().ok()?;
-            words += 1;
-            continue;
-        }
-        let mut any = false;
-        for part in token.split('-') {
-            match number_word(part) {
-                Some(Ok(n)) if n < 100 && current % 100 == 0 || n < 10 && current % 10 == 0 => {
-                    current = current.checked_add(n)?;
-                }
-                Some(Err(100)) => current = current.max(1).checked_mul(100)?,
-                Some(Err(scale)) => {
-                    total = total.checked_add(current.max(1).checked_mul(scale)?)?;
-                    current = 0;
-                    scaled = true;
-                }
-                _ => break,
-            }
-            any = true;
-        }
-        if !any {
-            break;
-        }
-        words += 1;
-    }
-    (scaled || words >= 2).then_some(total.checked_add(current)?)
 }
 
 /// Whether `first` and the token after it (the start of `rest`) can begin an IBAN spread over
@@ -2692,6 +2626,17 @@ mod tests {
             " @ ",
             " . ",
             ".-",
+            "zwölf",
+            "hundert",
+            "tausend",
+            "und",
+            "quatre",
+            "vingt",
+            "mil",
+            "millones",
+            " e ",
+            "cento",
+            "miliardi",
         ];
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         for _ in 0..20_000 {
