@@ -1263,6 +1263,8 @@ async fn a_disguised_destination_in_content_is_still_the_contents() {
         "G B 3 3 B U K B 2 0 2 0 1 5 5 5 5 5 5 5 5 5",
         // Cyrillic `З` for the digit 3, `В` and `К` for the letters.
         "GB\u{0417}\u{0417} \u{0412}U\u{041A}B 2020 1555 5555 55",
+        // Quoted-printable with a soft line break.
+        "GB33 BUKB 2020 15=\n55 5555 55",
     ];
     for (i, iban) in disguised.iter().enumerate() {
         let session = alice(&format!("disguised-{i}"));
@@ -1297,6 +1299,9 @@ async fn a_disguised_destination_in_content_is_still_the_contents() {
         "collector**@**outside.example",
         "collector@<b></b>outside.example",
         "collector @ outside.example",
+        // A raw mail's quoted-printable body.
+        "collector=40outside.example",
+        "collector@outside.exam=\r\nple",
     ]
     .iter()
     .enumerate()

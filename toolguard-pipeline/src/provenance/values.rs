@@ -453,7 +453,7 @@ fn text_values_as_read(text: &str, out: &mut Vec<String>) {
     // What is decoded is cut where the text's own reading is.
     let text = &text[..floor_char_boundary(text, MAX_SCANNED_BYTES.min(text.len()))];
     let b = text.as_bytes();
-    if memchr::memchr2(b'&', b'%', b).is_some() {
+    if memchr::memchr3(b'&', b'%', b'=', b).is_some() {
         read_decoded(text, out);
     }
     if let Some(decoded) = base64_decoded(text) {
@@ -659,13 +659,17 @@ fn base64_text(run: &str) -> Option<String> {
 }
 
 /// Escapes hide what a browser, or a model, reads through them: a page's character references
-/// (`pay&#64;evil&period;example`), a link's `%XX` (`?to=pay%40evil.example`). The text is read
-/// once more with both decoded, when it has any. Out of line: most text has none.
+/// (`pay&#64;evil&period;example`), a link's `%XX` (`?to=pay%40evil.example`), a raw mail's
+/// quoted-printable `=XX` and soft line breaks (`collector=40outside.example`). The text is read
+/// once more with them decoded, when it has any. Out of line: most text has none.
 #[inline(never)]
 fn read_decoded(text: &str, out: &mut Vec<String>) {
     let html = html_decoded(text);
-    let decoded = percent_decoded(html.as_deref().unwrap_or(text));
-    if let Some(decoded) = decoded.or(html) {
+    let text = html.as_deref().unwrap_or(text);
+    let percent = unescaped(text, Escape::Percent);
+    let text = percent.as_deref().unwrap_or(text);
+    let quoted = unescaped(text, Escape::QuotedPrintable);
+    if let Some(decoded) = quoted.or(percent).or(html) {
         read_text(&decoded, out);
     }
 }
@@ -739,26 +743,61 @@ fn character_reference(s: &str) -> Option<(char, usize)> {
     Some((c, end + 1))
 }
 
-/// `text` with its `%XX` escapes decoded once (invalid UTF-8 replaced), when it has any.
-fn percent_decoded(text: &str) -> Option<String> {
-    let b = text.as_bytes();
-    let hex = |c: u8| char::from(c).to_digit(16);
-    let escape_at = |i: usize| {
+/// How a text escapes bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Escape {
+    /// A URL's `%XX`, either case.
+    Percent,
+    /// A mail's quoted-printable `=XX` (upper-case hex, RFC 2045), and `=` at a line's end: a
+    /// soft line break, which joins the line to the next.
+    QuotedPrintable,
+}
+
+impl Escape {
+    fn mark(self) -> u8 {
+        match self {
+            Escape::Percent => b'%',
+            Escape::QuotedPrintable => b'=',
+        }
+    }
+
+    /// The byte the escape at `i` of `b` stands for and its length; `Some((None, len))` for a
+    /// soft line break.
+    fn at(self, b: &[u8], i: usize) -> Option<(Option<u8>, usize)> {
+        let hex = |c: u8| match self {
+            Escape::Percent => char::from(c).to_digit(16),
+            Escape::QuotedPrintable => (c.is_ascii_digit() || (b'A'..=b'F').contains(&c))
+                .then(|| char::from(c).to_digit(16))
+                .flatten(),
+        };
+        if self == Escape::QuotedPrintable {
+            match (b.get(i + 1), b.get(i + 2)) {
+                (Some(b'\n'), _) => return Some((None, 2)),
+                (Some(b'\r'), Some(b'\n')) => return Some((None, 3)),
+                _ => {}
+            }
+        }
         let (hi, lo) = (hex(*b.get(i + 1)?)?, hex(*b.get(i + 2)?)?);
-        u8::try_from(hi * 16 + lo).ok()
-    };
-    let first = memchr::memchr_iter(b'%', b).find(|&i| escape_at(i).is_some())?;
+        Some((Some(u8::try_from(hi * 16 + lo).ok()?), 3))
+    }
+}
+
+/// `text` with its escapes of the kind `how` decoded once (invalid UTF-8 replaced), when it has
+/// any.
+fn unescaped(text: &str, how: Escape) -> Option<String> {
+    let b = text.as_bytes();
+    let first = memchr::memchr_iter(how.mark(), b).find(|&i| how.at(b, i).is_some())?;
     let mut out = Vec::with_capacity(b.len());
     out.extend_from_slice(&b[..first]);
     let mut i = first;
     while i < b.len() {
-        match (b[i], escape_at(i)) {
-            (b'%', Some(c)) => {
-                out.push(c);
-                i += 3;
+        match (b[i] == how.mark()).then(|| how.at(b, i)).flatten() {
+            Some((byte, len)) => {
+                out.extend(byte);
+                i += len;
             }
-            (c, _) => {
-                out.push(c);
+            None => {
+                out.push(b[i]);
                 i += 1;
             }
         }
@@ -1064,8 +1103,6 @@ fn joined(
     spread_iban(first, &rest, buf, emit)?;
     if reading == Reading::Content {
         spaced_thousands(first, &rest, buf, emit)?;
-    }
-    if reading == Reading::Content {
         let next = || next_token(&rest).first().copied();
         let english = worded_amount(first, next, rest.clone());
         for amount in [english, other_language_amount(first, rest.clone())]
@@ -1076,8 +1113,6 @@ fn joined(
             buf.push_str(itoa::Buffer::new().format(amount));
             emit(buf)?;
         }
-    }
-    if reading == Reading::Content {
         scaled_amount(first, &rest, buf, emit)?;
         spaced_digits(first, &rest, buf, emit)?;
     }
@@ -1658,11 +1693,11 @@ fn url_into(t: &str, buf: &mut String) -> bool {
     true
 }
 
-/// `host` with its `%XX` escapes decoded ([`percent_decoded`]), in lower case, when it has any
+/// `host` with its `%XX` escapes decoded ([`unescaped`]), in lower case, when it has any
 /// and they decode to the characters of a host name (letters, digits, `-`, `.`); `None`
 /// otherwise.
 fn percent_decoded_host(host: &str) -> Option<String> {
-    let decoded = percent_decoded(host)?;
+    let decoded = unescaped(host, Escape::Percent)?;
     let host_chars = decoded
         .bytes()
         .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.');
@@ -2478,9 +2513,42 @@ mod tests {
         }
         assert_eq!(html_decoded("fish & chips &unknown; &#xZZ; &"), None);
         assert_eq!(html_decoded("a&#1114112;b"), None);
-        assert_eq!(percent_decoded("50% off, 100%"), None);
-        assert_eq!(percent_decoded("a%2Fb%zz%4").as_deref(), Some("a/b%zz%4"));
-        assert_eq!(percent_decoded("%FF%41").as_deref(), Some("\u{FFFD}A"));
+        assert_eq!(unescaped("50% off, 100%", Escape::Percent), None);
+        assert_eq!(
+            unescaped("a%2Fb%zz%4", Escape::Percent).as_deref(),
+            Some("a/b%zz%4")
+        );
+        assert_eq!(
+            unescaped("%FF%41", Escape::Percent).as_deref(),
+            Some("\u{FFFD}A")
+        );
+        // A raw mail's quoted-printable body: escapes and soft line breaks.
+        for (written, plain) in [
+            (
+                "write to collector=40outside.example",
+                "collector@outside.example",
+            ),
+            (
+                "write to collector@outside.exam=\r\nple today",
+                "collector@outside.example",
+            ),
+            (
+                "IBAN GB33 BUKB 2020 15=\n55 5555 55",
+                "GB33BUKB20201555555555",
+            ),
+            ("Betrag: 1=2E250=2C00 =E2=82=AC", "1250"),
+        ] {
+            assert!(reads(written, plain), "{written:?}");
+        }
+        assert_eq!(
+            unescaped("b=c3=bc a=b x=1", Escape::QuotedPrintable),
+            None,
+            "lower-case hex is no quoted-printable escape"
+        );
+        assert_eq!(
+            unescaped("=C3=BCber=\nall=3D", Escape::QuotedPrintable).as_deref(),
+            Some("\u{FC}berall=")
+        );
     }
 
     #[test]
@@ -2637,6 +2705,12 @@ mod tests {
             " e ",
             "cento",
             "miliardi",
+            "=",
+            "=4",
+            "=C3",
+            "=40",
+            "=\r\n",
+            "=\n",
         ];
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         for _ in 0..20_000 {
