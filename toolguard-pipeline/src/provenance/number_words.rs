@@ -496,6 +496,10 @@ impl Reading {
             Value(20) if self.last == Some(4) => self.group = self.group.checked_add(76)?,
             Value(n) => self.group = self.group.checked_add(n)?,
             Hundred => self.group = self.group.max(1).checked_mul(100)?,
+            // A larger scale right after a smaller one scales it: `mil millones` is a billion.
+            Scale(s) if self.group == 0 && self.total > 0 && self.total < s => {
+                self.total = self.total.checked_mul(s)?;
+            }
             Scale(s) => {
                 self.total = self.total.checked_add(self.group.max(1).checked_mul(s)?)?;
                 self.group = 0;
@@ -603,6 +607,11 @@ mod tests {
             ("trentatré", 33),
             ("mil e duzentos", 1200),
             ("três mil", 3000),
+            ("mil millones", 1_000_000_000),
+            ("dos mil millones", 2_000_000_000),
+            ("cien mil millones", 100_000_000_000),
+            ("tausend millionen", 1_000_000_000),
+            ("zwei millionen dreihunderttausend", 2_300_000),
         ] {
             assert_eq!(read(text), Some(value), "{text}");
         }
