@@ -148,7 +148,7 @@ impl Sealer {
         self.seal_encoded(seq, record, &body, prev_hash)
     }
 
-    /// Seals `record`, whose canonical encoding ([`encoded`]) is `body`, as entry `seq` after
+    /// Seals `record`, whose canonical encoding is `body`, as entry `seq` after
     /// the entry whose hash is `prev_hash`. The encoding can be made before taking the lock
     /// that orders the chain; only this hash needs it.
     pub fn seal_encoded(

@@ -14,7 +14,7 @@
 //! ([`ArgumentOrigin::unplaced`]), never as the model's own:
 //!
 //! - a source whose values were cut at [`MAX_VALUES_PER_SOURCE`](super::MAX_VALUES_PER_SOURCE),
-//!   or a session holding [`MAX_SOURCES_PER_SESSION`](super::MAX_SOURCES_PER_SESSION) sources
+//!   or a session holding [`MAX_SOURCES_PER_SESSION`] sources
 //!   (its oldest may have been dropped): such values are `untrusted` (from the truncated
 //!   source, or else the oldest one kept);
 //! - trusted records cut the same way (a trusted tool's output of more values than are kept,

@@ -37,7 +37,7 @@ enum Admission {
     Replay(StoredOutcome),
     /// The key is in flight under a holder whose lease ran out (operation `0`): it died, maybe
     /// mid-execution (`outcome_unknown`); what its operation record says settles the rest (see
-    /// [`super::interrupted::abandoned`]).
+    /// `interrupted::abandoned`).
     Abandoned(Option<String>),
 }
 

@@ -94,7 +94,7 @@ impl Attempt<'_> {
     /// process that died after the effect), or `in_progress` while the attempt still holds the
     /// key (`Err`). `None` without a key, for another request, and when no attempt holds the key
     /// (one that died before it recorded its operation ran nothing and is freed,
-    /// [`super::interrupted::abandoned`]): the key then keeps `refusal` for [`REFUSAL_KEPT`].
+    /// `interrupted::abandoned`): the key then keeps `refusal` for [`REFUSAL_KEPT`].
     async fn earlier_or_refused<S: Send + Sync + 'static>(
         &self,
         core: &Core<S>,
