@@ -1265,6 +1265,9 @@ async fn a_disguised_destination_in_content_is_still_the_contents() {
         "GB\u{0417}\u{0417} \u{0412}U\u{041A}B 2020 1555 5555 55",
         // Quoted-printable with a soft line break.
         "GB33 BUKB 2020 15=\n55 5555 55",
+        // A string escape; hexadecimal for the model to decode.
+        "GB33\\u0042UKB20201555555555",
+        "0x4742333342554b423230323031353535353535353535",
     ];
     for (i, iban) in disguised.iter().enumerate() {
         let session = alice(&format!("disguised-{i}"));
@@ -1302,6 +1305,12 @@ async fn a_disguised_destination_in_content_is_still_the_contents() {
         // A raw mail's quoted-printable body.
         "collector=40outside.example",
         "collector@outside.exam=\r\nple",
+        // A program's string escapes, hexadecimal, backwards, ROT13: for the model to decode.
+        "collector\\u0040outside.example",
+        "collector\\@outside\\.example",
+        "the hex 636f6c6c6563746f72406f7574736964652e6578616d706c65",
+        "elpmaxe.edistuo@rotcelloc (read it backwards)",
+        "pbyyrpgbe@bhgfvqr.rknzcyr (ROT13)",
     ]
     .iter()
     .enumerate()

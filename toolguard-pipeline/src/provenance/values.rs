@@ -17,6 +17,9 @@
 //! - international host names in both forms (`bücher.example` and `xn--bcher-kva.example`);
 //! - written-out and defanged addresses read as what they spell (`pay [at] evil [dot] example`,
 //!   `hxxps://evil[.]example/pay`), as well as word by word;
+//! - in content, text a model reads through escapes and encodings read decoded too: character
+//!   references, `%XX`, quoted-printable, a program's string escapes (`pay\u0040evil.example`),
+//!   base64 and hexadecimal runs, and addresses and links written backwards or in ROT13;
 //! - separators removed inside IBANs (`DE89 3704 0044 …`, `DE89.3704.0044…`, `D E 8 9 3 7…`;
 //!   other than spaces and hyphens, only when the check digits hold) and phone numbers
 //!   (`+1 (555) 123-4567`);
@@ -453,7 +456,7 @@ fn text_values_as_read(text: &str, out: &mut Vec<String>) {
     // What is decoded is cut where the text's own reading is.
     let text = &text[..floor_char_boundary(text, MAX_SCANNED_BYTES.min(text.len()))];
     let b = text.as_bytes();
-    if memchr::memchr3(b'&', b'%', b'=', b).is_some() {
+    if memchr::memchr3(b'&', b'%', b'=', b).is_some() || memchr::memchr(b'\\', b).is_some() {
         read_decoded(text, out);
     }
     if let Some(decoded) = base64_decoded(text) {
@@ -463,6 +466,109 @@ fn text_values_as_read(text: &str, out: &mut Vec<String>) {
         && let Some(squeezed) = squeezed(text)
     {
         read_text(&squeezed, out);
+    }
+    if let Some(turned) = turned(text) {
+        read_words(&turned, out);
+    }
+}
+
+/// Longest word [`turned`] turns: an address or a link, not a paragraph without spaces.
+const MAX_TURNED: usize = 512;
+
+/// The words of `text` that hold an address or a link, each as content may have turned it to
+/// hide it from a reading of its words, and told the model to turn it back: an address written
+/// backwards (`elpmaxe.edistuo@rotcelloc`: the dots before its `@`, none after), a link written
+/// backwards (`yap/elpmaxe.live//:sptth`), and either in ROT13 (`pbyyrpgbe@bhgfvqr.rknzcyr`,
+/// `uggcf://rivy.rknzcyr`), joined by spaces. `None` without any such word.
+#[inline(never)]
+fn turned(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    // Built as bytes: ROT13 moves ASCII letters only, and a word is turned a character at a
+    // time, so what is built is UTF-8 whenever the text is.
+    let mut out = Vec::new();
+    let mut done = 0;
+    for at in memchr::memchr2_iter(b'@', b':', b) {
+        let slashes = |from: usize| b.get(from..from + 2) == Some(b"//");
+        if at < done || (b[at] == b':' && !slashes(at + 1) && !(at >= 2 && slashes(at - 2))) {
+            continue;
+        }
+        let start = b[..at]
+            .iter()
+            .rposition(u8::is_ascii_whitespace)
+            .map_or(0, |i| i + 1);
+        done = b[at..]
+            .iter()
+            .position(u8::is_ascii_whitespace)
+            .map_or(b.len(), |i| at + i);
+        let (before, after) = (&b[start..at], &b[at + 1..done]);
+        // A mention (`@billing`) is no address.
+        if done - start > MAX_TURNED || before.is_empty() {
+            continue;
+        }
+        let word = &text[start..done];
+        let (backwards, rotated) = match b[at] {
+            b'@' => (
+                !after.contains(&b'.') && before.contains(&b'.'),
+                !plain_host(after),
+            ),
+            _ => (
+                at >= 2 && slashes(at - 2),
+                slashes(at + 1) && !plain_host(after.get(2..).unwrap_or_default()),
+            ),
+        };
+        if backwards {
+            if word.is_ascii() {
+                out.extend(word.bytes().rev());
+            } else {
+                for c in word.chars().rev() {
+                    out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                }
+            }
+            out.push(b' ');
+        }
+        if rotated {
+            out.extend(word.bytes().map(rot13));
+            out.push(b' ');
+        }
+    }
+    if out.is_empty() {
+        return None;
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Top-level domains most hosts end in whose ROT13 is no top-level domain (`com` is `pbz`; `org`
+/// is `bet`, a domain of its own, so not here): a host that ends in one is read as written only.
+const PLAIN_TLDS: [&[u8]; 30] = [
+    b"com", b"net", b"edu", b"gov", b"mil", b"info", b"biz", b"example", b"app", b"dev", b"xyz",
+    b"io", b"co", b"de", b"uk", b"eu", b"ch", b"nl", b"us", b"ru", b"es", b"cn", b"br", b"mx",
+    b"kr", b"jp", b"au", b"be", b"me", b"ai",
+];
+
+/// Whether the host `rest` starts with (up to a `/`, `?`, `#` or `:`) ends in one of
+/// [`PLAIN_TLDS`], in any case.
+fn plain_host(rest: &[u8]) -> bool {
+    let host = rest
+        .iter()
+        .position(|c| matches!(c, b'/' | b'?' | b'#' | b':'))
+        .map_or(rest, |end| &rest[..end]);
+    let host = host
+        .iter()
+        .rposition(u8::is_ascii_alphanumeric)
+        .map_or(&[][..], |end| &host[..=end]);
+    let tld = host
+        .iter()
+        .rposition(|&c| c == b'.')
+        .map_or(host, |dot| &host[dot + 1..]);
+    PLAIN_TLDS.iter().any(|t| t.eq_ignore_ascii_case(tld))
+}
+
+/// `c` in ROT13: a Latin letter moved 13 places, any other byte as it is.
+fn rot13(c: u8) -> u8 {
+    match c {
+        b'a'..=b'z' => (c - b'a' + 13) % 26 + b'a',
+        b'A'..=b'Z' => (c - b'A' + 13) % 26 + b'A',
+        _ => c,
     }
 }
 
@@ -587,10 +693,11 @@ const MIN_BASE64: usize = 16;
 /// embedded in a mail (`data:image/png;base64,…`) is not text.
 const MAX_BASE64: usize = 4096;
 
-/// The texts `text` holds in base64 (`Y29sbGVjdG9yQG91dHNpZGUuZXhhbXBsZQ==`), joined by spaces:
-/// each run of [`MIN_BASE64`] base64 characters or more (standard or URL-safe alphabet) that
-/// decodes to printable UTF-8. Content hides an address or an account so from a reading of its
-/// words, and tells the model to decode it. `None` without any.
+/// The texts `text` holds in base64 (`Y29sbGVjdG9yQG91dHNpZGUuZXhhbXBsZQ==`) or in hexadecimal
+/// (`636f6c6c6563746f72…`), joined by spaces: each run of [`MIN_BASE64`] base64 characters or
+/// more (standard or URL-safe alphabet; hexadecimal digits are among them) that decodes to
+/// printable UTF-8. Content hides an address or an account so from a reading of its words, and
+/// tells the model to decode it. `None` without any.
 #[inline(never)]
 fn base64_decoded(text: &str) -> Option<String> {
     let mut out: Option<String> = None;
@@ -623,9 +730,10 @@ const BASE64_CHARS: [bool; 256] = {
     table
 };
 
-/// Appends the text `run` encodes to `out` (and a space), when it is printable base64 text.
+/// Appends the text `run` encodes to `out` (and a space), when it is printable text in base64
+/// or in hexadecimal.
 fn base64_into(run: &str, out: &mut Option<String>) {
-    if let Some(decoded) = base64_text(run) {
+    for decoded in [base64_text(run), hex_text(run)].into_iter().flatten() {
         let out = out.get_or_insert_with(String::new);
         out.push_str(&decoded);
         out.push(' ');
@@ -652,16 +760,36 @@ fn base64_text(run: &str) -> Option<String> {
         STANDARD_NO_PAD.decode(run).ok()?
     };
     let decoded = String::from_utf8(bytes).ok()?;
-    let printable = decoded
-        .chars()
-        .all(|c| !c.is_control() || c.is_whitespace());
-    printable.then_some(decoded)
+    printable(&decoded).then_some(decoded)
+}
+
+/// Whether `text` has no control character but white space: what decodes to text, not bytes.
+fn printable(text: &str) -> bool {
+    text.chars().all(|c| !c.is_control() || c.is_whitespace())
+}
+
+/// The printable UTF-8 text with a letter in it that `run` encodes in hexadecimal, either case,
+/// also after `0x` (`0x636f6c6c…`), if it is one. A number's digits are hexadecimal digits too,
+/// but rarely decode to text with a letter and no control character.
+fn hex_text(run: &str) -> Option<String> {
+    let run = run.strip_prefix("0x").unwrap_or(run).as_bytes();
+    if !run.len().is_multiple_of(2) {
+        return None;
+    }
+    let digit = |c: u8| char::from(c).to_digit(16);
+    let bytes = run
+        .chunks_exact(2)
+        .map(|pair| u8::try_from(digit(pair[0])? * 16 + digit(pair[1])?).ok())
+        .collect::<Option<Vec<u8>>>()?;
+    let decoded = String::from_utf8(bytes).ok()?;
+    (decoded.chars().any(char::is_alphabetic) && printable(&decoded)).then_some(decoded)
 }
 
 /// Escapes hide what a browser, or a model, reads through them: a page's character references
 /// (`pay&#64;evil&period;example`), a link's `%XX` (`?to=pay%40evil.example`), a raw mail's
-/// quoted-printable `=XX` and soft line breaks (`collector=40outside.example`). The text is read
-/// once more with them decoded, when it has any. Out of line: most text has none.
+/// quoted-printable `=XX` and soft line breaks (`collector=40outside.example`), a program's
+/// string escapes (`collector\u0040outside.example`, `collector\x40outside\.example`). The text
+/// is read once more with them decoded, when it has any. Out of line: most text has none.
 #[inline(never)]
 fn read_decoded(text: &str, out: &mut Vec<String>) {
     let html = html_decoded(text);
@@ -669,7 +797,9 @@ fn read_decoded(text: &str, out: &mut Vec<String>) {
     let percent = unescaped(text, Escape::Percent);
     let text = percent.as_deref().unwrap_or(text);
     let quoted = unescaped(text, Escape::QuotedPrintable);
-    if let Some(decoded) = quoted.or(percent).or(html) {
+    let text = quoted.as_deref().unwrap_or(text);
+    let backslashed = unescaped(text, Escape::Backslash);
+    if let Some(decoded) = backslashed.or(quoted).or(percent).or(html) {
         read_text(&decoded, out);
     }
 }
@@ -751,6 +881,19 @@ enum Escape {
     /// A mail's quoted-printable `=XX` (upper-case hex, RFC 2045), and `=` at a line's end: a
     /// soft line break, which joins the line to the next.
     QuotedPrintable,
+    /// A program's string escapes: `\xNN`, `\uNNNN`, `\u{N…}`, and a backslash before a mark
+    /// (`collector\@outside\.example`, as Markdown and patterns escape them).
+    Backslash,
+}
+
+/// What an escape stands for.
+enum Unescaped {
+    /// One byte of the text's UTF-8 (`%C3` is half of `é`).
+    Byte(u8),
+    /// A whole character.
+    Char(char),
+    /// Nothing: a soft line break.
+    Nothing,
 }
 
 impl Escape {
@@ -758,27 +901,47 @@ impl Escape {
         match self {
             Escape::Percent => b'%',
             Escape::QuotedPrintable => b'=',
+            Escape::Backslash => b'\\',
         }
     }
 
-    /// The byte the escape at `i` of `b` stands for and its length; `Some((None, len))` for a
-    /// soft line break.
-    fn at(self, b: &[u8], i: usize) -> Option<(Option<u8>, usize)> {
+    /// What the escape at `i` of `b` stands for, and its length.
+    fn at(self, b: &[u8], i: usize) -> Option<(Unescaped, usize)> {
         let hex = |c: u8| match self {
-            Escape::Percent => char::from(c).to_digit(16),
             Escape::QuotedPrintable => (c.is_ascii_digit() || (b'A'..=b'F').contains(&c))
                 .then(|| char::from(c).to_digit(16))
                 .flatten(),
+            Escape::Percent | Escape::Backslash => char::from(c).to_digit(16),
         };
-        if self == Escape::QuotedPrintable {
-            match (b.get(i + 1), b.get(i + 2)) {
-                (Some(b'\n'), _) => return Some((None, 2)),
-                (Some(b'\r'), Some(b'\n')) => return Some((None, 3)),
-                _ => {}
-            }
+        let byte = |at: usize| {
+            let (hi, lo) = (hex(*b.get(at)?)?, hex(*b.get(at + 1)?)?);
+            u8::try_from(hi * 16 + lo).ok()
+        };
+        match self {
+            Escape::Percent => Some((Unescaped::Byte(byte(i + 1)?), 3)),
+            Escape::QuotedPrintable => match (b.get(i + 1), b.get(i + 2)) {
+                (Some(b'\n'), _) => Some((Unescaped::Nothing, 2)),
+                (Some(b'\r'), Some(b'\n')) => Some((Unescaped::Nothing, 3)),
+                _ => Some((Unescaped::Byte(byte(i + 1)?), 3)),
+            },
+            Escape::Backslash => match *b.get(i + 1)? {
+                // A string's `\xNN` is the character U+00NN, not a byte of UTF-8.
+                b'x' => Some((Unescaped::Char(char::from(byte(i + 2)?)), 4)),
+                b'u' if b.get(i + 2) == Some(&b'{') => {
+                    let len = b.get(i + 3..)?.iter().take(7).position(|&c| c == b'}')?;
+                    let digits = std::str::from_utf8(&b[i + 3..i + 3 + len]).ok()?;
+                    let code = u32::from_str_radix(digits, 16).ok()?;
+                    Some((Unescaped::Char(char::from_u32(code)?), len + 4))
+                }
+                b'u' => {
+                    let digits = std::str::from_utf8(b.get(i + 2..i + 6)?).ok()?;
+                    let code = u32::from_str_radix(digits, 16).ok()?;
+                    Some((Unescaped::Char(char::from_u32(code)?), 6))
+                }
+                c if c.is_ascii_punctuation() => Some((Unescaped::Byte(c), 2)),
+                _ => None,
+            },
         }
-        let (hi, lo) = (hex(*b.get(i + 1)?)?, hex(*b.get(i + 2)?)?);
-        Some((Some(u8::try_from(hi * 16 + lo).ok()?), 3))
     }
 }
 
@@ -792,8 +955,14 @@ fn unescaped(text: &str, how: Escape) -> Option<String> {
     let mut i = first;
     while i < b.len() {
         match (b[i] == how.mark()).then(|| how.at(b, i)).flatten() {
-            Some((byte, len)) => {
-                out.extend(byte);
+            Some((what, len)) => {
+                match what {
+                    Unescaped::Byte(byte) => out.push(byte),
+                    Unescaped::Char(c) => {
+                        out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                    }
+                    Unescaped::Nothing => {}
+                }
                 i += len;
             }
             None => {
@@ -811,13 +980,25 @@ fn read_text(text: &str, out: &mut Vec<String>) {
     let text = &text[..floor_char_boundary(&text, MAX_SCANNED_BYTES.min(text.len()))];
     let folded = fold(text);
     let mut value = String::new();
-    let _ = scan_values(&folded, Reading::Content, &mut value, &mut |v| {
-        out.push(v.to_owned());
-        ControlFlow::Continue(())
-    });
+    scan_content(&folded, &mut value, out);
     names(text, out);
     spelled_out_values(&folded, &mut value, out);
     latin_values(text, &mut value, out);
+}
+
+/// The values of `words`, words made from a text (such as [`turned`]'s), by the scan alone: the
+/// text's names, spellings and look-alike letters are its own reading's.
+fn read_words(words: &str, out: &mut Vec<String>) {
+    let mut value = String::new();
+    scan_content(&fold(&visible(words)), &mut value, out);
+}
+
+/// The values [`scan_values`] reads in `folded` content, appended to `out`.
+fn scan_content(folded: &str, value: &mut String, out: &mut Vec<String>) {
+    let _ = scan_values(folded, Reading::Content, value, &mut |v| {
+        out.push(v.to_owned());
+        ControlFlow::Continue(())
+    });
 }
 
 /// Adds, for each value of `out[from..]` with an international host name (an address, a URL, a
@@ -2630,6 +2811,75 @@ mod tests {
     }
 
     #[test]
+    fn string_escapes_hex_and_turned_words_are_read_as_they_decode() {
+        for (written, plain) in [
+            // A program's string escapes, and escaped marks.
+            (
+                "collector\\u0040outside.example",
+                "collector@outside.example",
+            ),
+            (
+                "collector\\x40outside\\x2eexample",
+                "collector@outside.example",
+            ),
+            (
+                "collector\\u{40}outside.example",
+                "collector@outside.example",
+            ),
+            ("collector\\@outside\\.example", "collector@outside.example"),
+            ("GB33\\u0042UKB20201555555555", "GB33BUKB20201555555555"),
+            // Hexadecimal, either case, also after `0x`.
+            (
+                "636f6c6c6563746f72406f7574736964652e6578616d706c65",
+                "collector@outside.example",
+            ),
+            (
+                "0x636F6C6C6563746F72406F7574736964652E6578616D706C65",
+                "collector@outside.example",
+            ),
+            (
+                "4742333342554b423230323031353535353535353535",
+                "GB33BUKB20201555555555",
+            ),
+            // Backwards, and in ROT13.
+            ("elpmaxe.edistuo@rotcelloc", "collector@outside.example"),
+            ("(elpmaxe.edistuo@rotcelloc)", "collector@outside.example"),
+            ("yap/elpmaxe.live//:sptth", "https://evil.example/pay"),
+            ("pbyyrpgbe@bhgfvqr.rknzcyr", "collector@outside.example"),
+            ("uggcf://rivy.rknzcyr/cnl", "https://evil.example/pay"),
+        ] {
+            assert!(reads(written, plain), "{written:?}");
+        }
+        // Not escapes, not hexadecimal text, nothing to turn.
+        assert_eq!(unescaped("C:\\Users\\me", Escape::Backslash), None);
+        assert_eq!(
+            unescaped("a\\x4 \\u12 \\u{110000}", Escape::Backslash),
+            None
+        );
+        assert_eq!(hex_text("0123456789abcdef"), None);
+        assert_eq!(hex_text("e3b0c44298fc1c149afbf4c8996fb924"), None);
+        assert_eq!(hex_text("616263"), Some("abc".to_owned()));
+        assert_eq!(
+            turned("at 10:30, see the notes: all is well, ask @billing"),
+            None
+        );
+        assert_eq!(
+            turned("moc.b@a and moc.c//:sptth").as_deref(),
+            Some("a@b.com zbp.o@n https://c.com ")
+        );
+        // Hosts that end in a common top-level domain are read as written only.
+        assert_eq!(
+            turned("mail a@b.example, a@B.COM. or see https://c.example/x and https://d.Net:8080")
+                .as_deref(),
+            None
+        );
+        assert_eq!(
+            turned("mail a@b.pbz or see https://c.pbz/x").as_deref(),
+            Some("n@o.com uggcf://p.com/k ")
+        );
+    }
+
+    #[test]
     fn no_text_makes_the_readings_panic() {
         // Pieces the new readings look at, in every order: separators, digits, number words,
         // marks, multi-byte characters at every boundary.
@@ -2711,6 +2961,15 @@ mod tests {
             "=40",
             "=\r\n",
             "=\n",
+            "\\",
+            "\\x4",
+            "\\u00",
+            "\\u{",
+            "}",
+            "0x",
+            "6f",
+            "//:",
+            "moc.",
         ];
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         for _ in 0..20_000 {
