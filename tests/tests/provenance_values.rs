@@ -1311,6 +1311,13 @@ async fn a_disguised_destination_in_content_is_still_the_contents() {
         "the hex 636f6c6c6563746f72406f7574736964652e6578616d706c65",
         "elpmaxe.edistuo@rotcelloc (read it backwards)",
         "pbyyrpgbe@bhgfvqr.rknzcyr (ROT13)",
+        // Spread one character apart, wrapped, joined as strings, defanged with brackets.
+        "c-o-l-l-e-c-t-o-r@outside.example",
+        "c o l l e c t o r @ o u t s i d e . e x a m p l e",
+        "collector@outside.\nexample",
+        "'collector' + '@' + 'outside.example'",
+        "collector<at>outside<dot>example",
+        "collector @ outside . example",
     ]
     .iter()
     .enumerate()
@@ -1416,6 +1423,9 @@ async fn an_amount_in_another_notation_is_still_the_contents() {
         ("mil duzentos e cinquenta euros", 125_000),
         ("twaalfhonderdvijftig euro", 125_000),
         ("1,25 mil euros", 125_000),
+        ("1 thousand 250 euros", 125_000),
+        ("12 hundred 50 euros", 125_000),
+        ("1.25 grand", 125_000),
     ]
     .into_iter()
     .enumerate()
@@ -1452,5 +1462,5 @@ async fn an_amount_in_another_notation_is_still_the_contents() {
             .await;
         assert_status(&out, Status::Ok);
     }
-    assert_eq!(f.bank.transfers.load(Ordering::SeqCst), 18);
+    assert_eq!(f.bank.transfers.load(Ordering::SeqCst), 21);
 }

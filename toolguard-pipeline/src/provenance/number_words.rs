@@ -87,8 +87,19 @@ pub(super) fn worded_amount<'a>(
         if token == "a" && i > 0 {
             break;
         }
-        if i == 0 && token.bytes().all(|b| b.is_ascii_digit()) {
-            current = token.parse().ok()?;
+        if token.bytes().all(|b| b.is_ascii_digit()) {
+            let n: u64 = token.parse().ok()?;
+            match i {
+                0 => current = n,
+                // The rest of the amount in digits after a scale (`9 thousand 950`, `99 hundred
+                // 50`): fewer than the scale's.
+                _ if token.len() <= 3
+                    && (current == 0 && scaled || current % 100 == 0 && current > 0 && n < 100) =>
+                {
+                    current += n;
+                }
+                _ => break,
+            }
             words += 1;
             continue;
         }

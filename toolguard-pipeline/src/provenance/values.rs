@@ -20,6 +20,9 @@
 //! - in content, text a model reads through escapes and encodings read decoded too: character
 //!   references, `%XX`, quoted-printable, a program's string escapes (`pay\u0040evil.example`),
 //!   base64 and hexadecimal runs, and addresses and links written backwards or in ROT13;
+//! - in content, a value split for a word-by-word reading read joined too: by markup or spaces
+//!   around its marks, one character apart (`c-o-l-l-e-c-t-o-r@…`), across a line break
+//!   (`collector@outside.⏎example`), or in quoted pieces joined by `+`;
 //! - separators removed inside IBANs (`DE89 3704 0044 …`, `DE89.3704.0044…`, `D E 8 9 3 7…`;
 //!   other than spaces and hyphens, only when the check digits hold) and phone numbers
 //!   (`+1 (555) 123-4567`);
@@ -29,8 +32,9 @@
 //! - trailing punctuation stripped (`acct_42.` is `acct_42`), `@`/`#` removed from names;
 //! - amounts as a plain decimal without thousands separators, currency signs or trailing zeros
 //!   (`$1,250.00` is `1250`); in content also in the notations a model reads an amount from and
-//!   writes as digits (`1.250,00 €`, `12 000`, `12k`, `1,5 Mio.`, `twelve thousand`, and the
-//!   number words of other languages, `zwölfhundertfünfzig`, `mille deux cent cinquante`).
+//!   writes as digits (`1.250,00 €`, `12 000`, `12k`, `10 grand`, `1,5 Mio.`, `twelve thousand`,
+//!   `9 thousand 950`, and the number words of other languages, `zwölfhundertfünfzig`, `mille
+//!   deux cent cinquante`).
 //!
 //! This module is domain logic: it knows nothing of the pipeline.
 
@@ -463,9 +467,16 @@ fn text_values_as_read(text: &str, out: &mut Vec<String>) {
         read_text(&decoded, out);
     }
     if may_squeeze(b)
-        && let Some(squeezed) = squeezed(text)
+        && let Some(once) = squeezed(text)
     {
-        read_text(&squeezed, out);
+        // What one cut joins may make another (`collector @ outside . example`).
+        let twice = squeezed(&once);
+        read_text(twice.as_deref().unwrap_or(&once), out);
+    }
+    if may_be_spread(b)
+        && let Some(joined) = unspread(text)
+    {
+        read_text(&joined, out);
     }
     if let Some(turned) = turned(text) {
         read_words(&turned, out);
@@ -572,9 +583,10 @@ fn rot13(c: u8) -> u8 {
     }
 }
 
-/// Whether [`squeezed`] may change `b`: it has markup, a `.` with spaces on both sides, or an
+/// Whether [`squeezed`] may change `b`: it has markup, a `.` with spaces on both sides, an
 /// `@` with a space beside it that [`joining_space`] takes out (a mention, `ask @billing`,
-/// has none: most text is not scanned again).
+/// has none), a line break inside an address ([`joining_break`]) or quoted pieces joined by
+/// `+` ([`joining_plus`]): most text is not scanned again.
 fn may_squeeze(b: &[u8]) -> bool {
     memchr::memchr3(b'<', b'*', b'`', b).is_some()
         || memchr::memmem::find(b, b"~~").is_some()
@@ -583,6 +595,65 @@ fn may_squeeze(b: &[u8]) -> bool {
             (j > 0 && b[j - 1] == b' ' && joining_space(b, j - 1 - spaces_before(b, j - 1)) > 0)
                 || (b.get(j + 1) == Some(&b' ') && joining_space(b, j + 1) > 0)
         })
+        || memchr::memchr2_iter(b'\n', b'+', b).any(|j| match b[j] {
+            b'\n' => joining_break(b, j - usize::from(j > 0 && b[j - 1] == b'\r')) > 0,
+            _ => b[..j]
+                .iter()
+                .rposition(|&c| c != b' ')
+                .is_some_and(|quote| joining_plus(b, quote) > 0),
+        })
+}
+
+/// The length of the line break at `i` (`\n`, or `\r\n` from its `\r`) when it only wraps an
+/// address: right after or right before its `@`, or after a `.` of an address or a link whose
+/// host goes on on the next line (`collector@outside.⏎example`); else 0.
+fn joining_break(b: &[u8], i: usize) -> usize {
+    let len = match (b[i], b.get(i + 1)) {
+        (b'\n', _) => 1,
+        (b'\r', Some(b'\n')) => 2,
+        _ => return 0,
+    };
+    let (before, after) = (i.checked_sub(1).map(|j| b[j]), b.get(i + len).copied());
+    let alnum = |c: Option<u8>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    let joins = match before {
+        Some(b'@') => alnum(after),
+        Some(b'.') => {
+            let word_start = b[..i]
+                .iter()
+                .rposition(u8::is_ascii_whitespace)
+                .map_or(0, |j| j + 1);
+            let word = &b[word_start..i];
+            alnum(after)
+                && i >= 2
+                && b[i - 2].is_ascii_alphanumeric()
+                && (word.contains(&b'@') || memchr::memmem::find(word, b"://").is_some())
+        }
+        c => alnum(c) && after == Some(b'@'),
+    };
+    if joins { len } else { 0 }
+}
+
+/// The length of a string concatenation at `i`, a closing quote (`'collector' + '@' + …`): the
+/// quote, the `+` with the spaces around it and the next opening quote of the same kind; else 0.
+fn joining_plus(b: &[u8], i: usize) -> usize {
+    let quote = b[i];
+    if !matches!(quote, b'\'' | b'"') || i == 0 || b[i - 1] == b' ' {
+        return 0;
+    }
+    let spaces = |from: usize| {
+        b.get(from..)
+            .map_or(0, |r| r.iter().take_while(|&&c| c == b' ').count())
+    };
+    let plus = i + 1 + spaces(i + 1);
+    if b.get(plus) != Some(&b'+') {
+        return 0;
+    }
+    let open = plus + 1 + spaces(plus + 1);
+    if b.get(open) == Some(&quote) && b.get(open + 1).is_some_and(|&c| c != b' ' && c != quote) {
+        open + 1 - i
+    } else {
+        0
+    }
 }
 
 /// How many spaces come right before the space at `i` (to find where its run starts).
@@ -607,6 +678,8 @@ fn squeezed(text: &str) -> Option<String> {
             b'*' | b'`' => 1,
             b'~' if b.get(i + 1) == Some(&b'~') => 2,
             b' ' => joining_space(b, i),
+            b'\n' | b'\r' => joining_break(b, i),
+            b'\'' | b'"' => joining_plus(b, i),
             _ => 0,
         };
         if skip == 0 {
@@ -684,6 +757,93 @@ fn joining_space(b: &[u8], i: usize) -> usize {
             _ => false,
         };
     if joins { end - i } else { 0 }
+}
+
+/// Fewest characters set one apart that [`unspread`] reads joined (`c o l l e c t o r`).
+const MIN_SPREAD: usize = 4;
+
+/// Whether a character set apart from its neighbours can be part of a value: a letter, a digit,
+/// or the `@` and `.` of an address spread out with it.
+fn spread_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'@' || c == b'.'
+}
+
+/// Whether `b` has three characters in a row set one apart by the same separator (a space,
+/// `-`, `.` or `_`): what [`unspread`] may join. Eight bytes at a time: a byte equal to those two
+/// and four further on is rare in prose, and only where one is are the bytes looked at.
+fn may_be_spread(b: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let spread_at = |k: usize| {
+        b.get(k..k + 5).is_some_and(|w| {
+            w[0] == w[2]
+                && w[0] == w[4]
+                && matches!(w[0], b' ' | b'-' | b'.' | b'_')
+                && w[1] != w[0]
+                && w[3] != w[0]
+                && spread_char(w[1])
+                && spread_char(w[3])
+        })
+    };
+    let word = |at: usize| {
+        b.get(at..at + 8)
+            .and_then(|w| w.try_into().ok())
+            .map_or(0, u64::from_le_bytes)
+    };
+    let mut i = 0;
+    while i + 12 <= b.len() {
+        let x = word(i);
+        // A zero byte where a byte equals both the one two and the one four further on.
+        let same = (x ^ word(i + 2)) | (x ^ word(i + 4));
+        if same.wrapping_sub(ONES) & !same & HIGHS != 0 && (i..i + 8).any(spread_at) {
+            return true;
+        }
+        i += 8;
+    }
+    (i..b.len()).any(spread_at)
+}
+
+/// `text` with each run of [`MIN_SPREAD`] characters or more set one apart by one separator
+/// (`c o l l e c t o r @ o u t s i d e . e x a m p l e`, `c-o-l-l-e-c-t-o-r@outside.example`,
+/// `o.u.t.s.i.d.e`) joined: content spreads a value so, and a model reads it whole. `None`
+/// when there is none.
+#[inline(never)]
+fn unspread(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let alnum = |j: usize| b.get(j).is_some_and(u8::is_ascii_alphanumeric);
+    // A character standing alone at `j`: no letter or digit right after it.
+    let alone =
+        |j: usize, sep: u8| b.get(j).is_some_and(|&c| c != sep && spread_char(c)) && !alnum(j + 1);
+    let mut out: Option<String> = None;
+    let mut done = 0;
+    let mut i = 0;
+    while i + 2 < b.len() {
+        let sep = b[i + 1];
+        let starts =
+            matches!(sep, b' ' | b'-' | b'.' | b'_') && (i == 0 || !alnum(i - 1)) && alone(i, sep);
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let (mut end, mut count) = (i + 1, 1);
+        while b.get(end) == Some(&sep) && alone(end + 1, sep) {
+            end += 2;
+            count += 1;
+        }
+        if count < MIN_SPREAD {
+            i = end;
+            continue;
+        }
+        // Only ASCII bytes are left out: the cuts fall between characters.
+        let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
+        out.push_str(&text[done..i]);
+        out.extend(b[i..end].iter().step_by(2).map(|&c| char::from(c)));
+        done = end;
+        i = end;
+    }
+    let mut out = out?;
+    out.push_str(&text[done..]);
+    Some(out)
 }
 
 /// Shortest run of base64 characters read as base64 (12 bytes encoded: `a@evil.io` and up).
@@ -1118,13 +1278,16 @@ fn may_spell_out(folded: &str) -> bool {
     let b = folded.as_bytes();
     // The left curly bracket, by its code (the bracket pairs are read in `spelled_mark`).
     const CURLY: u8 = 0x7B;
-    let bracketed = memchr::memchr3_iter(b'[', b'(', CURLY, b).any(|i| {
+    let spelled = |i: usize| {
         let after = &b[i + 1..];
         after.starts_with(b"at")
             || after.starts_with(b"dot")
-            || after.first().is_some_and(|&c| c == b'.' || c == b'@')
-    });
-    bracketed
+            || after
+                .first()
+                .is_some_and(|&c| c == b'.' || c == b'@' || c == b':')
+    };
+    memchr::memchr3_iter(b'[', b'(', CURLY, b).any(spelled)
+        || memchr::memchr_iter(b'<', b).any(spelled)
         || memchr::memmem::find(b, b"hxxp").is_some()
         || memchr::memmem::find(b, b" dot ").is_some()
         || memchr::memmem::find_iter(b, b" at ").any(|i| {
@@ -1135,18 +1298,26 @@ fn may_spell_out(folded: &str) -> bool {
         })
 }
 
-/// The mark `rest` starts with that spells `@` or `.` (`[at]`, `(dot)`, `[.]`, or the word `at`
-/// or `dot` between spaces), as its length and what it stands for.
+/// The mark `rest` starts with that spells `@`, `.` or `:` (`[at]`, `(dot)`, `[.]`, `<at>`,
+/// `hxxps[:]//`, or the word `at` or `dot` between spaces), as its length and what it stands
+/// for.
 fn spelled_mark(rest: &str) -> Option<(usize, char)> {
     let b = rest.as_bytes();
     let open = *b.first()?;
-    if matches!(open, b'[' | b'(' | b'{') {
+    if matches!(open, b'[' | b'(' | b'{' | b'<') {
         let close = match open {
             b'[' => b']',
             b'(' => b')',
+            b'<' => b'>',
             _ => b'}',
         };
-        for (word, with) in [("at", '@'), ("dot", '.'), (".", '.'), ("@", '@')] {
+        for (word, with) in [
+            ("at", '@'),
+            ("dot", '.'),
+            (".", '.'),
+            ("@", '@'),
+            (":", ':'),
+        ] {
             if b[1..].starts_with(word.as_bytes()) && b.get(1 + word.len()) == Some(&close) {
                 return Some((word.len() + 2, with));
             }
@@ -1456,7 +1627,7 @@ fn scaled_amount(
     if !first.as_bytes().last().is_some_and(u8::is_ascii_digit)
         || !matches!(
             next_token(rest).first(),
-            Some(b'k' | b't' | b'l' | b'm' | b'c' | b'b')
+            Some(b'k' | b't' | b'l' | b'm' | b'c' | b'b' | b'g')
         )
     {
         return ControlFlow::Continue(());
@@ -1477,13 +1648,15 @@ fn scaled_amount(
     }
 }
 
-/// The scales and multipliers an amount is written with, as powers of ten: English words and
-/// the abbreviations of finance (`k`, `m`, `mn`, `bn`), German (`Tsd.`, `Tausend`, `Mio.`,
+/// The scales and multipliers an amount is written with, as powers of ten: English words (also
+/// `grand` for a thousand) and the abbreviations of finance (`k`, `m`, `mn`, `bn`), German (`Tsd.`, `Tausend`, `Mio.`,
 /// `Mrd.`, `Millionen`, `Milliarden`), French (`mille`, `millions`, `milliards`), Spanish and
 /// Portuguese (`mil`, `millones`, `milhões`), Italian (`mila`, `milioni`, `miliardi`), Dutch
 /// (`miljoen`, `miljard`) and Indian (`lakh`, `crore`).
-const SCALES: [(&str, usize); 39] = [
+const SCALES: [(&str, usize); 41] = [
     ("k", 3),
+    ("grand", 3),
+    ("grands", 3),
     ("thousand", 3),
     ("thousands", 3),
     ("tsd", 3),
@@ -2880,6 +3053,83 @@ mod tests {
     }
 
     #[test]
+    fn values_spread_wrapped_joined_or_defanged_otherwise_are_read_whole() {
+        for (written, plain) in [
+            // One character apart.
+            (
+                "c o l l e c t o r @ o u t s i d e . e x a m p l e",
+                "collector@outside.example",
+            ),
+            (
+                "c-o-l-l-e-c-t-o-r@outside.example",
+                "collector@outside.example",
+            ),
+            (
+                "c.o.l.l.e.c.t.o.r@outside.example",
+                "collector@outside.example",
+            ),
+            (
+                "c_o_l_l_e_c_t_o_r@outside.example",
+                "collector@outside.example",
+            ),
+            (
+                "collector@o-u-t-s-i-d-e.example",
+                "collector@outside.example",
+            ),
+            // Wrapped at a line's end.
+            ("collector@outside.\nexample", "collector@outside.example"),
+            ("collector@\r\noutside.example", "collector@outside.example"),
+            ("collector\n@outside.example", "collector@outside.example"),
+            ("https://evil.\nexample/pay", "https://evil.example/pay"),
+            // Quoted pieces joined as a program joins strings.
+            (
+                "'collector' + '@' + 'outside.example'",
+                "collector@outside.example",
+            ),
+            (
+                "\"collector\"+\"@outside.example\"",
+                "collector@outside.example",
+            ),
+            // Spaced on both sides of both marks; defanged with angle brackets or `[:]`.
+            ("collector @ outside . example", "collector@outside.example"),
+            (
+                "collector<at>outside<dot>example",
+                "collector@outside.example",
+            ),
+            ("hxxps[:]//evil[.]example/pay", "https://evil.example/pay"),
+            ("hxxps(:)//evil(.)example/pay", "https://evil.example/pay"),
+            // The rest of an amount in digits after its scale; `grand` for a thousand.
+            ("9 thousand 950", "9950"),
+            ("nine thousand 950", "9950"),
+            ("99 hundred 50", "9950"),
+            ("10 grand", "10000"),
+            ("1.5 grand", "1500"),
+        ] {
+            assert!(reads(written, plain), "{written:?}");
+        }
+        // A sentence's line breaks, a list's single letters and plain sums stay as they are.
+        assert!(!reads(
+            "Write to collector.\nExample follows",
+            "collector.example"
+        ));
+        // Found at every offset, eight bytes at a time or in the tail.
+        for pad in 0..24 {
+            for tail in [0, 3, 11] {
+                let text = format!("{}c-o-l-l{}", "x".repeat(pad), "y".repeat(tail));
+                assert!(may_be_spread(text.as_bytes()), "{text:?}");
+            }
+        }
+        assert!(!may_be_spread(
+            b"Dear customer, we looked at your account -- all in order..."
+        ));
+        assert_eq!(unspread("a b c and x-y"), None);
+        assert_eq!(unspread("plan A - B - C"), None);
+        assert!(!values("we met at 9 thousand feet, 12 people").contains(&"9012".to_owned()));
+        assert_eq!(joining_plus(b"'a' + b", 2), 0);
+        assert_eq!(joining_plus(b"x = 'a' + 'b'", 6), 5);
+    }
+
+    #[test]
     fn no_text_makes_the_readings_panic() {
         // Pieces the new readings look at, in every order: separators, digits, number words,
         // marks, multi-byte characters at every boundary.
@@ -2970,6 +3220,16 @@ mod tests {
             "6f",
             "//:",
             "moc.",
+            "\n",
+            "\r\n",
+            "' + '",
+            "\"+\"",
+            "c-o-l",
+            "x.y.z",
+            "a b c d ",
+            "<at>",
+            "[:]",
+            "grand",
         ];
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         for _ in 0..20_000 {
