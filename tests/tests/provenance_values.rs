@@ -1426,6 +1426,8 @@ async fn an_amount_in_another_notation_is_still_the_contents() {
         ("1 thousand 250 euros", 125_000),
         ("12 hundred 50 euros", 125_000),
         ("1.25 grand", 125_000),
+        ("one two five zero euros", 125_000),
+        ("a quarter million euros", 25_000_000),
     ]
     .into_iter()
     .enumerate()
@@ -1462,5 +1464,5 @@ async fn an_amount_in_another_notation_is_still_the_contents() {
             .await;
         assert_status(&out, Status::Ok);
     }
-    assert_eq!(f.bank.transfers.load(Ordering::SeqCst), 21);
+    assert_eq!(f.bank.transfers.load(Ordering::SeqCst), 23);
 }

@@ -127,6 +127,126 @@ pub(super) fn worded_amount<'a>(
     (scaled || words >= 2).then_some(total.checked_add(current)?)
 }
 
+/// The digit an English word says when numbers are read out digit by digit (`oh` for zero, as
+/// in a phone number).
+fn digit_word(w: &str) -> Option<u8> {
+    let d = match w {
+        "zero" | "oh" => b'0',
+        "one" => b'1',
+        "two" => b'2',
+        "three" => b'3',
+        "four" => b'4',
+        "five" => b'5',
+        "six" => b'6',
+        "seven" => b'7',
+        "eight" => b'8',
+        "nine" => b'9',
+        _ => return None,
+    };
+    Some(d)
+}
+
+/// Fewest digits read out one by one that [`spelled_digits`] reads as a number.
+const MIN_SPELLED_DIGITS: usize = 4;
+
+/// A number read out digit by digit from `first` on (`five five five one two three four`,
+/// `nine-nine-five-zero`, `double five`, `triple nine`), written to `buf` as its digits: a
+/// phone number, an account or an amount a model writes in digits. Only four digits or more.
+#[inline]
+pub(super) fn spelled_digits<'a>(
+    first: &'a str,
+    rest: impl Iterator<Item = &'a str>,
+    buf: &mut String,
+) -> bool {
+    // The first word's first three bytes before the rest: most words are no digit.
+    let b = first.as_bytes();
+    let head = [
+        b[0],
+        b.get(1).copied().unwrap_or(0),
+        b.get(2).copied().unwrap_or(0),
+    ];
+    let oh = head[0] == b'o' && head[1] == b'h' && matches!(head[2], 0 | b'-');
+    if !oh
+        && !matches!(
+            &head,
+            b"zer"
+                | b"one"
+                | b"two"
+                | b"thr"
+                | b"fou"
+                | b"fiv"
+                | b"six"
+                | b"sev"
+                | b"eig"
+                | b"nin"
+                | b"dou"
+                | b"tri"
+        )
+    {
+        return false;
+    }
+    buf.clear();
+    let mut times = 1;
+    for token in std::iter::once(first).chain(rest).take(MAX_TOKENS * 2) {
+        let mut any = false;
+        for part in token.split('-') {
+            match (part, digit_word(part)) {
+                ("double", _) if times == 1 => times = 2,
+                ("triple", _) if times == 1 => times = 3,
+                (_, Some(d)) => {
+                    buf.extend(std::iter::repeat_n(char::from(d), times));
+                    times = 1;
+                }
+                _ => break,
+            }
+            any = true;
+        }
+        if !any || buf.len() > 34 {
+            break;
+        }
+    }
+    buf.len() >= MIN_SPELLED_DIGITS
+}
+
+/// A fraction of a scale (`half a million`, `a quarter million`, `three quarters of a
+/// million`): the amount a model writes in digits.
+#[inline]
+pub(super) fn fraction_of_scale<'a>(
+    first: &'a str,
+    mut rest: impl Iterator<Item = &'a str>,
+) -> Option<u64> {
+    let (times, mut parts) = match first {
+        "half" => (1, Some(2)),
+        "quarter" => (1, Some(4)),
+        "a" | "one" => (1, None),
+        "three" => (3, None),
+        _ => return None,
+    };
+    let mut token = rest.next()?;
+    if parts.is_none() {
+        parts = match token {
+            "half" => Some(2),
+            "quarter" | "quarters" => Some(4),
+            _ => return None,
+        };
+        token = rest.next()?;
+    }
+    let parts = parts?;
+    if times == 3 && parts != 4 {
+        return None;
+    }
+    // `half a million`, `a quarter of a million`, `a half million`.
+    for word in ["of", "a"] {
+        if token == word {
+            token = rest.next()?;
+        }
+    }
+    let Some(Err(scale)) = number_word(token) else {
+        return None;
+    };
+    Some(scale / parts * times)
+}
+
 /// What a piece of a number word of another language stands for.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Piece {

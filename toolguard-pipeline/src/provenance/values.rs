@@ -33,7 +33,7 @@
 //! - amounts as a plain decimal without thousands separators, currency signs or trailing zeros
 //!   (`$1,250.00` is `1250`); in content also in the notations a model reads an amount from and
 //!   writes as digits (`1.250,00 €`, `12 000`, `12k`, `10 grand`, `1,5 Mio.`, `twelve thousand`,
-//!   `9 thousand 950`, and the number words of other languages, `zwölfhundertfünfzig`, `mille
+//!   `9 thousand 950`, `half a million`, `nine nine five zero`, and the number words of other languages, `zwölfhundertfünfzig`, `mille
 //!   deux cent cinquante`).
 //!
 //! This module is domain logic: it knows nothing of the pipeline.
@@ -44,7 +44,9 @@ use std::ops::ControlFlow;
 use icu_normalizer::ComposingNormalizerBorrowed;
 use serde_json::Value;
 
-use super::number_words::{number_word, other_language_amount, worded_amount};
+use super::number_words::{
+    fraction_of_scale, number_word, other_language_amount, spelled_digits, worded_amount,
+};
 
 /// The NFKC normalizer (ICU4X, compiled data).
 const NFKC: ComposingNormalizerBorrowed<'static> = ComposingNormalizerBorrowed::new_nfkc();
@@ -1457,9 +1459,20 @@ fn joined(
         spaced_thousands(first, &rest, buf, emit)?;
         let next = || next_token(&rest).first().copied();
         let english = worded_amount(first, next, rest.clone());
-        for amount in [english, other_language_amount(first, rest.clone())]
-            .into_iter()
-            .flatten()
+        let fraction = match first {
+            "half" | "quarter" => fraction_of_scale(first, rest.clone()),
+            "a" | "one" | "three" if matches!(next_token(&rest).first(), Some(b'h' | b'q')) => {
+                fraction_of_scale(first, rest.clone())
+            }
+            _ => None,
+        };
+        for amount in [
+            english,
+            fraction,
+            other_language_amount(first, rest.clone()),
+        ]
+        .into_iter()
+        .flatten()
         {
             buf.clear();
             buf.push_str(itoa::Buffer::new().format(amount));
@@ -1467,6 +1480,10 @@ fn joined(
         }
         scaled_amount(first, &rest, buf, emit)?;
         spaced_digits(first, &rest, buf, emit)?;
+        if spelled_digits(first, rest.clone(), buf) {
+            let digits = std::mem::take(buf);
+            digits_read(&digits, buf, emit)?;
+        }
     }
     let digit_group = |t: &str| {
         !t.is_empty()
@@ -1600,15 +1617,21 @@ fn spaced_digits(
     }
     if buf.len() >= 2 {
         let digits = std::mem::take(buf);
-        match amount_in(&digits, buf) {
-            Some(Canon::Slice(s)) => emit(s)?,
-            Some(Canon::Buf) => emit(buf)?,
-            None => {}
-        }
-        if digits.starts_with('0') {
-            // Leading zeros: an account or reference number as well.
-            emit(&digits)?;
-        }
+        digits_read(&digits, buf, emit)?;
+    }
+    ControlFlow::Continue(())
+}
+
+/// `digits`, a number written apart digit by digit, handed to `emit` as an amount and, with
+/// leading zeros, as an account or reference number as well.
+fn digits_read(digits: &str, buf: &mut String, emit: Emit<'_>) -> ControlFlow<()> {
+    match amount_in(digits, buf) {
+        Some(Canon::Slice(s)) => emit(s)?,
+        Some(Canon::Buf) => emit(buf)?,
+        None => {}
+    }
+    if digits.starts_with('0') {
+        emit(digits)?;
     }
     ControlFlow::Continue(())
 }
@@ -3104,6 +3127,15 @@ mod tests {
             ("99 hundred 50", "9950"),
             ("10 grand", "10000"),
             ("1.5 grand", "1500"),
+            // Read out digit by digit; a fraction of a scale.
+            ("five five five one two three four", "5551234"),
+            ("nine-nine-five-zero", "9950"),
+            ("double five triple oh seven", "550007"),
+            ("half a million", "500000"),
+            ("a quarter million", "250000"),
+            ("a quarter of a million", "250000"),
+            ("three quarters of a million", "750000"),
+            ("a half billion", "500000000"),
         ] {
             assert!(reads(written, plain), "{written:?}");
         }
@@ -3125,6 +3157,11 @@ mod tests {
         assert_eq!(unspread("a b c and x-y"), None);
         assert_eq!(unspread("plan A - B - C"), None);
         assert!(!values("we met at 9 thousand feet, 12 people").contains(&"9012".to_owned()));
+        let prose = values("one or two of them, a half of it, one two three and a quarter hour");
+        assert!(
+            !prose.iter().any(|v| v.starts_with(['1', '2', '5'])),
+            "{prose:?}"
+        );
         assert_eq!(joining_plus(b"'a' + b", 2), 0);
         assert_eq!(joining_plus(b"x = 'a' + 'b'", 6), 5);
     }
@@ -3230,6 +3267,12 @@ mod tests {
             "<at>",
             "[:]",
             "grand",
+            "five",
+            "-oh",
+            "double",
+            "half",
+            "quarter",
+            " of a ",
         ];
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         for _ in 0..20_000 {
