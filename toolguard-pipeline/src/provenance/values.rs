@@ -1496,11 +1496,22 @@ fn joined(
     {
         buf.clear();
         buf.extend(first.chars().filter(char::is_ascii_digit));
+        let country = buf.len();
+        // `+44 (0)20 …`: the trunk zero of a number written for both home and abroad.
+        let trunk = first.starts_with('+') && rest.clone().next() == Some("0");
         for t in rest.take_while(|t| digit_group(t)) {
             push_without(t, buf, |c| !c.is_ascii_digit());
         }
         if (7..=15).contains(&buf.len()) {
-            return emit(buf);
+            emit(buf)?;
+            // Also as a model writes it to dial from abroad: without the trunk zero, or with
+            // `+` for the `00` before a country code (`0044 20 …`).
+            if trunk {
+                buf.remove(country);
+                emit(buf)?;
+            } else if buf.starts_with("00") && buf.len() >= 9 {
+                emit(&buf[2..])?;
+            }
         }
     }
     ControlFlow::Continue(())
@@ -2022,6 +2033,11 @@ fn url_into(t: &str, buf: &mut String) -> bool {
             return false;
         }
         rest
+    } else if let Some(r) = t.strip_prefix("//")
+        && host_value(&r[..find_byte(r, b'/').unwrap_or(r.len())]).is_some()
+    {
+        // A protocol-relative link (`//evil.example/pay`): the scheme is the page's.
+        r
     } else if t.starts_with("www.") {
         t
     } else if let Some(slash) = find_byte(t, b'/')
@@ -3121,6 +3137,7 @@ mod tests {
             ),
             ("hxxps[:]//evil[.]example/pay", "https://evil.example/pay"),
             ("hxxps(:)//evil(.)example/pay", "https://evil.example/pay"),
+            ("//evil.example/pay", "https://evil.example/pay"),
             // The rest of an amount in digits after its scale; `grand` for a thousand.
             ("9 thousand 950", "9950"),
             ("nine thousand 950", "9950"),
@@ -3296,6 +3313,15 @@ mod tests {
         let v = values("call +1 (555) 123-4567 now, or 555.987.6543");
         assert!(v.contains(&"15551234567".to_owned()), "{v:?}");
         assert!(v.contains(&"5559876543".to_owned()), "{v:?}");
+        // Written with a trunk zero, or with `00` for `+`: also as dialled from abroad.
+        for written in [
+            "+44 (0)20 7946 0000",
+            "0044 20 7946 0000",
+            "+44 (0) 20 7946 0000",
+        ] {
+            let v = values(&format!("call {written} today"));
+            assert!(v.contains(&"442079460000".to_owned()), "{written}: {v:?}");
+        }
         assert_eq!(
             whole_value("+1 (555) 123-4567").as_deref(),
             Some("15551234567")
