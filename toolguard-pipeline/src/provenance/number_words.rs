@@ -96,7 +96,7 @@ pub(super) fn worded_amount<'a>(
                 _ if token.len() <= 3
                     && (current == 0 && scaled || current % 100 == 0 && current > 0 && n < 100) =>
                 {
-                    current += n;
+                    current = current.checked_add(n)?;
                 }
                 _ => break,
             }
@@ -161,7 +161,7 @@ pub(super) fn spelled_digits<'a>(
     // The first word's first three bytes before the rest: most words are no digit.
     let b = first.as_bytes();
     let head = [
-        b[0],
+        b.first().copied().unwrap_or(0),
         b.get(1).copied().unwrap_or(0),
         b.get(2).copied().unwrap_or(0),
     ];
