@@ -1955,6 +1955,10 @@ fn token_values(t: &str, reading: Reading, buf: &mut String, emit: Emit<'_>) -> 
     }
     if only(m, DIGIT | DASH | DOT | PLUS) && phone_into(t, buf) {
         emit(buf)?;
+        // `00` for `+` (`0044-20-7946-0000`): also as a model writes it.
+        if buf.starts_with("00") && buf.len() >= 9 {
+            emit(&buf[2..])?;
+        }
     }
     if reading == Reading::Content {
         other_amounts(t, buf, emit)?;
@@ -3318,6 +3322,7 @@ mod tests {
             "+44 (0)20 7946 0000",
             "0044 20 7946 0000",
             "+44 (0) 20 7946 0000",
+            "0044-20-7946-0000",
         ] {
             let v = values(&format!("call {written} today"));
             assert!(v.contains(&"442079460000".to_owned()), "{written}: {v:?}");
