@@ -5,8 +5,9 @@
 //!
 //! - **Backends**: memory, SQLite (`.sqlite()`), PostgreSQL (trail through
 //!   `PgStore::audit_sink`), Redis (idempotency and ledger; approvals, operation records and the
-//!   trail in memory). 64 tasks call for a fixed time, a warm-up round and then
-//!   `TOOLGUARD_REPLICAS_ROUNDS` rounds (3) of `TOOLGUARD_REPLICAS_SECONDS` seconds (3) each.
+//!   trail in memory) over one connection and over the store's default number of connections.
+//!   64 tasks call for a fixed time, a warm-up round and then `TOOLGUARD_REPLICAS_ROUNDS` rounds
+//!   (3) of `TOOLGUARD_REPLICAS_SECONDS` seconds (3) each.
 //! - **Replicas**: 1, 2 and 4 processes (this binary, started again in child mode) on one
 //!   PostgreSQL schema, with 64 tasks in all and then with 64 tasks each. The children connect,
 //!   then wait for the parent's `go` line on stdin, so every round starts in all of them at once;
@@ -30,6 +31,8 @@ use std::time::Duration;
 
 #[path = "support/stores.rs"]
 mod support;
+
+use toolguard::redis::DEFAULT_CONNECTIONS;
 
 use support::{TASKS, Timed, pg_url, redis_url, remove_db, runtime, temp_db, timed_storm, unique};
 
@@ -203,10 +206,17 @@ fn backends(plan: &Plan) {
     }
 
     if let Some(url) = redis_url().filter(|_| plan.runs("redis")) {
-        let (d, redis) = rt.block_on(support::redis(&url, unique("replicas")));
-        run("Redis (+ memory approvals, operations, audit)", &d);
-        drop(d);
-        let _ = rt.block_on(redis.clear());
+        for connections in [1, DEFAULT_CONNECTIONS] {
+            let (d, redis) = rt.block_on(support::redis(&url, unique("replicas"), connections));
+            run(
+                &format!(
+                    "Redis, {connections} connection(s) (+ memory approvals, operations, audit)"
+                ),
+                &d,
+            );
+            drop(d);
+            let _ = rt.block_on(redis.clear());
+        }
     }
 }
 

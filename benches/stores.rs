@@ -113,7 +113,8 @@ fn dispatch_high_risk(c: &mut Criterion) {
     }
 
     if let Some(url) = redis_url() {
-        let (d, redis) = rt.block_on(support::redis(&url, unique("dispatch")));
+        let connections = toolguard::redis::DEFAULT_CONNECTIONS;
+        let (d, redis) = rt.block_on(support::redis(&url, unique("dispatch"), connections));
         g.bench_function("redis", |b| {
             b.to_async(&rt)
                 .iter_custom(|iters| storm(&d, &seq, iters * TASKS * 8))

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use toolguard::audit::MemoryAuditSink;
 use toolguard::postgres::{PgConfig, PgStore};
-use toolguard::redis::RedisStore;
+use toolguard::redis::{RedisConfig, RedisStore};
 use toolguard::sqlite::SqliteBuilderExt as _;
 use toolguard::store::MemoryStore;
 use toolguard::{
@@ -134,10 +134,15 @@ pub fn postgres(store: &Arc<PgStore>) -> Dispatcher<Counter> {
         .expect("dispatcher")
 }
 
-/// Idempotency and session ledger on Redis (keys under `prefix`), approvals, operation records
-/// and the trail in memory.
-pub async fn redis(url: &str, prefix: String) -> (Dispatcher<Counter>, Arc<RedisStore>) {
-    let redis = Arc::new(RedisStore::connect(url, prefix).await.expect("redis"));
+/// Idempotency and session ledger on Redis (keys under `prefix`, commands over `connections`
+/// connections), approvals, operation records and the trail in memory.
+pub async fn redis(
+    url: &str,
+    prefix: String,
+    connections: usize,
+) -> (Dispatcher<Counter>, Arc<RedisStore>) {
+    let config = RedisConfig::new(url, prefix).connections(connections);
+    let redis = Arc::new(RedisStore::connect_with(&config).await.expect("redis"));
     let d = builder()
         .store(Arc::new(MemoryStore::new()))
         .idempotency_store(redis.clone())

@@ -131,6 +131,10 @@ async fn reserve_complete_replay(b: Arc<Backend>) {
             .await
             .unwrap()
     );
+    // Neither a part of the owner's token nor one longer completes the record.
+    for other in [&owner[..owner.len() - 1], &format!("{owner}0"), ""] {
+        assert!(!s.complete(&k, other, out.clone(), TTL, now).await.unwrap());
+    }
     assert!(s.complete(&k, &owner, out.clone(), TTL, now).await.unwrap());
     assert!(
         !s.complete(&k, &owner, out.clone(), TTL, now).await.unwrap(),
@@ -143,6 +147,9 @@ async fn reserve_complete_replay(b: Arc<Backend>) {
             outcome: out.clone()
         }
     );
+    // Completing keeps what the reservation recorded.
+    assert_eq!(rec.request_digest, "d1", "{}", b.name);
+    assert_eq!(rec.operation_id.as_deref(), Some("op-1"), "{}", b.name);
     match s.reserve(&k, "d2", None, LEASE, TTL, now).await.unwrap() {
         Reservation::Existing(r) => {
             assert_eq!(
@@ -1447,6 +1454,50 @@ async fn redis_corrupt_record_is_an_error() {
             .await
             .unwrap()
         );
+    }
+    s.clear().await.unwrap();
+}
+
+/// A store spreads its commands over several connections in turn: racing reservations of one key
+/// over four connections still let exactly one through, and the owner completes the record (and
+/// every reader then sees it done) whichever connection each of those commands takes.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(toolguard_redis), ignore = "set TOOLGUARD_REDIS_URL to run")]
+async fn redis_commands_over_several_connections_stay_exactly_once() {
+    use toolguard::redis::{RedisConfig, RedisStore};
+    let Some(url) = store_support::redis_url("redis_commands_over_several_connections") else {
+        return;
+    };
+    assert_eq!(RedisConfig::new(&url, "p").connections(0).connections, 1);
+    let config = RedisConfig::new(&url, store_support::unique("connections")).connections(4);
+    let s = Arc::new(RedisStore::connect_with(&config).await.unwrap());
+    assert!(format!("{s:?}").contains("connections: 4"), "{s:?}");
+    let now = SystemTime::now();
+    for round in 0..8 {
+        let k = key(&format!("spread-{round}"));
+        let racers: Vec<_> = (0..32)
+            .map(|_| {
+                let (s, k) = (s.clone(), k.clone());
+                tokio::spawn(async move { s.reserve(&k, "d", None, LEASE, TTL, now).await })
+            })
+            .collect();
+        let mut owners = Vec::new();
+        for racer in racers {
+            if let Reservation::Reserved { owner } = racer.await.unwrap().unwrap() {
+                owners.push(owner);
+            }
+        }
+        assert_eq!(owners.len(), 1, "round {round}: {owners:?}");
+        let outcome = StoredOutcome::new(Status::Ok);
+        assert!(s.complete(&k, &owners[0], outcome, TTL, now).await.unwrap());
+        for _ in 0..4 {
+            let record = s.get(&k, now).await.unwrap().expect("the record");
+            assert!(
+                matches!(record.state, RecordState::Done { .. }),
+                "{record:?}"
+            );
+        }
     }
     s.clear().await.unwrap();
 }

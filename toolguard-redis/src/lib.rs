@@ -4,9 +4,11 @@
 //!
 //! Use it through the facade (`features = ["redis"]`, module `toolguard_pipeline::redis`).
 
+mod config;
 mod detect;
 mod provenance;
 mod store;
 
+pub use config::{DEFAULT_CONNECTIONS, RedisConfig};
 pub use detect::RedisDetectionStore;
 pub use store::RedisStore;

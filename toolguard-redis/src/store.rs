@@ -18,10 +18,13 @@
 //! `state owner lease_until_ms expires_at_ms digest_json operation_id_json outcome_json`, with
 //! state `F` (in flight) or `D` (done). The JSON parts never contain a raw tab.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use redis::Script;
 use redis::aio::ConnectionManager;
+
+use crate::RedisConfig;
 
 use toolguard_pipeline::clock::unix_millis;
 use toolguard_pipeline::store::encode::{millis, new_token};
@@ -51,12 +54,20 @@ redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return {1, ''}
 "#;
 
+/// KEYS: the record; ARGV: owner, outcome, expires_at_ms, px. Only the owner's in-flight record
+/// is completed; its digest and operation id (the fifth and sixth fields) are kept as they are,
+/// found by their tabs rather than by parsing the whole record.
 const COMPLETE: &str = r#"
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
-local st, ow, lease, exp, dg, op = parse(v)
-if st ~= 'F' or ow ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], 'D\t\t0\t' .. ARGV[3] .. '\t' .. dg .. '\t' .. op .. '\t' .. ARGV[2], 'PX', ARGV[4])
+local head = 'F\t' .. ARGV[1] .. '\t'
+if string.sub(v, 1, #head) ~= head then return 0 end
+local from = string.find(v, '\t', #head + 1, true)
+from = from and string.find(v, '\t', from + 1, true)
+local to = from and string.find(v, '\t', from + 1, true)
+to = to and string.find(v, '\t', to + 1, true)
+if not to then return 0 end
+redis.call('SET', KEYS[1], 'D\t\t0\t' .. ARGV[3] .. string.sub(v, from, to) .. ARGV[2], 'PX', ARGV[4])
 return 1
 "#;
 
@@ -287,7 +298,7 @@ impl Scripts {
         let with_parse = |body: &str| Script::new(&format!("{PARSE}{body}"));
         Scripts {
             reserve_expired: with_parse(RESERVE_EXPIRED),
-            complete: with_parse(COMPLETE),
+            complete: Script::new(COMPLETE),
             release: with_parse(RELEASE),
             renew: Script::new(&format!("{PARSE}{SET_LEASE}{RENEW}")),
             take_over: Script::new(&format!("{PARSE}{SET_LEASE}{TAKE_OVER}")),
@@ -323,7 +334,10 @@ impl Scripts {
 /// # let _ = builder; Ok(()) }
 /// ```
 pub struct RedisStore {
-    conn: ConnectionManager,
+    /// Never empty.
+    connections: Vec<ConnectionManager>,
+    /// The connection the next command takes, modulo their number.
+    next: AtomicUsize,
     prefix: String,
     pub(crate) scripts: Scripts,
 }
@@ -332,6 +346,7 @@ impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisStore")
             .field("prefix", &self.prefix)
+            .field("connections", &self.connections.len())
             .finish_non_exhaustive()
     }
 }
@@ -420,7 +435,9 @@ fn member_amount(m: &str) -> u64 {
 }
 
 impl RedisStore {
-    /// Connects to `url`; every key starts with `prefix` and a colon.
+    /// Connects to `url` over [`DEFAULT_CONNECTIONS`](crate::DEFAULT_CONNECTIONS) connections;
+    /// every key starts with `prefix` and a colon ([`RedisStore::connect_with`] takes a
+    /// [`RedisConfig`]).
     ///
     /// How long a command may take is the dispatcher's store deadline
     /// (`DispatcherBuilder::store_deadline`), not a limit of the connection: the client's own
@@ -428,21 +445,34 @@ impl RedisStore {
     /// connection shared by thousands of waiting calls does not answer `unavailable` before the
     /// deadline the host chose.
     pub async fn connect(url: &str, prefix: impl Into<String>) -> StoreResult<Self> {
-        let client = redis::Client::open(url).map_err(err)?;
-        let config = redis::aio::ConnectionManagerConfig::new().set_response_timeout(None);
-        let conn = ConnectionManager::new_with_config(client, config)
-            .await
-            .map_err(err)?;
+        Self::connect_with(&RedisConfig::new(url, prefix)).await
+    }
+
+    /// Connects as `config` says: its URL, key prefix and number of connections (all opened
+    /// now, so that an unreachable server is an error here and not on the first call). Each
+    /// connection reconnects by itself after the server restarts or the link drops.
+    pub async fn connect_with(config: &RedisConfig) -> StoreResult<Self> {
+        let client = redis::Client::open(config.url.as_str()).map_err(err)?;
+        let manager = redis::aio::ConnectionManagerConfig::new().set_response_timeout(None);
+        let mut connections = Vec::with_capacity(config.connections.max(1));
+        for _ in 0..config.connections.max(1) {
+            let conn = ConnectionManager::new_with_config(client.clone(), manager.clone())
+                .await
+                .map_err(err)?;
+            connections.push(conn);
+        }
         Ok(RedisStore {
-            conn,
-            prefix: prefix.into(),
+            connections,
+            next: AtomicUsize::new(0),
+            prefix: config.prefix.clone(),
             scripts: Scripts::new(),
         })
     }
 
-    /// A handle on the connection (shared; cheap to clone).
+    /// A handle on the next connection in turn (shared; cheap to clone).
     pub(crate) fn connection(&self) -> ConnectionManager {
-        self.conn.clone()
+        let turn = self.next.fetch_add(1, Ordering::Relaxed);
+        self.connections[turn % self.connections.len()].clone()
     }
 
     /// The key prefix.
@@ -468,7 +498,7 @@ impl RedisStore {
 
     /// Deletes every key under the prefix (for tests and teardown). Returns how many.
     pub async fn clear(&self) -> StoreResult<u64> {
-        let mut conn = self.conn.clone();
+        let mut conn = self.connection();
         let pattern = format!("{}:*", self.prefix);
         let mut cursor: u64 = 0;
         let mut removed = 0;
@@ -500,7 +530,7 @@ impl RedisStore {
     /// Writes `value` under `key` without any check (for tests that simulate tampering or a
     /// foreign writer).
     pub async fn raw_set(&self, key: &str, value: &str) -> StoreResult<()> {
-        let mut conn = self.conn.clone();
+        let mut conn = self.connection();
         redis::cmd("SET")
             .arg(key)
             .arg(value)
@@ -534,7 +564,7 @@ impl IdempotencyStore for RedisStore {
                 request_digest,
                 operation_id,
             )?;
-            let mut conn = self.conn.clone();
+            let mut conn = self.connection();
             let set: Option<String> = redis::cmd("SET")
                 .arg(&k)
                 .arg(&value)
@@ -576,7 +606,7 @@ impl IdempotencyStore for RedisStore {
         Box::pin(async move {
             let body = serde_json::to_string(&outcome).map_err(err)?;
             let expires = unix_millis(now).saturating_add(millis(ttl));
-            let mut conn = self.conn.clone();
+            let mut conn = self.connection();
             let n: i64 = self
                 .scripts
                 .complete
@@ -598,7 +628,7 @@ impl IdempotencyStore for RedisStore {
         owner: &'a str,
     ) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
-            let mut conn = self.conn.clone();
+            let mut conn = self.connection();
             let n: i64 = self
                 .scripts
                 .release
@@ -619,7 +649,7 @@ impl IdempotencyStore for RedisStore {
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
-            let mut conn = self.conn.clone();
+            let mut conn = self.connection();
             let n: i64 = self
                 .scripts
                 .renew
@@ -643,7 +673,7 @@ impl IdempotencyStore for RedisStore {
         Box::pin(async move {
             let now_ms = unix_millis(now);
             let token = new_token();
-            let mut conn = self.conn.clone();
+            let mut conn = self.connection();
             let n: i64 = self
                 .scripts
                 .take_over
@@ -670,7 +700,7 @@ impl IdempotencyStore for RedisStore {
         Box::pin(async move {
             let body = serde_json::to_string(&outcome).map_err(err)?;
             let op = serde_json::to_string(&Some(operation_id)).map_err(err)?;
-            let mut conn = self.conn.clone();
+            let mut conn = self.connection();
             let n: i64 = self
                 .scripts
                 .replace
@@ -693,7 +723,7 @@ impl IdempotencyStore for RedisStore {
     ) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
             let op = serde_json::to_string(&Some(operation_id)).map_err(err)?;
-            let mut conn = self.conn.clone();
+            let mut conn = self.connection();
             let n: i64 = self
                 .scripts
                 .remove
@@ -712,7 +742,7 @@ impl IdempotencyStore for RedisStore {
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<Option<IdempotencyRecord>>> {
         Box::pin(async move {
-            let mut conn = self.conn.clone();
+            let mut conn = self.connection();
             let v: Option<String> = redis::cmd("GET")
                 .arg(self.idem_key(key))
                 .query_async(&mut conn)
@@ -755,7 +785,7 @@ impl SessionLedger for RedisStore {
             for l in limits {
                 inv.key(self.holds_key(&l.scope));
             }
-            let mut conn = self.conn.clone();
+            let mut conn = self.connection();
             let n: i64 = inv.invoke_async(&mut conn).await.map_err(err)?;
             Ok(n == 1)
         })
@@ -777,7 +807,7 @@ impl SessionLedger for RedisStore {
             for s in scopes {
                 inv.key(self.scope_key(s));
             }
-            let mut conn = self.conn.clone();
+            let mut conn = self.connection();
             let _: i64 = inv.invoke_async(&mut conn).await.map_err(err)?;
             Ok(())
         })
@@ -797,7 +827,7 @@ impl SessionLedger for RedisStore {
             for s in scopes {
                 inv.key(self.scope_key(s));
             }
-            let mut conn = self.conn.clone();
+            let mut conn = self.connection();
             let _: i64 = inv.invoke_async(&mut conn).await.map_err(err)?;
             Ok(())
         })
@@ -812,7 +842,7 @@ impl SessionLedger for RedisStore {
         Box::pin(async move {
             let now_ms = unix_millis(now);
             let from = now_ms.saturating_sub(millis(window));
-            let mut conn = self.conn.clone();
+            let mut conn = self.connection();
             let (members, holds): (Vec<String>, Vec<String>) = redis::pipe()
                 .atomic()
                 .cmd("ZRANGEBYSCORE")
@@ -864,7 +894,7 @@ impl SessionLedger for RedisStore {
             for l in limits {
                 inv.key(self.holds_key(&l.scope));
             }
-            let mut conn = self.conn.clone();
+            let mut conn = self.connection();
             let n: i64 = inv.invoke_async(&mut conn).await.map_err(err)?;
             Ok(n == 1)
         })
@@ -872,7 +902,7 @@ impl SessionLedger for RedisStore {
 
     fn release<'a>(&'a self, entry: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
-            let mut conn = self.conn.clone();
+            let mut conn = self.connection();
             let n: i64 = self
                 .scripts
                 .release_hold
@@ -893,7 +923,7 @@ impl SessionLedger for RedisStore {
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<HoldCommit>> {
         Box::pin(async move {
-            let mut conn = self.conn.clone();
+            let mut conn = self.connection();
             let (code, reserved): (i64, u64) = self
                 .scripts
                 .commit
@@ -924,7 +954,7 @@ impl SessionLedger for RedisStore {
         Box::pin(async move {
             let now_ms = unix_millis(now);
             let from = now_ms.saturating_sub(millis(window));
-            let mut conn = self.conn.clone();
+            let mut conn = self.connection();
             let n: i64 = self
                 .scripts
                 .hit
