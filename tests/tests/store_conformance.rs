@@ -1473,6 +1473,12 @@ async fn redis_commands_over_several_connections_stay_exactly_once() {
     let config = RedisConfig::new(&url, store_support::unique("connections")).connections(4);
     let s = Arc::new(RedisStore::connect_with(&config).await.unwrap());
     assert!(format!("{s:?}").contains("connections: 4"), "{s:?}");
+    // The detection store beside it takes the same connections in turn.
+    let detection = toolguard::redis::RedisDetectionStore::new(&s);
+    assert!(
+        format!("{detection:?}").contains("connections: 4"),
+        "{detection:?}"
+    );
     let now = SystemTime::now();
     for round in 0..8 {
         let k = key(&format!("spread-{round}"));

@@ -4,11 +4,10 @@
 
 use std::time::{Duration, SystemTime};
 
-use redis::Script;
-use redis::aio::ConnectionManager;
-
+use crate::connections::Connections;
 use crate::store::RedisStore;
 use crate::store::err;
+use redis::Script;
 use toolguard_pipeline::clock::unix_millis;
 use toolguard_pipeline::detect::store::SessionResponse;
 use toolguard_pipeline::detect::store::{DetectionStore, Mark, Marks, live, millis};
@@ -40,7 +39,7 @@ return body
 /// Detection state in Redis, next to the idempotency records and ledgers.
 #[derive(Clone)]
 pub struct RedisDetectionStore {
-    conn: ConnectionManager,
+    connections: Connections,
     prefix: String,
     observe: Script,
 }
@@ -49,15 +48,16 @@ impl std::fmt::Debug for RedisDetectionStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisDetectionStore")
             .field("prefix", &self.prefix)
+            .field("connections", &self.connections.len())
             .finish_non_exhaustive()
     }
 }
 
 impl RedisDetectionStore {
-    /// Uses `store`'s connection; keys start with its prefix and `:detect:`.
+    /// Uses `store`'s connections; keys start with its prefix and `:detect:`.
     pub fn new(store: &RedisStore) -> Self {
         RedisDetectionStore {
-            conn: store.connection(),
+            connections: store.connections().clone(),
             prefix: format!("{}:detect", store.prefix()),
             observe: Script::new(OBSERVE),
         }
@@ -80,7 +80,7 @@ impl DetectionStore for RedisDetectionStore {
         Box::pin(async move {
             let from = unix_millis(now).saturating_sub(millis(window));
             let mark = serde_json::to_string(&mark).map_err(err)?;
-            let mut conn = self.conn.clone();
+            let mut conn = self.connections.next();
             let body: String = self
                 .observe
                 .key(self.key("marks", scope))
@@ -102,7 +102,7 @@ impl DetectionStore for RedisDetectionStore {
         _now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
-            let mut conn = self.conn.clone();
+            let mut conn = self.connections.next();
             let set: Option<String> = redis::cmd("SET")
                 .arg(self.key("claim", key))
                 .arg(1)
@@ -119,7 +119,7 @@ impl DetectionStore for RedisDetectionStore {
     fn respond<'a>(&'a self, response: &'a SessionResponse) -> BoxFuture<'a, StoreResult<()>> {
         Box::pin(async move {
             let body = serde_json::to_string(response).map_err(err)?;
-            let mut conn = self.conn.clone();
+            let mut conn = self.connections.next();
             let mut cmd = redis::cmd("SET");
             cmd.arg(self.key("response", &response.key())).arg(body);
             if let Some(until) = response.until_ms {
@@ -137,7 +137,7 @@ impl DetectionStore for RedisDetectionStore {
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<Option<SessionResponse>>> {
         Box::pin(async move {
-            let mut conn = self.conn.clone();
+            let mut conn = self.connections.next();
             let raw: Option<String> = redis::cmd("GET")
                 .arg(self.key("response", session))
                 .query_async(&mut conn)
@@ -151,7 +151,7 @@ impl DetectionStore for RedisDetectionStore {
 
     fn lift<'a>(&'a self, session: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
         Box::pin(async move {
-            let mut conn = self.conn.clone();
+            let mut conn = self.connections.next();
             let n: i64 = redis::cmd("DEL")
                 .arg(self.key("response", session))
                 .query_async(&mut conn)

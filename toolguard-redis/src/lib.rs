@@ -5,6 +5,7 @@
 //! Use it through the facade (`features = ["redis"]`, module `toolguard_pipeline::redis`).
 
 mod config;
+mod connections;
 mod detect;
 mod provenance;
 mod store;

@@ -18,13 +18,13 @@
 //! `state owner lease_until_ms expires_at_ms digest_json operation_id_json outcome_json`, with
 //! state `F` (in flight) or `D` (done). The JSON parts never contain a raw tab.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use redis::Script;
 use redis::aio::ConnectionManager;
 
 use crate::RedisConfig;
+use crate::connections::Connections;
 
 use toolguard_pipeline::clock::unix_millis;
 use toolguard_pipeline::store::encode::{millis, new_token};
@@ -334,10 +334,7 @@ impl Scripts {
 /// # let _ = builder; Ok(()) }
 /// ```
 pub struct RedisStore {
-    /// Never empty.
-    connections: Vec<ConnectionManager>,
-    /// The connection the next command takes, modulo their number.
-    next: AtomicUsize,
+    connections: Connections,
     prefix: String,
     pub(crate) scripts: Scripts,
 }
@@ -452,18 +449,8 @@ impl RedisStore {
     /// now, so that an unreachable server is an error here and not on the first call). Each
     /// connection reconnects by itself after the server restarts or the link drops.
     pub async fn connect_with(config: &RedisConfig) -> StoreResult<Self> {
-        let client = redis::Client::open(config.url.as_str()).map_err(err)?;
-        let manager = redis::aio::ConnectionManagerConfig::new().set_response_timeout(None);
-        let mut connections = Vec::with_capacity(config.connections.max(1));
-        for _ in 0..config.connections.max(1) {
-            let conn = ConnectionManager::new_with_config(client.clone(), manager.clone())
-                .await
-                .map_err(err)?;
-            connections.push(conn);
-        }
         Ok(RedisStore {
-            connections,
-            next: AtomicUsize::new(0),
+            connections: Connections::open(config).await?,
             prefix: config.prefix.clone(),
             scripts: Scripts::new(),
         })
@@ -471,8 +458,12 @@ impl RedisStore {
 
     /// A handle on the next connection in turn (shared; cheap to clone).
     pub(crate) fn connection(&self) -> ConnectionManager {
-        let turn = self.next.fetch_add(1, Ordering::Relaxed);
-        self.connections[turn % self.connections.len()].clone()
+        self.connections.next()
+    }
+
+    /// The store's connections (shared with the detection store).
+    pub(crate) fn connections(&self) -> &Connections {
+        &self.connections
     }
 
     /// The key prefix.
