@@ -5,7 +5,8 @@
 //!
 //! - **Backends**: memory, SQLite (`.sqlite()`), PostgreSQL (trail through
 //!   `PgStore::audit_sink`), Redis (idempotency and ledger; approvals, operation records and the
-//!   trail in memory) over one connection and over the store's default number of connections.
+//!   trail in memory) over one connection and over the store's default number of connections
+//!   (`TOOLGUARD_REPLICAS_REDIS_CONNECTIONS=n`: over `n` alone).
 //!   64 tasks call for a fixed time, a warm-up round and then `TOOLGUARD_REPLICAS_ROUNDS` rounds
 //!   (3) of `TOOLGUARD_REPLICAS_SECONDS` seconds (3) each.
 //! - **Replicas**: 1, 2 and 4 processes (this binary, started again in child mode) on one
@@ -206,14 +207,22 @@ fn backends(plan: &Plan) {
     }
 
     if let Some(url) = redis_url().filter(|_| plan.runs("redis")) {
-        for connections in [1, DEFAULT_CONNECTIONS] {
+        // `TOOLGUARD_REPLICAS_REDIS_CONNECTIONS=n` measures `n` connections alone (for runs
+        // that alternate the counts in separate processes).
+        let counts = match std::env::var("TOOLGUARD_REPLICAS_REDIS_CONNECTIONS") {
+            Ok(n) => vec![n.parse().expect("a number of connections")],
+            Err(_) => vec![1, DEFAULT_CONNECTIONS],
+        };
+        for connections in counts {
             let (d, redis) = rt.block_on(support::redis(&url, unique("replicas"), connections));
-            run(
-                &format!(
-                    "Redis, {connections} connection(s) (+ memory approvals, operations, audit)"
-                ),
-                &d,
-            );
+            let noun = if connections == 1 {
+                "connection"
+            } else {
+                "connections"
+            };
+            let what =
+                format!("Redis, {connections} {noun} (+ memory approvals, operations, audit)");
+            run(&what, &d);
             drop(d);
             let _ = rt.block_on(redis.clear());
         }
