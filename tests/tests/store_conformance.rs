@@ -1508,6 +1508,30 @@ async fn redis_commands_over_several_connections_stay_exactly_once() {
     s.clear().await.unwrap();
 }
 
+/// A store's configuration shows its connection string without the password, in both forms
+/// PostgreSQL takes and in Redis URLs.
+#[cfg(all(feature = "postgres", feature = "redis"))]
+#[test]
+fn configurations_show_no_password() {
+    use toolguard::postgres::PgConfig;
+    use toolguard::redis::RedisConfig;
+    for url in [
+        "postgres://app:hunter2@db:5432/app",
+        "host=db user=app password=hunter2 dbname=app",
+    ] {
+        let shown = format!("{:?}", PgConfig::new(url).schema("tg"));
+        assert!(
+            !shown.contains("hunter2") && shown.contains("db"),
+            "{shown}"
+        );
+    }
+    let shown = format!("{:?}", RedisConfig::new("redis://:hunter2@cache:6379", "p"));
+    assert!(
+        !shown.contains("hunter2") && shown.contains("cache:6379"),
+        "{shown}"
+    );
+}
+
 #[cfg(feature = "sqlite")]
 #[tokio::test]
 async fn sqlite_corrupt_record_is_an_error() {

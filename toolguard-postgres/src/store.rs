@@ -18,7 +18,7 @@ use tokio_postgres::NoTls;
 use crate::batch::{Batcher, Write, Written};
 use toolguard_pipeline::clock::unix_millis;
 use toolguard_pipeline::store::encode::{
-    LEDGER_HOLDS, PURGE_INDEXES, i64_of, millis, new_token, u64_of,
+    LEDGER_HOLDS, PURGE_INDEXES, i64_of, millis, new_token, u64_of, without_credentials,
 };
 pub(crate) use toolguard_pipeline::store::*;
 use toolguard_pipeline::store::{
@@ -89,10 +89,11 @@ CREATE INDEX IF NOT EXISTS toolguard_audit_time ON toolguard_audit (time_ms, seq
 const MIGRATION_LOCK: i64 = 0x746f_6f6c_6775_6172;
 
 /// Where and how to connect.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PgConfig {
-    /// A `postgres://` URL or key-value connection string.
+    /// A `postgres://` URL or key-value connection string. It may hold a password: `Debug`
+    /// shows it without one.
     pub url: String,
     /// Schema holding the tables (letters, digits and `_` only).
     pub schema: String,
@@ -122,6 +123,16 @@ impl PgConfig {
     pub fn pool_size(mut self, n: usize) -> Self {
         self.pool_size = n.max(1);
         self
+    }
+}
+
+impl std::fmt::Debug for PgConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgConfig")
+            .field("url", &without_credentials(&self.url))
+            .field("schema", &self.schema)
+            .field("pool_size", &self.pool_size)
+            .finish()
     }
 }
 

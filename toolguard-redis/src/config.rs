@@ -1,5 +1,7 @@
 //! Where the Redis stores connect and over how many connections.
 
+use toolguard_pipeline::store::encode::without_credentials;
+
 /// Connections a store opens unless told otherwise.
 pub const DEFAULT_CONNECTIONS: usize = 2;
 
@@ -19,10 +21,11 @@ pub const DEFAULT_CONNECTIONS: usize = 2;
 /// assert_eq!(config.connections, 4);
 /// assert_eq!(RedisConfig::new("redis://127.0.0.1:6379", "p").connections, 2);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RedisConfig {
-    /// A `redis://` (or `rediss://`, `unix://`) URL.
+    /// A `redis://` (or `rediss://`, `unix://`) URL. It may hold a password: `Debug` shows the
+    /// URL without what comes before its `@`.
     pub url: String,
     /// The prefix of every key (followed by a colon).
     pub prefix: String,
@@ -45,5 +48,38 @@ impl RedisConfig {
     pub fn connections(mut self, n: usize) -> Self {
         self.connections = n.max(1);
         self
+    }
+}
+
+impl std::fmt::Debug for RedisConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisConfig")
+            .field("url", &without_credentials(&self.url))
+            .field("prefix", &self.prefix)
+            .field("connections", &self.connections)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_leaves_the_password_out() {
+        for (url, shown) in [
+            ("redis://:hunter2@cache:6379/0", "redis://…@cache:6379/0"),
+            ("rediss://app:p%40ss@cache:6380", "rediss://…@cache:6380"),
+            ("redis://cache:6379/0?user=a", "redis://cache:6379/0?user=a"),
+            ("unix:///run/redis.sock", "unix:///run/redis.sock"),
+            ("not a url", "not a url"),
+        ] {
+            let debug = format!("{:?}", RedisConfig::new(url, "p"));
+            assert!(debug.contains(shown), "{debug}");
+            assert!(
+                !debug.contains("hunter2") && !debug.contains("p%40ss"),
+                "{debug}"
+            );
+        }
     }
 }

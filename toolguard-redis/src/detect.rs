@@ -4,10 +4,11 @@
 
 use std::time::{Duration, SystemTime};
 
+use redis::Script;
+
 use crate::connections::Connections;
 use crate::store::RedisStore;
 use crate::store::err;
-use redis::Script;
 use toolguard_pipeline::clock::unix_millis;
 use toolguard_pipeline::detect::store::SessionResponse;
 use toolguard_pipeline::detect::store::{DetectionStore, Mark, Marks, live, millis};

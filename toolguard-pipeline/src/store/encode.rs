@@ -1,5 +1,6 @@
 //! Small conversions the store backends share.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 /// Migration 2 of both SQL backends: the indexes the purge uses (idempotency expiry, ledger
@@ -47,4 +48,101 @@ pub fn i64_of(v: u64) -> i64 {
 /// A database integer as `u64`; negative values read as 0.
 pub fn u64_of(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
+}
+
+/// A database's connection string as a `Debug` or a log line may show it: a URL without its user
+/// and password (what its authority holds before the last `@`), a key-value string
+/// (`host=db password=…`) with the password's value left out.
+pub fn without_credentials(connection: &str) -> Cow<'_, str> {
+    if let Some((scheme, rest)) = connection.split_once("://") {
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+        return match authority.rfind('@') {
+            Some(at) => format!("{scheme}://…@{}", &rest[at + 1..]).into(),
+            None => connection.into(),
+        };
+    }
+    let mut out = String::with_capacity(connection.len());
+    let mut hidden = false;
+    let mut rest = connection;
+    while let Some(at) = find_password(rest) {
+        hidden = true;
+        let value = &rest[at..];
+        out.push_str(&rest[..at]);
+        out.push('…');
+        rest = &value[password_value_len(value)..];
+    }
+    if !hidden {
+        return connection.into();
+    }
+    out.push_str(rest);
+    out.into()
+}
+
+/// Where the value of the first `password=` key (case-insensitive, spaces allowed around `=`)
+/// starts in `s`.
+fn find_password(s: &str) -> Option<usize> {
+    let lower = s.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(found) = lower[from..].find("password") {
+        let start = from + found;
+        let key_starts_word = start == 0 || lower.as_bytes()[start - 1].is_ascii_whitespace();
+        let after = &s[start + "password".len()..];
+        let trimmed = after.trim_start();
+        if key_starts_word && let Some(value) = trimmed.strip_prefix('=') {
+            let value = value.trim_start();
+            return Some(s.len() - value.len());
+        }
+        from = start + "password".len();
+    }
+    None
+}
+
+/// The length of a key-value string's value at the start of `value`: quoted (`'…'`, with `\'`
+/// and `\\` escapes) or up to the next space.
+fn password_value_len(value: &str) -> usize {
+    let bytes = value.as_bytes();
+    if bytes.first() != Some(&b'\'') {
+        return value.find(char::is_whitespace).unwrap_or(value.len());
+    }
+    let mut i = 1;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'\'' => return i + 1,
+            _ => i += 1,
+        }
+    }
+    bytes.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_credentials;
+
+    #[test]
+    fn connection_strings_are_shown_without_their_secrets() {
+        for (given, shown) in [
+            ("redis://:hunter2@cache:6379/0", "redis://…@cache:6379/0"),
+            ("rediss://app:p%40ss@cache:6380", "rediss://…@cache:6380"),
+            (
+                "postgres://app:hunter2@db/app?sslmode=require",
+                "postgres://…@db/app?sslmode=require",
+            ),
+            ("redis://cache:6379/0?user=a", "redis://cache:6379/0?user=a"),
+            ("unix:///run/redis.sock", "unix:///run/redis.sock"),
+            (
+                "host=db user=app password=hunter2 dbname=app",
+                "host=db user=app password=… dbname=app",
+            ),
+            (
+                "host=db PASSWORD = 'hun ter\\'2' port=5432",
+                "host=db PASSWORD = … port=5432",
+            ),
+            ("host=db user=app", "host=db user=app"),
+            ("host=db mypassword=x", "host=db mypassword=x"),
+            ("", ""),
+        ] {
+            assert_eq!(without_credentials(given), shown, "{given}");
+        }
+    }
 }
