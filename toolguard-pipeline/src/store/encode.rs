@@ -51,41 +51,42 @@ pub fn u64_of(v: i64) -> u64 {
 }
 
 /// A database's connection string as a `Debug` or a log line may show it: a URL without its user
-/// and password (what its authority holds before the last `@`), a key-value string
-/// (`host=db password=…`) with the password's value left out.
+/// and password (what its authority holds before the last `@`) and without the value of a
+/// `password` query parameter, a key-value string (`host=db password=…`) with the password's
+/// value left out.
 pub fn without_credentials(connection: &str) -> Cow<'_, str> {
+    let mut shown = Cow::Borrowed(connection);
     if let Some((scheme, rest)) = connection.split_once("://") {
         let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
-        return match authority.rfind('@') {
-            Some(at) => format!("{scheme}://…@{}", &rest[at + 1..]).into(),
-            None => connection.into(),
-        };
+        if let Some(at) = authority.rfind('@') {
+            shown = format!("{scheme}://…@{}", &rest[at + 1..]).into();
+        }
     }
-    let mut out = String::with_capacity(connection.len());
-    let mut hidden = false;
-    let mut rest = connection;
+    if find_password(&shown).is_none() {
+        return shown;
+    }
+    let mut out = String::with_capacity(shown.len());
+    let mut rest = &*shown;
     while let Some(at) = find_password(rest) {
-        hidden = true;
         let value = &rest[at..];
         out.push_str(&rest[..at]);
         out.push('…');
         rest = &value[password_value_len(value)..];
     }
-    if !hidden {
-        return connection.into();
-    }
     out.push_str(rest);
     out.into()
 }
 
-/// Where the value of the first `password=` key (case-insensitive, spaces allowed around `=`)
-/// starts in `s`.
+/// Where the value of the first `password=` key (case-insensitive, spaces allowed around `=`;
+/// a key starts the text or follows a space, `?` or `&`) starts in `s`.
 fn find_password(s: &str) -> Option<usize> {
     let lower = s.to_ascii_lowercase();
     let mut from = 0;
     while let Some(found) = lower[from..].find("password") {
         let start = from + found;
-        let key_starts_word = start == 0 || lower.as_bytes()[start - 1].is_ascii_whitespace();
+        let key_starts_word = start == 0
+            || matches!(lower.as_bytes()[start - 1], b'?' | b'&')
+            || lower.as_bytes()[start - 1].is_ascii_whitespace();
         let after = &s[start + "password".len()..];
         let trimmed = after.trim_start();
         if key_starts_word && let Some(value) = trimmed.strip_prefix('=') {
@@ -98,11 +99,13 @@ fn find_password(s: &str) -> Option<usize> {
 }
 
 /// The length of a key-value string's value at the start of `value`: quoted (`'…'`, with `\'`
-/// and `\\` escapes) or up to the next space.
+/// and `\\` escapes) or up to the next space or `&`.
 fn password_value_len(value: &str) -> usize {
     let bytes = value.as_bytes();
     if bytes.first() != Some(&b'\'') {
-        return value.find(char::is_whitespace).unwrap_or(value.len());
+        return value
+            .find(|c: char| c.is_whitespace() || c == '&')
+            .unwrap_or(value.len());
     }
     let mut i = 1;
     while i < bytes.len() {
@@ -139,6 +142,14 @@ mod tests {
                 "host=db PASSWORD = … port=5432",
             ),
             ("host=db user=app", "host=db user=app"),
+            (
+                "postgres://db/app?user=app&password=hunter2&sslmode=require",
+                "postgres://db/app?user=app&password=…&sslmode=require",
+            ),
+            (
+                "postgres://app:a@db/app?password=hunter2",
+                "postgres://…@db/app?password=…",
+            ),
             ("host=db mypassword=x", "host=db mypassword=x"),
             ("", ""),
         ] {
