@@ -15,21 +15,65 @@ use crate::tool::BoxFuture;
 
 const SHARDS: usize = 16;
 
+/// Fewest idempotency records a shard holds before a new key makes it drop its expired ones.
+const SWEEP_FLOOR: usize = 1_024;
+
 /// In-memory implementation of every store; for tests, demos and single-process use. Nothing
 /// survives a restart.
 ///
 /// Idempotency records are sharded by key scope, each shard behind its own lock, so unrelated
 /// keys do not contend. A key is hashed once per operation (keyed SipHash, as `HashMap`'s, since
-/// callers choose the keys): the same hash picks the shard and the slot. Idempotency and operation records are boxed, so a table
-/// that grows moves a pointer and a hash per record, not the record.
+/// callers choose the keys): the same hash picks the shard and the slot. Idempotency and
+/// operation records are boxed, so a table that grows moves a pointer and a hash per record, not
+/// the record.
+///
+/// Expired idempotency records do not pile up: a shard that has doubled since it last looked
+/// drops every record whose time to live has passed (what a lookup of that key would drop) before
+/// it takes a new key, so a stream of calls with fresh keys holds at most about twice the keys
+/// still live, and the sweep costs a constant per key on average. [`MemoryStore::purge`] also
+/// removes expired reservations of the session ledger and its entries older than a given age, as
+/// the SQL stores' `purge` does.
 #[derive(Debug)]
 pub struct MemoryStore {
-    idempotency: Vec<Mutex<HashTable<Slot<Keyed>>>>,
+    idempotency: Vec<Mutex<Shard>>,
     approvals: Mutex<HashMap<String, ApprovalRequest>>,
     ledger: Mutex<LedgerState>,
     operations: Mutex<HashTable<Slot<OperationRecord>>>,
     sources: Mutex<HashMap<String, Vec<crate::provenance::Source>>>,
     hashing: std::hash::RandomState,
+}
+
+/// One lock's share of the idempotency records, and the number of records at which it next drops
+/// its expired ones.
+#[derive(Debug)]
+struct Shard {
+    table: HashTable<Slot<Keyed>>,
+    sweep_at: usize,
+}
+
+impl Shard {
+    fn new() -> Self {
+        Shard {
+            table: HashTable::new(),
+            sweep_at: SWEEP_FLOOR,
+        }
+    }
+
+    /// Drops the records expired at `now_ms`; how many.
+    fn drop_expired(&mut self, now_ms: u64) -> usize {
+        let before = self.table.len();
+        self.table.retain(|s| s.value.record.expires_at_ms > now_ms);
+        self.sweep_at = SWEEP_FLOOR.max(self.table.len().saturating_mul(2));
+        before - self.table.len()
+    }
+
+    /// Before a new key is filed: drops the expired records once the shard has doubled since
+    /// the last time.
+    fn make_room(&mut self, now_ms: u64) {
+        if self.table.len() >= self.sweep_at {
+            self.drop_expired(now_ms);
+        }
+    }
 }
 
 /// A table slot: a record and the hash it was filed under (a growing table moves the pair and
@@ -113,7 +157,7 @@ struct LedgerEntry {
 impl Default for MemoryStore {
     fn default() -> Self {
         MemoryStore {
-            idempotency: (0..SHARDS).map(|_| Mutex::new(HashTable::new())).collect(),
+            idempotency: (0..SHARDS).map(|_| Mutex::new(Shard::new())).collect(),
             approvals: Mutex::new(HashMap::new()),
             ledger: Mutex::new(LedgerState::default()),
             operations: Mutex::new(HashTable::new()),
@@ -145,6 +189,42 @@ impl MemoryStore {
         Self::default()
     }
 
+    /// Removes what has expired at `now`: idempotency records whose time to live has passed,
+    /// session-ledger reservations that ended, and ledger entries (amounts and rate hits) booked
+    /// `keep` or longer before `now`. Returns how many were removed.
+    ///
+    /// Expired idempotency records are also dropped on their own as the store takes new keys
+    /// (see the type's documentation); the ledger keeps its entries until this is called, so
+    /// `keep` must cover the longest window of the limits that read it:
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use toolguard_pipeline::store::MemoryStore;
+    ///
+    /// let store = MemoryStore::new();
+    /// let day = Duration::from_secs(24 * 60 * 60);
+    /// assert_eq!(store.purge(SystemTime::now(), day), 0);
+    /// ```
+    pub fn purge(&self, now: SystemTime, keep: Duration) -> usize {
+        let now_ms = unix_millis(now);
+        let mut removed = 0;
+        for shard in &self.idempotency {
+            removed += lock(shard).drop_expired(now_ms);
+        }
+        let before = now_ms.saturating_sub(millis(keep));
+        let mut ledger = lock(&self.ledger);
+        let holds = ledger.holds.len();
+        ledger.holds.retain(|_, h| h.until_ms > now_ms);
+        removed += holds - ledger.holds.len();
+        ledger.scopes.retain(|_, entries| {
+            let booked = entries.len();
+            entries.retain(|e| e.at_ms > before);
+            removed += booked - entries.len();
+            !entries.is_empty()
+        });
+        removed
+    }
+
     /// Gives mutable access to the stored approval requests, as an attacker with write access to
     /// the storage would have (tests of the approval seal).
     pub fn with_approvals<R>(
@@ -164,8 +244,9 @@ impl MemoryStore {
         now: SystemTime,
     ) -> bool {
         let now_ms = unix_millis(now);
-        let (mut map, hash) = self.shard(key);
-        match Self::find(&mut map, hash, key) {
+        let (mut shard, hash) = self.shard(key);
+        let map = &mut shard.table;
+        match Self::find(map, hash, key) {
             Some(rec) if matches!(&rec.state, RecordState::InFlight { owner: o, .. } if o == owner) =>
             {
                 rec.state = RecordState::Done { outcome };
@@ -205,7 +286,7 @@ impl MemoryStore {
 
     /// The shard of `key` (locked) and the key's hash. The shard comes from bits of the hash
     /// that a table's slot index and its control byte do not use.
-    fn shard(&self, key: &ScopedKey) -> (MutexGuard<'_, HashTable<Slot<Keyed>>>, u64) {
+    fn shard(&self, key: &ScopedKey) -> (MutexGuard<'_, Shard>, u64) {
         let hash = self.key_hash(key);
         let shard = lock(&self.idempotency[((hash >> 40) as usize) % SHARDS]);
         (shard, hash)
@@ -277,8 +358,9 @@ impl IdempotencyStore for MemoryStore {
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<Reservation>> {
         let now_ms = unix_millis(now);
-        let (mut map, hash) = self.shard(key);
-        if let Some(existing) = Self::live(&mut map, hash, key, now_ms) {
+        let (mut shard, hash) = self.shard(key);
+        let map = &mut shard.table;
+        if let Some(existing) = Self::live(map, hash, key, now_ms) {
             return ready(Ok(Reservation::Existing(existing.clone())));
         }
         let owner = new_token();
@@ -296,7 +378,10 @@ impl IdempotencyStore for MemoryStore {
             key: key.clone(),
             record,
         });
-        map.insert_unique(hash, Slot { hash, value }, |s| s.hash);
+        shard.make_room(now_ms);
+        shard
+            .table
+            .insert_unique(hash, Slot { hash, value }, |s| s.hash);
         ready(Ok(Reservation::Reserved { owner }))
     }
 
@@ -336,9 +421,10 @@ impl IdempotencyStore for MemoryStore {
         key: &'a ScopedKey,
         owner: &'a str,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        let (mut map, hash) = self.shard(key);
+        let (mut shard, hash) = self.shard(key);
+        let map = &mut shard.table;
         let owned = Self::remove_if(
-            &mut map,
+            map,
             hash,
             key,
             |r| matches!(&r.state, RecordState::InFlight { owner: o, .. } if o == owner),
@@ -353,8 +439,9 @@ impl IdempotencyStore for MemoryStore {
         lease: Duration,
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        let (mut map, hash) = self.shard(key);
-        let ok = match Self::find(&mut map, hash, key) {
+        let (mut shard, hash) = self.shard(key);
+        let map = &mut shard.table;
+        let ok = match Self::find(map, hash, key) {
             Some(IdempotencyRecord {
                 state:
                     RecordState::InFlight {
@@ -380,8 +467,9 @@ impl IdempotencyStore for MemoryStore {
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<Option<String>>> {
         let now_ms = unix_millis(now);
-        let (mut map, hash) = self.shard(key);
-        let token = match Self::live(&mut map, hash, key, now_ms) {
+        let (mut shard, hash) = self.shard(key);
+        let map = &mut shard.table;
+        let token = match Self::live(map, hash, key, now_ms) {
             Some(IdempotencyRecord {
                 state:
                     RecordState::InFlight {
@@ -411,8 +499,9 @@ impl IdempotencyStore for MemoryStore {
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<bool>> {
         let now_ms = unix_millis(now);
-        let (mut map, hash) = self.shard(key);
-        let ok = match Self::find(&mut map, hash, key) {
+        let (mut shard, hash) = self.shard(key);
+        let map = &mut shard.table;
+        let ok = match Self::find(map, hash, key) {
             Some(rec) if rec.operation_id.as_deref() == Some(operation_id) => {
                 rec.state = RecordState::Done { outcome };
                 rec.expires_at_ms = now_ms.saturating_add(millis(ttl));
@@ -428,8 +517,9 @@ impl IdempotencyStore for MemoryStore {
         key: &'a ScopedKey,
         operation_id: &'a str,
     ) -> BoxFuture<'a, StoreResult<bool>> {
-        let (mut map, hash) = self.shard(key);
-        let owned = Self::remove_if(&mut map, hash, key, |r| {
+        let (mut shard, hash) = self.shard(key);
+        let map = &mut shard.table;
+        let owned = Self::remove_if(map, hash, key, |r| {
             r.operation_id.as_deref() == Some(operation_id)
         });
         ready(Ok(owned))
@@ -440,10 +530,9 @@ impl IdempotencyStore for MemoryStore {
         key: &'a ScopedKey,
         now: SystemTime,
     ) -> BoxFuture<'a, StoreResult<Option<IdempotencyRecord>>> {
-        let (mut map, hash) = self.shard(key);
-        ready(Ok(
-            Self::live(&mut map, hash, key, unix_millis(now)).cloned()
-        ))
+        let (mut shard, hash) = self.shard(key);
+        let map = &mut shard.table;
+        ready(Ok(Self::live(map, hash, key, unix_millis(now)).cloned()))
     }
 }
 
@@ -666,6 +755,109 @@ mod tests {
         IdempotencyStore::reserve(store, key, "digest", Some("op"), lease, ttl, at)
             .await
             .expect("the memory store answers")
+    }
+
+    impl MemoryStore {
+        /// Idempotency records held, live or not.
+        fn idempotency_records(&self) -> usize {
+            self.idempotency.iter().map(|s| lock(s).table.len()).sum()
+        }
+    }
+
+    #[tokio::test]
+    async fn expired_keys_do_not_pile_up_under_fresh_keys() {
+        let store = MemoryStore::new();
+        let (second, hour) = (Duration::from_secs(1), Duration::from_secs(3_600));
+        let n = 20_000;
+        for i in 0..n {
+            let k = key("alice", "transfer", &format!("old-{i}"));
+            IdempotencyStore::reserve(&store, &k, "d", None, second, second, now())
+                .await
+                .unwrap();
+        }
+        // Nothing had expired when the shards first grew: every old key is still held.
+        assert_eq!(store.idempotency_records(), n);
+        let later = now() + Duration::from_secs(2);
+        for i in 0..n {
+            let k = key("alice", "transfer", &format!("new-{i}"));
+            IdempotencyStore::reserve(&store, &k, "d", None, second, hour, later)
+                .await
+                .unwrap();
+        }
+        // Every shard doubled while taking the new keys and dropped all the expired old ones;
+        // the new ones, live, are all kept.
+        assert_eq!(store.idempotency_records(), n);
+        let live = key("alice", "transfer", "new-0");
+        assert!(matches!(
+            reserve(&store, &live, later).await,
+            Reservation::Existing(_)
+        ));
+        let gone = key("alice", "transfer", "old-0");
+        assert!(matches!(
+            reserve(&store, &gone, later).await,
+            Reservation::Reserved { .. }
+        ));
+    }
+
+    #[tokio::test]
+    async fn purge_removes_what_expired_and_keeps_what_lives() {
+        let store = MemoryStore::new();
+        let (minute, hour) = (Duration::from_secs(60), Duration::from_secs(3_600));
+        let (short, long) = (key("alice", "transfer", "a"), key("alice", "transfer", "b"));
+        for (k, ttl) in [(&short, minute), (&long, 2 * hour)] {
+            IdempotencyStore::reserve(&store, k, "d", None, Duration::from_secs(5), ttl, now())
+                .await
+                .unwrap();
+        }
+        let limits = [ScopeLimit {
+            scope: "subject".into(),
+            limit: 1_000,
+            window: 3 * hour,
+        }];
+        let ledger: &dyn SessionLedger = &store;
+        assert!(
+            ledger
+                .reserve("booked", 10, &limits, now() + minute, now())
+                .await
+                .unwrap()
+        );
+        assert!(matches!(
+            ledger.commit("booked", 10, now()).await.unwrap(),
+            HoldCommit::Committed
+        ));
+        assert!(
+            ledger
+                .reserve("held", 5, &limits, now() + hour, now())
+                .await
+                .unwrap()
+        );
+        assert!(
+            ledger
+                .reserve("ends", 7, &limits, now() + minute, now())
+                .await
+                .unwrap()
+        );
+        assert!(ledger.hit("calls", 10, hour, now()).await.unwrap());
+        let total = |at| ledger.total("subject", 3 * hour, at);
+        assert_eq!(total(now()).await.unwrap(), 22);
+
+        // Two minutes on: the short key and the reservation that ended go; the ledger's entries
+        // are younger than `keep`.
+        let t1 = now() + 2 * minute;
+        assert_eq!(store.purge(t1, hour), 2);
+        assert_eq!(store.idempotency_records(), 1);
+        assert_eq!(total(t1).await.unwrap(), 15);
+        assert!(matches!(
+            reserve(&store, &long, t1).await,
+            Reservation::Existing(_)
+        ));
+
+        // Three hours on: the long key, the last reservation, the booked amount and the hit.
+        let t2 = now() + 3 * hour;
+        assert_eq!(store.purge(t2, hour), 4);
+        assert_eq!(store.idempotency_records(), 0);
+        assert_eq!(total(t2).await.unwrap(), 0);
+        assert_eq!(store.purge(t2, hour), 0, "nothing is left to remove");
     }
 
     #[tokio::test]
