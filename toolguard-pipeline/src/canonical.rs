@@ -167,7 +167,9 @@ pub(crate) fn opt_string<S: Sink + ?Sized>(s: Option<&str>, out: &mut S) {
 }
 
 /// `"key":` for a fixed member name of a typed document: lower-case ASCII letters and `_`,
-/// which need no escape and are already NFC.
+/// which need no escape and are already NFC. Inlined, so that the name's length is known where
+/// it is written and the bytes are copied without a call.
+#[inline(always)]
 pub(crate) fn key<S: Sink + ?Sized>(name: &'static str, first: bool, out: &mut S) {
     debug_assert!(name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
     if !first {
@@ -176,6 +178,16 @@ pub(crate) fn key<S: Sink + ?Sized>(name: &'static str, first: bool, out: &mut S
     out.put(b"\"");
     out.put(name.as_bytes());
     out.put(b"\":");
+}
+
+/// `"name"` for a fixed name of a typed document (an enum's serde name): lower-case ASCII
+/// letters and `_`, as in [`key`]. Inlined for the same reason.
+#[inline(always)]
+pub(crate) fn name<S: Sink + ?Sized>(name: &'static str, out: &mut S) {
+    debug_assert!(name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
+    out.put(b"\"");
+    out.put(name.as_bytes());
+    out.put(b"\"");
 }
 
 /// Any JSON value.

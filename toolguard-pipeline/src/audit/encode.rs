@@ -8,7 +8,7 @@
 //! encodings).
 
 use super::entry::AuditRecord;
-use crate::canonical::{self, Sink, boolean, json, key, opt_string, string, uint};
+use crate::canonical::{self, Sink, boolean, key, name, opt_string, string, uint};
 use crate::sanitize::Modification;
 
 /// Writes the canonical encoding of `record` into `out`.
@@ -52,7 +52,7 @@ pub(crate) fn encode_record<S: Sink + ?Sized>(record: &AuditRecord, out: &mut S)
     key("duration_us", false, out);
     uint(*duration_us, out);
     key("event", false, out);
-    json(event, out);
+    name(event.as_str(), out);
     key("idempotency_key", false, out);
     opt_string(idempotency_key.as_deref(), out);
     key("modifications", false, out);
@@ -93,10 +93,10 @@ pub(crate) fn encode_record<S: Sink + ?Sized>(record: &AuditRecord, out: &mut S)
         out.put(b"]");
     }
     key("stage", false, out);
-    json(stage, out);
+    name(stage.as_str(), out);
     key("status", false, out);
     match status {
-        Some(status) => json(status, out),
+        Some(status) => name(status.as_str(), out),
         None => out.put(b"null"),
     }
     key("subject", false, out);
@@ -211,6 +211,88 @@ mod tests {
         };
         for record in [full, AuditRecord::default()] {
             assert_eq!(streamed(&record), through_value(&record));
+        }
+    }
+
+    /// The names written for the record's enums are their serde names, for every variant.
+    #[test]
+    fn enum_names_are_the_serde_names() {
+        fn serde_name(v: impl serde::Serialize) -> String {
+            serde_json::to_value(v)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_owned()
+        }
+        let events = [
+            AuditEvent::Call,
+            AuditEvent::Decision,
+            AuditEvent::OperationStatus,
+            AuditEvent::Notification,
+            AuditEvent::Alert,
+            AuditEvent::Response,
+        ];
+        // An event added to the enum does not compile here until it is added to the list above.
+        let listed = |event: AuditEvent| match event {
+            AuditEvent::Call
+            | AuditEvent::Decision
+            | AuditEvent::OperationStatus
+            | AuditEvent::Notification
+            | AuditEvent::Alert
+            | AuditEvent::Response => events.contains(&event),
+        };
+        for event in events {
+            assert!(listed(event));
+            assert_eq!(event.as_str(), serde_name(event));
+        }
+        let stages = [
+            Stage::Parse,
+            Stage::Registry,
+            Stage::Validate,
+            Stage::Sanitize,
+            Stage::Principal,
+            Stage::Permit,
+            Stage::Preflight,
+            Stage::Authorize,
+            Stage::Policy,
+            Stage::Idempotency,
+            Stage::Approval,
+            Stage::Recheck,
+            Stage::Execute,
+            Stage::Envelope,
+        ];
+        // A stage added to the enum does not compile here until it is added to the list above.
+        let listed = |stage: Stage| match stage {
+            Stage::Parse
+            | Stage::Registry
+            | Stage::Validate
+            | Stage::Sanitize
+            | Stage::Principal
+            | Stage::Permit
+            | Stage::Preflight
+            | Stage::Authorize
+            | Stage::Policy
+            | Stage::Idempotency
+            | Stage::Approval
+            | Stage::Recheck
+            | Stage::Execute
+            | Stage::Envelope => stages.contains(&stage),
+        };
+        for stage in stages {
+            assert!(listed(stage));
+            assert_eq!(stage.as_str(), serde_name(stage));
+        }
+        for status in Status::ALL {
+            assert_eq!(status.as_str(), serde_name(status));
+        }
+        // Every name is one `name` may write without escaping.
+        let names = stages.iter().map(|s| s.as_str());
+        let names = names.chain(events.iter().map(|e| e.as_str()));
+        for n in names.chain(Status::ALL.iter().map(|s| s.as_str())) {
+            assert!(
+                n.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{n}"
+            );
         }
     }
 }

@@ -27,6 +27,20 @@ pub enum AuditEvent {
     Response,
 }
 
+impl AuditEvent {
+    /// The name an audit entry records (the serde name).
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            AuditEvent::Call => "call",
+            AuditEvent::Decision => "decision",
+            AuditEvent::OperationStatus => "operation_status",
+            AuditEvent::Notification => "notification",
+            AuditEvent::Alert => "alert",
+            AuditEvent::Response => "response",
+        }
+    }
+}
+
 /// The placeholder written instead of a `sensitive` field's value.
 pub const REDACTED: &str = "[redacted]";
 
@@ -137,4 +151,26 @@ pub enum Stage {
     Execute,
     /// Result validated and enveloped.
     Envelope,
+}
+
+impl Stage {
+    /// The name an audit entry records (the serde name).
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Stage::Parse => "parse",
+            Stage::Registry => "registry",
+            Stage::Validate => "validate",
+            Stage::Sanitize => "sanitize",
+            Stage::Principal => "principal",
+            Stage::Permit => "permit",
+            Stage::Preflight => "preflight",
+            Stage::Authorize => "authorize",
+            Stage::Policy => "policy",
+            Stage::Idempotency => "idempotency",
+            Stage::Approval => "approval",
+            Stage::Recheck => "recheck",
+            Stage::Execute => "execute",
+            Stage::Envelope => "envelope",
+        }
+    }
 }
