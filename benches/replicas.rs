@@ -20,6 +20,13 @@
 //! after `--` run only those parts: `memory`, `sqlite`, `postgres`, `redis`, `replicas` (the
 //! PostgreSQL processes).
 //!
+//! After each PostgreSQL row the bench says how many WAL segments the server's `pg_wal` gained
+//! meanwhile (`pg_ls_waldir()`, which needs a superuser or `pg_monitor`; nothing is said when it
+//! cannot be read). A server that has not yet grown its `pg_wal` to the size its checkpoints
+//! recycle creates each new 16 MiB segment by writing and syncing zeros while the committers
+//! wait: that row's p99 then measures the server's warm-up, not the dispatcher (BENCHMARKS.md,
+//! the twenty-second machine's replicas runs).
+//!
 //! Run: `TOOLGUARD_PG_URL=postgres://postgres@127.0.0.1:5432/test
 //! TOOLGUARD_REDIS_URL=redis://127.0.0.1:6379 cargo bench -p toolguard-benches --all-features --bench replicas`
 
@@ -201,7 +208,9 @@ fn backends(plan: &Plan) {
     if let Some(url) = pg_url().filter(|_| plan.runs("postgres")) {
         let store = rt.block_on(support::pg_store(&url, &unique("replicas")));
         let pg = rt.block_on(async { support::postgres(&store) });
+        let before = rt.block_on(wal_segments(&url));
         run("PostgreSQL, `store.audit_sink()`", &pg);
+        note_wal_growth(before, rt.block_on(wal_segments(&url)));
         drop(pg);
         rt.block_on(store.drop_schema()).expect("drop schema");
     }
@@ -301,6 +310,7 @@ fn replicas(url: &str, plan: &Plan, processes: usize, tasks: u64) {
         .map(|i| Replica::start(i, url, &schema, tasks))
         .collect();
     let mut rounds = Vec::new();
+    let before = rt.block_on(wal_segments(url));
     for round in 0..=plan.rounds {
         let length = if round == 0 { WARM_UP } else { plan.length };
         for c in &mut children {
@@ -317,7 +327,42 @@ fn replicas(url: &str, plan: &Plan, processes: usize, tasks: u64) {
         assert!(status.success(), "a replica failed: {status}");
     }
     report(&format!("{processes} × {tasks}"), rounds);
+    note_wal_growth(before, rt.block_on(wal_segments(url)));
     rt.block_on(store.drop_schema()).expect("drop schema");
+}
+
+/// The number of WAL segment files in the server's `pg_wal`, or `None` when it cannot be read
+/// (no connection, or a role without `pg_monitor`).
+async fn wal_segments(url: &str) -> Option<i64> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .ok()?;
+    let driver = tokio::spawn(connection);
+    let row = client
+        .query_one(
+            "SELECT count(*) FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$'",
+            &[],
+        )
+        .await
+        .ok();
+    drop(client);
+    let _ = driver.await;
+    row.and_then(|r| r.try_get(0).ok())
+}
+
+/// Says (on stderr, beside the rounds) how many WAL segments the server's `pg_wal` gained
+/// during a row (segments it created, less any a checkpoint removed meanwhile).
+fn note_wal_growth(before: Option<i64>, after: Option<i64>) {
+    if let (Some(before), Some(after)) = (before, after)
+        && after > before
+    {
+        eprintln!(
+            "  pg_wal gained {} WAL segments during this row ({before} -> {after}): commits wait \
+             while the server creates one (16 MiB of zeros written and synced, unless \
+             wal_init_zero is off), so this row's p99 includes the server's warm-up",
+            after - before
+        );
+    }
 }
 
 /// Child mode: connects to the parent's schema, says `ready`, then runs a round per `go` line.
