@@ -23,9 +23,9 @@
 //! After each PostgreSQL row the bench says how many WAL segments the server's `pg_wal` gained
 //! meanwhile (`pg_ls_waldir()`, which needs a superuser or `pg_monitor`; nothing is said when it
 //! cannot be read). A server that has not yet grown its `pg_wal` to the size its checkpoints
-//! recycle creates each new 16 MiB segment by writing and syncing zeros while the committers
-//! wait: that row's p99 then measures the server's warm-up, not the dispatcher (BENCHMARKS.md,
-//! the twenty-second machine's replicas runs).
+//! recycle creates each new segment (16 MiB by default) by writing and syncing zeros while the
+//! committers wait: that row's p99 then measures the server's warm-up, not the dispatcher
+//! (BENCHMARKS.md, the twenty-second machine's replicas runs).
 //!
 //! Run: `TOOLGUARD_PG_URL=postgres://postgres@127.0.0.1:5432/test
 //! TOOLGUARD_REDIS_URL=redis://127.0.0.1:6379 cargo bench -p toolguard-benches --all-features --bench replicas`
@@ -358,7 +358,7 @@ fn note_wal_growth(before: Option<i64>, after: Option<i64>) {
     {
         eprintln!(
             "  pg_wal gained {} WAL segments during this row ({before} -> {after}): commits wait \
-             while the server creates one (16 MiB of zeros written and synced, unless \
+             while the server creates one (its zeros written and synced, unless \
              wal_init_zero is off), so this row's p99 includes the server's warm-up",
             after - before
         );
