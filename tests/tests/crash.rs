@@ -1,7 +1,9 @@
 //! Replicas killed at any instant keep the guarantees: three dispatcher processes share
 //! PostgreSQL (or Redis for idempotency and the session ledger, PostgreSQL for the rest), clients
 //! retry every key across them until it gets a terminal answer, and the controller SIGKILLs
-//! random processes and restarts them, some armed to abort at a named crash point. After each
+//! random processes and restarts them, some armed to abort at a named crash point, while the
+//! servers cut the live processes' store connections (PostgreSQL sessions terminated, Redis
+//! connections closed) at random moments, mid-statement or mid-commit. After each
 //! round the harness checks, from the stores and the side-effect log: no key executed twice, no
 //! session or subject limit exceeded, the audit chain verifies (sealed, against every process's
 //! checkpoints), every execution has one terminal audit entry or was reconciled, every approval
@@ -26,6 +28,8 @@ fn run(backend: &str) -> Value {
             "15000",
             "--kill-ms",
             "250-700",
+            "--sever-ms",
+            "150-400",
         ])
         .output()
         .expect("run crash_harness");
@@ -51,10 +55,21 @@ fn violations(summary: &Value, invariants: &[&str]) -> BTreeMap<String, u64> {
         .collect()
 }
 
-/// The run really killed processes, executed transfers, waited for approvals and hit limits.
+/// The run really killed processes, cut store connections, executed transfers, waited for
+/// approvals and hit limits.
 fn assert_exercised(summary: &Value) {
     let count = |field: &str| summary[field].as_u64().unwrap_or(0);
     assert!(count("kills") > 0, "no process was killed: {summary}");
+    assert!(
+        count("pg_sessions_cut") > 0,
+        "no PostgreSQL session was cut: {summary}"
+    );
+    if summary["backend"] == "redis" {
+        assert!(
+            count("redis_connections_cut") > 0,
+            "no Redis connection was cut: {summary}"
+        );
+    }
     assert!(count("effects") > 0, "nothing executed: {summary}");
     assert!(
         count("approvals") > 0,

@@ -506,6 +506,41 @@ async fn a_limit_never_hides_the_callers_own_earlier_attempt() {
     assert!(after_record.replayed);
 }
 
+/// A retry that a limit would refuse, while the idempotency store does not answer: the retry
+/// cannot learn whether its own earlier attempt ran, so it is `unavailable` (retry), never
+/// `policy_denied`; once the store answers, the earlier attempt's outcome is replayed.
+#[tokio::test]
+async fn a_limit_never_answers_for_a_key_the_store_cannot_look_up() {
+    use toolguard::{OnExceed, RiskPolicy};
+    let store = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new())));
+    let d = Dispatcher::builder(Ledger::seeded())
+        .tool(TransferFunds)
+        .audit(Arc::new(MemoryAuditSink::new()))
+        .store(store.clone())
+        .policy(RiskPolicy::new().session_limit(
+            "transfer_funds",
+            1_000_000,
+            Duration::from_secs(3600),
+            OnExceed::Deny,
+        ))
+        .build()
+        .unwrap();
+    let call = |id: &str| ToolCall::new(id, "transfer_funds", transfer(600_000, "key-looked-up"));
+    let first = d.dispatch(call("c1"), &alice()).await;
+    assert_eq!(first.status, Status::Ok, "{first:?}");
+    store.fail(StoreOp::Reserve);
+    let blind = d.dispatch(call("c2"), &alice()).await;
+    assert_eq!(blind.status, Status::Unavailable, "{blind:?}");
+    assert_eq!(
+        blind.reason.as_deref(),
+        Some("idempotency_store_unavailable")
+    );
+    store.heal_all();
+    let seen = d.dispatch(call("c3"), &alice()).await;
+    assert_eq!(seen.status, Status::Ok, "{seen:?}");
+    assert!(seen.replayed);
+}
+
 #[tokio::test]
 async fn a_refusal_is_kept_under_its_key_so_that_no_attempt_of_the_key_runs_after_it() {
     use toolguard::{OnExceed, RiskPolicy};

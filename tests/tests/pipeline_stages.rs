@@ -513,14 +513,111 @@ impl toolguard::AuditSink for PanicsOnAppend {
 }
 
 #[tokio::test]
-async fn a_sink_panicking_before_its_future_exists_loses_only_the_entry() {
+async fn a_sink_panicking_before_its_future_exists_leaves_the_action_unknown() {
     // The fixture's sink is replaced by the panicking one.
     let f = fixture(|b| b.audit(PanicsOnAppend));
     let out = f.d.dispatch(note("hello"), &alice()).await;
-    assert_eq!(out.status, Status::Ok, "{out:?}");
+    assert_eq!(out.status, Status::OutcomeUnknown, "{out:?}");
+    assert_eq!(out.reason.as_deref(), Some("audit_unavailable"));
     assert_eq!(out.audit_seq, None, "no entry was written");
+    assert!(out.output.is_none(), "no result leaves without its entry");
     assert_eq!(f.state.runs.load(Ordering::SeqCst), 1);
     assert!(f.audit.is_empty());
     let out = f.d.dispatch(note("again"), &alice()).await;
-    assert_eq!(out.status, Status::Ok, "the dispatcher still serves");
+    assert_eq!(
+        out.status,
+        Status::OutcomeUnknown,
+        "the dispatcher still serves"
+    );
+}
+
+/// A sink that refuses every append while `down` is set.
+struct Down {
+    inner: Arc<MemoryAuditSink>,
+    down: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl toolguard::AuditSink for Down {
+    fn append(
+        &self,
+        record: toolguard::audit::AuditRecord,
+    ) -> BoxFuture<'_, Result<u64, toolguard::audit::AuditError>> {
+        if self.down.load(Ordering::SeqCst) {
+            Box::pin(async {
+                Err(toolguard::audit::AuditError(
+                    "the trail's server is down".into(),
+                ))
+            })
+        } else {
+            self.inner.append(record)
+        }
+    }
+}
+
+/// Counts the notes sent so far; changes nothing.
+#[tool(read_only)]
+async fn count_notes(ctx: &ToolContext<Counters>) -> Result<u64, ToolError> {
+    Ok(ctx.state().runs.load(Ordering::SeqCst) as u64)
+}
+
+fn down_fixture(
+    build: impl FnOnce(toolguard::DispatcherBuilder<Counters>) -> toolguard::DispatcherBuilder<Counters>,
+) -> (Fx, Arc<std::sync::atomic::AtomicBool>) {
+    let down = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let audit = Arc::new(MemoryAuditSink::new());
+    let sink = Down {
+        inner: audit.clone(),
+        down: down.clone(),
+    };
+    let f = fixture(|b| build(b.tool(CountNotes).audit(sink)));
+    (Fx { audit, ..f }, down)
+}
+
+#[tokio::test]
+async fn an_action_whose_entry_cannot_be_written_is_unknown_and_its_operation_stays_open() {
+    let (f, down) = down_fixture(|b| b);
+    let out = f.d.dispatch(note("hello"), &alice()).await;
+    assert_eq!(out.status, Status::OutcomeUnknown, "{out:?}");
+    assert_eq!(out.reason.as_deref(), Some("audit_unavailable"));
+    assert!(out.output.is_none(), "the result is withheld");
+    let message = out.message.clone().unwrap_or_default();
+    assert!(message.contains("query the operation status"), "{message}");
+    let op = out.operation_id.clone().expect("the operation to query");
+    assert_eq!(
+        f.state.runs.load(Ordering::SeqCst),
+        1,
+        "the handler ran once"
+    );
+    // The operation was not settled as done: its record still says it is executing, for a
+    // status query to reconcile once the trail is back.
+    down.store(false, Ordering::SeqCst);
+    let report =
+        f.d.operation_status(&alice(), &op)
+            .await
+            .expect("the operation's report");
+    assert_eq!(
+        report.state,
+        toolguard::OperationState::Executing,
+        "{report:?}"
+    );
+    assert_eq!(f.audit.len(), 1, "the status query has its entry");
+}
+
+#[tokio::test]
+async fn a_read_whose_entry_cannot_be_written_is_withheld() {
+    let (f, _down) = down_fixture(|b| b);
+    let call = ToolCall::new("call-count", "count_notes", json!({}));
+    let out = f.d.dispatch(call, &alice()).await;
+    assert_eq!(out.status, Status::Unavailable, "{out:?}");
+    assert_eq!(out.reason.as_deref(), Some("audit_unavailable"));
+    assert!(out.output.is_none(), "no result leaves without its entry");
+}
+
+#[tokio::test]
+async fn a_refusal_whose_entry_cannot_be_written_stands() {
+    let (f, _down) =
+        down_fixture(|b| b.authorizer(RoleAuthorizer::new().require("send_note", ["writer"])));
+    let out = f.d.dispatch(note("hello"), &alice()).await;
+    assert_eq!(out.status, Status::Forbidden, "{out:?}");
+    assert_eq!(f.user_code_runs(), 0);
 }

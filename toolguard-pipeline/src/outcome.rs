@@ -444,6 +444,8 @@ pub enum Reason {
     LedgerUnavailable,
     /// `provenance_unavailable`
     ProvenanceUnavailable,
+    /// `audit_unavailable`
+    AuditUnavailable,
     /// A code the pipeline does not define: a host's (custom stage, authorizer) or the
     /// sanitizer's.
     Other(ArcStr),
@@ -520,6 +522,7 @@ impl Reason {
         Reason::OperationStoreUnavailable,
         Reason::LedgerUnavailable,
         Reason::ProvenanceUnavailable,
+        Reason::AuditUnavailable,
     ];
 
     /// The stable snake_case code.
@@ -593,6 +596,7 @@ impl Reason {
             Reason::OperationStoreUnavailable => "operation_store_unavailable",
             Reason::LedgerUnavailable => "ledger_unavailable",
             Reason::ProvenanceUnavailable => "provenance_unavailable",
+            Reason::AuditUnavailable => "audit_unavailable",
             Reason::Other(code) => code,
         }
     }
@@ -669,6 +673,7 @@ impl Reason {
             "operation_store_unavailable" => Reason::OperationStoreUnavailable,
             "ledger_unavailable" => Reason::LedgerUnavailable,
             "provenance_unavailable" => Reason::ProvenanceUnavailable,
+            "audit_unavailable" => Reason::AuditUnavailable,
             other => Reason::Other(ArcStr::from(other)),
         }
     }

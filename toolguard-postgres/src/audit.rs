@@ -4,7 +4,9 @@
 //! locks the chain head (a transaction-level advisory lock, so several replicas may append to
 //! one trail), reads the last stored entry, seals the batch after it and inserts it with one
 //! `INSERT ... SELECT FROM unnest(...)` in one transaction; each `append` resolves once its batch
-//! committed.
+//! committed. A batch whose session fails (cut by the server, the network, a restart) is
+//! retried on a fresh one, and never stored twice: a retry first learns, under the lock, whether
+//! the failed attempt committed after all.
 
 use arcstr::ArcStr;
 use deadpool_postgres::Pool;
@@ -69,20 +71,44 @@ const FLUSH: &str = "SELECT txid_current()";
 /// The chain head: the last stored entry.
 const HEAD: &str = "SELECT seq, hash FROM toolguard_audit ORDER BY seq DESC LIMIT 1";
 
+/// The sequence numbers and hashes a batch was given: the last entry's pair tells whether
+/// that batch committed (the batch is one transaction).
+type Assigned = Vec<(u64, String)>;
+
+/// Why a batch was not stored, and whether its commit may have happened anyway.
+struct Unstored {
+    error: AuditError,
+    /// The pairs of a batch whose insert and commit were sent on a session that then failed:
+    /// the server may have committed it.
+    sent: Option<Assigned>,
+}
+
+impl From<AuditError> for Unstored {
+    fn from(error: AuditError) -> Self {
+        Unstored { error, sent: None }
+    }
+}
+
 /// Seals `records` after the chain head and inserts them in one transaction; the sequence number
 /// and hash of each once committed.
 ///
 /// Two round trips: the transaction's start, the lock and the head read are sent together (the
 /// server runs them in order, so the head is read after the lock, in a snapshot of its own), then
 /// the insert, the commit (which frees the lock without waiting for the disk) and [`FLUSH`]
-/// (which waits for the disk): other replicas' batches take the lock while this one's is synced. A session that fails anywhere (or whose batch is dropped midway) is
-/// closed, not returned to the pool, so that no later batch runs in a transaction this one left
-/// open.
+/// (which waits for the disk): other replicas' batches take the lock while this one's is synced.
+/// A session that fails anywhere (or whose batch is dropped midway) is closed, not returned to
+/// the pool, so that no later batch runs in a transaction this one left open.
+///
+/// `earlier` is an attempt at the same records whose session failed after sending its commit.
+/// Holding the lock, this attempt knows that transaction ended (it held the lock until then):
+/// if its last entry is stored, it committed and its pairs are the answer (nothing is inserted
+/// twice); otherwise it did not, and the records are sealed anew after the head.
 async fn seal_and_insert(
     pool: &Pool,
     sealer: &Sealer,
-    records: Vec<AuditRecord>,
-) -> Result<Vec<(u64, String)>, AuditError> {
+    records: &[AuditRecord],
+    earlier: Option<&Assigned>,
+) -> Result<Assigned, Unstored> {
     let mut session = Discarded(Some(pool.get().await.map_err(aerr)?));
     let client = session.0.as_ref().ok_or_else(|| aerr("no session"))?;
     let result = async {
@@ -100,12 +126,23 @@ async fn seal_and_insert(
             ),
             None => (0, ArcStr::from(GENESIS_HASH)),
         };
+        if let Some(earlier) = earlier
+            && committed(client, earlier, seq).await?
+        {
+            // Stored by the earlier attempt: this transaction only held the lock. The flush
+            // waits for the disk up to the earlier commit, as that attempt's would have.
+            let (released, flushed) =
+                tokio::join!(client.batch_execute("COMMIT"), client.batch_execute(FLUSH));
+            released.map_err(aerr)?;
+            flushed.map_err(aerr)?;
+            return Ok(earlier.clone());
+        }
         let n = records.len();
         let mut columns = Sealed::with_capacity(n);
         let mut assigned = Vec::with_capacity(n);
         for record in records {
             seq += 1;
-            let entry = sealer.seal(seq, record, &prev);
+            let entry = sealer.seal(seq, record.clone(), &prev);
             prev = entry.hash.clone();
             assigned.push((seq, entry.hash.to_string()));
             columns.push(seq, entry)?;
@@ -130,10 +167,15 @@ async fn seal_and_insert(
             client.batch_execute(FLUSH)
         );
         // An insert that failed left the transaction aborted: its `COMMIT` rolled it back.
+        // Past the insert, the commit's fate is unknown when the session failed.
+        let sent = |error| Unstored {
+            error,
+            sent: Some(assigned.clone()),
+        };
         inserted.map_err(aerr)?;
-        committed.map_err(aerr)?;
-        flushed.map_err(aerr)?;
-        Ok::<_, AuditError>(assigned)
+        committed.map_err(aerr).map_err(sent)?;
+        flushed.map_err(aerr).map_err(sent)?;
+        Ok::<_, Unstored>(assigned)
     }
     .await;
     if result.is_ok() {
@@ -141,6 +183,62 @@ async fn seal_and_insert(
         drop(session.0.take());
     }
     result
+}
+
+/// Whether the batch `earlier` is stored, the chain's head being at `head` (read under the
+/// lock, after that batch's transaction ended).
+async fn committed(
+    client: &deadpool_postgres::Object,
+    earlier: &Assigned,
+    head: u64,
+) -> Result<bool, AuditError> {
+    let Some((last, hash)) = earlier.last() else {
+        return Ok(true);
+    };
+    if *last > head {
+        return Ok(false);
+    }
+    let row = client
+        .query_opt(
+            "SELECT hash FROM toolguard_audit WHERE seq = $1",
+            &[&i64_of(*last)],
+        )
+        .await
+        .map_err(aerr)?;
+    Ok(row.is_some_and(|r| r.try_get::<_, &str>(0).is_ok_and(|h| h == hash)))
+}
+
+/// How long a batch is retried after a failure (a session cut, the server restarting), each
+/// retry on a fresh session, before its appends fail.
+const RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Stores `records`, retrying on a fresh session after a failure, for up to [`RETRY_FOR`]. A
+/// retry never stores a record twice: an attempt whose commit may have happened is resolved
+/// first (see [`seal_and_insert`]).
+async fn store(
+    pool: &Pool,
+    sealer: &Sealer,
+    records: &[AuditRecord],
+) -> Result<Assigned, AuditError> {
+    let started = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(10);
+    let mut earlier: Option<Assigned> = None;
+    loop {
+        match seal_and_insert(pool, sealer, records, earlier.as_ref()).await {
+            Ok(assigned) => return Ok(assigned),
+            Err(Unstored { error, sent }) => {
+                if sent.is_some() {
+                    earlier = sent;
+                }
+                if started.elapsed() + pause > RETRY_FOR {
+                    return Err(error);
+                }
+                tracing::warn!(error = %error, "audit batch not stored; retrying");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(std::time::Duration::from_millis(500));
+            }
+        }
+    }
 }
 
 /// A pooled session closed when dropped, unless taken out first.
@@ -194,7 +292,7 @@ impl Sealed {
 
 async fn write_batch(pool: &Pool, sealer: &Sealer, batch: Vec<(AuditRecord, Reply)>) {
     let (records, replies): (Vec<AuditRecord>, Vec<Reply>) = batch.into_iter().unzip();
-    match seal_and_insert(pool, sealer, records).await {
+    match store(pool, sealer, &records).await {
         Ok(seqs) => {
             for (reply, seq) in replies.into_iter().zip(seqs) {
                 let _ = reply.send(Ok(seq));

@@ -54,6 +54,21 @@ pub(crate) struct Evidence<'a> {
 pub(crate) async fn round(e: &Evidence<'_>) -> Vec<Violation> {
     let mut out = Vec::new();
     once_and_answers(e, &mut out);
+    if out.iter().any(|v| v.invariant == "answer_matches_effect") {
+        // What the trail says of those keys, for whoever reads the report.
+        if let Ok(entries) = e.audit.by_time(e.since_ms, u64::MAX >> 1, 1 << 40).await {
+            for v in out
+                .iter_mut()
+                .filter(|v| v.invariant == "answer_matches_effect")
+            {
+                let key = v.detail.split(' ').nth(1).unwrap_or_default().to_owned();
+                v.detail.push_str(&format!(
+                    "; the key's entries {:?}",
+                    entries_of(&entries, &key)
+                ));
+            }
+        }
+    }
     limits(e, &mut out);
     out.extend(audit_terminal(e).await);
     out.extend(chain(e).await);
@@ -108,7 +123,7 @@ fn once_and_answers(e: &Evidence<'_>, out: &mut Vec<Violation>) {
                 format!(
                     "key {} answered {:?} with {n} effects {ops:?} ({} attempts, {} \
                      outcome_unknown, {} reconciled, operations answered {:?}, approval {:?}, \
-                     last status query {:?})",
+                     last status query {:?}, answers {:?})",
                     k.key,
                     k.terminal,
                     k.attempts,
@@ -116,7 +131,8 @@ fn once_and_answers(e: &Evidence<'_>, out: &mut Vec<Violation>) {
                     k.reconciled,
                     k.operations,
                     k.approval,
-                    k.last_query
+                    k.last_query,
+                    k.history
                 ),
             ));
         }
@@ -155,6 +171,26 @@ fn limits(e: &Evidence<'_>, out: &mut Vec<Violation>) {
             format!("subject {s} executed {total} > {SUBJECT_LIMIT}: {list:?}"),
         ));
     }
+}
+
+/// The entries of idempotency key `key`, one line each: sequence number, event, status, reason,
+/// operation, whether replayed.
+fn entries_of(entries: &[AuditEntry], key: &str) -> Vec<String> {
+    entries
+        .iter()
+        .filter(|x| x.record.idempotency_key.as_deref() == Some(key))
+        .map(|x| {
+            format!(
+                "{} {:?} {:?} {:?} {}{}",
+                x.seq,
+                x.record.event,
+                x.record.status,
+                x.record.reason,
+                x.record.operation_id.as_deref().unwrap_or("-"),
+                if x.record.replayed { " replayed" } else { "" }
+            )
+        })
+        .collect()
 }
 
 /// Whether `entry` is the terminal entry of an execution (not a replay, not a status query).
@@ -201,11 +237,19 @@ async fn audit_terminal(e: &Evidence<'_>) -> Vec<Violation> {
         };
         let fine = terminal == 1 || (terminal == 0 && status_query && reconciled_ok);
         if !fine {
+            let answers = e
+                .keys
+                .iter()
+                .find(|k| k.key == effect.reference)
+                .map(|k| k.history.clone())
+                .unwrap_or_default();
+            let key_entries = entries_of(&entries, &effect.reference);
             out.push(violation(
                 "one_terminal_audit_entry",
                 format!(
                     "operation {op} (key {}) executed with {terminal} terminal ok entries, \
-                     status query {status_query}, operation record ok {reconciled_ok}",
+                     status query {status_query}, operation record ok {reconciled_ok}; \
+                     answers {answers:?}; the key's entries {key_entries:?}",
                     effect.reference
                 ),
             ));

@@ -40,6 +40,8 @@ pub(crate) struct KeyResult {
     pub(crate) last: Option<String>,
     /// The last answer of a status query (`ok: <state>`, `not_found`, ...).
     pub(crate) last_query: Option<String>,
+    /// Every attempt's answer, in order: status (reason) and operation, or `-` for none.
+    pub(crate) history: Vec<String>,
 }
 
 /// Sends `request` to the process on `port`; `None` when it does not answer (down, killed).
@@ -106,6 +108,17 @@ pub(crate) async fn drive(
             send(pick(cluster, rng).await, &request).await
         };
         note(&mut key, answer.as_ref());
+        key.history.push(answer.as_ref().map_or_else(
+            || "-".to_owned(),
+            |a| {
+                format!(
+                    "{} ({}) {}",
+                    a.status,
+                    a.reason.as_deref().unwrap_or("-"),
+                    a.operation_id.as_deref().unwrap_or("-")
+                )
+            },
+        ));
         let Some(answer) = answer else {
             tokio::time::sleep(Duration::from_millis(rng.between(20, 80))).await;
             continue;

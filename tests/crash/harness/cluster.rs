@@ -139,8 +139,21 @@ impl Cluster {
                 1 + rng.below(8),
             )
         });
-        self.deaths.restarts.fetch_add(1, Ordering::SeqCst);
-        self.spawn(i, arm).await
+        let mut failed = 0;
+        loop {
+            self.deaths.restarts.fetch_add(1, Ordering::SeqCst);
+            match self.spawn(i, arm).await {
+                Ok(()) => return Ok(()),
+                // A process whose store connections were cut while it connected exits: it is
+                // started again, a few times.
+                Err(e) if failed < 5 => {
+                    failed += 1;
+                    eprintln!("{e}; starting it again");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// SIGKILLs process `i` and waits for it to be gone.

@@ -15,7 +15,9 @@
 //! take to reach a terminal answer, 10000: a lease left by a killed process, the tool's 1 s
 //! deadline + 5 s, must expire and the operation be reconciled), `--keys N` (most keys per
 //! client and round, 1000), `--seed S`, `--kill-ms LO-HI` (gap between SIGKILLs, 300-900),
-//! `--arm PCT` (percent of restarts armed with a crash point, 50), `--keep` (keep the schema,
+//! `--arm PCT` (percent of restarts armed with a crash point, 50), `--sever-ms LO-HI` (gap
+//! between cuts of every process's store connections by the servers, off unless given: their
+//! PostgreSQL sessions terminated, their Redis connections closed), `--keep` (keep the schema,
 //! the Redis keys and the run directory). `TOOLGUARD_PG_URL` and, for Redis,
 //! `TOOLGUARD_REDIS_URL` name the services. Violations are printed as they are found, the
 //! totals after each round, and the
@@ -29,6 +31,7 @@ mod cluster;
 mod protocol;
 mod rng;
 mod run;
+mod sever;
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -15,6 +15,7 @@ use super::checks::{self, Evidence, INVARIANTS, Violation};
 use super::clients::{self, KeyResult};
 use super::cluster::{Cluster, NodeCommand};
 use super::protocol::{HOST_KEYS, read_effects};
+use super::sever::{Names, Severer};
 
 /// The options of a run.
 #[derive(Debug, Clone)]
@@ -28,6 +29,7 @@ struct Options {
     drain_ms: u64,
     seed: u64,
     kill_ms: (u64, u64),
+    sever_ms: Option<(u64, u64)>,
     arm: u64,
     keep: bool,
     pg_url: String,
@@ -70,6 +72,11 @@ struct Args {
     /// Gap between SIGKILLs in milliseconds, `LO-HI`.
     #[arg(long, default_value = "300-900", value_parser = kill_range)]
     kill_ms: (u64, u64),
+    /// Gap between cuts of every process's store connections in milliseconds, `LO-HI` (no
+    /// cuts unless given): their PostgreSQL sessions terminated and Redis connections closed
+    /// by the servers, during the load of each round, as the kills.
+    #[arg(long, value_parser = kill_range)]
+    sever_ms: Option<(u64, u64)>,
     /// Percent of restarts armed with a crash point.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=100))]
     arm: u64,
@@ -129,6 +136,7 @@ fn options(args: Vec<String>) -> Result<Options, String> {
         drain_ms: args.drain_ms,
         seed,
         kill_ms: args.kill_ms,
+        sever_ms: args.sever_ms,
         arm: args.arm,
         keep: args.keep,
         pg_url,
@@ -146,6 +154,10 @@ pub(crate) struct Summary {
     kills: u64,
     /// Processes that aborted at a crash point.
     crash_point_aborts: u64,
+    /// The processes' PostgreSQL sessions terminated by the server (`--sever-ms`).
+    pg_sessions_cut: u64,
+    /// The processes' Redis connections closed by the server (`--sever-ms`).
+    redis_connections_cut: u64,
     /// Keys sent (each driven to a terminal answer).
     calls: u64,
     /// Requests sent for them (retries included).
@@ -197,17 +209,33 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
     let audit = PgAuditSink::connect_anchored(&config, AuditAnchor::new(keys))
         .await
         .map_err(|e| e.to_string())?;
+    // With cuts, the processes connect under names of their own, which only their
+    // connections carry.
+    let names = o.sever_ms.map(|_| Names::of(&tag));
+    let severer = match &names {
+        Some(names) => Some(Arc::new(
+            Severer::connect(names.clone(), &o.pg_url, o.redis_url.as_deref()).await?,
+        )),
+        None => None,
+    };
+    let node_pg_url = names
+        .as_ref()
+        .map_or_else(|| o.pg_url.clone(), |n| n.pg_url(&o.pg_url));
+    let node_redis_url = match (&names, &o.redis_url) {
+        (Some(n), Some(url)) => Some(n.redis_url(url)?),
+        (_, url) => url.clone(),
+    };
     let mut args = vec![
         "--backend".into(),
         o.backend.clone(),
         "--pg-url".into(),
-        o.pg_url.clone(),
+        node_pg_url,
         "--schema".into(),
         tag.clone(),
         "--dir".into(),
         dir.display().to_string(),
     ];
-    if let Some(url) = &o.redis_url {
+    if let Some(url) = &node_redis_url {
         args.extend([
             "--redis-url".into(),
             url.clone(),
@@ -227,12 +255,23 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
         o.kill_ms,
         stop.clone(),
     ));
+    let cutter = match (&severer, o.sever_ms) {
+        (Some(severer), Some(gap)) => Some(tokio::spawn(severer.clone().run(
+            cluster.clone(),
+            o.seed ^ 0xc07,
+            gap,
+            stop.clone(),
+        ))),
+        _ => None,
+    };
     let mut summary = Summary {
         backend: o.backend.clone(),
         seed: o.seed,
         rounds: 0,
         kills: 0,
         crash_point_aborts: 0,
+        pg_sessions_cut: 0,
+        redis_connections_cut: 0,
         calls: 0,
         attempts: 0,
         answers: BTreeMap::new(),
@@ -267,13 +306,22 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
                         .or_default() += 1;
                 }
                 // The totals so far, so that an interrupted run still reports.
+                let cut = severer.as_ref().map_or((0, 0), |s| {
+                    (
+                        s.pg_sessions.load(Ordering::SeqCst),
+                        s.redis_connections.load(Ordering::SeqCst),
+                    )
+                });
                 eprintln!(
                     "after round {round}: calls {}, effects {}, kills {}, aborts {}, \
-                     outcome_unknown {}, reconciled {}, violations {:?}",
+                     connections cut {} (PostgreSQL) {} (Redis), outcome_unknown {}, \
+                     reconciled {}, violations {:?}",
                     summary.calls,
                     summary.effects,
                     cluster.deaths.kills.load(Ordering::SeqCst),
                     cluster.deaths.aborts.load(Ordering::SeqCst),
+                    cut.0,
+                    cut.1,
                     summary.outcome_unknown,
                     summary.reconciled,
                     summary.violations
@@ -288,9 +336,18 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
     }
     stop.store(true, Ordering::SeqCst);
     let supervised = supervisor.await;
+    let cut = match cutter {
+        Some(cutter) => cutter.await.map_err(|e| e.to_string()).and_then(|r| r),
+        None => Ok(()),
+    };
     cluster.shutdown().await;
     summary.kills = cluster.deaths.kills.load(Ordering::SeqCst);
     summary.crash_point_aborts = cluster.deaths.aborts.load(Ordering::SeqCst);
+    if let Some(severer) = &severer {
+        summary.pg_sessions_cut = severer.pg_sessions.load(Ordering::SeqCst);
+        summary.redis_connections_cut = severer.redis_connections.load(Ordering::SeqCst);
+        severer.remove_user().await;
+    }
     summary.seconds = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
     if !o.keep {
         if o.backend == "redis"
@@ -307,6 +364,7 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
     if let Some(e) = failure {
         return Err(e);
     }
+    cut.map_err(|e| format!("cutting connections: {e}"))?;
     match supervised {
         Ok(Ok(())) => Ok(summary),
         Ok(Err(e)) => Err(format!("supervisor: {e}")),

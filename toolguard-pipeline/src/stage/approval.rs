@@ -362,6 +362,14 @@ fn role_set(roles: &[String]) -> std::collections::BTreeSet<&str> {
     roles.iter().map(String::as_str).collect()
 }
 
+/// `request` sealed under the dispatcher's host keys ([`with_seal`]).
+pub(crate) fn with_host_seal<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    request: ApprovalRequest,
+) -> ApprovalRequest {
+    with_seal(core.keys.as_deref(), request)
+}
+
 /// `request` sealed under the host keys (every field but `version`), as written to the store;
 /// unchanged without keys.
 fn with_seal(keys: Option<&HostKeys>, request: ApprovalRequest) -> ApprovalRequest {
@@ -469,6 +477,28 @@ pub(crate) async fn update<S: Send + Sync + 'static>(
     }
 }
 
+/// Writes `request`, sealed and moved to the state its action came to, if its stored version is
+/// still `version`, retrying through a store fault ([`super::retry`]); whether it is stored in
+/// that state. A retry that finds the version moved on reads the request: an earlier attempt
+/// may have written it before its answer was lost.
+pub(crate) async fn settle_request<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    request: &ApprovalRequest,
+    version: u64,
+) -> bool {
+    let approvals = &core.stores.approvals;
+    let written = super::retry::settling(approvals.deadline(), |retried| async move {
+        match approvals.update(request, version).await {
+            Ok(false) if retried => approvals
+                .get(&request.id)
+                .await
+                .map(|now| now.is_some_and(|now| now.state == request.state)),
+            answer => answer,
+        }
+    });
+    written.await.unwrap_or(false)
+}
+
 /// Marks an executed request `executed` and settles its outcome under the call's key (the
 /// operation record is the decision's own, written by `finish`).
 pub(crate) async fn executed<S: Send + Sync + 'static>(
@@ -480,13 +510,7 @@ pub(crate) async fn executed<S: Send + Sync + 'static>(
     let version = request.version;
     request.state = ApprovalState::Executed;
     request = with_seal(core.keys.as_deref(), request);
-    if !core
-        .stores
-        .approvals
-        .update(&request, version)
-        .await
-        .unwrap_or(false)
-    {
+    if !settle_request(core, &request, version).await {
         tracing::error!(approval = %request.id, "approval request could not be marked executed");
     }
     release_hold(&*core.stores.ledger, &request).await;
@@ -586,13 +610,7 @@ pub(crate) async fn owned<S: Send + Sync + 'static>(
     };
     let record = match core.stores.idempotency.get(key, core.now()).await {
         Ok(record) => record,
-        Err(_) => {
-            return Err(Stop::new(
-                Status::Unavailable,
-                "idempotency_store_unavailable",
-                "the idempotency store is unavailable; nothing was done",
-            ));
-        }
+        Err(_) => return Err(super::idempotency::store_unavailable()),
     };
     let Some(record) =
         record.filter(|r| r.operation_id.as_deref() == Some(request.operation_id.as_str()))

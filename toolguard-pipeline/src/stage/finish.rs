@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use arcstr::ArcStr;
 
+use super::Stage;
 use super::core::Core;
 use super::execute::{CatchUnwind, Panicked};
 use super::trace::{Answer, Trace};
@@ -136,8 +137,13 @@ pub(crate) fn finish<'a, S: Send + Sync + 'static>(
             ))
         });
         let read_only = spec.is_some_and(|s| s.read_only);
+        let executed = !read_only && !outcome.replayed && t.stage >= Stage::Execute;
         outcome.audit_seq = append(core, record, read_only, "").await;
-        if let Some(after) = after_audit(core, settlement, operation) {
+        if outcome.audit_seq.is_none() {
+            // No terminal entry: the call is left as a process that died here leaves it (its
+            // key in flight, its operation `executing`), for a status query to settle.
+            unrecorded(&mut outcome, executed);
+        } else if let Some(after) = after_audit(core, settlement, operation) {
             after.await;
         }
         registered
@@ -152,6 +158,34 @@ pub(crate) fn finish<'a, S: Send + Sync + 'static>(
         }
         outcome
     }
+}
+
+/// The answer of a call whose terminal audit entry could not be written (the sink failed past
+/// its own retries): nothing leaves the pipeline that the trail does not hold. An action that
+/// may have run is `outcome_unknown`, its result withheld: a status query reconciles its
+/// operation, with an entry of its own. A result that changed nothing (a read, a replay) is
+/// withheld as `unavailable`, to ask for again. A refusal stands: it did nothing.
+fn unrecorded(outcome: &mut ToolOutcome, executed: bool) {
+    let status = if executed {
+        Status::OutcomeUnknown
+    } else if outcome.output.is_some() {
+        Status::Unavailable
+    } else {
+        return;
+    };
+    outcome.status = status;
+    outcome.reason = Some(crate::outcome::Reason::AuditUnavailable);
+    outcome.output = None;
+    outcome.message = Some(
+        if executed {
+            "the action may have taken effect, but its audit entry could not be written; \
+             query the operation status"
+        } else {
+            "the result is withheld: its audit entry could not be written; nothing was \
+             changed, retry"
+        }
+        .to_owned(),
+    );
 }
 
 /// The operation record of an admitted call (none for a replay or a call that was never

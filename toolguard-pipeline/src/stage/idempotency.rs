@@ -299,13 +299,7 @@ async fn reserve(
     {
         Ok(r) => r,
         Err(_) if r.fail_open && spec.read_only => return Ok(Admission::Proceed(None)),
-        Err(_) => {
-            return Err(Stop::new(
-                Status::Unavailable,
-                "idempotency_store_unavailable",
-                "the idempotency store is unavailable; nothing was done",
-            ));
-        }
+        Err(_) => return Err(store_unavailable()),
     };
     let record = match reservation {
         Reservation::Reserved { owner } => {
@@ -330,6 +324,15 @@ async fn reserve(
         }
         RecordState::InFlight { .. } => Ok(Admission::Abandoned(record.operation_id)),
     }
+}
+
+/// The idempotency store did not answer: the call stops before doing anything.
+pub(crate) fn store_unavailable() -> Stop {
+    Stop::new(
+        Status::Unavailable,
+        "idempotency_store_unavailable",
+        "the idempotency store is unavailable; nothing was done",
+    )
 }
 
 /// The outcome of a key whose holder's lease ran out mid-execution: `outcome_unknown` until

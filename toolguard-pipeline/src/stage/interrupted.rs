@@ -270,10 +270,8 @@ async fn close_executing<S: Send + Sync + 'static>(
     } else {
         ApprovalState::Expired
     };
-    if super::approval::update(core, &request, version)
-        .await
-        .is_err()
-    {
+    let request = super::approval::with_host_seal(core, request);
+    if !super::approval::settle_request(core, &request, version).await {
         tracing::warn!(approval = %request.id, "an interrupted approval request could not be closed");
         return;
     }

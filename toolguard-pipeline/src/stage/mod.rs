@@ -29,6 +29,7 @@ pub(crate) mod reconcile;
 pub(crate) mod record;
 pub(crate) mod registry;
 pub(crate) mod replay;
+pub(crate) mod retry;
 pub(crate) mod sanitize;
 pub(crate) mod settle;
 pub(crate) mod trace;

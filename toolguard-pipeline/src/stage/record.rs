@@ -83,14 +83,19 @@ pub(crate) fn store<S: Send + Sync + 'static>(
     })
 }
 
-/// Writes `record` after the call's audit entry: a store error or a panicking store is logged
-/// and the call goes on.
+/// Writes `record` after the call's audit entry, retrying through a store fault
+/// ([`super::retry`]; a record is put whole, so writing it twice changes nothing): a store error
+/// that outlasts the retries or a panicking store is logged and the call goes on.
 pub(crate) async fn write_after<S: Send + Sync + 'static>(core: &Core<S>, record: OperationRecord) {
-    if super::execute::contained(write(core, record))
-        .await
-        .is_err()
-    {
-        tracing::error!("the operation store panicked; the record was not updated");
+    let operations = &core.stores.operations;
+    let record = &record;
+    let written = super::retry::settling(operations.deadline(), |_| operations.put(record.clone()));
+    match super::execute::contained(written).await {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => {
+            tracing::error!(error = %err, operation = %record.id, "operation record could not be written");
+        }
+        Err(_) => tracing::error!("the operation store panicked; the record was not updated"),
     }
 }
 
@@ -109,22 +114,26 @@ pub(crate) fn write<S: Send + Sync + 'static>(
     })
 }
 
-/// Sets the outcome of the existing record of operation `id` (approval decisions).
+/// Sets the outcome of the existing record of operation `id` (approval decisions,
+/// reconciliations), retrying through a store fault ([`super::retry`]).
 pub(crate) async fn settle<S: Send + Sync + 'static>(
     core: &Core<S>,
     id: &str,
     stored: &StoredOutcome,
 ) {
-    match core.stores.operations.get(id).await {
-        Ok(Some(mut op)) => {
-            op.state = OperationState::from_status(stored.status);
-            op.outcome = Some(stored.clone());
-            op.updated_at_ms = unix_millis(core.now());
-            let _ = write(core, op).await;
+    let operations = &core.stores.operations;
+    let settled = super::retry::settling(operations.deadline(), |_| async move {
+        match operations.get(id).await? {
+            Some(mut op) => {
+                op.state = OperationState::from_status(stored.status);
+                op.outcome = Some(stored.clone());
+                op.updated_at_ms = unix_millis(core.now());
+                operations.put(op).await
+            }
+            None => Ok(()),
         }
-        Ok(None) => {}
-        Err(err) => {
-            tracing::error!(error = %err, operation = %id, "operation record could not be read")
-        }
+    });
+    if let Err(err) = settled.await {
+        tracing::error!(error = %err, operation = %id, "operation record could not be settled");
     }
 }

@@ -94,7 +94,8 @@ impl Attempt<'_> {
     /// process that died after the effect), or `in_progress` while the attempt still holds the
     /// key (`Err`). `None` without a key, for another request, and when no attempt holds the key
     /// (one that died before it recorded its operation ran nothing and is freed,
-    /// `interrupted::abandoned`): the key then keeps `refusal` for [`REFUSAL_KEPT`].
+    /// `interrupted::abandoned`): the key then keeps `refusal` for [`REFUSAL_KEPT`]. A store
+    /// that does not answer gives `unavailable` (`Err`), never the refusal.
     async fn earlier_or_refused<S: Send + Sync + 'static>(
         &self,
         core: &Core<S>,
@@ -119,8 +120,13 @@ impl Attempt<'_> {
                     REFUSAL_KEPT,
                     now,
                 )
-                .await
-                .ok()?;
+                .await;
+            // Without the store's answer, an earlier attempt may have run: the refusal would
+            // tell the caller that nothing was done. The call is answered as unavailable, to
+            // retry, instead.
+            let Ok(reserved) = reserved else {
+                return Some(Err(super::idempotency::store_unavailable()));
+            };
             let record = match reserved {
                 Reservation::Reserved { owner } => {
                     let mut kept = StoredOutcome::new(refusal.status);

@@ -245,8 +245,9 @@ pub(crate) async fn settle_held(
 
 /// Settles the record of operation `operation_id` under `key` after the call that reserved it
 /// has ended (an approval decision, a reconciliation): stores the outcome, or removes the record
-/// so a retry executes. Acts only on this operation's own record, never on that of a newer call
-/// that re-reserved the key after it expired.
+/// so a retry executes, retrying through a store fault ([`super::retry`]). Acts only on this
+/// operation's own record, never on that of a newer call that re-reserved the key after it
+/// expired.
 pub(crate) async fn settle_operation(
     store: &Deadlined<dyn IdempotencyStore>,
     key: &ScopedKey,
@@ -255,14 +256,19 @@ pub(crate) async fn settle_operation(
     ttl: Duration,
     now: SystemTime,
 ) {
-    let result = if is_stored(outcome.status) {
-        store
-            .replace(key, operation_id, outcome.clone(), ttl, now)
-            .await
-    } else {
-        store.remove(key, operation_id).await
-    };
-    log_settled(key, result);
+    let result = super::retry::settling(store.deadline(), |retried| async move {
+        let settled = if is_stored(outcome.status) {
+            store
+                .replace(key, operation_id, outcome.clone(), ttl, now)
+                .await
+        } else {
+            store.remove(key, operation_id).await
+        };
+        // A retry that finds nothing of this operation's to remove: the attempt whose answer
+        // was lost removed it.
+        settled.map(|done| done || retried)
+    });
+    log_settled(key, result.await);
 }
 
 fn log_settled(key: &ScopedKey, result: crate::store::StoreResult<bool>) {

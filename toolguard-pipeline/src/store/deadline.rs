@@ -28,6 +28,11 @@ impl<T: ?Sized> Deadlined<T> {
         Arc::new(Deadlined { inner, deadline })
     }
 
+    /// The longest wait for one of the store's operations.
+    pub(crate) fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
     /// The wrapped store.
     pub(crate) fn inner(&self) -> &T {
         &self.inner
