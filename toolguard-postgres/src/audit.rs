@@ -48,8 +48,21 @@ impl std::fmt::Debug for PgAuditSink {
     }
 }
 
-fn aerr(e: impl std::fmt::Display) -> AuditError {
-    AuditError(format!("postgres: {e}"))
+/// `e` as an audit error, with the causes its own message leaves out (the server's message
+/// behind a client's `db error`).
+fn aerr(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> AuditError {
+    let e = e.into();
+    let mut text = format!("postgres: {e}");
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let said = c.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        cause = c.source();
+    }
+    AuditError(text)
 }
 
 /// Inserts a sealed batch, one array per column.
