@@ -15,10 +15,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use store_support::transfer_record as record;
 use toolguard::HostKeys;
 use toolguard::audit::{
-    AuditAnchor, AuditEntry, AuditQuery, AuditRecord, AuditSink, ChainBreak, Checkpoint,
-    CheckpointPolicy, MemoryAuditSink, MemoryCheckpoints, VerifyError, seal,
+    AuditAnchor, AuditEntry, AuditQuery, AuditSink, ChainBreak, Checkpoint, CheckpointPolicy,
+    MemoryAuditSink, MemoryCheckpoints, VerifyError, seal,
 };
 use toolguard::digest::{canonical_json, sha256_hex};
 
@@ -52,17 +53,6 @@ fn anchor(checkpoints: &Arc<MemoryCheckpoints>, every_entries: u64) -> AuditAnch
             every: Duration::from_secs(3600),
         },
     )
-}
-
-fn record(i: u64) -> AuditRecord {
-    AuditRecord {
-        time_ms: 1_000 + i,
-        tenant: "acme".into(),
-        subject: "alice".into(),
-        tool: "transfer_funds".into(),
-        call_id: format!("call-{i}").into(),
-        ..AuditRecord::default()
-    }
 }
 
 async fn filled(trail: &Trail, n: u64) {

@@ -414,20 +414,20 @@ async fn a_huge_wait_does_not_overflow() {
     assert_eq!(h.ledger.runs(), 1);
 }
 
-/// A retry that a limit would refuse because its own earlier attempt used the room: while that
-/// attempt still holds the key the retry is `in_progress`, and once its holder's lease ran out
-/// (a process that died after the effect) it is `outcome_unknown`, never `policy_denied`, which
-/// would tell the caller that nothing was done.
-#[tokio::test]
-async fn a_limit_never_hides_the_callers_own_earlier_attempt() {
-    use toolguard::store::{IdempotencyStore, OperationStore, ScopedKey};
+/// Transfers over `store` under a session limit of 1,000,000 an hour (denied beyond), so that a
+/// second transfer of 600,000 is refused.
+fn limited<B>(store: Arc<B>, audit: Arc<MemoryAuditSink>) -> Dispatcher<Ledger>
+where
+    B: toolguard::store::IdempotencyStore
+        + toolguard::store::ApprovalStore
+        + toolguard::store::SessionLedger
+        + toolguard::store::OperationStore,
+{
     use toolguard::{OnExceed, RiskPolicy};
-    let store = Arc::new(MemoryStore::new());
-    let audit = Arc::new(MemoryAuditSink::new());
-    let d = Dispatcher::builder(Ledger::seeded())
+    Dispatcher::builder(Ledger::seeded())
         .tool(TransferFunds)
-        .audit(audit.clone())
-        .store(store.clone())
+        .audit(audit)
+        .store(store)
         .policy(RiskPolicy::new().session_limit(
             "transfer_funds",
             1_000_000,
@@ -435,7 +435,19 @@ async fn a_limit_never_hides_the_callers_own_earlier_attempt() {
             OnExceed::Deny,
         ))
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+/// A retry that a limit would refuse because its own earlier attempt used the room: while that
+/// attempt still holds the key the retry is `in_progress`, and once its holder's lease ran out
+/// (a process that died after the effect) it is `outcome_unknown`, never `policy_denied`, which
+/// would tell the caller that nothing was done.
+#[tokio::test]
+async fn a_limit_never_hides_the_callers_own_earlier_attempt() {
+    use toolguard::store::{IdempotencyStore, OperationStore, ScopedKey};
+    let store = Arc::new(MemoryStore::new());
+    let audit = Arc::new(MemoryAuditSink::new());
+    let d = limited(store.clone(), audit.clone());
     let call = |id: &str| ToolCall::new(id, "transfer_funds", transfer(600_000, "key-held"));
     let first = d.dispatch(call("c1"), &alice()).await;
     assert_eq!(first.status, Status::Ok, "{first:?}");
@@ -511,20 +523,8 @@ async fn a_limit_never_hides_the_callers_own_earlier_attempt() {
 /// `policy_denied`; once the store answers, the earlier attempt's outcome is replayed.
 #[tokio::test]
 async fn a_limit_never_answers_for_a_key_the_store_cannot_look_up() {
-    use toolguard::{OnExceed, RiskPolicy};
     let store = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new())));
-    let d = Dispatcher::builder(Ledger::seeded())
-        .tool(TransferFunds)
-        .audit(Arc::new(MemoryAuditSink::new()))
-        .store(store.clone())
-        .policy(RiskPolicy::new().session_limit(
-            "transfer_funds",
-            1_000_000,
-            Duration::from_secs(3600),
-            OnExceed::Deny,
-        ))
-        .build()
-        .unwrap();
+    let d = limited(store.clone(), Arc::new(MemoryAuditSink::new()));
     let call = |id: &str| ToolCall::new(id, "transfer_funds", transfer(600_000, "key-looked-up"));
     let first = d.dispatch(call("c1"), &alice()).await;
     assert_eq!(first.status, Status::Ok, "{first:?}");

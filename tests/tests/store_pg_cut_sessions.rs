@@ -12,19 +12,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use toolguard::audit::{AuditQuery, AuditRecord, AuditSink};
+use store_support::transfer_record as record;
+use toolguard::audit::{AuditQuery, AuditSink};
 use toolguard::postgres::{PgAuditSink, PgConfig, PgStore};
-
-fn record(i: u64) -> AuditRecord {
-    AuditRecord {
-        time_ms: 1_000 + i,
-        tenant: "acme".into(),
-        subject: "alice".into(),
-        tool: "transfer_funds".into(),
-        call_id: format!("call-{i}").into(),
-        ..AuditRecord::default()
-    }
-}
 
 /// Terminates, every few milliseconds until `stop`, every session named `application`; how
 /// many it terminated.

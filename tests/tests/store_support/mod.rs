@@ -18,6 +18,18 @@ use toolguard::store::{
 pub trait AuditBackend: AuditSink + AuditQuery {}
 impl<T: AuditSink + AuditQuery> AuditBackend for T {}
 
+/// The `i`-th record of a trail of transfers by alice (call id `call-<i>`).
+pub fn transfer_record(i: u64) -> AuditRecord {
+    AuditRecord {
+        time_ms: 1_000 + i,
+        tenant: "acme".into(),
+        subject: "alice".into(),
+        tool: "transfer_funds".into(),
+        call_id: format!("call-{i}").into(),
+        ..AuditRecord::default()
+    }
+}
+
 /// A shared audit backend, usable as the dispatcher's sink.
 #[derive(Clone)]
 pub struct SharedAudit(pub Arc<dyn AuditBackend>);
