@@ -179,13 +179,14 @@ async fn seal_and_insert(
             client.batch_execute("COMMIT"),
             client.batch_execute(FLUSH)
         );
-        // An insert that failed left the transaction aborted: its `COMMIT` rolled it back.
-        // Past the insert, the commit's fate is unknown when the session failed.
+        // An insert the server refused left the transaction aborted (its `COMMIT` rolled it
+        // back), but the three were sent together: when the session failed, any answer lost
+        // may be that of a commit the server made. The next attempt finds out.
         let sent = |error| Unstored {
             error,
             sent: Some(assigned.clone()),
         };
-        inserted.map_err(aerr)?;
+        inserted.map_err(aerr).map_err(sent)?;
         committed.map_err(aerr).map_err(sent)?;
         flushed.map_err(aerr).map_err(sent)?;
         Ok::<_, Unstored>(assigned)

@@ -20,6 +20,8 @@ pub(crate) struct Names {
     pub(crate) application: String,
     /// The Redis user the processes log in as (created for the run, removed after it).
     pub(crate) redis_user: String,
+    /// That user's password, made for the run.
+    redis_password: String,
 }
 
 impl Names {
@@ -28,6 +30,7 @@ impl Names {
         Names {
             application: format!("{tag}_node"),
             redis_user: format!("{tag}_node"),
+            redis_password: format!("{:016x}{:016x}", unguessable(), unguessable()),
         }
     }
 
@@ -56,8 +59,20 @@ impl Names {
                     .into(),
             );
         }
-        Ok(format!("{scheme}://{}:sever@{rest}", self.redis_user))
+        Ok(format!(
+            "{scheme}://{}:{}@{rest}",
+            self.redis_user, self.redis_password
+        ))
     }
+}
+
+/// 64 bits no one can guess: a hasher's random keys (made per process from the system's
+/// randomness), hashing nothing.
+fn unguessable() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
 }
 
 /// The connections the harness cuts with.
@@ -85,7 +100,7 @@ fn redis_error(e: redis::RedisError) -> String {
 
 impl Severer {
     /// Connects to PostgreSQL (and Redis, when given) and, on Redis, creates the processes'
-    /// user: any password, every key, channel and command.
+    /// user: its password, every key, channel and command.
     pub(crate) async fn connect(
         names: Names,
         pg_url: &str,
@@ -107,7 +122,7 @@ impl Severer {
                     .arg(&names.redis_user)
                     .arg("reset")
                     .arg("on")
-                    .arg("nopass")
+                    .arg(format!(">{}", names.redis_password))
                     .arg("~*")
                     .arg("&*")
                     .arg("+@all")
