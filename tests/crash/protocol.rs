@@ -23,6 +23,9 @@ pub const SUBJECT_LIMIT: u64 = 250_000;
 /// The host keys every replica shares (`id:hex secret`).
 pub const HOST_KEYS: (&str, [u8; 32]) = ("crash-k1", [7; 32]);
 
+/// The SQLite file every process of a `sqlite` run opens, in the run's directory.
+pub const SQLITE_FILE: &str = "store.db";
+
 /// What a client asks a dispatcher process.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]

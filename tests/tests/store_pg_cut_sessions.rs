@@ -2,6 +2,9 @@
 //! failover or `pg_terminate_backend` does): every append still succeeds on a fresh session, and
 //! none is stored twice, also when a session was cut after its batch's commit was sent (the
 //! retry learns, under the chain's lock, whether that commit happened). The chain verifies.
+//! The store's own sessions are cut while it reserves idempotency keys: a reservation whose
+//! statement committed but whose answer was lost is recognised as the caller's own when the
+//! writer retries it, never answered as a key someone else holds.
 
 #![cfg(feature = "postgres")]
 
@@ -10,11 +13,13 @@ mod store_support;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use store_support::transfer_record as record;
+use toolguard::Status;
 use toolguard::audit::{AuditQuery, AuditSink};
 use toolguard::postgres::{PgAuditSink, PgConfig, PgStore};
+use toolguard::store::{IdempotencyStore, Reservation, ScopedKey, StoredOutcome};
 
 /// Terminates, every few milliseconds until `stop`, every session named `application`; how
 /// many it terminated.
@@ -110,4 +115,116 @@ async fn audit_appends_survive_their_sessions_being_cut_and_none_is_stored_twice
     );
     verified.expect("one intact chain");
     eprintln!("{cut} sessions cut during 400 appends");
+}
+
+fn key(n: u64) -> ScopedKey {
+    ScopedKey {
+        tenant: "acme".into(),
+        subject: "alice".into(),
+        tool: "transfer".into(),
+        key: format!("key-{n}").into(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]
+async fn a_reservation_committed_before_its_session_was_cut_is_still_the_callers() {
+    let test = "a_reservation_committed_before_its_session_was_cut";
+    let Some(url) = store_support::pg_url(test) else {
+        return;
+    };
+    let schema = store_support::unique("cut_reservations");
+    let application = format!("{schema}_store");
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let config = PgConfig::new(format!("{url}{sep}application_name={application}"))
+        .schema(schema.clone())
+        .pool_size(2);
+    let store = Arc::new(PgStore::connect(&config).await.expect("connect postgres"));
+    let stop = Arc::new(AtomicBool::new(false));
+    let cutting = tokio::spawn(cutter(url, application, stop.clone()));
+    const WAVES: u64 = 40;
+    const PER_WAVE: u64 = 25;
+    let run = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            // Every key is fresh and reserved once: nobody else can hold it.
+            let hour = Duration::from_secs(3600);
+            let mut answers = Vec::new();
+            for wave in 0..WAVES {
+                let mut tasks = Vec::new();
+                for i in 0..PER_WAVE {
+                    let store = store.clone();
+                    let n = wave * PER_WAVE + i;
+                    tasks.push(tokio::spawn(async move {
+                        let now = SystemTime::now();
+                        let answer = store
+                            .reserve(&key(n), "digest", None, hour, hour, now)
+                            .await;
+                        (n, answer)
+                    }));
+                }
+                for t in tasks {
+                    answers.push(t.await.expect("reserve task"));
+                }
+            }
+            answers
+        })
+    };
+    let answers = run.await;
+    stop.store(true, Ordering::SeqCst);
+    let cut = cutting.await.expect("the cutter");
+    let answers = match answers {
+        Ok(answers) => answers,
+        Err(e) => {
+            let _ = store.drop_schema().await;
+            std::panic::resume_unwind(e.into_panic())
+        }
+    };
+    // With the sessions left alone: each key reserved holds its caller's owner token (a
+    // completion with it is applied), and no key was answered as someone else's.
+    let mut reserved = 0;
+    let mut failed = 0;
+    let mut foreign = Vec::new();
+    let mut unusable = Vec::new();
+    for (n, answer) in answers {
+        match answer {
+            Ok(Reservation::Reserved { owner }) => {
+                reserved += 1;
+                let outcome = StoredOutcome {
+                    status: Status::Ok,
+                    reason: None,
+                    message: None,
+                    output: None,
+                    approval: None,
+                    operation_id: None,
+                };
+                let hour = Duration::from_secs(3600);
+                let completed = store
+                    .complete(&key(n), &owner, outcome, hour, SystemTime::now())
+                    .await;
+                if !matches!(completed, Ok(true)) {
+                    unusable.push((n, completed));
+                }
+            }
+            Ok(Reservation::Existing(record)) => foreign.push((n, record)),
+            // A reservation whose fate could not be told fails closed.
+            Err(_) => failed += 1,
+        }
+    }
+    let _ = store.drop_schema().await;
+    assert!(cut > 0, "no session was cut");
+    assert!(
+        foreign.is_empty(),
+        "fresh keys answered as held by another caller ({cut} sessions cut, {reserved} \
+         reserved, {failed} failed): {foreign:?}"
+    );
+    assert!(
+        unusable.is_empty(),
+        "reservations whose owner token does not hold the key: {unusable:?}"
+    );
+    assert!(reserved > 0, "nothing was reserved ({failed} failed)");
+    eprintln!(
+        "{cut} sessions cut during {} reservations: {reserved} reserved, {failed} failed",
+        WAVES * PER_WAVE
+    );
 }

@@ -10,6 +10,13 @@
 //! goes on. A statement never touches one idempotency key twice: a second write of a key in the
 //! same batch goes to a statement of its own, in queue order. If a statement fails, the writes it
 //! carried (and those after it) are retried one by one, so one bad row never fails the others.
+//!
+//! A statement whose session was lost (cut by the server, a restart, a failover) may have
+//! committed without its answer arriving. The writes without an answer are then written again
+//! on a fresh session, a bounded number of times ([`TRIES`]), and every kind of write is safe to
+//! write twice: an operation record is replaced by itself, a reservation finds the key held by
+//! its own owner token (which only that reservation can have written) and is answered as won,
+//! and a completion that finds its own outcome already stored is answered as applied.
 
 use std::collections::{HashMap, HashSet};
 
@@ -17,12 +24,14 @@ use deadpool_postgres::Pool;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::store::{err, read_record};
-use toolguard_pipeline::store::{Reservation, StoreError, StoreResult};
+use toolguard_pipeline::store::{RecordState, Reservation, StoreError, StoreResult};
 
 /// Most writes written by one statement.
 const MAX_BATCH: usize = 512;
 /// Writes waiting at most; callers wait for room beyond it.
 const QUEUE: usize = 8_192;
+/// Most statements a write is tried in while its sessions are lost.
+const TRIES: u32 = 3;
 
 /// Writes one batch; the sub-statements touch distinct rows.
 ///
@@ -203,23 +212,25 @@ async fn writer(pool: Pool, mut rx: mpsc::Receiver<(Write, Reply)>) {
         }
         let (writes, replies): (Vec<Write>, Vec<Reply>) = batch.drain(..).unzip();
         let mut results: Vec<Option<Written>> = vec![None; writes.len()];
-        let failed = write_all(&pool, &writes, &mut results).await.err();
+        let (failed, lost) = write_tried(&pool, &writes, &mut results).await;
         for ((write, reply), result) in writes.into_iter().zip(replies).zip(results) {
             let answer = match (result, &failed) {
                 // Committed by a statement that succeeded.
                 (Some(done), _) => Ok(done),
-                (None, None) => Err(StoreError::new(
-                    "postgres: a batched write got no answer".to_owned(),
-                )),
-                // Its statement failed (and wrote nothing): tried on its own, so that one bad
-                // write does not fail the rest.
+                (None, None) => Err(no_answer()),
+                // Its statement failed: tried on its own, so that one bad write does not fail
+                // the rest.
                 (None, Some(_)) => {
                     let mut one = [None];
-                    match write_all(&pool, std::slice::from_ref(&write), &mut one).await {
-                        Ok(()) => one[0].take().ok_or_else(|| {
-                            StoreError::new("postgres: a batched write got no answer".to_owned())
-                        }),
-                        Err(e) => Err(e),
+                    match write_tried(&pool, std::slice::from_ref(&write), &mut one).await {
+                        (None, also_lost) => {
+                            let done = one[0].take().ok_or_else(no_answer);
+                            match done {
+                                Ok(done) if lost || also_lost => earlier(&pool, &write, done).await,
+                                done => done,
+                            }
+                        }
+                        (Some(e), _) => Err(e),
                     }
                 }
             };
@@ -228,17 +239,103 @@ async fn writer(pool: Pool, mut rx: mpsc::Receiver<(Write, Reply)>) {
     }
 }
 
-/// Writes `writes` with as few statements as the distinct-key rule allows (each commits on its
-/// own), filling `results` for the writes of every statement that committed; stops at the first
-/// statement that fails.
+fn no_answer() -> StoreError {
+    StoreError::new("postgres: a batched write got no answer".to_owned())
+}
+
+/// Writes `writes` as [`write_all`] does, again on a fresh session while a statement fails
+/// because its session was lost (at most [`TRIES`] statements in all), each time the writes
+/// still without an answer. Returns the last failure, if any, and whether a session was lost
+/// (a statement then may have committed without its answer).
+async fn write_tried(
+    pool: &Pool,
+    writes: &[Write],
+    results: &mut [Option<Written>],
+) -> (Option<StoreError>, bool) {
+    let mut lost = false;
+    for tried in 1..=TRIES {
+        match write_all(pool, writes, results).await {
+            Ok(()) => return (None, lost),
+            Err(f) if f.lost && tried < TRIES => lost = true,
+            Err(f) => return (Some(f.error), lost || f.lost),
+        }
+    }
+    (Some(no_answer()), lost)
+}
+
+/// What `write` did, told again after a lost session: a completion not applied may have been
+/// applied by the statement whose answer was lost, and is if its outcome is stored under its
+/// key, no longer held by anyone.
+async fn earlier(pool: &Pool, write: &Write, done: Written) -> StoreResult<Written> {
+    let Write::Completion { key, outcome, .. } = write else {
+        return Ok(done);
+    };
+    if done != Written::Applied(false) {
+        return Ok(done);
+    }
+    let client = pool.get().await.map_err(err)?;
+    let stmt = client.prepare_cached(STORED_OUTCOME).await.map_err(err)?;
+    let found = client
+        .query_opt(&stmt, &[key, outcome])
+        .await
+        .map_err(err)?;
+    Ok(Written::Applied(found.is_some()))
+}
+
+/// Whether a key holds exactly this outcome and no owner: a completion's own result.
+const STORED_OUTCOME: &str = "SELECT 1 FROM toolguard_idempotency \
+     WHERE key = $1 AND owner IS NULL AND outcome = $2";
+
+/// Why a statement failed.
+struct Failed {
+    error: StoreError,
+    /// Its session was lost (the connection closed under it): the statement may have committed,
+    /// and a fresh session may succeed.
+    lost: bool,
+}
+
+/// A failure of `client`'s statement.
+fn failed(client: &deadpool_postgres::Object, e: tokio_postgres::Error) -> Failed {
+    Failed {
+        lost: client.is_closed() || session_lost(&e),
+        error: err(e),
+    }
+}
+
+/// Whether `e` ended its session: the connection closed or broke, or the server ended it (a
+/// `FATAL` error such as `57P01`, terminated by an administrator, or a connection exception,
+/// class `08`).
+pub(crate) fn session_lost(e: &tokio_postgres::Error) -> bool {
+    if e.is_closed() {
+        return true;
+    }
+    if let Some(db) = e.as_db_error() {
+        let code = db.code().code();
+        return db.severity() == "FATAL" || code.starts_with("08") || code.starts_with("57P");
+    }
+    std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
+}
+
+/// Writes those of `writes` without an answer in `results` with as few statements as the
+/// distinct-key rule allows (each commits on its own), filling `results` for the writes of every
+/// statement that committed; stops at the first statement that fails.
 async fn write_all(
     pool: &Pool,
     writes: &[Write],
     results: &mut [Option<Written>],
-) -> StoreResult<()> {
-    let client = pool.get().await.map_err(err)?;
-    let stmt = client.prepare_cached(WRITE_BATCH).await.map_err(err)?;
-    let mut pending: Vec<usize> = (0..writes.len()).collect();
+) -> Result<(), Failed> {
+    let client = pool.get().await.map_err(|e| Failed {
+        // A session cut while it was being opened: nothing was sent on it.
+        lost: matches!(&e, deadpool_postgres::PoolError::Backend(e) if session_lost(e)),
+        error: err(e),
+    })?;
+    let stmt = client
+        .prepare_cached(WRITE_BATCH)
+        .await
+        .map_err(|e| failed(&client, e))?;
+    let mut pending: Vec<usize> = (0..writes.len())
+        .filter(|&i| results[i].is_none())
+        .collect();
     while !pending.is_empty() {
         let mut round = Round::default();
         let mut later = Vec::new();
@@ -268,8 +365,10 @@ async fn write_all(
                 ],
             )
             .await
-            .map_err(err)?;
-        round.answer(writes, &rows, results)?;
+            .map_err(|e| failed(&client, e))?;
+        round
+            .answer(writes, &rows, results)
+            .map_err(|error| Failed { error, lost: false })?;
         pending = later;
     }
     Ok(())
@@ -396,10 +495,19 @@ impl<'w> Round<'w> {
                         owner: owner.clone(),
                     }))));
                 }
-                (2, Write::Reservation { now_ms, .. }) if !won.contains(&i) => {
+                (2, Write::Reservation { now_ms, owner, .. }) if !won.contains(&i) => {
                     let record = read_record(row, 2)?;
-                    // Only a record live at the reservation's present held the key.
-                    if record.expires_at_ms > u64::try_from(*now_ms).unwrap_or(0) {
+                    if matches!(&record.state, RecordState::InFlight { owner: held, .. } if held == owner)
+                    {
+                        // Held by this reservation's own token: an earlier statement carrying
+                        // it committed, and its answer was lost with its session.
+                        won.insert(i);
+                        results[i] =
+                            Some(Written::Reserved(Some(Box::new(Reservation::Reserved {
+                                owner: owner.clone(),
+                            }))));
+                    } else if record.expires_at_ms > u64::try_from(*now_ms).unwrap_or(0) {
+                        // Only a record live at the reservation's present held the key.
                         let existing = Box::new(Reservation::Existing(record));
                         results[i] = Some(Written::Reserved(Some(existing)));
                     }
@@ -408,5 +516,108 @@ impl<'w> Round<'w> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! What a write does when it is written again after its answer was lost (needs
+    //! `TOOLGUARD_PG_URL`; skipped without it).
+
+    use super::*;
+    use crate::store::{PgConfig, PgStore};
+
+    async fn store(test: &str) -> Option<PgStore> {
+        let Some(url) = std::env::var("TOOLGUARD_PG_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+        else {
+            eprintln!("skipped {test}: TOOLGUARD_PG_URL is not set");
+            return None;
+        };
+        let schema = format!("batch_{test}_{}", std::process::id());
+        Some(
+            PgStore::connect(&PgConfig::new(url).schema(schema))
+                .await
+                .expect("connect postgres"),
+        )
+    }
+
+    fn reservation(key: &str, owner: &str) -> Write {
+        let now = 1_000_000_000_000;
+        Write::Reservation {
+            key: key.into(),
+            request_digest: "digest".into(),
+            operation_id: None,
+            owner: owner.into(),
+            lease_until_ms: now + 60_000,
+            expires_at_ms: now + 3_600_000,
+            now_ms: now,
+        }
+    }
+
+    fn completion(key: &str, owner: &str, outcome: &str) -> Write {
+        Write::Completion {
+            key: key.into(),
+            owner: owner.into(),
+            outcome: outcome.into(),
+            expires_at_ms: 1_000_000_000_000 + 3_600_000,
+        }
+    }
+
+    fn reserved(written: &Written) -> Option<&str> {
+        match written {
+            Written::Reserved(Some(r)) => match &**r {
+                Reservation::Reserved { owner } => Some(owner),
+                Reservation::Existing(_) => None,
+            },
+            _ => None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_reservation_written_again_is_still_its_owners() {
+        let Some(store) = store("reservation_again").await else {
+            return;
+        };
+        let (batcher, _) = store.writer();
+        let first = batcher.submit(reservation("k1", "owner-a")).await.unwrap();
+        // The same reservation again, as after a statement whose answer was lost.
+        let again = batcher.submit(reservation("k1", "owner-a")).await.unwrap();
+        // Another caller's reservation of the key finds it held.
+        let other = batcher.submit(reservation("k1", "owner-b")).await.unwrap();
+        let _ = store.drop_schema().await;
+        assert_eq!(reserved(&first), Some("owner-a"));
+        assert_eq!(reserved(&again), Some("owner-a"), "{again:?}");
+        assert!(
+            matches!(&other, Written::Reserved(Some(r)) if matches!(&**r, Reservation::Existing(rec)
+                if matches!(&rec.state, RecordState::InFlight { owner, .. } if owner == "owner-a"))),
+            "{other:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_completion_whose_outcome_is_stored_was_applied() {
+        let Some(store) = store("completion_again").await else {
+            return;
+        };
+        let (batcher, pool) = store.writer();
+        batcher.submit(reservation("k2", "owner-a")).await.unwrap();
+        let write = completion("k2", "owner-a", r#"{"status":"ok"}"#);
+        let first = batcher.submit(write.clone()).await.unwrap();
+        // Written again: the key is no longer held, so the statement does not apply it...
+        let again = batcher.submit(write.clone()).await.unwrap();
+        // ...but the outcome it carries is the one stored: it was applied.
+        let told = earlier(pool, &write, again.clone()).await.unwrap();
+        // A completion of another outcome was not.
+        let other = completion("k2", "owner-a", r#"{"status":"error"}"#);
+        let not = earlier(pool, &other, Written::Applied(false))
+            .await
+            .unwrap();
+        let _ = store.drop_schema().await;
+        assert_eq!(first, Written::Applied(true));
+        assert_eq!(again, Written::Applied(false));
+        assert_eq!(told, Written::Applied(true));
+        assert_eq!(not, Written::Applied(false));
     }
 }

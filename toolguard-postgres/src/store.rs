@@ -400,6 +400,14 @@ impl std::fmt::Debug for PgStore {
 }
 
 impl PgStore {
+    /// The writer of the synced pool and a session of the store's own (tests of the writer).
+    #[cfg(test)]
+    pub(crate) fn writer(&self) -> (&Batcher, &Pool) {
+        (&self.batched, &self.pool)
+    }
+}
+
+impl PgStore {
     /// Connects, creating the schema and applying migrations if needed.
     ///
     /// Idempotency reservations and completions and operation records go through a writer task

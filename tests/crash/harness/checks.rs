@@ -5,7 +5,6 @@ use std::collections::{BTreeMap, HashMap};
 use toolguard::audit::{AuditEntry, AuditEvent, AuditQuery, Checkpoint, FileCheckpoints};
 use toolguard::store::{ApprovalState, ApprovalStore, OperationStore};
 use toolguard::{OperationState, Status};
-use toolguard_postgres::{PgAuditSink, PgStore};
 
 use super::clients::KeyResult;
 use super::protocol::{Effect, SESSION_LIMIT, SUBJECT_LIMIT};
@@ -40,10 +39,12 @@ pub(crate) struct Evidence<'a> {
     pub(crate) keys: &'a [KeyResult],
     /// The side-effect log's lines of the round's keys.
     pub(crate) effects: Vec<&'a Effect>,
-    /// The PostgreSQL store holding approvals and operation records.
-    pub(crate) pg: &'a PgStore,
+    /// The approval requests.
+    pub(crate) approvals: &'a dyn ApprovalStore,
+    /// The operation records.
+    pub(crate) operations: &'a dyn OperationStore,
     /// The audit trail.
-    pub(crate) audit: &'a PgAuditSink,
+    pub(crate) audit: &'a dyn AuditQuery,
     /// The checkpoint files of every process.
     pub(crate) checkpoints: Vec<std::path::PathBuf>,
     /// Audit entries from this time on are read.
@@ -231,7 +232,7 @@ async fn audit_terminal(e: &Evidence<'_>) -> Vec<Violation> {
         let status_query = list
             .iter()
             .any(|x| x.record.event == AuditEvent::OperationStatus);
-        let reconciled_ok = match OperationStore::get(e.pg, op).await {
+        let reconciled_ok = match e.operations.get(op).await {
             Ok(Some(record)) => record.state == OperationState::Ok,
             _ => false,
         };
@@ -304,7 +305,7 @@ async fn approvals(e: &Evidence<'_>) -> Vec<Violation> {
     let mut out = Vec::new();
     for k in e.keys {
         let Some(id) = &k.approval else { continue };
-        let request = match ApprovalStore::get(e.pg, id).await {
+        let request = match e.approvals.get(id).await {
             Ok(Some(r)) => r,
             other => {
                 out.push(violation(

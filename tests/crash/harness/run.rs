@@ -8,13 +8,15 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 use toolguard::HostKeys;
-use toolguard::audit::AuditAnchor;
+use toolguard::audit::{AuditAnchor, AuditQuery};
+use toolguard::store::{ApprovalStore, OperationStore};
 use toolguard_postgres::{PgAuditSink, PgConfig, PgStore};
+use toolguard_sqlite::{SqliteAuditSink, SqliteStore};
 
 use super::checks::{self, Evidence, INVARIANTS, Violation};
 use super::clients::{self, KeyResult};
 use super::cluster::{Cluster, NodeCommand};
-use super::protocol::{HOST_KEYS, read_effects};
+use super::protocol::{HOST_KEYS, SQLITE_FILE, read_effects};
 use super::sever::{Names, Severer};
 
 /// The options of a run.
@@ -32,7 +34,7 @@ struct Options {
     sever_ms: Option<(u64, u64)>,
     arm: u64,
     keep: bool,
-    pg_url: String,
+    pg_url: Option<String>,
     redis_url: Option<String>,
 }
 
@@ -43,8 +45,8 @@ struct Options {
     about = "Kills dispatcher replicas at any instant and checks the invariants"
 )]
 struct Args {
-    /// `postgres` or `redis`.
-    #[arg(long, default_value = "postgres", value_parser = ["postgres", "redis"])]
+    /// `postgres`, `redis` or `sqlite`.
+    #[arg(long, default_value = "postgres", value_parser = ["postgres", "redis", "sqlite"])]
     backend: String,
     /// Rounds to run.
     #[arg(long, default_value_t = 10)]
@@ -74,7 +76,8 @@ struct Args {
     kill_ms: (u64, u64),
     /// Gap between cuts of every process's store connections in milliseconds, `LO-HI` (no
     /// cuts unless given): their PostgreSQL sessions terminated and Redis connections closed
-    /// by the servers, during the load of each round, as the kills.
+    /// by the servers, during the load of each round, as the kills (backends `postgres` and
+    /// `redis`: a SQLite file has no connections to cut).
     #[arg(long, value_parser = kill_range)]
     sever_ms: Option<(u64, u64)>,
     /// Percent of restarts armed with a crash point.
@@ -117,8 +120,21 @@ fn options(args: Vec<String>) -> Result<Options, String> {
     let pg_url = args
         .pg_url
         .or_else(|| std::env::var("TOOLGUARD_PG_URL").ok())
-        .filter(|u| !u.is_empty())
-        .ok_or("set TOOLGUARD_PG_URL (or --pg-url)")?;
+        .filter(|u| !u.is_empty());
+    if args.backend == "sqlite" {
+        if args.sever_ms.is_some() {
+            return Err(
+                "--sever-ms cuts PostgreSQL and Redis connections; the sqlite backend \
+                        has none (its processes share one file)"
+                    .into(),
+            );
+        }
+    } else if pg_url.is_none() {
+        return Err(format!(
+            "set TOOLGUARD_PG_URL (or --pg-url) for the {} backend",
+            args.backend
+        ));
+    }
     let redis_url = args
         .redis_url
         .or_else(|| std::env::var("TOOLGUARD_REDIS_URL").ok())
@@ -200,49 +216,65 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
     let tag = format!("crash_{}_{:x}", std::process::id(), o.seed & 0xffff_ffff);
     let dir = std::env::temp_dir().join(format!("toolguard-{tag}-{}", o.backend));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let config = PgConfig::new(o.pg_url.clone())
-        .schema(tag.clone())
-        .pool_size(2);
-    let pg = PgStore::connect(&config).await.map_err(|e| e.to_string())?;
     let keys =
         Arc::new(HostKeys::new(HOST_KEYS.0, HOST_KEYS.1.to_vec()).map_err(|e| e.to_string())?);
-    let audit = PgAuditSink::connect_anchored(&config, AuditAnchor::new(keys))
-        .await
-        .map_err(|e| e.to_string())?;
-    // With cuts, the processes connect under names of their own, which only their
-    // connections carry.
-    let names = o.sever_ms.map(|_| Names::of(&tag));
-    let severer = match &names {
-        Some(names) => Some(Arc::new(
-            Severer::connect(names.clone(), &o.pg_url, o.redis_url.as_deref()).await?,
-        )),
-        None => None,
-    };
-    let node_pg_url = names
-        .as_ref()
-        .map_or_else(|| o.pg_url.clone(), |n| n.pg_url(&o.pg_url));
-    let node_redis_url = match (&names, &o.redis_url) {
-        (Some(n), Some(url)) => Some(n.redis_url(url)?),
-        (_, url) => url.clone(),
-    };
+    let anchor = AuditAnchor::new(keys);
     let mut args = vec![
         "--backend".into(),
         o.backend.clone(),
-        "--pg-url".into(),
-        node_pg_url,
-        "--schema".into(),
-        tag.clone(),
         "--dir".into(),
         dir.display().to_string(),
     ];
-    if let Some(url) = &node_redis_url {
-        args.extend([
-            "--redis-url".into(),
-            url.clone(),
-            "--prefix".into(),
-            tag.clone(),
-        ]);
-    }
+    let mut severer = None;
+    let stores = match &o.pg_url {
+        Some(pg_url) if o.backend != "sqlite" => {
+            let config = PgConfig::new(pg_url.clone())
+                .schema(tag.clone())
+                .pool_size(2);
+            let pg = PgStore::connect(&config).await.map_err(|e| e.to_string())?;
+            let audit = PgAuditSink::connect_anchored(&config, anchor)
+                .await
+                .map_err(|e| e.to_string())?;
+            // With cuts, the processes connect under names of their own, which only their
+            // connections carry.
+            let names = o.sever_ms.map(|_| Names::of(&tag));
+            if let Some(names) = &names {
+                severer = Some(Arc::new(
+                    Severer::connect(names.clone(), pg_url, o.redis_url.as_deref()).await?,
+                ));
+            }
+            let node_pg_url = names
+                .as_ref()
+                .map_or_else(|| pg_url.clone(), |n| n.pg_url(pg_url));
+            args.extend([
+                "--pg-url".into(),
+                node_pg_url,
+                "--schema".into(),
+                tag.clone(),
+            ]);
+            let node_redis_url = match (&names, &o.redis_url) {
+                (Some(n), Some(url)) => Some(n.redis_url(url)?),
+                (_, url) => url.clone(),
+            };
+            if let (Some(url), "redis") = (&node_redis_url, o.backend.as_str()) {
+                args.extend([
+                    "--redis-url".into(),
+                    url.clone(),
+                    "--prefix".into(),
+                    tag.clone(),
+                ]);
+            }
+            Stores::Postgres { pg, audit }
+        }
+        _ => {
+            // Opened (and its tables made) before any process opens it.
+            let store = SqliteStore::open(dir.join(SQLITE_FILE)).map_err(|e| e.to_string())?;
+            let audit = store
+                .audit_sink_anchored(anchor)
+                .map_err(|e| e.to_string())?;
+            Stores::Sqlite { store, audit }
+        }
+    };
     let command = NodeCommand {
         program: node_program()?,
         args,
@@ -290,8 +322,7 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
     let ctx = Round {
         o: &o,
         cluster: &cluster,
-        pg: &pg,
-        audit: &audit,
+        stores: &stores,
         dir: &dir,
     };
     let mut failure = None;
@@ -356,8 +387,13 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
         {
             let _ = redis.clear().await;
         }
-        let _ = pg.drop_schema().await;
+        if let Stores::Postgres { pg, .. } = &stores {
+            let _ = pg.drop_schema().await;
+        }
+        drop(stores);
         let _ = std::fs::remove_dir_all(&dir);
+    } else if o.backend == "sqlite" {
+        eprintln!("kept {}", dir.display());
     } else {
         eprintln!("kept schema {tag} and {}", dir.display());
     }
@@ -372,12 +408,45 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
     }
 }
 
+/// The harness's own handles on the stores the processes share: what the checks read.
+enum Stores {
+    /// Approvals, operations and the audit trail in PostgreSQL (backends `postgres`, `redis`).
+    Postgres { pg: PgStore, audit: PgAuditSink },
+    /// Everything in the run's SQLite file.
+    Sqlite {
+        store: SqliteStore,
+        audit: SqliteAuditSink,
+    },
+}
+
+impl Stores {
+    fn approvals(&self) -> &dyn ApprovalStore {
+        match self {
+            Stores::Postgres { pg, .. } => pg,
+            Stores::Sqlite { store, .. } => store,
+        }
+    }
+
+    fn operations(&self) -> &dyn OperationStore {
+        match self {
+            Stores::Postgres { pg, .. } => pg,
+            Stores::Sqlite { store, .. } => store,
+        }
+    }
+
+    fn audit(&self) -> &dyn AuditQuery {
+        match self {
+            Stores::Postgres { audit, .. } => audit,
+            Stores::Sqlite { audit, .. } => audit,
+        }
+    }
+}
+
 /// What every round shares.
 struct Round<'a> {
     o: &'a Options,
     cluster: &'a Arc<Cluster>,
-    pg: &'a PgStore,
-    audit: &'a PgAuditSink,
+    stores: &'a Stores,
     dir: &'a PathBuf,
 }
 
@@ -441,8 +510,9 @@ impl Round<'_> {
         let evidence = Evidence {
             keys: &keys,
             effects,
-            pg: self.pg,
-            audit: self.audit,
+            approvals: self.stores.approvals(),
+            operations: self.stores.operations(),
+            audit: self.stores.audit(),
             checkpoints: (0..self.o.nodes)
                 .map(|i| self.dir.join(format!("checkpoints-{i}.jsonl")))
                 .collect(),

@@ -1,13 +1,14 @@
 //! `crash_node`: one dispatcher process of the crash harness. It serves a high-risk `transfer`
 //! tool over the harness's line protocol (`crash/protocol.rs`) on 127.0.0.1, against PostgreSQL
-//! (every store and the audit trail) or Redis (idempotency and session ledger; approvals,
-//! operations and the audit trail in PostgreSQL), and appends every executed transfer to a
-//! side-effect log. `TOOLGUARD_CRASH_POINT` / `TOOLGUARD_CRASH_AT` make it abort at a named
+//! (every store and the audit trail), Redis (idempotency and session ledger; approvals,
+//! operations and the audit trail in PostgreSQL) or one SQLite file that every process opens
+//! (every store and the audit trail), and appends every executed transfer to a side-effect log. `TOOLGUARD_CRASH_POINT` / `TOOLGUARD_CRASH_AT` make it abort at a named
 //! point (see `points.rs`).
 //!
 //! ```text
 //! crash_node --node 1 --backend postgres --pg-url URL --schema NAME --dir DIR
 //!            [--redis-url URL --prefix P]
+//! crash_node --node 1 --backend sqlite --dir DIR        (the file is DIR/store.db)
 //! ```
 //! It prints `listening PORT` on stdout once it accepts requests.
 
@@ -22,10 +23,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use toolguard::audit::{AuditAnchor, CheckpointPolicy, FileCheckpoints};
+use toolguard::audit::{AuditAnchor, AuditSink, CheckpointPolicy, FileCheckpoints};
 use toolguard::store::{ApprovalStore, IdempotencyStore, OperationStore, SessionLedger};
 use toolguard::{Dispatcher, HostKeys, OnExceed, RiskPolicy, StagePoint};
 use toolguard_postgres::{PgConfig, PgStore};
+use toolguard_sqlite::SqliteStore;
 
 use bank::{Bank, Transfer};
 use points::{BeforeReserve, CrashApprovals, CrashAudit, CrashIdempotency, Points};
@@ -37,6 +39,9 @@ enum Backend {
     Postgres,
     /// Idempotency and the session ledger in Redis, the rest in PostgreSQL.
     Redis,
+    /// Every store and the audit trail in one SQLite file (`DIR/store.db`) that every process
+    /// opens.
+    Sqlite,
 }
 
 /// The command line.
@@ -52,12 +57,12 @@ struct Args {
     /// Where the stores are.
     #[arg(long, value_enum)]
     backend: Backend,
-    /// The PostgreSQL URL.
-    #[arg(long)]
-    pg_url: String,
-    /// The PostgreSQL schema of the run.
-    #[arg(long)]
-    schema: String,
+    /// The PostgreSQL URL (backends `postgres` and `redis`).
+    #[arg(long, required_if_eq_any([("backend", "postgres"), ("backend", "redis")]))]
+    pg_url: Option<String>,
+    /// The PostgreSQL schema of the run (backends `postgres` and `redis`).
+    #[arg(long, required_if_eq_any([("backend", "postgres"), ("backend", "redis")]))]
+    schema: Option<String>,
     /// The run's directory (side-effect log, checkpoints).
     #[arg(long)]
     dir: PathBuf,
@@ -87,15 +92,20 @@ fn policy() -> RiskPolicy {
         .approval_ttl(Duration::from_secs(60))
 }
 
+/// The stores a process's dispatcher runs on.
+struct Stores<A> {
+    idempotency: Arc<dyn IdempotencyStore>,
+    ledger: Arc<dyn SessionLedger>,
+    approvals: Arc<dyn ApprovalStore>,
+    operations: Arc<dyn OperationStore>,
+    audit: A,
+}
+
 async fn build(args: &Args, points: Arc<Points>) -> Result<Dispatcher<Bank>, String> {
     let node = args.node;
     let dir = &args.dir;
     let bank = Bank::open(node, &dir.join("effects.log"), points.clone())
         .map_err(|e| format!("side-effect log: {e}"))?;
-    let config = PgConfig::new(&args.pg_url)
-        .schema(&args.schema)
-        .pool_size(4);
-    let pg = Arc::new(PgStore::connect(&config).await.map_err(|e| e.to_string())?);
     let (id, secret) = protocol::HOST_KEYS;
     let keys = Arc::new(HostKeys::new(id, secret.to_vec()).map_err(|e| e.to_string())?);
     let checkpoints = Arc::new(FileCheckpoints::new(
@@ -106,9 +116,28 @@ async fn build(args: &Args, points: Arc<Points>) -> Result<Dispatcher<Bank>, Str
         every: Duration::from_secs(1),
     };
     let anchor = AuditAnchor::new(keys.clone()).checkpoints(checkpoints, every);
+    if args.backend == Backend::Sqlite {
+        let file = dir.join(protocol::SQLITE_FILE);
+        let store = Arc::new(SqliteStore::open(&file).map_err(|e| e.to_string())?);
+        let audit = store
+            .audit_sink_anchored(anchor)
+            .map_err(|e| e.to_string())?;
+        let stores = Stores {
+            idempotency: store.clone(),
+            ledger: store.clone(),
+            approvals: store.clone(),
+            operations: store,
+            audit,
+        };
+        return dispatcher(bank, &keys, stores, points);
+    }
+    let (Some(url), Some(schema)) = (&args.pg_url, &args.schema) else {
+        return Err("the postgres and redis backends need --pg-url and --schema".into());
+    };
+    let config = PgConfig::new(url).schema(schema).pool_size(4);
+    let pg = Arc::new(PgStore::connect(&config).await.map_err(|e| e.to_string())?);
     let (idempotency, ledger): (Arc<dyn IdempotencyStore>, Arc<dyn SessionLedger>) =
         match args.backend {
-            Backend::Postgres => (pg.clone(), pg.clone()),
             Backend::Redis => {
                 let (Some(url), Some(prefix)) = (&args.redis_url, &args.prefix) else {
                     return Err("the redis backend needs --redis-url and --prefix".into());
@@ -119,26 +148,42 @@ async fn build(args: &Args, points: Arc<Points>) -> Result<Dispatcher<Bank>, Str
                 let redis = Arc::new(redis);
                 (redis.clone(), redis)
             }
+            Backend::Postgres | Backend::Sqlite => (pg.clone(), pg.clone()),
         };
-    let approvals: Arc<dyn ApprovalStore> = pg.clone();
-    let operations: Arc<dyn OperationStore> = pg.clone();
+    let stores = Stores {
+        idempotency,
+        ledger,
+        approvals: pg.clone(),
+        operations: pg.clone(),
+        audit: pg.audit_sink_anchored(anchor),
+    };
+    dispatcher(bank, &keys, stores, points)
+}
+
+/// The dispatcher over `stores`, with the crash points wrapped around them.
+fn dispatcher<A: AuditSink>(
+    bank: Bank,
+    keys: &HostKeys,
+    stores: Stores<A>,
+    points: Arc<Points>,
+) -> Result<Dispatcher<Bank>, String> {
     Dispatcher::builder(bank)
         .tool(Transfer)
         .policy(policy())
-        .host_keys((*keys).clone())
+        .host_keys(keys.clone())
         .custom_stage(StagePoint::AfterPolicy, BeforeReserve(points.clone()))
         .idempotency_store(Arc::new(CrashIdempotency {
-            inner: idempotency,
+            inner: stores.idempotency,
             points: points.clone(),
         }))
         .approval_store(Arc::new(CrashApprovals {
-            inner: approvals,
+            inner: stores.approvals,
             points: points.clone(),
         }))
-        .session_ledger(ledger)
-        .operation_store(operations)
+        .session_ledger(stores.ledger)
+        .operation_store(stores.operations)
         .audit(CrashAudit {
-            inner: pg.audit_sink_anchored(anchor),
+            inner: stores.audit,
             points,
         })
         .build()
