@@ -61,7 +61,15 @@ const COMPLETE: &str = r#"
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
 local head = 'F\t' .. ARGV[1] .. '\t'
-if string.sub(v, 1, #head) ~= head then return 0 end
+if string.sub(v, 1, #head) ~= head then
+  -- Sent again after its connection dropped (ARGV[5]), and done with this very outcome (JSON
+  -- holds no raw tab): the first send applied it.
+  if ARGV[5] == '1' and string.sub(v, 1, 3) == 'D\t\t'
+      and string.sub(v, -(#ARGV[2] + 1)) == '\t' .. ARGV[2] then
+    return 1
+  end
+  return 0
+end
 local from = string.find(v, '\t', #head + 1, true)
 from = from and string.find(v, '\t', from + 1, true)
 local to = from and string.find(v, '\t', from + 1, true)
@@ -531,6 +539,68 @@ impl RedisStore {
     }
 }
 
+/// Most times a command is sent while its connection drops under it.
+const TRIES: u32 = 3;
+
+/// Whether `e` is the connection failing (dropped, reset, closed), not the server refusing the
+/// command.
+fn connection_lost(e: &redis::RedisError) -> bool {
+    e.is_connection_dropped() || e.is_io_error()
+}
+
+/// Runs `command` again while its connection drops under it (the connection reconnects), at
+/// most [`TRIES`] times in all; for commands that tell, when sent again (their argument is
+/// `true`), that their first send ran.
+async fn resent<T, F, Fut>(mut command: F) -> redis::RedisResult<T>
+where
+    F: FnMut(bool) -> Fut,
+    Fut: Future<Output = redis::RedisResult<T>>,
+{
+    let mut tried = 1;
+    loop {
+        match command(tried > 1).await {
+            Err(e) if tried < TRIES && connection_lost(&e) => tried += 1,
+            done => return done,
+        }
+    }
+}
+
+impl RedisStore {
+    /// Sets `value` under `k` unless a record live at `now_ms` holds it: `None` when set, else
+    /// the value that holds the key.
+    async fn reserve_once(
+        &self,
+        k: &str,
+        value: &str,
+        px: u64,
+        now_ms: u64,
+    ) -> redis::RedisResult<Option<String>> {
+        let mut conn = self.connection();
+        let set: Option<String> = redis::cmd("SET")
+            .arg(k)
+            .arg(value)
+            .arg("NX")
+            .arg("PX")
+            .arg(px)
+            .query_async(&mut conn)
+            .await?;
+        if set.is_some() {
+            return Ok(None);
+        }
+        // Taken: the record may still be logically expired for this clock.
+        let (won, existing): (i64, String) = self
+            .scripts
+            .reserve_expired
+            .key(k)
+            .arg(now_ms)
+            .arg(value)
+            .arg(px)
+            .invoke_async(&mut conn)
+            .await?;
+        Ok((won != 1).then_some(existing))
+    }
+}
+
 impl IdempotencyStore for RedisStore {
     fn reserve<'a>(
         &'a self,
@@ -555,34 +625,20 @@ impl IdempotencyStore for RedisStore {
                 request_digest,
                 operation_id,
             )?;
-            let mut conn = self.connection();
-            let set: Option<String> = redis::cmd("SET")
-                .arg(&k)
-                .arg(&value)
-                .arg("NX")
-                .arg("PX")
-                .arg(px)
-                .query_async(&mut conn)
+            // Sent again if its connection drops (the first send may have run): it then finds
+            // the key held by its own owner token, which no other reservation can carry.
+            let existing = resent(|_| self.reserve_once(&k, &value, px, now_ms))
                 .await
                 .map_err(err)?;
-            if set.is_some() {
+            let Some(existing) = existing else {
+                return Ok(Reservation::Reserved { owner });
+            };
+            let record = record_of(parse(&existing)?);
+            if matches!(&record.state, RecordState::InFlight { owner: held, .. } if *held == owner)
+            {
                 return Ok(Reservation::Reserved { owner });
             }
-            // Taken: the record may still be logically expired for this clock.
-            let (won, existing): (i64, String) = self
-                .scripts
-                .reserve_expired
-                .key(&k)
-                .arg(now_ms)
-                .arg(&value)
-                .arg(px)
-                .invoke_async(&mut conn)
-                .await
-                .map_err(err)?;
-            if won == 1 {
-                return Ok(Reservation::Reserved { owner });
-            }
-            Ok(Reservation::Existing(record_of(parse(&existing)?)))
+            Ok(Reservation::Existing(record))
         })
     }
 
@@ -597,18 +653,22 @@ impl IdempotencyStore for RedisStore {
         Box::pin(async move {
             let body = serde_json::to_string(&outcome).map_err(err)?;
             let expires = unix_millis(now).saturating_add(millis(ttl));
-            let mut conn = self.connection();
-            let n: i64 = self
-                .scripts
-                .complete
-                .key(self.idem_key(key))
-                .arg(owner)
-                .arg(body)
-                .arg(expires)
-                .arg(millis(ttl).max(1))
-                .invoke_async(&mut conn)
-                .await
-                .map_err(err)?;
+            let k = self.idem_key(key);
+            // Sent again if its connection drops: the script then answers 1 for a key that
+            // holds this very outcome, which the first send stored.
+            let n: i64 = resent(|again| {
+                let mut conn = self.connection();
+                let mut complete = self.scripts.complete.key(&k);
+                complete
+                    .arg(owner)
+                    .arg(&body)
+                    .arg(expires)
+                    .arg(millis(ttl).max(1))
+                    .arg(u8::from(again));
+                async move { complete.invoke_async(&mut conn).await }
+            })
+            .await
+            .map_err(err)?;
             Ok(n == 1)
         })
     }
@@ -885,8 +945,15 @@ impl SessionLedger for RedisStore {
             for l in limits {
                 inv.key(self.holds_key(&l.scope));
             }
-            let mut conn = self.connection();
-            let n: i64 = inv.invoke_async(&mut conn).await.map_err(err)?;
+            // Sent again if its connection drops: a hold the first send took is live and
+            // answers 1 without being taken twice.
+            let n: i64 = resent(|_| {
+                let mut conn = self.connection();
+                let inv = &inv;
+                async move { inv.invoke_async(&mut conn).await }
+            })
+            .await
+            .map_err(err)?;
             Ok(n == 1)
         })
     }
@@ -960,5 +1027,85 @@ impl SessionLedger for RedisStore {
                 .map_err(err)?;
             Ok(n == 1)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! A completion sent again after its connection dropped (needs `TOOLGUARD_REDIS_URL`;
+    //! skipped without it).
+
+    use super::*;
+    use toolguard_pipeline::Status;
+
+    fn key() -> ScopedKey {
+        ScopedKey {
+            tenant: "acme".into(),
+            subject: "alice".into(),
+            tool: "transfer".into(),
+            key: "k".into(),
+        }
+    }
+
+    fn outcome(n: u64) -> String {
+        let mut outcome = StoredOutcome::new(Status::Ok);
+        outcome.output = Some(serde_json::json!({ "n": n }));
+        serde_json::to_string(&outcome).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_completion_sent_again_is_applied_once_its_outcome_is_stored() {
+        let Some(url) = std::env::var("TOOLGUARD_REDIS_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+        else {
+            eprintln!("skipped: TOOLGUARD_REDIS_URL is not set");
+            return;
+        };
+        let prefix = format!("complete_again_{}", std::process::id());
+        let store = RedisStore::connect(&url, prefix)
+            .await
+            .expect("connect redis");
+        let hour = Duration::from_secs(3600);
+        let now = SystemTime::now();
+        let owner =
+            match IdempotencyStore::reserve(&store, &key(), "d", None, hour, hour, now).await {
+                Ok(Reservation::Reserved { owner }) => owner,
+                other => panic!("a fresh key: {other:?}"),
+            };
+        let send = |body: String, again: bool| {
+            let store = &store;
+            let owner = owner.clone();
+            async move {
+                let mut conn = store.connection();
+                store
+                    .scripts
+                    .complete
+                    .key(store.idem_key(&key()))
+                    .arg(owner)
+                    .arg(body)
+                    .arg(unix_millis(now) + 3_600_000)
+                    .arg(3_600_000)
+                    .arg(u8::from(again))
+                    .invoke_async::<i64>(&mut conn)
+                    .await
+                    .unwrap()
+            }
+        };
+        let first = send(outcome(1), false).await;
+        let twice = send(outcome(1), false).await;
+        let again = send(outcome(1), true).await;
+        let other = send(outcome(2), true).await;
+        let stored = IdempotencyStore::get(&store, &key(), now).await;
+        let _ = store.clear().await;
+        assert_eq!(first, 1, "completed");
+        assert_eq!(twice, 0, "a done record is not completed twice");
+        assert_eq!(again, 1, "sent again, it finds its own outcome stored");
+        assert_eq!(other, 0, "another outcome was not stored");
+        let stored = stored.unwrap().expect("a live record");
+        assert!(
+            matches!(&stored.state, RecordState::Done { outcome } if serde_json::to_string(outcome).unwrap() == super::tests::outcome(1)),
+            "{stored:?}"
+        );
     }
 }
