@@ -5,7 +5,8 @@
 //! random processes and restarts them, some armed to abort at a named crash point, while the
 //! servers cut the live processes' store connections (PostgreSQL sessions terminated, Redis
 //! connections closed) at random moments, mid-statement or mid-commit (a SQLite file has no
-//! connections to cut: its processes are only killed). After each
+//! connections to cut: its processes are only killed), and the stores hold every write for 1 to
+//! 3 s now and then, so that writes land after their callers stopped waiting. After each
 //! round the harness checks, from the stores and the side-effect log: no key executed twice, no
 //! session or subject limit exceeded, the audit chain verifies (sealed, against every process's
 //! checkpoints), every execution has one terminal audit entry or was reconciled, every approval
@@ -31,6 +32,8 @@ fn run(backend: &str) -> Value {
             "15000",
             "--kill-ms",
             "250-700",
+            "--stall-ms",
+            "700-1400",
         ]);
     if backend != "sqlite" {
         command.args(["--sever-ms", "150-400"]);
@@ -63,6 +66,10 @@ fn violations(summary: &Value, invariants: &[&str]) -> BTreeMap<String, u64> {
 fn assert_exercised(summary: &Value) {
     let count = |field: &str| summary[field].as_u64().unwrap_or(0);
     assert!(count("kills") > 0, "no process was killed: {summary}");
+    assert!(
+        count("stalls") > 0,
+        "the stores were never stalled: {summary}"
+    );
     if summary["backend"] != "sqlite" {
         assert!(
             count("pg_sessions_cut") > 0,

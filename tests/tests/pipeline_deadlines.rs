@@ -469,3 +469,102 @@ impl OperationStore for Shared {
         self.operations.get(id)
     }
 }
+
+/// An approval store whose writes that mark a request `executed` fail while `down` is set (a
+/// store that stays down past the deadline after the action ran).
+struct ExecutedDown {
+    inner: Arc<dyn ApprovalStore>,
+    down: std::sync::atomic::AtomicBool,
+}
+
+impl ApprovalStore for ExecutedDown {
+    fn create<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, StoreResult<()>> {
+        self.inner.create(request)
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<ApprovalRequest>>> {
+        self.inner.get(id)
+    }
+
+    fn pending<'a>(&'a self, tenant: &'a str) -> BoxFuture<'a, StoreResult<Vec<ApprovalRequest>>> {
+        self.inner.pending(tenant)
+    }
+
+    fn update<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+        expected_version: u64,
+    ) -> BoxFuture<'a, StoreResult<bool>> {
+        let down = self.down.load(std::sync::atomic::Ordering::SeqCst);
+        if down && request.state == toolguard::store::ApprovalState::Executed {
+            return Box::pin(async { Err(toolguard::store::StoreError::new("down".to_owned())) });
+        }
+        self.inner.update(request, expected_version)
+    }
+}
+
+/// An approved action ran, and its request could not be marked `executed` within the store
+/// deadline: the decision answers `ok` without waiting longer, and the request is marked in the
+/// background once the store answers again (no one need ask about it).
+#[tokio::test]
+async fn a_request_marked_executed_after_the_deadline_is_marked_once_the_store_is_back() {
+    let memory = Arc::new(toolguard::MemoryStore::new());
+    let approvals = Arc::new(ExecutedDown {
+        inner: memory.clone(),
+        down: std::sync::atomic::AtomicBool::new(true),
+    });
+    let ledger = Arc::new(Ledger::seeded());
+    let d = Dispatcher::builder_arc(ledger.clone())
+        .tool(TransferFunds)
+        .store(memory.clone())
+        .approval_store(approvals.clone())
+        .store_deadline(DEADLINE)
+        .audit(MemoryAuditSink::new())
+        .build()
+        .expect("dispatcher");
+    let call = ToolCall::new(
+        "call-big",
+        "transfer_funds",
+        transfer(1_500_000, "dl-late-0001"),
+    );
+    let out = d.dispatch(call, &alice()).await;
+    assert_eq!(out.status, Status::PendingApproval, "{out:?}");
+    let id = out.approval.expect("ticket").approval_id;
+    let started = Instant::now();
+    let approved = d.approvals().approve(&bob_approver(), &id).await;
+    assert_eq!(approved.status, Status::Ok, "{approved:?}");
+    assert!(
+        started.elapsed() < DEADLINE * 5,
+        "answered without waiting for the store"
+    );
+    assert_eq!(ledger.transfers(), 1);
+    let state = |memory: Arc<toolguard::MemoryStore>, id: String| async move {
+        ApprovalStore::get(&*memory, &id)
+            .await
+            .unwrap()
+            .unwrap()
+            .state
+    };
+    // Still down: the request is left executing, and tried again.
+    tokio::time::sleep(DEADLINE * 2).await;
+    assert_eq!(
+        state(memory.clone(), id.clone()).await,
+        toolguard::store::ApprovalState::Executing
+    );
+    approvals
+        .down
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let back = Instant::now();
+    loop {
+        let now = state(memory.clone(), id.clone()).await;
+        if now == toolguard::store::ApprovalState::Executed {
+            break;
+        }
+        assert!(
+            back.elapsed() < Duration::from_secs(5),
+            "the request is still {now:?} after the store came back"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(ledger.transfers(), 1, "nothing ran twice");
+}

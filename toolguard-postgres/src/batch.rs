@@ -215,7 +215,9 @@ async fn writer(pool: Pool, mut rx: mpsc::Receiver<(Write, Reply)>) {
         let (failed, lost) = write_tried(&pool, &writes, &mut results).await;
         for ((write, reply), result) in writes.into_iter().zip(replies).zip(results) {
             let answer = match (result, &failed) {
-                // Committed by a statement that succeeded.
+                // Committed by a statement that succeeded (after one that was lost, perhaps:
+                // a completion it did not apply may be that one's).
+                (Some(done), _) if lost => earlier(&pool, &write, done).await,
                 (Some(done), _) => Ok(done),
                 (None, None) => Err(no_answer()),
                 // Its statement failed: tried on its own, so that one bad write does not fail
@@ -305,7 +307,7 @@ fn failed(client: &deadpool_postgres::Object, e: tokio_postgres::Error) -> Faile
 /// Whether `e` ended its session: the connection closed or broke, or the server ended it (a
 /// `FATAL` error such as `57P01`, terminated by an administrator, or a connection exception,
 /// class `08`).
-pub(crate) fn session_lost(e: &tokio_postgres::Error) -> bool {
+fn session_lost(e: &tokio_postgres::Error) -> bool {
     if e.is_closed() {
         return true;
     }

@@ -18,7 +18,10 @@
 //! client and round, 1000), `--seed S`, `--kill-ms LO-HI` (gap between SIGKILLs, 300-900),
 //! `--arm PCT` (percent of restarts armed with a crash point, 50), `--sever-ms LO-HI` (gap
 //! between cuts of every process's store connections by the servers, off unless given: their
-//! PostgreSQL sessions terminated, their Redis connections closed; not with `sqlite`), `--keep`
+//! PostgreSQL sessions terminated, their Redis connections closed; not with `sqlite`),
+//! `--stall-ms LO-HI` (gap between stalls of the stores, off unless given: every write held for
+//! 1 to 3 s, around the processes' 2 s store deadline, so that writes land after their callers
+//! stopped waiting), `--keep`
 //! (keep the schema, the Redis keys and the run directory, which holds the SQLite file).
 //! `TOOLGUARD_PG_URL` and, for Redis, `TOOLGUARD_REDIS_URL` name the services; the `sqlite`
 //! backend needs neither. Violations are printed as they are found, the
@@ -34,6 +37,7 @@ mod protocol;
 mod rng;
 mod run;
 mod sever;
+mod stall;
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()

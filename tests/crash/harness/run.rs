@@ -18,6 +18,7 @@ use super::clients::{self, KeyResult};
 use super::cluster::{Cluster, NodeCommand};
 use super::protocol::{HOST_KEYS, SQLITE_FILE, read_effects};
 use super::sever::{Names, Severer};
+use super::stall::Staller;
 
 /// The options of a run.
 #[derive(Debug, Clone)]
@@ -32,6 +33,7 @@ struct Options {
     seed: u64,
     kill_ms: (u64, u64),
     sever_ms: Option<(u64, u64)>,
+    stall_ms: Option<(u64, u64)>,
     arm: u64,
     keep: bool,
     pg_url: Option<String>,
@@ -80,6 +82,12 @@ struct Args {
     /// `redis`: a SQLite file has no connections to cut).
     #[arg(long, value_parser = kill_range)]
     sever_ms: Option<(u64, u64)>,
+    /// Gap between stalls of the stores in milliseconds, `LO-HI` (none unless given): every
+    /// write held for 1 to 3 s, around the processes' 2 s store deadline (PostgreSQL tables
+    /// locked, Redis writes paused, the SQLite file's write lock held), during the load of
+    /// each round.
+    #[arg(long, value_parser = kill_range)]
+    stall_ms: Option<(u64, u64)>,
     /// Percent of restarts armed with a crash point.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=100))]
     arm: u64,
@@ -153,6 +161,7 @@ fn options(args: Vec<String>) -> Result<Options, String> {
         seed,
         kill_ms: args.kill_ms,
         sever_ms: args.sever_ms,
+        stall_ms: args.stall_ms,
         arm: args.arm,
         keep: args.keep,
         pg_url,
@@ -174,6 +183,8 @@ pub(crate) struct Summary {
     pg_sessions_cut: u64,
     /// The processes' Redis connections closed by the server (`--sever-ms`).
     redis_connections_cut: u64,
+    /// Stalls of the stores (`--stall-ms`).
+    stalls: u64,
     /// Keys sent (each driven to a terminal answer).
     calls: u64,
     /// Requests sent for them (retries included).
@@ -226,6 +237,7 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
         dir.display().to_string(),
     ];
     let mut severer = None;
+    let mut staller = None;
     let stores = match &o.pg_url {
         Some(pg_url) if o.backend != "sqlite" => {
             let config = PgConfig::new(pg_url.clone())
@@ -242,6 +254,10 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
                 severer = Some(Arc::new(
                     Severer::connect(names.clone(), pg_url, o.redis_url.as_deref()).await?,
                 ));
+            }
+            if o.stall_ms.is_some() {
+                let redis_url = o.redis_url.as_deref().filter(|_| o.backend == "redis");
+                staller = Some(Staller::postgres(pg_url, &tag, redis_url).await?);
             }
             let node_pg_url = names
                 .as_ref()
@@ -269,6 +285,10 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
         _ => {
             // Opened (and its tables made) before any process opens it.
             let store = SqliteStore::open(dir.join(SQLITE_FILE)).map_err(|e| e.to_string())?;
+            if o.stall_ms.is_some() {
+                let own = SqliteStore::open(dir.join(SQLITE_FILE)).map_err(|e| e.to_string())?;
+                staller = Some(Staller::sqlite(Arc::new(own)));
+            }
             let audit = store
                 .audit_sink_anchored(anchor)
                 .map_err(|e| e.to_string())?;
@@ -287,6 +307,16 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
         o.kill_ms,
         stop.clone(),
     ));
+    let stalls = staller.as_ref().map(|s| s.stalls.clone());
+    let stalling = match (staller, o.stall_ms) {
+        (Some(staller), Some(gap)) => Some(tokio::spawn(staller.run(
+            cluster.clone(),
+            o.seed ^ 0x57a1,
+            gap,
+            stop.clone(),
+        ))),
+        _ => None,
+    };
     let cutter = match (&severer, o.sever_ms) {
         (Some(severer), Some(gap)) => Some(tokio::spawn(severer.clone().run(
             cluster.clone(),
@@ -304,6 +334,7 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
         crash_point_aborts: 0,
         pg_sessions_cut: 0,
         redis_connections_cut: 0,
+        stalls: 0,
         calls: 0,
         attempts: 0,
         answers: BTreeMap::new(),
@@ -345,7 +376,7 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
                 });
                 eprintln!(
                     "after round {round}: calls {}, effects {}, kills {}, aborts {}, \
-                     connections cut {} (PostgreSQL) {} (Redis), outcome_unknown {}, \
+                     connections cut {} (PostgreSQL) {} (Redis), stalls {}, outcome_unknown {}, \
                      reconciled {}, violations {:?}",
                     summary.calls,
                     summary.effects,
@@ -353,6 +384,7 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
                     cluster.deaths.aborts.load(Ordering::SeqCst),
                     cut.0,
                     cut.1,
+                    stalls.as_ref().map_or(0, |s| s.load(Ordering::SeqCst)),
                     summary.outcome_unknown,
                     summary.reconciled,
                     summary.violations
@@ -371,6 +403,11 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
         Some(cutter) => cutter.await.map_err(|e| e.to_string()).and_then(|r| r),
         None => Ok(()),
     };
+    let stalled = match stalling {
+        Some(stalling) => stalling.await.map_err(|e| e.to_string()).and_then(|r| r),
+        None => Ok(()),
+    };
+    summary.stalls = stalls.map_or(0, |s| s.load(Ordering::SeqCst));
     cluster.shutdown().await;
     summary.kills = cluster.deaths.kills.load(Ordering::SeqCst);
     summary.crash_point_aborts = cluster.deaths.aborts.load(Ordering::SeqCst);
@@ -401,6 +438,7 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
         return Err(e);
     }
     cut.map_err(|e| format!("cutting connections: {e}"))?;
+    stalled.map_err(|e| format!("stalling the stores: {e}"))?;
     match supervised {
         Ok(Ok(())) => Ok(summary),
         Ok(Err(e)) => Err(format!("supervisor: {e}")),

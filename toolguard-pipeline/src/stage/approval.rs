@@ -480,23 +480,49 @@ pub(crate) async fn update<S: Send + Sync + 'static>(
 /// Writes `request`, sealed and moved to the state its action came to, if its stored version is
 /// still `version`, retrying through a store fault ([`super::retry`]); whether it is stored in
 /// that state. A retry that finds the version moved on reads the request: an earlier attempt
-/// may have written it before its answer was lost.
+/// may have written it before its answer was lost. A store that still fails after the deadline
+/// gets the write again in the background ([`super::retry::settle_later`]), so that a request
+/// whose action ran is not left `executing` when no one asks about it again.
 pub(crate) async fn settle_request<S: Send + Sync + 'static>(
     core: &Core<S>,
     request: &ApprovalRequest,
     version: u64,
 ) -> bool {
     let approvals = &core.stores.approvals;
-    let written = super::retry::settling(approvals.deadline(), |retried| async move {
-        match approvals.update(request, version).await {
-            Ok(false) if retried => approvals
-                .get(&request.id)
-                .await
-                .map(|now| now.is_some_and(|now| now.state == request.state)),
-            answer => answer,
-        }
+    let written = super::retry::settling(approvals.deadline(), |retried| {
+        write_settled(approvals, request, version, retried)
     });
-    written.await.unwrap_or(false)
+    match written.await {
+        Ok(done) => done,
+        Err(_) => {
+            let (approvals, request) = (approvals.clone(), request.clone());
+            super::retry::settle_later("approval request", move || {
+                let (approvals, request) = (approvals.clone(), request.clone());
+                async move {
+                    write_settled(&approvals, &request, version, true)
+                        .await
+                        .is_ok()
+                }
+            });
+            false
+        }
+    }
+}
+
+/// One attempt of [`settle_request`]'s write.
+async fn write_settled(
+    approvals: &crate::store::deadline::Deadlined<dyn ApprovalStore>,
+    request: &ApprovalRequest,
+    version: u64,
+    retried: bool,
+) -> crate::store::StoreResult<bool> {
+    match approvals.update(request, version).await {
+        Ok(false) if retried => approvals
+            .get(&request.id)
+            .await
+            .map(|now| now.is_some_and(|now| now.state == request.state)),
+        answer => answer,
+    }
 }
 
 /// Marks an executed request `executed` and settles its outcome under the call's key (the

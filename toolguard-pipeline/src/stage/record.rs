@@ -85,7 +85,8 @@ pub(crate) fn store<S: Send + Sync + 'static>(
 
 /// Writes `record` after the call's audit entry, retrying through a store fault
 /// ([`super::retry`]; a record is put whole, so writing it twice changes nothing): a store error
-/// that outlasts the retries or a panicking store is logged and the call goes on.
+/// that outlasts the retries is logged and the write goes on in the background while the call
+/// goes on; a panicking store is logged.
 pub(crate) async fn write_after<S: Send + Sync + 'static>(core: &Core<S>, record: OperationRecord) {
     let operations = &core.stores.operations;
     let record = &record;
@@ -93,7 +94,12 @@ pub(crate) async fn write_after<S: Send + Sync + 'static>(core: &Core<S>, record
     match super::execute::contained(written).await {
         Ok(Ok(())) => {}
         Ok(Err(err)) => {
-            tracing::error!(error = %err, operation = %record.id, "operation record could not be written");
+            tracing::error!(error = %err, operation = %record.id, "operation record not written yet; retrying in the background");
+            let (operations, record) = (operations.clone(), record.clone());
+            super::retry::settle_later("operation record", move || {
+                let (operations, record) = (operations.clone(), record.clone());
+                async move { operations.put(record).await.is_ok() }
+            });
         }
         Err(_) => tracing::error!("the operation store panicked; the record was not updated"),
     }
@@ -122,18 +128,38 @@ pub(crate) async fn settle<S: Send + Sync + 'static>(
     stored: &StoredOutcome,
 ) {
     let operations = &core.stores.operations;
-    let settled = super::retry::settling(operations.deadline(), |_| async move {
-        match operations.get(id).await? {
-            Some(mut op) => {
-                op.state = OperationState::from_status(stored.status);
-                op.outcome = Some(stored.clone());
-                op.updated_at_ms = unix_millis(core.now());
-                operations.put(op).await
-            }
-            None => Ok(()),
-        }
+    let at_ms = unix_millis(core.now());
+    let settled = super::retry::settling(operations.deadline(), |_| {
+        settle_record(operations, id, stored, at_ms)
     });
     if let Err(err) = settled.await {
-        tracing::error!(error = %err, operation = %id, "operation record could not be settled");
+        tracing::error!(error = %err, operation = %id, "operation record not settled yet; retrying in the background");
+        let (operations, id, stored) = (operations.clone(), id.to_owned(), stored.clone());
+        super::retry::settle_later("operation record", move || {
+            let (operations, id, stored) = (operations.clone(), id.clone(), stored.clone());
+            async move {
+                settle_record(&operations, &id, &stored, at_ms)
+                    .await
+                    .is_ok()
+            }
+        });
+    }
+}
+
+/// One attempt of [`settle`]'s write: the record of `id` given `stored` as its outcome.
+async fn settle_record(
+    operations: &crate::store::deadline::Deadlined<dyn crate::store::OperationStore>,
+    id: &str,
+    stored: &StoredOutcome,
+    at_ms: u64,
+) -> crate::store::StoreResult<()> {
+    match operations.get(id).await? {
+        Some(mut op) => {
+            op.state = OperationState::from_status(stored.status);
+            op.outcome = Some(stored.clone());
+            op.updated_at_ms = at_ms;
+            operations.put(op).await
+        }
+        None => Ok(()),
     }
 }

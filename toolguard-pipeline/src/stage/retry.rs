@@ -8,7 +8,10 @@
 //!
 //! A write is retried within one store deadline: a connection the server cut fails at once and
 //! the next attempt, on a fresh connection, usually succeeds; a store that stalls has used the
-//! deadline on its first attempt, and the call's answer does not wait for it any longer.
+//! deadline on its first attempt, and the call's answer does not wait for it any longer. A write
+//! still not done then goes on being tried in the background ([`settle_later`]) for a while, so
+//! that a store down or stalled for longer than the deadline still gets it when it answers
+//! again, even if no one asks about the call again.
 //!
 //! The writes that decide whether an action runs (a reservation, a request moved to
 //! `executing`, the `executing` record) are not retried: their failure stops the call, and the
@@ -23,6 +26,9 @@ const FIRST_PAUSE: Duration = Duration::from_millis(10);
 
 /// The longest pause between attempts.
 const MAX_PAUSE: Duration = Duration::from_millis(500);
+
+/// How long a write the call could not settle goes on being tried after the call answered.
+const LATER_FOR: Duration = Duration::from_secs(120);
 
 /// Runs `write` until it succeeds, or until another attempt would start after `budget` (the
 /// store deadline); the last answer. `retried` tells `write` whether an earlier attempt failed
@@ -48,10 +54,78 @@ where
     }
 }
 
+/// Goes on trying a settling write that failed for a whole store deadline, in a task of its own
+/// (the call has answered without it), with the pauses of [`settling`], until `write` says it
+/// is done (`true`: written, or nothing is left to write) or [`LATER_FOR`] has passed: a store
+/// that stalled or was down for longer than the deadline still gets the write when it answers
+/// again. Outside a Tokio runtime nothing is tried.
+pub(crate) fn settle_later<F, Fut>(what: &'static str, mut write: F)
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: Future<Output = bool> + Send + 'static,
+{
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        tracing::error!(
+            what,
+            "a write to settle was dropped: no runtime to retry it on"
+        );
+        return;
+    };
+    runtime.spawn(async move {
+        let started = Instant::now();
+        let mut pause = FIRST_PAUSE;
+        loop {
+            tokio::time::sleep(pause).await;
+            if write().await {
+                tracing::info!(
+                    what,
+                    after_ms = started.elapsed().as_millis() as u64,
+                    "settled late"
+                );
+                return;
+            }
+            if started.elapsed() + pause > LATER_FOR {
+                tracing::error!(what, "a write to settle still fails; given up");
+                return;
+            }
+            pause = (pause * 2).min(MAX_PAUSE);
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::cell::Cell;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    #[tokio::test(start_paused = true)]
+    async fn a_write_settled_later_is_tried_until_it_succeeds() {
+        let attempts = Arc::new(AtomicU32::new(0));
+        let counted = attempts.clone();
+        settle_later("test", move || {
+            let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
+            async move { n >= 5 }
+        });
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        assert_eq!(attempts.load(Ordering::SeqCst), 5);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_write_that_never_settles_is_given_up() {
+        let attempts = Arc::new(AtomicU32::new(0));
+        let counted = attempts.clone();
+        settle_later("test", move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async { false }
+        });
+        tokio::time::sleep(LATER_FOR + Duration::from_secs(1)).await;
+        let tried = attempts.load(Ordering::SeqCst);
+        assert!(tried > 100, "tried {tried} times");
+        tokio::time::sleep(LATER_FOR).await;
+        assert_eq!(attempts.load(Ordering::SeqCst), tried, "given up");
+    }
 
     #[tokio::test(start_paused = true)]
     async fn a_write_is_tried_until_it_succeeds() {

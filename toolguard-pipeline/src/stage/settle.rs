@@ -8,6 +8,7 @@
 //! the two leaves the key in flight, so that the call is reported `outcome_unknown` and
 //! reconciled, never replayed as done with its execution in no entry.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use arcstr::ArcStr;
@@ -198,7 +199,7 @@ pub(crate) async fn key_of_operation<S: Send + Sync + 'static>(
 ) {
     if let (Some(key), Some(spec)) = (key, core.spec(tool)) {
         let ttl = core.idempotency_ttl(spec);
-        let store = &*core.stores.idempotency;
+        let store = &core.stores.idempotency;
         settle_operation(store, key, operation_id, stored, ttl, core.now()).await;
     }
 }
@@ -245,30 +246,57 @@ pub(crate) async fn settle_held(
 
 /// Settles the record of operation `operation_id` under `key` after the call that reserved it
 /// has ended (an approval decision, a reconciliation): stores the outcome, or removes the record
-/// so a retry executes, retrying through a store fault ([`super::retry`]). Acts only on this
-/// operation's own record, never on that of a newer call that re-reserved the key after it
-/// expired.
+/// so a retry executes, retrying through a store fault ([`super::retry`], then in the
+/// background). Acts only on this operation's own record, never on that of a newer call that
+/// re-reserved the key after it expired.
 pub(crate) async fn settle_operation(
-    store: &Deadlined<dyn IdempotencyStore>,
+    store: &Arc<Deadlined<dyn IdempotencyStore>>,
     key: &ScopedKey,
     operation_id: &str,
     outcome: &StoredOutcome,
     ttl: Duration,
     now: SystemTime,
 ) {
-    let result = super::retry::settling(store.deadline(), |retried| async move {
-        let settled = if is_stored(outcome.status) {
-            store
-                .replace(key, operation_id, outcome.clone(), ttl, now)
-                .await
-        } else {
-            store.remove(key, operation_id).await
-        };
-        // A retry that finds nothing of this operation's to remove: the attempt whose answer
-        // was lost removed it.
-        settled.map(|done| done || retried)
+    let result = super::retry::settling(store.deadline(), |retried| {
+        write_operation(store, key, operation_id, outcome, ttl, now, retried)
     });
-    log_settled(key, result.await);
+    let result = result.await;
+    if result.is_err() {
+        let (store, key) = (store.clone(), key.clone());
+        let (operation_id, outcome) = (operation_id.to_owned(), outcome.clone());
+        super::retry::settle_later("idempotency record", move || {
+            let (store, key) = (store.clone(), key.clone());
+            let (operation_id, outcome) = (operation_id.clone(), outcome.clone());
+            async move {
+                let written =
+                    write_operation(&store, &key, &operation_id, &outcome, ttl, now, true).await;
+                written.is_ok()
+            }
+        });
+    }
+    log_settled(key, result);
+}
+
+/// One attempt of [`settle_operation`]'s write.
+async fn write_operation(
+    store: &Deadlined<dyn IdempotencyStore>,
+    key: &ScopedKey,
+    operation_id: &str,
+    outcome: &StoredOutcome,
+    ttl: Duration,
+    now: SystemTime,
+    retried: bool,
+) -> crate::store::StoreResult<bool> {
+    let settled = if is_stored(outcome.status) {
+        store
+            .replace(key, operation_id, outcome.clone(), ttl, now)
+            .await
+    } else {
+        store.remove(key, operation_id).await
+    };
+    // A retry that finds nothing of this operation's to remove: the attempt whose answer was
+    // lost removed it.
+    settled.map(|done| done || retried)
 }
 
 fn log_settled(key: &ScopedKey, result: crate::store::StoreResult<bool>) {
