@@ -13,13 +13,11 @@ mod store_support;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use store_support::transfer_record as record;
-use toolguard::Status;
 use toolguard::audit::{AuditQuery, AuditSink};
 use toolguard::postgres::{PgAuditSink, PgConfig, PgStore};
-use toolguard::store::{IdempotencyStore, Reservation, ScopedKey, StoredOutcome};
 
 /// Terminates, every few milliseconds until `stop`, every session named `application`; how
 /// many it terminated.
@@ -117,15 +115,6 @@ async fn audit_appends_survive_their_sessions_being_cut_and_none_is_stored_twice
     eprintln!("{cut} sessions cut during 400 appends");
 }
 
-fn key(n: u64) -> ScopedKey {
-    ScopedKey {
-        tenant: "acme".into(),
-        subject: "alice".into(),
-        tool: "transfer".into(),
-        key: format!("key-{n}").into(),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(not(toolguard_pg), ignore = "set TOOLGUARD_PG_URL to run")]
 async fn a_reservation_committed_before_its_session_was_cut_is_still_the_callers() {
@@ -142,35 +131,7 @@ async fn a_reservation_committed_before_its_session_was_cut_is_still_the_callers
     let store = Arc::new(PgStore::connect(&config).await.expect("connect postgres"));
     let stop = Arc::new(AtomicBool::new(false));
     let cutting = tokio::spawn(cutter(url, application, stop.clone()));
-    const WAVES: u64 = 40;
-    const PER_WAVE: u64 = 25;
-    let run = {
-        let store = store.clone();
-        tokio::spawn(async move {
-            // Every key is fresh and reserved once: nobody else can hold it.
-            let hour = Duration::from_secs(3600);
-            let mut answers = Vec::new();
-            for wave in 0..WAVES {
-                let mut tasks = Vec::new();
-                for i in 0..PER_WAVE {
-                    let store = store.clone();
-                    let n = wave * PER_WAVE + i;
-                    tasks.push(tokio::spawn(async move {
-                        let now = SystemTime::now();
-                        let answer = store
-                            .reserve(&key(n), "digest", None, hour, hour, now)
-                            .await;
-                        (n, answer)
-                    }));
-                }
-                for t in tasks {
-                    answers.push(t.await.expect("reserve task"));
-                }
-            }
-            answers
-        })
-    };
-    let answers = run.await;
+    let answers = tokio::spawn(store_support::reserve_fresh(store.clone(), 40, 25)).await;
     stop.store(true, Ordering::SeqCst);
     let cut = cutting.await.expect("the cutter");
     let answers = match answers {
@@ -180,51 +141,23 @@ async fn a_reservation_committed_before_its_session_was_cut_is_still_the_callers
             std::panic::resume_unwind(e.into_panic())
         }
     };
-    // With the sessions left alone: each key reserved holds its caller's owner token (a
-    // completion with it is applied), and no key was answered as someone else's.
-    let mut reserved = 0;
-    let mut failed = 0;
-    let mut foreign = Vec::new();
-    let mut unusable = Vec::new();
-    for (n, answer) in answers {
-        match answer {
-            Ok(Reservation::Reserved { owner }) => {
-                reserved += 1;
-                let outcome = StoredOutcome {
-                    status: Status::Ok,
-                    reason: None,
-                    message: None,
-                    output: None,
-                    approval: None,
-                    operation_id: None,
-                };
-                let hour = Duration::from_secs(3600);
-                let completed = store
-                    .complete(&key(n), &owner, outcome, hour, SystemTime::now())
-                    .await;
-                if !matches!(completed, Ok(true)) {
-                    unusable.push((n, completed));
-                }
-            }
-            Ok(Reservation::Existing(record)) => foreign.push((n, record)),
-            // A reservation whose fate could not be told fails closed.
-            Err(_) => failed += 1,
-        }
-    }
+    // With the sessions left alone.
+    let found = store_support::check_fresh(&*store, &answers).await;
     let _ = store.drop_schema().await;
     assert!(cut > 0, "no session was cut");
     assert!(
-        foreign.is_empty(),
-        "fresh keys answered as held by another caller ({cut} sessions cut, {reserved} \
-         reserved, {failed} failed): {foreign:?}"
+        found.foreign.is_empty(),
+        "fresh keys answered as held by another caller ({cut} sessions cut): {found:?}"
     );
     assert!(
-        unusable.is_empty(),
-        "reservations whose owner token does not hold the key: {unusable:?}"
+        found.unusable.is_empty(),
+        "owner tokens that do not hold their keys: {found:?}"
     );
-    assert!(reserved > 0, "nothing was reserved ({failed} failed)");
+    assert!(found.reserved > 0, "nothing was reserved: {found:?}");
     eprintln!(
-        "{cut} sessions cut during {} reservations: {reserved} reserved, {failed} failed",
-        WAVES * PER_WAVE
+        "{cut} sessions cut during {} reservations: {} reserved, {} failed",
+        answers.len(),
+        found.reserved,
+        found.failed
     );
 }

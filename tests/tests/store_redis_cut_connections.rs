@@ -10,11 +10,9 @@ mod store_support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use toolguard::Status;
 use toolguard::redis::RedisStore;
-use toolguard::store::{IdempotencyStore, Reservation, ScopedKey, StoredOutcome};
 
 /// Closes, every few milliseconds until `stop`, every connection of Redis user `user`; how many
 /// it closed.
@@ -37,15 +35,6 @@ async fn cutter(url: String, user: String, stop: Arc<AtomicBool>) -> u64 {
         tokio::time::sleep(Duration::from_millis(3)).await;
     }
     cut
-}
-
-fn key(n: u64) -> ScopedKey {
-    ScopedKey {
-        tenant: "acme".into(),
-        subject: "alice".into(),
-        tool: "transfer".into(),
-        key: format!("key-{n}").into(),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -99,92 +88,38 @@ async fn a_reservation_whose_connection_dropped_is_still_the_callers() {
     );
     let stop = Arc::new(AtomicBool::new(false));
     let cutting = tokio::spawn(cutter(url.clone(), user.clone(), stop.clone()));
-    const WAVES: u64 = 40;
-    const PER_WAVE: u64 = 25;
-    let run = {
-        let store = store.clone();
-        tokio::spawn(async move {
-            // Every key is fresh and reserved once: nobody else can hold it.
-            let hour = Duration::from_secs(3600);
-            let mut answers = Vec::new();
-            for wave in 0..WAVES {
-                let mut tasks = Vec::new();
-                for i in 0..PER_WAVE {
-                    let store = store.clone();
-                    let n = wave * PER_WAVE + i;
-                    tasks.push(tokio::spawn(async move {
-                        let now = SystemTime::now();
-                        let answer = store
-                            .reserve(&key(n), "digest", None, hour, hour, now)
-                            .await;
-                        (n, answer)
-                    }));
-                }
-                for t in tasks {
-                    answers.push(t.await.expect("reserve task"));
-                }
-            }
-            answers
-        })
-    };
-    let answers = run.await;
+    let answers = tokio::spawn(store_support::reserve_fresh(store.clone(), 40, 25)).await;
     stop.store(true, Ordering::SeqCst);
     let cut = cutting.await.expect("the cutter");
-    let mut reserved = 0;
-    let mut failed = 0;
-    let mut foreign = Vec::new();
-    let mut unusable = Vec::new();
-    if let Ok(answers) = &answers {
-        // With the connections left alone: each key reserved holds its caller's owner token (a
-        // completion with it is applied).
-        for (n, answer) in answers {
-            match answer {
-                Ok(Reservation::Reserved { owner }) => {
-                    reserved += 1;
-                    let outcome = StoredOutcome {
-                        status: Status::Ok,
-                        reason: None,
-                        message: None,
-                        output: None,
-                        approval: None,
-                        operation_id: None,
-                    };
-                    let hour = Duration::from_secs(3600);
-                    let completed = store
-                        .complete(&key(*n), owner, outcome, hour, SystemTime::now())
-                        .await;
-                    if !matches!(completed, Ok(true)) {
-                        unusable.push((*n, completed));
-                    }
-                }
-                Ok(Reservation::Existing(record)) => foreign.push((*n, record.clone())),
-                // A reservation whose fate could not be told fails closed.
-                Err(_) => failed += 1,
-            }
-        }
-    }
+    // With the connections left alone.
+    let found = match &answers {
+        Ok(answers) => store_support::check_fresh(&*store, answers).await,
+        Err(_) => store_support::FreshOutcome::default(),
+    };
     let _ = store.clear().await;
     let _ = redis::cmd("ACL")
         .arg("DELUSER")
         .arg(&user)
         .exec_async(&mut admin)
         .await;
-    if let Err(e) = answers {
-        std::panic::resume_unwind(e.into_panic());
-    }
+    let answers = match answers {
+        Ok(answers) => answers,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    };
     assert!(cut > 0, "no connection was closed");
     assert!(
-        foreign.is_empty(),
-        "fresh keys answered as held by another caller ({cut} connections closed, {reserved} \
-         reserved, {failed} failed): {foreign:?}"
+        found.foreign.is_empty(),
+        "fresh keys answered as held by another caller ({cut} connections closed): {found:?}"
     );
     assert!(
-        unusable.is_empty(),
-        "reservations whose owner token does not hold the key: {unusable:?}"
+        found.unusable.is_empty(),
+        "owner tokens that do not hold their keys: {found:?}"
     );
-    assert!(reserved > 0, "nothing was reserved ({failed} failed)");
+    assert!(found.reserved > 0, "nothing was reserved: {found:?}");
     eprintln!(
-        "{cut} connections closed during {} reservations: {reserved} reserved, {failed} failed",
-        WAVES * PER_WAVE
+        "{cut} connections closed during {} reservations: {} reserved, {} failed",
+        answers.len(),
+        found.reserved,
+        found.failed
     );
 }

@@ -209,6 +209,31 @@ impl Cluster {
         Ok(())
     }
 
+    /// Runs `act` (given a seed of its own) every `gap` (random in the range) while the
+    /// processes are being killed (the load of each round), until `stop` is set.
+    pub(crate) async fn during_load<F, Fut>(
+        &self,
+        seed: u64,
+        gap: (u64, u64),
+        stop: &AtomicBool,
+        mut act: F,
+    ) -> Result<(), String>
+    where
+        F: FnMut(u64) -> Fut,
+        Fut: std::future::Future<Output = Result<(), String>>,
+    {
+        let mut rng = Rng::new(seed);
+        let mut next = Instant::now() + Duration::from_millis(rng.between(gap.0, gap.1));
+        while !stop.load(Ordering::SeqCst) {
+            if self.killing.load(Ordering::SeqCst) && Instant::now() >= next {
+                act(rng.next()).await?;
+                next = Instant::now() + Duration::from_millis(rng.between(gap.0, gap.1));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Ok(())
+    }
+
     /// Kills every process (end of the run).
     pub(crate) async fn shutdown(&self) {
         for i in 0..self.children.len() {

@@ -7,10 +7,8 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
 
 use super::cluster::Cluster;
-use super::rng::Rng;
 
 /// The server-side names the dispatcher processes connect under, so that only their
 /// connections are cut (not the harness's own, nor those of anything else on the servers).
@@ -180,16 +178,15 @@ impl Severer {
         gap: (u64, u64),
         stop: Arc<AtomicBool>,
     ) -> Result<(), String> {
-        let mut rng = Rng::new(seed);
-        let mut next = Instant::now() + Duration::from_millis(rng.between(gap.0, gap.1));
-        while !stop.load(Ordering::SeqCst) {
-            if cluster.killing.load(Ordering::SeqCst) && Instant::now() >= next {
-                self.cut().await?;
-                next = Instant::now() + Duration::from_millis(rng.between(gap.0, gap.1));
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        Ok(())
+        let this = &*self;
+        cluster
+            .during_load(
+                seed,
+                gap,
+                &stop,
+                |_| async move { this.cut().await.map(drop) },
+            )
+            .await
     }
 
     /// Removes the processes' Redis user (end of the run).

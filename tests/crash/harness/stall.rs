@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use toolguard_sqlite::SqliteStore;
 
@@ -86,9 +86,11 @@ impl Staller {
         }
     }
 
-    /// Holds the store's writes for `hold`.
-    async fn stall(&mut self, rng: &mut Rng, hold: Duration) -> Result<(), String> {
-        match &mut self.target {
+    /// Holds the store's writes for a while (1 to 3 s), drawing what to hold from `seed`.
+    async fn stall(&self, seed: u64) -> Result<(), String> {
+        let mut rng = Rng::new(seed);
+        let hold = Duration::from_millis(rng.between(STALL_MS.0, STALL_MS.1));
+        match &self.target {
             Target::Postgres {
                 client,
                 schema,
@@ -109,22 +111,20 @@ impl Staller {
                         .arg("PAUSE")
                         .arg(hold.as_millis() as u64)
                         .arg("WRITE")
-                        .exec_async(conn)
+                        .exec_async(&mut conn.clone())
                         .await
                         .map_err(|e| format!("redis: {e}"))?;
                 }
-                let tx = client
-                    .transaction()
+                let pg = |e: tokio_postgres::Error| format!("postgres: {e}");
+                client
+                    .batch_execute(&format!(
+                        "BEGIN; LOCK TABLE {} IN ACCESS EXCLUSIVE MODE",
+                        tables.join(", ")
+                    ))
                     .await
-                    .map_err(|e| format!("postgres: {e}"))?;
-                tx.batch_execute(&format!(
-                    "LOCK TABLE {} IN ACCESS EXCLUSIVE MODE",
-                    tables.join(", ")
-                ))
-                .await
-                .map_err(|e| format!("postgres: {e}"))?;
+                    .map_err(pg)?;
                 tokio::time::sleep(hold).await;
-                tx.commit().await.map_err(|e| format!("postgres: {e}"))?;
+                client.batch_execute("COMMIT").await.map_err(pg)?;
             }
             Target::Sqlite(store) => {
                 // A statement that writes takes the file's write lock (it changes no row);
@@ -144,24 +144,17 @@ impl Staller {
     }
 
     /// While the cluster's processes are being killed (the load of each round), stalls the
-    /// stores every `gap` (random in the range) for 1 to 3 s. Runs until `stop` is set.
+    /// stores every `gap` (random in the range). Runs until `stop` is set.
     pub(crate) async fn run(
-        mut self,
+        self,
         cluster: Arc<Cluster>,
         seed: u64,
         gap: (u64, u64),
         stop: Arc<AtomicBool>,
     ) -> Result<(), String> {
-        let mut rng = Rng::new(seed);
-        let mut next = Instant::now() + Duration::from_millis(rng.between(gap.0, gap.1));
-        while !stop.load(Ordering::SeqCst) {
-            if cluster.killing.load(Ordering::SeqCst) && Instant::now() >= next {
-                let hold = Duration::from_millis(rng.between(STALL_MS.0, STALL_MS.1));
-                self.stall(&mut rng, hold).await?;
-                next = Instant::now() + Duration::from_millis(rng.between(gap.0, gap.1));
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        Ok(())
+        let this = &self;
+        cluster
+            .during_load(seed, gap, &stop, |seed| this.stall(seed))
+            .await
     }
 }

@@ -386,3 +386,88 @@ where
         std::panic::resume_unwind(e.into_panic());
     }
 }
+
+/// Fresh key `n` of the tests that cut a store's connections.
+pub fn fresh_key(n: u64) -> toolguard::store::ScopedKey {
+    toolguard::store::ScopedKey {
+        tenant: "acme".into(),
+        subject: "alice".into(),
+        tool: "transfer".into(),
+        key: format!("key-{n}").into(),
+    }
+}
+
+/// The answer to the reservation of each fresh key.
+pub type FreshAnswers = Vec<(
+    u64,
+    toolguard::store::StoreResult<toolguard::store::Reservation>,
+)>;
+
+/// Reserves `waves` × `per_wave` fresh keys ([`fresh_key`]), `per_wave` at a time; every key is
+/// reserved once, so nobody else can hold it.
+pub async fn reserve_fresh(
+    store: Arc<dyn IdempotencyStore>,
+    waves: u64,
+    per_wave: u64,
+) -> FreshAnswers {
+    let hour = std::time::Duration::from_secs(3600);
+    let mut answers = Vec::new();
+    for wave in 0..waves {
+        let mut tasks = Vec::new();
+        for i in 0..per_wave {
+            let store = store.clone();
+            let n = wave * per_wave + i;
+            tasks.push(tokio::spawn(async move {
+                let now = std::time::SystemTime::now();
+                let key = fresh_key(n);
+                (
+                    n,
+                    store.reserve(&key, "digest", None, hour, hour, now).await,
+                )
+            }));
+        }
+        for t in tasks {
+            answers.push(t.await.expect("reserve task"));
+        }
+    }
+    answers
+}
+
+/// What the answers of [`reserve_fresh`] came to.
+#[derive(Debug, Default)]
+pub struct FreshOutcome {
+    /// Keys answered as reserved.
+    pub reserved: usize,
+    /// Reservations that failed (closed: whether they happened could not be told).
+    pub failed: usize,
+    /// Fresh keys answered as held by someone else: never right.
+    pub foreign: Vec<(u64, toolguard::store::IdempotencyRecord)>,
+    /// Keys answered as reserved whose owner token does not complete them.
+    pub unusable: Vec<(u64, toolguard::store::StoreResult<bool>)>,
+}
+
+/// Checks `answers` once the store is left alone: each key reserved is completed with the
+/// owner token its caller got.
+pub async fn check_fresh(store: &dyn IdempotencyStore, answers: &FreshAnswers) -> FreshOutcome {
+    use toolguard::store::{Reservation, StoredOutcome};
+    let mut out = FreshOutcome::default();
+    let hour = std::time::Duration::from_secs(3600);
+    for (n, answer) in answers {
+        match answer {
+            Ok(Reservation::Reserved { owner }) => {
+                out.reserved += 1;
+                let outcome = StoredOutcome::new(toolguard::Status::Ok);
+                let now = std::time::SystemTime::now();
+                let completed = store
+                    .complete(&fresh_key(*n), owner, outcome, hour, now)
+                    .await;
+                if !matches!(completed, Ok(true)) {
+                    out.unusable.push((*n, completed));
+                }
+            }
+            Ok(Reservation::Existing(record)) => out.foreign.push((*n, record.clone())),
+            Err(_) => out.failed += 1,
+        }
+    }
+    out
+}
