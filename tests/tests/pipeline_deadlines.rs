@@ -257,6 +257,41 @@ async fn reconciliation_with_stalled_stores(b: Arc<Backend>) {
     );
 }
 
+/// A reconciled operation whose record cannot be written leaves its key as it was: the key's
+/// outcome is never stored before the record that says the same, so a retry does not replay a
+/// reconciled outcome the operation record does not hold. Once the store answers, the record
+/// holds it, and the key follows.
+async fn reconciliation_settles_the_key_after_its_record(b: Arc<Backend>) {
+    let Some(f) = fixture(&b) else { return };
+    let args = json!({"cents": 9, "delay_ms": 500, "idempotency_key": "dl-recon-02"});
+    let call = || ToolCall::new("c", "slow_payout", args.clone());
+    let out = f.d.dispatch(call(), &alice()).await;
+    assert_eq!(out.status, Status::OutcomeUnknown, "{}: {out:?}", f.name);
+    let op = out.operation_id.expect("operation id");
+    f.ledger.landed.lock().unwrap().insert(op.to_string(), 9);
+    f.faulty.stall(StoreOp::OperationPut, STALL);
+    let report = f.timed(f.d.operation_status(&alice(), &op)).await;
+    let report = report.expect("report");
+    assert_eq!(report.state, OperationState::Ok, "{}", f.name);
+    let retried = f.timed(f.d.dispatch(call(), &alice())).await;
+    assert_ne!(
+        retried.status,
+        Status::Ok,
+        "{}: the key replayed the reconciled outcome before the record held it: {retried:?}",
+        f.name
+    );
+    f.faulty.heal_all();
+    let report = f.d.operation_status(&alice(), &op).await.expect("report");
+    assert_eq!(report.state, OperationState::Ok, "{}", f.name);
+    let replayed = f.d.dispatch(call(), &alice()).await;
+    assert_eq!(
+        (replayed.status, replayed.replayed),
+        (Status::Ok, true),
+        "{}: {replayed:?}",
+        f.name
+    );
+}
+
 macro_rules! on_backends {
     ($($test:ident),* $(,)?) => {
         mod memory {
@@ -302,6 +337,7 @@ on_backends!(
     dispatch_with_stalled_operation_put,
     status_with_stalled_operation_get,
     reconciliation_with_stalled_stores,
+    reconciliation_settles_the_key_after_its_record,
 );
 
 impl IdempotencyStore for Shared {
@@ -567,4 +603,101 @@ async fn a_request_marked_executed_after_the_deadline_is_marked_once_the_store_i
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(ledger.transfers(), 1, "nothing ran twice");
+}
+
+/// An operation store whose writes of a finished record (`ok`, `failed`) fail while `down` is
+/// set; the records written before an action runs go through.
+struct FinishedRecordDown {
+    inner: Arc<toolguard::MemoryStore>,
+    down: std::sync::atomic::AtomicBool,
+}
+
+impl OperationStore for FinishedRecordDown {
+    fn put(&self, record: OperationRecord) -> BoxFuture<'_, StoreResult<()>> {
+        let finished = matches!(record.state, OperationState::Ok | OperationState::Failed);
+        if finished && self.down.load(std::sync::atomic::Ordering::SeqCst) {
+            return Box::pin(async { Err(toolguard::store::StoreError::new("down".to_owned())) });
+        }
+        OperationStore::put(&*self.inner, record)
+    }
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<OperationRecord>>> {
+        OperationStore::get(&*self.inner, id)
+    }
+}
+
+/// An approved action ran and its operation record could not be written in time: the request is
+/// marked `executed`, but the call's key keeps its pending outcome rather than an outcome the
+/// record does not hold. Once the record is written (in the background), a retry of the call
+/// answers the action's outcome from it.
+#[tokio::test]
+async fn an_approved_action_whose_record_is_late_leaves_its_key_to_the_record() {
+    let memory = Arc::new(toolguard::MemoryStore::new());
+    let operations = Arc::new(FinishedRecordDown {
+        inner: memory.clone(),
+        down: std::sync::atomic::AtomicBool::new(true),
+    });
+    let ledger = Arc::new(Ledger::seeded());
+    let d = Dispatcher::builder_arc(ledger.clone())
+        .tool(TransferFunds)
+        .store(memory.clone())
+        .operation_store(operations.clone())
+        .store_deadline(DEADLINE)
+        .audit(MemoryAuditSink::new())
+        .build()
+        .expect("dispatcher");
+    let call = || {
+        ToolCall::new(
+            "call-big",
+            "transfer_funds",
+            transfer(1_500_000, "dl-late-record-01"),
+        )
+    };
+    let out = d.dispatch(call(), &alice()).await;
+    assert_eq!(out.status, Status::PendingApproval, "{out:?}");
+    let id = out.approval.expect("ticket").approval_id;
+    let approved = d.approvals().approve(&bob_approver(), &id).await;
+    assert_eq!(approved.status, Status::Ok, "{approved:?}");
+    assert_eq!(ledger.transfers(), 1);
+    let key = ScopedKey {
+        tenant: "acme".into(),
+        subject: "alice".into(),
+        tool: "transfer_funds".into(),
+        key: "dl-late-record-01".into(),
+    };
+    let stored = |memory: Arc<toolguard::MemoryStore>, key: ScopedKey| async move {
+        IdempotencyStore::get(&*memory, &key, SystemTime::now())
+            .await
+            .unwrap()
+            .and_then(|r| match r.state {
+                toolguard::store::RecordState::Done { outcome } => Some(outcome.status),
+                toolguard::store::RecordState::InFlight { .. } => None,
+            })
+    };
+    assert_eq!(
+        stored(memory.clone(), key.clone()).await,
+        Some(Status::PendingApproval),
+        "the key was settled before the record that says the same"
+    );
+    operations
+        .down
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let back = Instant::now();
+    loop {
+        let retried = d.dispatch(call(), &alice()).await;
+        if retried.status == Status::Ok {
+            assert!(retried.replayed, "{retried:?}");
+            break;
+        }
+        assert!(
+            back.elapsed() < Duration::from_secs(5),
+            "the retry still answers {retried:?} after the store came back"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(ledger.transfers(), 1, "nothing ran twice");
+    assert_eq!(
+        stored(memory.clone(), key).await,
+        Some(Status::Ok),
+        "the key follows its record"
+    );
 }

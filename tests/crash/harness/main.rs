@@ -21,7 +21,7 @@
 //! PostgreSQL sessions terminated, their Redis connections closed; not with `sqlite`),
 //! `--stall-ms LO-HI` (gap between stalls of the stores, off unless given: every write held for
 //! 1 to 3 s, around the processes' 2 s store deadline, so that writes land after their callers
-//! stopped waiting), `--keep`
+//! stopped waiting), `--stall-len-ms LO-HI` (how long each stall holds, 1000-3000), `--keep`
 //! (keep the schema, the Redis keys and the run directory, which holds the SQLite file).
 //! `TOOLGUARD_PG_URL` and, for Redis, `TOOLGUARD_REDIS_URL` name the services; the `sqlite`
 //! backend needs neither. Violations are printed as they are found, the

@@ -34,6 +34,7 @@ struct Options {
     kill_ms: (u64, u64),
     sever_ms: Option<(u64, u64)>,
     stall_ms: Option<(u64, u64)>,
+    stall_len_ms: (u64, u64),
     arm: u64,
     keep: bool,
     pg_url: Option<String>,
@@ -88,6 +89,11 @@ struct Args {
     /// each round.
     #[arg(long, value_parser = kill_range)]
     stall_ms: Option<(u64, u64)>,
+    /// How long each stall holds the writes, in milliseconds, `LO-HI`: by default around the
+    /// processes' 2 s store deadline; past 10 s, the SQLite store's busy timeout and the
+    /// PostgreSQL audit writer's retries give up while the stall lasts.
+    #[arg(long, default_value = "1000-3000", value_parser = kill_range)]
+    stall_len_ms: (u64, u64),
     /// Percent of restarts armed with a crash point.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=100))]
     arm: u64,
@@ -162,6 +168,7 @@ fn options(args: Vec<String>) -> Result<Options, String> {
         kill_ms: args.kill_ms,
         sever_ms: args.sever_ms,
         stall_ms: args.stall_ms,
+        stall_len_ms: args.stall_len_ms,
         arm: args.arm,
         keep: args.keep,
         pg_url,
@@ -257,7 +264,7 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
             }
             if o.stall_ms.is_some() {
                 let redis_url = o.redis_url.as_deref().filter(|_| o.backend == "redis");
-                staller = Some(Staller::postgres(pg_url, &tag, redis_url).await?);
+                staller = Some(Staller::postgres(pg_url, &tag, redis_url, o.stall_len_ms).await?);
             }
             let node_pg_url = names
                 .as_ref()
@@ -287,7 +294,7 @@ pub(crate) async fn main(args: Vec<String>) -> Result<Summary, String> {
             let store = SqliteStore::open(dir.join(SQLITE_FILE)).map_err(|e| e.to_string())?;
             if o.stall_ms.is_some() {
                 let own = SqliteStore::open(dir.join(SQLITE_FILE)).map_err(|e| e.to_string())?;
-                staller = Some(Staller::sqlite(Arc::new(own)));
+                staller = Some(Staller::sqlite(Arc::new(own), o.stall_len_ms));
             }
             let audit = store
                 .audit_sink_anchored(anchor)

@@ -15,9 +15,6 @@ use toolguard_sqlite::SqliteStore;
 use super::cluster::Cluster;
 use super::rng::Rng;
 
-/// How long a stall lasts, in milliseconds: around the dispatchers' 2 s store deadline.
-const STALL_MS: (u64, u64) = (1_000, 3_000);
-
 /// The PostgreSQL tables a stall locks (a random non-empty subset each time).
 const TABLES: [&str; 5] = [
     "toolguard_idempotency",
@@ -42,6 +39,8 @@ pub(crate) enum Target {
 /// Stalls the stores now and then while the processes are being killed.
 pub(crate) struct Staller {
     target: Target,
+    /// How long a stall holds the writes, in milliseconds (`LO`, `HI`).
+    hold_ms: (u64, u64),
     /// Stalls made so far.
     pub(crate) stalls: Arc<AtomicU64>,
 }
@@ -53,6 +52,7 @@ impl Staller {
         pg_url: &str,
         schema: &str,
         redis_url: Option<&str>,
+        hold_ms: (u64, u64),
     ) -> Result<Self, String> {
         let (client, connection) = tokio_postgres::connect(pg_url, tokio_postgres::NoTls)
             .await
@@ -74,22 +74,24 @@ impl Staller {
                 schema: schema.to_owned(),
                 redis,
             },
+            hold_ms,
             stalls: Arc::default(),
         })
     }
 
     /// Stalls through `store`, which has the run's SQLite file open.
-    pub(crate) fn sqlite(store: Arc<SqliteStore>) -> Self {
+    pub(crate) fn sqlite(store: Arc<SqliteStore>, hold_ms: (u64, u64)) -> Self {
         Staller {
             target: Target::Sqlite(store),
+            hold_ms,
             stalls: Arc::default(),
         }
     }
 
-    /// Holds the store's writes for a while (1 to 3 s), drawing what to hold from `seed`.
+    /// Holds the store's writes for a while (`hold_ms`), drawing what to hold from `seed`.
     async fn stall(&self, seed: u64) -> Result<(), String> {
         let mut rng = Rng::new(seed);
-        let hold = Duration::from_millis(rng.between(STALL_MS.0, STALL_MS.1));
+        let hold = Duration::from_millis(rng.between(self.hold_ms.0, self.hold_ms.1));
         match &self.target {
             Target::Postgres {
                 client,

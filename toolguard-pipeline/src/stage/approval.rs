@@ -526,11 +526,13 @@ async fn write_settled(
 }
 
 /// Marks an executed request `executed` and settles its outcome under the call's key (the
-/// operation record is the decision's own, written by `finish`).
+/// operation record is the decision's own, written by `finish`; `recorded` tells whether it was
+/// written in time, without which the key is left as it is).
 pub(crate) async fn executed<S: Send + Sync + 'static>(
     core: &Core<S>,
     mut request: ApprovalRequest,
     answer: &Answer,
+    recorded: bool,
 ) {
     let stored = answer.stored(Some(&request.operation_id.as_str().into()));
     let version = request.version;
@@ -542,7 +544,10 @@ pub(crate) async fn executed<S: Send + Sync + 'static>(
     release_hold(&*core.stores.ledger, &request).await;
     // A request whose reservation was already used (an earlier record put back in the store)
     // did not run now; the outcome stored for the call stays the one of the run that happened.
-    if answer.reason.as_deref() != Some(RESERVATION_MISSING) {
+    // A key's outcome is never stored before the record that says the same: with the record
+    // still unwritten (`recorded` false), the key keeps its pending outcome, which a retry
+    // resolves from the record once it is written (or reconciles).
+    if recorded && answer.reason.as_deref() != Some(RESERVATION_MISSING) {
         let key = request.idempotency.as_ref();
         let (tool, op) = (&request.tool, &request.operation_id);
         super::settle::key_of_operation(core, tool, key, op, &stored).await;

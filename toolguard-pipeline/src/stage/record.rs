@@ -86,13 +86,16 @@ pub(crate) fn store<S: Send + Sync + 'static>(
 /// Writes `record` after the call's audit entry, retrying through a store fault
 /// ([`super::retry`]; a record is put whole, so writing it twice changes nothing): a store error
 /// that outlasts the retries is logged and the write goes on in the background while the call
-/// goes on; a panicking store is logged.
-pub(crate) async fn write_after<S: Send + Sync + 'static>(core: &Core<S>, record: OperationRecord) {
+/// goes on (`false`); a panicking store is logged (`false`).
+pub(crate) async fn write_after<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    record: OperationRecord,
+) -> bool {
     let operations = &core.stores.operations;
     let record = &record;
     let written = super::retry::settling(operations.deadline(), |_| operations.put(record.clone()));
     match super::execute::contained(written).await {
-        Ok(Ok(())) => {}
+        Ok(Ok(())) => true,
         Ok(Err(err)) => {
             tracing::error!(error = %err, operation = %record.id, "operation record not written yet; retrying in the background");
             let (operations, record) = (operations.clone(), record.clone());
@@ -100,8 +103,12 @@ pub(crate) async fn write_after<S: Send + Sync + 'static>(core: &Core<S>, record
                 let (operations, record) = (operations.clone(), record.clone());
                 async move { operations.put(record).await.is_ok() }
             });
+            false
         }
-        Err(_) => tracing::error!("the operation store panicked; the record was not updated"),
+        Err(_) => {
+            tracing::error!("the operation store panicked; the record was not updated");
+            false
+        }
     }
 }
 
@@ -121,12 +128,13 @@ pub(crate) fn write<S: Send + Sync + 'static>(
 }
 
 /// Sets the outcome of the existing record of operation `id` (approval decisions,
-/// reconciliations), retrying through a store fault ([`super::retry`]).
+/// reconciliations), retrying through a store fault ([`super::retry`]). `false` when the store
+/// did not answer in time: the write then goes on in the background.
 pub(crate) async fn settle<S: Send + Sync + 'static>(
     core: &Core<S>,
     id: &str,
     stored: &StoredOutcome,
-) {
+) -> bool {
     let operations = &core.stores.operations;
     let at_ms = unix_millis(core.now());
     let settled = super::retry::settling(operations.deadline(), |_| {
@@ -143,7 +151,9 @@ pub(crate) async fn settle<S: Send + Sync + 'static>(
                     .is_ok()
             }
         });
+        return false;
     }
+    true
 }
 
 /// One attempt of [`settle`]'s write: the record of `id` given `stored` as its outcome.

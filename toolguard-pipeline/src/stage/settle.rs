@@ -81,8 +81,8 @@ impl Settlement {
                 }),
             },
             Settlement::Decided { request, answer } => Box::pin(async move {
-                record_first(core, record).await;
-                super::approval::executed(core, *request, &answer).await;
+                let recorded = record_first(core, record).await;
+                super::approval::executed(core, *request, &answer, recorded).await;
             }),
             Settlement::Reconciled {
                 tool,
@@ -102,10 +102,15 @@ impl Settlement {
 }
 
 /// Writes the call's final operation `record`, if it has one, before its settlement: a key's
-/// outcome is never stored before the record that says the same.
-async fn record_first<S: Send + Sync + 'static>(core: &Core<S>, record: Option<OperationRecord>) {
-    if let Some(record) = record {
-        super::record::write_after(core, record).await;
+/// outcome is never stored before the record that says the same. `false` when the record is
+/// still being written in the background (the store did not answer in time).
+async fn record_first<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    record: Option<OperationRecord>,
+) -> bool {
+    match record {
+        Some(record) => super::record::write_after(core, record).await,
+        None => true,
     }
 }
 
@@ -176,8 +181,12 @@ pub(crate) fn held(held: Option<Held>, ttl: Duration, answer: &Answer, t: &mut T
     });
 }
 
-/// Settles operation `operation_id` after its call ended: the outcome under its key (if it has
-/// one) and in its operation record.
+/// Settles operation `operation_id` after its call ended: the outcome in its operation record,
+/// then under its key (if it has one). A key's outcome is never stored before the record that
+/// says the same: a record still unwritten after the store deadline (written in the background)
+/// leaves the key as it is, so that a retry does not replay an outcome the record does not
+/// hold; the next status query finds the record settled, or reconciles again, and settles the
+/// key.
 pub(crate) async fn operation<S: Send + Sync + 'static>(
     core: &Core<S>,
     tool: &str,
@@ -185,8 +194,11 @@ pub(crate) async fn operation<S: Send + Sync + 'static>(
     operation_id: &str,
     stored: &StoredOutcome,
 ) {
-    key_of_operation(core, tool, key, operation_id, stored).await;
-    super::record::settle(core, operation_id, stored).await;
+    if super::record::settle(core, operation_id, stored).await {
+        key_of_operation(core, tool, key, operation_id, stored).await;
+    } else if key.is_some() {
+        tracing::warn!(operation = %operation_id, "the operation's key is left unsettled until its record is written");
+    }
 }
 
 /// Settles the key of operation `operation_id` (if it has one) after its call ended.
