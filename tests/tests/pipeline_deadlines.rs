@@ -539,30 +539,25 @@ impl ApprovalStore for ExecutedDown {
     }
 }
 
-/// An approved action ran, and its request could not be marked `executed` within the store
-/// deadline: the decision answers `ok` without waiting longer, and the request is marked in the
-/// background once the store answers again (no one need ask about it).
-#[tokio::test]
-async fn a_request_marked_executed_after_the_deadline_is_marked_once_the_store_is_back() {
-    let memory = Arc::new(toolguard::MemoryStore::new());
-    let approvals = Arc::new(ExecutedDown {
-        inner: memory.clone(),
-        down: std::sync::atomic::AtomicBool::new(true),
-    });
+/// A dispatcher of `transfer_funds` on `memory`'s stores, one of them swapped by `swap`, and the
+/// seeded ledger it moves money on.
+fn on_memory(
+    memory: &Arc<toolguard::MemoryStore>,
+    swap: impl FnOnce(toolguard::DispatcherBuilder<Ledger>) -> toolguard::DispatcherBuilder<Ledger>,
+) -> (Dispatcher<Ledger>, Arc<Ledger>) {
     let ledger = Arc::new(Ledger::seeded());
-    let d = Dispatcher::builder_arc(ledger.clone())
+    let builder = Dispatcher::builder_arc(ledger.clone())
         .tool(TransferFunds)
         .store(memory.clone())
-        .approval_store(approvals.clone())
         .store_deadline(DEADLINE)
-        .audit(MemoryAuditSink::new())
-        .build()
-        .expect("dispatcher");
-    let call = ToolCall::new(
-        "call-big",
-        "transfer_funds",
-        transfer(1_500_000, "dl-late-0001"),
-    );
+        .audit(MemoryAuditSink::new());
+    (swap(builder).build().expect("dispatcher"), ledger)
+}
+
+/// The transfer over the approval threshold under `key`, approved by bob: the request's id, once
+/// the action ran (within a few store deadlines, whatever the stores do after it).
+async fn approved_transfer(d: &Dispatcher<Ledger>, ledger: &Ledger, key: &str) -> String {
+    let call = ToolCall::new("call-big", "transfer_funds", transfer(1_500_000, key));
     let out = d.dispatch(call, &alice()).await;
     assert_eq!(out.status, Status::PendingApproval, "{out:?}");
     let id = out.approval.expect("ticket").approval_id;
@@ -574,6 +569,21 @@ async fn a_request_marked_executed_after_the_deadline_is_marked_once_the_store_i
         "answered without waiting for the store"
     );
     assert_eq!(ledger.transfers(), 1);
+    id
+}
+
+/// An approved action ran, and its request could not be marked `executed` within the store
+/// deadline: the decision answers `ok` without waiting longer, and the request is marked in the
+/// background once the store answers again (no one need ask about it).
+#[tokio::test]
+async fn a_request_marked_executed_after_the_deadline_is_marked_once_the_store_is_back() {
+    let memory = Arc::new(toolguard::MemoryStore::new());
+    let approvals = Arc::new(ExecutedDown {
+        inner: memory.clone(),
+        down: std::sync::atomic::AtomicBool::new(true),
+    });
+    let (d, ledger) = on_memory(&memory, |b| b.approval_store(approvals.clone()));
+    let id = approved_transfer(&d, &ledger, "dl-late-0001").await;
     let state = |memory: Arc<toolguard::MemoryStore>, id: String| async move {
         ApprovalStore::get(&*memory, &id)
             .await
@@ -636,28 +646,8 @@ async fn an_approved_action_whose_record_is_late_leaves_its_key_to_the_record() 
         inner: memory.clone(),
         down: std::sync::atomic::AtomicBool::new(true),
     });
-    let ledger = Arc::new(Ledger::seeded());
-    let d = Dispatcher::builder_arc(ledger.clone())
-        .tool(TransferFunds)
-        .store(memory.clone())
-        .operation_store(operations.clone())
-        .store_deadline(DEADLINE)
-        .audit(MemoryAuditSink::new())
-        .build()
-        .expect("dispatcher");
-    let call = || {
-        ToolCall::new(
-            "call-big",
-            "transfer_funds",
-            transfer(1_500_000, "dl-late-record-01"),
-        )
-    };
-    let out = d.dispatch(call(), &alice()).await;
-    assert_eq!(out.status, Status::PendingApproval, "{out:?}");
-    let id = out.approval.expect("ticket").approval_id;
-    let approved = d.approvals().approve(&bob_approver(), &id).await;
-    assert_eq!(approved.status, Status::Ok, "{approved:?}");
-    assert_eq!(ledger.transfers(), 1);
+    let (d, ledger) = on_memory(&memory, |b| b.operation_store(operations.clone()));
+    approved_transfer(&d, &ledger, "dl-late-record-01").await;
     let key = ScopedKey {
         tenant: "acme".into(),
         subject: "alice".into(),
@@ -683,7 +673,12 @@ async fn an_approved_action_whose_record_is_late_leaves_its_key_to_the_record() 
         .store(false, std::sync::atomic::Ordering::SeqCst);
     let back = Instant::now();
     loop {
-        let retried = d.dispatch(call(), &alice()).await;
+        let call = ToolCall::new(
+            "call-big",
+            "transfer_funds",
+            transfer(1_500_000, "dl-late-record-01"),
+        );
+        let retried = d.dispatch(call, &alice()).await;
         if retried.status == Status::Ok {
             assert!(retried.replayed, "{retried:?}");
             break;
