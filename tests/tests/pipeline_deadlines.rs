@@ -696,3 +696,60 @@ async fn an_approved_action_whose_record_is_late_leaves_its_key_to_the_record() 
         "the key follows its record"
     );
 }
+
+/// A call that ran and stored its outcome under its key, but whose final operation record was
+/// not written (and its process then died: the record stays `executing`): a status query past
+/// the call's lease answers the outcome under the key, for a tool that cannot reconcile, and
+/// writes it into the record.
+#[tokio::test]
+async fn a_status_query_takes_the_outcome_a_call_left_under_its_key() {
+    let memory = Arc::new(toolguard::MemoryStore::new());
+    let operations = Arc::new(FinishedRecordDown {
+        inner: memory.clone(),
+        down: std::sync::atomic::AtomicBool::new(true),
+    });
+    let clock = Arc::new(toolguard::ManualClock::new(SystemTime::now()));
+    let ledger = Arc::new(Ledger::seeded());
+    let d = Dispatcher::builder_arc(ledger.clone())
+        .tool(CreditPoints)
+        .store(memory.clone())
+        .operation_store(operations.clone())
+        .clock(clock.clone())
+        .store_deadline(DEADLINE)
+        .audit(MemoryAuditSink::new())
+        .build()
+        .expect("dispatcher");
+    let args = json!({"points": 40, "idempotency_key": "dl-kept-01"});
+    let out = d
+        .dispatch(ToolCall::new("c", "credit_points", args), &alice())
+        .await;
+    assert_eq!(out.status, Status::Ok, "{out:?}");
+    let op = out.operation_id.expect("operation id");
+    let stored = OperationStore::get(&*memory, &op)
+        .await
+        .unwrap()
+        .expect("record");
+    assert_eq!(
+        stored.state,
+        OperationState::Executing,
+        "the final record was refused"
+    );
+    // The process is gone; the store takes writes again.
+    operations
+        .down
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    clock.advance(Duration::from_secs(120));
+    let report = d.operation_status(&alice(), &op).await.expect("report");
+    assert_eq!(report.state, OperationState::Ok, "{report:?}");
+    assert_eq!(
+        report.outcome.and_then(|o| o.output),
+        Some(json!(40)),
+        "the call's own result"
+    );
+    let stored = OperationStore::get(&*memory, &op)
+        .await
+        .unwrap()
+        .expect("record");
+    assert_eq!(stored.state, OperationState::Ok, "the record now says it");
+    assert_eq!(ledger.runs.load(std::sync::atomic::Ordering::SeqCst), 1);
+}

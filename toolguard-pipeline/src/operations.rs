@@ -129,6 +129,13 @@ async fn query<S: Send + Sync + 'static>(
         settled_key(core, &record).await;
         return answered(core, spec, principal, t, report(record, false)).await;
     }
+    if let Some(outcome) = kept_under_key(core, &record).await {
+        // The call ended and its answer is under its key; only its record was left behind.
+        stage::record::settle(core, &record.id, &outcome).await;
+        record.state = OperationState::from_status(outcome.status);
+        record.outcome = Some(outcome);
+        return answered(core, spec, principal, t, report(record, false)).await;
+    }
     t.at(Stage::Execute);
     let Some((state, outcome)) = stage::reconcile::run(core, tool, principal, &record).await else {
         return Ok(report(record, false));
@@ -144,6 +151,23 @@ async fn query<S: Send + Sync + 'static>(
     record.state = state;
     record.outcome = Some(outcome);
     answered(core, spec, principal, t, report(record, true)).await
+}
+
+/// The outcome the call of an operation whose record was left `executing` stored under its key
+/// before its record was written: the call ended (a key's outcome is stored only after the
+/// call's terminal audit entry), and its record's write failed or was lost with its process.
+/// `None` without a key, or when the key holds no `ok` outcome of this very operation.
+async fn kept_under_key<S: Send + Sync + 'static>(
+    core: &Core<S>,
+    record: &OperationRecord,
+) -> Option<StoredOutcome> {
+    let key = record.idempotency.as_ref()?;
+    let kept = core.stores.idempotency.get(key, core.now()).await.ok()??;
+    let crate::store::RecordState::Done { outcome } = kept.state else {
+        return None;
+    };
+    let ours = outcome.operation_id.as_deref() == Some(record.id.as_str());
+    (outcome.status == Status::Ok && ours).then_some(outcome)
 }
 
 /// A finished operation's outcome (or the `pending_approval` of the request it opened) under its
