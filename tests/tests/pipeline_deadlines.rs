@@ -539,8 +539,8 @@ impl ApprovalStore for ExecutedDown {
     }
 }
 
-/// A dispatcher of `transfer_funds` on `memory`'s stores, one of them swapped by `swap`, and the
-/// seeded ledger it moves money on.
+/// A dispatcher of `transfer_funds` and `credit_points` on `memory`'s stores, one of them swapped
+/// (or anything else set) by `swap`, and the seeded ledger its tools work on.
 fn on_memory(
     memory: &Arc<toolguard::MemoryStore>,
     swap: impl FnOnce(toolguard::DispatcherBuilder<Ledger>) -> toolguard::DispatcherBuilder<Ledger>,
@@ -548,6 +548,7 @@ fn on_memory(
     let ledger = Arc::new(Ledger::seeded());
     let builder = Dispatcher::builder_arc(ledger.clone())
         .tool(TransferFunds)
+        .tool(CreditPoints)
         .store(memory.clone())
         .store_deadline(DEADLINE)
         .audit(MemoryAuditSink::new());
@@ -709,16 +710,9 @@ async fn a_status_query_takes_the_outcome_a_call_left_under_its_key() {
         down: std::sync::atomic::AtomicBool::new(true),
     });
     let clock = Arc::new(toolguard::ManualClock::new(SystemTime::now()));
-    let ledger = Arc::new(Ledger::seeded());
-    let d = Dispatcher::builder_arc(ledger.clone())
-        .tool(CreditPoints)
-        .store(memory.clone())
-        .operation_store(operations.clone())
-        .clock(clock.clone())
-        .store_deadline(DEADLINE)
-        .audit(MemoryAuditSink::new())
-        .build()
-        .expect("dispatcher");
+    let (d, ledger) = on_memory(&memory, |b| {
+        b.operation_store(operations.clone()).clock(clock.clone())
+    });
     let args = json!({"points": 40, "idempotency_key": "dl-kept-01"});
     let out = d
         .dispatch(ToolCall::new("c", "credit_points", args), &alice())
