@@ -1,9 +1,15 @@
-//! Where the Redis stores connect and over how many connections.
+//! Where the Redis stores connect, over how many connections, and how long a reply may take.
+
+use std::time::Duration;
 
 use toolguard_pipeline::store::encode::without_credentials;
 
 /// Connections a store opens unless told otherwise.
 pub const DEFAULT_CONNECTIONS: usize = 2;
+
+/// How long a command waits for its reply unless told otherwise: far above the dispatcher's
+/// store deadline (two seconds unless the host sets another), which decides first.
+pub const DEFAULT_REPLY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Where and how a [`RedisStore`](crate::RedisStore) connects.
 ///
@@ -14,12 +20,24 @@ pub const DEFAULT_CONNECTIONS: usize = 2;
 /// the other's batch (measured in `BENCHMARKS.md`, "Replicas"). More connections than the
 /// machine has cores seldom help.
 ///
+/// How long a call may wait for the store is the dispatcher's store deadline
+/// (`DispatcherBuilder::store_deadline`). The connection's own bound, `reply_timeout`, is a
+/// backstop under it for commands that no deadline covers (the store used directly): a command
+/// whose connection dropped while it was still queued may otherwise never be answered. Keep it
+/// above the store deadline, so that a slow server is answered `unavailable` at the deadline the
+/// host chose.
+///
 /// ```
+/// use std::time::Duration;
 /// use toolguard_redis::RedisConfig;
 ///
-/// let config = RedisConfig::new("redis://127.0.0.1:6379", "myapp:toolguard").connections(4);
+/// let config = RedisConfig::new("redis://127.0.0.1:6379", "myapp:toolguard")
+///     .connections(4)
+///     .reply_timeout(Duration::from_secs(10));
 /// assert_eq!(config.connections, 4);
-/// assert_eq!(RedisConfig::new("redis://127.0.0.1:6379", "p").connections, 2);
+/// assert_eq!(config.reply_timeout, Duration::from_secs(10));
+/// let defaults = RedisConfig::new("redis://127.0.0.1:6379", "p");
+/// assert_eq!((defaults.connections, defaults.reply_timeout.as_secs()), (2, 30));
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -31,6 +49,9 @@ pub struct RedisConfig {
     pub prefix: String,
     /// Multiplexed connections the store's commands are spread over (at least 1).
     pub connections: usize,
+    /// How long a command waits for its reply before it fails (above zero): a backstop under
+    /// the dispatcher's store deadline, [`DEFAULT_REPLY_TIMEOUT`] unless told otherwise.
+    pub reply_timeout: Duration,
 }
 
 impl RedisConfig {
@@ -40,6 +61,7 @@ impl RedisConfig {
             url: url.into(),
             prefix: prefix.into(),
             connections: DEFAULT_CONNECTIONS,
+            reply_timeout: DEFAULT_REPLY_TIMEOUT,
         }
     }
 
@@ -47,6 +69,14 @@ impl RedisConfig {
     #[must_use]
     pub fn connections(mut self, n: usize) -> Self {
         self.connections = n.max(1);
+        self
+    }
+
+    /// Fails a command whose reply has not come within `timeout` (zero is refused when the
+    /// store connects).
+    #[must_use]
+    pub fn reply_timeout(mut self, timeout: Duration) -> Self {
+        self.reply_timeout = timeout;
         self
     }
 }
@@ -57,6 +87,7 @@ impl std::fmt::Debug for RedisConfig {
             .field("url", &without_credentials(&self.url))
             .field("prefix", &self.prefix)
             .field("connections", &self.connections)
+            .field("reply_timeout", &self.reply_timeout)
             .finish()
     }
 }

@@ -6,7 +6,7 @@ use redis::aio::ConnectionManager;
 
 use crate::RedisConfig;
 use crate::store::err;
-use toolguard_pipeline::store::StoreResult;
+use toolguard_pipeline::store::{StoreError, StoreResult};
 
 /// Multiplexed connections to one server (never none), each reconnecting by itself after the
 /// server restarts or the link drops. Cloning shares the connections.
@@ -18,11 +18,20 @@ pub(crate) struct Connections {
 
 impl Connections {
     /// Opens `config.connections` connections (at least one) to `config.url`, all of them now:
-    /// an unreachable server is an error here, not on the first call. The client's own response
-    /// timeout is off: how long a command may take is the dispatcher's store deadline.
+    /// an unreachable server is an error here, not on the first call. A command fails when its
+    /// reply has not come within `config.reply_timeout` (the client's own default, half a
+    /// second, would answer a loaded server `unavailable` before the dispatcher's store
+    /// deadline). Without any bound, a command queued on a connection as it drops can wait
+    /// forever: the connection's task ends, and the queued command is neither sent nor failed.
     pub(crate) async fn open(config: &RedisConfig) -> StoreResult<Self> {
+        if config.reply_timeout.is_zero() {
+            return Err(StoreError::new(
+                "redis: `reply_timeout` is zero: every command would fail before its reply",
+            ));
+        }
         let client = redis::Client::open(config.url.as_str()).map_err(err)?;
-        let manager = redis::aio::ConnectionManagerConfig::new().set_response_timeout(None);
+        let manager = redis::aio::ConnectionManagerConfig::new()
+            .set_response_timeout(Some(config.reply_timeout));
         let n = config.connections.max(1);
         let mut all = Vec::with_capacity(n);
         for _ in 0..n {

@@ -10,6 +10,6 @@ mod detect;
 mod provenance;
 mod store;
 
-pub use config::{DEFAULT_CONNECTIONS, RedisConfig};
+pub use config::{DEFAULT_CONNECTIONS, DEFAULT_REPLY_TIMEOUT, RedisConfig};
 pub use detect::RedisDetectionStore;
 pub use store::RedisStore;

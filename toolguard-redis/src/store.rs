@@ -445,17 +445,19 @@ impl RedisStore {
     /// [`RedisConfig`]).
     ///
     /// How long a command may take is the dispatcher's store deadline
-    /// (`DispatcherBuilder::store_deadline`), not a limit of the connection: the client's own
-    /// response timeout (half a second by default) is turned off, so that a loaded server or a
-    /// connection shared by thousands of waiting calls does not answer `unavailable` before the
-    /// deadline the host chose.
+    /// (`DispatcherBuilder::store_deadline`). The connection's own bound is far above it
+    /// ([`DEFAULT_REPLY_TIMEOUT`](crate::DEFAULT_REPLY_TIMEOUT), in place of the client's half
+    /// a second), so that a loaded server or a connection shared by thousands of waiting calls
+    /// does not answer `unavailable` before the deadline the host chose, while a command whose
+    /// reply can no longer come still fails ([`RedisConfig::reply_timeout`]).
     pub async fn connect(url: &str, prefix: impl Into<String>) -> StoreResult<Self> {
         Self::connect_with(&RedisConfig::new(url, prefix)).await
     }
 
-    /// Connects as `config` says: its URL, key prefix and number of connections (all opened
-    /// now, so that an unreachable server is an error here and not on the first call). Each
-    /// connection reconnects by itself after the server restarts or the link drops.
+    /// Connects as `config` says: its URL, key prefix, number of connections (all opened now, so
+    /// that an unreachable server is an error here and not on the first call) and reply
+    /// timeout. Each connection reconnects by itself after the server restarts or the link
+    /// drops.
     pub async fn connect_with(config: &RedisConfig) -> StoreResult<Self> {
         Ok(RedisStore {
             connections: Connections::open(config).await?,
@@ -542,8 +544,8 @@ impl RedisStore {
 /// Most times a command is sent while its connection drops under it.
 const TRIES: u32 = 3;
 
-/// Whether `e` is the connection failing (dropped, reset, closed), not the server refusing the
-/// command.
+/// Whether `e` is the connection failing (dropped, reset, closed, or the reply not come within
+/// the reply timeout), not the server refusing the command.
 fn connection_lost(e: &redis::RedisError) -> bool {
     e.is_connection_dropped() || e.is_io_error()
 }
