@@ -138,6 +138,17 @@ async fn a_reservation_whose_connection_dropped_is_still_the_callers() {
     );
 }
 
+/// Reserves fresh key `n` for an hour.
+async fn reserve(
+    store: &RedisStore,
+    n: u64,
+) -> toolguard::store::StoreResult<toolguard::store::Reservation> {
+    let hour = Duration::from_secs(3600);
+    let now = std::time::SystemTime::now();
+    let key = store_support::fresh_key(n);
+    store.reserve(&key, "digest", None, hour, hour, now).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(not(toolguard_redis), ignore = "set TOOLGUARD_REDIS_URL to run")]
 async fn a_reply_that_does_not_come_fails_after_the_reply_timeout() {
@@ -166,7 +177,6 @@ async fn a_reply_that_does_not_come_fails_after_the_reply_timeout() {
         .get_multiplexed_async_connection()
         .await
         .expect("connect redis");
-    let hour = Duration::from_secs(3600);
     // The server holds every write for ten seconds: the reservation's `SET` is not answered.
     redis::cmd("CLIENT")
         .arg("PAUSE")
@@ -176,32 +186,14 @@ async fn a_reply_that_does_not_come_fails_after_the_reply_timeout() {
         .await
         .expect("pause the writes");
     let asked = Instant::now();
-    let held = store
-        .reserve(
-            &store_support::fresh_key(1),
-            "digest",
-            None,
-            hour,
-            hour,
-            std::time::SystemTime::now(),
-        )
-        .await;
+    let held = reserve(&store, 1).await;
     let waited = asked.elapsed();
     redis::cmd("CLIENT")
         .arg("UNPAUSE")
         .exec_async(&mut admin)
         .await
         .expect("let the writes go");
-    let after = store
-        .reserve(
-            &store_support::fresh_key(2),
-            "digest",
-            None,
-            hour,
-            hour,
-            std::time::SystemTime::now(),
-        )
-        .await;
+    let after = reserve(&store, 2).await;
     let _ = store.clear().await;
 
     let err = held.expect_err("a reservation the server does not answer fails");
