@@ -481,32 +481,20 @@ pub(crate) async fn update<S: Send + Sync + 'static>(
 /// still `version`, retrying through a store fault ([`super::retry`]); whether it is stored in
 /// that state. A retry that finds the version moved on reads the request: an earlier attempt
 /// may have written it before its answer was lost. A store that still fails after the deadline
-/// gets the write again in the background ([`super::retry::settle_later`]), so that a request
+/// gets the write again in the background ([`super::retry::now_or_later`]), so that a request
 /// whose action ran is not left `executing` when no one asks about it again.
 pub(crate) async fn settle_request<S: Send + Sync + 'static>(
     core: &Core<S>,
     request: &ApprovalRequest,
     version: u64,
 ) -> bool {
-    let approvals = &core.stores.approvals;
-    let written = super::retry::settling(approvals.deadline(), |retried| {
-        write_settled(approvals, request, version, retried)
+    let approvals = core.stores.approvals.clone();
+    let (deadline, request) = (approvals.deadline(), request.clone());
+    let written = super::retry::now_or_later("approval request", deadline, move |retried| {
+        let (approvals, request) = (approvals.clone(), request.clone());
+        async move { write_settled(&approvals, &request, version, retried).await }
     });
-    match written.await {
-        Ok(done) => done,
-        Err(_) => {
-            let (approvals, request) = (approvals.clone(), request.clone());
-            super::retry::settle_later("approval request", move || {
-                let (approvals, request) = (approvals.clone(), request.clone());
-                async move {
-                    write_settled(&approvals, &request, version, true)
-                        .await
-                        .is_ok()
-                }
-            });
-            false
-        }
-    }
+    written.await.unwrap_or(false)
 }
 
 /// One attempt of [`settle_request`]'s write.

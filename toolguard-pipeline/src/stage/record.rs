@@ -91,18 +91,16 @@ pub(crate) async fn write_after<S: Send + Sync + 'static>(
     core: &Core<S>,
     record: OperationRecord,
 ) -> bool {
-    let operations = &core.stores.operations;
-    let record = &record;
-    let written = super::retry::settling(operations.deadline(), |_| operations.put(record.clone()));
+    let operations = core.stores.operations.clone();
+    let (deadline, id) = (operations.deadline(), record.id.clone());
+    let written = super::retry::now_or_later("operation record", deadline, move |_| {
+        let (operations, record) = (operations.clone(), record.clone());
+        async move { operations.put(record).await }
+    });
     match super::execute::contained(written).await {
         Ok(Ok(())) => true,
         Ok(Err(err)) => {
-            tracing::error!(error = %err, operation = %record.id, "operation record not written yet; retrying in the background");
-            let (operations, record) = (operations.clone(), record.clone());
-            super::retry::settle_later("operation record", move || {
-                let (operations, record) = (operations.clone(), record.clone());
-                async move { operations.put(record).await.is_ok() }
-            });
+            tracing::error!(error = %err, operation = %id, "operation record not written yet; retrying in the background");
             false
         }
         Err(_) => {
@@ -135,22 +133,16 @@ pub(crate) async fn settle<S: Send + Sync + 'static>(
     id: &str,
     stored: &StoredOutcome,
 ) -> bool {
-    let operations = &core.stores.operations;
+    let operations = core.stores.operations.clone();
     let at_ms = unix_millis(core.now());
-    let settled = super::retry::settling(operations.deadline(), |_| {
-        settle_record(operations, id, stored, at_ms)
+    let deadline = operations.deadline();
+    let (owned_id, stored) = (id.to_owned(), stored.clone());
+    let settled = super::retry::now_or_later("operation record", deadline, move |_| {
+        let (operations, id, stored) = (operations.clone(), owned_id.clone(), stored.clone());
+        async move { settle_record(&operations, &id, &stored, at_ms).await }
     });
     if let Err(err) = settled.await {
         tracing::error!(error = %err, operation = %id, "operation record not settled yet; retrying in the background");
-        let (operations, id, stored) = (operations.clone(), id.to_owned(), stored.clone());
-        super::retry::settle_later("operation record", move || {
-            let (operations, id, stored) = (operations.clone(), id.clone(), stored.clone());
-            async move {
-                settle_record(&operations, &id, &stored, at_ms)
-                    .await
-                    .is_ok()
-            }
-        });
         return false;
     }
     true

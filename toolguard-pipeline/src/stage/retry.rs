@@ -33,7 +33,7 @@ const LATER_FOR: Duration = Duration::from_secs(120);
 /// Runs `write` until it succeeds, or until another attempt would start after `budget` (the
 /// store deadline); the last answer. `retried` tells `write` whether an earlier attempt failed
 /// (its write may have happened all the same).
-pub(crate) async fn settling<T, E, F, Fut>(budget: Duration, mut write: F) -> Result<T, E>
+async fn settling<T, E, F, Fut>(budget: Duration, mut write: F) -> Result<T, E>
 where
     F: FnMut(bool) -> Fut,
     Fut: Future<Output = Result<T, E>>,
@@ -54,12 +54,36 @@ where
     }
 }
 
+/// Settles with `write` now ([`settling`] within `budget`), or, when the store still fails after
+/// it, in the background ([`settle_later`], every attempt there told that an earlier one
+/// failed): the answer of the write made in time, or the error that left it to the background.
+/// `write` owns what it writes, since it may outlive the call.
+pub(crate) async fn now_or_later<T, E, F, Fut>(
+    what: &'static str,
+    budget: Duration,
+    mut write: F,
+) -> Result<T, E>
+where
+    F: FnMut(bool) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<T, E>> + Send + 'static,
+{
+    let err = match settling(budget, &mut write).await {
+        Ok(done) => return Ok(done),
+        Err(err) => err,
+    };
+    settle_later(what, move || {
+        let attempt = write(true);
+        async move { attempt.await.is_ok() }
+    });
+    Err(err)
+}
+
 /// Goes on trying a settling write that failed for a whole store deadline, in a task of its own
 /// (the call has answered without it), with the pauses of [`settling`], until `write` says it
 /// is done (`true`: written, or nothing is left to write) or [`LATER_FOR`] has passed: a store
 /// that stalled or was down for longer than the deadline still gets the write when it answers
 /// again. Outside a Tokio runtime nothing is tried.
-pub(crate) fn settle_later<F, Fut>(what: &'static str, mut write: F)
+fn settle_later<F, Fut>(what: &'static str, mut write: F)
 where
     F: FnMut() -> Fut + Send + 'static,
     Fut: Future<Output = bool> + Send + 'static,

@@ -269,24 +269,15 @@ pub(crate) async fn settle_operation(
     ttl: Duration,
     now: SystemTime,
 ) {
-    let result = super::retry::settling(store.deadline(), |retried| {
-        write_operation(store, key, operation_id, outcome, ttl, now, retried)
+    let deadline = store.deadline();
+    let (store, owned_key) = (store.clone(), key.clone());
+    let (operation_id, outcome) = (operation_id.to_owned(), outcome.clone());
+    let result = super::retry::now_or_later("idempotency record", deadline, move |retried| {
+        let (store, key) = (store.clone(), owned_key.clone());
+        let (operation_id, outcome) = (operation_id.clone(), outcome.clone());
+        async move { write_operation(&store, &key, &operation_id, &outcome, ttl, now, retried).await }
     });
-    let result = result.await;
-    if result.is_err() {
-        let (store, key) = (store.clone(), key.clone());
-        let (operation_id, outcome) = (operation_id.to_owned(), outcome.clone());
-        super::retry::settle_later("idempotency record", move || {
-            let (store, key) = (store.clone(), key.clone());
-            let (operation_id, outcome) = (operation_id.clone(), outcome.clone());
-            async move {
-                let written =
-                    write_operation(&store, &key, &operation_id, &outcome, ttl, now, true).await;
-                written.is_ok()
-            }
-        });
-    }
-    log_settled(key, result);
+    log_settled(key, result.await);
 }
 
 /// One attempt of [`settle_operation`]'s write.
