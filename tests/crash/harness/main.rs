@@ -28,6 +28,7 @@
 //! totals after each round, and the
 //! last line printed is a JSON summary; the exit code is 1 when an invariant was violated.
 
+mod admin;
 mod checks;
 mod clients;
 mod cluster;

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use super::admin::{self, redis_error};
 use super::cluster::Cluster;
 
 /// The server-side names the dispatcher processes connect under, so that only their
@@ -77,7 +78,7 @@ fn unguessable() -> u64 {
 pub(crate) struct Severer {
     names: Names,
     pg: tokio_postgres::Client,
-    redis: Option<redis::aio::MultiplexedConnection>,
+    redis: Option<admin::Redis>,
     /// PostgreSQL sessions terminated.
     pub(crate) pg_sessions: AtomicU64,
     /// Redis connections closed.
@@ -92,10 +93,6 @@ impl std::fmt::Debug for Severer {
     }
 }
 
-fn redis_error(e: redis::RedisError) -> String {
-    format!("redis: {e}")
-}
-
 impl Severer {
     /// Connects to PostgreSQL (and Redis, when given) and, on Redis, creates the processes'
     /// user: its password, every key, channel and command.
@@ -104,17 +101,9 @@ impl Severer {
         pg_url: &str,
         redis_url: Option<&str>,
     ) -> Result<Self, String> {
-        let (pg, connection) = tokio_postgres::connect(pg_url, tokio_postgres::NoTls)
-            .await
-            .map_err(|e| format!("postgres: {e}"))?;
-        tokio::spawn(connection);
-        let redis = match redis_url {
-            Some(url) => {
-                let client = redis::Client::open(url).map_err(redis_error)?;
-                let mut conn = client
-                    .get_multiplexed_async_connection()
-                    .await
-                    .map_err(redis_error)?;
+        let (pg, redis) = admin::connect(pg_url, redis_url).await?;
+        let redis = match redis {
+            Some(mut conn) => {
                 redis::cmd("ACL")
                     .arg("SETUSER")
                     .arg(&names.redis_user)

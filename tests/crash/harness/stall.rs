@@ -30,7 +30,7 @@ pub(crate) enum Target {
     Postgres {
         client: Box<tokio_postgres::Client>,
         schema: String,
-        redis: Option<redis::aio::MultiplexedConnection>,
+        redis: Option<super::admin::Redis>,
     },
     /// The run's SQLite file, through a store of the harness's own.
     Sqlite(Arc<SqliteStore>),
@@ -54,20 +54,7 @@ impl Staller {
         redis_url: Option<&str>,
         hold_ms: (u64, u64),
     ) -> Result<Self, String> {
-        let (client, connection) = tokio_postgres::connect(pg_url, tokio_postgres::NoTls)
-            .await
-            .map_err(|e| format!("postgres: {e}"))?;
-        tokio::spawn(connection);
-        let redis = match redis_url {
-            Some(url) => Some(
-                redis::Client::open(url)
-                    .map_err(|e| format!("redis: {e}"))?
-                    .get_multiplexed_async_connection()
-                    .await
-                    .map_err(|e| format!("redis: {e}"))?,
-            ),
-            None => None,
-        };
+        let (client, redis) = super::admin::connect(pg_url, redis_url).await?;
         Ok(Staller {
             target: Target::Postgres {
                 client: Box::new(client),
