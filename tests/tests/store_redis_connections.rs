@@ -7,8 +7,10 @@
 //!   someone else, and every key reserved is held by the token its caller got.
 //! - A reply that does not come fails its command after the store's reply timeout, and the
 //!   store answers again once the server does; a zero timeout is refused when it connects.
+//! - The server refuses the store's logins for longer than the client tries to reconnect: once
+//!   it accepts them again, the store's commands are answered again.
 //!
-//! The two tests take turns: one of them holds the server's writes.
+//! The tests take turns: one of them holds the server's writes.
 
 #![cfg(feature = "redis")]
 
@@ -24,27 +26,107 @@ use toolguard::store::IdempotencyStore;
 /// Held by each test for its whole run.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// A connection of the test's own to the server at `url`.
+async fn admin(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .expect("redis url")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect redis")
+}
+
+/// A Redis user of the test's own that the store logs in as, so that the store's connections
+/// alone are closed, or its logins alone refused.
+struct StoreUser {
+    name: String,
+    password: String,
+    /// The test's URL, logging in as this user.
+    url: String,
+}
+
+impl StoreUser {
+    /// Made for `prefix` on the server at `url`, its logins accepted; `None` (the test is
+    /// skipped) when `url` carries credentials of its own.
+    async fn new(
+        url: &str,
+        prefix: &str,
+        test: &str,
+        admin: &mut redis::aio::MultiplexedConnection,
+    ) -> Option<Self> {
+        let Some((scheme, rest)) = url.split_once("://") else {
+            panic!("TOOLGUARD_REDIS_URL `{url}` is not a redis:// URL");
+        };
+        if rest.split('/').next().unwrap_or_default().contains('@') {
+            eprintln!("skipped {test}: TOOLGUARD_REDIS_URL carries credentials");
+            return None;
+        }
+        let name = format!("{prefix}_store");
+        let password = {
+            use std::hash::{BuildHasher, Hasher};
+            let unguessable = || {
+                std::collections::hash_map::RandomState::new()
+                    .build_hasher()
+                    .finish()
+            };
+            format!("{:016x}{:016x}", unguessable(), unguessable())
+        };
+        let url = format!("{scheme}://{name}:{password}@{rest}");
+        let user = StoreUser {
+            name,
+            password,
+            url,
+        };
+        user.logins(admin, true).await;
+        Some(user)
+    }
+
+    /// Accepts the user's logins (`on`), or refuses them.
+    async fn logins(&self, admin: &mut redis::aio::MultiplexedConnection, on: bool) {
+        redis::cmd("ACL")
+            .arg("SETUSER")
+            .arg(&self.name)
+            .arg("reset")
+            .arg(if on { "on" } else { "off" })
+            .arg(format!(">{}", self.password))
+            .arg("~*")
+            .arg("&*")
+            .arg("+@all")
+            .exec_async(admin)
+            .await
+            .expect("a Redis user for the store");
+    }
+
+    async fn remove(&self, admin: &mut redis::aio::MultiplexedConnection) {
+        let _ = redis::cmd("ACL")
+            .arg("DELUSER")
+            .arg(&self.name)
+            .exec_async(admin)
+            .await;
+    }
+}
+
 /// Closes, every few milliseconds until `stop`, every connection of Redis user `user`; how many
 /// it closed.
 async fn cutter(url: String, user: String, stop: Arc<AtomicBool>) -> u64 {
-    let client = redis::Client::open(url).expect("redis url");
-    let mut admin = client
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect redis");
+    let mut admin = admin(&url).await;
     let mut cut = 0;
     while !stop.load(Ordering::SeqCst) {
-        let closed: i64 = redis::cmd("CLIENT")
-            .arg("KILL")
-            .arg("USER")
-            .arg(&user)
-            .query_async(&mut admin)
-            .await
-            .expect("close connections");
-        cut += u64::try_from(closed).unwrap_or(0);
+        cut += close_connections(&mut admin, &user).await;
         tokio::time::sleep(Duration::from_millis(3)).await;
     }
     cut
+}
+
+/// Closes every connection of Redis user `user`; how many.
+async fn close_connections(admin: &mut redis::aio::MultiplexedConnection, user: &str) -> u64 {
+    let closed: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("USER")
+        .arg(user)
+        .query_async(admin)
+        .await
+        .expect("close connections");
+    u64::try_from(closed).unwrap_or(0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -55,53 +137,23 @@ async fn a_reservation_whose_connection_dropped_is_still_the_callers() {
     let Some(url) = store_support::redis_url(test) else {
         return;
     };
-    let Some((scheme, rest)) = url.split_once("://") else {
-        panic!("TOOLGUARD_REDIS_URL `{url}` is not a redis:// URL");
-    };
-    if rest.split('/').next().unwrap_or_default().contains('@') {
-        eprintln!("skipped {test}: TOOLGUARD_REDIS_URL carries credentials");
-        return;
-    }
+    let mut admin = admin(&url).await;
     // The store logs in as a user of its own, whose connections alone are closed.
     let prefix = store_support::unique("cut_redis");
-    let user = format!("{prefix}_store");
-    let password = {
-        use std::hash::{BuildHasher, Hasher};
-        let unguessable = || {
-            std::collections::hash_map::RandomState::new()
-                .build_hasher()
-                .finish()
-        };
-        format!("{:016x}{:016x}", unguessable(), unguessable())
+    let Some(user) = StoreUser::new(&url, &prefix, test, &mut admin).await else {
+        return;
     };
-    let client = redis::Client::open(url.as_str()).expect("redis url");
-    let mut admin = client
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect redis");
-    redis::cmd("ACL")
-        .arg("SETUSER")
-        .arg(&user)
-        .arg("reset")
-        .arg("on")
-        .arg(format!(">{password}"))
-        .arg("~*")
-        .arg("&*")
-        .arg("+@all")
-        .exec_async(&mut admin)
-        .await
-        .expect("a Redis user for the store");
-    let store_url = format!("{scheme}://{user}:{password}@{rest}");
     // A command queued on a connection as it drops is never sent nor failed by the client
     // (seen about once in ten runs): the reply timeout fails it, and it is sent again.
-    let config = RedisConfig::new(store_url, prefix.clone()).reply_timeout(Duration::from_secs(2));
+    let config =
+        RedisConfig::new(user.url.as_str(), prefix.clone()).reply_timeout(Duration::from_secs(2));
     let store = Arc::new(
         RedisStore::connect_with(&config)
             .await
             .expect("connect redis"),
     );
     let stop = Arc::new(AtomicBool::new(false));
-    let cutting = tokio::spawn(cutter(url.clone(), user.clone(), stop.clone()));
+    let cutting = tokio::spawn(cutter(url.clone(), user.name.clone(), stop.clone()));
     let answers = tokio::spawn(store_support::reserve_fresh(store.clone(), 40, 25)).await;
     stop.store(true, Ordering::SeqCst);
     let cut = cutting.await.expect("the cutter");
@@ -111,11 +163,7 @@ async fn a_reservation_whose_connection_dropped_is_still_the_callers() {
         Err(_) => store_support::FreshOutcome::default(),
     };
     let _ = store.clear().await;
-    let _ = redis::cmd("ACL")
-        .arg("DELUSER")
-        .arg(&user)
-        .exec_async(&mut admin)
-        .await;
+    user.remove(&mut admin).await;
     let answers = match answers {
         Ok(answers) => answers,
         Err(e) => std::panic::resume_unwind(e.into_panic()),
@@ -172,11 +220,7 @@ async fn a_reply_that_does_not_come_fails_after_the_reply_timeout() {
     let store = RedisStore::connect_with(&config)
         .await
         .expect("connect redis");
-    let client = redis::Client::open(url.as_str()).expect("redis url");
-    let mut admin = client
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect redis");
+    let mut admin = admin(&url).await;
     // The server holds every write for ten seconds: the reservation's `SET` is not answered.
     redis::cmd("CLIENT")
         .arg("PAUSE")
@@ -205,5 +249,70 @@ async fn a_reply_that_does_not_come_fails_after_the_reply_timeout() {
     assert!(
         matches!(after, Ok(toolguard::store::Reservation::Reserved { .. })),
         "the store answers again once the server does: {after:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(toolguard_redis), ignore = "set TOOLGUARD_REDIS_URL to run")]
+async fn a_connection_that_could_not_log_in_for_a_while_is_replaced() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let test = "a_connection_that_could_not_log_in";
+    let Some(url) = store_support::redis_url(test) else {
+        return;
+    };
+    let mut admin = admin(&url).await;
+    let prefix = store_support::unique("login_redis");
+    let Some(user) = StoreUser::new(&url, &prefix, test, &mut admin).await else {
+        return;
+    };
+    let config = RedisConfig::new(user.url.as_str(), prefix).connections(1);
+    let store = RedisStore::connect_with(&config)
+        .await
+        .expect("connect redis");
+    let first = reserve(&store, 1).await;
+    // The server refuses the store's logins (as it answers `LOADING` while it reads its data
+    // after a restart) for longer than the client tries to reconnect by itself (six tries,
+    // about six seconds), and closes its connection.
+    user.logins(&mut admin, false).await;
+    let closed = close_connections(&mut admin, &user.name).await;
+    let refused_for = Instant::now() + Duration::from_secs(8);
+    let (mut n, mut refused) = (100, 0);
+    while Instant::now() < refused_for {
+        n += 1;
+        if reserve(&store, n).await.is_err() {
+            refused += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    user.logins(&mut admin, true).await;
+    let accepted_again = Instant::now();
+    let mut answers = Vec::new();
+    while accepted_again.elapsed() < Duration::from_secs(15) {
+        n += 1;
+        let answer = reserve(&store, n).await;
+        let done = answer.is_ok();
+        answers.push(answer.map_err(|e| e.to_string()));
+        if done {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let _ = store.clear().await;
+    user.remove(&mut admin).await;
+
+    assert!(first.is_ok(), "{first:?}");
+    assert!(
+        closed > 0 && refused > 0,
+        "{closed} closed, {refused} refused"
+    );
+    assert!(
+        matches!(
+            answers.last(),
+            Some(Ok(toolguard::store::Reservation::Reserved { .. }))
+        ),
+        "once the server accepts the store's logins again, its commands are answered \
+         (15 s after, {} tries; the last: {:?})",
+        answers.len(),
+        answers.last()
     );
 }

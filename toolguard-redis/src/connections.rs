@@ -1,8 +1,11 @@
-//! The connections a store's commands go over, taken in turn.
+//! The connections a store's commands go over, taken in turn, each replaced when it can no
+//! longer connect by itself.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 
-use redis::aio::ConnectionManager;
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::{Cmd, RedisError, RedisFuture, RetryMethod, Value};
 
 use crate::RedisConfig;
 use crate::store::err;
@@ -10,10 +13,19 @@ use toolguard_pipeline::store::{StoreError, StoreResult};
 
 /// Multiplexed connections to one server (never none), each reconnecting by itself after the
 /// server restarts or the link drops. Cloning shares the connections.
+#[derive(Clone)]
 pub(crate) struct Connections {
-    all: Vec<ConnectionManager>,
+    all: Arc<[Arc<Slot>]>,
     /// The connection the next command takes, modulo their number.
-    next: AtomicUsize,
+    next: Arc<AtomicUsize>,
+}
+
+/// One of the connections: its manager, and what a fresh one is made from.
+struct Slot {
+    /// The manager and how many times it was replaced.
+    current: RwLock<(u64, ConnectionManager)>,
+    client: redis::Client,
+    config: ConnectionManagerConfig,
 }
 
 impl Connections {
@@ -30,26 +42,40 @@ impl Connections {
             ));
         }
         let client = redis::Client::open(config.url.as_str()).map_err(err)?;
-        let manager = redis::aio::ConnectionManagerConfig::new()
-            .set_response_timeout(Some(config.reply_timeout));
+        let manager =
+            ConnectionManagerConfig::new().set_response_timeout(Some(config.reply_timeout));
         let n = config.connections.max(1);
         let mut all = Vec::with_capacity(n);
         for _ in 0..n {
             let conn = ConnectionManager::new_with_config(client.clone(), manager.clone())
                 .await
                 .map_err(err)?;
-            all.push(conn);
+            all.push(Arc::new(Slot {
+                current: RwLock::new((0, conn)),
+                client: client.clone(),
+                config: manager.clone(),
+            }));
         }
         Ok(Connections {
-            all,
-            next: AtomicUsize::new(0),
+            all: all.into(),
+            next: Arc::new(AtomicUsize::new(0)),
         })
     }
 
     /// A handle on the next connection in turn (cheap to clone).
-    pub(crate) fn next(&self) -> ConnectionManager {
+    pub(crate) fn next(&self) -> Connection {
         let turn = self.next.fetch_add(1, Ordering::Relaxed);
-        self.all[turn % self.all.len()].clone()
+        let slot = &self.all[turn % self.all.len()];
+        let (generation, manager) = slot
+            .current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        Connection {
+            manager,
+            slot: slot.clone(),
+            generation,
+        }
     }
 
     /// How many connections there are.
@@ -58,11 +84,77 @@ impl Connections {
     }
 }
 
-impl Clone for Connections {
-    fn clone(&self) -> Self {
-        Connections {
-            all: self.all.clone(),
-            next: AtomicUsize::new(self.next.load(Ordering::Relaxed)),
+impl Slot {
+    /// After a command on generation `generation` of this connection failed with `e`: when the
+    /// connection cannot get well by itself, a fresh one takes its place (once per generation;
+    /// it connects on its first command).
+    ///
+    /// The client's manager reconnects by itself after an I/O error, but when reconnecting
+    /// fails for another reason through all its tries (the server still loading its data
+    /// after a restart, the store's password refused for a while), it keeps that error and
+    /// answers every later command with it, also after the server is well again.
+    fn failed(&self, e: &RedisError, generation: u64) {
+        let stays_down = !e.is_io_error()
+            && matches!(
+                e.retry_method(),
+                RetryMethod::Reconnect
+                    | RetryMethod::ReconnectFromInitialConnections
+                    | RetryMethod::WaitAndRetry
+            );
+        if !stays_down {
+            return;
         }
+        let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
+        if current.0 != generation {
+            return;
+        }
+        if let Ok(fresh) =
+            ConnectionManager::new_lazy_with_config(self.client.clone(), self.config.clone())
+        {
+            *current = (generation + 1, fresh);
+        }
+    }
+}
+
+/// One of a store's connections, for a command or a few: the commands go over its manager, and
+/// a failure that leaves the manager unable to reconnect replaces it ([`Slot::failed`]).
+#[derive(Clone)]
+pub(crate) struct Connection {
+    manager: ConnectionManager,
+    slot: Arc<Slot>,
+    generation: u64,
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            let answer = self.manager.send_packed_command(cmd).await;
+            if let Err(e) = &answer {
+                self.slot.failed(e, self.generation);
+            }
+            answer
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            let answers = self
+                .manager
+                .send_packed_commands(pipeline, offset, count)
+                .await;
+            if let Err(e) = &answers {
+                self.slot.failed(e, self.generation);
+            }
+            answers
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        self.manager.get_db()
     }
 }

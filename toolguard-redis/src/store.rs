@@ -20,8 +20,8 @@
 
 use std::time::{Duration, SystemTime};
 
+use crate::connections::Connection;
 use redis::Script;
-use redis::aio::ConnectionManager;
 
 use crate::RedisConfig;
 use crate::connections::Connections;
@@ -467,7 +467,7 @@ impl RedisStore {
     }
 
     /// A handle on the next connection in turn (shared; cheap to clone).
-    pub(crate) fn connection(&self) -> ConnectionManager {
+    pub(crate) fn connection(&self) -> Connection {
         self.connections.next()
     }
 
