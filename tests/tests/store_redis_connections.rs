@@ -7,6 +7,8 @@
 //!   someone else, and every key reserved is held by the token its caller got.
 //! - A reply that does not come fails its command after the store's reply timeout, and the
 //!   store answers again once the server does; a zero timeout is refused when it connects.
+//!   Under the dispatcher, a store deadline shorter than the reply timeout decides (the
+//!   command has no timer of its own), and a longer one leaves it to the reply timeout.
 //! - The server refuses the store's logins for longer than the client tries to reconnect: once
 //!   it accepts them again, the store's commands are answered again.
 //!
@@ -222,21 +224,11 @@ async fn a_reply_that_does_not_come_fails_after_the_reply_timeout() {
         .expect("connect redis");
     let mut admin = admin(&url).await;
     // The server holds every write for ten seconds: the reservation's `SET` is not answered.
-    redis::cmd("CLIENT")
-        .arg("PAUSE")
-        .arg(10_000)
-        .arg("WRITE")
-        .exec_async(&mut admin)
-        .await
-        .expect("pause the writes");
+    pause_writes(&mut admin).await;
     let asked = Instant::now();
     let held = reserve(&store, 1).await;
     let waited = asked.elapsed();
-    redis::cmd("CLIENT")
-        .arg("UNPAUSE")
-        .exec_async(&mut admin)
-        .await
-        .expect("let the writes go");
+    unpause(&mut admin).await;
     let after = reserve(&store, 2).await;
     let _ = store.clear().await;
 
@@ -250,6 +242,91 @@ async fn a_reply_that_does_not_come_fails_after_the_reply_timeout() {
         matches!(after, Ok(toolguard::store::Reservation::Reserved { .. })),
         "the store answers again once the server does: {after:?}"
     );
+}
+
+/// Holds the server's writes for ten seconds.
+async fn pause_writes(admin: &mut redis::aio::MultiplexedConnection) {
+    redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(10_000)
+        .arg("WRITE")
+        .exec_async(admin)
+        .await
+        .expect("pause the writes");
+}
+
+async fn unpause(admin: &mut redis::aio::MultiplexedConnection) {
+    redis::cmd("CLIENT")
+        .arg("UNPAUSE")
+        .exec_async(admin)
+        .await
+        .expect("let the writes go");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(toolguard_redis), ignore = "set TOOLGUARD_REDIS_URL to run")]
+async fn under_a_dispatcher_the_shorter_of_its_deadline_and_the_reply_timeout_decides() {
+    use toolguard::{Dispatcher, MemoryAuditSink, Status, ToolCall};
+    use toolguard_tests::{CreditPoints, Ledger, alice};
+
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let Some(url) = store_support::redis_url("under_a_dispatcher") else {
+        return;
+    };
+    let mut admin = admin(&url).await;
+    // (store deadline, reply timeout): the store deadline decides in the first case, the reply
+    // timeout (the reservation sent at most three times) in the second.
+    let cases = [
+        (Duration::from_millis(400), Duration::from_secs(30)),
+        (Duration::from_secs(30), Duration::from_millis(300)),
+    ];
+    let mut seen = Vec::new();
+    for (n, (deadline, reply_timeout)) in cases.into_iter().enumerate() {
+        let prefix = store_support::unique("deadline_redis");
+        let config = RedisConfig::new(url.as_str(), prefix).reply_timeout(reply_timeout);
+        let store = Arc::new(RedisStore::connect_with(&config).await.expect("connect"));
+        let dispatcher = Dispatcher::builder(Ledger::seeded())
+            .tool(CreditPoints)
+            .audit(MemoryAuditSink::new())
+            .idempotency_store(store.clone())
+            .store_deadline(deadline)
+            .build()
+            .expect("dispatcher");
+        let call = |id: &str| {
+            ToolCall::new(
+                id,
+                "credit_points",
+                serde_json::json!({"points": 5, "idempotency_key": format!("deadline-case-{n}-{id}")}),
+            )
+        };
+        pause_writes(&mut admin).await;
+        let asked = Instant::now();
+        let held = dispatcher.dispatch(call("held"), &alice()).await;
+        let waited = asked.elapsed();
+        unpause(&mut admin).await;
+        let after = dispatcher.dispatch(call("after"), &alice()).await;
+        let _ = store.clear().await;
+        seen.push((deadline, reply_timeout, held.status, waited, after.status));
+    }
+    for (deadline, reply_timeout, held, waited, after) in seen {
+        let decides = deadline.min(reply_timeout);
+        assert_eq!(
+            held,
+            Status::Unavailable,
+            "a store that does not answer fails the call closed ({deadline:?} deadline, \
+             {reply_timeout:?} reply timeout)"
+        );
+        assert!(
+            waited >= decides && waited < decides * 3 + Duration::from_secs(2),
+            "the call waits for the shorter bound ({decides:?}), long before the pause ends: \
+             {waited:?} ({deadline:?} deadline, {reply_timeout:?} reply timeout)"
+        );
+        assert_eq!(
+            after,
+            Status::Ok,
+            "the store answers again once the server does"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

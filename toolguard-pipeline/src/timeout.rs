@@ -3,7 +3,12 @@
 //! Most store operations of the memory backends, and many handlers, finish in their first poll:
 //! for them `tokio::time::timeout` would still read the clock to place a timer that is never
 //! used. [`limit`] polls the future first and reads the clock only when it has to wait.
+//!
+//! While a limited future is polled, the limit is in force on that thread ([`in_force`]): the
+//! futures it awaits, a store backend's commands among them, can tell that something will drop
+//! them within that time and need no timer of their own.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -49,12 +54,42 @@ pin_project_lite::pin_project! {
     }
 }
 
+thread_local! {
+    /// The shortest limit of the limited futures being polled on this thread.
+    static IN_FORCE: Cell<Option<Duration>> = const { Cell::new(None) };
+}
+
+/// The shortest time limit among the limited futures being polled on this thread, if any: the
+/// future being polled is dropped within it (its limit counts from its first wait, never later
+/// than now).
+pub(crate) fn in_force() -> Option<Duration> {
+    IN_FORCE.with(Cell::get)
+}
+
+/// Puts back the limit in force before a limited future's poll, also when that poll panics.
+struct Restore(Option<Duration>);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        IN_FORCE.with(|cell| cell.set(self.0));
+    }
+}
+
 impl<F: Future> Future for Limited<F> {
     type Output = Result<F::Output, Elapsed>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
-        if let Poll::Ready(value) = this.fut.poll(cx) {
+        let limit = *this.limit;
+        let polled = {
+            let _restore = Restore(IN_FORCE.with(|cell| {
+                let outer = cell.get();
+                cell.set(Some(outer.map_or(limit, |o| o.min(limit))));
+                outer
+            }));
+            this.fut.poll(cx)
+        };
+        if let Poll::Ready(value) = polled {
             return Poll::Ready(Ok(value));
         }
         if this.timer.is_none() {
@@ -119,5 +154,31 @@ mod tests {
     async fn the_longest_limit_does_not_overflow() {
         let forever = limit(Duration::MAX, tokio::time::sleep(Duration::from_millis(1)));
         assert_eq!(forever.await, Ok(()));
+    }
+
+    /// The futures a limited future awaits see its limit, the shortest one when limits nest,
+    /// and nothing once its poll is over, also when the poll panicked.
+    #[tokio::test]
+    async fn a_limit_is_in_force_while_its_future_is_polled() {
+        assert_eq!(in_force(), None);
+        let seen = limit(Duration::from_secs(3), async {
+            let outer = in_force();
+            tokio::task::yield_now().await;
+            let after_a_wait = in_force();
+            let inner = limit(Duration::from_secs(1), async { in_force() }).await;
+            let longer = limit(Duration::from_secs(9), async { in_force() }).await;
+            (outer, after_a_wait, inner, longer, in_force())
+        })
+        .await;
+        let (three, one) = (Some(Duration::from_secs(3)), Some(Duration::from_secs(1)));
+        assert_eq!(seen, Ok((three, three, Ok(one), Ok(three), three)));
+        assert_eq!(in_force(), None);
+
+        // The test's runtime has one thread: the task panics on this one.
+        let panicked = tokio::spawn(limit(Duration::from_secs(1), async {
+            panic!("a store that panics")
+        }));
+        assert!(panicked.await.is_err_and(|e| e.is_panic()));
+        assert_eq!(in_force(), None, "a panic leaves no limit behind");
     }
 }

@@ -22,9 +22,10 @@ pub const DEFAULT_REPLY_TIMEOUT: Duration = Duration::from_secs(30);
 ///
 /// How long a call may wait for the store is the dispatcher's store deadline
 /// (`DispatcherBuilder::store_deadline`). The connection's own bound, `reply_timeout`, is a
-/// backstop under it for commands that no deadline covers (the store used directly): a command
-/// whose connection dropped while it was still queued may otherwise never be answered. Keep it
-/// above the store deadline, so that a slow server is answered `unavailable` at the deadline the
+/// backstop for commands that no deadline no longer than it covers (the store used directly):
+/// a command whose connection dropped while it was still queued may otherwise never be
+/// answered. Under a shorter store deadline a command sets no timer of its own. Keep it above
+/// the store deadline, so that a slow server is answered `unavailable` at the deadline the
 /// host chose.
 ///
 /// ```
@@ -49,8 +50,9 @@ pub struct RedisConfig {
     pub prefix: String,
     /// Multiplexed connections the store's commands are spread over (at least 1).
     pub connections: usize,
-    /// How long a command waits for its reply before it fails (above zero): a backstop under
-    /// the dispatcher's store deadline, [`DEFAULT_REPLY_TIMEOUT`] unless told otherwise.
+    /// How long a command waits for its reply before it fails (above zero), unless a shorter
+    /// store deadline of the dispatcher's covers it: [`DEFAULT_REPLY_TIMEOUT`] unless told
+    /// otherwise.
     pub reply_timeout: Duration,
 }
 

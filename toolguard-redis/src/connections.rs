@@ -1,15 +1,17 @@
 //! The connections a store's commands go over, taken in turn, each replaced when it can no
 //! longer connect by itself.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::{Cmd, RedisError, RedisFuture, RetryMethod, Value};
 
 use crate::RedisConfig;
 use crate::store::err;
-use toolguard_pipeline::store::{StoreError, StoreResult};
+use toolguard_pipeline::store::{StoreError, StoreResult, deadline_in_force};
 
 /// Multiplexed connections to one server (never none), each reconnecting by itself after the
 /// server restarts or the link drops. Cloning shares the connections.
@@ -26,15 +28,18 @@ struct Slot {
     current: RwLock<(u64, ConnectionManager)>,
     client: redis::Client,
     config: ConnectionManagerConfig,
+    /// How long a command no shorter limit covers waits for its reply.
+    reply_timeout: Duration,
 }
 
 impl Connections {
     /// Opens `config.connections` connections (at least one) to `config.url`, all of them now:
     /// an unreachable server is an error here, not on the first call. A command fails when its
-    /// reply has not come within `config.reply_timeout` (the client's own default, half a
-    /// second, would answer a loaded server `unavailable` before the dispatcher's store
-    /// deadline). Without any bound, a command queued on a connection as it drops can wait
-    /// forever: the connection's task ends, and the queued command is neither sent nor failed.
+    /// reply has not come within `config.reply_timeout`, unless a shorter limit covers it (the
+    /// dispatcher's store deadline), which then drops it first ([`Slot::bounded`]). Without any
+    /// bound, a command queued on a connection as it drops can wait forever: the connection's
+    /// task ends, and the queued command is neither sent nor failed. (The client's own timer,
+    /// half a second by default, is turned off: it would time every command, covered or not.)
     pub(crate) async fn open(config: &RedisConfig) -> StoreResult<Self> {
         if config.reply_timeout.is_zero() {
             return Err(StoreError::new(
@@ -42,8 +47,7 @@ impl Connections {
             ));
         }
         let client = redis::Client::open(config.url.as_str()).map_err(err)?;
-        let manager =
-            ConnectionManagerConfig::new().set_response_timeout(Some(config.reply_timeout));
+        let manager = ConnectionManagerConfig::new().set_response_timeout(None);
         let n = config.connections.max(1);
         let mut all = Vec::with_capacity(n);
         for _ in 0..n {
@@ -54,6 +58,7 @@ impl Connections {
                 current: RwLock::new((0, conn)),
                 client: client.clone(),
                 config: manager.clone(),
+                reply_timeout: config.reply_timeout,
             }));
         }
         Ok(Connections {
@@ -85,6 +90,31 @@ impl Connections {
 }
 
 impl Slot {
+    /// `command`, failing as an I/O error (a lost reply, sent again where that is safe) when
+    /// its reply has not come within the reply timeout. Under a limit no longer than that (the
+    /// dispatcher's store deadline, see [`deadline_in_force`]), the limit drops the command
+    /// first, and no timer of its own is set: most commands are covered, and a timer per
+    /// command costs a few percent of a store's throughput (`BENCHMARKS.md`, "Redis
+    /// connections that do not come back").
+    async fn bounded<T>(
+        &self,
+        command: impl Future<Output = redis::RedisResult<T>>,
+    ) -> redis::RedisResult<T> {
+        if deadline_in_force().is_some_and(|limit| limit <= self.reply_timeout) {
+            return command.await;
+        }
+        match tokio::time::timeout(self.reply_timeout, command).await {
+            Ok(answer) => answer,
+            Err(_) => Err(RedisError::from(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "no reply within the reply timeout ({} ms)",
+                    self.reply_timeout.as_millis()
+                ),
+            ))),
+        }
+    }
+
     /// After a command on generation `generation` of this connection failed with `e`: when the
     /// connection cannot get well by itself, a fresh one takes its place (once per generation;
     /// it connects on its first command).
@@ -128,7 +158,10 @@ pub(crate) struct Connection {
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {
-            let answer = self.manager.send_packed_command(cmd).await;
+            let answer = self
+                .slot
+                .bounded(self.manager.send_packed_command(cmd))
+                .await;
             if let Err(e) = &answer {
                 self.slot.failed(e, self.generation);
             }
@@ -144,8 +177,8 @@ impl ConnectionLike for Connection {
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
             let answers = self
-                .manager
-                .send_packed_commands(pipeline, offset, count)
+                .slot
+                .bounded(self.manager.send_packed_commands(pipeline, offset, count))
                 .await;
             if let Err(e) = &answers {
                 self.slot.failed(e, self.generation);

@@ -92,6 +92,31 @@ pub type StoreResult<T> = Result<T, StoreError>;
 /// [`DispatcherBuilder::store_deadline`](crate::DispatcherBuilder::store_deadline).
 pub const STORE_DEADLINE: Duration = Duration::from_secs(2);
 
+/// How long the store operation being polled on this thread can still wait at most, when a
+/// time limit of the dispatcher's covers it: the store deadline on a call's path (or a
+/// handler's deadline, for a store a handler uses); `None` outside every such limit.
+///
+/// A backend that bounds each command with a timer of its own, against a connection that may
+/// never answer a command, can leave that timer out when this is no longer than its own bound:
+/// the limit drops the operation first. The answer holds for the futures polled inside the
+/// limited one on this thread, not for tasks they spawn.
+///
+/// ```
+/// use std::time::Duration;
+/// use toolguard_pipeline::store::deadline_in_force;
+///
+/// /// One command of a backend: its own one-minute timer only where no shorter limit covers it.
+/// async fn command() -> bool {
+///     let timer_needed = deadline_in_force().is_none_or(|d| d > Duration::from_secs(60));
+///     timer_needed
+/// }
+/// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// assert!(rt.block_on(command()), "called directly, no deadline covers it");
+/// ```
+pub fn deadline_in_force() -> Option<Duration> {
+    crate::timeout::in_force()
+}
+
 /// Idempotency records, namespaced by (tenant, subject, tool, key).
 pub trait IdempotencyStore: Send + Sync + 'static {
     /// Atomically records an in-flight marker owned by a fresh token if no live record exists
