@@ -570,6 +570,7 @@ impl Tool<Ledger> for SpecTool {
 /// The multi-domain agent benchmark for provenance (`tests/agentbench/`).
 #[path = "../agentbench/mod.rs"]
 pub mod agentbench;
+pub mod delegate;
 
 /// An object schema whose property `field` is `levels` levels of `width` `anyOf` branches, each
 /// a `$ref` to the next level: one value there is checked against `width^levels` subschemas

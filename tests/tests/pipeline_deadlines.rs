@@ -11,13 +11,11 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::json;
 use store_support::{Backend, SharedAudit};
 use toolguard::store::{
-    ApprovalRequest, ApprovalStore, FaultyStore, HoldCommit, IdempotencyRecord, IdempotencyStore,
-    OperationRecord, OperationState, OperationStore, Reservation, ScopeLimit, ScopedKey,
-    SessionLedger, StoreOp, StoreResult, StoredOutcome,
+    ApprovalRequest, ApprovalStore, FaultyStore, IdempotencyStore, OperationRecord,
+    OperationState, OperationStore, ScopedKey, StoreOp, StoreResult,
 };
-use toolguard::{
-    BoxFuture, Dispatcher, MemoryAuditSink, OperationError, Status, ToolCall, ToolOutcome,
-};
+use toolguard::{Dispatcher, MemoryAuditSink, OperationError, Status, ToolCall, ToolOutcome};
+use toolguard_tests::delegate::{Delegate, Hook};
 use toolguard_tests::*;
 
 /// The deadline the dispatchers of these tests are built with.
@@ -25,18 +23,10 @@ const DEADLINE: Duration = Duration::from_millis(300);
 /// A stall far longer than any test runs.
 const STALL: Duration = Duration::from_secs(600);
 
-/// One backend's stores as one value, so that `FaultyStore` can wrap them all.
-struct Shared {
-    idem: Arc<dyn IdempotencyStore>,
-    ledger: Arc<dyn SessionLedger>,
-    approvals: Arc<dyn ApprovalStore>,
-    operations: Arc<dyn OperationStore>,
-}
-
 struct Fx {
     d: Dispatcher<Ledger>,
     ledger: Arc<Ledger>,
-    faulty: Arc<FaultyStore<Shared>>,
+    faulty: Arc<FaultyStore<Delegate>>,
     name: &'static str,
 }
 
@@ -44,11 +34,13 @@ fn fixture(b: &Backend) -> Option<Fx> {
     let (Some(approvals), Some(operations)) = (b.approvals.clone(), b.operations.clone()) else {
         return None;
     };
-    let shared = Shared {
-        idem: b.idem.clone(),
+    // One backend's stores as one value, so that `FaultyStore` can wrap them all.
+    let shared = Delegate {
+        idempotency: b.idem.clone(),
         ledger: b.ledger.clone(),
         approvals,
         operations,
+        hook: (),
     };
     let faulty = Arc::new(FaultyStore::new(Arc::new(shared)));
     let ledger = Arc::new(Ledger::seeded());
@@ -340,202 +332,20 @@ on_backends!(
     reconciliation_settles_the_key_after_its_record,
 );
 
-impl IdempotencyStore for Shared {
-    fn reserve<'a>(
-        &'a self,
-        key: &'a ScopedKey,
-        digest: &'a str,
-        op: Option<&'a str>,
-        lease: Duration,
-        ttl: Duration,
-        now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<Reservation>> {
-        self.idem.reserve(key, digest, op, lease, ttl, now)
-    }
-    fn complete<'a>(
-        &'a self,
-        key: &'a ScopedKey,
-        owner: &'a str,
-        outcome: StoredOutcome,
-        ttl: Duration,
-        now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<bool>> {
-        self.idem.complete(key, owner, outcome, ttl, now)
-    }
-    fn release<'a>(
-        &'a self,
-        key: &'a ScopedKey,
-        owner: &'a str,
-    ) -> BoxFuture<'a, StoreResult<bool>> {
-        self.idem.release(key, owner)
-    }
-    fn renew<'a>(
-        &'a self,
-        key: &'a ScopedKey,
-        owner: &'a str,
-        lease: Duration,
-        now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<bool>> {
-        self.idem.renew(key, owner, lease, now)
-    }
-    fn take_over<'a>(
-        &'a self,
-        key: &'a ScopedKey,
-        lease: Duration,
-        now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<Option<String>>> {
-        self.idem.take_over(key, lease, now)
-    }
-    fn replace<'a>(
-        &'a self,
-        key: &'a ScopedKey,
-        operation_id: &'a str,
-        outcome: StoredOutcome,
-        ttl: Duration,
-        now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<bool>> {
-        self.idem.replace(key, operation_id, outcome, ttl, now)
-    }
-    fn remove<'a>(
-        &'a self,
-        key: &'a ScopedKey,
-        operation_id: &'a str,
-    ) -> BoxFuture<'a, StoreResult<bool>> {
-        self.idem.remove(key, operation_id)
-    }
-    fn get<'a>(
-        &'a self,
-        key: &'a ScopedKey,
-        now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<Option<IdempotencyRecord>>> {
-        self.idem.get(key, now)
-    }
-}
-
-impl ApprovalStore for Shared {
-    fn create<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, StoreResult<()>> {
-        self.approvals.create(request)
-    }
-    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<ApprovalRequest>>> {
-        self.approvals.get(id)
-    }
-    fn pending<'a>(&'a self, tenant: &'a str) -> BoxFuture<'a, StoreResult<Vec<ApprovalRequest>>> {
-        self.approvals.pending(tenant)
-    }
-    fn update<'a>(
-        &'a self,
-        request: &'a ApprovalRequest,
-        expected: u64,
-    ) -> BoxFuture<'a, StoreResult<bool>> {
-        self.approvals.update(request, expected)
-    }
-}
-
-impl SessionLedger for Shared {
-    fn admit<'a>(
-        &'a self,
-        entry: &'a str,
-        amount: u64,
-        limits: &'a [ScopeLimit],
-        now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<bool>> {
-        self.ledger.admit(entry, amount, limits, now)
-    }
-    fn record<'a>(
-        &'a self,
-        entry: &'a str,
-        amount: u64,
-        scopes: &'a [String],
-        now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<()>> {
-        self.ledger.record(entry, amount, scopes, now)
-    }
-    fn retract<'a>(
-        &'a self,
-        entry: &'a str,
-        scopes: &'a [String],
-    ) -> BoxFuture<'a, StoreResult<()>> {
-        self.ledger.retract(entry, scopes)
-    }
-    fn total<'a>(
-        &'a self,
-        scope: &'a str,
-        window: Duration,
-        now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<u64>> {
-        self.ledger.total(scope, window, now)
-    }
-    fn hit<'a>(
-        &'a self,
-        scope: &'a str,
-        max: u32,
-        window: Duration,
-        now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<bool>> {
-        self.ledger.hit(scope, max, window, now)
-    }
-    fn reserve<'a>(
-        &'a self,
-        entry: &'a str,
-        amount: u64,
-        limits: &'a [ScopeLimit],
-        until: SystemTime,
-        now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<bool>> {
-        self.ledger.reserve(entry, amount, limits, until, now)
-    }
-    fn release<'a>(&'a self, entry: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
-        self.ledger.release(entry)
-    }
-    fn commit<'a>(
-        &'a self,
-        entry: &'a str,
-        amount: u64,
-        now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<HoldCommit>> {
-        self.ledger.commit(entry, amount, now)
-    }
-}
-
-impl OperationStore for Shared {
-    fn put(&self, record: OperationRecord) -> BoxFuture<'_, StoreResult<()>> {
-        self.operations.put(record)
-    }
-    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<OperationRecord>>> {
-        self.operations.get(id)
-    }
-}
-
-/// An approval store whose writes that mark a request `executed` fail while `down` is set (a
-/// store that stays down past the deadline after the action ran).
+/// Fails the writes that mark an approval request `executed` while `down` is set (a store
+/// that stays down past the deadline after the action ran).
+#[derive(Default)]
 struct ExecutedDown {
-    inner: Arc<dyn ApprovalStore>,
     down: std::sync::atomic::AtomicBool,
 }
 
-impl ApprovalStore for ExecutedDown {
-    fn create<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, StoreResult<()>> {
-        self.inner.create(request)
-    }
-
-    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<ApprovalRequest>>> {
-        self.inner.get(id)
-    }
-
-    fn pending<'a>(&'a self, tenant: &'a str) -> BoxFuture<'a, StoreResult<Vec<ApprovalRequest>>> {
-        self.inner.pending(tenant)
-    }
-
-    fn update<'a>(
-        &'a self,
-        request: &'a ApprovalRequest,
-        expected_version: u64,
-    ) -> BoxFuture<'a, StoreResult<bool>> {
+impl Hook for ExecutedDown {
+    fn updating(&self, request: &ApprovalRequest) -> StoreResult<()> {
         let down = self.down.load(std::sync::atomic::Ordering::SeqCst);
         if down && request.state == toolguard::store::ApprovalState::Executed {
-            return Box::pin(async { Err(toolguard::store::StoreError::new("down".to_owned())) });
+            return Err(toolguard::store::StoreError::new("down".to_owned()));
         }
-        self.inner.update(request, expected_version)
+        Ok(())
     }
 }
 
@@ -579,10 +389,9 @@ async fn approved_transfer(d: &Dispatcher<Ledger>, ledger: &Ledger, key: &str) -
 #[tokio::test]
 async fn a_request_marked_executed_after_the_deadline_is_marked_once_the_store_is_back() {
     let memory = Arc::new(toolguard::MemoryStore::new());
-    let approvals = Arc::new(ExecutedDown {
-        inner: memory.clone(),
-        down: std::sync::atomic::AtomicBool::new(true),
-    });
+    let down = ExecutedDown::default();
+    down.down.store(true, std::sync::atomic::Ordering::SeqCst);
+    let approvals = Arc::new(Delegate::of(memory.clone()).hook(down));
     let (d, ledger) = on_memory(&memory, |b| b.approval_store(approvals.clone()));
     let id = approved_transfer(&d, &ledger, "dl-late-0001").await;
     let state = |memory: Arc<toolguard::MemoryStore>, id: String| async move {
@@ -599,6 +408,7 @@ async fn a_request_marked_executed_after_the_deadline_is_marked_once_the_store_i
         toolguard::store::ApprovalState::Executing
     );
     approvals
+        .hook
         .down
         .store(false, std::sync::atomic::Ordering::SeqCst);
     let back = Instant::now();
@@ -616,23 +426,20 @@ async fn a_request_marked_executed_after_the_deadline_is_marked_once_the_store_i
     assert_eq!(ledger.transfers(), 1, "nothing ran twice");
 }
 
-/// An operation store whose writes of a finished record (`ok`, `failed`) fail while `down` is
-/// set; the records written before an action runs go through.
+/// Fails the writes of a finished operation record (`ok`, `failed`) while `down` is set; the
+/// records written before an action runs go through.
+#[derive(Default)]
 struct FinishedRecordDown {
-    inner: Arc<toolguard::MemoryStore>,
     down: std::sync::atomic::AtomicBool,
 }
 
-impl OperationStore for FinishedRecordDown {
-    fn put(&self, record: OperationRecord) -> BoxFuture<'_, StoreResult<()>> {
+impl Hook for FinishedRecordDown {
+    fn putting(&self, record: &OperationRecord) -> StoreResult<()> {
         let finished = matches!(record.state, OperationState::Ok | OperationState::Failed);
         if finished && self.down.load(std::sync::atomic::Ordering::SeqCst) {
-            return Box::pin(async { Err(toolguard::store::StoreError::new("down".to_owned())) });
+            return Err(toolguard::store::StoreError::new("down".to_owned()));
         }
-        OperationStore::put(&*self.inner, record)
-    }
-    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<OperationRecord>>> {
-        OperationStore::get(&*self.inner, id)
+        Ok(())
     }
 }
 
@@ -643,10 +450,9 @@ impl OperationStore for FinishedRecordDown {
 #[tokio::test]
 async fn an_approved_action_whose_record_is_late_leaves_its_key_to_the_record() {
     let memory = Arc::new(toolguard::MemoryStore::new());
-    let operations = Arc::new(FinishedRecordDown {
-        inner: memory.clone(),
-        down: std::sync::atomic::AtomicBool::new(true),
-    });
+    let down = FinishedRecordDown::default();
+    down.down.store(true, std::sync::atomic::Ordering::SeqCst);
+    let operations = Arc::new(Delegate::of(memory.clone()).hook(down));
     let (d, ledger) = on_memory(&memory, |b| b.operation_store(operations.clone()));
     approved_transfer(&d, &ledger, "dl-late-record-01").await;
     let key = ScopedKey {
@@ -670,6 +476,7 @@ async fn an_approved_action_whose_record_is_late_leaves_its_key_to_the_record() 
         "the key was settled before the record that says the same"
     );
     operations
+        .hook
         .down
         .store(false, std::sync::atomic::Ordering::SeqCst);
     let back = Instant::now();
@@ -705,10 +512,9 @@ async fn an_approved_action_whose_record_is_late_leaves_its_key_to_the_record() 
 #[tokio::test]
 async fn a_status_query_takes_the_outcome_a_call_left_under_its_key() {
     let memory = Arc::new(toolguard::MemoryStore::new());
-    let operations = Arc::new(FinishedRecordDown {
-        inner: memory.clone(),
-        down: std::sync::atomic::AtomicBool::new(true),
-    });
+    let down = FinishedRecordDown::default();
+    down.down.store(true, std::sync::atomic::Ordering::SeqCst);
+    let operations = Arc::new(Delegate::of(memory.clone()).hook(down));
     let clock = Arc::new(toolguard::ManualClock::new(SystemTime::now()));
     let (d, ledger) = on_memory(&memory, |b| {
         b.operation_store(operations.clone()).clock(clock.clone())
@@ -730,6 +536,7 @@ async fn a_status_query_takes_the_outcome_a_call_left_under_its_key() {
     );
     // The process is gone; the store takes writes again.
     operations
+        .hook
         .down
         .store(false, std::sync::atomic::Ordering::SeqCst);
     clock.advance(Duration::from_secs(120));

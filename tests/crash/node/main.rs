@@ -30,7 +30,8 @@ use toolguard_postgres::{PgConfig, PgStore};
 use toolguard_sqlite::SqliteStore;
 
 use bank::{Bank, Transfer};
-use points::{BeforeReserve, CrashApprovals, CrashAudit, CrashIdempotency, Points};
+use points::{BeforeReserve, CrashAudit, Points, StorePoints};
+use toolguard_tests::delegate::Delegate;
 
 /// Where the stores are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -167,19 +168,22 @@ fn dispatcher<A: AuditSink>(
     stores: Stores<A>,
     points: Arc<Points>,
 ) -> Result<Dispatcher<Bank>, String> {
+    // The idempotency and approval stores behind the points; the ledger and the operation
+    // store as they are (a PostgreSQL completion still writes its operation record with it).
+    let pointed = Arc::new(Delegate {
+        idempotency: stores.idempotency,
+        ledger: stores.ledger.clone(),
+        approvals: stores.approvals,
+        operations: stores.operations.clone(),
+        hook: StorePoints(points.clone()),
+    });
     Dispatcher::builder(bank)
         .tool(Transfer)
         .policy(policy())
         .host_keys(keys.clone())
         .custom_stage(StagePoint::AfterPolicy, BeforeReserve(points.clone()))
-        .idempotency_store(Arc::new(CrashIdempotency {
-            inner: stores.idempotency,
-            points: points.clone(),
-        }))
-        .approval_store(Arc::new(CrashApprovals {
-            inner: stores.approvals,
-            points: points.clone(),
-        }))
+        .idempotency_store(pointed.clone())
+        .approval_store(pointed)
         .session_ledger(stores.ledger)
         .operation_store(stores.operations)
         .audit(CrashAudit {

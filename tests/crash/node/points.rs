@@ -1,18 +1,15 @@
 //! Crash points: the process aborts (no destructor, no flush: as abrupt as SIGKILL for every
 //! store) the n-th time it reaches a named point, as told by `TOOLGUARD_CRASH_POINT` and
 //! `TOOLGUARD_CRASH_AT`. Each point sits on a seam the pipeline offers: a custom stage, a store
-//! wrapper, an audit sink wrapper, or the handler itself.
+//! wrapper's hook, an audit sink wrapper, or the handler itself.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime};
 
 use toolguard::audit::{AuditError, AuditRecord, AuditSink};
-use toolguard::store::{
-    ApprovalRequest, ApprovalState, ApprovalStore, IdempotencyRecord, IdempotencyStore,
-    OperationRecord, OperationStore, Reservation, ScopedKey, StoreResult, StoredOutcome,
-};
+use toolguard::store::{ApprovalRequest, ApprovalState};
 use toolguard::{BoxFuture, CustomStage, Refusal, StageInput};
+use toolguard_tests::delegate::Hook;
 
 /// A named point where the process can be told to die.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,147 +100,24 @@ impl CustomStage for BeforeReserve {
     }
 }
 
-/// An idempotency store that can die after a granted reservation or before a completion.
-pub(crate) struct CrashIdempotency {
-    pub(crate) inner: Arc<dyn IdempotencyStore>,
-    pub(crate) points: Arc<Points>,
-}
+/// The points on the stores' seams, as a hook of a [`Delegate`](toolguard_tests::delegate::Delegate)
+/// around the idempotency and approval stores: after a granted reservation, before a completion,
+/// right after a decision marked a request executing.
+pub(crate) struct StorePoints(pub(crate) Arc<Points>);
 
-impl IdempotencyStore for CrashIdempotency {
-    fn reserve<'a>(
-        &'a self,
-        key: &'a ScopedKey,
-        request_digest: &'a str,
-        operation_id: Option<&'a str>,
-        lease: Duration,
-        ttl: Duration,
-        now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<Reservation>> {
-        Box::pin(async move {
-            let r = self
-                .inner
-                .reserve(key, request_digest, operation_id, lease, ttl, now)
-                .await;
-            if let Ok(Reservation::Reserved { .. }) = &r {
-                self.points.hit(Point::AfterReserve);
-            }
-            r
-        })
+impl Hook for StorePoints {
+    fn reserved(&self) {
+        self.0.hit(Point::AfterReserve);
     }
 
-    fn complete<'a>(
-        &'a self,
-        key: &'a ScopedKey,
-        owner: &'a str,
-        outcome: StoredOutcome,
-        ttl: Duration,
-        now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<bool>> {
-        self.points.hit(Point::BeforeRecord);
-        self.inner.complete(key, owner, outcome, ttl, now)
+    fn completing(&self) {
+        self.0.hit(Point::BeforeRecord);
     }
 
-    fn complete_with_record<'a>(
-        &'a self,
-        key: &'a ScopedKey,
-        owner: &'a str,
-        outcome: StoredOutcome,
-        ttl: Duration,
-        now: SystemTime,
-        record: OperationRecord,
-        operations: &'a dyn OperationStore,
-    ) -> BoxFuture<'a, (StoreResult<()>, StoreResult<bool>)> {
-        self.points.hit(Point::BeforeRecord);
-        self.inner
-            .complete_with_record(key, owner, outcome, ttl, now, record, operations)
-    }
-
-    fn release<'a>(
-        &'a self,
-        key: &'a ScopedKey,
-        owner: &'a str,
-    ) -> BoxFuture<'a, StoreResult<bool>> {
-        self.inner.release(key, owner)
-    }
-
-    fn renew<'a>(
-        &'a self,
-        key: &'a ScopedKey,
-        owner: &'a str,
-        lease: Duration,
-        now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<bool>> {
-        self.inner.renew(key, owner, lease, now)
-    }
-
-    fn take_over<'a>(
-        &'a self,
-        key: &'a ScopedKey,
-        lease: Duration,
-        now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<Option<String>>> {
-        self.inner.take_over(key, lease, now)
-    }
-
-    fn replace<'a>(
-        &'a self,
-        key: &'a ScopedKey,
-        operation_id: &'a str,
-        outcome: StoredOutcome,
-        ttl: Duration,
-        now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<bool>> {
-        self.inner.replace(key, operation_id, outcome, ttl, now)
-    }
-
-    fn remove<'a>(
-        &'a self,
-        key: &'a ScopedKey,
-        operation_id: &'a str,
-    ) -> BoxFuture<'a, StoreResult<bool>> {
-        self.inner.remove(key, operation_id)
-    }
-
-    fn get<'a>(
-        &'a self,
-        key: &'a ScopedKey,
-        now: SystemTime,
-    ) -> BoxFuture<'a, StoreResult<Option<IdempotencyRecord>>> {
-        self.inner.get(key, now)
-    }
-}
-
-/// An approval store that can die right after a decision marked a request executing.
-pub(crate) struct CrashApprovals {
-    pub(crate) inner: Arc<dyn ApprovalStore>,
-    pub(crate) points: Arc<Points>,
-}
-
-impl ApprovalStore for CrashApprovals {
-    fn create<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, StoreResult<()>> {
-        self.inner.create(request)
-    }
-
-    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<ApprovalRequest>>> {
-        self.inner.get(id)
-    }
-
-    fn pending<'a>(&'a self, tenant: &'a str) -> BoxFuture<'a, StoreResult<Vec<ApprovalRequest>>> {
-        self.inner.pending(tenant)
-    }
-
-    fn update<'a>(
-        &'a self,
-        request: &'a ApprovalRequest,
-        expected_version: u64,
-    ) -> BoxFuture<'a, StoreResult<bool>> {
-        Box::pin(async move {
-            let written = self.inner.update(request, expected_version).await;
-            if request.state == ApprovalState::Executing && matches!(written, Ok(true)) {
-                self.points.hit(Point::InDecision);
-            }
-            written
-        })
+    fn updated(&self, request: &ApprovalRequest, written: bool) {
+        if request.state == ApprovalState::Executing && written {
+            self.0.hit(Point::InDecision);
+        }
     }
 }
 
