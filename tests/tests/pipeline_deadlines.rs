@@ -11,8 +11,8 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::json;
 use store_support::{Backend, SharedAudit};
 use toolguard::store::{
-    ApprovalRequest, ApprovalStore, FaultyStore, IdempotencyStore, OperationRecord,
-    OperationState, OperationStore, ScopedKey, StoreOp, StoreResult,
+    ApprovalRequest, ApprovalStore, FaultyStore, IdempotencyStore, OperationRecord, OperationState,
+    OperationStore, ScopedKey, StoreOp, StoreResult,
 };
 use toolguard::{Dispatcher, MemoryAuditSink, OperationError, Status, ToolCall, ToolOutcome};
 use toolguard_tests::delegate::{Delegate, Hook};
